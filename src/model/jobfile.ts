@@ -1,0 +1,115 @@
+// The job file (DESIGN.md "Job file"): strict at every level, defaults filled in, CEL type-checked.
+// Every error names the field it is about; a job that fails here creates nothing.
+
+import { posix } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { checkExpression } from "./cel.ts";
+
+/** Relative, normalised, and not leaving its folder. */
+export function relativePathProblem(path: string): string | null {
+  if (path.length === 0) return "must not be empty";
+  if (path.includes("\0")) return "must not contain NUL";
+  if (path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path)) return "must be a relative path";
+  const normal = posix.normalize(path.replaceAll("\\", "/"));
+  if (normal === ".." || normal.startsWith("../")) return "leaves its folder";
+  if (normal === ".") return "must name a file";
+  return null;
+}
+
+const relativePath = z.string().superRefine((path, context) => {
+  const problem = relativePathProblem(path);
+  if (problem) context.addIssue({ code: "custom", message: `${JSON.stringify(path)} ${problem}` });
+});
+
+const celSource = (purpose: "requirements" | "rank") =>
+  z.string().superRefine((source, context) => {
+    const problem = checkExpression(source, purpose);
+    if (problem) context.addIssue({ code: "custom", message: `CEL: ${problem}` });
+  });
+
+export const jobSpecSchema = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  command: z.union([z.string().min(1), z.array(z.string()).min(1)]),
+  inputs: z.array(relativePath).default([]),
+  outputs: z.array(relativePath).default([]),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name"), z.string())
+    .default({}),
+  resources: z
+    .strictObject({
+      cpus: z.int().min(1).default(1),
+      memoryMb: z.number().min(0).default(0),
+    })
+    .default({ cpus: 1, memoryMb: 0 }),
+  requirements: celSource("requirements").optional(),
+  rank: celSource("rank").optional(),
+  priority: z.int().default(0),
+  timeLimitSeconds: z.number().positive().optional(),
+  retry: z
+    .strictObject({
+      maxAttempts: z.int().min(1).default(1),
+      backoffSeconds: z.number().min(0).default(5),
+    })
+    .default({ maxAttempts: 1, backoffSeconds: 5 }),
+  checkpoint: z
+    .strictObject({
+      intervalSeconds: z.number().positive().default(60),
+      graceSeconds: z.number().min(0).default(30),
+    })
+    .default({ intervalSeconds: 60, graceSeconds: 30 }),
+  array: z.strictObject({ count: z.int().min(1).max(1_000_000) }).optional(),
+  replicas: z.int().min(1).max(64).default(1),
+  dependsOn: z.array(z.string().min(1)).default([]),
+});
+
+export type JobSpec = z.output<typeof jobSpecSchema>;
+
+export class JobFileError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(field ? `${field}: ${message}` : message);
+    this.name = "JobFileError";
+    this.field = field;
+  }
+}
+
+/** Validates a parsed job file. Throws JobFileError naming the first bad field. */
+export function validateJobSpec(input: unknown): JobSpec {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) {
+    throw new JobFileError("", "a job file must be a mapping of fields");
+  }
+  const result = jobSpecSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue.path.map(String);
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0];
+    return fail([...path, key].join("."), "unknown key");
+  }
+  return fail(formatPath(path), issue.message);
+}
+
+function fail(field: string, message: string): never {
+  throw new JobFileError(field, message);
+}
+
+function formatPath(path: string[]): string {
+  return path.reduce(
+    (out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : out ? `${out}.${part}` : part),
+    "",
+  );
+}
+
+/** Parses YAML or JSON text (JSON is YAML). */
+export function parseJobFileText(text: string): unknown {
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new JobFileError("", `not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
+  }
+}
+
+export function taskCount(spec: JobSpec): number {
+  return spec.array?.count ?? 1;
+}

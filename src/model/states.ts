@@ -1,0 +1,41 @@
+// The state vocabularies of DESIGN.md ("JSON shapes"). Tests outside the repository rely on these words.
+
+export const JOB_STATES = [
+  "held",
+  "waiting",
+  "pending",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+export type TaskState = JobState;
+
+export const HOST_STATES = ["ready", "draining", "lost"] as const;
+export type HostState = (typeof HOST_STATES)[number];
+
+export const ATTEMPT_STATES = ["starting", "running", "stopping", "ended"] as const;
+export type AttemptState = (typeof ATTEMPT_STATES)[number];
+
+export const ATTEMPT_OUTCOMES = [
+  "succeeded",
+  "failed",
+  "lost",
+  "preempted",
+  "migrated",
+  "cancelled",
+  "timed_out",
+] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+const ENDED_STATES: ReadonlySet<TaskState> = new Set(["succeeded", "failed", "cancelled"]);
+
+export function isEndedState(state: TaskState): boolean {
+  return ENDED_STATES.has(state);
+}
+
+/** System events (guarantee 5): they end an attempt without using up the task's retry budget. */
+export function isSystemOutcome(outcome: AttemptOutcome): boolean {
+  return outcome === "lost" || outcome === "preempted" || outcome === "migrated";
+}
