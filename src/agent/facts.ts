@@ -1,0 +1,47 @@
+// Host facts (DESIGN.md "Host facts"), read from the operating system at each heartbeat.
+
+import { statfs } from "node:fs/promises";
+import os from "node:os";
+import type { HostFacts } from "../model/records.ts";
+
+export interface StaticFacts {
+  name: string;
+  pool: string;
+  labels: Record<string, string>;
+  speed: number;
+  workDir: string;
+}
+
+export function normalizeArch(arch: string): string {
+  if (arch === "x64") return "x86_64";
+  if (arch === "arm64") return "aarch64";
+  if (arch === "ia32") return "i686";
+  return arch;
+}
+
+export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Promise<HostFacts> {
+  const cpus = os.availableParallelism();
+  const load1 = os.loadavg()[0];
+  let diskFreeMb = 0;
+  try {
+    const fs = await statfs(fixed.workDir);
+    diskFreeMb = Math.floor((fs.bavail * fs.bsize) / 2 ** 20);
+  } catch {
+    // The work folder may not exist yet; report no free disk rather than fail the heartbeat.
+  }
+  return {
+    name: fixed.name,
+    pool: fixed.pool,
+    os: os.platform(),
+    arch: normalizeArch(os.arch()),
+    cpus,
+    memoryMb: Math.floor(os.totalmem() / 2 ** 20),
+    memFreeMb: Math.floor(os.freemem() / 2 ** 20),
+    load1: Math.round(load1 * 100) / 100,
+    cpuFree: Math.max(0, Math.min(1, 1 - load1 / cpus)),
+    diskFreeMb,
+    speed: fixed.speed,
+    labels: fixed.labels,
+    slotsFree,
+  };
+}

@@ -1,0 +1,44 @@
+// Reports waiting for the server's acknowledgement, in the order they were made. They are resent
+// after every reconnect; the server applies each once (fencing by attempt) and acknowledges again.
+
+import type { EndedEvent, ReportEvent, ReportMessage } from "../protocol/messages.ts";
+
+export class Outbox {
+  private readonly reports = new Map<number, ReportMessage>();
+  private nextSeq = 1;
+
+  add(event: ReportEvent): ReportMessage {
+    const message: ReportMessage = { type: "report", seq: this.nextSeq++, event };
+    this.reports.set(message.seq, message);
+    return message;
+  }
+
+  ack(seq: number): void {
+    this.reports.delete(seq);
+  }
+
+  /** Unacknowledged reports, oldest first. */
+  all(): ReportMessage[] {
+    return [...this.reports.values()];
+  }
+
+  get size(): number {
+    return this.reports.size;
+  }
+
+  pendingEnds(): EndedEvent[] {
+    const ends: EndedEvent[] = [];
+    for (const report of this.reports.values()) if (report.event.kind === "ended") ends.push(report.event);
+    return ends;
+  }
+
+  /** Forgets the reports of an attempt the server no longer wants to hear of. */
+  dropAttempt(jobId: string, taskIndex: number, attempt: number): void {
+    for (const [seq, report] of this.reports) {
+      const event = report.event;
+      if (event.jobId === jobId && event.taskIndex === taskIndex && event.attempt === attempt) {
+        this.reports.delete(seq);
+      }
+    }
+  }
+}

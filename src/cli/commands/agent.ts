@@ -1,0 +1,38 @@
+import os from "node:os";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { Agent } from "../../agent/agent.ts";
+import { daemonLogger } from "../logger.ts";
+import { integer, labels, number, onShutdown } from "../options.ts";
+
+export function registerAgent(program: Command): void {
+  program
+    .command("agent")
+    .description("run one host's agent")
+    .requiredOption("--server <urls>", "server URL, or a comma-separated list of servers")
+    .requiredOption("--token <token>", "the servers' join token")
+    .option("--name <name>", "host name", os.hostname())
+    .option("--pool <pool>", "pool name", "default")
+    .option("--slots <n>", "cpus to offer", integer("--slots", 1), os.availableParallelism())
+    .option("--work <dir>", "work folder for attempts")
+    .option("--label <k=v>", "a label (repeatable)", labels, {})
+    .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
+    .action(async (options) => {
+      const agent = new Agent({
+        servers: String(options.server)
+          .split(",")
+          .map((url) => url.trim())
+          .filter(Boolean),
+        joinToken: options.token,
+        name: options.name,
+        pool: options.pool,
+        slots: options.slots,
+        workDir: options.work ?? join(os.tmpdir(), `steward-agent-${options.name}`),
+        labels: options.label,
+        speed: options.speed,
+        log: daemonLogger(),
+      });
+      await agent.start();
+      onShutdown(() => agent.stop());
+    });
+}

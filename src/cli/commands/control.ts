@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+import { printJson } from "../format.ts";
+
+/** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}. */
+export function registerControl(program: Command): void {
+  const actions: [string, string][] = [
+    ["cancel", "cancel a job: pending tasks never start, running attempts are stopped"],
+    ["hold", "hold a job: it does not start; running attempts stop and it resumes on release"],
+    ["release", "release a held job"],
+  ];
+  for (const [action, description] of actions) {
+    program
+      .command(action)
+      .description(description)
+      .argument("<id>", "job id")
+      .option("--json", "print the job as JSON")
+      .action(async (id: string, options: { json?: boolean }) => {
+        const job = await new ApiClient().json<{ id: string; state: string }>(
+          "POST",
+          `/api/v1/jobs/${encodeURIComponent(id)}/${action}`,
+          { json: {} },
+        );
+        if (options.json) printJson(job);
+        else process.stdout.write(`job ${job.id}: ${job.state}\n`);
+      });
+  }
+  program
+    .command("migrate")
+    .description("move a running job to another host (or the one named), resuming from its checkpoint")
+    .argument("<id>", "job id")
+    .option("--to <host>", "the host to move to")
+    .option("--json", "print the job as JSON")
+    .action(async (id: string, options: { to?: string; json?: boolean }) => {
+      const job = await new ApiClient().json<{ id: string; state: string }>(
+        "POST",
+        `/api/v1/jobs/${encodeURIComponent(id)}/migrate`,
+        { json: options.to ? { to: options.to } : {} },
+      );
+      if (options.json) printJson(job);
+      else process.stdout.write(`job ${job.id}: ${job.state}\n`);
+    });
+  program
+    .command("rm")
+    .description("remove an ended job with its files and checkpoints")
+    .argument("<id>", "job id")
+    .action(async (id: string) => {
+      await new ApiClient().request("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`);
+      process.stdout.write(`job ${id} removed\n`);
+    });
+}

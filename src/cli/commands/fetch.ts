@@ -1,0 +1,46 @@
+import { createWriteStream } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Command } from "commander";
+import { ApiClient, CliError } from "../client.ts";
+
+interface OutputFile {
+  task: number;
+  path: string;
+  bytes: number;
+}
+
+export function registerFetch(program: Command): void {
+  program
+    .command("fetch")
+    .description("download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array")
+    .argument("<id>", "job id")
+    .option("--to <dir>", "where to write", ".")
+    .action(async (id: string, options: { to: string }) => {
+      const client = new ApiClient();
+      const job = await client.json<{ taskCount: number }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+        query: { tasks: 0, events: 0 },
+      });
+      const files = await client.json<OutputFile[]>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/outputs`);
+      const root = resolve(options.to);
+      let bytes = 0;
+      for (const file of files) {
+        const target = job.taskCount > 1 ? join(root, String(file.task), file.path) : join(root, file.path);
+        if (!target.startsWith(root)) throw new CliError(`refusing to write outside ${root}: ${file.path}`);
+        await mkdir(dirname(target), { recursive: true });
+        const path = file.path.split("/").map(encodeURIComponent).join("/");
+        const response = await client.request(
+          "GET",
+          `/api/v1/jobs/${encodeURIComponent(id)}/outputs/${file.task}/${path}`,
+        );
+        if (!response.body) throw new CliError(`empty answer for ${file.path}`);
+        await pipeline(Readable.fromWeb(response.body), createWriteStream(target));
+        bytes += file.bytes;
+      }
+      process.stderr.write(
+        `${files.length} file${files.length === 1 ? "" : "s"}, ${bytes} bytes written under ${root}\n`,
+      );
+    });
+}

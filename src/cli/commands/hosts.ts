@@ -1,0 +1,72 @@
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+import { printJson, table } from "../format.ts";
+
+interface Host {
+  name: string;
+  pool: string;
+  state: string;
+  connected: boolean;
+  slots: number;
+  slotsFree: number;
+  facts: { arch: string; cpus: number; memoryMb: number; load1: number; speed: number };
+}
+
+export function registerHosts(program: Command): void {
+  program
+    .command("hosts")
+    .description("hosts with their facts and state")
+    .option("--json", "print JSON")
+    .action(async (options: { json?: boolean }) => {
+      const hosts = await new ApiClient().json<Host[]>("GET", "/api/v1/hosts");
+      if (options.json) return printJson(hosts);
+      if (hosts.length === 0) return void process.stdout.write("no hosts\n");
+      const rows = hosts.map((host) => [
+        host.name,
+        host.pool,
+        host.state + (host.connected ? "" : " (disconnected)"),
+        `${host.slots - host.slotsFree}/${host.slots}`,
+        host.facts.arch,
+        host.facts.cpus,
+        host.facts.memoryMb,
+        host.facts.load1,
+        host.facts.speed,
+      ]);
+      process.stdout.write(
+        `${table(["NAME", "POOL", "STATE", "BUSY", "ARCH", "CPUS", "MEM_MB", "LOAD1", "SPEED"], rows)}\n`,
+      );
+    });
+  program
+    .command("drain")
+    .description("let a host finish its work and take no more")
+    .argument("<host>", "host name")
+    .action(async (name: string) => {
+      const host = await new ApiClient().json<Host>(
+        "POST",
+        `/api/v1/hosts/${encodeURIComponent(name)}/drain`,
+        { json: {} },
+      );
+      process.stdout.write(`host ${host.name}: ${host.state}\n`);
+    });
+  program
+    .command("explain")
+    .description("why a pending job is not running, host by host")
+    .argument("<id>", "job id")
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const answer = await new ApiClient().json<{
+        id: string;
+        state: string;
+        hosts: { host: string; eligible: boolean; reason: string }[];
+      }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/explain`);
+      if (options.json) return printJson(answer);
+      process.stdout.write(`job ${answer.id} is ${answer.state}\n`);
+      if (answer.hosts.length === 0) return void process.stdout.write("no hosts are known: start an agent\n");
+      process.stdout.write(
+        `${table(
+          ["HOST", "ELIGIBLE", "REASON"],
+          answer.hosts.map((h) => [h.host, h.eligible ? "yes" : "no", h.reason]),
+        )}\n`,
+      );
+    });
+}

@@ -1,0 +1,25 @@
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+
+export function registerLogs(program: Command): void {
+  program
+    .command("logs")
+    .description("stdout (or stderr) of a task's latest attempt")
+    .argument("<id>", "job id")
+    .option("--task <n>", "task index", "0")
+    .option("-f, --follow", "follow the running attempt until it ends")
+    .option("--stderr", "stderr instead of stdout")
+    .action(async (id: string, options: { task: string; follow?: boolean; stderr?: boolean }) => {
+      const response = await new ApiClient().request("GET", `/api/v1/jobs/${encodeURIComponent(id)}/logs`, {
+        query: {
+          task: options.task,
+          stream: options.stderr ? "stderr" : "stdout",
+          follow: options.follow ? 1 : undefined,
+        },
+      });
+      if (!response.body) return;
+      await pipeline(Readable.fromWeb(response.body), process.stdout, { end: false });
+    });
+}

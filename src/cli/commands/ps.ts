@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+import { printJson, shortTime, table } from "../format.ts";
+
+interface Summary {
+  id: string;
+  name: string;
+  owner: string;
+  state: string;
+  priority: number;
+  createdAt: string;
+  taskCount: number;
+  counts: { pending: number; running: number; succeeded: number; failed: number; cancelled: number };
+}
+
+export function registerPs(program: Command): void {
+  program
+    .command("ps")
+    .description("list jobs (those not ended, unless --all)")
+    .option("--all", "include ended jobs")
+    .option("--state <state>", "only jobs in this state")
+    .option("--json", "print JSON")
+    .action(async (options: { all?: boolean; state?: string; json?: boolean }) => {
+      const jobs = await new ApiClient().json<Summary[]>("GET", "/api/v1/jobs", {
+        query: { all: options.all ? 1 : undefined, state: options.state },
+      });
+      if (options.json) return printJson(jobs);
+      if (jobs.length === 0) return void process.stdout.write("no jobs\n");
+      const rows = jobs.map((job) => [
+        job.id,
+        job.name,
+        job.owner,
+        job.state,
+        job.priority,
+        `${job.counts.succeeded}/${job.taskCount}`,
+        job.counts.running,
+        job.counts.failed,
+        shortTime(job.createdAt),
+      ]);
+      process.stdout.write(
+        `${table(["ID", "NAME", "OWNER", "STATE", "PRIO", "DONE", "RUN", "FAIL", "SUBMITTED"], rows)}\n`,
+      );
+    });
+}

@@ -1,0 +1,73 @@
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+import { printJson, shortTime, table } from "../format.ts";
+
+interface Attempt {
+  number: number;
+  host: string;
+  state: string;
+  outcome: string | null;
+  reason: string | null;
+  exitCode: number | null;
+  restarted: boolean;
+  startedAt: string;
+  endedAt: string | null;
+}
+interface Job {
+  id: string;
+  name: string;
+  owner: string;
+  state: string;
+  priority: number;
+  createdAt: string;
+  counts: Record<string, number>;
+  tasks: {
+    index: number;
+    state: string;
+    attempts: Attempt[];
+    checkpoint: { generation: number; bytes: number } | null;
+  }[];
+  events: { at: string; kind: string; message: string }[];
+}
+
+export function registerShow(program: Command): void {
+  program
+    .command("show")
+    .description("one job with its tasks, attempts and events")
+    .argument("<id>", "job id")
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const job = await new ApiClient().json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`);
+      if (options.json) return printJson(job);
+      const c = job.counts;
+      const lines = [
+        `job ${job.id}  ${job.name}  owner ${job.owner}  priority ${job.priority}`,
+        `state ${job.state}  submitted ${shortTime(job.createdAt)}`,
+        `tasks ${job.tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
+        "",
+      ];
+      const rows: (string | number)[][] = [];
+      for (const task of job.tasks) {
+        if (task.attempts.length === 0) rows.push([task.index, task.state, "-", "-", "-", "-", "-", "-"]);
+        for (const attempt of task.attempts) {
+          rows.push([
+            task.index,
+            task.state,
+            attempt.number,
+            attempt.host,
+            attempt.outcome ?? attempt.state,
+            attempt.exitCode ?? "-",
+            shortTime(attempt.startedAt),
+            attempt.reason ?? "",
+          ]);
+        }
+      }
+      const shown = rows.length > 200 ? rows.slice(0, 200) : rows;
+      lines.push(table(["TASK", "STATE", "ATTEMPT", "HOST", "OUTCOME", "EXIT", "STARTED", "REASON"], shown));
+      if (rows.length > shown.length) lines.push(`... ${rows.length - shown.length} more rows (use --json)`);
+      lines.push("", "events:");
+      for (const event of job.events)
+        lines.push(`  ${shortTime(event.at)}  ${event.kind.padEnd(16)} ${event.message}`);
+      process.stdout.write(`${lines.join("\n")}\n`);
+    });
+}

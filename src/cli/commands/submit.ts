@@ -1,0 +1,22 @@
+import type { Command } from "commander";
+import { ApiClient } from "../client.ts";
+import { printJson } from "../format.ts";
+import { loadJobFile, submissionBody } from "../job-file.ts";
+import { waitForJobs } from "./wait.ts";
+
+export function registerSubmit(program: Command): void {
+  program
+    .command("submit")
+    .description("submit a job file (YAML or JSON); prints the job id")
+    .argument("<file>", "the job file")
+    .option("--wait", "wait for the job to end; exit 0 only if it succeeded")
+    .option("--json", "print the whole job as JSON")
+    .action(async (file: string, options: { wait?: boolean; json?: boolean }) => {
+      const job = loadJobFile(file);
+      const client = new ApiClient();
+      const created = await client.json<{ id: string }>("POST", "/api/v1/jobs", await submissionBody(job));
+      if (options.json) printJson(created);
+      else process.stdout.write(`${created.id}\n`);
+      if (options.wait) process.exitCode = await waitForJobs(client, [created.id], null, !options.json);
+    });
+}

@@ -1,0 +1,171 @@
+// Messages between server and agent over one WebSocket, JSON text frames, validated with zod on arrival.
+// This file (with model/) is the only thing the server and the agent share.
+
+import { z } from "zod";
+
+export const PROTOCOL_VERSION = 1;
+
+export const AGENT_CONNECT_PATH = "/api/v1/agent/connect";
+
+const hostFacts = z.object({
+  name: z.string(),
+  pool: z.string(),
+  os: z.string(),
+  arch: z.string(),
+  cpus: z.number(),
+  memoryMb: z.number(),
+  memFreeMb: z.number(),
+  load1: z.number(),
+  cpuFree: z.number(),
+  diskFreeMb: z.number(),
+  speed: z.number(),
+  labels: z.record(z.string(), z.string()),
+  slotsFree: z.number(),
+});
+
+const attemptRef = {
+  jobId: z.string(),
+  taskIndex: z.int().min(0),
+  attempt: z.int().min(1),
+};
+
+/** What the agent knows of an attempt when it (re)connects. */
+const heldAttempt = z.object({
+  ...attemptRef,
+  state: z.enum(["running", "ended"]),
+});
+
+// ---- agent -> server
+
+export const helloMessage = z.object({
+  type: z.literal("hello"),
+  v: z.literal(PROTOCOL_VERSION),
+  name: z.string().min(1),
+  token: z.string(),
+  pool: z.string(),
+  slots: z.int().min(1),
+  labels: z.record(z.string(), z.string()),
+  facts: hostFacts,
+  attempts: z.array(heldAttempt),
+});
+
+export const heartbeatMessage = z.object({
+  type: z.literal("heartbeat"),
+  facts: hostFacts,
+});
+
+export const startedEvent = z.object({ kind: z.literal("started"), ...attemptRef, pid: z.int() });
+
+export const agentOutcome = z.enum([
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "preempted",
+  "migrated",
+  "lost",
+]);
+
+export const endedEvent = z.object({
+  kind: z.literal("ended"),
+  ...attemptRef,
+  outcome: agentOutcome,
+  exitCode: z.int().nullable(),
+  reason: z.string().nullable(),
+  /** Output files uploaded for this attempt (relative paths), before this report was sent. */
+  outputs: z.array(z.string()),
+});
+
+/** Reports that change state travel through the agent's outbox: numbered, resent until acknowledged. */
+export const reportMessage = z.object({
+  type: z.literal("report"),
+  seq: z.int().min(1),
+  event: z.discriminatedUnion("kind", [startedEvent, endedEvent]),
+});
+
+/** Log bytes, at an offset of the attempt's stdout or stderr; resending a chunk is harmless. */
+export const logMessage = z.object({
+  type: z.literal("log"),
+  ...attemptRef,
+  stream: z.enum(["stdout", "stderr"]),
+  offset: z.int().min(0),
+  data: z.string(), // base64
+});
+
+export const agentMessage = z.discriminatedUnion("type", [
+  helloMessage,
+  heartbeatMessage,
+  reportMessage,
+  logMessage,
+]);
+
+// ---- server -> agent
+
+export const welcomeMessage = z.object({
+  type: z.literal("welcome"),
+  v: z.literal(PROTOCOL_VERSION),
+  heartbeatSeconds: z.number().positive(),
+  /** Attempts named in hello that are no longer current: kill them, report nothing more of them. */
+  kill: z.array(z.object(attemptRef)),
+});
+
+export const rejectMessage = z.object({ type: z.literal("reject"), reason: z.string() });
+
+export const startMessage = z.object({
+  type: z.literal("start"),
+  ...attemptRef,
+  restarted: z.boolean(),
+  command: z.union([z.string(), z.array(z.string())]),
+  env: z.record(z.string(), z.string()),
+  inputs: z.array(z.string()),
+  outputs: z.array(z.string()),
+  cpus: z.int().min(1),
+  timeLimitSeconds: z.number().positive().nullable(),
+  graceSeconds: z.number().min(0),
+});
+
+export const stopMessage = z.object({
+  type: z.literal("stop"),
+  ...attemptRef,
+  /** The outcome the attempt ends with once stopped. */
+  outcome: z.enum(["cancelled", "preempted", "migrated", "lost"]),
+  reason: z.string(),
+  graceSeconds: z.number().min(0),
+});
+
+export const ackMessage = z.object({ type: z.literal("ack"), seq: z.int().min(1) });
+
+export const serverMessage = z.discriminatedUnion("type", [
+  welcomeMessage,
+  rejectMessage,
+  startMessage,
+  stopMessage,
+  ackMessage,
+]);
+
+export type HelloMessage = z.infer<typeof helloMessage>;
+export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
+export type ReportMessage = z.infer<typeof reportMessage>;
+export type ReportEvent = ReportMessage["event"];
+export type EndedEvent = z.infer<typeof endedEvent>;
+export type LogMessage = z.infer<typeof logMessage>;
+export type AgentMessage = z.infer<typeof agentMessage>;
+export type StartMessage = z.infer<typeof startMessage>;
+export type StopMessage = z.infer<typeof stopMessage>;
+export type ServerMessage = z.infer<typeof serverMessage>;
+export type AgentOutcome = z.infer<typeof agentOutcome>;
+
+/** Paths of the HTTP routes agents use to move files (join-token auth). */
+export const agentFileRoutes = {
+  input: (jobId: string, path: string) => `/api/v1/agent/jobs/${enc(jobId)}/inputs/${encPath(path)}`,
+  output: (jobId: string, task: number, attempt: number, path: string) =>
+    `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/attempts/${attempt}/outputs/${encPath(path)}`,
+};
+
+function enc(part: string): string {
+  return encodeURIComponent(part);
+}
+
+function encPath(path: string): string {
+  return path.split("/").map(enc).join("/");
+}

@@ -1,0 +1,156 @@
+// The agent gateway: one WebSocket per agent. Reports are applied in the order they arrive and
+// acknowledged only after their commit; logs go straight to the blob store.
+
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { WebSocket, WebSocketServer } from "ws";
+import {
+  AGENT_CONNECT_PATH,
+  type AgentMessage,
+  agentMessage,
+  type LogMessage,
+  PROTOCOL_VERSION,
+  type ServerMessage,
+} from "../protocol/messages.ts";
+import type { BlobStore } from "../store/blobs.ts";
+import { safeEqual } from "./auth.ts";
+import { logKey } from "./blob-keys.ts";
+import type { AgentLinks, Core } from "./core.ts";
+
+export interface GatewayOptions {
+  core: Core;
+  blobs: BlobStore;
+  joinToken: string;
+  heartbeatSeconds: number;
+  log: Logger;
+}
+
+export class AgentGateway implements AgentLinks {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
+  private readonly sockets = new Map<string, WebSocket>();
+  private readonly logWrites = new Map<string, Promise<unknown>>();
+  private readonly options: GatewayOptions;
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    options.core.setLinks(this);
+  }
+
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (request.url ?? "").split("?")[0];
+    if (path !== AGENT_CONNECT_PATH) return false;
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws));
+    return true;
+  }
+
+  send(host: string, message: ServerMessage): boolean {
+    const ws = this.sockets.get(host);
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  connectedHosts(): number {
+    return this.sockets.size;
+  }
+
+  close(): void {
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+  }
+
+  private accept(ws: WebSocket): void {
+    const { core, log } = this.options;
+    let name: string | null = null;
+    // One chain per connection: reports are applied one after another, in arrival order.
+    let chain: Promise<void> = Promise.resolve();
+    ws.on("message", (data) => {
+      let message: AgentMessage;
+      try {
+        message = agentMessage.parse(JSON.parse(String(data)));
+      } catch (error) {
+        log.warn({ err: error }, "malformed agent message");
+        return;
+      }
+      if (message.type === "hello") {
+        chain = chain
+          .then(() => this.hello(ws, message))
+          .then((accepted) => {
+            if (accepted) name = message.name;
+          });
+        return;
+      }
+      if (!name) return;
+      const host = name;
+      core.touch(host);
+      switch (message.type) {
+        case "heartbeat":
+          core.heartbeat(host, message.facts);
+          return;
+        case "log":
+          this.appendLog(message);
+          return;
+        case "report":
+          chain = chain.then(async () => {
+            const event = message.event;
+            if (event.kind === "started") {
+              await core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
+            } else {
+              await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));
+              await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stderr"));
+              await core.attemptEnded(host, event);
+            }
+            // Acknowledged after the commit, and also when fenced, or the agent's outbox would jam.
+            if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+          });
+          return;
+      }
+    });
+    ws.on("close", () => {
+      if (name && this.sockets.get(name) === ws) {
+        this.sockets.delete(name);
+        core.detachHost(name);
+        log.info({ host: name }, "agent disconnected");
+      }
+    });
+    ws.on("error", () => {});
+  }
+
+  private async hello(ws: WebSocket, message: Extract<AgentMessage, { type: "hello" }>): Promise<boolean> {
+    const { core, log } = this.options;
+    if (!safeEqual(message.token, this.options.joinToken)) {
+      ws.send(JSON.stringify({ type: "reject", reason: "bad join token" }));
+      ws.close(4001, "bad join token");
+      return false;
+    }
+    const previous = this.sockets.get(message.name);
+    if (previous && previous !== ws) previous.terminate();
+    this.sockets.set(message.name, ws);
+    const { kill } = await core.attachHost(message);
+    ws.send(
+      JSON.stringify({
+        type: "welcome",
+        v: PROTOCOL_VERSION,
+        heartbeatSeconds: this.options.heartbeatSeconds,
+        kill,
+      } satisfies ServerMessage),
+    );
+    log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");
+    return true;
+  }
+
+  private appendLog(message: LogMessage): void {
+    const { core, blobs, log } = this.options;
+    if (!core.hasAttempt(message.jobId, message.taskIndex, message.attempt)) return;
+    const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream);
+    const previous = this.logWrites.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(() => blobs.append(key, message.offset, Buffer.from(message.data, "base64")))
+      .catch((error) => log.warn({ err: error, key }, "log append refused"))
+      .finally(() => {
+        if (this.logWrites.get(key) === next) this.logWrites.delete(key);
+      });
+    this.logWrites.set(key, next);
+  }
+}

@@ -1,0 +1,68 @@
+// Group commit: every acknowledged change must be durable (guarantee 1), and one fsync per request
+// would cap the server at a few hundred requests a second. Pushes that arrive while a commit is in
+// flight (or in the same tick) wait and are committed together, one transaction and one fsync for all.
+
+import type { Change, Store } from "./store.ts";
+
+interface Pending {
+  changes: readonly Change[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupCommitter {
+  readonly store: Store;
+  /** Calls of store.commit made so far (batches with no changes at all are not committed). */
+  commits = 0;
+  #queue: Pending[] = [];
+  #busy = false;
+
+  constructor(store: Store) {
+    this.store = store;
+  }
+
+  /**
+   * Resolves once the batch holding these changes has committed; rejects with the batch's error if
+   * it failed. The batch is one transaction: a bad change fails every push that shares its batch.
+   */
+  push(changes: readonly Change[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ changes, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Resolves when everything pushed so far has been committed or has failed (the failures go to their pushes). */
+  flush(): Promise<void> {
+    if (!this.#busy && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#queue.push({ changes: [], resolve, reject: () => resolve() });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#busy) return;
+    this.#busy = true;
+    // node:sqlite commits synchronously: waiting for the next turn of the event loop lets the pushes
+    // of this tick (and of the I/O callbacks that run before it) join the batch.
+    setImmediate(() => void this.#commitBatch());
+  }
+
+  async #commitBatch(): Promise<void> {
+    const batch = this.#queue;
+    this.#queue = [];
+    const changes = batch.flatMap((pending) => pending.changes);
+    try {
+      if (changes.length > 0) {
+        await this.store.commit(changes);
+        this.commits++;
+      }
+      for (const pending of batch) pending.resolve();
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
+    this.#busy = false;
+    if (this.#queue.length > 0) this.#schedule();
+  }
+}
