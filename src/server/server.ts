@@ -1,7 +1,12 @@
 // Puts the broker together: store -> recover -> core -> HTTP API + agent gateway, and takes it apart.
 
 import multipart from "@fastify/multipart";
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from "fastify";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
@@ -93,7 +98,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const app: FastifyInstance = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024 * 1024,
   });
   await app.register(multipart, {
