@@ -1,8 +1,11 @@
-// The host daemon: connects to any server in its list, says hello with what it runs, heartbeats,
-// runs attempts, streams their logs, and reports through an outbox that resends until acknowledged.
+// The host daemon: connects to any server in its list, says hello with what it holds, heartbeats,
+// runs attempts through the launcher, streams their logs, and reports through an outbox that is
+// resent until acknowledged. Attempts outlive the agent: a restarted agent with the same work
+// folder re-adopts them, and learns the exit of those that ended while it was away.
 
-import { mkdir, open, stat } from "node:fs/promises";
+import { mkdir, open, readdir, stat } from "node:fs/promises";
 import os from "node:os";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
 import {
@@ -11,10 +14,12 @@ import {
   PROTOCOL_VERSION,
   type ReportEvent,
   type ServerMessage,
+  type StartMessage,
   serverMessage,
 } from "../protocol/messages.ts";
-import { Attempt } from "./attempt.ts";
+import { Attempt, type AttemptContext } from "./attempt.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
+import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { measureSpeed } from "./speed.ts";
@@ -33,21 +38,32 @@ export interface AgentOptions {
 
 const LOG_FLUSH_MS = 400;
 const LOG_CHUNK_BYTES = 256 * 1024;
+/** How often attempts are checked for an exit the launcher did not tell us of (re-adopted ones). */
+const EXIT_POLL_MS = 250;
+/** A job whose process is gone with no exit recorded is given this long before it counts as lost. */
+const MISSING_EXIT_GRACE_MS = 2000;
+/** Missed heartbeat answers after which the connection counts as dead (a half-open TCP). */
+const MISSED_PONGS = 3;
 
 export class Agent {
   readonly name: string;
   readonly slots: number;
   private readonly options: AgentOptions;
   private readonly fixed: StaticFacts;
+  private readonly context: AttemptContext;
+  /** Attempts this agent holds: running, or ended with the end not yet acknowledged. */
   private readonly attempts = new Map<string, Attempt>();
+  private readonly byDir = new Map<string, Attempt>();
   private readonly outbox = new Outbox();
+  private readonly launcher = new Launcher();
+  private readonly missingSince = new Map<string, number>();
   private ws: WebSocket | null = null;
   private serverIndex = 0;
   private failures = 0;
-  private heartbeatSeconds = 2;
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  private logTimer: NodeJS.Timeout | null = null;
+  private timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  private awaitingPongs = 0;
   private welcomed = false;
   private stopped = false;
   private readonly log: Logger;
@@ -64,31 +80,132 @@ export class Agent {
       speed: options.speed ?? measureSpeed(),
       workDir: options.workDir,
     };
+    this.context = {
+      serverUrl: () => this.serverUrl(),
+      joinToken: options.joinToken,
+      hostName: this.name,
+      workDir: options.workDir,
+    };
   }
 
   async start(): Promise<void> {
-    await mkdir(this.options.workDir, { recursive: true });
-    this.logTimer = setInterval(() => void this.flushLogs(), LOG_FLUSH_MS);
+    await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
+    this.launcher.on("started", (dir, pid) => this.started(dir, pid));
+    this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
+    this.launcher.start();
+    await this.adoptAttempts();
+    this.timers.push(setInterval(() => void this.flushLogs(), LOG_FLUSH_MS));
+    this.timers.push(setInterval(() => void this.pollExits(), EXIT_POLL_MS));
     this.connect();
   }
 
-  /** Stops talking to the server. Running attempts are killed only when `killAttempts`. */
-  async stop(killAttempts = true): Promise<void> {
+  /** Stops talking to the server. Attempts go on running unless `killAttempts`, to be re-adopted. */
+  async stop(killAttempts = false): Promise<void> {
     this.stopped = true;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-    if (this.logTimer) clearInterval(this.logTimer);
+    for (const timer of this.timers) clearInterval(timer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (killAttempts) for (const attempt of this.attempts.values()) attempt.kill();
+    this.launcher.close();
     this.ws?.terminate();
-  }
-
-  runningAttempts(): number {
-    return this.attempts.size;
   }
 
   private serverUrl(): string {
     return this.options.servers[this.serverIndex % this.options.servers.length].replace(/\/+$/, "");
   }
+
+  // ---- attempts
+
+  private async adoptAttempts(): Promise<void> {
+    const root = join(this.options.workDir, "attempts");
+    for (const entry of await readdir(root)) {
+      const attempt = await Attempt.adopt(join(root, entry), this.context);
+      if (!attempt) continue;
+      this.track(attempt);
+      attempt.armTimeLimit();
+      if (attempt.exitCode !== null) await this.exited(attempt.dir, attempt.exitCode);
+      this.log.info({ attempt: attempt.key, pid: attempt.pid, exit: attempt.exitCode }, "re-adopted attempt");
+    }
+  }
+
+  private track(attempt: Attempt): void {
+    this.attempts.set(attempt.key, attempt);
+    this.byDir.set(attempt.dir, attempt);
+  }
+
+  private async startAttempt(spec: StartMessage): Promise<void> {
+    const attempt = new Attempt(spec, this.context);
+    if (this.attempts.has(attempt.key)) return;
+    this.track(attempt);
+    try {
+      await attempt.prepare();
+    } catch (error) {
+      attempt.ended = true;
+      this.report({
+        ...ref(attempt),
+        kind: "ended",
+        outcome: "lost",
+        exitCode: null,
+        reason: `staging inputs failed: ${error instanceof Error ? error.message : String(error)}`,
+        outputs: [],
+      });
+      return;
+    }
+    this.launcher.launch(attempt.dir);
+  }
+
+  private started(dir: string, pid: number): void {
+    const attempt = this.byDir.get(dir);
+    if (!attempt || attempt.pid !== null) return;
+    attempt.markStarted(pid);
+    this.report({ kind: "started", ...ref(attempt), pid });
+  }
+
+  private async exited(dir: string, code: number | null): Promise<void> {
+    const attempt = this.byDir.get(dir);
+    if (!attempt || attempt.ended) return;
+    attempt.ended = true;
+    const result = await attempt.finish(code);
+    await this.flushAttemptLogs(attempt);
+    this.report({ kind: "ended", ...ref(attempt), ...result });
+  }
+
+  /** Catches exits the launcher could not tell us of: attempts re-adopted after an agent restart. */
+  private async pollExits(): Promise<void> {
+    const now = Date.now();
+    for (const attempt of this.attempts.values()) {
+      if (attempt.ended) continue;
+      const code = await attempt.readExitFile();
+      if (code !== null) {
+        await this.exited(attempt.dir, code);
+        continue;
+      }
+      if (attempt.pid === null || (await attempt.isAlive())) {
+        this.missingSince.delete(attempt.key);
+        continue;
+      }
+      const since = this.missingSince.get(attempt.key) ?? now;
+      this.missingSince.set(attempt.key, since);
+      if (now - since >= MISSING_EXIT_GRACE_MS) {
+        this.missingSince.delete(attempt.key);
+        await this.exited(attempt.dir, null);
+      }
+    }
+  }
+
+  private async forget(attempt: Attempt): Promise<void> {
+    this.attempts.delete(attempt.key);
+    this.byDir.delete(attempt.dir);
+    await attempt.cleanup().catch(() => {});
+  }
+
+  private busySlots(): number {
+    let busy = 0;
+    for (const attempt of this.attempts.values()) if (!attempt.ended) busy += attempt.spec.cpus;
+    return busy;
+  }
+
+  // ---- connection
 
   private connect(): void {
     if (this.stopped) return;
@@ -105,7 +222,10 @@ export class Agent {
         this.log.warn({ err: error }, "malformed server message");
         return;
       }
-      this.handle(ws, message);
+      void this.handle(ws, message);
+    });
+    ws.on("pong", () => {
+      this.awaitingPongs = 0;
     });
     ws.on("close", () => this.disconnected(ws));
     ws.on("error", (error) => this.log.debug({ err: error }, "connection error"));
@@ -125,19 +245,10 @@ export class Agent {
   }
 
   private async sendHello(ws: WebSocket): Promise<void> {
-    const held: { jobId: string; taskIndex: number; attempt: number; state: "running" | "ended" }[] = [
-      ...this.attempts.values(),
-    ].map((attempt) => ({
-      jobId: attempt.spec.jobId,
-      taskIndex: attempt.spec.taskIndex,
-      attempt: attempt.spec.attempt,
-      state: "running",
+    const held = [...this.attempts.values()].map((attempt) => ({
+      ...ref(attempt),
+      state: attempt.ended ? ("ended" as const) : ("running" as const),
     }));
-    for (const event of this.outbox.pendingEnds()) {
-      if (!this.attempts.has(`${event.jobId}/${event.taskIndex}/${event.attempt}`)) {
-        held.push({ jobId: event.jobId, taskIndex: event.taskIndex, attempt: event.attempt, state: "ended" });
-      }
-    }
     this.send(ws, {
       type: "hello",
       v: PROTOCOL_VERSION,
@@ -155,41 +266,51 @@ export class Agent {
     return readHostFacts(this.fixed, Math.max(0, this.slots - this.busySlots()));
   }
 
-  private busySlots(): number {
-    let busy = 0;
-    for (const attempt of this.attempts.values()) busy += attempt.spec.cpus;
-    return busy;
-  }
-
-  private handle(ws: WebSocket, message: ServerMessage): void {
+  private async handle(ws: WebSocket, message: ServerMessage): Promise<void> {
     switch (message.type) {
       case "welcome": {
+        for (const stale of message.kill) {
+          const attempt = this.attempts.get(`${stale.jobId}/${stale.taskIndex}/${stale.attempt}`);
+          this.outbox.dropAttempt(stale.jobId, stale.taskIndex, stale.attempt);
+          if (attempt) {
+            attempt.kill();
+            attempt.ended = true;
+            await this.forget(attempt);
+          }
+        }
         this.welcomed = true;
         this.failures = 0;
-        this.heartbeatSeconds = message.heartbeatSeconds;
-        for (const ref of message.kill) {
-          const key = `${ref.jobId}/${ref.taskIndex}/${ref.attempt}`;
-          this.attempts.get(key)?.kill();
-          this.outbox.dropAttempt(ref.jobId, ref.taskIndex, ref.attempt);
-        }
+        this.awaitingPongs = 0;
         if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-        this.heartbeatTimer = setInterval(() => void this.heartbeat(ws), this.heartbeatSeconds * 1000);
+        this.heartbeatTimer = setInterval(() => void this.heartbeat(ws), message.heartbeatSeconds * 1000);
+        // Logs first, so that the server has an attempt's whole output before it hears of its end.
+        for (const attempt of this.attempts.values()) await this.flushAttemptLogs(attempt, true);
         for (const report of this.outbox.all()) this.send(ws, report);
-        this.log.info({ server: this.serverUrl(), resent: this.outbox.size }, "attached");
+        this.log.info(
+          { server: this.serverUrl(), resent: this.outbox.size, killed: message.kill.length },
+          "attached",
+        );
         return;
       }
       case "reject":
         this.log.error({ reason: message.reason }, "server rejected this agent");
         return;
-      case "ack":
-        this.outbox.ack(message.seq);
+      case "ack": {
+        const report = this.outbox.ack(message.seq);
+        if (report?.event.kind === "ended") {
+          const attempt = this.attempts.get(
+            `${report.event.jobId}/${report.event.taskIndex}/${report.event.attempt}`,
+          );
+          if (attempt) await this.forget(attempt);
+        }
         return;
+      }
       case "start":
-        this.startAttempt(message);
+        await this.startAttempt(message);
         return;
       case "stop": {
         const attempt = this.attempts.get(`${message.jobId}/${message.taskIndex}/${message.attempt}`);
-        attempt?.stop(message.outcome, message.reason, message.graceSeconds);
+        await attempt?.stop(message.outcome, message.reason, message.graceSeconds);
         return;
       }
     }
@@ -197,40 +318,14 @@ export class Agent {
 
   private async heartbeat(ws: WebSocket): Promise<void> {
     if (ws.readyState !== WebSocket.OPEN) return;
+    if (this.awaitingPongs >= MISSED_PONGS) {
+      this.log.warn("no answer from the server; reconnecting");
+      ws.terminate();
+      return;
+    }
+    this.awaitingPongs++;
+    ws.ping();
     this.send(ws, { type: "heartbeat", facts: await this.facts() });
-  }
-
-  private startAttempt(spec: Extract<ServerMessage, { type: "start" }>): void {
-    const attempt = new Attempt(spec, {
-      serverUrl: () => this.serverUrl(),
-      joinToken: this.options.joinToken,
-      hostName: this.name,
-      workDir: this.options.workDir,
-    });
-    if (this.attempts.has(attempt.key)) return;
-    this.attempts.set(attempt.key, attempt);
-    const ref = { jobId: spec.jobId, taskIndex: spec.taskIndex, attempt: spec.attempt };
-    attempt
-      .run((pid) => this.report({ kind: "started", ...ref, pid }))
-      .then(async (result) => {
-        await this.flushAttemptLogs(attempt);
-        this.report({ kind: "ended", ...ref, ...result });
-      })
-      .catch((error) => {
-        this.log.error({ err: error, attempt: attempt.key }, "attempt failed inside the agent");
-        this.report({
-          kind: "ended",
-          ...ref,
-          outcome: "lost",
-          exitCode: null,
-          reason: String(error),
-          outputs: [],
-        });
-      })
-      .finally(async () => {
-        this.attempts.delete(attempt.key);
-        await attempt.cleanup().catch(() => {});
-      });
   }
 
   private report(event: ReportEvent): void {
@@ -242,13 +337,19 @@ export class Agent {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
   }
 
+  // ---- logs
+
   private async flushLogs(): Promise<void> {
     if (!this.ws || !this.welcomed) return;
     for (const attempt of this.attempts.values()) await this.flushAttemptLogs(attempt);
   }
 
-  /** Sends the bytes of stdout and stderr written since the last flush. */
-  private async flushAttemptLogs(attempt: Attempt): Promise<void> {
+  /** Sends the bytes of stdout and stderr written since the last flush (all of them with `fromStart`). */
+  private async flushAttemptLogs(attempt: Attempt, fromStart = false): Promise<void> {
+    if (fromStart) {
+      attempt.sent.stdout = 0;
+      attempt.sent.stderr = 0;
+    }
     for (const stream of ["stdout", "stderr"] as const) {
       const path = stream === "stdout" ? attempt.stdoutPath : attempt.stderrPath;
       const info = await stat(path).catch(() => null);
@@ -264,9 +365,7 @@ export class Agent {
           if (bytesRead === 0) break;
           this.send(ws, {
             type: "log",
-            jobId: attempt.spec.jobId,
-            taskIndex: attempt.spec.taskIndex,
-            attempt: attempt.spec.attempt,
+            ...ref(attempt),
             stream,
             offset: attempt.sent[stream],
             data: buffer.subarray(0, bytesRead).toString("base64"),
@@ -278,4 +377,8 @@ export class Agent {
       }
     }
   }
+}
+
+function ref(attempt: Attempt) {
+  return { jobId: attempt.spec.jobId, taskIndex: attempt.spec.taskIndex, attempt: attempt.spec.attempt };
 }

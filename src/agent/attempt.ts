@@ -1,19 +1,19 @@
-// One attempt on this host: stage inputs in, run the command in its own process group with
-// stdout and stderr going to files, stop it on request (SIGTERM, grace, SIGKILL) or at its time
-// limit, stage outputs out, and say how it ended.
+// One attempt on this host. Its folder is its durable record: start.json (what the server asked),
+// job.sh (the command with its environment), pid and exit (written by the supervisor), stop (a
+// stop request), stdout and stderr, run/ (the working folder) and checkpoint/. A restarted agent
+// re-adopts attempts from these folders; a folder goes away once the server has the attempt's end.
 
-import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, openAsBlob } from "node:fs";
-import { chmod, mkdir, open, rm, stat } from "node:fs/promises";
-import { constants as osConstants } from "node:os";
+import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes } from "../protocol/messages.ts";
+import { jobScript } from "./job-script.ts";
 
 export interface AttemptContext {
-  /** Base URL of the server that sent the start (for files). */
+  /** Base URL of the server (for files). */
   serverUrl: () => string;
   joinToken: string;
   hostName: string;
@@ -27,7 +27,16 @@ export interface AttemptResult {
   outputs: string[];
 }
 
-type StopOutcome = "cancelled" | "preempted" | "migrated" | "lost" | "timed_out";
+export type StopOutcome = "cancelled" | "preempted" | "migrated" | "lost" | "timed_out";
+
+interface StopRequest {
+  outcome: StopOutcome;
+  reason: string;
+}
+
+export function attemptDirName(jobId: string, taskIndex: number, attempt: number): string {
+  return `${jobId}.${taskIndex}.${attempt}`;
+}
 
 export class Attempt {
   readonly spec: StartMessage;
@@ -36,19 +45,22 @@ export class Attempt {
   readonly stdoutPath: string;
   readonly stderrPath: string;
   pid: number | null = null;
+  /** When the job process started (ms), for the time limit. */
+  startedAt: number | null = null;
+  exitCode: number | null = null;
+  /** Set once the end was reported (or is being prepared): the attempt no longer holds slots. */
+  ended = false;
   /** Bytes of stdout and stderr already sent to the server. */
   readonly sent = { stdout: 0, stderr: 0 };
-  private child: ChildProcess | null = null;
-  private stopRequest: { outcome: StopOutcome; reason: string } | null = null;
+  private stopRequest: StopRequest | null = null;
   private killTimer: NodeJS.Timeout | null = null;
   private limitTimer: NodeJS.Timeout | null = null;
-  private exited = false;
   private readonly context: AttemptContext;
 
   constructor(spec: StartMessage, context: AttemptContext) {
     this.spec = spec;
     this.context = context;
-    this.dir = join(context.workDir, "attempts", `${spec.jobId}.${spec.taskIndex}.${spec.attempt}`);
+    this.dir = join(context.workDir, "attempts", attemptDirName(spec.jobId, spec.taskIndex, spec.attempt));
     this.runDir = join(this.dir, "run");
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
@@ -58,30 +70,116 @@ export class Attempt {
     return `${this.spec.jobId}/${this.spec.taskIndex}/${this.spec.attempt}`;
   }
 
-  /** Runs the attempt to its end. `onStarted` is called once the process exists. */
-  async run(onStarted: (pid: number) => void): Promise<AttemptResult> {
+  get checkpointDir(): string {
+    return join(this.dir, "checkpoint");
+  }
+
+  /** Creates the folder, stages the inputs in and writes job.sh. Throws when staging fails. */
+  async prepare(): Promise<void> {
+    await mkdir(this.runDir, { recursive: true });
+    await mkdir(this.checkpointDir, { recursive: true });
+    await writeFile(join(this.dir, "start.json"), JSON.stringify(this.spec));
+    await writeFile(this.stdoutPath, "", { flag: "a" });
+    await writeFile(this.stderrPath, "", { flag: "a" });
+    await this.stageIn();
+    await writeFile(
+      join(this.dir, "job.sh"),
+      jobScript(this.spec, {
+        runDir: this.runDir,
+        checkpointDir: this.checkpointDir,
+        progressFile: join(this.dir, "progress"),
+        hostName: this.context.hostName,
+      }),
+    );
+  }
+
+  /** Re-adopts an attempt from its folder after an agent restart; null when the folder is unusable. */
+  static async adopt(dir: string, context: AttemptContext): Promise<Attempt | null> {
+    let spec: StartMessage;
     try {
-      await mkdir(this.runDir, { recursive: true });
-      await mkdir(join(this.dir, "checkpoint"), { recursive: true });
-      await this.stageIn();
-    } catch (error) {
-      return {
-        outcome: "lost",
-        exitCode: null,
-        reason: `staging inputs failed: ${message(error)}`,
-        outputs: [],
-      };
+      spec = JSON.parse(await readFile(join(dir, "start.json"), "utf8")) as StartMessage;
+    } catch {
+      return null;
     }
-    if (this.stopRequest) return this.stoppedBeforeStart();
-    const exit = await this.execute(onStarted);
-    const stop = this.requestedStop();
-    if (stop) return { outcome: stop.outcome, exitCode: exit.code, reason: stop.reason, outputs: [] };
-    if (exit.code !== 0) {
-      return { outcome: "failed", exitCode: exit.code, reason: exit.reason, outputs: [] };
+    const attempt = new Attempt(spec, context);
+    attempt.stopRequest = await readJson<StopRequest>(join(dir, "stop"));
+    const pidLine = await readFile(join(dir, "pid"), "utf8").catch(() => null);
+    if (pidLine) {
+      attempt.pid = Number(pidLine.trim().split(" ")[0]) || null;
+      attempt.startedAt = (await stat(join(dir, "pid"))).mtimeMs;
+    }
+    const exit = await readFile(join(dir, "exit"), "utf8").catch(() => null);
+    if (exit !== null) attempt.exitCode = Number(exit.trim());
+    return attempt;
+  }
+
+  /** The start time the supervisor recorded, to tell our job from a process that reused its pid. */
+  async isAlive(): Promise<boolean> {
+    if (this.pid === null) return false;
+    const recorded = (await readFile(join(this.dir, "pid"), "utf8").catch(() => "")).trim().split(" ")[1];
+    const stat = await readFile(`/proc/${this.pid}/stat`, "utf8").catch(() => null);
+    if (!stat) return false;
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] === "Z") return false;
+    return !recorded || fields[19] === recorded;
+  }
+
+  async readExitFile(): Promise<number | null> {
+    const exit = await readFile(join(this.dir, "exit"), "utf8").catch(() => null);
+    return exit === null ? null : Number(exit.trim());
+  }
+
+  markStarted(pid: number): void {
+    this.pid = pid;
+    this.startedAt ??= Date.now();
+    if (this.stopRequest) this.signal("SIGTERM");
+    this.armTimeLimit();
+  }
+
+  /** Time limit: measured from the job's start, also across an agent restart. */
+  armTimeLimit(): void {
+    const limit = this.spec.timeLimitSeconds;
+    if (!limit || this.limitTimer || this.startedAt === null) return;
+    const left = Math.max(0, this.startedAt + limit * 1000 - Date.now());
+    this.limitTimer = setTimeout(() => {
+      void this.stop("timed_out", `time limit of ${limit} s reached`, this.spec.graceSeconds);
+    }, left);
+    this.limitTimer.unref();
+  }
+
+  /** Stop request: SIGTERM to the process group, then SIGKILL after the grace period. Kept on disk. */
+  async stop(outcome: StopOutcome, reason: string, graceSeconds: number): Promise<void> {
+    if (this.stopRequest || this.exitCode !== null) return;
+    this.stopRequest = { outcome, reason };
+    await writeAtomic(join(this.dir, "stop"), JSON.stringify(this.stopRequest)).catch(() => {});
+    this.signal("SIGTERM");
+    this.killTimer = setTimeout(() => this.signal("SIGKILL"), graceSeconds * 1000);
+    this.killTimer.unref();
+  }
+
+  kill(): void {
+    this.stopRequest ??= { outcome: "lost", reason: "killed at the server's request" };
+    this.signal("SIGKILL");
+  }
+
+  /** How the attempt ended, once its exit code is known; stages outputs out on success. */
+  async finish(
+    exitCode: number | null,
+    reasonIfUnknown = "the job's supervisor vanished",
+  ): Promise<AttemptResult> {
+    this.exitCode = exitCode;
+    this.clearTimers();
+    // Whatever the job left running in its group goes with it.
+    this.signal("SIGKILL");
+    const stop = this.stopRequest;
+    if (stop) return { outcome: stop.outcome, exitCode, reason: stop.reason, outputs: [] };
+    if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
+    if (exitCode !== 0) {
+      const reason = exitCode > 128 ? `killed by signal ${exitCode - 128}` : `exit code ${exitCode}`;
+      return { outcome: "failed", exitCode, reason, outputs: [] };
     }
     try {
-      const outputs = await this.stageOut();
-      return { outcome: "succeeded", exitCode: 0, reason: null, outputs };
+      return { outcome: "succeeded", exitCode: 0, reason: null, outputs: await this.stageOut() };
     } catch (error) {
       return {
         outcome: "lost",
@@ -92,116 +190,24 @@ export class Attempt {
     }
   }
 
-  /** Stop request: SIGTERM to the process group, then SIGKILL after the grace period. */
-  stop(outcome: StopOutcome, reason: string, graceSeconds: number): void {
-    if (this.stopRequest) return;
-    this.stopRequest = { outcome, reason };
-    if (!this.child || this.exited) return;
-    this.signal("SIGTERM");
-    this.killTimer = setTimeout(() => this.signal("SIGKILL"), graceSeconds * 1000);
-  }
-
-  kill(): void {
-    this.stopRequest ??= { outcome: "lost", reason: "killed" };
-    this.signal("SIGKILL");
-  }
-
   async cleanup(): Promise<void> {
+    this.clearTimers();
     await rm(this.dir, { recursive: true, force: true });
   }
 
-  /** A method, not the field, so that the compiler does not assume it unchanged across awaits. */
-  private requestedStop(): { outcome: StopOutcome; reason: string } | null {
-    return this.stopRequest;
-  }
-
-  private stoppedBeforeStart(): AttemptResult {
-    const request = this.stopRequest!;
-    return { outcome: request.outcome, exitCode: null, reason: request.reason, outputs: [] };
+  private clearTimers(): void {
+    if (this.killTimer) clearTimeout(this.killTimer);
+    if (this.limitTimer) clearTimeout(this.limitTimer);
+    this.killTimer = null;
+    this.limitTimer = null;
   }
 
   private signal(signal: NodeJS.Signals): void {
-    if (this.pid === null || this.exited) return;
+    if (this.pid === null) return;
     try {
       process.kill(-this.pid, signal);
     } catch {
       // The group is gone already.
-    }
-  }
-
-  private environment(): NodeJS.ProcessEnv {
-    const { spec, context } = this;
-    return {
-      ...process.env,
-      ...spec.env,
-      STEWARD_JOB_ID: spec.jobId,
-      STEWARD_TASK_INDEX: String(spec.taskIndex),
-      STEWARD_ATTEMPT: String(spec.attempt),
-      STEWARD_RESTARTED: spec.restarted ? "1" : "0",
-      STEWARD_CHECKPOINT_DIR: join(this.dir, "checkpoint"),
-      STEWARD_PROGRESS_FILE: join(this.dir, "progress"),
-      STEWARD_HOST: context.hostName,
-    };
-  }
-
-  private async execute(
-    onStarted: (pid: number) => void,
-  ): Promise<{ code: number | null; reason: string | null }> {
-    const out = await open(this.stdoutPath, "a");
-    const err = await open(this.stderrPath, "a");
-    const [file, args] =
-      typeof this.spec.command === "string"
-        ? ["/bin/sh", ["-c", this.spec.command]]
-        : [this.spec.command[0], this.spec.command.slice(1)];
-    try {
-      return await new Promise((resolve) => {
-        const child = spawn(file, args, {
-          cwd: this.runDir,
-          env: this.environment(),
-          stdio: ["ignore", out.fd, err.fd],
-          detached: true,
-        });
-        this.child = child;
-        child.once("error", (error: NodeJS.ErrnoException) => {
-          this.exited = true;
-          const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
-          resolve({ code, reason: `cannot run ${file}: ${error.code ?? error.message}` });
-        });
-        child.once("spawn", () => {
-          this.pid = child.pid ?? null;
-          if (this.pid !== null) onStarted(this.pid);
-          if (this.stopRequest) this.signal("SIGTERM");
-          if (this.spec.timeLimitSeconds) {
-            this.limitTimer = setTimeout(() => {
-              this.stop(
-                "timed_out",
-                `time limit of ${this.spec.timeLimitSeconds} s reached`,
-                this.spec.graceSeconds,
-              );
-            }, this.spec.timeLimitSeconds * 1000);
-          }
-        });
-        child.once("exit", (code, signal) => {
-          this.exited = true;
-          if (this.killTimer) clearTimeout(this.killTimer);
-          if (this.limitTimer) clearTimeout(this.limitTimer);
-          // Whatever the job left running in its group goes with it.
-          if (this.pid !== null) {
-            try {
-              process.kill(-this.pid, "SIGKILL");
-            } catch {}
-          }
-          if (signal) {
-            const number = osConstants.signals[signal] ?? 0;
-            resolve({ code: 128 + number, reason: `killed by ${signal}` });
-          } else {
-            resolve({ code: code ?? 1, reason: code === 0 ? null : `exit code ${code}` });
-          }
-        });
-      });
-    } finally {
-      await out.close();
-      await err.close();
     }
   }
 
@@ -243,6 +249,19 @@ export class Attempt {
       uploaded.push(path);
     }
     return uploaded;
+  }
+}
+
+async function writeAtomic(path: string, content: string): Promise<void> {
+  await writeFile(`${path}.tmp`, content);
+  await rename(`${path}.tmp`, path);
+}
+
+async function readJson<T>(path: string): Promise<T | null> {
+  try {
+    return JSON.parse(await readFile(path, "utf8")) as T;
+  } catch {
+    return null;
   }
 }
 

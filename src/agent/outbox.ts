@@ -13,8 +13,11 @@ export class Outbox {
     return message;
   }
 
-  ack(seq: number): void {
+  /** Removes and returns the acknowledged report (undefined for a duplicate acknowledgement). */
+  ack(seq: number): ReportMessage | undefined {
+    const report = this.reports.get(seq);
     this.reports.delete(seq);
+    return report;
   }
 
   /** Unacknowledged reports, oldest first. */

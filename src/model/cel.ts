@@ -70,13 +70,18 @@ export function evaluateRequirement(expression: CompiledExpression, host: HostFa
 /** Rank as a plain number; an error or a non-number ranks lowest. */
 export function evaluateRank(expression: CompiledExpression, host: HostFacts): number {
   try {
-    const value = expression(host);
-    if (typeof value === "bigint") return Number(value);
-    if (typeof value === "number" && Number.isFinite(value)) return value;
-    return Number.NEGATIVE_INFINITY;
+    return evaluateNumber(expression(host));
   } catch {
     return Number.NEGATIVE_INFINITY;
   }
+}
+
+function evaluateNumber(value: unknown): number {
+  if (typeof value === "bigint") return Number(value);
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  // cel-js gives uint values as an object holding the number.
+  if (value && typeof value === "object" && "value" in value) return evaluateNumber(value.value);
+  return Number.NEGATIVE_INFINITY;
 }
 
 function firstLine(error: unknown): string {

@@ -12,6 +12,7 @@ export function relativePathProblem(path: string): string | null {
   if (path.includes("\0")) return "must not contain NUL";
   if (path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path)) return "must be a relative path";
   const normal = posix.normalize(path.replaceAll("\\", "/"));
+  if (normal.startsWith("/")) return "must be a relative path";
   if (normal === ".." || normal.startsWith("../")) return "leaves its folder";
   if (normal === ".") return "must name a file";
   return null;
@@ -81,7 +82,9 @@ export function validateJobSpec(input: unknown): JobSpec {
   }
   const result = jobSpecSchema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
+  // An unknown key says most about a mistake, even when zod also misses a required key beside it.
+  const issue =
+    result.error.issues.find((candidate) => candidate.code === "unrecognized_keys") ?? result.error.issues[0];
   const path = issue.path.map(String);
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0];

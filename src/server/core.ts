@@ -34,6 +34,8 @@ export interface CoreOptions {
 /** How the core reaches agents; the gateway implements it. */
 export interface AgentLinks {
   send(host: string, message: ServerMessage): boolean;
+  /** Drops the connection, so that the agent must say hello again (and learn what to kill). */
+  disconnect(host: string): void;
 }
 
 interface HostEntry {
@@ -75,7 +77,7 @@ export class Core {
   private readonly random: () => number;
   private readonly committer: GroupCommitter;
   private readonly options: CoreOptions;
-  private links: AgentLinks = { send: () => false };
+  private links: AgentLinks = { send: () => false, disconnect: () => {} };
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.committer = committer;
@@ -691,6 +693,10 @@ export class Core {
     for (const host of this.hosts.values()) {
       if (host.record.state === "lost" || now - host.record.lastSeen <= timeoutMs) continue;
       host.record.state = "lost";
+      host.connected = false;
+      // A frozen or partitioned agent may still hold its socket open: close it, so that when it
+      // comes back it says hello again and is told to kill the attempts that were replaced.
+      this.links.disconnect(host.record.name);
       changes.push({ op: "putHost", host: host.record });
       for (const { job, attempt } of [...host.active.values()]) {
         const silent = ((now - host.record.lastSeen) / 1000).toFixed(1);

@@ -51,6 +51,13 @@ export class AgentGateway implements AgentLinks {
     return true;
   }
 
+  disconnect(host: string): void {
+    const ws = this.sockets.get(host);
+    if (!ws) return;
+    this.sockets.delete(host);
+    ws.terminate();
+  }
+
   connectedHosts(): number {
     return this.sockets.size;
   }

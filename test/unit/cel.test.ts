@@ -168,10 +168,7 @@ describe("evaluateRank", () => {
     expect(evaluateRank(throwing, host())).toBe(Number.NEGATIVE_INFINITY);
   });
 
-  // BUG (src/model/cel.ts evaluateRank): checkExpression accepts a rank of type uint, but cel-js returns
-  // uint values as an UnsignedInteger object, which evaluateRank does not unwrap, so every host ranks
-  // -Infinity. Remove `.fails` once uint ranks evaluate to their number.
-  it.fails("a uint rank, accepted at submit, evaluates to its number", () => {
+  it("a uint rank, accepted at submit, evaluates to its number", () => {
     const source = 'host.name == "s2" ? 10u : 1u';
     expect(checkExpression(source, "rank")).toBeNull();
     expect(evaluateRank(compileExpression(source), host({ name: "s2" }))).toBe(10);

@@ -106,10 +106,7 @@ describe("validateJobSpec rejects unknown keys", () => {
     expect(error.message).toBe(`${field}: unknown key`);
   });
 
-  // BUG (src/model/jobfile.ts validateJobSpec): when `array` holds only an unknown key, zod reports the
-  // missing `count` first, so the error names `array.count` ("expected number, received undefined")
-  // instead of the unknown key `array.size`. Remove `.fails` once the unknown key is reported first.
-  it.fails("names the unknown key array.size even when array.count is missing", () => {
+  it("names the unknown key array.size even when array.count is missing", () => {
     expect(rejection({ command: "x", array: { size: 3 } }).field).toBe("array.size");
   });
 
@@ -207,10 +204,7 @@ describe("relativePathProblem", () => {
     expect(relativePathProblem(path)).toBe(problem);
   });
 
-  // BUG (src/model/jobfile.ts relativePathProblem): backslashes are treated as separators for the ".."
-  // check, but the absolute-path check runs on the raw string, so "\\etc\\passwd" normalises to
-  // "/etc/passwd" and is accepted. Remove `.fails` once it is rejected.
-  it.fails("rejects a path that is absolute once backslashes are read as separators", () => {
+  it("rejects a path that is absolute once backslashes are read as separators", () => {
     expect(relativePathProblem("\\etc\\passwd")).toBe("must be a relative path");
   });
 });

@@ -1,0 +1,38 @@
+// job.sh: the attempt's command with its environment (DESIGN.md "What a job sees"), run by the
+// supervisor in a session of its own. A string command runs through /bin/sh -c; a list is exec'd.
+
+import type { StartMessage } from "../protocol/messages.ts";
+
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+export interface JobPaths {
+  runDir: string;
+  checkpointDir: string;
+  progressFile: string;
+  hostName: string;
+}
+
+export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
+  return {
+    ...spec.env,
+    STEWARD_JOB_ID: spec.jobId,
+    STEWARD_TASK_INDEX: String(spec.taskIndex),
+    STEWARD_ATTEMPT: String(spec.attempt),
+    STEWARD_RESTARTED: spec.restarted ? "1" : "0",
+    STEWARD_CHECKPOINT_DIR: paths.checkpointDir,
+    STEWARD_PROGRESS_FILE: paths.progressFile,
+    STEWARD_HOST: paths.hostName,
+  };
+}
+
+export function jobScript(spec: StartMessage, paths: JobPaths): string {
+  const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
+  for (const [name, value] of Object.entries(jobEnvironment(spec, paths))) {
+    lines.push(`export ${name}=${shellQuote(value)}`);
+  }
+  const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
+  lines.push(`exec ${argv.map(shellQuote).join(" ")}`);
+  return `${lines.join("\n")}\n`;
+}

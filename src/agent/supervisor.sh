@@ -1,0 +1,23 @@
+# The supervisor of one attempt: a tiny sh between the launcher and the job, outside the job's
+# process group so that a stop signal to the job does not reach it, and detached from the agent
+# so that it outlives an agent crash. It records the job's pid (with its start time, since a
+# re-adopted pid is not a child and pids are reused) and its exit code in the attempt folder, and
+# tells the agent on stdout while the agent is there to hear it.
+#   $1: the attempt folder, holding job.sh
+dir=$1
+trap '' PIPE HUP INT
+setsid sh "$dir/job.sh" </dev/null >>"$dir/stdout" 2>>"$dir/stderr" &
+pid=$!
+start=
+if read -r stat <"/proc/$pid/stat"; then
+  rest=${stat##*) }
+  # shellcheck disable=SC2086
+  set -- $rest
+  start=${20}
+fi
+echo "$pid $start" >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
+echo "started $pid $dir" 2>/dev/null
+wait "$pid"
+code=$?
+echo "$code" >"$dir/exit.tmp" && mv "$dir/exit.tmp" "$dir/exit"
+echo "exited $code $dir" 2>/dev/null
