@@ -1,7 +1,7 @@
 // Real Steward processes for integration and fault tests: free ports, temp folders, clean-up.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -85,6 +85,173 @@ export async function startUp(options: UpOptions = {}): Promise<StewardProcess> 
     ...(options.args ?? []),
   ];
   return startProcess(args, { data, port, agents });
+}
+
+export interface ServerProcessOptions {
+  data?: string;
+  port?: number;
+  heartbeatSeconds?: number;
+  hostTimeoutSeconds?: number;
+  args?: string[];
+}
+
+/** `steward server` alone, on SQLite under `data`. */
+export async function startServerProcess(
+  options: ServerProcessOptions = {},
+): Promise<StewardProcess & { joinToken: string }> {
+  const data = options.data ?? tempDir();
+  const port = options.port ?? (await freePort());
+  const args = [
+    "server",
+    "--data",
+    data,
+    "--port",
+    String(port),
+    "--heartbeat-seconds",
+    String(options.heartbeatSeconds ?? 1),
+    "--host-timeout-seconds",
+    String(options.hostTimeoutSeconds ?? 3),
+    ...(options.args ?? []),
+  ];
+  const server = await startProcess(args, { data, port, agents: 0 });
+  return { ...server, joinToken: readFileSync(join(data, "join-token"), "utf8").trim() };
+}
+
+export interface AgentProcess {
+  name: string;
+  work: string;
+  child: ChildProcess;
+  pid: number;
+  output: () => string;
+  /** kill -9 of the agent process alone: its attempts go on under their supervisors. */
+  kill9(): Promise<void>;
+  /** A host crash: kill -9 of the agent and every process below it (launcher, supervisors, jobs). */
+  crash(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface AgentProcessOptions {
+  name: string;
+  work?: string;
+  slots?: number;
+  servers: string[];
+  joinToken: string;
+  /** Runs the agent through this prefix (for example `ip netns exec NS`). */
+  prefix?: string[];
+  args?: string[];
+}
+
+export async function startAgentProcess(options: AgentProcessOptions): Promise<AgentProcess> {
+  const work = options.work ?? tempDir(`steward-agent-${options.name}-`);
+  const args = [
+    "agent",
+    "--server",
+    options.servers.join(","),
+    "--token",
+    options.joinToken,
+    "--name",
+    options.name,
+    "--slots",
+    String(options.slots ?? 2),
+    "--work",
+    work,
+    "--speed",
+    "1",
+    ...(options.args ?? []),
+  ];
+  const [command, ...rest] = options.prefix ? [...options.prefix, STEWARD, ...args] : [STEWARD, ...args];
+  const child = spawn(command, rest, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, STEWARD_LOG_LEVEL: "info" },
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const pid = child.pid!;
+  return {
+    name: options.name,
+    work,
+    child,
+    pid,
+    output: () => output,
+    async kill9() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+    async crash() {
+      const tree = descendants(pid);
+      child.kill("SIGKILL");
+      for (const found of tree) killQuietly(found, "SIGKILL");
+      await exited;
+      // Supervisors may have forked after the snapshot: sweep once more by the agent's work folder.
+      for (const found of processesUnder(work)) killQuietly(found, "SIGKILL");
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      await Promise.race([exited, sleep(5000)]);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+/** Every process below `root`, from /proc. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {}
+  }
+  const found: number[] = [];
+  const queue = [root];
+  while (queue.length) {
+    const pid = queue.shift()!;
+    for (const child of children.get(pid) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** Processes whose command line or working folder is under `dir` (supervisors and jobs of an agent). */
+export function processesUnder(dir: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      const cwd = readlinkSafe(`/proc/${entry}/cwd`);
+      if (cmdline.includes(dir) || cwd?.startsWith(dir)) found.push(Number(entry));
+    } catch {}
+  }
+  return found;
+}
+
+function readlinkSafe(path: string): string | null {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return null;
+  }
+}
+
+export function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {}
 }
 
 async function startProcess(
@@ -193,4 +360,45 @@ export function cli(
 
 export function cleanup(...dirs: string[]): void {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+}
+
+export interface JobJson {
+  id: string;
+  state: string;
+  counts: Record<string, number>;
+  tasks: {
+    index: number;
+    state: string;
+    attempts: {
+      number: number;
+      host: string;
+      state: string;
+      outcome: string | null;
+      reason: string | null;
+      exitCode: number | null;
+      startedAt: string;
+      endedAt: string | null;
+    }[];
+  }[];
+  events: { at: string; kind: string; message: string }[];
+}
+
+export async function getJob(server: { url: string; token: string }, id: string): Promise<JobJson> {
+  return (await api(server, "GET", `/api/v1/jobs/${id}`)) as JobJson;
+}
+
+export async function waitForJobEnd(
+  server: { url: string; token: string },
+  id: string,
+  timeoutMs = 60_000,
+): Promise<JobJson> {
+  return waitFor(
+    `job ${id} to end`,
+    async () => {
+      const job = await getJob(server, id);
+      return ["succeeded", "failed", "cancelled"].includes(job.state) ? job : null;
+    },
+    timeoutMs,
+    200,
+  );
 }
