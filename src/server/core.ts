@@ -128,7 +128,7 @@ export class Core {
   }
 
   start(): void {
-    const tick = setInterval(() => this.tick(), 250);
+    const tick = setInterval(() => this.checkLeases(), 250);
     tick.unref();
     this.timers.push(tick);
     this.kick();
@@ -686,7 +686,7 @@ export class Core {
   }
 
   /** Leases: a host silent for the host timeout is lost, and its attempts with it (guarantee 3). */
-  private tick(): void {
+  checkLeases(): void {
     const now = this.now();
     const timeoutMs = this.options.hostTimeoutSeconds * 1000;
     const changes: Change[] = [];

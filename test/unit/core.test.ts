@@ -1,0 +1,204 @@
+// The reactor on a real SQLite store (in memory), with a recording link in place of the network:
+// fencing, idempotent reports, per-task order, re-attachment and poison tasks.
+
+import { setImmediate as tick } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/jobfile.ts";
+import type { HostFacts } from "../../src/model/records.ts";
+import type { HelloMessage, ServerMessage } from "../../src/protocol/messages.ts";
+import { Core } from "../../src/server/core.ts";
+import { GroupCommitter } from "../../src/store/group-commit.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+
+let store: SqliteStore;
+let core: Core;
+let now: number;
+let sent: { host: string; message: ServerMessage }[];
+let disconnected: string[];
+
+function facts(name: string): HostFacts {
+  return {
+    name,
+    pool: "default",
+    os: "linux",
+    arch: "x86_64",
+    cpus: 4,
+    memoryMb: 8000,
+    memFreeMb: 8000,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1000,
+    speed: 1,
+    labels: {},
+    slotsFree: 4,
+  };
+}
+
+function hello(name: string, attempts: HelloMessage["attempts"] = []): HelloMessage {
+  return {
+    type: "hello",
+    v: 1,
+    name,
+    token: "j",
+    pool: "default",
+    slots: 2,
+    labels: {},
+    facts: facts(name),
+    attempts,
+  };
+}
+
+async function settle() {
+  for (let i = 0; i < 5; i++) await tick();
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+function starts() {
+  return sent
+    .filter((entry) => entry.message.type === "start")
+    .map((entry) => ({ host: entry.host, ...(entry.message as Extract<ServerMessage, { type: "start" }>) }));
+}
+
+beforeEach(async () => {
+  store = new SqliteStore(":memory:");
+  await store.open();
+  now = 1_000_000;
+  sent = [];
+  disconnected = [];
+  core = new Core(new GroupCommitter(store), {
+    heartbeatSeconds: 1,
+    hostTimeoutSeconds: 3,
+    now: () => now,
+    random: () => 0.5,
+  });
+  core.setLinks({
+    send: (host, message) => {
+      sent.push({ host, message });
+      return true;
+    },
+    disconnect: (host) => disconnected.push(host),
+  });
+  core.recover(await store.load());
+});
+
+afterEach(async () => {
+  core.stop();
+  await store.close();
+});
+
+async function runOne(command = "true") {
+  await core.attachHost(hello("h1"));
+  const job = await core.submit(validateJobSpec({ command }), "alice", []);
+  await settle();
+  const [start] = starts();
+  expect(start).toMatchObject({ host: "h1", jobId: job.id, taskIndex: 0, attempt: 1 });
+  return job;
+}
+
+const ended = (jobId: string, attempt: number, outcome: "succeeded" | "failed" = "succeeded") => ({
+  kind: "ended" as const,
+  jobId,
+  taskIndex: 0,
+  attempt,
+  outcome,
+  exitCode: outcome === "succeeded" ? 0 : 1,
+  reason: null,
+  outputs: [],
+});
+
+describe("Core", () => {
+  it("applies a duplicate end report once", async () => {
+    const job = await runOne();
+    await core.attemptStarted("h1", job.id, 0, 1);
+    await core.attemptEnded("h1", ended(job.id, 1));
+    const eventsAfterFirst = (await store.events(job.id)).length;
+    await core.attemptEnded("h1", ended(job.id, 1, "failed"));
+    expect(job.record.state).toBe("succeeded");
+    expect(job.attempts.get(0)).toHaveLength(1);
+    expect(job.attempt(0, 1)?.outcome).toBe("succeeded");
+    expect((await store.events(job.id)).length).toBe(eventsAfterFirst);
+  });
+
+  it("keeps per-task order: a start report after the end changes nothing", async () => {
+    const job = await runOne();
+    await core.attemptEnded("h1", ended(job.id, 1));
+    await core.attemptStarted("h1", job.id, 0, 1);
+    expect(job.attempt(0, 1)?.state).toBe("ended");
+    const snapshot = await store.load();
+    expect(snapshot.attempts[0]).toMatchObject({ state: "ended", outcome: "succeeded" });
+  });
+
+  it("declares a silent host lost, restarts its task elsewhere, and fences the late result", async () => {
+    const job = await runOne("sleep 100");
+    await core.attemptStarted("h1", job.id, 0, 1);
+    await core.attachHost(hello("h2"));
+    now += 3001;
+    core.heartbeat("h2", facts("h2"));
+    core.checkLeases();
+    await settle();
+    expect(disconnected).toEqual(["h1"]);
+    expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
+    const restart = starts().at(-1)!;
+    expect(restart).toMatchObject({ host: "h2", attempt: 2 });
+    // The stale attempt's success is ignored; the task stays with attempt 2.
+    await core.attemptEnded("h1", ended(job.id, 1));
+    expect(job.tasks[0]).toMatchObject({ state: "running", resultAttempt: null, losses: 1 });
+    expect(core.isCurrent(job.id, 0, 1)).toBe(false);
+    expect(core.isCurrent(job.id, 0, 2)).toBe(true);
+    // h1 comes back still holding attempt 1: it is told to kill it.
+    const { kill } = await core.attachHost(
+      hello("h1", [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
+    );
+    expect(kill).toEqual([{ jobId: job.id, taskIndex: 0, attempt: 1 }]);
+    await core.attemptEnded("h2", ended(job.id, 2));
+    expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 2 });
+  });
+
+  it("re-attaches an attempt its agent still holds, and loses one it does not", async () => {
+    const job = await runOne("sleep 100");
+    await core.attemptStarted("h1", job.id, 0, 1);
+    const kept = await core.attachHost(
+      hello("h1", [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
+    );
+    expect(kept.kill).toEqual([]);
+    expect(job.attempt(0, 1)?.state).toBe("running");
+    await core.attachHost(hello("h1", []));
+    expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
+  });
+
+  it("recovers running attempts from the store and gives their hosts one host timeout", async () => {
+    const job = await runOne("sleep 100");
+    await core.attemptStarted("h1", job.id, 0, 1);
+    core.stop();
+    const recovered = new Core(new GroupCommitter(store), {
+      heartbeatSeconds: 1,
+      hostTimeoutSeconds: 3,
+      now: () => now,
+    });
+    recovered.setLinks({ send: () => true, disconnect: () => {} });
+    recovered.recover(await store.load());
+    now += 2000;
+    recovered.checkLeases();
+    expect(recovered.job(job.id).attempt(0, 1)?.state).toBe("running");
+    now += 1500;
+    recovered.checkLeases();
+    await settle();
+    expect(recovered.job(job.id).attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
+    recovered.stop();
+  });
+
+  it("fails a task lost 5 times as a poison task", async () => {
+    await core.attachHost(hello("h1"));
+    const job = await core.submit(validateJobSpec({ command: "sleep 100" }), "alice", []);
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await settle();
+      expect(job.latestAttempt(0)?.number).toBe(attempt);
+      await core.attachHost(hello("h1", []));
+    }
+    expect(job.tasks[0]).toMatchObject({ state: "failed", losses: 5 });
+    expect(job.record.state).toBe("failed");
+    expect(
+      (await store.events(job.id)).some((event) => event.message.includes("poison task: lost 5 times")),
+    ).toBe(true);
+  });
+});
