@@ -123,6 +123,7 @@ export class Agent {
       if (!attempt) continue;
       this.track(attempt);
       attempt.armTimeLimit();
+      if (attempt.exitCode === null) attempt.armCheckpoints();
       if (attempt.exitCode !== null) await this.exited(attempt.dir, attempt.exitCode);
       this.log.info({ attempt: attempt.key, pid: attempt.pid, exit: attempt.exitCode }, "re-adopted attempt");
     }

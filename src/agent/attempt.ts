@@ -10,6 +10,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes } from "../protocol/messages.ts";
+import { CheckpointSync } from "./checkpoint.ts";
 import { jobScript } from "./job-script.ts";
 
 export interface AttemptContext {
@@ -52,9 +53,11 @@ export class Attempt {
   ended = false;
   /** Bytes of stdout and stderr already sent to the server. */
   readonly sent = { stdout: 0, stderr: 0 };
+  readonly checkpoint: CheckpointSync;
   private stopRequest: StopRequest | null = null;
   private killTimer: NodeJS.Timeout | null = null;
   private limitTimer: NodeJS.Timeout | null = null;
+  private checkpointTimer: NodeJS.Timeout | null = null;
   private readonly context: AttemptContext;
 
   constructor(spec: StartMessage, context: AttemptContext) {
@@ -64,6 +67,14 @@ export class Attempt {
     this.runDir = join(this.dir, "run");
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
+    this.checkpoint = new CheckpointSync({
+      serverUrl: context.serverUrl,
+      joinToken: context.joinToken,
+      jobId: spec.jobId,
+      taskIndex: spec.taskIndex,
+      attempt: spec.attempt,
+      dir: join(this.dir, "checkpoint"),
+    });
   }
 
   get key(): string {
@@ -82,6 +93,7 @@ export class Attempt {
     await writeFile(this.stdoutPath, "", { flag: "a" });
     await writeFile(this.stderrPath, "", { flag: "a" });
     await this.stageIn();
+    if (this.spec.restarted) await this.checkpoint.restore();
     await writeFile(
       join(this.dir, "job.sh"),
       jobScript(this.spec, {
@@ -134,6 +146,16 @@ export class Attempt {
     this.startedAt ??= Date.now();
     if (this.stopRequest) this.signal("SIGTERM");
     this.armTimeLimit();
+    this.armCheckpoints();
+  }
+
+  /** Uploads the checkpoint folder's changes every checkpoint interval while the job runs. */
+  armCheckpoints(onError: (error: unknown) => void = () => {}): void {
+    if (this.checkpointTimer) return;
+    this.checkpointTimer = setInterval(() => {
+      this.checkpoint.sync().catch(onError);
+    }, this.spec.checkpointIntervalSeconds * 1000);
+    this.checkpointTimer.unref();
   }
 
   /** Time limit: measured from the job's start, also across an agent restart. */
@@ -172,6 +194,8 @@ export class Attempt {
     // Whatever the job left running in its group goes with it.
     this.signal("SIGKILL");
     const stop = this.stopRequest;
+    // Once more when the attempt stops short of success: the next attempt resumes from here.
+    if (exitCode !== 0) await this.checkpoint.sync().catch(() => null);
     if (stop) return { outcome: stop.outcome, exitCode, reason: stop.reason, outputs: [] };
     if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
     if (exitCode !== 0) {
@@ -198,8 +222,10 @@ export class Attempt {
   private clearTimers(): void {
     if (this.killTimer) clearTimeout(this.killTimer);
     if (this.limitTimer) clearTimeout(this.limitTimer);
+    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     this.killTimer = null;
     this.limitTimer = null;
+    this.checkpointTimer = null;
   }
 
   private signal(signal: NodeJS.Signals): void {

@@ -1,7 +1,11 @@
 // job.sh: the attempt's command with its environment (DESIGN.md "What a job sees"), run by the
 // supervisor in a session of its own. A string command runs through /bin/sh -c; a list is exec'd.
 
+import { join } from "node:path";
 import type { StartMessage } from "../protocol/messages.ts";
+
+/** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
+export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
 
 export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
@@ -24,6 +28,7 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
     STEWARD_CHECKPOINT_DIR: paths.checkpointDir,
     STEWARD_PROGRESS_FILE: paths.progressFile,
     STEWARD_HOST: paths.hostName,
+    STEWARD_SDK: SDK_PATH,
   };
 }
 

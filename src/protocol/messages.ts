@@ -122,6 +122,8 @@ export const startMessage = z.object({
   cpus: z.int().min(1),
   timeLimitSeconds: z.number().positive().nullable(),
   graceSeconds: z.number().min(0),
+  /** How often the agent uploads the checkpoint folder's changes. */
+  checkpointIntervalSeconds: z.number().positive(),
 });
 
 export const stopMessage = z.object({
@@ -155,11 +157,34 @@ export type StopMessage = z.infer<typeof stopMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 
+/** A checkpoint: the files of the checkpoint folder, each named by the SHA-256 of its content. */
+export const checkpointManifest = z.object({
+  files: z.array(
+    z.object({
+      path: z.string().min(1),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      bytes: z.int().min(0),
+    }),
+  ),
+});
+export type CheckpointManifest = z.infer<typeof checkpointManifest>;
+
 /** Paths of the HTTP routes agents use to move files (join-token auth). */
 export const agentFileRoutes = {
   input: (jobId: string, path: string) => `/api/v1/agent/jobs/${enc(jobId)}/inputs/${encPath(path)}`,
   output: (jobId: string, task: number, attempt: number, path: string) =>
     `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/attempts/${attempt}/outputs/${encPath(path)}`,
+  /** GET: the task's last committed checkpoint manifest (404 when none). */
+  checkpoint: (jobId: string, task: number) => `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/checkpoint`,
+  /** GET: one object of the task's checkpoint. */
+  checkpointObject: (jobId: string, task: number, sha256: string) =>
+    `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/checkpoint/objects/${sha256}`,
+  /** PUT: upload an object for this attempt's next checkpoint. */
+  uploadObject: (jobId: string, task: number, attempt: number, sha256: string) =>
+    `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/attempts/${attempt}/checkpoint/objects/${sha256}`,
+  /** POST: commit a manifest whose objects are all uploaded; answers the new generation. */
+  commitCheckpoint: (jobId: string, task: number, attempt: number) =>
+    `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/attempts/${attempt}/checkpoint`,
 };
 
 function enc(part: string): string {

@@ -24,8 +24,13 @@ export function schedule(state: SchedulerState): Plan {
     if (feasible.length === 0) continue;
     const scored = scoreHosts(job, feasible);
     for (const taskIndex of job.readyTasks(state.now)) {
-      const best = bestFit(scored, capacity, job);
-      if (!best) break;
+      const allowed = job.allowsHost ? (host: string) => job.allowsHost!(taskIndex, host) : null;
+      const best = bestFit(scored, capacity, job, allowed);
+      if (!best) {
+        // A task bound to (or kept off) particular hosts does not stop its siblings.
+        if (allowed) continue;
+        break;
+      }
       const room = capacity.get(best.host.name)!;
       room.slotsFree -= job.cpus;
       room.memoryFreeMb -= job.memoryMb;
@@ -41,9 +46,11 @@ function bestFit(
   scored: readonly ScoredHost[],
   capacity: ReadonlyMap<string, Capacity>,
   need: { cpus: number; memoryMb: number },
+  allowed: ((host: string) => boolean) | null,
 ): ScoredHost | null {
   let best: ScoredHost | null = null;
   for (const candidate of scored) {
+    if (allowed && !allowed(candidate.host.name)) continue;
     const room = capacity.get(candidate.host.name)!;
     if (!fitsCapacity(need, room)) continue;
     if (

@@ -17,6 +17,8 @@ export interface JobView {
   rank: CompiledExpression | null;
   /** Task indexes that may start at `now` (pending, back-off over), in the order they should start. */
   readyTasks(now: number): Iterable<number>;
+  /** Per-task placement constraints (a migration names or avoids a host); absent means any host. */
+  allowsHost?(taskIndex: number, host: string): boolean;
 }
 
 export interface HostView {

@@ -16,3 +16,11 @@ export const outputKey = (jobId: string, task: number, attempt: number, path: st
 
 export const logKey = (jobId: string, task: number, attempt: number, stream: "stdout" | "stderr") =>
   `${attemptPrefix(jobId, task, attempt)}/${stream}`;
+
+export const checkpointPrefix = (jobId: string, task: number) => `jobs/${jobId}/tasks/${task}/checkpoint`;
+
+export const checkpointObjectKey = (jobId: string, task: number, sha256: string) =>
+  `${checkpointPrefix(jobId, task)}/objects/${sha256}`;
+
+export const checkpointManifestKey = (jobId: string, task: number, generation: number) =>
+  `${checkpointPrefix(jobId, task)}/manifests/${generation}.json`;

@@ -273,11 +273,64 @@ export class Core {
     return job;
   }
 
-  async migrate(id: string, _to: string | null): Promise<JobEntry> {
-    this.job(id);
-    throw new NotImplementedError(
-      "migrate is not available yet (checkpoint and migration are still being built)",
-    );
+  /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
+  async migrate(id: string, to: string | null): Promise<JobEntry> {
+    const job = this.job(id);
+    if (to !== null) {
+      const host = this.hosts.get(to);
+      if (!host) throw new NotFoundError(`no host ${to}`);
+      if (host.record.state !== "ready" || !host.connected) {
+        throw new ConflictError(`host ${to} is ${host.connected ? host.record.state : "not connected"}`);
+      }
+    }
+    const changes: Change[] = [];
+    const stops: AttemptRecord[] = [];
+    for (const list of job.attempts.values()) {
+      for (const attempt of list) {
+        if (attempt.state !== "running" && attempt.state !== "starting") continue;
+        if (to === attempt.host) continue;
+        job.migrations.set(attempt.taskIndex, { to, from: attempt.host });
+        attempt.state = "stopping";
+        changes.push({ op: "putAttempt", attempt });
+        stops.push(attempt);
+      }
+    }
+    if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
+    const where = to ? `to ${to}` : "to another host";
+    changes.push({ op: "addEvent", event: this.event(job, "migrate", `migration ${where} requested`) });
+    await this.commit(changes);
+    for (const attempt of stops) this.sendStop(job, attempt, "migrated", `migrating ${where}`);
+    return job;
+  }
+
+  /**
+   * A checkpoint uploaded by an attempt becomes the task's restart point, if that attempt is still
+   * the current one (fencing, as for results). Returns the previous generation.
+   */
+  async commitCheckpoint(
+    jobId: string,
+    taskIndex: number,
+    number: number,
+    generation: number,
+    bytes: number,
+  ): Promise<number | null> {
+    const job = this.job(jobId);
+    const attempt = job.attempt(taskIndex, number);
+    const task = job.tasks[taskIndex];
+    if (!attempt || task.attempts !== number || attempt.state === "ended") {
+      throw new ConflictError(`attempt ${number} of task ${taskIndex} is not current: checkpoint ignored`);
+    }
+    const previous = task.checkpoint?.generation ?? null;
+    if (previous !== null && generation <= previous) {
+      throw new ConflictError(`checkpoint generation ${generation} is not after ${previous}`);
+    }
+    task.checkpoint = { generation, bytes, at: this.now() };
+    await this.commit([{ op: "putTasks", tasks: [task] }]);
+    return previous;
+  }
+
+  nextCheckpointGeneration(jobId: string, taskIndex: number): number {
+    return (this.job(jobId).tasks[taskIndex].checkpoint?.generation ?? 0) + 1;
   }
 
   async drain(name: string): Promise<HostRecord> {
@@ -630,9 +683,23 @@ export class Core {
       };
       job.setTaskState(task, "running");
       job.addAttempt(attempt);
+      job.migrations.delete(task.index);
       this.activate(job, attempt);
       changes.push({ op: "putTasks", tasks: [task] }, { op: "putAttempt", attempt });
-      if (job.tasks.length === 1) {
+      if (attempt.number > 1) {
+        const who = job.tasks.length === 1 ? "" : `task ${task.index} `;
+        const from = task.checkpoint
+          ? `from checkpoint generation ${task.checkpoint.generation} (${task.checkpoint.bytes} bytes)`
+          : "from the beginning: no checkpoint";
+        changes.push({
+          op: "addEvent",
+          event: this.event(
+            job,
+            "restart",
+            `${who}attempt ${attempt.number} on ${attempt.host} restarts ${from}`,
+          ),
+        });
+      } else if (job.tasks.length === 1) {
         changes.push({
           op: "addEvent",
           event: this.event(job, "attempt.placed", `attempt ${attempt.number} placed on ${attempt.host}`),
@@ -665,6 +732,7 @@ export class Core {
       cpus: spec.resources.cpus,
       timeLimitSeconds: spec.timeLimitSeconds ?? null,
       graceSeconds: spec.checkpoint.graceSeconds,
+      checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,
     });
   }
 

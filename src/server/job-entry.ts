@@ -16,6 +16,8 @@ export class JobEntry implements JobView {
   readonly counts: TaskCounts = emptyCounts();
   /** Pending task indexes, in the order they should start. */
   readonly pending = new Set<number>();
+  /** Where a migrated task may go next: to a named host, or anywhere but the one it left. */
+  readonly migrations = new Map<number, { to: string | null; from: string }>();
   readonly requirements: CompiledExpression | null;
   readonly rank: CompiledExpression | null;
 
@@ -52,6 +54,12 @@ export class JobEntry implements JobView {
       const notBefore = this.tasks[index].notBefore;
       if (notBefore === null || notBefore <= now) yield index;
     }
+  }
+
+  allowsHost(taskIndex: number, host: string): boolean {
+    const rule = this.migrations.get(taskIndex);
+    if (!rule) return true;
+    return rule.to ? host === rule.to : host !== rule.from;
   }
 
   /** Moves a task to a new state, keeping the counts and the pending set right. */

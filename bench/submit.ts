@@ -1,0 +1,121 @@
+// Submission throughput on a `steward up` with no agents, so nothing runs and the machine is left
+// to the API and the store: single jobs one at a time and from 8 concurrent clients over keep-alive,
+// then one array job of 10,000 tasks. Every job requires a host that does not exist.
+
+import { type Benchmark, median, percentile, round, since } from "./benchmark.ts";
+import { type Steward, startSteward } from "./steward-process.ts";
+
+const NEVER = 'host.name == "nowhere"';
+const WARM_UP = 50;
+const SEQUENTIAL = 500;
+const CLIENTS = 8;
+const CONCURRENT = 1000;
+const BULK_TASKS = 10_000;
+/** Array submissions timed; the median counts. */
+const BULK_RUNS = 3;
+
+const singleJob = { name: "bench-single", command: "true", requirements: NEVER };
+
+interface Rate {
+  requests: number;
+  /** Store commits (fsynced transactions) made meanwhile: fewer than requests when group commit batches. */
+  storeCommits: number | null;
+  seconds: number;
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number };
+}
+
+/** `total` submissions spread over `clients` loops that each send one request at a time. */
+async function submitMany(steward: Steward, total: number, clients: number): Promise<Rate> {
+  const { api } = steward;
+  const commitsBefore = await steward.metric("steward_store_commits");
+  const latencies: number[] = [];
+  let next = 0;
+  const client = async () => {
+    while (next < total) {
+      next++;
+      const start = performance.now();
+      await api.submit(singleJob);
+      latencies.push(since(start));
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: clients }, client));
+  const seconds = since(start) / 1000;
+  latencies.sort((a, b) => a - b);
+  const commitsAfter = await steward.metric("steward_store_commits");
+  return {
+    requests: total,
+    storeCommits: commitsBefore !== null && commitsAfter !== null ? commitsAfter - commitsBefore : null,
+    seconds: round(seconds, 3),
+    requestsPerSecond: round(total / seconds),
+    latencyMs: {
+      p50: round(percentile(latencies, 0.5), 2),
+      p90: round(percentile(latencies, 0.9), 2),
+      p99: round(percentile(latencies, 0.99), 2),
+      max: round(latencies[latencies.length - 1], 2),
+    },
+  };
+}
+
+export const submitBenchmark: Benchmark = {
+  name: "submit",
+  description: `single submissions (${SEQUENTIAL} sequential, ${CONCURRENT} from ${CLIENTS} clients) and arrays of ${BULK_TASKS} tasks (median of ${BULK_RUNS}), 0 agents`,
+  async run({ options, progress }) {
+    const steward = await startSteward({
+      label: "submit",
+      agents: 0,
+      slots: 1,
+      cpuProf: options.cpuProf,
+      keep: options.keep,
+    });
+    try {
+      const { api } = steward;
+      await submitMany(steward, WARM_UP, 1);
+      progress(`submit: warmed up with ${WARM_UP} submissions`);
+
+      const sequential = await submitMany(steward, SEQUENTIAL, 1);
+      progress(`submit: sequential ${sequential.requestsPerSecond}/s (p50 ${sequential.latencyMs.p50} ms)`);
+
+      const concurrent = await submitMany(steward, CONCURRENT, CLIENTS);
+      progress(
+        `submit: ${CLIENTS} clients ${concurrent.requestsPerSecond}/s (p50 ${concurrent.latencyMs.p50} ms)`,
+      );
+
+      const bulkRuns: number[] = [];
+      for (let i = 0; i < BULK_RUNS; i++) {
+        const bulkStart = performance.now();
+        const id = await api.submit({
+          name: "bench-bulk",
+          command: "true",
+          requirements: NEVER,
+          array: { count: BULK_TASKS },
+        });
+        bulkRuns.push(since(bulkStart) / 1000);
+        const bulk = await api.job(id);
+        const total = Object.values(bulk.counts).reduce((sum, n) => sum + n, 0);
+        if (total !== BULK_TASKS) throw new Error(`array job ${id} has ${total} tasks, not ${BULK_TASKS}`);
+      }
+      const bulkSeconds = median(bulkRuns);
+      progress(`submit: array of ${BULK_TASKS} accepted in ${bulkRuns.map((x) => round(x, 3)).join(", ")} s`);
+
+      return {
+        submit: {
+          singleRequestsPerSecond: {
+            sequential: sequential.requestsPerSecond,
+            concurrent8: concurrent.requestsPerSecond,
+          },
+          single: { sequential, concurrent8: concurrent },
+          bulkArray10k: {
+            tasks: BULK_TASKS,
+            seconds: round(bulkSeconds, 4),
+            runsSeconds: bulkRuns.map((x) => round(x, 4)),
+            tasksPerSecond: round(BULK_TASKS / bulkSeconds),
+          },
+        },
+      };
+    } finally {
+      await steward.stop();
+    }
+  },
+};

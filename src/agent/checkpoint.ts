@@ -1,0 +1,180 @@
+// The checkpoint folder of an attempt, kept on the server side: changed files are uploaded as
+// objects named by their SHA-256 (content-addressed, so an unchanged file is never sent twice),
+// then a manifest naming them all is committed. A restarted attempt, on any host, gets the folder
+// back from the last committed manifest. Files whose names end in .tmp or start with a dot are
+// the job's half-written temporaries (it writes, then renames) and are left out.
+
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
+import { mkdir, readdir, stat } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { agentFileRoutes, type CheckpointManifest, checkpointManifest } from "../protocol/messages.ts";
+
+export interface CheckpointTarget {
+  serverUrl: () => string;
+  joinToken: string;
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+  dir: string;
+}
+
+interface Known {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  sha256: string;
+}
+
+export function isCheckpointFile(name: string): boolean {
+  return !name.startsWith(".") && !name.endsWith(".tmp");
+}
+
+export class CheckpointSync {
+  private readonly target: CheckpointTarget;
+  /** Hashes of files as last seen, so that unchanged files are not read again. */
+  private readonly known = new Map<string, Known>();
+  /** Objects the server holds for this task. */
+  private readonly uploaded = new Set<string>();
+  private lastCommitted: string | null = null;
+  private running: Promise<number | null> | null = null;
+
+  constructor(target: CheckpointTarget) {
+    this.target = target;
+  }
+
+  /** Fetches the task's last checkpoint into the folder. Returns its file count, or null when there is none. */
+  async restore(): Promise<number | null> {
+    const { jobId, taskIndex } = this.target;
+    const response = await this.request(agentFileRoutes.checkpoint(jobId, taskIndex));
+    if (response.status === 404) return null;
+    if (!response.ok) throw new Error(`GET checkpoint: HTTP ${response.status}`);
+    const manifest = checkpointManifest.parse(await response.json());
+    for (const file of manifest.files) {
+      const target = join(this.target.dir, file.path);
+      await mkdir(dirname(target), { recursive: true });
+      const object = await this.request(agentFileRoutes.checkpointObject(jobId, taskIndex, file.sha256));
+      if (!object.ok || !object.body)
+        throw new Error(`GET checkpoint object ${file.path}: HTTP ${object.status}`);
+      await pipeline(Readable.fromWeb(object.body), createWriteStream(target));
+      const info = await stat(target);
+      this.known.set(file.path, {
+        size: info.size,
+        mtimeMs: info.mtimeMs,
+        ino: info.ino,
+        sha256: file.sha256,
+      });
+      this.uploaded.add(file.sha256);
+    }
+    this.lastCommitted = manifestKey(manifest);
+    return manifest.files.length;
+  }
+
+  /**
+   * Uploads what changed and commits a new generation; returns it, or null when nothing changed.
+   * Calls never overlap: a call made while one runs waits for it and then runs once more.
+   */
+  async sync(): Promise<number | null> {
+    while (this.running) await this.running.catch(() => null);
+    this.running = this.syncOnce();
+    try {
+      return await this.running;
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async syncOnce(): Promise<number | null> {
+    const manifest = await this.scan();
+    const key = manifestKey(manifest);
+    if (key === this.lastCommitted || (this.lastCommitted === null && manifest.files.length === 0))
+      return null;
+    const { jobId, taskIndex, attempt } = this.target;
+    for (const file of manifest.files) {
+      if (this.uploaded.has(file.sha256)) continue;
+      const response = await this.request(
+        agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
+        {
+          method: "PUT",
+          headers: { "content-type": "application/octet-stream" },
+          body: await openAsBlob(join(this.target.dir, file.path)),
+        },
+      );
+      if (!response.ok)
+        throw new Error(
+          `PUT checkpoint object ${file.path}: HTTP ${response.status} ${await response.text()}`,
+        );
+      this.uploaded.add(file.sha256);
+    }
+    const response = await this.request(agentFileRoutes.commitCheckpoint(jobId, taskIndex, attempt), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(manifest),
+    });
+    if (!response.ok) {
+      // The server may have dropped objects we thought it had: start from a clean slate next time.
+      this.uploaded.clear();
+      throw new Error(`commit checkpoint: HTTP ${response.status} ${await response.text()}`);
+    }
+    const { generation } = (await response.json()) as { generation: number };
+    this.lastCommitted = key;
+    // The server keeps only the objects of the last generation.
+    this.uploaded.clear();
+    for (const file of manifest.files) this.uploaded.add(file.sha256);
+    return generation;
+  }
+
+  private async scan(): Promise<CheckpointManifest> {
+    const files: CheckpointManifest["files"] = [];
+    const seen = new Set<string>();
+    for (const path of await listFiles(this.target.dir)) {
+      const info = await stat(path).catch(() => null);
+      if (!info?.isFile()) continue;
+      const name = relative(this.target.dir, path).split(sep).join("/");
+      seen.add(name);
+      let known = this.known.get(name);
+      if (!known || known.size !== info.size || known.mtimeMs !== info.mtimeMs || known.ino !== info.ino) {
+        known = { size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, sha256: await sha256Of(path) };
+        this.known.set(name, known);
+      }
+      files.push({ path: name, sha256: known.sha256, bytes: known.size });
+    }
+    for (const name of this.known.keys()) if (!seen.has(name)) this.known.delete(name);
+    files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return { files };
+  }
+
+  private request(path: string, init: RequestInit = {}): Promise<Response> {
+    return fetch(this.target.serverUrl() + path, {
+      ...init,
+      headers: {
+        ...(init.headers as Record<string, string>),
+        authorization: `Bearer ${this.target.joinToken}`,
+      },
+    });
+  }
+}
+
+function manifestKey(manifest: CheckpointManifest): string {
+  return manifest.files.map((file) => `${file.path}\0${file.sha256}`).join("\n");
+}
+
+async function listFiles(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!isCheckpointFile(entry.name)) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...(await listFiles(path)));
+    else if (entry.isFile()) found.push(path);
+  }
+  return found;
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
