@@ -115,12 +115,12 @@ export class Attempt {
     }
     const attempt = new Attempt(spec, context);
     attempt.stopRequest = await readJson<StopRequest>(join(dir, "stop"));
-    const pidLine = await readFile(join(dir, "pid"), "utf8").catch(() => null);
+    const pidLine = await readWhole(join(dir, "pid"));
     if (pidLine) {
       attempt.pid = Number(pidLine.trim().split(" ")[0]) || null;
       attempt.startedAt = (await stat(join(dir, "pid"))).mtimeMs;
     }
-    const exit = await readFile(join(dir, "exit"), "utf8").catch(() => null);
+    const exit = await readWhole(join(dir, "exit"));
     if (exit !== null) attempt.exitCode = Number(exit.trim());
     return attempt;
   }
@@ -128,7 +128,7 @@ export class Attempt {
   /** The start time the supervisor recorded, to tell our job from a process that reused its pid. */
   async isAlive(): Promise<boolean> {
     if (this.pid === null) return false;
-    const recorded = (await readFile(join(this.dir, "pid"), "utf8").catch(() => "")).trim().split(" ")[1];
+    const recorded = ((await readWhole(join(this.dir, "pid"))) ?? "").trim().split(" ")[1];
     const stat = await readFile(`/proc/${this.pid}/stat`, "utf8").catch(() => null);
     if (!stat) return false;
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -137,7 +137,7 @@ export class Attempt {
   }
 
   async readExitFile(): Promise<number | null> {
-    const exit = await readFile(join(this.dir, "exit"), "utf8").catch(() => null);
+    const exit = await readWhole(join(this.dir, "exit"));
     return exit === null ? null : Number(exit.trim());
   }
 
@@ -281,6 +281,12 @@ export class Attempt {
 async function writeAtomic(path: string, content: string): Promise<void> {
   await writeFile(`${path}.tmp`, content);
   await rename(`${path}.tmp`, path);
+}
+
+/** A file the supervisor wrote in one short write: whole once it ends in a newline, else not there yet. */
+async function readWhole(path: string): Promise<string | null> {
+  const text = await readFile(path, "utf8").catch(() => null);
+  return text?.endsWith("\n") ? text : null;
 }
 
 async function readJson<T>(path: string): Promise<T | null> {

@@ -38,6 +38,7 @@ export function jobScript(spec: StartMessage, paths: JobPaths): string {
     lines.push(`export ${name}=${shellQuote(value)}`);
   }
   const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
-  lines.push(`exec ${argv.map(shellQuote).join(" ")}`);
+  // Sourced by the supervisor's subshell: setsid gives the job a session and process group of its own.
+  lines.push(`exec setsid ${argv.map(shellQuote).join(" ")}`);
   return `${lines.join("\n")}\n`;
 }

@@ -5,9 +5,13 @@
 # tells the agent on stdout while the agent is there to hear it.
 #   $1: the attempt folder, holding job.sh
 dir=$1
-trap '' PIPE HUP INT
-setsid sh "$dir/job.sh" </dev/null >>"$dir/stdout" 2>>"$dir/stderr" &
+# job.sh is read by a forked copy of this shell, which ends by exec'ing `setsid COMMAND`: the job
+# keeps that pid and leads a session (and process group) of its own.
+(. "$dir/job.sh") </dev/null >>"$dir/stdout" 2>>"$dir/stderr" &
 pid=$!
+# Only now, so that the job keeps the default SIGPIPE and SIGHUP: the supervisor must outlive the
+# agent and the pipe to it.
+trap '' PIPE HUP INT
 start=
 if read -r stat <"/proc/$pid/stat"; then
   rest=${stat##*) }
@@ -15,9 +19,10 @@ if read -r stat <"/proc/$pid/stat"; then
   set -- $rest
   start=${20}
 fi
-echo "$pid $start" >"$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
+# One short write each: a reader takes a file as whole once it ends in a newline.
+echo "$pid $start" >"$dir/pid"
 echo "started $pid $dir" 2>/dev/null
 wait "$pid"
 code=$?
-echo "$code" >"$dir/exit.tmp" && mv "$dir/exit.tmp" "$dir/exit"
+echo "$code" >"$dir/exit"
 echo "exited $code $dir" 2>/dev/null

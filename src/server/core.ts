@@ -487,8 +487,11 @@ export class Core {
     }
     const changes: Change[] = [];
     this.endAttempt(job, attempt, outcome, report.exitCode, reason, changes);
-    await this.commit(changes);
+    const committed = this.commit(changes);
+    // The freed slot can be planned now: a placement commits after this end (commits keep their
+    // order), and its start is sent only once committed.
     this.kick();
+    await committed;
   }
 
   // ---- internals

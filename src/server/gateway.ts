@@ -101,15 +101,25 @@ export class AgentGateway implements AgentLinks {
         case "report":
           chain = chain.then(async () => {
             const event = message.event;
+            let applied: Promise<void>;
             if (event.kind === "started") {
-              await core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
+              applied = core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
             } else {
+              // The whole log is in before the end is applied.
               await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));
               await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stderr"));
-              await core.attemptEnded(host, event);
+              applied = core.attemptEnded(host, event);
             }
-            // Acknowledged after the commit, and also when fenced, or the agent's outbox would jam.
-            if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+            // The next report is applied as soon as this one is in memory (order kept, commits grouped);
+            // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
+            // agent's outbox would jam.
+            applied.then(
+              () => {
+                if (ws.readyState === WebSocket.OPEN)
+                  ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+              },
+              (error) => log.error({ err: error }, "report not applied"),
+            );
           });
           return;
       }
