@@ -123,10 +123,15 @@ export class Agent {
       if (!attempt) continue;
       this.track(attempt);
       attempt.armTimeLimit();
-      if (attempt.exitCode === null) attempt.armCheckpoints();
+      if (attempt.exitCode === null) attempt.armCheckpoints(this.checkpointError(attempt));
       if (attempt.exitCode !== null) await this.exited(attempt.dir, attempt.exitCode);
       this.log.info({ attempt: attempt.key, pid: attempt.pid, exit: attempt.exitCode }, "re-adopted attempt");
     }
+  }
+
+  private checkpointError(attempt: Attempt) {
+    return (error: unknown) =>
+      this.log.warn({ err: error, attempt: attempt.key }, "checkpoint upload failed");
   }
 
   private track(attempt: Attempt): void {
@@ -158,7 +163,7 @@ export class Agent {
   private started(dir: string, pid: number): void {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.pid !== null) return;
-    attempt.markStarted(pid);
+    attempt.markStarted(pid, this.checkpointError(attempt));
     this.report({ kind: "started", ...ref(attempt), pid });
   }
 

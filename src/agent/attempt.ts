@@ -141,12 +141,12 @@ export class Attempt {
     return exit === null ? null : Number(exit.trim());
   }
 
-  markStarted(pid: number): void {
+  markStarted(pid: number, onCheckpointError?: (error: unknown) => void): void {
     this.pid = pid;
     this.startedAt ??= Date.now();
     if (this.stopRequest) this.signal("SIGTERM");
     this.armTimeLimit();
-    this.armCheckpoints();
+    this.armCheckpoints(onCheckpointError);
   }
 
   /** Uploads the checkpoint folder's changes every checkpoint interval while the job runs. */

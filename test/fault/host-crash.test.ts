@@ -73,6 +73,10 @@ it("restarts a crashed host's tasks on other hosts within 6 s", async () => {
     expect(first).toMatchObject({ host: victimName, state: "ended", outcome: "lost" });
     expect(job.tasks[index].attempts[1].outcome).toBe("succeeded");
   }
+  // These tasks keep no checkpoint: they started over, and their events say so.
+  expect(
+    job.events.filter((event) => event.message.includes("restarts from the beginning: no checkpoint")),
+  ).toHaveLength(victimTasks.length);
   const hosts = (await api(running, "GET", "/api/v1/hosts")) as { name: string; state: string }[];
   expect(hosts.find((host) => host.name === victimName)?.state).toBe("lost");
 }, 90_000);

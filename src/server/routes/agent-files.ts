@@ -1,7 +1,7 @@
 // Files agents move: inputs down, outputs up. Join-token auth; outputs only for the current attempt.
 
 import { createHash } from "node:crypto";
-import { PassThrough, Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { checkpointManifest } from "../../protocol/messages.ts";
 import type { BlobStore } from "../../store/blobs.ts";
@@ -77,8 +77,12 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
     }
     const key = checkpointObjectKey(params.id, task, sha);
     const hash = createHash("sha256");
-    const hashed = new PassThrough();
-    hashed.on("data", (chunk: Buffer) => hash.update(chunk));
+    const hashed = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
     body.on("error", (error) => hashed.destroy(error));
     body.pipe(hashed);
     const info = await blobs.write(key, hashed);
