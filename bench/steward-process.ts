@@ -92,6 +92,22 @@ interface Live {
 
 const live = new Set<Live>();
 
+/** Other sets of processes a benchmark started (see steward-cluster.ts), cleaned up alongside. */
+export interface Tracked {
+  /** Stops its processes and removes its folder. */
+  stop(): Promise<unknown>;
+  /** The same with SIGKILL and nothing asynchronous (on process exit). */
+  stopSync(): void;
+}
+
+const tracked = new Set<Tracked>();
+
+/** Has `stopAllStewards` and `killAllStewardsSync` clean up after `entry` too; returns the untrack. */
+export function track(entry: Tracked): () => void {
+  tracked.add(entry);
+  return () => tracked.delete(entry);
+}
+
 /** A port nobody listens on right now: listen on port 0, read the port, close. */
 export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
@@ -106,7 +122,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function tail(path: string, lines = 20): string {
+export function tail(path: string, lines = 20): string {
   try {
     return readFileSync(path, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
   } catch {
@@ -140,7 +156,7 @@ function leftovers(root: string): number[] {
   return pids;
 }
 
-function killLeftovers(label: string, root: string): void {
+export function killLeftovers(label: string, root: string): void {
   const pids = leftovers(root);
   if (pids.length === 0) return;
   progress(`${label}: killing ${pids.length} process(es) left in ${root}: ${pids.join(" ")}`);
@@ -151,11 +167,11 @@ function killLeftovers(label: string, root: string): void {
   }
 }
 
-function exited(child: ChildProcess): boolean {
+export function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
-function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+export function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
   if (exited(child)) return Promise.resolve(true);
   return new Promise((resolveExit) => {
     const timer = setTimeout(() => {
@@ -318,8 +334,11 @@ export async function startSteward(options: StewardOptions): Promise<Steward> {
 
 /** Stops every child still running (after a failure). */
 export async function stopAllStewards(): Promise<void> {
-  await Promise.all(
-    [...live].map(async (entry) => {
+  const others = [...tracked];
+  tracked.clear();
+  await Promise.all([
+    ...others.map((entry) => entry.stop().catch(() => {})),
+    ...[...live].map(async (entry) => {
       if (!exited(entry.child)) {
         entry.child.kill("SIGTERM");
         if (!(await waitForExit(entry.child, STOP_TIMEOUT_MS))) entry.child.kill("SIGKILL");
@@ -328,11 +347,17 @@ export async function stopAllStewards(): Promise<void> {
       killLeftovers("cleanup", entry.root);
       if (!entry.keep) rmSync(entry.root, { recursive: true, force: true });
     }),
-  );
+  ]);
 }
 
 /** Last resort on process exit: nothing asynchronous is possible any more. */
 export function killAllStewardsSync(): void {
+  for (const entry of tracked) {
+    try {
+      entry.stopSync();
+    } catch {}
+  }
+  tracked.clear();
   for (const entry of live) {
     if (!exited(entry.child)) entry.child.kill("SIGKILL");
     killLeftovers("exit", entry.root);

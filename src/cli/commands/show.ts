@@ -46,6 +46,13 @@ export function registerShow(program: Command): void {
         `tasks ${job.tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
         "",
       ];
+      const checkpoints = job.tasks.filter((task) => task.checkpoint);
+      if (checkpoints.length === 1 && job.tasks.length === 1) {
+        const { generation, bytes } = checkpoints[0].checkpoint!;
+        lines.splice(3, 0, `checkpoint generation ${generation}, ${bytes} bytes`);
+      } else if (checkpoints.length > 0) {
+        lines.splice(3, 0, `${checkpoints.length} tasks have a checkpoint`);
+      }
       const rows: (string | number)[][] = [];
       for (const task of job.tasks) {
         if (task.attempts.length === 0) rows.push([task.index, task.state, "-", "-", "-", "-", "-", "-"]);
