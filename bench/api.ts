@@ -12,6 +12,35 @@ export interface JobSummary {
   counts: { pending: number; running: number; succeeded: number; failed: number; cancelled: number };
 }
 
+export interface AttemptView {
+  number: number;
+  host: string;
+  state: "starting" | "running" | "stopping" | "ended";
+  outcome: string | null;
+  reason: string | null;
+  exitCode: number | null;
+  restarted: boolean;
+  startedAt: string | null;
+  endedAt: string | null;
+}
+
+export interface TaskView {
+  index: number;
+  state: string;
+  attempts: AttemptView[];
+  checkpoint: { generation: number; bytes: number; at: string } | null;
+}
+
+export interface JobDetail extends JobSummary {
+  tasks: TaskView[];
+}
+
+/** A file part of a multipart submit: its name is the input's path. */
+export interface InputFile {
+  path: string;
+  content: Blob;
+}
+
 export interface HostSummary {
   name: string;
   state: string;
@@ -56,6 +85,44 @@ export class Api {
     const answer = await this.request<{ id: string }>("POST", "/api/v1/jobs", job);
     if (answer.status !== 201) throw new Error(`submit answered ${answer.status}, not 201`);
     return answer.body.id;
+  }
+
+  /** POST /api/v1/jobs as multipart/form-data: the field `job` first, then one part per input. */
+  async submitWithFiles(job: unknown, files: InputFile[]): Promise<string> {
+    const form = new FormData();
+    form.set("job", JSON.stringify(job));
+    for (const file of files) form.append(file.path, file.content, file.path);
+    const path = "/api/v1/jobs";
+    const response = await fetch(this.url + path, {
+      method: "POST",
+      headers: { authorization: this.#authorization },
+      body: form,
+    });
+    const text = await response.text();
+    if (response.status !== 201) throw new ApiError("POST", path, response.status, text);
+    return (JSON.parse(text) as { id: string }).id;
+  }
+
+  /** The job with its tasks and their attempts (no events). */
+  async jobDetail(id: string): Promise<JobDetail> {
+    return (await this.request<JobDetail>("GET", `/api/v1/jobs/${id}?events=0`)).body;
+  }
+
+  /** POST /api/v1/jobs/{id}/{cancel|hold|release|migrate}. */
+  async control(id: string, action: "cancel" | "hold" | "release" | "migrate", body: unknown = {}) {
+    await this.request("POST", `/api/v1/jobs/${id}/${action}`, body);
+  }
+
+  /** stdout of an attempt (the latest one without `attempt`), as far as the server has it. */
+  async logs(id: string, options: { task?: number; attempt?: number; stream?: "stderr" } = {}) {
+    const query = new URLSearchParams({ task: String(options.task ?? 0) });
+    if (options.attempt !== undefined) query.set("attempt", String(options.attempt));
+    if (options.stream) query.set("stream", options.stream);
+    const path = `/api/v1/jobs/${id}/logs?${query}`;
+    const response = await fetch(this.url + path, { headers: { authorization: this.#authorization } });
+    const text = await response.text();
+    if (!response.ok) throw new ApiError("GET", path, response.status, text);
+    return text;
   }
 
   async job(id: string): Promise<JobSummary> {

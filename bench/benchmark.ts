@@ -108,3 +108,23 @@ export function busyFraction(before: MachineCpu | null, after: MachineCpu | null
   if (!before || !after || after.total === before.total) return null;
   return round((after.busy - before.busy) / (after.total - before.total), 3);
 }
+
+/**
+ * Calls `probe` every `intervalMs` until it answers something other than undefined, and returns
+ * that; throws after `timeoutMs` with `what` in the message.
+ */
+export async function pollUntil<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  options: { intervalMs: number; timeoutMs: number },
+): Promise<T> {
+  const start = performance.now();
+  for (;;) {
+    const answer = await probe();
+    if (answer !== undefined) return answer;
+    if (performance.now() - start > options.timeoutMs) {
+      throw new Error(`${what}: not reached within ${options.timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs));
+  }
+}

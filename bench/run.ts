@@ -15,13 +15,23 @@ import {
   REPOSITORY,
   round,
 } from "./benchmark.ts";
+import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
+import { crashRestartBenchmark } from "./crash-restart.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
+import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
 import { xargsBenchmark } from "./xargs.ts";
 
 /** In run order; a benchmark's `needs` come before it. */
-const BENCHMARKS: Benchmark[] = [submitBenchmark, xargsBenchmark, endToEndBenchmark];
+const BENCHMARKS: Benchmark[] = [
+  submitBenchmark,
+  xargsBenchmark,
+  endToEndBenchmark,
+  crashRestartBenchmark,
+  migrate100MbBenchmark,
+  checkpointOverheadBenchmark,
+];
 
 const USAGE = `usage: npm run bench [-- options]
   --only NAME[,NAME]  run only these benchmarks (and what they need); repeatable
@@ -30,7 +40,7 @@ const USAGE = `usage: npm run bench [-- options]
   --out FILE          also write the JSON document to FILE
   --list              list the benchmarks
 benchmarks:
-${BENCHMARKS.map((b) => `  ${b.name.padEnd(12)} ${b.description}`).join("\n")}
+${BENCHMARKS.map((b) => `  ${b.name.padEnd(20)} ${b.description}`).join("\n")}
 `;
 
 /** The chosen benchmarks plus everything they need, in registry order. */

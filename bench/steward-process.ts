@@ -156,6 +156,24 @@ function leftovers(root: string): number[] {
   return pids;
 }
 
+/** Copies the V8 CPU profiles written into `profileDir` to PROFILE_DIR and summarises them on stderr. */
+export function keepProfiles(label: string, profileDir: string, tag: string): string[] {
+  const profiles: string[] = [];
+  let written: string[] = [];
+  try {
+    written = readdirSync(profileDir).filter((name) => name.endsWith(".cpuprofile"));
+  } catch {}
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  for (const name of written) {
+    const kept = join(PROFILE_DIR, `${label}-${tag}-${name}`);
+    copyFileSync(join(profileDir, name), kept);
+    profiles.push(kept);
+    progress(`${label}: CPU profile ${kept}\n${formatSummary(label, summariseProfile(kept, 20))}`);
+  }
+  if (written.length === 0) progress(`${label}: no CPU profile was written`);
+  return profiles;
+}
+
 export function killLeftovers(label: string, root: string): void {
   const pids = leftovers(root);
   if (pids.length === 0) return;
@@ -250,23 +268,7 @@ export async function startSteward(options: StewardOptions): Promise<Steward> {
     }
     live.delete(entry);
     killLeftovers(options.label, root);
-    const profiles: string[] = [];
-    if (options.cpuProf) {
-      let written: string[] = [];
-      try {
-        written = readdirSync(profileDir).filter((name) => name.endsWith(".cpuprofile"));
-      } catch {}
-      mkdirSync(PROFILE_DIR, { recursive: true });
-      for (const name of written) {
-        const kept = join(PROFILE_DIR, `${options.label}-${child.pid}-${name}`);
-        copyFileSync(join(profileDir, name), kept);
-        profiles.push(kept);
-        progress(
-          `${options.label}: CPU profile ${kept}\n${formatSummary(options.label, summariseProfile(kept, 20))}`,
-        );
-      }
-      if (written.length === 0) progress(`${options.label}: no CPU profile was written`);
-    }
+    const profiles = options.cpuProf ? keepProfiles(options.label, profileDir, `${child.pid}`) : [];
     if (entry.keep) progress(`${options.label}: kept ${root}`);
     else rmSync(root, { recursive: true, force: true });
     return profiles;
