@@ -34,6 +34,8 @@ export interface AgentOptions {
   labels?: Record<string, string>;
   speed?: number;
   log: Logger;
+  /** Called when the server refuses this agent for good (a wrong join token). */
+  onRejected?: (reason: string) => void;
 }
 
 const LOG_FLUSH_MS = 400;
@@ -300,6 +302,8 @@ export class Agent {
       }
       case "reject":
         this.log.error({ reason: message.reason }, "server rejected this agent");
+        await this.stop();
+        this.options.onRejected?.(message.reason);
         return;
       case "ack": {
         const report = this.outbox.ack(message.seq);

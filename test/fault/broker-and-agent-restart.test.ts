@@ -134,3 +134,16 @@ it("cancel reaches an attempt whose agent was away when it was asked", async () 
   expect(ended.tasks[0].attempts).toHaveLength(1);
   expect(ended.tasks[0].attempts[0].outcome).toBe("cancelled");
 }, 60_000);
+
+it("an agent with a wrong join token is refused and exits 3", async () => {
+  const server = await startServerProcess();
+  servers.push(server);
+  const agent = await startAgentProcess({ name: "intruder", servers: [server.url], joinToken: "wrong" });
+  agents.push(agent);
+  const code = await new Promise<number | null>((resolve) =>
+    agent.child.once("exit", (exitCode) => resolve(exitCode)),
+  );
+  expect(code).toBe(3);
+  expect(agent.output()).toContain("refused");
+  expect(await api(server, "GET", "/api/v1/hosts")).toEqual([]);
+}, 30_000);

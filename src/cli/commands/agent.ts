@@ -31,6 +31,10 @@ export function registerAgent(program: Command): void {
         labels: options.label,
         speed: options.speed,
         log: daemonLogger(),
+        onRejected: (reason) => {
+          process.stderr.write(`steward agent: the server refused this agent: ${reason}\n`);
+          process.exit(3);
+        },
       });
       await agent.start();
       onShutdown(() => agent.stop());
