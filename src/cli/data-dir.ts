@@ -2,7 +2,9 @@
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Logger } from "pino";
 import { newToken } from "../server/auth.ts";
+import type { ServerOptions } from "../server/server.ts";
 import { DiskBlobStore } from "../store/disk-blobs.ts";
 import { SqliteStore } from "../store/sqlite.ts";
 
@@ -36,5 +38,24 @@ export function openDataDir(dir: string, tokens: { admin?: string; join?: string
     blobs: new DiskBlobStore(join(root, "blobs")),
     adminToken: tokenFile(root, "admin-token", tokens.admin),
     joinToken: tokenFile(root, "join-token", tokens.join),
+  };
+}
+
+/** The server's options from a data folder and the flags `up` and `server` share. */
+export function serverOptions(
+  data: DataDir,
+  flags: { host?: string; port: number; heartbeatSeconds: number; hostTimeoutSeconds: number },
+  log: Logger,
+): ServerOptions {
+  return {
+    store: data.store,
+    blobs: data.blobs,
+    host: flags.host,
+    port: flags.port,
+    adminToken: data.adminToken,
+    joinToken: data.joinToken,
+    heartbeatSeconds: flags.heartbeatSeconds,
+    hostTimeoutSeconds: flags.hostTimeoutSeconds,
+    log,
   };
 }

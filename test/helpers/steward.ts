@@ -160,25 +160,14 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
     ...(options.args ?? []),
   ];
   const [command, ...rest] = options.prefix ? [...options.prefix, STEWARD, ...args] : [STEWARD, ...args];
-  const child = spawn(command, rest, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, STEWARD_LOG_LEVEL: "info" },
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const { child, output, exited } = spawnCaptured(command, rest, "info");
   const pid = child.pid!;
   return {
     name: options.name,
     work,
     child,
     pid,
-    output: () => output,
+    output,
     async kill9() {
       child.kill("SIGKILL");
       await exited;
@@ -254,27 +243,33 @@ export function killQuietly(pid: number, signal: NodeJS.Signals): void {
   } catch {}
 }
 
+/** A child process whose stdout and stderr are kept for the test to read. */
+function spawnCaptured(command: string, args: string[], logLevel: string) {
+  const child = spawn(command, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, STEWARD_LOG_LEVEL: logLevel },
+  });
+  let text = "";
+  child.stdout?.on("data", (chunk) => {
+    text += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    text += chunk;
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  return { child, exited, output: () => text };
+}
+
 async function startProcess(
   args: string[],
   at: { data: string; port: number; agents: number },
 ): Promise<StewardProcess> {
-  const child = spawn(STEWARD, args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, STEWARD_LOG_LEVEL: "warn" },
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const { child, output, exited } = spawnCaptured(STEWARD, args, "warn");
   const url = `http://127.0.0.1:${at.port}`;
   await waitFor(
     `steward at ${url}`,
     async () => {
-      if (child.exitCode !== null) throw new Error(`steward exited ${child.exitCode}: ${output}`);
+      if (child.exitCode !== null) throw new Error(`steward exited ${child.exitCode}: ${output()}`);
       const response = await fetch(`${url}/healthz`);
       return response.ok;
     },
@@ -287,7 +282,7 @@ async function startProcess(
     data: at.data,
     token,
     child,
-    output: () => output,
+    output,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
-import { openDataDir } from "../data-dir.ts";
+import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { number, onShutdown } from "../options.ts";
 
@@ -27,17 +27,7 @@ export function registerServer(program: Command): void {
         throw new CliError("the PostgreSQL store is not available yet; use --data for SQLite");
       const data = openDataDir(options.data, { admin: options.token, join: options.joinToken });
       const log = daemonLogger();
-      const server = await startServer({
-        store: data.store,
-        blobs: data.blobs,
-        host: options.host,
-        port: options.port,
-        adminToken: data.adminToken,
-        joinToken: data.joinToken,
-        heartbeatSeconds: options.heartbeatSeconds,
-        hostTimeoutSeconds: options.hostTimeoutSeconds,
-        log,
-      });
+      const server = await startServer(serverOptions(data, options, log));
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
       );

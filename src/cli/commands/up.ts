@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { startServer } from "../../server/server.ts";
-import { openDataDir } from "../data-dir.ts";
+import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown } from "../options.ts";
 
@@ -26,16 +26,7 @@ export function registerUp(program: Command): void {
     .action(async (options) => {
       const data = openDataDir(options.data, { admin: options.token });
       const log = daemonLogger();
-      const server = await startServer({
-        store: data.store,
-        blobs: data.blobs,
-        port: options.port,
-        adminToken: data.adminToken,
-        joinToken: data.joinToken,
-        heartbeatSeconds: options.heartbeatSeconds,
-        hostTimeoutSeconds: options.hostTimeoutSeconds,
-        log,
-      });
+      const server = await startServer(serverOptions(data, options, log));
       const agents: Agent[] = [];
       for (let i = 1; i <= options.agents; i++) {
         const name = `local-${i}`;
