@@ -126,6 +126,11 @@ export const checkpointOverheadBenchmark: Benchmark = {
           withCheckpointSeconds: round(withSeconds, 3),
           withoutCheckpointSeconds: round(withoutSeconds, 3),
           overhead: {
+            // How far apart the baseline runs were: an overheadPercent inside this is noise.
+            baselineSpreadPercent: round(
+              ((Math.max(...seconds.without) - Math.min(...seconds.without)) / withoutSeconds) * 100,
+              2,
+            ),
             runs: {
               with: seconds.with.map((s) => round(s, 3)),
               without: seconds.without.map((s) => round(s, 3)),

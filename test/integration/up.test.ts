@@ -193,6 +193,74 @@ describe("steward up", () => {
     expect(noServer.stderr).toContain("cannot reach");
   });
 
+  it("runs a job after the jobs it depends on, and fails it when one of them fails", async () => {
+    const first = await api(steward, "POST", "/api/v1/jobs", { command: "sleep 1" });
+    const after = await api(steward, "POST", "/api/v1/jobs", { command: "true", dependsOn: [first.id] });
+    expect(after.state).toBe("waiting");
+    expect((await cli(steward, ["wait", after.id, "--timeout", "30"])).code).toBe(0);
+    const [a, b] = [
+      await api(steward, "GET", `/api/v1/jobs/${first.id}`),
+      await api(steward, "GET", `/api/v1/jobs/${after.id}`),
+    ];
+    expect(Date.parse(b.tasks[0].attempts[0].startedAt)).toBeGreaterThanOrEqual(Date.parse(a.endedAt));
+
+    const broken = await api(steward, "POST", "/api/v1/jobs", { command: "exit 1" });
+    const orphan = await api(steward, "POST", "/api/v1/jobs", { command: "true", dependsOn: [broken.id] });
+    expect((await cli(steward, ["wait", orphan.id, "--timeout", "30"])).code).toBe(1);
+    const ended = await api(steward, "GET", `/api/v1/jobs/${orphan.id}`);
+    expect(ended.state).toBe("failed");
+    expect(ended.tasks[0].attempts).toEqual([]);
+    expect(ended.events.map((event: { message: string }) => event.message).join("\n")).toContain(
+      `dependency ${broken.id} ended failed`,
+    );
+    const unknown = await api(steward, "POST", "/api/v1/jobs", {
+      command: "true",
+      dependsOn: ["424242"],
+    }).catch((e) => e);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.field).toBe("dependsOn[0]");
+  });
+
+  it("holds a pending job until it is released", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", {
+      command: "true",
+      requirements: 'host.name == "nowhere"',
+    });
+    expect((await cli(steward, ["hold", id])).stdout).toBe(`job ${id}: held\n`);
+    expect((await cli(steward, ["release", id])).stdout).toBe(`job ${id}: pending\n`);
+    const explained = JSON.parse((await cli(steward, ["explain", id, "--json"])).stdout);
+    expect(explained.hosts).toEqual([
+      { host: "local-1", eligible: false, reason: "requirements are false on this host" },
+      { host: "local-2", eligible: false, reason: "requirements are false on this host" },
+    ]);
+    expect((await cli(steward, ["cancel", id])).code).toBe(0);
+  });
+
+  it("streams job events as server-sent events", async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${steward.url}/api/v1/events`, {
+      headers: { authorization: `Bearer ${steward.token}` },
+      signal: controller.signal,
+    });
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const reader = response.body!.getReader();
+    const { id } = await api(steward, "POST", "/api/v1/jobs", { command: "true" });
+    let text = "";
+    while (!text.includes("-> succeeded")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    controller.abort();
+    const events = text
+      .split("\n\n")
+      .filter((block) => block.startsWith("event: job"))
+      .map((block) => JSON.parse(block.split("data: ")[1]));
+    expect(events.filter((event) => event.jobId === id).map((event) => event.kind)).toEqual(
+      expect.arrayContaining(["submitted", "state"]),
+    );
+  });
+
   it("has --help on every command", async () => {
     const commands = [
       "up",
