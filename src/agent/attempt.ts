@@ -90,8 +90,6 @@ export class Attempt {
     await mkdir(this.runDir, { recursive: true });
     await mkdir(this.checkpointDir, { recursive: true });
     await writeFile(join(this.dir, "start.json"), JSON.stringify(this.spec));
-    await writeFile(this.stdoutPath, "", { flag: "a" });
-    await writeFile(this.stderrPath, "", { flag: "a" });
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
     await writeFile(
