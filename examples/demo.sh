@@ -34,5 +34,15 @@ echo "mean of the 20 estimates of pi: $(cat "$data"/out/pi/*/pi.txt | awk '{s+=$
 
 echo; echo "== steward show $retry (failed once, retried, succeeded)"
 "$steward" show "$retry"
+echo; echo "== checkpoint and migration: examples/counter/job.yaml counts to 80, migrated halfway"
+counter=$("$steward" submit "$root/examples/counter/job.yaml")
+until "$steward" logs "$counter" 2>/dev/null | grep -q '^step 40$'; do sleep 0.2; done
+from=$("$steward" show "$counter" --json | grep -m1 '"host"' | tr -d ' ",' | cut -d: -f2)
+echo "at step 40 on $from: steward migrate $counter"
+"$steward" migrate "$counter"
+"$steward" wait "$counter" --timeout 120
+echo "the counter's second attempt began with: $("$steward" logs "$counter" | head -1)"
+"$steward" show "$counter" | sed -n '1,9p'
+
 echo; echo "== steward ps --all"; "$steward" ps --all
 echo; echo "demo finished: every job succeeded"
