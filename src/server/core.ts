@@ -49,7 +49,6 @@ interface HostEntry {
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
-export class NotImplementedError extends Error {}
 export class InvalidRequestError extends Error {
   readonly field: string;
   constructor(field: string, message: string) {
@@ -385,10 +384,8 @@ export class Core {
       host = { record, connected: true, usedSlots: 0, usedMemoryMb: 0, active: new Map() };
       this.hosts.set(message.name, host);
     } else {
-      const wasLost = host.record.state === "lost";
       host.record = record;
       host.connected = true;
-      if (wasLost) this.logHost(message.name, "host is back");
     }
     const changes: Change[] = [{ op: "putHost", host: record }];
     const kill: { jobId: string; taskIndex: number; attempt: number }[] = [];
@@ -622,8 +619,6 @@ export class Core {
   private event(job: JobEntry, kind: string, message: string): EventRecord {
     return { jobId: job.id, at: this.now(), kind, message };
   }
-
-  private logHost(_name: string, _message: string): void {}
 
   private async commit(changes: Change[]): Promise<void> {
     if (changes.length === 0) return;

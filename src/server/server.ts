@@ -14,7 +14,7 @@ import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import type { Store } from "../store/store.ts";
 import { bearerToken, safeEqual } from "./auth.ts";
-import { ConflictError, Core, InvalidRequestError, NotFoundError, NotImplementedError } from "./core.ts";
+import { ConflictError, Core, InvalidRequestError, NotFoundError } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
@@ -128,9 +128,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return reply.code(404).send({ error: { code: "not_found", message: error.message } });
     if (error instanceof ConflictError)
       return reply.code(409).send({ error: { code: "conflict", message: error.message } });
-    if (error instanceof NotImplementedError) {
-      return reply.code(501).send({ error: { code: "not_implemented", message: error.message } });
-    }
     if (error.statusCode && error.statusCode < 500) {
       return reply
         .code(error.statusCode)
