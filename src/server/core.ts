@@ -418,15 +418,7 @@ export class Core {
       );
     }
     await this.commit(changes);
-    for (const { job, attempt } of resend) {
-      const cancelled = job.record.cancelRequested;
-      this.sendStop(
-        job,
-        attempt,
-        cancelled ? "cancelled" : "preempted",
-        cancelled ? "cancelled by user" : "held",
-      );
-    }
+    for (const { job, attempt } of resend) this.resendStop(job, attempt);
     this.kick();
     return { kill };
   }
@@ -650,13 +642,16 @@ export class Core {
 
   private schedulePass(): void {
     const now = this.now();
+    const hosts = this.hostViews();
+    // Nothing can be placed without a free slot: spare the queue's sort (a submit kicks a pass).
+    if (!hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0)) return;
     const queue: JobEntry[] = [];
     for (const job of this.jobs.values()) {
       if (job.pending.size > 0 && !job.record.held && !job.record.cancelRequested) queue.push(job);
     }
     if (queue.length === 0) return;
     queue.sort(compareQueueOrder);
-    const plan = schedule({ now, jobs: queue, hosts: this.hostViews() });
+    const plan = schedule({ now, jobs: queue, hosts });
     if (plan.placements.length === 0) return;
     const changes: Change[] = [];
     const starts: { job: JobEntry; attempt: AttemptRecord }[] = [];
@@ -732,6 +727,13 @@ export class Core {
       graceSeconds: spec.checkpoint.graceSeconds,
       checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,
     });
+  }
+
+  /** A stop the agent may not have had (it was away): the reason follows from the job's state. */
+  private resendStop(job: JobEntry, attempt: AttemptRecord): void {
+    if (job.record.cancelRequested) this.sendStop(job, attempt, "cancelled", "cancelled by user");
+    else if (job.record.held) this.sendStop(job, attempt, "preempted", "held");
+    else this.sendStop(job, attempt, "migrated", "migrating to another host");
   }
 
   private sendStop(
