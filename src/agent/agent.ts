@@ -188,7 +188,10 @@ export class Agent {
         await this.exited(attempt.dir, code);
         continue;
       }
-      if (attempt.pid === null || (await attempt.isAlive())) {
+      // A re-adopted attempt may have been launched just before the agent died: its supervisor
+      // writes the pid soon, or never did.
+      if (attempt.pid === null && attempt.adopted) await attempt.readPid();
+      if ((attempt.pid === null && !attempt.adopted) || (await attempt.isAlive())) {
         this.missingSince.delete(attempt.key);
         continue;
       }

@@ -49,6 +49,8 @@ export class Attempt {
   /** When the job process started (ms), for the time limit. */
   startedAt: number | null = null;
   exitCode: number | null = null;
+  /** Taken over from an earlier run of the agent, rather than started by this one. */
+  adopted = false;
   /** Set once the end was reported (or is being prepared): the attempt no longer holds slots. */
   ended = false;
   /** Bytes of stdout and stderr already sent to the server. */
@@ -112,15 +114,20 @@ export class Attempt {
       return null;
     }
     const attempt = new Attempt(spec, context);
+    attempt.adopted = true;
     attempt.stopRequest = await readJson<StopRequest>(join(dir, "stop"));
-    const pidLine = await readWhole(join(dir, "pid"));
-    if (pidLine) {
-      attempt.pid = Number(pidLine.trim().split(" ")[0]) || null;
-      attempt.startedAt = (await stat(join(dir, "pid"))).mtimeMs;
-    }
+    await attempt.readPid();
     const exit = await readWhole(join(dir, "exit"));
     if (exit !== null) attempt.exitCode = Number(exit.trim());
     return attempt;
+  }
+
+  /** Reads the pid the supervisor recorded, if it has. */
+  async readPid(): Promise<void> {
+    const pidLine = await readWhole(join(this.dir, "pid"));
+    if (!pidLine) return;
+    this.pid = Number(pidLine.trim().split(" ")[0]) || null;
+    this.startedAt ??= (await stat(join(this.dir, "pid"))).mtimeMs;
   }
 
   /** The start time the supervisor recorded, to tell our job from a process that reused its pid. */

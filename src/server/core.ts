@@ -390,14 +390,21 @@ export class Core {
     const changes: Change[] = [{ op: "putHost", host: record }];
     const kill: { jobId: string; taskIndex: number; attempt: number }[] = [];
     const held = new Set<string>();
+    const runningOnAgent = new Set<string>();
     for (const ref of message.attempts) {
       const key = attemptKey(ref.jobId, ref.taskIndex, ref.attempt);
+      if (ref.state === "running") runningOnAgent.add(key);
       if (host.active.has(key)) held.add(key);
       else kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt });
     }
     const resend: { job: JobEntry; attempt: AttemptRecord }[] = [];
     for (const [key, entry] of [...host.active]) {
       if (held.has(key)) {
+        // Its "started" report may have been lost with the agent: the agent's word is enough.
+        if (entry.attempt.state === "starting" && runningOnAgent.has(key)) {
+          entry.attempt.state = "running";
+          changes.push({ op: "putAttempt", attempt: entry.attempt });
+        }
         if (entry.attempt.state === "stopping") resend.push(entry);
         else if (
           entry.attempt.state === "running" &&
