@@ -338,7 +338,13 @@ export class Agent {
     }
     this.awaitingPongs++;
     ws.ping();
-    this.send(ws, { type: "heartbeat", facts: await this.facts() });
+    const progress = [];
+    for (const attempt of this.attempts.values()) {
+      if (attempt.ended) continue;
+      const fraction = await attempt.readProgress();
+      if (fraction !== null) progress.push({ ...ref(attempt), fraction });
+    }
+    this.send(ws, { type: "heartbeat", facts: await this.facts(), progress });
   }
 
   private report(event: ReportEvent): void {

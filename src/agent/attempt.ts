@@ -122,6 +122,13 @@ export class Attempt {
     return attempt;
   }
 
+  /** The fraction the job last wrote in its progress file, or null. */
+  async readProgress(): Promise<number | null> {
+    const text = await readFile(join(this.dir, "progress"), "utf8").catch(() => null);
+    const fraction = text === null ? Number.NaN : Number.parseFloat(text);
+    return Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : null;
+  }
+
   /** Reads the pid the supervisor recorded, if it has. */
   async readPid(): Promise<void> {
     const pidLine = await readWhole(join(this.dir, "pid"));

@@ -52,6 +52,8 @@ export const helloMessage = z.object({
 export const heartbeatMessage = z.object({
   type: z.literal("heartbeat"),
   facts: hostFacts,
+  /** What running jobs wrote in $STEWARD_PROGRESS_FILE (0..1), for estimates of remaining time. */
+  progress: z.array(z.object({ ...attemptRef, fraction: z.number().min(0).max(1) })).default([]),
 });
 
 export const startedEvent = z.object({ kind: z.literal("started"), ...attemptRef, pid: z.int() });

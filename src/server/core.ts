@@ -15,7 +15,7 @@ import type {
 } from "../model/records.ts";
 import { type AttemptOutcome, isEndedState } from "../model/states.ts";
 import { taskAfterAttempt } from "../model/task-outcome.ts";
-import type { EndedEvent, HelloMessage, ServerMessage } from "../protocol/messages.ts";
+import type { EndedEvent, HeartbeatMessage, HelloMessage, ServerMessage } from "../protocol/messages.ts";
 import { explainJob, type HostExplanation } from "../scheduler/explain.ts";
 import { schedule } from "../scheduler/plan.ts";
 import { compareQueueOrder } from "../scheduler/queue-order.ts";
@@ -430,11 +430,16 @@ export class Core {
     return { kill };
   }
 
-  heartbeat(name: string, facts: HostFacts): void {
+  heartbeat(name: string, facts: HostFacts, progress: HeartbeatMessage["progress"] = []): void {
     const host = this.hosts.get(name);
     if (!host) return;
     host.record.lastSeen = this.now();
     host.record.facts = facts;
+    // Progress is a hint for estimates, not state: kept in memory, not committed.
+    for (const report of progress) {
+      const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
+      if (active) active.job.progress.set(report.taskIndex, { fraction: report.fraction, at: this.now() });
+    }
   }
 
   /** Any message from the agent renews its lease. */
@@ -507,6 +512,7 @@ export class Core {
     attempt.reason = reason;
     attempt.endedAt = now;
     this.deactivate(attempt);
+    job.progress.delete(attempt.taskIndex);
     changes.push({ op: "putAttempt", attempt });
     const task = job.tasks[attempt.taskIndex];
     if (task.attempts !== attempt.number || isEndedState(task.state)) {

@@ -93,7 +93,7 @@ export class AgentGateway implements AgentLinks {
       core.touch(host);
       switch (message.type) {
         case "heartbeat":
-          core.heartbeat(host, message.facts);
+          core.heartbeat(host, message.facts, message.progress);
           return;
         case "log":
           this.appendLog(message);

@@ -16,6 +16,8 @@ export class JobEntry implements JobView {
   readonly counts: TaskCounts = emptyCounts();
   /** Pending task indexes, in the order they should start. */
   readonly pending = new Set<number>();
+  /** The last progress each running task reported (fraction 0..1, when), from heartbeats. */
+  readonly progress = new Map<number, { fraction: number; at: number }>();
   /** Where a migrated task may go next: to a named host, or anywhere but the one it left. */
   readonly migrations = new Map<number, { to: string | null; from: string }>();
   readonly requirements: CompiledExpression | null;

@@ -20,9 +20,11 @@ export function attemptView(attempt: AttemptRecord) {
 }
 
 export function taskView(job: JobEntry, task: TaskRecord) {
+  const progress = task.state === "running" ? job.progress.get(task.index) : undefined;
   return {
     index: task.index,
     state: task.state,
+    progress: progress ? { fraction: progress.fraction, at: iso(progress.at) } : null,
     attempts: (job.attempts.get(task.index) ?? []).map(attemptView),
     checkpoint: task.checkpoint
       ? { generation: task.checkpoint.generation, bytes: task.checkpoint.bytes, at: iso(task.checkpoint.at) }

@@ -150,6 +150,14 @@ it("hold stops the counter with its checkpoint; release resumes it", async () =>
   const { id } = await api(server, "POST", "/api/v1/jobs", COUNTER);
   await startLine(id, 1);
   const heldAt = await reachStep(id, 20);
+  // The counter writes its progress (step / 80); heartbeats bring it to the server.
+  const progress = await waitFor("progress", async () => {
+    const task = (await api(server, "GET", `/api/v1/jobs/${id}`)).tasks[0] as {
+      progress: { fraction: number } | null;
+    };
+    return task.progress && task.progress.fraction >= 0.2 ? task.progress.fraction : null;
+  });
+  expect(progress).toBeLessThanOrEqual(1);
   await api(server, "POST", `/api/v1/jobs/${id}/hold`, {});
   const held = await waitFor(
     "held",

@@ -24,6 +24,7 @@ interface Job {
   tasks: {
     index: number;
     state: string;
+    progress: { fraction: number } | null;
     attempts: Attempt[];
     checkpoint: { generation: number; bytes: number } | null;
   }[];
@@ -62,7 +63,10 @@ export function registerShow(program: Command): void {
             task.state,
             attempt.number,
             attempt.host,
-            attempt.outcome ?? attempt.state,
+            attempt.outcome ??
+              (attempt.state === "running" && task.progress
+                ? `running ${Math.round(task.progress.fraction * 100)}%`
+                : attempt.state),
             attempt.exitCode ?? "-",
             shortTime(attempt.startedAt),
             attempt.reason ?? "",
