@@ -103,7 +103,8 @@ describe("steward up", () => {
 
   it("runs a job in a process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {
     const { id } = await api(steward, "POST", "/api/v1/jobs", {
-      command: "grep SigIgn /proc/self/status; ps -o pgid= -o sid= -p $$; echo $$",
+      // The job's own /proc entry: field 5 is the process group, field 6 the session.
+      command: "grep SigIgn /proc/self/status; read -r stat < /proc/$$/stat; set -- ${stat##*) }; echo $3 $4; echo $$",
     });
     await cli(steward, ["wait", id, "--timeout", "20"]);
     const [ignoredLine, groupLine, pidLine] = (await cli(steward, ["logs", id])).stdout.trim().split("\n");
