@@ -1,4 +1,5 @@
 // The data folder of `steward up` and `steward server`: the SQLite database, the blobs, the tokens.
+// With a PostgreSQL store the records live there instead, and the folder keeps the blobs and tokens.
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -6,11 +7,13 @@ import type { Logger } from "pino";
 import { newToken } from "../server/auth.ts";
 import type { ServerOptions } from "../server/server.ts";
 import { DiskBlobStore } from "../store/disk-blobs.ts";
+import { PostgresStore } from "../store/postgres.ts";
 import { SqliteStore } from "../store/sqlite.ts";
+import type { Store } from "../store/store.ts";
 
 export interface DataDir {
   root: string;
-  store: SqliteStore;
+  store: Store;
   blobs: DiskBlobStore;
   adminToken: string;
   joinToken: string;
@@ -29,12 +32,17 @@ export function tokenFile(root: string, name: string, given: string | undefined)
   return token;
 }
 
-export function openDataDir(dir: string, tokens: { admin?: string; join?: string }): DataDir {
+/** `storeUrl` (postgres://...) puts the records in PostgreSQL; without it they are in DIR/steward.db. */
+export function openDataDir(
+  dir: string,
+  tokens: { admin?: string; join?: string },
+  storeUrl?: string,
+): DataDir {
   const root = resolve(dir);
   mkdirSync(root, { recursive: true });
   return {
     root,
-    store: new SqliteStore(join(root, "steward.db")),
+    store: storeUrl ? new PostgresStore(storeUrl) : new SqliteStore(join(root, "steward.db")),
     blobs: new DiskBlobStore(join(root, "blobs")),
     adminToken: tokenFile(root, "admin-token", tokens.admin),
     joinToken: tokenFile(root, "join-token", tokens.join),

@@ -1,13 +1,18 @@
-// Runs the Store conformance suite against SQLite (a file in a temporary folder, and in memory),
-// then the few things only SQLite has: its pragmas and its migration bookkeeping.
+// Runs the Store conformance suite against SQLite (a file in a temporary folder, and in memory) and
+// against the PostgreSQL server of STEWARD_TEST_PG_URL (a fresh schema per test), then the few
+// things only each one has: SQLite's pragmas, PostgreSQL's schemas and locked migrations, and the
+// migration bookkeeping of both.
 
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import pg from "pg";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { POSTGRES_MIGRATIONS_DIR, PostgresStore } from "../../src/store/postgres.ts";
 import { readMigrations, SqliteStore } from "../../src/store/sqlite.ts";
-import { describeStoreConformance, job } from "./store-suite.ts";
+import { describeStoreConformance, job, task } from "./store-suite.ts";
 
 describeStoreConformance("sqlite file", async () => {
   const dir = await mkdtemp(join(tmpdir(), "steward-store-"));
@@ -105,3 +110,226 @@ describe("SqliteStore specifics", () => {
     }
   });
 });
+
+// --- PostgreSQL ---------------------------------------------------------------------------------
+
+const PG_URL = process.env.STEWARD_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** Runs statements on a connection of its own, outside any store (set-up, inspection, clean-up). */
+async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Null when the server answers, otherwise why not. */
+async function postgresUnreachable(): Promise<string | null> {
+  try {
+    await onPostgres((client) => client.query("SELECT 1"));
+    return null;
+  } catch (error) {
+    return (error as Error).message || String(error);
+  }
+}
+
+function freshSchema(): string {
+  return `steward_test_${randomBytes(6).toString("hex")}`;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  await onPostgres((client) => client.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`));
+}
+
+const unreachable = await postgresUnreachable();
+const safeUrl = PG_URL.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+
+if (unreachable && process.env.CI) {
+  // CI promises a PostgreSQL server (.ci/run starts one): a missing one is a failure, not a skip.
+  test(`PostgreSQL at ${safeUrl} is reachable`, () => {
+    throw new Error(`cannot reach PostgreSQL at ${safeUrl} (STEWARD_TEST_PG_URL): ${unreachable}`);
+  });
+} else if (unreachable) {
+  console.warn(
+    `skipping the PostgreSQL store tests: cannot reach ${safeUrl} (set STEWARD_TEST_PG_URL): ${unreachable}`,
+  );
+  test.skip(`PostgreSQL store: no server at ${safeUrl} (set STEWARD_TEST_PG_URL)`, () => {});
+} else {
+  describeStoreConformance("postgres", async () => {
+    const schema = freshSchema();
+    return {
+      store: new PostgresStore(PG_URL, { schema }),
+      reopen: async () => new PostgresStore(PG_URL, { schema }),
+      cleanup: () => dropSchema(schema),
+    };
+  });
+
+  describe("PostgresStore specifics", () => {
+    let schema: string;
+    let stores: PostgresStore[];
+
+    beforeEach(() => {
+      schema = freshSchema();
+      stores = [];
+    });
+
+    afterEach(async () => {
+      for (const store of stores) await store.close();
+      await dropSchema(schema);
+    });
+
+    function makeStore(url = PG_URL, options: { schema?: string } = { schema }): PostgresStore {
+      const store = new PostgresStore(url, options);
+      stores.push(store);
+      return store;
+    }
+
+    async function applied(): Promise<{ version: number; name: string }[]> {
+      return onPostgres(async (client) => {
+        const result = await client.query(
+          `SELECT version, name FROM ${pg.escapeIdentifier(schema)}.schema_migrations ORDER BY version`,
+        );
+        return result.rows.map((row) => ({ version: Number(row.version), name: String(row.name) }));
+      });
+    }
+
+    async function expected(): Promise<{ version: number; name: string }[]> {
+      return (await readMigrations(POSTGRES_MIGRATIONS_DIR)).map((m) => ({
+        version: m.version,
+        name: m.name,
+      }));
+    }
+
+    test("creates its schema, and records each migration once across reopens", async () => {
+      expect((await expected())[0]).toStrictEqual({ version: 1, name: "001_init.sql" });
+      for (let i = 0; i < 3; i++) {
+        const store = makeStore();
+        await store.open();
+        await store.close();
+      }
+      expect(await applied()).toStrictEqual(await expected());
+    });
+
+    test("two stores opening one fresh schema at once apply the migrations once", async () => {
+      const racing = Array.from({ length: 4 }, () => makeStore());
+      await Promise.all(racing.map((store) => store.open()));
+      expect(await applied()).toStrictEqual(await expected());
+      await racing[0].commit([{ op: "putJob", job: job("from-0") }]);
+      await racing[3].commit([{ op: "putJob", job: job("from-3", { createdAt: 1_800_000_000_000 }) }]);
+      for (const store of racing) {
+        expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["from-0", "from-3"]);
+      }
+    });
+
+    test("uses a schema made beforehand by someone else", async () => {
+      await onPostgres((client) => client.query(`CREATE SCHEMA ${pg.escapeIdentifier(schema)}`));
+      const store = makeStore();
+      await store.open();
+      await store.commit([{ op: "putJob", job: job("j") }]);
+      expect((await store.load()).jobs).toStrictEqual([job("j")]);
+    });
+
+    test("the URL's schema parameter names the schema; the option wins over it", async () => {
+      const url = new URL(PG_URL);
+      url.searchParams.set("schema", schema);
+      const fromUrl = makeStore(url.toString(), {});
+      expect(fromUrl.schema).toBe(schema);
+      await fromUrl.open();
+      await fromUrl.commit([{ op: "putJob", job: job("via-url") }]);
+      expect(await applied()).toStrictEqual(await expected());
+
+      const other = freshSchema();
+      try {
+        const overridden = makeStore(url.toString(), { schema: other });
+        await overridden.open();
+        expect((await overridden.load()).jobs).toStrictEqual([]);
+        await overridden.close();
+      } finally {
+        await dropSchema(other);
+      }
+      expect((await fromUrl.load()).jobs).toStrictEqual([job("via-url")]);
+    });
+
+    test("keeps its tables out of other schemas", async () => {
+      const store = makeStore();
+      await store.open();
+      const tables = await onPostgres(async (client) => {
+        const result = await client.query(
+          "SELECT table_schema, table_name FROM information_schema.tables WHERE table_name = 'jobs' AND table_schema = ANY($1)",
+          [[schema, "public"]],
+        );
+        return result.rows.map((row) => String(row.table_schema));
+      });
+      expect(tables).toStrictEqual([schema]);
+    });
+
+    test('ids and names compare by bytes (COLLATE "C"), whatever the database\'s locale', async () => {
+      const store = makeStore();
+      await store.open();
+      const keys = ["jobs.id", "tasks.job_id", "attempts.job_id", "events.job_id", "hosts.name", "meta.key"];
+      const collations = await onPostgres(async (client) => {
+        const result = await client.query(
+          `SELECT table_name || '.' || column_name AS key, collation_name FROM information_schema.columns
+           WHERE table_schema = $1 AND table_name || '.' || column_name = ANY($2)`,
+          [schema, keys],
+        );
+        return Object.fromEntries(result.rows.map((row) => [row.key, row.collation_name]));
+      });
+      expect(collations).toStrictEqual(Object.fromEntries(keys.map((key) => [key, "C"])));
+    });
+
+    test("refuses a database from a newer Steward", async () => {
+      const store = makeStore();
+      await store.open();
+      await store.close();
+      await onPostgres((client) =>
+        client.query(
+          `INSERT INTO ${pg.escapeIdentifier(schema)}.schema_migrations (version, name, applied_at) VALUES (999, '999_future.sql', 0)`,
+        ),
+      );
+      await expect(makeStore().open()).rejects.toThrow(/schema version 999/);
+    });
+
+    test("calls before open, and after close, throw; close twice is fine", async () => {
+      const store = makeStore();
+      await expect(store.load()).rejects.toThrow(/not open/);
+      await expect(store.commit([])).rejects.toThrow(/not open/);
+      await store.open();
+      await store.commit([{ op: "putJob", job: job("j") }]);
+      await store.close();
+      await store.close();
+      await expect(store.commit([{ op: "putJob", job: job("k") }])).rejects.toThrow(/not open/);
+      await expect(store.events("j")).rejects.toThrow(/not open/);
+    });
+
+    test("an unreachable server fails open with the connection error", async () => {
+      const store = makeStore("postgres://postgres@127.0.0.1:1/test?connect_timeout=2");
+      await expect(store.open()).rejects.toThrow();
+      await expect(store.load()).rejects.toThrow(/not open/);
+    });
+
+    test("concurrent commits from two stores on one schema all land", async () => {
+      const a = makeStore();
+      const b = makeStore();
+      await Promise.all([a.open(), b.open()]);
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? a : b).commit([
+            { op: "putJob", job: job(`j-${String(i).padStart(2, "0")}`) },
+            { op: "putTasks", tasks: [task("shared", i), task(`j-${i}`, 0)] },
+            { op: "addEvent", event: { jobId: "shared", at: i, kind: "state", message: `e${i}` } },
+          ]),
+        ),
+      );
+      const snapshot = await b.load();
+      expect(snapshot.jobs).toHaveLength(20);
+      expect(snapshot.tasks.filter((t) => t.jobId === "shared")).toHaveLength(20);
+      expect((await a.events("shared")).map((e) => e.at)).toStrictEqual(
+        Array.from({ length: 20 }, (_, i) => i),
+      );
+    });
+  });
+}
