@@ -102,10 +102,9 @@ describe("steward up", () => {
   });
 
   it("runs a job in a process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {
-    const { id } = await api(steward, "POST", "/api/v1/jobs", {
-      // The job's own /proc entry: field 5 is the process group, field 6 the session.
-      command: "grep SigIgn /proc/self/status; read -r stat < /proc/$$/stat; set -- ${stat##*) }; echo $3 $4; echo $$",
-    });
+    // The job's own /proc entry (its name is "sh", no spaces): field 5 is the process group, 6 the session.
+    const command = "grep SigIgn /proc/self/status; cut -d' ' -f5,6 /proc/$$/stat; echo $$";
+    const { id } = await api(steward, "POST", "/api/v1/jobs", { command });
     await cli(steward, ["wait", id, "--timeout", "20"]);
     const [ignoredLine, groupLine, pidLine] = (await cli(steward, ["logs", id])).stdout.trim().split("\n");
     const ignored = BigInt(`0x${ignoredLine.split(/\s+/)[1]}`);
