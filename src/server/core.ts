@@ -158,8 +158,50 @@ export class Core {
     }));
   }
 
-  explain(id: string): HostExplanation[] {
-    return explainJob(this.job(id), this.hostViews());
+  explain(id: string): { reasons: string[]; hosts: HostExplanation[] } {
+    const job = this.job(id);
+    return { reasons: this.jobReasons(job), hosts: explainJob(job, this.hostViews()) };
+  }
+
+  /** What keeps a job's tasks from starting, before any host is looked at. */
+  private jobReasons(job: JobEntry): string[] {
+    const reasons: string[] = [];
+    const { record } = job;
+    if (job.isEnded()) return [`the job has ended: ${record.state}`];
+    if (record.cancelRequested) reasons.push("cancel was requested: nothing starts again");
+    if (record.held) reasons.push("held by a user: `steward release` puts it back in the queue");
+    const unmet = record.spec.dependsOn.filter(
+      (dependency) => this.jobs.get(dependency)?.record.state !== "succeeded",
+    );
+    if (unmet.length) {
+      const states = unmet.map(
+        (dependency) => `${dependency} (${this.jobs.get(dependency)?.record.state ?? "removed"})`,
+      );
+      reasons.push(
+        `waiting for ${unmet.length === 1 ? "its dependency" : "dependencies"} ${states.join(", ")} to succeed`,
+      );
+    }
+    const now = this.now();
+    let backingOff = 0;
+    let until = 0;
+    for (const index of job.pending) {
+      const notBefore = job.tasks[index].notBefore;
+      if (notBefore !== null && notBefore > now) {
+        backingOff++;
+        until = Math.max(until, notBefore);
+      }
+    }
+    if (backingOff) {
+      const seconds = ((until - now) / 1000).toFixed(1);
+      reasons.push(
+        `${backingOff} task${backingOff === 1 ? "" : "s"} back off after a failure (the last for ${seconds} s more)`,
+      );
+    }
+    for (const [index, rule] of job.migrations) {
+      reasons.push(`task ${index} is migrating ${rule.to ? `to ${rule.to}` : `away from ${rule.from}`}`);
+    }
+    if (job.pending.size === 0 && job.counts.running > 0) reasons.push("every task that can run is running");
+    return reasons;
   }
 
   // ---- user requests

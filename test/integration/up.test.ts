@@ -227,8 +227,11 @@ describe("steward up", () => {
       requirements: 'host.name == "nowhere"',
     });
     expect((await cli(steward, ["hold", id])).stdout).toBe(`job ${id}: held\n`);
+    const whileHeld = await cli(steward, ["explain", id]);
+    expect(whileHeld.stdout).toContain("held by a user");
     expect((await cli(steward, ["release", id])).stdout).toBe(`job ${id}: pending\n`);
     const explained = JSON.parse((await cli(steward, ["explain", id, "--json"])).stdout);
+    expect(explained.reasons).toEqual([]);
     expect(explained.hosts).toEqual([
       { host: "local-1", eligible: false, reason: "requirements are false on this host" },
       { host: "local-2", eligible: false, reason: "requirements are false on this host" },

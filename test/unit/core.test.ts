@@ -202,4 +202,33 @@ describe("Core", () => {
       (await store.events(job.id)).some((event) => event.message.includes("poison task: lost 5 times")),
     ).toBe(true);
   });
+
+  it("explains what keeps a job waiting: dependencies, back-off, hold", async () => {
+    await core.attachHost(hello("h1"));
+    const first = await core.submit(
+      validateJobSpec({ command: "exit 1", retry: { maxAttempts: 2, backoffSeconds: 30 } }),
+      "alice",
+      [],
+    );
+    const second = await core.submit(
+      validateJobSpec({ command: "true", dependsOn: [first.id] }),
+      "alice",
+      [],
+    );
+    await settle();
+    expect(core.explain(second.id).reasons).toEqual([
+      `waiting for its dependency ${first.id} (running) to succeed`,
+    ]);
+    await core.attemptEnded("h1", ended(first.id, 1, "failed"));
+    expect(core.explain(first.id).reasons).toEqual([
+      "1 task back off after a failure (the last for 30.0 s more)",
+    ]);
+    await core.hold(second.id);
+    expect(core.explain(second.id).reasons[0]).toBe(
+      "held by a user: `steward release` puts it back in the queue",
+    );
+    expect(core.explain(second.id).hosts).toEqual([
+      { host: "h1", eligible: true, reason: "matches and has room: the job starts at the next pass" },
+    ]);
+  });
 });

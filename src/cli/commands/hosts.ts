@@ -57,10 +57,12 @@ export function registerHosts(program: Command): void {
       const answer = await new ApiClient().json<{
         id: string;
         state: string;
+        reasons: string[];
         hosts: { host: string; eligible: boolean; reason: string }[];
       }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/explain`);
       if (options.json) return printJson(answer);
       process.stdout.write(`job ${answer.id} is ${answer.state}\n`);
+      for (const reason of answer.reasons) process.stdout.write(`  ${reason}\n`);
       if (answer.hosts.length === 0) return void process.stdout.write("no hosts are known: start an agent\n");
       process.stdout.write(
         `${table(

@@ -16,6 +16,6 @@ export function registerHostRoutes(app: FastifyInstance, core: Core): void {
   app.get("/api/v1/jobs/:id/explain", async (request) => {
     const { id } = request.params as { id: string };
     const job = core.job(id);
-    return { id, state: job.record.state, hosts: core.explain(id) };
+    return { id, state: job.record.state, ...core.explain(id) };
   });
 }
