@@ -9,6 +9,20 @@
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
 import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import {
+  attemptRow,
+  eventRow,
+  hostRow,
+  jobRow,
+  type RowCodec,
+  type RowValue,
+  rowToAttempt,
+  rowToEvent,
+  rowToHost,
+  rowToJob,
+  rowToTask,
+  taskRow,
+} from "./rows.ts";
 import { type Migration, readMigrations } from "./sqlite.ts";
 import type { Change, Store, StoreSnapshot } from "./store.ts";
 
@@ -28,7 +42,7 @@ const TYPES = new TypeOverrides();
 TYPES.setTypeParser(types.builtins.INT8, Number);
 
 type Row = unknown[];
-type Value = string | number | boolean | null;
+type Value = RowValue;
 
 interface Column {
   name: string;
@@ -173,10 +187,10 @@ export class PostgresStore implements Store {
   async load(): Promise<StoreSnapshot> {
     // One REPEATABLE READ transaction: the five reads see one state even while others commit.
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
-      jobs: (await rows(client, "loadJobs")).map(toJob),
-      tasks: (await rows(client, "loadTasks")).map(toTask),
-      attempts: (await rows(client, "loadAttempts")).map(toAttempt),
-      hosts: (await rows(client, "loadHosts")).map(toHost),
+      jobs: (await rows(client, "loadJobs")).map((row) => rowToJob(row, CODEC)),
+      tasks: (await rows(client, "loadTasks")).map((row) => rowToTask(row, CODEC)),
+      attempts: (await rows(client, "loadAttempts")).map((row) => rowToAttempt(row, CODEC)),
+      hosts: (await rows(client, "loadHosts")).map((row) => rowToHost(row, CODEC)),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
     }));
   }
@@ -206,7 +220,7 @@ export class PostgresStore implements Store {
 
   async events(jobId: string): Promise<EventRecord[]> {
     const result = await this.#connected().query(query("events", [jobId]));
-    return result.rows.map(toEvent);
+    return result.rows.map(rowToEvent);
   }
 
   async close(): Promise<void> {
@@ -318,12 +332,14 @@ class PendingPuts {
   }
 
   async flush(client: PoolClient): Promise<void> {
-    await write(client, "putJobs", this.jobs.take(), JOB.length, jobValues);
-    await write(client, "putTasks", this.tasks.take(), TASK.length, taskValues);
-    await write(client, "putAttempts", this.attempts.take(), ATTEMPT.length, attemptValues);
-    await write(client, "addEvents", [this.events], EVENT.length, eventValues);
+    await write(client, "putJobs", this.jobs.take(), JOB.length, (job) => jobRow(job, CODEC));
+    await write(client, "putTasks", this.tasks.take(), TASK.length, taskRow);
+    await write(client, "putAttempts", this.attempts.take(), ATTEMPT.length, (attempt) =>
+      attemptRow(attempt, CODEC),
+    );
+    await write(client, "addEvents", [this.events], EVENT.length, eventRow);
     this.events = [];
-    await write(client, "putHosts", this.hosts.take(), HOST.length, hostValues);
+    await write(client, "putHosts", this.hosts.take(), HOST.length, hostRow);
     await write(client, "setMeta", this.meta.take(), META.length, (entry) => [entry.key, entry.value]);
   }
 }
@@ -374,75 +390,16 @@ async function write<T>(
   }
 }
 
-function bool(value: boolean): boolean {
-  // PostgreSQL would read 1 or "yes" as true; SQLite refuses them too.
-  if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
-  return value;
-}
-
-function json(value: unknown): string {
-  const text = JSON.stringify(value);
-  if (text === undefined) throw new TypeError("value cannot be stored as JSON");
-  return text;
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : json(value);
-}
-
-function jobValues(job: JobRecord): Value[] {
-  return [
-    job.id,
-    job.name,
-    job.owner,
-    job.state,
-    job.priority,
-    bool(job.held),
-    bool(job.cancelRequested),
-    job.createdAt,
-    job.endedAt ?? null,
-    json(job.spec),
-    json(job.inputs),
-  ];
-}
-
-function taskValues(task: TaskRecord): Value[] {
-  return [
-    task.jobId,
-    task.index,
-    task.state,
-    task.attempts,
-    task.failures,
-    task.losses,
-    task.notBefore ?? null,
-    task.resultAttempt ?? null,
-    jsonOrNull(task.checkpoint),
-  ];
-}
-
-function attemptValues(attempt: AttemptRecord): Value[] {
-  return [
-    attempt.jobId,
-    attempt.taskIndex,
-    attempt.number,
-    attempt.host,
-    attempt.state,
-    attempt.outcome ?? null,
-    attempt.reason ?? null,
-    attempt.exitCode ?? null,
-    bool(attempt.restarted),
-    attempt.startedAt,
-    attempt.endedAt ?? null,
-  ];
-}
-
-function eventValues(event: EventRecord): Value[] {
-  return [event.jobId, event.at, event.kind, event.message];
-}
-
-function hostValues(host: HostRecord): Value[] {
-  return [host.name, host.pool, host.state, host.slots, json(host.labels), json(host.facts), host.lastSeen];
-}
+/** PostgreSQL keeps booleans as booleans; json columns come back parsed. */
+const CODEC: RowCodec = {
+  bool(value) {
+    // PostgreSQL would read 1 or "yes" as true; SQLite refuses them too.
+    if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
+    return value;
+  },
+  readBool: (value) => value as boolean,
+  readJson: (value) => value,
+};
 
 /**
  * Applies the migrations not yet recorded in schema_migrations, all in one transaction under an
@@ -505,66 +462,4 @@ async function migrate(pool: Pool, schema: string | null, migrations: Migration[
   } finally {
     client.release(broken);
   }
-}
-
-function toJob(row: Row): JobRecord {
-  return {
-    id: row[0] as string,
-    name: row[1] as string,
-    owner: row[2] as string,
-    state: row[3] as JobRecord["state"],
-    priority: row[4] as number,
-    held: row[5] as boolean,
-    cancelRequested: row[6] as boolean,
-    createdAt: row[7] as number,
-    endedAt: row[8] as number | null,
-    spec: row[9] as JobRecord["spec"],
-    inputs: row[10] as string[],
-  };
-}
-
-function toTask(row: Row): TaskRecord {
-  return {
-    jobId: row[0] as string,
-    index: row[1] as number,
-    state: row[2] as TaskRecord["state"],
-    attempts: row[3] as number,
-    failures: row[4] as number,
-    losses: row[5] as number,
-    notBefore: row[6] as number | null,
-    resultAttempt: row[7] as number | null,
-    checkpoint: row[8] as TaskRecord["checkpoint"],
-  };
-}
-
-function toAttempt(row: Row): AttemptRecord {
-  return {
-    jobId: row[0] as string,
-    taskIndex: row[1] as number,
-    number: row[2] as number,
-    host: row[3] as string,
-    state: row[4] as AttemptRecord["state"],
-    outcome: row[5] as AttemptRecord["outcome"],
-    reason: row[6] as string | null,
-    exitCode: row[7] as number | null,
-    restarted: row[8] as boolean,
-    startedAt: row[9] as number,
-    endedAt: row[10] as number | null,
-  };
-}
-
-function toHost(row: Row): HostRecord {
-  return {
-    name: row[0] as string,
-    pool: row[1] as string,
-    state: row[2] as HostRecord["state"],
-    slots: row[3] as number,
-    labels: row[4] as HostRecord["labels"],
-    facts: row[5] as HostRecord["facts"],
-    lastSeen: row[6] as number,
-  };
-}
-
-function toEvent(row: Row): EventRecord {
-  return { jobId: row[0] as string, at: row[1] as number, kind: row[2] as string, message: row[3] as string };
 }

@@ -5,8 +5,25 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import type { EventRecord, TaskRecord } from "../model/records.ts";
+import {
+  attemptRow,
+  eventRow,
+  hostRow,
+  jobRow,
+  type Row,
+  type RowCodec,
+  rowToAttempt,
+  rowToEvent,
+  rowToHost,
+  rowToJob,
+  rowToTask,
+  taskRow,
+} from "./rows.ts";
 import type { Change, Store, StoreSnapshot } from "./store.ts";
+
+/** What SQLite binds: booleans go in as 0/1 (see CODEC). */
+type SqlValue = string | number | null;
 
 const MIGRATIONS_DIR = join(import.meta.dirname, "migrations", "sqlite");
 const BUSY_TIMEOUT_MS = 10_000;
@@ -83,22 +100,16 @@ const SQL = {
 type StatementName = keyof typeof SQL;
 
 // Rows come back as arrays (setReturnArrays) in the column order above: cheaper than objects at 100,000 rows.
-type Row = unknown[];
 
-function bool(value: boolean): number {
-  if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
-  return value ? 1 : 0;
-}
-
-function json(value: unknown): string {
-  const text = JSON.stringify(value);
-  if (text === undefined) throw new TypeError("value cannot be stored as JSON");
-  return text;
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : json(value);
-}
+/** SQLite keeps booleans as 0/1 and JSON as text. */
+const CODEC: RowCodec = {
+  bool(value) {
+    if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
+    return value ? 1 : 0;
+  },
+  readBool: (value) => value === 1,
+  readJson: (value) => JSON.parse(value as string),
+};
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
@@ -128,10 +139,10 @@ export class SqliteStore implements Store {
   async load(): Promise<StoreSnapshot> {
     this.#database();
     return {
-      jobs: this.#rows("loadJobs").map(toJob),
-      tasks: this.#rows("loadTasks").map(toTask),
-      attempts: this.#rows("loadAttempts").map(toAttempt),
-      hosts: this.#rows("loadHosts").map(toHost),
+      jobs: this.#rows("loadJobs").map((row) => rowToJob(row, CODEC)),
+      tasks: this.#rows("loadTasks").map((row) => rowToTask(row, CODEC)),
+      attempts: this.#rows("loadAttempts").map((row) => rowToAttempt(row, CODEC)),
+      hosts: this.#rows("loadHosts").map((row) => rowToHost(row, CODEC)),
       meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
     };
   }
@@ -151,7 +162,7 @@ export class SqliteStore implements Store {
 
   async events(jobId: string): Promise<EventRecord[]> {
     this.#database();
-    return this.#rows("events", jobId).map(toEvent);
+    return this.#rows("events", jobId).map(rowToEvent);
   }
 
   async close(): Promise<void> {
@@ -164,64 +175,21 @@ export class SqliteStore implements Store {
 
   #apply(change: Change): void {
     switch (change.op) {
-      case "putJob": {
-        const job = change.job;
-        this.#run(
-          "putJob",
-          job.id,
-          job.name,
-          job.owner,
-          job.state,
-          job.priority,
-          bool(job.held),
-          bool(job.cancelRequested),
-          job.createdAt,
-          job.endedAt ?? null,
-          json(job.spec),
-          json(job.inputs),
-        );
+      case "putJob":
+        this.#run("putJob", ...(jobRow(change.job, CODEC) as SqlValue[]));
         return;
-      }
       case "putTasks":
         this.#putTasks(change.tasks);
         return;
-      case "putAttempt": {
-        const attempt = change.attempt;
-        this.#run(
-          "putAttempt",
-          attempt.jobId,
-          attempt.taskIndex,
-          attempt.number,
-          attempt.host,
-          attempt.state,
-          attempt.outcome ?? null,
-          attempt.reason ?? null,
-          attempt.exitCode ?? null,
-          bool(attempt.restarted),
-          attempt.startedAt,
-          attempt.endedAt ?? null,
-        );
+      case "putAttempt":
+        this.#run("putAttempt", ...(attemptRow(change.attempt, CODEC) as SqlValue[]));
         return;
-      }
-      case "addEvent": {
-        const event = change.event;
-        this.#run("addEvent", event.jobId, event.at, event.kind, event.message);
+      case "addEvent":
+        this.#run("addEvent", ...(eventRow(change.event) as SqlValue[]));
         return;
-      }
-      case "putHost": {
-        const host = change.host;
-        this.#run(
-          "putHost",
-          host.name,
-          host.pool,
-          host.state,
-          host.slots,
-          json(host.labels),
-          json(host.facts),
-          host.lastSeen,
-        );
+      case "putHost":
+        this.#run("putHost", ...(hostRow(change.host) as SqlValue[]));
         return;
-      }
       case "deleteHost":
         this.#run("deleteHost", change.name);
         return;
@@ -243,19 +211,19 @@ export class SqliteStore implements Store {
 
   #putTasks(tasks: readonly TaskRecord[]): void {
     // Rows of one statement are applied in order, so a task named twice still ends as its last put.
-    const values: (string | number | null)[] = new Array(TASKS_PER_STATEMENT * TASK_PARAMETERS);
+    const values: SqlValue[] = new Array(TASKS_PER_STATEMENT * TASK_PARAMETERS);
     const chunk = this.#statement("putTaskChunk");
     let start = 0;
     for (; start + TASKS_PER_STATEMENT <= tasks.length; start += TASKS_PER_STATEMENT) {
-      for (let i = 0; i < TASKS_PER_STATEMENT; i++) taskValues(tasks[start + i], values, i * TASK_PARAMETERS);
+      for (let i = 0; i < TASKS_PER_STATEMENT; i++) {
+        const row = taskRow(tasks[start + i]) as SqlValue[];
+        for (let column = 0; column < TASK_PARAMETERS; column++)
+          values[i * TASK_PARAMETERS + column] = row[column];
+      }
       chunk.run(...values);
     }
     const one = this.#statement("putTask");
-    const row: (string | number | null)[] = new Array(TASK_PARAMETERS);
-    for (; start < tasks.length; start++) {
-      taskValues(tasks[start], row, 0);
-      one.run(...row);
-    }
+    for (; start < tasks.length; start++) one.run(...(taskRow(tasks[start]) as SqlValue[]));
   }
 
   #database(): DatabaseSync {
@@ -273,11 +241,11 @@ export class SqliteStore implements Store {
     return statement;
   }
 
-  #run(name: StatementName, ...values: (string | number | null)[]): void {
+  #run(name: StatementName, ...values: SqlValue[]): void {
     this.#statement(name).run(...values);
   }
 
-  #rows(name: StatementName, ...values: (string | number | null)[]): Row[] {
+  #rows(name: StatementName, ...values: SqlValue[]): Row[] {
     return this.#statement(name).all(...values) as unknown as Row[];
   }
 }
@@ -323,78 +291,4 @@ function migrate(db: DatabaseSync, migrations: Migration[]): void {
       });
     }
   }
-}
-
-function taskValues(task: TaskRecord, out: (string | number | null)[], at: number): void {
-  out[at] = task.jobId;
-  out[at + 1] = task.index;
-  out[at + 2] = task.state;
-  out[at + 3] = task.attempts;
-  out[at + 4] = task.failures;
-  out[at + 5] = task.losses;
-  out[at + 6] = task.notBefore ?? null;
-  out[at + 7] = task.resultAttempt ?? null;
-  out[at + 8] = jsonOrNull(task.checkpoint);
-}
-
-function toJob(row: Row): JobRecord {
-  return {
-    id: row[0] as string,
-    name: row[1] as string,
-    owner: row[2] as string,
-    state: row[3] as JobRecord["state"],
-    priority: row[4] as number,
-    held: row[5] === 1,
-    cancelRequested: row[6] === 1,
-    createdAt: row[7] as number,
-    endedAt: row[8] as number | null,
-    spec: JSON.parse(row[9] as string),
-    inputs: JSON.parse(row[10] as string),
-  };
-}
-
-function toTask(row: Row): TaskRecord {
-  return {
-    jobId: row[0] as string,
-    index: row[1] as number,
-    state: row[2] as TaskRecord["state"],
-    attempts: row[3] as number,
-    failures: row[4] as number,
-    losses: row[5] as number,
-    notBefore: row[6] as number | null,
-    resultAttempt: row[7] as number | null,
-    checkpoint: row[8] === null ? null : JSON.parse(row[8] as string),
-  };
-}
-
-function toAttempt(row: Row): AttemptRecord {
-  return {
-    jobId: row[0] as string,
-    taskIndex: row[1] as number,
-    number: row[2] as number,
-    host: row[3] as string,
-    state: row[4] as AttemptRecord["state"],
-    outcome: row[5] as AttemptRecord["outcome"],
-    reason: row[6] as string | null,
-    exitCode: row[7] as number | null,
-    restarted: row[8] === 1,
-    startedAt: row[9] as number,
-    endedAt: row[10] as number | null,
-  };
-}
-
-function toHost(row: Row): HostRecord {
-  return {
-    name: row[0] as string,
-    pool: row[1] as string,
-    state: row[2] as HostRecord["state"],
-    slots: row[3] as number,
-    labels: JSON.parse(row[4] as string),
-    facts: JSON.parse(row[5] as string),
-    lastSeen: row[6] as number,
-  };
-}
-
-function toEvent(row: Row): EventRecord {
-  return { jobId: row[0] as string, at: row[1] as number, kind: row[2] as string, message: row[3] as string };
 }
