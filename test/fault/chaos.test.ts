@@ -38,6 +38,7 @@ function seeded(seed: number): () => number {
 
 it("every task succeeds with exactly one committed result through 60 s of crashes", async () => {
   const seed = Number(process.env.STEWARD_CHAOS_SEED ?? Date.now() % 100000);
+  console.log(`chaos seed ${seed} (replay with STEWARD_CHAOS_SEED=${seed})`);
   const random = seeded(seed);
   server = await startServerProcess({ heartbeatSeconds: 1, hostTimeoutSeconds: 3 });
   const { data, port, joinToken } = server;
@@ -89,6 +90,10 @@ it("every task succeeds with exactly one committed result through 60 s of crashe
     180_000,
     500,
   );
+  if (job.state !== "succeeded") {
+    const bad = job.tasks.filter((task) => task.state !== "succeeded");
+    console.log(JSON.stringify({ seed, actions, bad, events: job.events.slice(-40) }, null, 1));
+  }
   expect(job.state).toBe("succeeded");
   const outputs = (await api(running, "GET", `/api/v1/jobs/${id}/outputs`)) as {
     task: number;

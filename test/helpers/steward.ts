@@ -173,12 +173,22 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
       await exited;
     },
     async crash() {
-      const tree = descendants(pid);
-      child.kill("SIGKILL");
-      for (const found of tree) killQuietly(found, "SIGKILL");
+      // Freeze the whole tree first (a stopped process cannot fork), until no new process shows
+      // up, then kill it all at once: like a host losing power, no supervisor lives on to record
+      // an exit.
+      const frozen = new Set<number>([pid]);
+      killQuietly(pid, "SIGSTOP");
+      for (let round = 0; round < 20; round++) {
+        const fresh = [...frozen].flatMap(descendants).filter((found) => !frozen.has(found));
+        if (fresh.length === 0) break;
+        for (const found of fresh) {
+          killQuietly(found, "SIGSTOP");
+          frozen.add(found);
+        }
+      }
+      for (const found of processesUnder(work)) frozen.add(found);
+      for (const found of frozen) killQuietly(found, "SIGKILL");
       await exited;
-      // Supervisors may have forked after the snapshot: sweep once more by the agent's work folder.
-      for (const found of processesUnder(work)) killQuietly(found, "SIGKILL");
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
