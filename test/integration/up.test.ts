@@ -58,7 +58,11 @@ describe("steward up", () => {
     const logs = await cli(steward, ["logs", id]);
     expect(logs.stdout).toBe("summing\ndone\n");
     const out = join(work, "sum-out");
-    expect((await cli(steward, ["fetch", id, "--to", out])).code).toBe(0);
+    const fetched = await cli(steward, ["fetch", id, "--to", out, "--json"]);
+    expect(fetched.code).toBe(0);
+    expect(JSON.parse(fetched.stdout)).toEqual([
+      { task: 0, path: "total", bytes: 3, file: join(out, "total") },
+    ]);
     expect(readFileSync(join(out, "total"), "utf8")).toBe("10\n");
     const job = JSON.parse((await cli(steward, ["show", id, "--json"])).stdout);
     expect(job).toMatchObject({ id, name: "sum", state: "succeeded", counts: { succeeded: 1 } });
@@ -99,6 +103,9 @@ describe("steward up", () => {
     }
     const submitAnswer = await api(steward, "POST", "/api/v1/jobs", { command: "true", array: { count: 3 } });
     expect(submitAnswer.tasks).toBeUndefined();
+    const removed = await cli(steward, ["rm", id, "--json"]);
+    expect(JSON.parse(removed.stdout)).toEqual({ id, removed: true });
+    expect((await cli(steward, ["show", id])).code).toBe(3);
   });
 
   it("runs a job in a process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {

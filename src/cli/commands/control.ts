@@ -44,8 +44,10 @@ export function registerControl(program: Command): void {
     .command("rm")
     .description("remove an ended job with its files and checkpoints")
     .argument("<id>", "job id")
-    .action(async (id: string) => {
-      await new ApiClient().request("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`);
+    .option("--json", "print the answer as JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const answer = await new ApiClient().json("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`);
+      if (options.json) return printJson(answer);
       process.stdout.write(`job ${id} removed\n`);
     });
 }

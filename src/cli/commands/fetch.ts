@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { ApiClient, CliError } from "../client.ts";
+import { printJson } from "../format.ts";
 
 interface OutputFile {
   task: number;
@@ -18,7 +19,8 @@ export function registerFetch(program: Command): void {
     .description("download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array")
     .argument("<id>", "job id")
     .option("--to <dir>", "where to write", ".")
-    .action(async (id: string, options: { to: string }) => {
+    .option("--json", "print the files written as JSON")
+    .action(async (id: string, options: { to: string; json?: boolean }) => {
       const client = new ApiClient();
       const job = await client.json<{ taskCount: number }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
         query: { tasks: 0, events: 0 },
@@ -26,6 +28,7 @@ export function registerFetch(program: Command): void {
       const files = await client.json<OutputFile[]>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/outputs`);
       const root = resolve(options.to);
       let bytes = 0;
+      const written: { task: number; path: string; bytes: number; file: string }[] = [];
       for (const file of files) {
         const target = job.taskCount > 1 ? join(root, String(file.task), file.path) : join(root, file.path);
         if (!target.startsWith(root)) throw new CliError(`refusing to write outside ${root}: ${file.path}`);
@@ -38,7 +41,9 @@ export function registerFetch(program: Command): void {
         if (!response.body) throw new CliError(`empty answer for ${file.path}`);
         await pipeline(Readable.fromWeb(response.body), createWriteStream(target));
         bytes += file.bytes;
+        written.push({ task: file.task, path: file.path, bytes: file.bytes, file: target });
       }
+      if (options.json) printJson(written);
       process.stderr.write(
         `${files.length} file${files.length === 1 ? "" : "s"}, ${bytes} bytes written under ${root}\n`,
       );

@@ -40,12 +40,14 @@ export function registerHosts(program: Command): void {
     .command("drain")
     .description("let a host finish its work and take no more")
     .argument("<host>", "host name")
-    .action(async (name: string) => {
+    .option("--json", "print the host as JSON")
+    .action(async (name: string, options: { json?: boolean }) => {
       const host = await new ApiClient().json<Host>(
         "POST",
         `/api/v1/hosts/${encodeURIComponent(name)}/drain`,
         { json: {} },
       );
+      if (options.json) return printJson(host);
       process.stdout.write(`host ${host.name}: ${host.state}\n`);
     });
   program
