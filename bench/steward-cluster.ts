@@ -18,6 +18,7 @@ import {
   tail,
   track,
   waitForExit,
+  waitForHealth,
 } from "./steward-process.ts";
 
 const STEWARD = join(REPOSITORY, "bin", "steward");
@@ -196,22 +197,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       String(port),
       ...(options.serverArgs ?? []),
     ]);
-    for (;;) {
-      if (exited(server.process)) throw new Error(`steward server (${options.label}) exited`);
-      if (performance.now() - started > READY_TIMEOUT_MS) {
-        throw new Error(
-          `steward server (${options.label}) did not answer /healthz in ${READY_TIMEOUT_MS} ms`,
-        );
-      }
-      const ok = await fetch(`${url}/healthz`)
-        .then(async (response) => {
-          await response.arrayBuffer();
-          return response.ok;
-        })
-        .catch(() => false);
-      if (ok) break;
-      await sleep(50);
-    }
+    const serverProcess = server.process;
+    await waitForHealth(url, `steward server (${options.label})`, () =>
+      exited(serverProcess) ? "exited" : null,
+    );
     const adminToken = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
     const joinToken = readFileSync(join(dataDir, "join-token"), "utf8").trim();
     const api = new Api(url, adminToken);

@@ -93,6 +93,34 @@ interface Live {
 const live = new Set<Live>();
 
 /** Other sets of processes a benchmark started (see steward-cluster.ts), cleaned up alongside. */
+/**
+ * Polls GET /healthz until it answers. `failure` says why to give up at once (the process exited),
+ * `context` adds to the time-out message.
+ */
+export async function waitForHealth(
+  url: string,
+  what: string,
+  failure: () => string | null,
+  context: () => string = () => "",
+): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const reason = failure();
+    if (reason) throw new Error(`${what} ${reason}`);
+    if (performance.now() - started > READY_TIMEOUT_MS) {
+      throw new Error(`${what} did not answer /healthz in ${READY_TIMEOUT_MS} ms${context()}`);
+    }
+    const ok = await fetch(`${url}/healthz`)
+      .then(async (response) => {
+        await response.arrayBuffer();
+        return response.ok;
+      })
+      .catch(() => false);
+    if (ok) return;
+    await sleep(50);
+  }
+}
+
 export interface Tracked {
   /** Stops its processes and removes its folder. */
   stop(): Promise<unknown>;
@@ -276,26 +304,15 @@ export async function startSteward(options: StewardOptions): Promise<Steward> {
 
   try {
     const started = performance.now();
-    for (;;) {
-      if (exited(child)) {
-        throw new Error(
-          `steward up (${options.label}) exited with ${child.exitCode ?? child.signalCode}:\n${tail(logPath)}`,
-        );
-      }
-      if (performance.now() - started > READY_TIMEOUT_MS) {
-        throw new Error(
-          `steward up (${options.label}) did not answer /healthz in ${READY_TIMEOUT_MS} ms:\n${tail(logPath)}`,
-        );
-      }
-      const ok = await fetch(`${url}/healthz`)
-        .then(async (response) => {
-          await response.arrayBuffer();
-          return response.ok;
-        })
-        .catch(() => false);
-      if (ok) break;
-      await sleep(50);
-    }
+    await waitForHealth(
+      url,
+      `steward up (${options.label})`,
+      () => {
+        if (exited(child)) return `exited with ${child.exitCode ?? child.signalCode}:\n${tail(logPath)}`;
+        return null;
+      },
+      () => `:\n${tail(logPath)}`,
+    );
     const token = readFileSync(join(dataDir, "admin-token"), "utf8").trim();
     const api = new Api(url, token);
     while (options.agents > 0) {

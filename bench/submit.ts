@@ -1,6 +1,6 @@
 // Submission throughput on a `steward up` with no agents, so nothing runs and the machine is left
 // to the API and the store: single jobs one at a time and from 8 concurrent clients over keep-alive,
-// then one array job of 10,000 tasks. Every job requires a host that does not exist.
+// then array jobs of 10,000 and 100,000 tasks. Every job requires a host that does not exist.
 
 import { type Benchmark, median, percentile, round, since } from "./benchmark.ts";
 import { type Steward, startSteward } from "./steward-process.ts";
@@ -10,7 +10,6 @@ const WARM_UP = 50;
 const SEQUENTIAL = 500;
 const CLIENTS = 8;
 const CONCURRENT = 1000;
-const BULK_TASKS = 10_000;
 /** Array submissions timed; the median counts. */
 const BULK_RUNS = 3;
 
@@ -23,6 +22,33 @@ interface Rate {
   seconds: number;
   requestsPerSecond: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number };
+}
+
+/** Seconds to accept one array job of `count` tasks (median of BULK_RUNS), checked by its task count. */
+async function timeBulk(steward: Steward, count: number, progress: (message: string) => void) {
+  const { api } = steward;
+  const runs: number[] = [];
+  for (let i = 0; i < BULK_RUNS; i++) {
+    const start = performance.now();
+    const id = await api.submit({
+      name: "bench-bulk",
+      command: "true",
+      requirements: NEVER,
+      array: { count },
+    });
+    runs.push(since(start) / 1000);
+    const bulk = await api.job(id);
+    const total = Object.values(bulk.counts).reduce((sum, n) => sum + n, 0);
+    if (total !== count) throw new Error(`array job ${id} has ${total} tasks, not ${count}`);
+  }
+  const seconds = median(runs);
+  progress(`submit: array of ${count} accepted in ${runs.map((x) => round(x, 3)).join(", ")} s`);
+  return {
+    tasks: count,
+    seconds: round(seconds, 4),
+    runsSeconds: runs.map((x) => round(x, 4)),
+    tasksPerSecond: round(count / seconds),
+  };
 }
 
 /** `total` submissions spread over `clients` loops that each send one request at a time. */
@@ -60,7 +86,7 @@ async function submitMany(steward: Steward, total: number, clients: number): Pro
 
 export const submitBenchmark: Benchmark = {
   name: "submit",
-  description: `single submissions (${SEQUENTIAL} sequential, ${CONCURRENT} from ${CLIENTS} clients) and arrays of ${BULK_TASKS} tasks (median of ${BULK_RUNS}), 0 agents`,
+  description: `single submissions (${SEQUENTIAL} sequential, ${CONCURRENT} from ${CLIENTS} clients) and arrays of 10,000 and 100,000 tasks (median of ${BULK_RUNS}), 0 agents`,
   async run({ options, progress }) {
     const steward = await startSteward({
       label: "submit",
@@ -70,7 +96,6 @@ export const submitBenchmark: Benchmark = {
       keep: options.keep,
     });
     try {
-      const { api } = steward;
       await submitMany(steward, WARM_UP, 1);
       progress(`submit: warmed up with ${WARM_UP} submissions`);
 
@@ -82,22 +107,8 @@ export const submitBenchmark: Benchmark = {
         `submit: ${CLIENTS} clients ${concurrent.requestsPerSecond}/s (p50 ${concurrent.latencyMs.p50} ms)`,
       );
 
-      const bulkRuns: number[] = [];
-      for (let i = 0; i < BULK_RUNS; i++) {
-        const bulkStart = performance.now();
-        const id = await api.submit({
-          name: "bench-bulk",
-          command: "true",
-          requirements: NEVER,
-          array: { count: BULK_TASKS },
-        });
-        bulkRuns.push(since(bulkStart) / 1000);
-        const bulk = await api.job(id);
-        const total = Object.values(bulk.counts).reduce((sum, n) => sum + n, 0);
-        if (total !== BULK_TASKS) throw new Error(`array job ${id} has ${total} tasks, not ${BULK_TASKS}`);
-      }
-      const bulkSeconds = median(bulkRuns);
-      progress(`submit: array of ${BULK_TASKS} accepted in ${bulkRuns.map((x) => round(x, 3)).join(", ")} s`);
+      const bulkArray10k = await timeBulk(steward, 10_000, progress);
+      const bulkArray100k = await timeBulk(steward, 100_000, progress);
 
       return {
         submit: {
@@ -106,12 +117,8 @@ export const submitBenchmark: Benchmark = {
             concurrent8: concurrent.requestsPerSecond,
           },
           single: { sequential, concurrent8: concurrent },
-          bulkArray10k: {
-            tasks: BULK_TASKS,
-            seconds: round(bulkSeconds, 4),
-            runsSeconds: bulkRuns.map((x) => round(x, 4)),
-            tasksPerSecond: round(BULK_TASKS / bulkSeconds),
-          },
+          bulkArray10k,
+          bulkArray100k,
         },
       };
     } finally {

@@ -22,7 +22,7 @@ import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
-import { measureSpeed } from "./speed.ts";
+import { hostSpeed } from "./speed.ts";
 
 export interface AgentOptions {
   servers: string[];
@@ -79,7 +79,7 @@ export class Agent {
       name: this.name,
       pool: options.pool ?? "default",
       labels: options.labels ?? {},
-      speed: options.speed ?? measureSpeed(),
+      speed: options.speed ?? hostSpeed(),
       workDir: options.workDir,
     };
     this.context = {

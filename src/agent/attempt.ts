@@ -46,6 +46,8 @@ export class Attempt {
   readonly stdoutPath: string;
   readonly stderrPath: string;
   pid: number | null = null;
+  /** The job's start time in /proc terms, as the supervisor recorded it beside the pid. */
+  private pidStartTime: string | null = null;
   /** When the job process started (ms), for the time limit. */
   startedAt: number | null = null;
   exitCode: number | null = null;
@@ -133,14 +135,17 @@ export class Attempt {
   async readPid(): Promise<void> {
     const pidLine = await readWhole(join(this.dir, "pid"));
     if (!pidLine) return;
-    this.pid = Number(pidLine.trim().split(" ")[0]) || null;
+    const [pid, start] = pidLine.trim().split(" ");
+    this.pid = Number(pid) || null;
+    this.pidStartTime = start ?? null;
     this.startedAt ??= (await stat(join(this.dir, "pid"))).mtimeMs;
   }
 
   /** The start time the supervisor recorded, to tell our job from a process that reused its pid. */
   async isAlive(): Promise<boolean> {
     if (this.pid === null) return false;
-    const recorded = ((await readWhole(join(this.dir, "pid"))) ?? "").trim().split(" ")[1];
+    if (this.pidStartTime === null) await this.readPid();
+    const recorded = this.pidStartTime;
     const stat = await readFile(`/proc/${this.pid}/stat`, "utf8").catch(() => null);
     if (!stat) return false;
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

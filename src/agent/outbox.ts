@@ -1,7 +1,7 @@
 // Reports waiting for the server's acknowledgement, in the order they were made. They are resent
 // after every reconnect; the server applies each once (fencing by attempt) and acknowledges again.
 
-import type { EndedEvent, ReportEvent, ReportMessage } from "../protocol/messages.ts";
+import type { ReportEvent, ReportMessage } from "../protocol/messages.ts";
 
 export class Outbox {
   private readonly reports = new Map<number, ReportMessage>();
@@ -27,12 +27,6 @@ export class Outbox {
 
   get size(): number {
     return this.reports.size;
-  }
-
-  pendingEnds(): EndedEvent[] {
-    const ends: EndedEvent[] = [];
-    for (const report of this.reports.values()) if (report.event.kind === "ended") ends.push(report.event);
-    return ends;
   }
 
   /** Forgets the reports of an attempt the server no longer wants to hear of. */

@@ -4,6 +4,14 @@
 const REFERENCE_OPS_PER_MS = 100_000;
 const BENCHMARK_MS = 60;
 
+let measured: number | null = null;
+
+/** The host's score, measured once per process: `steward up` with N agents shares one host. */
+export function hostSpeed(): number {
+  measured ??= measureSpeed();
+  return measured;
+}
+
 export function measureSpeed(durationMs = BENCHMARK_MS): number {
   let operations = 0;
   let x = 1.000001;

@@ -92,7 +92,3 @@ export interface HostFacts {
   labels: Record<string, string>;
   slotsFree: number;
 }
-
-export function taskKey(jobId: string, index: number): string {
-  return `${jobId}/${index}`;
-}

@@ -34,8 +34,3 @@ const ENDED_STATES: ReadonlySet<TaskState> = new Set(["succeeded", "failed", "ca
 export function isEndedState(state: TaskState): boolean {
   return ENDED_STATES.has(state);
 }
-
-/** System events (guarantee 5): they end an attempt without using up the task's retry budget. */
-export function isSystemOutcome(outcome: AttemptOutcome): boolean {
-  return outcome === "lost" || outcome === "preempted" || outcome === "migrated";
-}

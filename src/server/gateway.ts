@@ -58,10 +58,6 @@ export class AgentGateway implements AgentLinks {
     ws.terminate();
   }
 
-  connectedHosts(): number {
-    return this.sockets.size;
-  }
-
   close(): void {
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();

@@ -84,28 +84,6 @@ describe("Outbox", () => {
     expect(outbox.size).toBe(1);
   });
 
-  it("pendingEnds lists the unacknowledged ended events, oldest first", () => {
-    const outbox = new Outbox();
-    outbox.add(started("a", 0, 1));
-    outbox.add(ended("a", 0, 1, "failed"));
-    outbox.add(started("b", 0, 1));
-    outbox.add(ended("b", 0, 1));
-    outbox.add(ended("c", 2, 3, "lost"));
-    expect(outbox.pendingEnds()).toEqual([
-      ended("a", 0, 1, "failed"),
-      ended("b", 0, 1),
-      ended("c", 2, 3, "lost"),
-    ]);
-    outbox.ack(4);
-    expect(outbox.pendingEnds().map((e) => e.jobId)).toEqual(["a", "c"]);
-  });
-
-  it("pendingEnds is empty without ended reports", () => {
-    const outbox = new Outbox();
-    outbox.add(started("a", 0, 1));
-    expect(outbox.pendingEnds()).toEqual([]);
-  });
-
   it("dropAttempt forgets every report of that attempt only", () => {
     const outbox = new Outbox();
     outbox.add(started("j", 0, 1)); // 1
@@ -115,7 +93,6 @@ describe("Outbox", () => {
     outbox.add(started("k", 0, 1)); // 5: other job
     outbox.dropAttempt("j", 0, 1);
     expect(summary(outbox)).toEqual(["2:started j/1#1", "4:started j/0#2", "5:started k/0#1"]);
-    expect(outbox.pendingEnds()).toEqual([]);
   });
 
   it("dropAttempt of an unknown attempt changes nothing", () => {
