@@ -19,18 +19,26 @@ import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
+import { planPassBenchmark } from "./plan-pass.ts";
+import { postgresBenchmark } from "./postgres.ts";
+import { replayLcgBenchmark } from "./replay-lcg.ts";
+import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
 import { xargsBenchmark } from "./xargs.ts";
 
 /** In run order; a benchmark's `needs` come before it. */
 const BENCHMARKS: Benchmark[] = [
+  planPassBenchmark,
   submitBenchmark,
   xargsBenchmark,
   endToEndBenchmark,
   crashRestartBenchmark,
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,
+  replayLcgBenchmark,
+  postgresBenchmark,
+  slurmPoolBenchmark,
 ];
 
 const USAGE = `usage: npm run bench [-- options]

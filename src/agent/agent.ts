@@ -17,12 +17,16 @@ import {
   type StartMessage,
   serverMessage,
 } from "../protocol/messages.ts";
+import { HttpClient } from "../transport/http-client.ts";
 import { Attempt, type AttemptContext } from "./attempt.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { hostSpeed } from "./speed.ts";
+
+/** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
+export const HANDSHAKE_TIMEOUT_MS = 2000;
 
 export interface AgentOptions {
   servers: string[];
@@ -36,6 +40,10 @@ export interface AgentOptions {
   log: Logger;
   /** Called when the server refuses this agent for good (a wrong join token). */
   onRejected?: (reason: string) => void;
+  /** A pilot's agent leaves after this many seconds with no attempt (the pool's idleSeconds). */
+  idleSeconds?: number;
+  /** Called once the agent has been idle for idleSeconds (it has already let go of the server). */
+  onIdle?: () => void;
 }
 
 const LOG_FLUSH_MS = 400;
@@ -65,6 +73,8 @@ export class Agent {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private timers: NodeJS.Timeout[] = [];
   private reconnectTimer: NodeJS.Timeout | null = null;
+  /** The log flush of each attempt under way, so that flushes of one attempt run one after another. */
+  private readonly logFlushes = new Map<string, Promise<void>>();
   private awaitingPongs = 0;
   private welcomed = false;
   private stopped = false;
@@ -83,8 +93,7 @@ export class Agent {
       workDir: options.workDir,
     };
     this.context = {
-      serverUrl: () => this.serverUrl(),
-      joinToken: options.joinToken,
+      http: new HttpClient({ baseUrl: () => this.serverUrl(), token: options.joinToken }),
       hostName: this.name,
       workDir: options.workDir,
     };
@@ -98,6 +107,21 @@ export class Agent {
     await this.adoptAttempts();
     this.timers.push(setInterval(() => void this.flushLogs(), LOG_FLUSH_MS));
     this.timers.push(setInterval(() => void this.pollExits(), EXIT_POLL_MS));
+    const { idleSeconds, onIdle } = this.options;
+    if (idleSeconds !== undefined && onIdle) {
+      let idleSince = Date.now();
+      this.timers.push(
+        setInterval(() => {
+          if (this.attempts.size > 0) {
+            idleSince = Date.now();
+            return;
+          }
+          if (Date.now() - idleSince < idleSeconds * 1000) return;
+          // The socket closes first: the server stops placing work here before the process goes.
+          void this.stop().then(onIdle);
+        }, 1000),
+      );
+    }
     this.connect();
   }
 
@@ -156,6 +180,7 @@ export class Agent {
         exitCode: null,
         reason: `staging inputs failed: ${error instanceof Error ? error.message : String(error)}`,
         outputs: [],
+        cause: "staging",
       });
       return;
     }
@@ -221,7 +246,7 @@ export class Agent {
   private connect(): void {
     if (this.stopped) return;
     const url = this.serverUrl().replace(/^http/, "ws") + AGENT_CONNECT_PATH;
-    const ws = new WebSocket(url, { handshakeTimeout: 5000 });
+    const ws = new WebSocket(url, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
     this.ws = ws;
     this.welcomed = false;
     ws.on("open", () => void this.sendHello(ws));
@@ -339,12 +364,16 @@ export class Agent {
     this.awaitingPongs++;
     ws.ping();
     const progress = [];
+    const requirements = [];
     for (const attempt of this.attempts.values()) {
       if (attempt.ended) continue;
       const fraction = await attempt.readProgress();
       if (fraction !== null) progress.push({ ...ref(attempt), fraction });
+      // Sent while the file exists (a heartbeat may be lost); the server acts once per text.
+      const text = await attempt.readRequirements();
+      if (text !== null) requirements.push({ ...ref(attempt), text });
     }
-    this.send(ws, { type: "heartbeat", facts: await this.facts(), progress });
+    this.send(ws, { type: "heartbeat", facts: await this.facts(), progress, requirements });
   }
 
   private report(event: ReportEvent): void {
@@ -363,8 +392,23 @@ export class Agent {
     for (const attempt of this.attempts.values()) await this.flushAttemptLogs(attempt);
   }
 
-  /** Sends the bytes of stdout and stderr written since the last flush (all of them with `fromStart`). */
-  private async flushAttemptLogs(attempt: Attempt, fromStart = false): Promise<void> {
+  /**
+   * Sends the bytes of stdout and stderr written since the last flush (all of them with
+   * `fromStart`). One flush of an attempt at a time: the timer's, a reconnect's and an end's.
+   */
+  private flushAttemptLogs(attempt: Attempt, fromStart = false): Promise<void> {
+    const previous = this.logFlushes.get(attempt.key) ?? Promise.resolve();
+    const next = previous
+      .catch(() => {})
+      .then(() => this.flushAttemptLogsNow(attempt, fromStart))
+      .finally(() => {
+        if (this.logFlushes.get(attempt.key) === next) this.logFlushes.delete(attempt.key);
+      });
+    this.logFlushes.set(attempt.key, next);
+    return next;
+  }
+
+  private async flushAttemptLogsNow(attempt: Attempt, fromStart: boolean): Promise<void> {
     if (fromStart) {
       attempt.sent.stdout = 0;
       attempt.sent.stderr = 0;
@@ -378,18 +422,21 @@ export class Agent {
       const handle = await open(path, "r");
       try {
         while (attempt.sent[stream] < info.size) {
-          const length = Math.min(LOG_CHUNK_BYTES, info.size - attempt.sent[stream]);
+          // The offset is taken before the read: another flush of this attempt (a reconnect's
+          // resend, an end) may move `sent` meanwhile, and these bytes belong where they were read.
+          const offset = attempt.sent[stream];
+          const length = Math.min(LOG_CHUNK_BYTES, info.size - offset);
           const buffer = Buffer.alloc(length);
-          const { bytesRead } = await handle.read(buffer, 0, length, attempt.sent[stream]);
+          const { bytesRead } = await handle.read(buffer, 0, length, offset);
           if (bytesRead === 0) break;
           this.send(ws, {
             type: "log",
             ...ref(attempt),
             stream,
-            offset: attempt.sent[stream],
+            offset,
             data: buffer.subarray(0, bytesRead).toString("base64"),
           });
-          attempt.sent[stream] += bytesRead;
+          attempt.sent[stream] = Math.max(attempt.sent[stream], offset + bytesRead);
         }
       } finally {
         await handle.close();

@@ -4,19 +4,19 @@
 // re-adopts attempts from these folders; a folder goes away once the server has the attempt's end.
 
 import { createWriteStream, openAsBlob } from "node:fs";
-import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
-import { agentFileRoutes } from "../protocol/messages.ts";
+import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
+import type { HttpClient } from "../transport/http-client.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { jobScript } from "./job-script.ts";
 
 export interface AttemptContext {
-  /** Base URL of the server (for files). */
-  serverUrl: () => string;
-  joinToken: string;
+  /** The server's files (inputs, outputs, checkpoints), through the server the agent is connected to. */
+  http: HttpClient;
   hostName: string;
   workDir: string;
 }
@@ -26,6 +26,7 @@ export interface AttemptResult {
   exitCode: number | null;
   reason: string | null;
   outputs: string[];
+  cause?: "staging";
 }
 
 export type StopOutcome = "cancelled" | "preempted" | "migrated" | "lost" | "timed_out";
@@ -72,8 +73,7 @@ export class Attempt {
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
     this.checkpoint = new CheckpointSync({
-      serverUrl: context.serverUrl,
-      joinToken: context.joinToken,
+      http: context.http,
       jobId: spec.jobId,
       taskIndex: spec.taskIndex,
       attempt: spec.attempt,
@@ -102,6 +102,7 @@ export class Attempt {
         runDir: this.runDir,
         checkpointDir: this.checkpointDir,
         progressFile: join(this.dir, "progress"),
+        requirementsFile: join(this.dir, "requirements"),
         hostName: this.context.hostName,
       }),
     );
@@ -129,6 +130,24 @@ export class Attempt {
     const text = await readFile(join(this.dir, "progress"), "utf8").catch(() => null);
     const fraction = text === null ? Number.NaN : Number.parseFloat(text);
     return Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : null;
+  }
+
+  /**
+   * What the job last wrote in its requirements file, or null when there is none. Only the start
+   * of a long file is read: enough to be longer than the server accepts, whatever the encoding.
+   */
+  async readRequirements(): Promise<string | null> {
+    const handle = await open(join(this.dir, "requirements"), "r").catch(() => null);
+    if (!handle) return null;
+    try {
+      const buffer = Buffer.alloc(REQUIREMENTS_MAX_CHARS * 4 + 1);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      return buffer.subarray(0, bytesRead).toString("utf8");
+    } catch {
+      return null;
+    } finally {
+      await handle.close();
+    }
   }
 
   /** Reads the pid the supervisor recorded, if it has. */
@@ -227,6 +246,7 @@ export class Attempt {
         exitCode: 0,
         reason: `staging outputs failed: ${message(error)}`,
         outputs: [],
+        cause: "staging",
       };
     }
   }
@@ -259,9 +279,7 @@ export class Attempt {
     for (const path of spec.inputs) {
       const target = join(this.runDir, path);
       await mkdir(dirname(target), { recursive: true });
-      const response = await fetch(context.serverUrl() + agentFileRoutes.input(spec.jobId, path), {
-        headers: { authorization: `Bearer ${context.joinToken}` },
-      });
+      const response = await context.http.request({ path: agentFileRoutes.input(spec.jobId, path) });
       if (!response.ok || !response.body) throw new Error(`GET input ${path}: HTTP ${response.status}`);
       await pipeline(Readable.fromWeb(response.body), createWriteStream(target));
       // Inputs are often the program itself (GridWay stages the executable): let it run.
@@ -276,17 +294,14 @@ export class Attempt {
       const source = join(this.runDir, path);
       const info = await stat(source).catch(() => null);
       if (!info?.isFile()) continue;
-      const response = await fetch(
-        context.serverUrl() + agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
-        {
-          method: "PUT",
-          headers: {
-            authorization: `Bearer ${context.joinToken}`,
-            "content-type": "application/octet-stream",
-          },
-          body: await openAsBlob(source),
-        },
-      );
+      // The file is opened anew for each try, so that a try cut halfway is sent again whole.
+      const response = await context.http.request({
+        method: "PUT",
+        path: agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
+        headers: { "content-type": "application/octet-stream" },
+        body: () => openAsBlob(source),
+        idempotent: true,
+      });
       if (!response.ok)
         throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);
       uploaded.push(path);

@@ -11,10 +11,11 @@ import { dirname, join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { agentFileRoutes, type CheckpointManifest, checkpointManifest } from "../protocol/messages.ts";
+import type { HttpClient } from "../transport/http-client.ts";
 
 export interface CheckpointTarget {
-  serverUrl: () => string;
-  joinToken: string;
+  /** The agent's client of the server it is connected to, with its join token. */
+  http: HttpClient;
   jobId: string;
   taskIndex: number;
   attempt: number;
@@ -48,14 +49,16 @@ export class CheckpointSync {
   /** Fetches the task's last checkpoint into the folder. Returns its file count, or null when there is none. */
   async restore(): Promise<number | null> {
     const { jobId, taskIndex } = this.target;
-    const response = await this.request(agentFileRoutes.checkpoint(jobId, taskIndex));
+    const response = await this.target.http.request({ path: agentFileRoutes.checkpoint(jobId, taskIndex) });
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`GET checkpoint: HTTP ${response.status}`);
     const manifest = checkpointManifest.parse(await response.json());
     for (const file of manifest.files) {
       const target = join(this.target.dir, file.path);
       await mkdir(dirname(target), { recursive: true });
-      const object = await this.request(agentFileRoutes.checkpointObject(jobId, taskIndex, file.sha256));
+      const object = await this.target.http.request({
+        path: agentFileRoutes.checkpointObject(jobId, taskIndex, file.sha256),
+      });
       if (!object.ok || !object.body)
         throw new Error(`GET checkpoint object ${file.path}: HTTP ${object.status}`);
       await pipeline(Readable.fromWeb(object.body), createWriteStream(target));
@@ -94,24 +97,27 @@ export class CheckpointSync {
     const { jobId, taskIndex, attempt } = this.target;
     for (const file of manifest.files) {
       if (this.uploaded.has(file.sha256)) continue;
-      const response = await this.request(
-        agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
-        {
-          method: "PUT",
-          headers: { "content-type": "application/octet-stream" },
-          body: await openAsBlob(join(this.target.dir, file.path)),
-        },
-      );
+      // Named by its hash, an object is the same whoever sends it and however often.
+      const path = join(this.target.dir, file.path);
+      const response = await this.target.http.request({
+        method: "PUT",
+        path: agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
+        headers: { "content-type": "application/octet-stream" },
+        body: () => openAsBlob(path),
+        idempotent: true,
+      });
       if (!response.ok)
         throw new Error(
           `PUT checkpoint object ${file.path}: HTTP ${response.status} ${await response.text()}`,
         );
       this.uploaded.add(file.sha256);
     }
-    const response = await this.request(agentFileRoutes.commitCheckpoint(jobId, taskIndex, attempt), {
+    // Committing the same manifest twice makes one more generation of the same files: harmless.
+    const response = await this.target.http.request({
       method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(manifest),
+      path: agentFileRoutes.commitCheckpoint(jobId, taskIndex, attempt),
+      json: manifest,
+      idempotent: true,
     });
     if (!response.ok) {
       // The server may have dropped objects we thought it had: start from a clean slate next time.
@@ -144,16 +150,6 @@ export class CheckpointSync {
     for (const name of this.known.keys()) if (!seen.has(name)) this.known.delete(name);
     files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { files };
-  }
-
-  private request(path: string, init: RequestInit = {}): Promise<Response> {
-    return fetch(this.target.serverUrl() + path, {
-      ...init,
-      headers: {
-        ...(init.headers as Record<string, string>),
-        authorization: `Bearer ${this.target.joinToken}`,
-      },
-    });
   }
 }
 

@@ -15,6 +15,8 @@ export interface JobPaths {
   runDir: string;
   checkpointDir: string;
   progressFile: string;
+  /** Where the job may write new requirements (CEL) for itself: self-migration. */
+  requirementsFile: string;
   hostName: string;
 }
 
@@ -27,6 +29,7 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
     STEWARD_RESTARTED: spec.restarted ? "1" : "0",
     STEWARD_CHECKPOINT_DIR: paths.checkpointDir,
     STEWARD_PROGRESS_FILE: paths.progressFile,
+    STEWARD_REQUIREMENTS_FILE: paths.requirementsFile,
     STEWARD_HOST: paths.hostName,
     STEWARD_SDK: SDK_PATH,
   };

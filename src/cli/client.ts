@@ -4,8 +4,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
+import type { ErrorAnswer } from "../api/schemas.ts";
+import { HttpClient, HttpError } from "../transport/http-client.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";
+/** How long a command keeps trying a server that is restarting or failing over before it gives up. */
+export const CLI_RETRY_BUDGET_MS = 5_000;
 
 export class CliError extends Error {
   readonly exitCode: number;
@@ -21,12 +25,20 @@ export interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
   /** Statuses that are answers, not errors (the caller looks at them). */
   accept?: number[];
+  /** More headers (e.g. Idempotency-Key). */
+  headers?: Record<string, string>;
+  /** Safe to send again even when a try may have reached the server (the request carries a key). */
+  idempotent?: boolean;
 }
+
+/** With several servers in STEWARD_URL, one that has not started answering in this time is skipped. */
+export const CLI_SKIP_SILENT_SERVER_MS = 2000;
 
 export class ApiClient {
   readonly urls: string[];
   private readonly token: string | null;
-  private preferred = 0;
+  /** Tries the next URL on a connection error, and keeps to the one that answered. */
+  private readonly http: HttpClient;
 
   constructor(
     urls = process.env.STEWARD_URL ?? DEFAULT_URL,
@@ -37,6 +49,12 @@ export class ApiClient {
       .map((url) => url.trim().replace(/\/+$/, ""))
       .filter(Boolean);
     this.token = token;
+    this.http = new HttpClient({
+      baseUrl: this.urls,
+      retry: { budgetMs: CLI_RETRY_BUDGET_MS },
+      // With several servers, one that does not answer (paused, cut off) is skipped instead of waited for.
+      answerTimeoutMs: this.urls.length > 1 ? CLI_SKIP_SILENT_SERVER_MS : undefined,
+    });
   }
 
   async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
@@ -45,31 +63,37 @@ export class ApiClient {
       if (value !== undefined && value !== false) query.set(key, String(value));
     }
     const suffix = query.size ? `?${query}` : "";
-    const headers: Record<string, string> = { "x-steward-user": os.userInfo().username };
+    const headers: Record<string, string> = { "x-steward-user": os.userInfo().username, ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let body: FormData | string | undefined = options.body;
     if (options.json !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.json);
     }
-    let lastError: unknown = null;
-    for (let i = 0; i < this.urls.length; i++) {
-      const index = (this.preferred + i) % this.urls.length;
-      try {
-        const response = await fetch(this.urls[index] + path + suffix, { method, headers, body });
-        this.preferred = index;
-        if (response.ok || options.accept?.includes(response.status)) return response;
-        throw await errorFrom(response);
-      } catch (error) {
-        if (error instanceof CliError) throw error;
-        lastError = error;
+    let response: Response;
+    try {
+      response = await this.http.request({
+        method,
+        path: path + suffix,
+        headers,
+        body,
+        idempotent: options.idempotent,
+        // A followed log answers only once the job writes something: no time limit on that.
+        timeoutMs: options.query?.follow ? null : undefined,
+      });
+    } catch (error) {
+      const reason = error instanceof HttpError ? error.detail : error instanceof Error ? error.message : "";
+      if (error instanceof HttpError && error.uncertain) {
+        throw new CliError(
+          `the connection to the Steward server at ${new URL(error.url).origin} broke before it answered ${method} ${path} (${reason}); it may have been done: look before trying again`,
+        );
       }
+      throw new CliError(
+        `cannot reach the Steward server at ${this.urls.join(", ")} (${reason}); is it running? Set STEWARD_URL to its address`,
+      );
     }
-    const reason =
-      lastError instanceof Error ? ((lastError.cause as Error)?.message ?? lastError.message) : "";
-    throw new CliError(
-      `cannot reach the Steward server at ${this.urls.join(", ")} (${reason}); is it running? Set STEWARD_URL to its address`,
-    );
+    if (response.ok || options.accept?.includes(response.status)) return response;
+    throw await errorFrom(response);
   }
 
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -81,8 +105,9 @@ export class ApiClient {
 async function errorFrom(response: Response): Promise<CliError> {
   let message = `HTTP ${response.status}`;
   try {
-    const body = (await response.json()) as { error?: { message?: string } };
-    if (body.error?.message) message = body.error.message;
+    // Any answer may come here (a proxy's error page too), so nothing in it is taken for granted.
+    const body = (await response.json()) as Partial<ErrorAnswer> | null;
+    if (body?.error?.message) message = body.error.message;
   } catch {}
   if (response.status === 401)
     return new CliError(`the server refused the token: ${message} (set STEWARD_TOKEN)`);

@@ -1,22 +1,31 @@
 // The data folder of `steward up` and `steward server`: the SQLite database, the blobs, the tokens.
-// With a PostgreSQL store the records live there instead, and the folder keeps the blobs and tokens.
+// With a PostgreSQL store the records live there instead, and so do the blobs (every broker on the
+// store reaches them), unless --blobs names a folder on a file system the brokers share; the data
+// folder then keeps the tokens.
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
-import { newToken } from "../server/auth.ts";
+import { newToken } from "../api/auth.ts";
 import type { ServerOptions } from "../server/server.ts";
+import type { BlobStore } from "../store/blobs.ts";
 import { DiskBlobStore } from "../store/disk-blobs.ts";
 import { PostgresStore } from "../store/postgres.ts";
+import { PostgresBlobStore } from "../store/postgres-blobs.ts";
 import { SqliteStore } from "../store/sqlite.ts";
 import type { Store } from "../store/store.ts";
+import { type PolicyFlags, policyFrom } from "./options.ts";
 
 export interface DataDir {
   root: string;
   store: Store;
-  blobs: DiskBlobStore;
+  blobs: BlobStore;
+  /** Where the blobs are, for the start-up banner: a folder, or "PostgreSQL". */
+  blobsWhere: string;
   adminToken: string;
   joinToken: string;
+  /** Closes what the folder opened besides the store (the server closes the store). */
+  close(): Promise<void>;
 }
 
 /** A token given on the command line wins; otherwise the one kept in the folder, or a new one. */
@@ -32,27 +41,49 @@ export function tokenFile(root: string, name: string, given: string | undefined)
   return token;
 }
 
-/** `storeUrl` (postgres://...) puts the records in PostgreSQL; without it they are in DIR/steward.db. */
+/**
+ * `storeUrl` (postgres://...) puts the records in PostgreSQL; without it they are in DIR/steward.db.
+ * The blobs go to `blobsDir` when given; otherwise to PostgreSQL with a PostgreSQL store, to
+ * DIR/blobs without one.
+ */
 export function openDataDir(
   dir: string,
   tokens: { admin?: string; join?: string },
   storeUrl?: string,
+  blobsDir?: string,
 ): DataDir {
   const root = resolve(dir);
   mkdirSync(root, { recursive: true });
+  const blobs = chooseBlobs(root, storeUrl, blobsDir);
   return {
     root,
     store: storeUrl ? new PostgresStore(storeUrl) : new SqliteStore(join(root, "steward.db")),
-    blobs: new DiskBlobStore(join(root, "blobs")),
+    blobs,
+    blobsWhere: blobs instanceof DiskBlobStore ? blobs.root : "PostgreSQL, beside the records",
     adminToken: tokenFile(root, "admin-token", tokens.admin),
     joinToken: tokenFile(root, "join-token", tokens.join),
+    close: async () => {
+      if (blobs instanceof PostgresBlobStore) await blobs.close();
+    },
   };
+}
+
+function chooseBlobs(root: string, storeUrl: string | undefined, blobsDir: string | undefined): BlobStore {
+  if (blobsDir !== undefined) return new DiskBlobStore(resolve(blobsDir));
+  if (storeUrl) return new PostgresBlobStore(storeUrl);
+  return new DiskBlobStore(join(root, "blobs"));
 }
 
 /** The server's options from a data folder and the flags `up` and `server` share. */
 export function serverOptions(
   data: DataDir,
-  flags: { host?: string; port: number; heartbeatSeconds: number; hostTimeoutSeconds: number },
+  flags: {
+    host?: string;
+    port: number;
+    heartbeatSeconds: number;
+    hostTimeoutSeconds: number;
+    leaseSeconds?: number;
+  } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
   return {
@@ -64,6 +95,8 @@ export function serverOptions(
     joinToken: data.joinToken,
     heartbeatSeconds: flags.heartbeatSeconds,
     hostTimeoutSeconds: flags.hostTimeoutSeconds,
+    policy: policyFrom(flags),
+    leaseSeconds: flags.leaseSeconds,
     log,
   };
 }

@@ -6,9 +6,11 @@ import { JobFileError } from "../model/jobfile.ts";
 import { CliError } from "./client.ts";
 import { registerAgent } from "./commands/agent.ts";
 import { registerControl } from "./commands/control.ts";
+import { registerExplain } from "./commands/explain.ts";
 import { registerFetch } from "./commands/fetch.ts";
 import { registerHosts } from "./commands/hosts.ts";
 import { registerLogs } from "./commands/logs.ts";
+import { registerPools } from "./commands/pools.ts";
 import { registerPs } from "./commands/ps.ts";
 import { registerServer } from "./commands/server.ts";
 import { registerShow } from "./commands/show.ts";
@@ -33,6 +35,8 @@ registerWait(program);
 registerControl(program);
 registerFetch(program);
 registerHosts(program);
+registerExplain(program);
+registerPools(program);
 
 program.addHelpText(
   "after",

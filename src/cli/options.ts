@@ -1,4 +1,11 @@
-import { InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
+import {
+  DISCOVERY_SECONDS,
+  type MetaschedulingPolicy,
+  PREEMPT_MIN_PROGRESS,
+  PREEMPT_WAIT_SECONDS,
+  RESCHEDULE_GAIN,
+} from "../scheduler/policy.ts";
 
 export function number(flag: string) {
   return (value: string): number => {
@@ -42,4 +49,64 @@ export function onShutdown(close: () => Promise<void>): void {
   };
   process.on("SIGINT", handler);
   process.on("SIGTERM", handler);
+}
+
+export function fraction(flag: string) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed < 0 || parsed > 1)
+      throw new InvalidArgumentError(`${flag} needs a number from 0 to 1, not ${value}`);
+    return parsed;
+  };
+}
+
+/** The metascheduling flags of `server` and `up`, with the papers' values as defaults. */
+export function policyOptions(command: Command): Command {
+  return command
+    .option(
+      "--preempt-wait-seconds <s>",
+      "wait instead of preempting when a running task that would make room ends within this",
+      number("--preempt-wait-seconds"),
+      PREEMPT_WAIT_SECONDS,
+    )
+    .option(
+      "--preempt-min-progress <f>",
+      "a task may be preempted after this progress since its start or last preemption",
+      fraction("--preempt-min-progress"),
+      PREEMPT_MIN_PROGRESS,
+    )
+    .option("--no-preempt", "never stop a running task for a higher-priority one")
+    .option(
+      "--reschedule-gain <f>",
+      "move a running task only when the estimated gain passes this",
+      fraction("--reschedule-gain"),
+      RESCHEDULE_GAIN,
+    )
+    .option(
+      "--discovery-seconds <s>",
+      "how often running tasks are held against better hosts",
+      number("--discovery-seconds"),
+      DISCOVERY_SECONDS,
+    )
+    .option("--no-reschedule", "never move a running task to a better host");
+}
+
+export interface PolicyFlags {
+  preemptWaitSeconds: number;
+  preemptMinProgress: number;
+  preempt: boolean;
+  rescheduleGain: number;
+  discoverySeconds: number;
+  reschedule: boolean;
+}
+
+export function policyFrom(flags: PolicyFlags): Partial<MetaschedulingPolicy> {
+  return {
+    preempt: flags.preempt,
+    preemptWaitSeconds: flags.preemptWaitSeconds,
+    preemptMinProgress: flags.preemptMinProgress,
+    reschedule: flags.reschedule,
+    rescheduleGain: flags.rescheduleGain,
+    discoverySeconds: flags.discoverySeconds,
+  };
 }

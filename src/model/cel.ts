@@ -1,7 +1,7 @@
 // CEL requirements and rank over the declared host facts (DESIGN.md "Host facts").
 // Expressions are type-checked at submit, compiled once per job, evaluated per host.
 
-import { Environment } from "@marcbachmann/cel-js";
+import { type ASTNode, Environment } from "@marcbachmann/cel-js";
 import type { HostFacts } from "./records.ts";
 
 const HOST_SCHEMA = {
@@ -48,11 +48,15 @@ export function checkExpression(source: string, purpose: CelPurpose): string | n
   return null;
 }
 
-export type CompiledExpression = (host: HostFacts) => unknown;
+/** An expression ready to evaluate against a host, with the text it came from and its syntax tree. */
+export type CompiledExpression = ((host: HostFacts) => unknown) & {
+  readonly source?: string;
+  readonly ast?: ASTNode;
+};
 
 export function compileExpression(source: string): CompiledExpression {
   const evaluate = environment.parse(source);
-  return (host) => evaluate({ host });
+  return Object.assign((host: HostFacts) => evaluate({ host }), { source, ast: evaluate.ast });
 }
 
 export type RequirementResult = { ok: true } | { ok: false; reason: string };
@@ -84,7 +88,7 @@ function evaluateNumber(value: unknown): number {
   return Number.NEGATIVE_INFINITY;
 }
 
-function firstLine(error: unknown): string {
+export function firstLine(error: unknown): string {
   const message =
     error && typeof error === "object" && "message" in error ? String(error.message) : String(error);
   return message.split("\n")[0].trim();

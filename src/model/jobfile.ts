@@ -5,6 +5,7 @@ import { posix } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { checkExpression } from "./cel.ts";
+import { MAX_REPLICAS } from "./replicas.ts";
 
 /** Relative, normalised, and not leaving its folder. */
 export function relativePathProblem(path: string): string | null {
@@ -60,8 +61,15 @@ export const jobSpecSchema = z.strictObject({
     })
     .default({ intervalSeconds: 60, graceSeconds: 30 }),
   array: z.strictObject({ count: z.int().min(1).max(1_000_000) }).optional(),
-  replicas: z.int().min(1).max(64).default(1),
+  replicas: z.int().min(1).max(MAX_REPLICAS).default(1),
   dependsOn: z.array(z.string().min(1)).default([]),
+  /** A performance contract: progress slower than this for graceSeconds moves the job (contracts.ts). */
+  contract: z
+    .strictObject({
+      minProgressPerMinute: z.number().positive(),
+      graceSeconds: z.number().min(0),
+    })
+    .optional(),
 });
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
@@ -82,15 +90,20 @@ export function validateJobSpec(input: unknown): JobSpec {
   }
   const result = jobSpecSchema.safeParse(input);
   if (result.success) return result.data;
-  // An unknown key says most about a mistake, even when zod also misses a required key beside it.
-  const issue =
-    result.error.issues.find((candidate) => candidate.code === "unrecognized_keys") ?? result.error.issues[0];
+  const { field, message } = firstProblem(result.error);
+  return fail(field, message);
+}
+
+/**
+ * The problem a zod error reports first, as a field path (`inputs[1]`, `resources.gpus`) and a
+ * message. An unknown key says most about a mistake, even when a required key beside it is missing.
+ */
+export function firstProblem(error: z.ZodError): { field: string; message: string } {
+  const issue = error.issues.find((candidate) => candidate.code === "unrecognized_keys") ?? error.issues[0];
   const path = issue.path.map(String);
-  if (issue.code === "unrecognized_keys") {
-    const key = issue.keys[0];
-    return fail([...path, key].join("."), "unknown key");
-  }
-  return fail(formatPath(path), issue.message);
+  if (issue.code === "unrecognized_keys")
+    return { field: formatPath([...path, issue.keys[0]]), message: "unknown key" };
+  return { field: formatPath(path), message: issue.message };
 }
 
 function fail(field: string, message: string): never {

@@ -2,7 +2,7 @@
 // Times are milliseconds since the epoch; the API turns them into ISO-8601.
 
 import type { JobSpec } from "./jobfile.ts";
-import type { AttemptOutcome, AttemptState, HostState, JobState, TaskState } from "./states.ts";
+import type { AttemptOutcome, AttemptState, HostState, JobState, StopOutcome, TaskState } from "./states.ts";
 
 export interface JobRecord {
   id: string;
@@ -20,6 +20,19 @@ export interface JobRecord {
   spec: JobSpec;
   /** Input file names (relative paths) stored in the blob store under the job. */
   inputs: string[];
+  /**
+   * Requirements the running job wrote into $STEWARD_REQUIREMENTS_FILE (GridWay's self-migration):
+   * they replace spec.requirements for its later placements. Null until it writes valid ones.
+   */
+  dynamicRequirements: string | null;
+  /** Hosts where the job broke its performance contract: ranked after the others for this job. */
+  slowHosts: string[];
+  /**
+   * The key the client sent with the submit (Idempotency-Key), or null: a submit sent again with
+   * the same key by the same owner answers the job it created, so a client may repeat a submit
+   * whose answer it lost.
+   */
+  submitKey: string | null;
 }
 
 export interface CheckpointInfo {
@@ -36,20 +49,45 @@ export interface TaskRecord {
   attempts: number;
   /** Attempts ended by an application failure (non-zero exit, time limit): they use up retry.maxAttempts. */
   failures: number;
-  /** Attempts ended lost: a task lost too often is failed as poison. */
+  /** Attempts ended lost with their host: a task lost too often is failed as poison. */
   losses: number;
+  /** Attempts ended by a system failure that is not the host's: inputs that could not be staged, a start never delivered. */
+  systemFailures: number;
   /** Earliest time the next attempt may start (retry back-off), or null. */
   notBefore: number | null;
   /** The attempt whose outputs are the task's committed result (guarantee 4), or null. */
   resultAttempt: number | null;
   checkpoint: CheckpointInfo | null;
+  /** Recorded intent of a migration: where the task's next attempt may go, or null. */
+  migration: MigrationIntent | null;
+}
+
+/** A migration's target: a named host, or anywhere but the host the task left. */
+export interface MigrationIntent {
+  to: string | null;
+  from: string;
+}
+
+/** One host of an attempt's placement: one entry for a single-host attempt, one per rank for a gang. */
+export interface PlacementEntry {
+  host: string;
+  rank: number;
+}
+
+/** Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. */
+export interface StopIntent {
+  outcome: StopOutcome;
+  reason: string;
 }
 
 export interface AttemptRecord {
   jobId: string;
   taskIndex: number;
   number: number;
+  /** The host of rank 0 (placement[0].host), kept for the JSON shape and for queries. */
   host: string;
+  /** Where the attempt runs, rank by rank (one entry today). */
+  placement: PlacementEntry[];
   state: AttemptState;
   outcome: AttemptOutcome | null;
   reason: string | null;
@@ -57,12 +95,18 @@ export interface AttemptRecord {
   restarted: boolean;
   startedAt: number;
   endedAt: number | null;
+  /** The stop sent to the agent (set with state `stopping`), so a resent stop keeps its outcome and reason. */
+  stop: StopIntent | null;
 }
 
 export interface EventRecord {
+  /** Set by the store when the event is committed: increasing in commit order; 0 before. */
+  id: number;
   jobId: string;
   at: number;
   kind: string;
+  /** The numbers and names behind the message (a host, an attempt, a gain), for programs. */
+  data: Record<string, unknown>;
   message: string;
 }
 

@@ -29,6 +29,10 @@ export const ATTEMPT_OUTCOMES = [
 ] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
+/** The outcomes a stop sent by the server may end an attempt with. */
+export const STOP_OUTCOMES = ["cancelled", "preempted", "migrated", "lost"] as const;
+export type StopOutcome = (typeof STOP_OUTCOMES)[number];
+
 const ENDED_STATES: ReadonlySet<TaskState> = new Set(["succeeded", "failed", "cancelled"]);
 
 export function isEndedState(state: TaskState): boolean {

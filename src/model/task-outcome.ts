@@ -5,6 +5,10 @@ import type { AttemptOutcome, TaskState } from "./states.ts";
 
 /** A task lost this many times is failed as a poison task (DESIGN.md, guarantee 5). */
 export const POISON_LOSS_LIMIT = 5;
+/** A task whose inputs could not be staged (or whose start never arrived) this many times is failed. */
+export const SYSTEM_FAILURE_LIMIT = 5;
+/** Back-off base after a system failure, when the job's own retry back-off is shorter. */
+export const SYSTEM_FAILURE_BACKOFF_SECONDS = 1;
 /** Retry back-off never waits longer than this. */
 export const MAX_RETRY_BACKOFF_SECONDS = 600;
 /** Back-off is spread by up to this fraction either way, so retries of many tasks do not land together. */
@@ -94,4 +98,49 @@ export function taskAfterAttempt(
     case "migrated":
       return { ...same, state: "pending", note: `${end.outcome}; restarting` };
   }
+}
+
+/**
+ * Why an attempt ended `lost`: its host (lease expired, agent restarted without it), or a system
+ * failure that is not the host's: inputs or outputs that could not be staged, a start message that
+ * never reached the agent. Only host losses count toward the poison limit (guarantee 5).
+ */
+export type LossCause = "host" | "staging" | "undelivered";
+
+export interface TaskAfterSystemFailure extends TaskAfterAttempt {
+  systemFailures: number;
+}
+
+/**
+ * A system failure does not use the retry budget nor count as a host loss; the task goes round
+ * again after a back-off, and fails once it has had SYSTEM_FAILURE_LIMIT of them.
+ */
+export function taskAfterSystemFailure(
+  task: Pick<TaskRecord, "failures" | "losses" | "resultAttempt" | "systemFailures">,
+  end: AttemptEnd,
+  retry: RetryPolicy,
+  now: number,
+  random: number,
+): TaskAfterSystemFailure {
+  const systemFailures = task.systemFailures + 1;
+  const same = { failures: task.failures, losses: task.losses, resultAttempt: task.resultAttempt };
+  const why = end.reason ? `: ${end.reason}` : "";
+  if (systemFailures >= SYSTEM_FAILURE_LIMIT) {
+    return {
+      ...same,
+      systemFailures,
+      notBefore: null,
+      state: "failed",
+      note: `system failure ${systemFailures} times${why}`,
+    };
+  }
+  const base = Math.max(retry.backoffSeconds, SYSTEM_FAILURE_BACKOFF_SECONDS);
+  const delay = retryDelayMs(base, systemFailures, random);
+  return {
+    ...same,
+    systemFailures,
+    state: "pending",
+    notBefore: now + delay,
+    note: `system failure${why}; restarting in ${(delay / 1000).toFixed(1)} s`,
+  };
 }

@@ -7,7 +7,7 @@ export const PROTOCOL_VERSION = 1;
 
 export const AGENT_CONNECT_PATH = "/api/v1/agent/connect";
 
-const hostFacts = z.object({
+export const hostFacts = z.object({
   name: z.string(),
   pool: z.string(),
   os: z.string(),
@@ -37,6 +37,9 @@ const heldAttempt = z.object({
 
 // ---- agent -> server
 
+/** Requirements a job writes for itself are an expression, not a document: longer texts are refused. */
+export const REQUIREMENTS_MAX_CHARS = 4096;
+
 export const helloMessage = z.object({
   type: z.literal("hello"),
   v: z.literal(PROTOCOL_VERSION),
@@ -54,6 +57,11 @@ export const heartbeatMessage = z.object({
   facts: hostFacts,
   /** What running jobs wrote in $STEWARD_PROGRESS_FILE (0..1), for estimates of remaining time. */
   progress: z.array(z.object({ ...attemptRef, fraction: z.number().min(0).max(1) })).default([]),
+  /**
+   * What running jobs wrote in $STEWARD_REQUIREMENTS_FILE (self-migration), sent with every
+   * heartbeat while the file exists; the server acts once per distinct text.
+   */
+  requirements: z.array(z.object({ ...attemptRef, text: z.string() })).default([]),
 });
 
 export const startedEvent = z.object({ kind: z.literal("started"), ...attemptRef, pid: z.int() });
@@ -76,6 +84,11 @@ export const endedEvent = z.object({
   reason: z.string().nullable(),
   /** Output files uploaded for this attempt (relative paths), before this report was sent. */
   outputs: z.array(z.string()),
+  /**
+   * For `lost`: whose failure it was. `staging` (inputs or outputs could not be moved) is a system
+   * failure that does not count as a host loss; absent means the host's.
+   */
+  cause: z.enum(["host", "staging"]).optional(),
 });
 
 /** Reports that change state travel through the agent's outbox: numbered, resent until acknowledged. */

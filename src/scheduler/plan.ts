@@ -1,14 +1,40 @@
-// The scheduling pass: reconcile -> feasibility -> fit -> score -> plan.
-// Jobs are taken in queue order; each ready task goes to the best-scored feasible host that fits.
-// A job whose next task fits nowhere does not block the jobs behind it (backfill).
+// The scheduling pass: reconcile -> feasibility -> fit -> rank -> plan (Nomad's pipeline).
+// Jobs come in queue order (priority, then submit order). Within one priority, owners take turns
+// by fair share (fair-share.ts): each placement goes to the owner with the fewest cpus running,
+// counting what this pass has placed. Each ready task goes to the best-ranked feasible host that
+// fits. A job whose next task fits nowhere does not block the jobs behind it (backfill), and tasks
+// alike for placement (a batch) are not tried again once one of them found no room (batches.ts).
+// Slots left idle then take replicas of running tasks (stages/replicas.ts).
 
-import { hostFeasibility } from "./feasibility.ts";
-import { type Capacity, fitsCapacity } from "./fit.ts";
-import { compareScored, type ScoredHost, scoreHosts } from "./score.ts";
-import type { Placement, Plan, SchedulerState } from "./view.ts";
+import { batchKey, ExhaustedBatches } from "./batches.ts";
+import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
+import { preemptionPass, reschedulingPass } from "./metascheduling.ts";
+import { policyOf } from "./policy.ts";
+import { compareQueueOrder } from "./queue-order.ts";
+import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
+import { type Capacity, fitsCapacity } from "./stages/fit.ts";
+import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
+import { placeReplicas } from "./stages/replicas.ts";
+import type { HostView, JobView, Placement, Plan, RunningTaskView, SchedulerState } from "./view.ts";
+
+/** A job's place in its owner's turn: the hosts it may use and what is left to place. */
+interface JobCursor {
+  job: JobView;
+  key: string;
+  scored: ScoredHost[] | null;
+  /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
+  tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
+}
+
+/** An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. */
+interface Lane {
+  share: OwnerShare;
+  jobs: JobCursor[];
+  next: number;
+}
 
 export function schedule(state: SchedulerState): Plan {
-  const placements: Placement[] = [];
+  const place: Placement[] = [];
   const capacity = new Map<string, Capacity>();
   let totalSlotsFree = 0;
   for (const host of state.hosts) {
@@ -16,30 +42,135 @@ export function schedule(state: SchedulerState): Plan {
     capacity.set(host.name, { slotsFree: host.slotsFree, memoryFreeMb: host.memoryFreeMb });
     totalSlotsFree += Math.max(0, host.slotsFree);
   }
-  if (totalSlotsFree <= 0) return { placements };
+  const plan: Plan = { place, stop: [] };
+  const exhausted = new ExhaustedBatches();
+  /** Feasible hosts per batch key: jobs alike in resources and requirements share the answer. */
+  const feasibleByKey = new Map<string, HostView[]>();
+  const feasibleFor = (job: FeasibilityJob, key = batchKey(job)): HostView[] => {
+    let feasible = feasibleByKey.get(key);
+    if (!feasible) {
+      feasible = state.hosts.filter((host) => capacity.has(host.name) && infeasibility(job, host) === null);
+      feasibleByKey.set(key, feasible);
+    }
+    return feasible;
+  };
 
-  for (const job of state.jobs) {
-    if (totalSlotsFree <= 0) break;
-    const feasible = state.hosts.filter((host) => capacity.has(host.name) && hostFeasibility(job, host).ok);
-    if (feasible.length === 0) continue;
-    const scored = scoreHosts(job, feasible);
-    for (const taskIndex of job.readyTasks(state.now)) {
-      const allowed = job.allowsHost ? (host: string) => job.allowsHost!(taskIndex, host) : null;
-      const best = bestFit(scored, capacity, job, allowed);
+  /** Places the job's next task; false when the job has nothing more to place in this pass. */
+  const placeNext = (cursor: JobCursor): boolean => {
+    const { job, key } = cursor;
+    if (exhausted.has(key)) return false;
+    if (!cursor.scored) {
+      const feasible = feasibleFor(job, key);
+      if (feasible.length === 0) {
+        exhausted.add(key);
+        return false;
+      }
+      cursor.scored = scoreHosts(job, feasible);
+      cursor.tasks = tasksToPlace(job, state.now);
+    }
+    for (;;) {
+      const next = cursor.tasks!.next();
+      if (next.done) return false;
+      const best = bestFit(cursor.scored, capacity, job, next.value.allows);
       if (!best) {
-        // A task bound to (or kept off) particular hosts does not stop its siblings.
-        if (allowed) continue;
-        break;
+        // A task with a rule of its own is tried alone; an ordinary one speaks for its batch.
+        if (next.value.allows) continue;
+        exhausted.add(key);
+        return false;
       }
       const room = capacity.get(best.host.name)!;
       room.slotsFree -= job.cpus;
       room.memoryFreeMb -= job.memoryMb;
       totalSlotsFree -= job.cpus;
-      placements.push({ jobId: job.id, taskIndex, host: best.host.name });
-      if (totalSlotsFree <= 0) break;
+      place.push({ jobId: job.id, taskIndex: next.value.index, host: best.host.name });
+      return true;
+    }
+  };
+
+  const jobs = state.jobs;
+  for (let start = 0; start < jobs.length && totalSlotsFree > 0; ) {
+    let end = start + 1;
+    while (end < jobs.length && jobs[end].priority === jobs[start].priority) end++;
+    const lanes = lanesOf(jobs.slice(start, end), state.owners);
+    while (lanes.length > 0 && totalSlotsFree > 0) {
+      const turn = nextTurn(lanes);
+      const lane = lanes[turn];
+      const cursor = lane.jobs[lane.next];
+      if (placeNext(cursor)) {
+        lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cursor.job.cpus };
+      } else if (++lane.next >= lane.jobs.length) {
+        lanes.splice(turn, 1);
+      }
+    }
+    start = end;
+  }
+  // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
+  if (totalSlotsFree > 0) {
+    const { now, jobs, hosts, replicable: running = [] } = state;
+    place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running }));
+  }
+
+  const policy = policyOf(state.policy);
+  if (state.running) {
+    const running = lazyRunning(state.running);
+    if (policy.preempt) {
+      const placed = new Map<string, number>();
+      for (const each of place) placed.set(each.jobId, (placed.get(each.jobId) ?? 0) + 1);
+      const decided = preemptionPass(state, placed, feasibleFor, capacity, running, policy);
+      plan.stop.push(...decided.stop);
+      if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;
+    }
+    if (policy.reschedule && totalSlotsFree > 0) {
+      plan.stop.push(...reschedulingPass(state, feasibleFor, capacity, running(), policy));
     }
   }
-  return { placements };
+  return plan;
+}
+
+/** The live attempts, built once and only when a stage asks. */
+function lazyRunning(build: () => readonly RunningTaskView[]): () => readonly RunningTaskView[] {
+  let running: readonly RunningTaskView[] | null = null;
+  return () => {
+    running ??= build();
+    return running;
+  };
+}
+
+/** One lane per owner, each with its jobs in queue order. */
+function lanesOf(jobs: readonly JobView[], owners: ReadonlyMap<string, OwnerShare> | undefined): Lane[] {
+  const byOwner = new Map<string, Lane>();
+  for (const job of jobs) {
+    const owner = job.owner ?? "";
+    let lane = byOwner.get(owner);
+    if (!lane) {
+      lane = { share: owners?.get(owner) ?? NO_SHARE, jobs: [], next: 0 };
+      byOwner.set(owner, lane);
+    }
+    lane.jobs.push({ job, key: batchKey(job), scored: null, tasks: null });
+  }
+  return [...byOwner.values()];
+}
+
+/** The lane whose turn it is: the owner with the smallest share, then the job first in queue order. */
+function nextTurn(lanes: readonly Lane[]): number {
+  let best = 0;
+  for (let i = 1; i < lanes.length; i++) {
+    const a = lanes[i];
+    const b = lanes[best];
+    const order =
+      compareOwnerShares(a.share, b.share) || compareQueueOrder(a.jobs[a.next].job, b.jobs[b.next].job);
+    if (order < 0) best = i;
+  }
+  return best;
+}
+
+function* tasksToPlace(
+  job: JobView,
+  now: number,
+): Generator<{ index: number; allows: ((host: string) => boolean) | null }> {
+  // Tasks with a rule of their own (migrations) are few: each is tried on its own.
+  for (const task of job.constrainedTasks?.(now) ?? []) yield { index: task.index, allows: task.allows };
+  for (const index of job.readyTasks(now)) yield { index, allows: null };
 }
 
 function bestFit(

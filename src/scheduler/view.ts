@@ -1,9 +1,19 @@
-// The read-only view of the state that the scheduler is handed (Nomad's "state + planner").
-// The server builds it; tests build it from tables. No I/O, no clock: `now` is passed in.
+// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"), and
+// the plan it returns. The server builds the view; tests build it from tables. No I/O, no clock:
+// `now` is passed in.
 
 import type { CompiledExpression } from "../model/cel.ts";
-import type { HostFacts } from "../model/records.ts";
+import type { HostFacts, StopIntent } from "../model/records.ts";
 import type { HostState } from "../model/states.ts";
+import type { AttemptProgress } from "./estimate.ts";
+import type { OwnerShare } from "./fair-share.ts";
+import type { MetaschedulingPolicy } from "./policy.ts";
+
+/** A ready task with a placement rule of its own (a migration names or avoids a host). */
+export interface ConstrainedTask {
+  index: number;
+  allows(host: string): boolean;
+}
 
 export interface JobView {
   id: string;
@@ -11,14 +21,47 @@ export interface JobView {
   createdAt: number;
   /** Submission order, to break ties between jobs created in the same millisecond. */
   seq: number;
+  /** Who submitted the job: owners of one priority take turns by fair share. Absent: one anonymous owner. */
+  owner?: string;
   cpus: number;
   memoryMb: number;
   requirements: CompiledExpression | null;
   rank: CompiledExpression | null;
-  /** Task indexes that may start at `now` (pending, back-off over), in the order they should start. */
+  /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
+  slowHosts?: readonly string[];
+  /** Tasks that may start at `now` with no rule of their own, in the order they should start. */
   readyTasks(now: number): Iterable<number>;
-  /** Per-task placement constraints (a migration names or avoids a host); absent means any host. */
-  allowsHost?(taskIndex: number, host: string): boolean;
+  /** Tasks that may start at `now` but only on some hosts; absent means none. */
+  constrainedTasks?(now: number): Iterable<ConstrainedTask>;
+  /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */
+  replicas?: number;
+  /** Whether a task with `live` attempts may have one more replica; absent: while live < replicas. */
+  mayReplicate?(taskIndex: number, live: number): boolean;
+}
+
+/** A running task of a job with replicas: where its live attempts run (stages/replicas.ts). */
+export interface RunningTask {
+  job: JobView;
+  taskIndex: number;
+  /** The hosts of its live attempts. */
+  hosts: readonly string[];
+}
+
+/** A live attempt as the scheduler sees it, for preemption and rescheduling. */
+export interface RunningTaskView {
+  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "requirements" | "rank">;
+  taskIndex: number;
+  attempt: number;
+  host: string;
+  /** Already being stopped (its slot is about to free). */
+  stopping: boolean;
+  progress: AttemptProgress;
+  /** Size of the task's last committed checkpoint, or null when it has none. */
+  checkpointBytes: number | null;
+  /** Placed in room a preemption made: not preempted in turn (GrADS). */
+  startedByPreemption: boolean;
+  /** When the rescheduler last moved this task, or null. */
+  lastMovedAt: number | null;
 }
 
 export interface HostView {
@@ -38,14 +81,50 @@ export interface SchedulerState {
   /** Jobs with ready tasks, in queue order (see compareQueueOrder). */
   jobs: readonly JobView[];
   hosts: readonly HostView[];
+  /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
+  owners?: ReadonlyMap<string, OwnerShare>;
+  /** The live attempts, asked for only when preemption or rescheduling may act (absent: neither runs). */
+  running?: () => readonly RunningTaskView[];
+  /** Preemption and rescheduling settings; absent fields take the papers' defaults. */
+  policy?: Partial<MetaschedulingPolicy>;
+  /** Running tasks that may be given a replica on an idle slot; absent means none. */
+  replicable?: readonly RunningTask[];
 }
 
+/** Start a new attempt of a task on hosts (one entry per rank; one today). */
 export interface Placement {
   jobId: string;
   taskIndex: number;
   host: string;
+  /** One more attempt of a task that is running already (stages/replicas.ts). */
+  replica?: true;
 }
 
+/** Stop a live attempt, which then ends with the intent's outcome and reason. */
+export interface StopEntry {
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+  intent: StopIntent;
+  /** The event that tells why, with the numbers behind the decision (scheduler's stops). */
+  note?: { kind: string; message: string; data: Record<string, unknown> };
+  /** A preemption: the job it makes room for (that job's next attempt counts as started by a preemption). */
+  madeRoomFor?: string;
+  /**
+   * For a migration: where the task's next attempt may go (a named host, or null for anywhere but
+   * the attempt's host). Recorded on the task with the stop (TaskRecord.migration).
+   */
+  migrateTo?: { to: string | null };
+}
+
+/** What a scheduling pass (or a user's request) decides; applied by planner/apply-plan.ts. */
 export interface Plan {
-  placements: Placement[];
+  place: Placement[];
+  stop: StopEntry[];
+  /** When the scheduler wants another pass even if nothing happens (it waits for a task expected to end). */
+  recheckAt?: number;
+}
+
+export function emptyPlan(): Plan {
+  return { place: [], stop: [] };
 }

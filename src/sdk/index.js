@@ -50,6 +50,19 @@ export function progress(fraction) {
 }
 
 /**
+ * Replaces the job's requirements (a CEL expression over host facts) for its later placements
+ * ($STEWARD_REQUIREMENTS_FILE); if this host no longer satisfies them, the job is moved, with its
+ * checkpoint, to one that does (self-migration). An invalid expression is reported in the job's
+ * events and ignored.
+ */
+export function requirements(expression) {
+  if (typeof expression !== "string") throw new TypeError("requirements needs a CEL expression");
+  const path = process.env.STEWARD_REQUIREMENTS_FILE;
+  if (!path) return;
+  writeAtomically(path, expression);
+}
+
+/**
  * Calls `handler` when Steward asks the job to stop (migration, preemption, hold, cancel: SIGTERM).
  * The job then has the checkpoint grace period to save its state and exit.
  */

@@ -5,6 +5,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocket, WebSocketServer } from "ws";
+import { safeEqual } from "../api/auth.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -14,7 +15,6 @@ import {
   type ServerMessage,
 } from "../protocol/messages.ts";
 import type { BlobStore } from "../store/blobs.ts";
-import { safeEqual } from "./auth.ts";
 import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
 
@@ -24,7 +24,15 @@ export interface GatewayOptions {
   joinToken: string;
   heartbeatSeconds: number;
   log: Logger;
+  /**
+   * Null while this server leads; otherwise the leader's URL ("" when none is known yet): a
+   * standby turns agents away, and they try the next server in their list.
+   */
+  leading?: () => string | null;
 }
+
+/** The close code a standby turns an agent away with (the reason names the leader when known). */
+export const STANDBY_CLOSE_CODE = 4003;
 
 export class AgentGateway implements AgentLinks {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
@@ -63,12 +71,27 @@ export class AgentGateway implements AgentLinks {
     this.wss.close();
   }
 
+  #standby(): boolean {
+    return (this.options.leading?.() ?? null) !== null;
+  }
+
+  /** Lets every agent go (this server stopped leading): each reconnects and finds the leader. */
+  disconnectAll(): void {
+    this.sockets.clear();
+    for (const ws of this.wss.clients) ws.close(STANDBY_CLOSE_CODE, "standby");
+  }
+
   private accept(ws: WebSocket): void {
     const { core, log } = this.options;
     let name: string | null = null;
     // One chain per connection: reports are applied one after another, in arrival order.
     let chain: Promise<void> = Promise.resolve();
     ws.on("message", (data) => {
+      // A server that stopped leading lets its agents go; they find the leader.
+      if (this.#standby()) {
+        ws.close(STANDBY_CLOSE_CODE, "standby");
+        return;
+      }
       let message: AgentMessage;
       try {
         message = agentMessage.parse(JSON.parse(String(data)));
@@ -81,6 +104,10 @@ export class AgentGateway implements AgentLinks {
           .then(() => this.hello(ws, message))
           .then((accepted) => {
             if (accepted) name = message.name;
+          })
+          .catch((error) => {
+            log.warn({ err: error }, "hello not applied");
+            ws.close(STANDBY_CLOSE_CODE, "not applied");
           });
         return;
       }
@@ -89,41 +116,48 @@ export class AgentGateway implements AgentLinks {
       core.touch(host);
       switch (message.type) {
         case "heartbeat":
-          core.heartbeat(host, message.facts, message.progress);
+          core
+            .heartbeat(host, message.facts, message.progress, message.requirements)
+            .catch((error) => log.error({ err: error }, "heartbeat not applied"));
           return;
         case "log":
           this.appendLog(message);
           return;
         case "report":
-          chain = chain.then(async () => {
-            const event = message.event;
-            let applied: Promise<void>;
-            if (event.kind === "started") {
-              applied = core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
-            } else {
-              // The whole log is in before the end is applied.
-              await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));
-              await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stderr"));
-              applied = core.attemptEnded(host, event);
-            }
-            // The next report is applied as soon as this one is in memory (order kept, commits grouped);
-            // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
-            // agent's outbox would jam.
-            applied.then(
-              () => {
-                if (ws.readyState === WebSocket.OPEN)
-                  ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
-              },
-              (error) => log.error({ err: error }, "report not applied"),
-            );
-          });
+          chain = chain
+            .then(async () => {
+              const event = message.event;
+              let applied: Promise<void>;
+              if (event.kind === "started") {
+                applied = core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
+              } else {
+                // The whole log is in before the end is applied.
+                await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));
+                await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stderr"));
+                applied = core.attemptEnded(host, event);
+              }
+              // The next report is applied as soon as this one is in memory (order kept, commits grouped);
+              // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
+              // agent's outbox would jam.
+              applied.then(
+                () => {
+                  if (ws.readyState === WebSocket.OPEN)
+                    ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+                },
+                (error) => log.error({ err: error }, "report not applied"),
+              );
+            })
+            .catch((error) => {
+              // The lead was lost under this report: it is not acknowledged, the agent sends it again.
+              log.warn({ err: error }, "report not applied");
+            });
           return;
       }
     });
     ws.on("close", () => {
       if (name && this.sockets.get(name) === ws) {
         this.sockets.delete(name);
-        core.detachHost(name);
+        if (!this.#standby()) core.detachHost(name);
         log.info({ host: name }, "agent disconnected");
       }
     });
@@ -132,6 +166,11 @@ export class AgentGateway implements AgentLinks {
 
   private async hello(ws: WebSocket, message: Extract<AgentMessage, { type: "hello" }>): Promise<boolean> {
     const { core, log } = this.options;
+    const leader = this.options.leading?.() ?? null;
+    if (leader !== null) {
+      ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
+      return false;
+    }
     if (!safeEqual(message.token, this.options.joinToken)) {
       ws.send(JSON.stringify({ type: "reject", reason: "bad join token" }));
       ws.close(4001, "bad join token");

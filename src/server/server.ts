@@ -1,27 +1,25 @@
 // Puts the broker together: store -> recover -> core -> HTTP API + agent gateway, and takes it apart.
 
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import multipart from "@fastify/multipart";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import { JobFileError } from "../model/jobfile.ts";
+import { registerApi } from "../api/register.ts";
+import { SlurmDriver } from "../drivers/slurm.ts";
+import type { PoolSpec } from "../model/pools-file.ts";
+import { PoolManager } from "../pools/pool-manager.ts";
+import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
-import { GroupCommitter } from "../store/group-commit.ts";
 import type { Store } from "../store/store.ts";
-import { bearerToken, safeEqual } from "./auth.ts";
-import { ConflictError, Core, InvalidRequestError, NotFoundError } from "./core.ts";
+import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, NotLeaderError } from "./broker.ts";
+import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
-import { registerAgentFileRoutes } from "./routes/agent-files.ts";
-import { registerHostRoutes } from "./routes/hosts.ts";
-import { registerJobRoutes } from "./routes/jobs.ts";
-import { registerSystemRoutes } from "./routes/system.ts";
 
 export const DEFAULT_PORT = 4780;
+/** The `steward` executable pilots run (this checkout's). */
+const STEWARD_BIN = join(import.meta.dirname, "..", "..", "bin", "steward");
 export const DEFAULT_HEARTBEAT_SECONDS = 2;
 export const DEFAULT_HOST_TIMEOUT_SECONDS = 10;
 
@@ -34,6 +32,13 @@ export interface ServerOptions {
   joinToken: string;
   heartbeatSeconds?: number;
   hostTimeoutSeconds?: number;
+  /** Preemption and rescheduling settings; absent fields take the papers' defaults. */
+  policy?: Partial<MetaschedulingPolicy>;
+  /** PostgreSQL: how long a leader's lease lasts unless renewed (default 2 s). */
+  leaseSeconds?: number;
+  /** Pools backed by a batch system (`--pools FILE`), and where their pilots keep logs and work. */
+  pools?: readonly PoolSpec[];
+  pilotDir?: string;
   log: Logger;
 }
 
@@ -51,14 +56,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { store, blobs, log } = options;
 
   await store.open();
-  const snapshot = await store.load();
-  const committer = new GroupCommitter(store);
-  const core = new Core(committer, { heartbeatSeconds, hostTimeoutSeconds });
-  core.recover(snapshot);
-  log.info(
-    { jobs: snapshot.jobs.length, tasks: snapshot.tasks.length, hosts: snapshot.hosts.length },
-    "recovered from the store",
-  );
+  // The core runs only while this server leads (always on SQLite; on PostgreSQL, by election).
+  let gateway: AgentGateway | null = null;
+  const broker = new Broker({
+    store,
+    heartbeatSeconds,
+    hostTimeoutSeconds,
+    leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
+    policy: options.policy,
+    log,
+    onDemoted: () => gateway?.disconnectAll(),
+  });
+  const core = leadingCore(broker);
 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
@@ -74,7 +83,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     registers: [metrics],
     collect() {
       this.reset();
-      for (const job of core.listJobs()) this.inc({ state: job.record.state });
+      if (broker.isLeader) for (const job of core.listJobs()) this.inc({ state: job.record.state });
     },
   });
   new Gauge({
@@ -84,7 +93,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     registers: [metrics],
     collect() {
       this.reset();
-      for (const host of core.listHosts()) this.inc({ state: host.state });
+      if (broker.isLeader) for (const host of core.listHosts()) this.inc({ state: host.state });
     },
   });
   new Gauge({
@@ -92,7 +101,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     help: "Group commits made since start",
     registers: [metrics],
     collect() {
-      this.set(committer.commits);
+      this.set(broker.commits);
     },
   });
 
@@ -106,42 +115,59 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   app.addContentTypeParser("application/octet-stream", (_request, payload, done) => done(null, payload));
 
-  app.addHook("onRequest", async (request, reply) => {
-    const path = request.url.split("?")[0];
-    if (!path.startsWith("/api/v1/") || path === "/api/v1/openapi.json") return;
-    const token = bearerToken(request.headers.authorization);
-    const expected = path.startsWith("/api/v1/agent/") ? options.joinToken : options.adminToken;
-    if (!token || !safeEqual(token, expected)) {
-      reply.code(401).send({ error: { code: "unauthorized", message: "missing or wrong bearer token" } });
-    }
-  });
   app.addHook("onResponse", async (request, reply) => {
     if (request.method === "POST" && request.url === "/api/v1/jobs" && reply.statusCode === 201)
       submitted.inc();
   });
 
-  app.setErrorHandler((error: FastifyError, _request, reply) => {
-    if (error instanceof JobFileError || error instanceof InvalidRequestError) {
-      return reply.code(400).send({ error: { code: "invalid", field: error.field, message: error.message } });
-    }
-    if (error instanceof NotFoundError)
-      return reply.code(404).send({ error: { code: "not_found", message: error.message } });
-    if (error instanceof ConflictError)
-      return reply.code(409).send({ error: { code: "conflict", message: error.message } });
-    if (error.statusCode && error.statusCode < 500) {
+  // A standby sends API requests to the leader (307, the client follows with its token), or answers
+  // 503 while no leader is known; health, metrics and the OpenAPI document answer everywhere.
+  app.addHook("onRequest", async (request, reply) => {
+    if (broker.isLeader) return;
+    const path = request.url.split("?")[0];
+    if (!path.startsWith("/api/v1/") || path === "/api/v1/openapi.json") return;
+    const leader = broker.leader;
+    if (leader)
       return reply
-        .code(error.statusCode)
-        .send({ error: { code: error.code ?? "bad_request", message: error.message } });
-    }
-    log.error({ err: error }, "request failed");
-    return reply.code(500).send({ error: { code: "internal", message: error.message } });
+        .code(307)
+        .header("location", leader + request.url)
+        .send();
+    return reply
+      .code(503)
+      .header("retry-after", "1")
+      .send({ error: { code: "standby", message: new NotLeaderError(null).message } });
   });
 
-  const gateway = new AgentGateway({ core, blobs, joinToken: options.joinToken, heartbeatSeconds, log });
-  registerJobRoutes(app, { core, store, blobs });
-  registerHostRoutes(app, core);
-  registerAgentFileRoutes(app, core, blobs);
-  registerSystemRoutes(app, core, metrics, () => "leader");
+  let listening = "";
+  const pools = new PoolManager({
+    pools: options.pools ?? [],
+    drivers: { slurm: new SlurmDriver() },
+    state: () => (broker.isLeader ? broker.core().reactor.state : null),
+    serverUrl: () => listening,
+    joinToken: options.joinToken,
+    steward: STEWARD_BIN,
+    pilotDir: options.pilotDir ?? join(tmpdir(), "steward-pilots"),
+    log,
+  });
+
+  gateway = new AgentGateway({
+    core,
+    blobs,
+    joinToken: options.joinToken,
+    heartbeatSeconds,
+    log,
+    leading: () => (broker.isLeader ? null : (broker.leader ?? "")),
+  });
+  await registerApi(app, {
+    core,
+    store,
+    blobs,
+    metrics,
+    adminToken: options.adminToken,
+    joinToken: options.joinToken,
+    health: () => broker.health(),
+    pools: () => pools.status(),
+  });
 
   app.server.on("upgrade", (request, socket, head) => {
     if (!gateway.handleUpgrade(request, socket, head)) socket.destroy();
@@ -150,9 +176,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await app.listen({ host: options.host ?? "127.0.0.1", port: options.port ?? DEFAULT_PORT });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : (options.port ?? DEFAULT_PORT);
-  core.start();
   const url = `http://${options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1"}:${port}`;
-  log.info({ url }, "steward server listening");
+  listening = url;
+  await broker.start(url);
+  pools.start();
+  log.info({ url, ...broker.health() }, "steward server listening");
 
   return {
     url,
@@ -160,10 +188,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     core,
     app,
     async close() {
-      core.stop();
-      gateway.close();
+      pools.stop();
+      await broker.stop();
+      gateway?.close();
       await app.close();
-      await committer.flush();
       await store.close();
     },
   };

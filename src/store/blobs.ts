@@ -9,11 +9,18 @@ export interface BlobInfo {
 }
 
 export interface BlobStore {
-  /** Writes the whole blob from a stream; readers see the old blob or the new one, never a part (temp file + rename + fsync). */
+  /**
+   * Writes the whole blob from a stream; readers see the old blob or the new one, never a part
+   * (DiskBlobStore: temp file + rename + fsync; PostgresBlobStore: one transaction).
+   */
   write(key: string, data: Readable): Promise<BlobInfo>;
   /** Appends bytes at `offset`, which must equal the current size (idempotent resend: an offset below the size that matches is a no-op). Returns the new size. */
   append(key: string, offset: number, data: Buffer): Promise<number>;
-  /** A stream of the blob, optionally from a byte offset; throws BlobNotFoundError. */
+  /**
+   * A stream of the blob, optionally from a byte offset. A missing blob is a BlobNotFoundError:
+   * thrown at once where the store can tell without waiting (DiskBlobStore), otherwise the stream's
+   * error (PostgresBlobStore, which asks the database when the stream is first read).
+   */
   read(key: string, offset?: number): Readable;
   stat(key: string): Promise<BlobInfo | null>;
   /** Blobs under a prefix (a folder), keys relative to the store, sorted. */

@@ -6,30 +6,9 @@ import { closeSync, createReadStream, type Dirent, fstatSync, openSync } from "n
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
+import { BLOB_TEMP_PREFIX, checkBlobKey, compareKeys, trimPrefix } from "./blob-keys.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
-
-/** Temporary files start with this; keys may not have a segment that does. */
-const TEMP_PREFIX = ".steward-tmp-";
-
-/** Throws unless `key` is a relative slash-separated path that stays inside the store. */
-function checkKey(key: string, what = "blob key"): string[] {
-  if (typeof key !== "string" || key.length === 0) throw new Error(`${what} must not be empty`);
-  if (key.includes("\0")) throw new Error(`${what} ${JSON.stringify(key)} contains NUL`);
-  if (key.startsWith("/") || key.startsWith("\\") || /^[A-Za-z]:/.test(key)) {
-    throw new Error(`${what} ${JSON.stringify(key)} must be relative`);
-  }
-  if (key.includes("\\")) throw new Error(`${what} ${JSON.stringify(key)} must use / as separator`);
-  const segments = key.split("/");
-  for (const segment of segments) {
-    if (segment === "..") throw new Error(`${what} ${JSON.stringify(key)} leaves the store`);
-    // Empty and "." segments would give one blob two names.
-    if (segment === "" || segment === ".")
-      throw new Error(`${what} ${JSON.stringify(key)} is not normalised`);
-    if (segment.startsWith(TEMP_PREFIX))
-      throw new Error(`${what} ${JSON.stringify(key)} uses a reserved name`);
-  }
-  return segments;
-}
+import { KeyedLock } from "./keyed-lock.ts";
 
 function isMissing(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException).code;
@@ -50,7 +29,7 @@ async function fsyncDirectory(path: string): Promise<void> {
 export class DiskBlobStore implements BlobStore {
   readonly root: string;
   // Writes and appends to one key run one at a time, so an append's size check and its write agree.
-  #locks = new Map<string, Promise<unknown>>();
+  #locks = new KeyedLock();
 
   constructor(root: string) {
     this.root = root;
@@ -64,10 +43,10 @@ export class DiskBlobStore implements BlobStore {
       data.destroy(); // the stream is ours once handed over: do not leave its source hanging
       throw error;
     }
-    return this.#locked(key, async () => {
+    return this.#locks.run(key, async () => {
       const folder = dirname(path);
       const created = await mkdir(folder, { recursive: true });
-      const temp = join(folder, `${TEMP_PREFIX}${process.pid}-${Math.random().toString(36).slice(2)}`);
+      const temp = join(folder, `${BLOB_TEMP_PREFIX}${process.pid}-${Math.random().toString(36).slice(2)}`);
       let bytes = 0;
       const handle = await open(temp, "wx");
       try {
@@ -93,7 +72,7 @@ export class DiskBlobStore implements BlobStore {
   async append(key: string, offset: number, data: Buffer): Promise<number> {
     const path = this.#path(key);
     if (!Number.isSafeInteger(offset) || offset < 0) throw new Error(`bad offset ${offset} for ${key}`);
-    return this.#locked(key, async () => {
+    return this.#locks.run(key, async () => {
       const folder = dirname(path);
       let created: string | undefined;
       let isNew = false;
@@ -164,7 +143,7 @@ export class DiskBlobStore implements BlobStore {
   }
 
   async list(prefix: string): Promise<BlobInfo[]> {
-    const trimmed = prefix.replace(/\/+$/, "");
+    const trimmed = trimPrefix(prefix);
     const start = trimmed === "" ? this.root : this.#path(trimmed, "blob prefix");
     const info = await stat(start).catch((error) => {
       if (isMissing(error)) return null;
@@ -175,12 +154,12 @@ export class DiskBlobStore implements BlobStore {
     if (info.isFile()) return [{ key: this.#key(start), bytes: info.size }];
     const found: BlobInfo[] = [];
     await this.#walk(start, found);
-    return found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return found.sort(compareKeys);
   }
 
   async deletePrefix(prefix: string): Promise<void> {
     // An empty prefix would be the whole store: never what a caller means.
-    const path = this.#path(prefix.replace(/\/+$/, ""), "blob prefix");
+    const path = this.#path(trimPrefix(prefix), "blob prefix");
     await rm(path, { recursive: true, force: true });
   }
 
@@ -193,7 +172,7 @@ export class DiskBlobStore implements BlobStore {
       throw error;
     }
     for (const entry of entries) {
-      if (entry.name.startsWith(TEMP_PREFIX)) continue;
+      if (entry.name.startsWith(BLOB_TEMP_PREFIX)) continue;
       const child = join(path, entry.name);
       if (entry.isDirectory()) {
         await this.#walk(child, found);
@@ -208,7 +187,7 @@ export class DiskBlobStore implements BlobStore {
   }
 
   #path(key: string, what?: string): string {
-    return join(this.root, ...checkKey(key, what));
+    return join(this.root, ...checkBlobKey(key, what));
   }
 
   #key(path: string): string {
@@ -223,21 +202,6 @@ export class DiskBlobStore implements BlobStore {
     for (let path = dirname(folder); path.length >= top.length; path = dirname(path)) {
       await fsyncDirectory(path);
       if (path === top || path === dirname(path)) break;
-    }
-  }
-
-  async #locked<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const before = this.#locks.get(key) ?? Promise.resolve();
-    const result = before.then(work, work);
-    const settled = result.then(
-      () => {},
-      () => {},
-    );
-    this.#locks.set(key, settled);
-    try {
-      return await result;
-    } finally {
-      if (this.#locks.get(key) === settled) this.#locks.delete(key);
     }
   }
 }

@@ -12,13 +12,16 @@ interface Pending {
 
 export class GroupCommitter {
   readonly store: Store;
+  /** The term every commit names: a commit refused for an older term fails its pushes with StaleTermError. */
+  readonly term: number;
   /** Calls of store.commit made so far (batches with no changes at all are not committed). */
   commits = 0;
   #queue: Pending[] = [];
   #busy = false;
 
-  constructor(store: Store) {
+  constructor(store: Store, term: number) {
     this.store = store;
+    this.term = term;
   }
 
   /**
@@ -55,7 +58,7 @@ export class GroupCommitter {
     const changes = batch.flatMap((pending) => pending.changes);
     try {
       if (changes.length > 0) {
-        await this.store.commit(changes);
+        await this.store.commit(this.term, changes);
         this.commits++;
       }
       for (const pending of batch) pending.resolve();

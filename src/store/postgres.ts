@@ -9,24 +9,35 @@
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
 import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { inTransaction } from "./pg-transaction.ts";
 import {
-  attemptRow,
-  eventRow,
-  hostRow,
-  jobRow,
+  ATTEMPTS,
+  type Column,
+  columnNames,
+  type Dialect,
+  EVENTS,
+  HOSTS,
+  JOBS,
+  META,
+  type MetaEntry,
   type RowCodec,
   type RowValue,
-  rowToAttempt,
-  rowToEvent,
-  rowToHost,
-  rowToJob,
-  rowToTask,
-  taskRow,
-} from "./rows.ts";
-import { type Migration, readMigrations } from "./sqlite.ts";
-import type { Change, Store, StoreSnapshot } from "./store.ts";
+  rowCodec,
+  selectColumns,
+  TASKS,
+  type Table,
+} from "./schema.ts";
+import {
+  type Change,
+  type Elections,
+  type LeadershipInfo,
+  StaleTermError,
+  type Store,
+  type StoreSnapshot,
+} from "./store.ts";
 
-export const POSTGRES_MIGRATIONS_DIR = join(import.meta.dirname, "migrations", "postgres");
+export const POSTGRES_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "postgres");
 
 /** Two-key advisory lock: this class ("Stew") and a hash of the schema, so one migrator per schema. */
 const MIGRATION_LOCK_CLASS = 0x53746577;
@@ -42,73 +53,86 @@ const TYPES = new TypeOverrides();
 TYPES.setTypeParser(types.builtins.INT8, Number);
 
 type Row = unknown[];
-type Value = RowValue;
 
-interface Column {
-  name: string;
-  type: "text" | "integer" | "bigint" | "boolean" | "json";
+/** PostgreSQL keeps booleans as booleans; json columns come back parsed. */
+const DIALECT: Dialect = {
+  bool: (value) => value,
+  readBool: (value) => value as boolean,
+  readJson: (value) => value,
+};
+
+const CODEC = {
+  jobs: rowCodec(JOBS, DIALECT),
+  tasks: rowCodec(TASKS, DIALECT),
+  attempts: rowCodec(ATTEMPTS, DIALECT),
+  events: rowCodec(EVENTS, DIALECT),
+  hosts: rowCodec(HOSTS, DIALECT),
+  meta: rowCodec(META, DIALECT),
+};
+
+/** The column arrays $1..$n, typed, for UNNEST. */
+function arrays<R>(columns: readonly Column<R>[]): string {
+  return columns.map((column, i) => `$${i + 1}::${column.type}[]`).join(", ");
 }
 
-function columns(spec: string): Column[] {
-  return spec.split(", ").map((each) => {
-    const [name, type] = each.split(" ");
-    return { name, type: type as Column["type"] };
-  });
-}
-
-const JOB = columns(
-  "id text, name text, owner text, state text, priority bigint, held boolean, cancel_requested boolean, " +
-    "created_at bigint, ended_at bigint, spec json, inputs json",
-);
-const TASK = columns(
-  "job_id text, idx integer, state text, attempts integer, failures integer, losses integer, " +
-    "not_before bigint, result_attempt integer, checkpoint json",
-);
-const ATTEMPT = columns(
-  "job_id text, task_index integer, number integer, host text, state text, outcome text, reason text, " +
-    "exit_code integer, restarted boolean, started_at bigint, ended_at bigint",
-);
-const EVENT = columns("job_id text, at bigint, kind text, message text");
-const HOST = columns(
-  "name text, pool text, state text, slots integer, labels json, facts json, last_seen bigint",
-);
-const META = columns("key text, value text");
-
-const names = (table: Column[]) => table.map((column) => column.name).join(", ");
-
-/** INSERT of one row per element of the column arrays $1..$n, in array order. */
-function insertUnnest(table: string, cols: Column[]): string {
-  const arrays = cols.map((column, i) => `$${i + 1}::${column.type}[]`).join(", ");
-  return `INSERT INTO ${table} (${names(cols)}) SELECT * FROM unnest(${arrays})`;
-}
-
-/** insertUnnest that replaces the rows already there; the arrays must not name one key twice. */
-function upsertUnnest(table: string, cols: Column[], key: string[]): string {
-  const updates = cols
-    .filter((column) => !key.includes(column.name))
+/** INSERT of one row per element of the column arrays, replacing the rows already there; the arrays must not name one key twice. */
+function upsertUnnest<R>(table: Table<R>): string {
+  const updates = table.columns
+    .filter((column) => !table.key.includes(column.name))
     .map((column) => `${column.name} = excluded.${column.name}`)
     .join(", ");
-  return `${insertUnnest(table, cols)} ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${updates}`;
+  return (
+    `INSERT INTO ${table.name} (${columnNames(table.columns)}) SELECT * FROM unnest(${arrays(table.columns)}) ` +
+    `ON CONFLICT (${table.key.join(", ")}) DO UPDATE SET ${updates}`
+  );
 }
 
+function selectAll<R>(table: Table<R>): string {
+  return `SELECT ${columnNames(selectColumns(table))} FROM ${table.name} ORDER BY ${table.loadOrder}`;
+}
+
+const EVENT_NAMES = columnNames(EVENTS.columns);
+const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
+
 const SQL = {
-  putJobs: upsertUnnest("jobs", JOB, ["id"]),
-  putTasks: upsertUnnest("tasks", TASK, ["job_id", "idx"]),
-  putAttempts: upsertUnnest("attempts", ATTEMPT, ["job_id", "task_index", "number"]),
-  addEvents: insertUnnest("events", EVENT),
-  putHosts: upsertUnnest("hosts", HOST, ["name"]),
-  setMeta: upsertUnnest("meta", META, ["key"]),
+  putJobs: upsertUnnest(JOBS),
+  putTasks: upsertUnnest(TASKS),
+  putAttempts: upsertUnnest(ATTEMPTS),
+  // Rows are inserted in array order (ORDER BY the ordinality), so the identity ids follow it.
+  addEvents:
+    `INSERT INTO events (${EVENT_NAMES}) SELECT ${EVENT_NAMES} FROM unnest(${arrays(EVENTS.columns)}) ` +
+    `WITH ORDINALITY AS u(${EVENT_NAMES}, n) ORDER BY n RETURNING id`,
+  putHosts: upsertUnnest(HOSTS),
+  setMeta: upsertUnnest(META),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
   // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all four.
   deleteJob:
     "WITH a AS (DELETE FROM attempts WHERE job_id = $1), t AS (DELETE FROM tasks WHERE job_id = $1), " +
     "e AS (DELETE FROM events WHERE job_id = $1) DELETE FROM jobs WHERE id = $1",
-  loadJobs: `SELECT ${names(JOB)} FROM jobs ORDER BY created_at, id`,
-  loadTasks: `SELECT ${names(TASK)} FROM tasks ORDER BY job_id, idx`,
-  loadAttempts: `SELECT ${names(ATTEMPT)} FROM attempts ORDER BY job_id, task_index, number`,
-  loadHosts: `SELECT ${names(HOST)} FROM hosts ORDER BY name`,
-  loadMeta: "SELECT key, value FROM meta ORDER BY key",
-  events: `SELECT ${names(EVENT)} FROM events WHERE job_id = $1 ORDER BY at, id`,
+  loadJobs: selectAll(JOBS),
+  loadTasks: selectAll(TASKS),
+  loadAttempts: selectAll(ATTEMPTS),
+  loadHosts: selectAll(HOSTS),
+  loadMeta: selectAll(META),
+  events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
+  eventsAfter: `${EVENT_SELECT} WHERE id > $1 ORDER BY id LIMIT $2`,
+  jobEventsAfter: `${EVENT_SELECT} WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  // The row lock serializes commits: a commit of an older term waits for the newer one, then is refused.
+  lockTerm: "SELECT term FROM leadership WHERE id = 1 FOR UPDATE",
+  readTerm: "SELECT term FROM leadership WHERE id = 1",
+  writeTerm: "UPDATE leadership SET term = $1 WHERE id = 1",
+  // Row locks make these one at a time with commits: a commit of the old term that was waiting runs
+  // after the new term is in, and is refused.
+  tryLead:
+    "UPDATE leadership SET term = term + 1, leader = $1, lease_until = now() + make_interval(secs => $2) " +
+    "WHERE id = 1 AND (lease_until IS NULL OR lease_until <= now() OR leader = $1) RETURNING term",
+  renewLease:
+    "UPDATE leadership SET lease_until = now() + make_interval(secs => $2) WHERE id = 1 AND term = $1 RETURNING term",
+  leadership: "SELECT term, leader, coalesce(lease_until > now(), false) FROM leadership WHERE id = 1",
+  resign: "UPDATE leadership SET lease_until = now() WHERE id = 1 AND term = $1",
+  reserveIds:
+    "INSERT INTO sequences AS s (name, next) VALUES ($1, 1 + $2::bigint) " +
+    "ON CONFLICT (name) DO UPDATE SET next = s.next + $2::bigint RETURNING next - $2::bigint",
 } as const;
 
 type StatementName = keyof typeof SQL;
@@ -135,7 +159,7 @@ export function splitSchemaParameter(url: string): { url: string; schema: string
   return { url: parsed.toString(), schema };
 }
 
-export class PostgresStore implements Store {
+export class PostgresStore implements Store, Elections {
   readonly kind = "postgres" as const;
   /** The schema given (option or URL), or null for the connection's own search_path. */
   readonly schema: string | null;
@@ -174,7 +198,7 @@ export class PostgresStore implements Store {
     // listener that would end the process. The next commit opens a new one, or fails loudly.
     pool.on("error", () => {});
     try {
-      await migrate(pool, schema, await readMigrations(POSTGRES_MIGRATIONS_DIR));
+      await migrate(migrationDialect(pool, schema), await readMigrations(POSTGRES_MIGRATIONS_DIR));
     } catch (error) {
       await pool.end();
       throw new Error(`cannot open the PostgreSQL store ${this.#where()}: ${(error as Error).message}`, {
@@ -187,19 +211,32 @@ export class PostgresStore implements Store {
   async load(): Promise<StoreSnapshot> {
     // One REPEATABLE READ transaction: the five reads see one state even while others commit.
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
-      jobs: (await rows(client, "loadJobs")).map((row) => rowToJob(row, CODEC)),
-      tasks: (await rows(client, "loadTasks")).map((row) => rowToTask(row, CODEC)),
-      attempts: (await rows(client, "loadAttempts")).map((row) => rowToAttempt(row, CODEC)),
-      hosts: (await rows(client, "loadHosts")).map((row) => rowToHost(row, CODEC)),
+      jobs: (await rows(client, "loadJobs")).map(CODEC.jobs.decode),
+      tasks: (await rows(client, "loadTasks")).map(CODEC.tasks.decode),
+      attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
+      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
     }));
   }
 
-  async commit(changes: readonly Change[]): Promise<void> {
+  async beginTerm(): Promise<number> {
+    return this.#transaction("BEGIN", async (client) => {
+      const term = (await termOf(client, "lockTerm")) + 1;
+      await run(client, "writeTerm", [term]);
+      return term;
+    });
+  }
+
+  async currentTerm(): Promise<number> {
+    const result = await this.#connected().query(query("readTerm", []));
+    return Number(result.rows[0][0]);
+  }
+
+  async commit(term: number, changes: readonly Change[]): Promise<void> {
     this.#connected();
-    if (changes.length === 0) return;
+    const batch = new PendingPuts();
     await this.#transaction("BEGIN", async (client) => {
-      const batch = new PendingPuts();
+      await checkTerm(client, term);
       for (const change of changes) {
         switch (change.op) {
           case "deleteJob":
@@ -216,11 +253,51 @@ export class PostgresStore implements Store {
       }
       await batch.flush(client);
     });
+    // Only a committed event gets its id.
+    for (const [event, id] of batch.added) event.id = id;
+  }
+
+  async reserveIds(term: number, sequence: string, count: number): Promise<number> {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    return this.#transaction("BEGIN", async (client) => {
+      await checkTerm(client, term);
+      const result = await client.query(query("reserveIds", [sequence, count]));
+      return Number(result.rows[0][0]);
+    });
+  }
+
+  async tryLead(leader: string, leaseSeconds: number): Promise<number | null> {
+    const result = await this.#connected().query(query("tryLead", [leader, leaseSeconds]));
+    return result.rows.length === 0 ? null : Number(result.rows[0][0]);
+  }
+
+  async renewLease(term: number, leaseSeconds: number): Promise<boolean> {
+    const result = await this.#connected().query(query("renewLease", [term, leaseSeconds]));
+    return result.rows.length > 0;
+  }
+
+  async leadership(): Promise<LeadershipInfo> {
+    const result = await this.#connected().query(query("leadership", []));
+    const [term, leader, valid] = result.rows[0] as [unknown, string | null, boolean];
+    return { term: Number(term), leader, leaseValid: valid };
+  }
+
+  async resign(term: number): Promise<void> {
+    await this.#connected().query(query("resign", [term]));
   }
 
   async events(jobId: string): Promise<EventRecord[]> {
     const result = await this.#connected().query(query("events", [jobId]));
-    return result.rows.map(rowToEvent);
+    return result.rows.map(CODEC.events.decode);
+  }
+
+  async eventsAfter(after: number, limit: number, jobId?: string): Promise<EventRecord[]> {
+    const result = await this.#connected().query(
+      jobId === undefined
+        ? query("eventsAfter", [after, limit])
+        : query("jobEventsAfter", [jobId, after, limit]),
+    );
+    return result.rows.map(CODEC.events.decode);
   }
 
   async close(): Promise<void> {
@@ -246,26 +323,8 @@ export class PostgresStore implements Store {
     return this.schema === null ? place : `${place} schema ${this.schema}`;
   }
 
-  /** Runs `work` between `begin` and COMMIT on one connection; ROLLBACK and rethrow on error. */
-  async #transaction<T>(begin: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#connected().connect();
-    // A connection whose ROLLBACK failed is in an unknown state: it is destroyed, not pooled again.
-    let broken: Error | undefined;
-    try {
-      await client.query(begin);
-      try {
-        const result = await work(client);
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
-        throw error;
-      }
-    } finally {
-      client.release(broken);
-    }
+  #transaction<T>(begin: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.#connected(), begin, work);
   }
 }
 
@@ -300,9 +359,11 @@ class PendingPuts {
   tasks = new Rounds<TaskRecord>((task) => `${task.jobId}\0${task.index}`);
   attempts = new Rounds<AttemptRecord>((a) => `${a.jobId}\0${a.taskIndex}\0${a.number}`);
   hosts = new Rounds<HostRecord>((host) => host.name);
-  meta = new Rounds<{ key: string; value: string }>((entry) => entry.key);
+  meta = new Rounds<MetaEntry>((entry) => entry.key);
   /** Inserted in the order they were added: their ids keep that order for events(jobId). */
   events: EventRecord[] = [];
+  /** The events inserted so far with the ids they were given. */
+  added: [EventRecord, number][] = [];
 
   add(change: Exclude<Change, { op: "deleteJob" | "deleteHost" }>): void {
     switch (change.op) {
@@ -332,15 +393,22 @@ class PendingPuts {
   }
 
   async flush(client: PoolClient): Promise<void> {
-    await write(client, "putJobs", this.jobs.take(), JOB.length, (job) => jobRow(job, CODEC));
-    await write(client, "putTasks", this.tasks.take(), TASK.length, taskRow);
-    await write(client, "putAttempts", this.attempts.take(), ATTEMPT.length, (attempt) =>
-      attemptRow(attempt, CODEC),
-    );
-    await write(client, "addEvents", [this.events], EVENT.length, eventRow);
+    await write(client, "putJobs", this.jobs.take(), CODEC.jobs);
+    await write(client, "putTasks", this.tasks.take(), CODEC.tasks);
+    await write(client, "putAttempts", this.attempts.take(), CODEC.attempts);
+    const events = this.events;
     this.events = [];
-    await write(client, "putHosts", this.hosts.take(), HOST.length, hostRow);
-    await write(client, "setMeta", this.meta.take(), META.length, (entry) => [entry.key, entry.value]);
+    for (let start = 0; start < events.length; start += ROWS_PER_STATEMENT) {
+      const chunk = events.slice(start, start + ROWS_PER_STATEMENT);
+      const result = await client.query(query("addEvents", columnArrays(chunk, CODEC.events)));
+      // Ids are given in insert order; RETURNING's order is not promised, so they are sorted.
+      const ids = result.rows.map((row) => Number(row[0])).sort((a, b) => a - b);
+      chunk.forEach((event, i) => {
+        this.added.push([event, ids[i]]);
+      });
+    }
+    await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
+    await write(client, "setMeta", this.meta.take(), CODEC.meta);
   }
 }
 
@@ -369,97 +437,87 @@ class Rounds<T> {
   }
 }
 
+/** The records as one array per column, for UNNEST. */
+function columnArrays<T>(records: readonly T[], codec: RowCodec<T>): RowValue[][] {
+  const columns: RowValue[][] = [];
+  records.forEach((record, row) => {
+    const each = codec.encode(record);
+    for (let column = 0; column < each.length; column++) {
+      columns[column] ??= new Array(records.length);
+      columns[column][row] = each[column];
+    }
+  });
+  return columns;
+}
+
 /** Each round as column arrays, ROWS_PER_STATEMENT rows per statement, in order. */
 async function write<T>(
   client: PoolClient,
   name: StatementName,
   rounds: T[][],
-  width: number,
-  values: (record: T) => Value[],
+  codec: RowCodec<T>,
 ): Promise<void> {
   for (const round of rounds) {
     for (let start = 0; start < round.length; start += ROWS_PER_STATEMENT) {
-      const chunk = round.slice(start, start + ROWS_PER_STATEMENT);
-      const arrays: Value[][] = Array.from({ length: width }, () => new Array(chunk.length));
-      chunk.forEach((record, row) => {
-        const each = values(record);
-        for (let column = 0; column < width; column++) arrays[column][row] = each[column];
-      });
-      await run(client, name, arrays);
+      await run(client, name, columnArrays(round.slice(start, start + ROWS_PER_STATEMENT), codec));
     }
   }
 }
 
-/** PostgreSQL keeps booleans as booleans; json columns come back parsed. */
-const CODEC: RowCodec = {
-  bool(value) {
-    // PostgreSQL would read 1 or "yes" as true; SQLite refuses them too.
-    if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
-    return value;
-  },
-  readBool: (value) => value as boolean,
-  readJson: (value) => value,
-};
+async function termOf(client: PoolClient, name: "lockTerm" | "readTerm"): Promise<number> {
+  const result = await client.query(query(name, []));
+  return Number(result.rows[0][0]);
+}
 
 /**
- * Applies the migrations not yet recorded in schema_migrations, all in one transaction under an
- * advisory lock: a second server starting at the same moment waits, then finds them applied.
+ * Refuses an older term, makes a newer one the newest: in the commit's own transaction, holding the
+ * leadership row until it ends, so no commit of another term runs between the check and the writes.
  */
-async function migrate(pool: Pool, schema: string | null, migrations: Migration[]): Promise<void> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query("BEGIN");
-    try {
-      await client.query(
-        "SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema()::text, '')))",
-        [MIGRATION_LOCK_CLASS, schema],
-      );
-      // Looked up rather than CREATE SCHEMA IF NOT EXISTS, which needs the CREATE privilege even when
-      // the schema is there: a schema made beforehand by an administrator is enough.
-      if (schema !== null) {
-        const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
-        if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${escapeIdentifier(schema)}`);
-      }
-      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY,
-        name text NOT NULL,
-        applied_at bigint NOT NULL
-      )`);
-      const applied = new Set(
-        (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((row) =>
-          Number(row.version),
-        ),
-      );
-      const newest = Math.max(0, ...applied);
-      if (newest > migrations.length) {
-        throw new Error(
-          `the database is at schema version ${newest}, newer than this Steward knows (${migrations.length})`,
+async function checkTerm(client: PoolClient, term: number): Promise<void> {
+  const newest = await termOf(client, "lockTerm");
+  if (term < newest) throw new StaleTermError(term, newest);
+  if (term > newest) await run(client, "writeTerm", [term]);
+}
+
+/**
+ * The migration runner's view of PostgreSQL: one transaction under an advisory lock, so a second
+ * server starting at the same moment waits, then finds the migrations applied.
+ */
+function migrationDialect(pool: Pool, schema: string | null): MigrationDialect {
+  return {
+    async exclusive(work) {
+      await inTransaction(pool, "BEGIN", async (client) => {
+        await client.query(
+          "SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema()::text, '')))",
+          [MIGRATION_LOCK_CLASS, schema],
         );
-      }
-      for (const migration of migrations) {
-        if (applied.has(migration.version)) continue;
-        try {
-          await client.query(migration.sql);
-        } catch (error) {
-          throw new Error(`schema migration ${migration.name} failed: ${(error as Error).message}`, {
-            cause: error,
-          });
+        // Looked up rather than CREATE SCHEMA IF NOT EXISTS, which needs the CREATE privilege even
+        // when the schema is there: a schema made beforehand by an administrator is enough.
+        if (schema !== null) {
+          const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+          if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${escapeIdentifier(schema)}`);
         }
-        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
-          migration.version,
-          migration.name,
-          Date.now(),
-        ]);
-      }
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch((rollbackError: Error) => {
-        broken = rollbackError;
+        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at bigint NOT NULL
+        )`);
+        await work({
+          exec: async (sql) => {
+            await client.query(sql);
+          },
+          appliedVersions: async () =>
+            (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map(
+              (row) => Number(row.version),
+            ),
+          record: async (migration, at) => {
+            await client.query(
+              "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+              [migration.version, migration.name, at],
+            );
+          },
+        });
       });
-      throw error;
-    }
-  } finally {
-    client.release(broken);
-  }
+    },
+  };
 }

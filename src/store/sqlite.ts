@@ -2,114 +2,101 @@
 // WAL with synchronous=FULL, so a commit that returned survives kill -9 and power loss (guarantee 1).
 // The calls are synchronous; the Store interface is asynchronous only so that PostgreSQL fits it too.
 
-import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { EventRecord, TaskRecord } from "../model/records.ts";
+import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import {
-  attemptRow,
-  eventRow,
-  hostRow,
-  jobRow,
-  type Row,
-  type RowCodec,
-  rowToAttempt,
-  rowToEvent,
-  rowToHost,
-  rowToJob,
-  rowToTask,
-  taskRow,
-} from "./rows.ts";
-import type { Change, Store, StoreSnapshot } from "./store.ts";
+  ATTEMPTS,
+  columnNames,
+  type Dialect,
+  EVENTS,
+  HOSTS,
+  JOBS,
+  META,
+  rowCodec,
+  selectColumns,
+  TASKS,
+  type Table,
+} from "./schema.ts";
+import { type Change, StaleTermError, type Store, type StoreSnapshot } from "./store.ts";
 
-/** What SQLite binds: booleans go in as 0/1 (see CODEC). */
+/** What SQLite binds: booleans go in as 0/1 (see DIALECT). */
 type SqlValue = string | number | null;
+type Row = readonly unknown[];
 
-const MIGRATIONS_DIR = join(import.meta.dirname, "migrations", "sqlite");
+export const SQLITE_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "sqlite");
 const BUSY_TIMEOUT_MS = 10_000;
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+/** SQLite keeps booleans as 0/1 and JSON as text. */
+const DIALECT: Dialect = {
+  bool: (value) => (value ? 1 : 0),
+  readBool: (value) => value === 1,
+  readJson: (value) => JSON.parse(value as string),
+};
 
-/** The numbered files of a migrations folder ("001_init.sql"), in order; gaps and duplicates are errors. */
-export async function readMigrations(dir: string = MIGRATIONS_DIR): Promise<Migration[]> {
-  const migrations: Migration[] = [];
-  for (const file of await readdir(dir)) {
-    const match = /^(\d+)_[\w-]+\.sql$/.exec(file);
-    if (!match) continue;
-    migrations.push({ version: Number(match[1]), name: file, sql: await readFile(join(dir, file), "utf8") });
-  }
-  migrations.sort((a, b) => a.version - b.version);
-  migrations.forEach((migration, i) => {
-    if (migration.version !== i + 1) {
-      throw new Error(`migrations in ${dir}: expected version ${i + 1}, found ${migration.name}`);
-    }
-  });
-  return migrations;
-}
-
-const JOB_COLUMNS =
-  "id, name, owner, state, priority, held, cancel_requested, created_at, ended_at, spec, inputs";
-const TASK_COLUMNS = "job_id, idx, state, attempts, failures, losses, not_before, result_attempt, checkpoint";
-const ATTEMPT_COLUMNS =
-  "job_id, task_index, number, host, state, outcome, reason, exit_code, restarted, started_at, ended_at";
-const HOST_COLUMNS = "name, pool, state, slots, labels, facts, last_seen";
+const CODEC = {
+  jobs: rowCodec(JOBS, DIALECT),
+  tasks: rowCodec(TASKS, DIALECT),
+  attempts: rowCodec(ATTEMPTS, DIALECT),
+  events: rowCodec(EVENTS, DIALECT),
+  hosts: rowCodec(HOSTS, DIALECT),
+  meta: rowCodec(META, DIALECT),
+};
 
 // putTasks binds this many rows per statement: half the time of one row per statement at 100,000
-// tasks, and 900 parameters stay under every SQLite's limit (999 before 3.32).
+// tasks, and 1,100 parameters stay under SQLite's limit (32,766 since 3.32).
 const TASKS_PER_STATEMENT = 100;
-const TASK_PARAMETERS = TASK_COLUMNS.split(", ").length;
+const TASK_PARAMETERS = TASKS.columns.length;
 
 /** INSERT ... ON CONFLICT DO UPDATE of every column that is not part of the key, for `rows` rows. */
-function upsert(table: string, columns: string, key: string[], rows = 1): string {
-  const names = columns.split(", ");
-  const row = `(${names.map(() => "?").join(", ")})`;
+function upsert<R>(table: Table<R>, rows = 1): string {
+  const row = `(${table.columns.map(() => "?").join(", ")})`;
   const placeholders = Array.from({ length: rows }, () => row).join(", ");
-  const updates = names
-    .filter((name) => !key.includes(name))
-    .map((name) => `${name} = excluded.${name}`)
+  const updates = table.columns
+    .filter((column) => !table.key.includes(column.name))
+    .map((column) => `${column.name} = excluded.${column.name}`)
     .join(", ");
-  return `INSERT INTO ${table} (${columns}) VALUES ${placeholders} ON CONFLICT (${key.join(", ")}) DO UPDATE SET ${updates}`;
+  return `INSERT INTO ${table.name} (${columnNames(table.columns)}) VALUES ${placeholders} ON CONFLICT (${table.key.join(", ")}) DO UPDATE SET ${updates}`;
 }
 
+function selectAll<R>(table: Table<R>): string {
+  return `SELECT ${columnNames(selectColumns(table))} FROM ${table.name} ORDER BY ${table.loadOrder}`;
+}
+
+const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
+
 const SQL = {
-  putJob: upsert("jobs", JOB_COLUMNS, ["id"]),
-  putTask: upsert("tasks", TASK_COLUMNS, ["job_id", "idx"]),
-  putTaskChunk: upsert("tasks", TASK_COLUMNS, ["job_id", "idx"], TASKS_PER_STATEMENT),
-  putAttempt: upsert("attempts", ATTEMPT_COLUMNS, ["job_id", "task_index", "number"]),
-  putHost: upsert("hosts", HOST_COLUMNS, ["name"]),
-  addEvent: "INSERT INTO events (job_id, at, kind, message) VALUES (?, ?, ?, ?)",
+  putJob: upsert(JOBS),
+  putTask: upsert(TASKS),
+  putTaskChunk: upsert(TASKS, TASKS_PER_STATEMENT),
+  putAttempt: upsert(ATTEMPTS),
+  putHost: upsert(HOSTS),
+  setMeta: upsert(META),
+  addEvent: `INSERT INTO events (${columnNames(EVENTS.columns)}) VALUES (${EVENTS.columns.map(() => "?").join(", ")}) RETURNING id`,
   deleteHost: "DELETE FROM hosts WHERE name = ?",
   deleteJobAttempts: "DELETE FROM attempts WHERE job_id = ?",
   deleteJobTasks: "DELETE FROM tasks WHERE job_id = ?",
   deleteJobEvents: "DELETE FROM events WHERE job_id = ?",
   deleteJob: "DELETE FROM jobs WHERE id = ?",
-  setMeta:
-    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-  loadJobs: `SELECT ${JOB_COLUMNS} FROM jobs ORDER BY created_at, id`,
-  loadTasks: `SELECT ${TASK_COLUMNS} FROM tasks ORDER BY job_id, idx`,
-  loadAttempts: `SELECT ${ATTEMPT_COLUMNS} FROM attempts ORDER BY job_id, task_index, number`,
-  loadHosts: `SELECT ${HOST_COLUMNS} FROM hosts ORDER BY name`,
-  loadMeta: "SELECT key, value FROM meta ORDER BY key",
-  events: "SELECT job_id, at, kind, message FROM events WHERE job_id = ? ORDER BY at, id",
+  loadJobs: selectAll(JOBS),
+  loadTasks: selectAll(TASKS),
+  loadAttempts: selectAll(ATTEMPTS),
+  loadHosts: selectAll(HOSTS),
+  loadMeta: selectAll(META),
+  events: `${EVENT_SELECT} WHERE job_id = ? ORDER BY at, id`,
+  eventsAfter: `${EVENT_SELECT} WHERE id > ? ORDER BY id LIMIT ?`,
+  jobEventsAfter: `${EVENT_SELECT} WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?`,
+  readTerm: "SELECT term FROM leadership WHERE id = 1",
+  writeTerm: "UPDATE leadership SET term = ? WHERE id = 1",
+  readSequence: "SELECT next FROM sequences WHERE name = ?",
+  writeSequence:
+    "INSERT INTO sequences (name, next) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET next = excluded.next",
 } as const;
 
 type StatementName = keyof typeof SQL;
 
 // Rows come back as arrays (setReturnArrays) in the column order above: cheaper than objects at 100,000 rows.
-
-/** SQLite keeps booleans as 0/1 and JSON as text. */
-const CODEC: RowCodec = {
-  bool(value) {
-    if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
-    return value ? 1 : 0;
-  },
-  readBool: (value) => value === 1,
-  readJson: (value) => JSON.parse(value as string),
-};
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
@@ -128,7 +115,7 @@ export class SqliteStore implements Store {
       db.exec("PRAGMA journal_mode = WAL");
       db.exec("PRAGMA synchronous = FULL");
       db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      migrate(db, await readMigrations());
+      await migrate(migrationDialect(db), await readMigrations(SQLITE_MIGRATIONS_DIR));
     } catch (error) {
       db.close();
       throw error;
@@ -137,32 +124,68 @@ export class SqliteStore implements Store {
   }
 
   async load(): Promise<StoreSnapshot> {
-    this.#database();
-    return {
-      jobs: this.#rows("loadJobs").map((row) => rowToJob(row, CODEC)),
-      tasks: this.#rows("loadTasks").map((row) => rowToTask(row, CODEC)),
-      attempts: this.#rows("loadAttempts").map((row) => rowToAttempt(row, CODEC)),
-      hosts: this.#rows("loadHosts").map((row) => rowToHost(row, CODEC)),
-      meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
-    };
+    const db = this.#database();
+    // One read transaction: the five reads see one state even while another connection commits.
+    db.exec("BEGIN");
+    try {
+      return {
+        jobs: this.#rows("loadJobs").map(CODEC.jobs.decode),
+        tasks: this.#rows("loadTasks").map(CODEC.tasks.decode),
+        attempts: this.#rows("loadAttempts").map(CODEC.attempts.decode),
+        hosts: this.#rows("loadHosts").map(CODEC.hosts.decode),
+        meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
+      };
+    } finally {
+      db.exec("COMMIT");
+    }
   }
 
-  async commit(changes: readonly Change[]): Promise<void> {
-    const db = this.#database();
-    if (changes.length === 0) return;
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      for (const change of changes) this.#apply(change);
-      db.exec("COMMIT");
-    } catch (error) {
-      if (db.isTransaction) db.exec("ROLLBACK");
-      throw error;
-    }
+  async beginTerm(): Promise<number> {
+    return this.#write(() => {
+      const term = this.#term() + 1;
+      this.#run("writeTerm", term);
+      return term;
+    });
+  }
+
+  async currentTerm(): Promise<number> {
+    this.#database();
+    return this.#term();
+  }
+
+  async commit(term: number, changes: readonly Change[]): Promise<void> {
+    const added: [EventRecord, number][] = [];
+    this.#write(() => {
+      this.#checkTerm(term);
+      for (const change of changes) this.#apply(change, added);
+    });
+    // Only a committed event gets its id.
+    for (const [event, id] of added) event.id = id;
+  }
+
+  async reserveIds(term: number, sequence: string, count: number): Promise<number> {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    return this.#write(() => {
+      this.#checkTerm(term);
+      const row = this.#statement("readSequence").get(sequence) as unknown as Row | undefined;
+      const first = row ? Number(row[0]) : 1;
+      this.#run("writeSequence", sequence, first + count);
+      return first;
+    });
   }
 
   async events(jobId: string): Promise<EventRecord[]> {
     this.#database();
-    return this.#rows("events", jobId).map(rowToEvent);
+    return this.#rows("events", jobId).map(CODEC.events.decode);
+  }
+
+  async eventsAfter(after: number, limit: number, jobId?: string): Promise<EventRecord[]> {
+    this.#database();
+    const rows =
+      jobId === undefined
+        ? this.#rows("eventsAfter", after, limit)
+        : this.#rows("jobEventsAfter", jobId, after, limit);
+    return rows.map(CODEC.events.decode);
   }
 
   async close(): Promise<void> {
@@ -173,22 +196,52 @@ export class SqliteStore implements Store {
     db.close();
   }
 
-  #apply(change: Change): void {
+  /** Runs `work` in one write transaction (BEGIN IMMEDIATE takes the write lock first). */
+  #write<T>(work: () => T): T {
+    const db = this.#database();
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (db.isTransaction) db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  #term(): number {
+    const row = this.#statement("readTerm").get() as unknown as Row;
+    return Number(row[0]);
+  }
+
+  /** Refuses an older term; makes a newer one the newest. Inside the commit's transaction. */
+  #checkTerm(term: number): void {
+    const newest = this.#term();
+    if (term < newest) throw new StaleTermError(term, newest);
+    if (term > newest) this.#run("writeTerm", term);
+  }
+
+  #apply(change: Change, added: [EventRecord, number][]): void {
     switch (change.op) {
       case "putJob":
-        this.#run("putJob", ...(jobRow(change.job, CODEC) as SqlValue[]));
+        this.#run("putJob", ...(CODEC.jobs.encode(change.job) as SqlValue[]));
         return;
       case "putTasks":
         this.#putTasks(change.tasks);
         return;
       case "putAttempt":
-        this.#run("putAttempt", ...(attemptRow(change.attempt, CODEC) as SqlValue[]));
+        this.#run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
         return;
-      case "addEvent":
-        this.#run("addEvent", ...(eventRow(change.event) as SqlValue[]));
+      case "addEvent": {
+        const row = this.#statement("addEvent").get(
+          ...(CODEC.events.encode(change.event) as SqlValue[]),
+        ) as unknown as Row;
+        added.push([change.event, Number(row[0])]);
         return;
+      }
       case "putHost":
-        this.#run("putHost", ...(hostRow(change.host) as SqlValue[]));
+        this.#run("putHost", ...(CODEC.hosts.encode(change.host) as SqlValue[]));
         return;
       case "deleteHost":
         this.#run("deleteHost", change.name);
@@ -216,14 +269,14 @@ export class SqliteStore implements Store {
     let start = 0;
     for (; start + TASKS_PER_STATEMENT <= tasks.length; start += TASKS_PER_STATEMENT) {
       for (let i = 0; i < TASKS_PER_STATEMENT; i++) {
-        const row = taskRow(tasks[start + i]) as SqlValue[];
+        const row = CODEC.tasks.encode(tasks[start + i]) as SqlValue[];
         for (let column = 0; column < TASK_PARAMETERS; column++)
           values[i * TASK_PARAMETERS + column] = row[column];
       }
       chunk.run(...values);
     }
     const one = this.#statement("putTask");
-    for (; start < tasks.length; start++) one.run(...(taskRow(tasks[start]) as SqlValue[]));
+    for (; start < tasks.length; start++) one.run(...(CODEC.tasks.encode(tasks[start]) as SqlValue[]));
   }
 
   #database(): DatabaseSync {
@@ -250,45 +303,37 @@ export class SqliteStore implements Store {
   }
 }
 
-/** Applies the migrations not yet recorded in schema_migrations, each in its own transaction. */
-function migrate(db: DatabaseSync, migrations: Migration[]): void {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY NOT NULL,
-    name TEXT NOT NULL,
-    applied_at INTEGER NOT NULL
-  )`);
-  const applied = () =>
-    new Set(
-      db
-        .prepare("SELECT version FROM schema_migrations")
-        .all()
-        .map((row) => Number(row.version)),
-    );
-  const newest = Math.max(0, ...applied());
-  if (newest > migrations.length) {
-    throw new Error(
-      `the database is at schema version ${newest}, newer than this Steward knows (${migrations.length})`,
-    );
-  }
-  for (const migration of migrations) {
-    if (applied().has(migration.version)) continue;
-    // IMMEDIATE takes the write lock first, so two processes opening one file do not both migrate.
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      if (!applied().has(migration.version)) {
-        db.exec(migration.sql);
-        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
-          migration.version,
-          migration.name,
-          Date.now(),
-        );
+/** The migration runner's view of a SQLite database: BEGIN IMMEDIATE makes it exclusive. */
+function migrationDialect(db: DatabaseSync): MigrationDialect {
+  return {
+    async exclusive(work) {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version INTEGER PRIMARY KEY NOT NULL,
+          name TEXT NOT NULL,
+          applied_at INTEGER NOT NULL
+        )`);
+        await work({
+          exec: async (sql) => db.exec(sql),
+          appliedVersions: async () =>
+            db
+              .prepare("SELECT version FROM schema_migrations")
+              .all()
+              .map((row) => Number(row.version)),
+          record: async (migration, at) => {
+            db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+              migration.version,
+              migration.name,
+              at,
+            );
+          },
+        });
+        db.exec("COMMIT");
+      } catch (error) {
+        if (db.isTransaction) db.exec("ROLLBACK");
+        throw error;
       }
-      db.exec("COMMIT");
-    } catch (error) {
-      if (db.isTransaction) db.exec("ROLLBACK");
-      throw new Error(`schema migration ${migration.name} failed: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-  }
+    },
+  };
 }

@@ -14,7 +14,7 @@ import type {
   TaskRecord,
 } from "../../src/model/records.ts";
 import { ATTEMPT_OUTCOMES, JOB_STATES } from "../../src/model/states.ts";
-import type { Change, Store, StoreSnapshot } from "../../src/store/store.ts";
+import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/store/store.ts";
 
 export interface StoreUnderTest {
   /** A store on fresh, empty data, not opened yet: the suite opens it. */
@@ -42,6 +42,7 @@ const FULL_SPEC = validateJobSpec({
   array: { count: 100 },
   replicas: 2,
   dependsOn: ["j-1", "j-2"],
+  contract: { minProgressPerMinute: 0.05, graceSeconds: 60 },
 });
 
 export function job(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
@@ -57,6 +58,9 @@ export function job(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
     endedAt: null,
     spec: MINIMAL_SPEC,
     inputs: [],
+    dynamicRequirements: null,
+    submitKey: null,
+    slowHosts: [],
     ...overrides,
   };
 }
@@ -69,9 +73,11 @@ export function task(jobId: string, index: number, overrides: Partial<TaskRecord
     attempts: 0,
     failures: 0,
     losses: 0,
+    systemFailures: 0,
     notBefore: null,
     resultAttempt: null,
     checkpoint: null,
+    migration: null,
     ...overrides,
   };
 }
@@ -87,6 +93,7 @@ export function attempt(
     taskIndex,
     number,
     host: "node-1",
+    placement: [{ host: overrides.host ?? "node-1", rank: 0 }],
     state: "running",
     outcome: null,
     reason: null,
@@ -94,6 +101,7 @@ export function attempt(
     restarted: false,
     startedAt: 1_700_000_001_000,
     endedAt: null,
+    stop: null,
     ...overrides,
   };
 }
@@ -130,9 +138,18 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
   };
 }
 
-export function event(jobId: string, at: number, message: string, kind = "state"): EventRecord {
-  return { jobId, at, kind, message };
+export function event(
+  jobId: string,
+  at: number,
+  message: string,
+  kind = "state",
+  data: Record<string, unknown> = {},
+): EventRecord {
+  return { id: 0, jobId, at, kind, data, message };
 }
+
+/** The term the suite's commits name: a fresh store's newest term is 0, so 1 is accepted. */
+export const TERM = 1;
 
 const EMPTY: StoreSnapshot = { jobs: [], tasks: [], attempts: [], hosts: [], meta: {} };
 
@@ -220,7 +237,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     });
 
     test("an empty commit is allowed and changes nothing", async () => {
-      await store.commit([]);
+      await store.commit(TERM, []);
       expect(await store.load()).toStrictEqual(EMPTY);
     });
 
@@ -240,6 +257,9 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             endedAt: 1_700_000_999_999,
             spec: FULL_SPEC,
             inputs: ["ns3d", "input", "grid/mesh.dat"],
+            dynamicRequirements: 'host.labels.zone == "b" && host.memFreeMb >= 2048.0',
+            slowHosts: ["h-1", "hôst ✓"],
+            submitKey: "3f2b-key_1",
           }),
         ],
         ["held only", job("j-3", { held: true, state: "held" })],
@@ -247,7 +267,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         ["endedAt 0 and priority 0 are not null", job("j-5", { endedAt: 0, createdAt: 0 })],
         ...JOB_STATES.map((state): [string, JobRecord] => [`state ${state}`, job(`s-${state}`, { state })]),
       ])("job: %s", async (_, record) => {
-        await store.commit([{ op: "putJob", job: record }]);
+        await store.commit(TERM, [{ op: "putJob", job: record }]);
         expect((await store.load()).jobs).toStrictEqual([record]);
       });
 
@@ -268,8 +288,13 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         ["zeros are not null", task("j", 1, { notBefore: 0, resultAttempt: 0 })],
         ["checkpoint generation 0", task("j", 2, { checkpoint: { generation: 0, bytes: 0, at: 0 } })],
         ["only a checkpoint", task("j", 3, { checkpoint: { generation: 1, bytes: 10, at: 5 } })],
+        [
+          "system failures and a migration to a named host",
+          task("j", 4, { systemFailures: 3, migration: { to: "gpu-07", from: "node-1" } }),
+        ],
+        ["a migration anywhere but the old host", task("j", 5, { migration: { to: null, from: "node-1" } })],
       ])("task: %s", async (_, record) => {
-        await store.commit([{ op: "putTasks", tasks: [record] }]);
+        await store.commit(TERM, [{ op: "putTasks", tasks: [record] }]);
         expect((await store.load()).tasks).toStrictEqual([record]);
       });
 
@@ -293,12 +318,24 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           attempt("j", 0, 2, { state: "ended", outcome: "succeeded", exitCode: 0, reason: "" }),
         ],
         ["negative exit code", attempt("j", 0, 3, { exitCode: -9, restarted: true })],
+        [
+          "a placement of two ranks and a recorded stop",
+          attempt("j", 1, 1, {
+            host: "a",
+            placement: [
+              { host: "a", rank: 0 },
+              { host: "b", rank: 1 },
+            ],
+            state: "stopping",
+            stop: { outcome: "preempted", reason: "held" },
+          }),
+        ],
         ...ATTEMPT_OUTCOMES.map((outcome): [string, AttemptRecord] => [
           `outcome ${outcome}`,
           attempt("o", 0, 1, { state: "ended", outcome, endedAt: 1_700_000_002_000 }),
         ]),
       ])("attempt: %s", async (_, record) => {
-        await store.commit([{ op: "putAttempt", attempt: record }]);
+        await store.commit(TERM, [{ op: "putAttempt", attempt: record }]);
         expect((await store.load()).attempts).toStrictEqual([record]);
       });
 
@@ -317,22 +354,169 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         ],
         ["lost", host("h-3", { state: "lost" })],
       ])("host: %s", async (_, record) => {
-        await store.commit([{ op: "putHost", host: record }]);
+        await store.commit(TERM, [{ op: "putHost", host: record }]);
         expect((await store.load()).hosts).toStrictEqual([record]);
       });
 
       test("event", async () => {
         const record = event("j", 1_700_000_000_000, "moved to 'node-1' ✓", "host");
-        await store.commit([{ op: "addEvent", event: record }]);
+        await store.commit(TERM, [{ op: "addEvent", event: record }]);
         expect(await store.events("j")).toStrictEqual([record]);
       });
 
+      test("event with data", async () => {
+        const data = {
+          host: "node-1",
+          attempt: 2,
+          gain: 0.31,
+          nested: { list: [1, "two", null] },
+          none: null,
+        };
+        const record = event("j", 1, "rescheduled", "reschedule", data);
+        await store.commit(TERM, [{ op: "addEvent", event: record }]);
+        expect(record.id).toBeGreaterThan(0);
+        expect(await store.events("j")).toStrictEqual([{ ...record, data }]);
+      });
+
       test("meta", async () => {
-        await store.commit([
+        await store.commit(TERM, [
           { op: "setMeta", key: "schema.note", value: "" },
           { op: "setMeta", key: "token", value: "sëcret ✓ 'x'" },
         ]);
         expect((await store.load()).meta).toStrictEqual({ "schema.note": "", token: "sëcret ✓ 'x'" });
+      });
+    });
+
+    describe("terms fence a deposed server", () => {
+      test("a fresh store's term is 0; beginTerm takes the next one each time", async () => {
+        expect(await store.currentTerm()).toBe(0);
+        expect(await store.beginTerm()).toBe(1);
+        expect(await store.beginTerm()).toBe(2);
+        expect(await store.currentTerm()).toBe(2);
+      });
+
+      test("a commit with an older term is refused and changes nothing", async () => {
+        const old = await store.beginTerm();
+        await store.commit(old, [{ op: "putJob", job: job("a") }]);
+        const newer = await store.beginTerm();
+        const refused = store.commit(old, [
+          { op: "putJob", job: job("b") },
+          { op: "addEvent", event: event("a", 1, "from the old term") },
+        ]);
+        await expect(refused).rejects.toBeInstanceOf(StaleTermError);
+        await expect(refused).rejects.toMatchObject({ term: old, newest: newer });
+        expect((await store.load()).jobs).toStrictEqual([job("a")]);
+        expect(await store.events("a")).toStrictEqual([]);
+        await store.commit(newer, [{ op: "putJob", job: job("c") }]);
+        expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["a", "c"]);
+      });
+
+      test("a commit with a newer term is accepted and makes it the newest", async () => {
+        await store.commit(5, [{ op: "putJob", job: job("a") }]);
+        expect(await store.currentTerm()).toBe(5);
+        await expect(store.commit(4, [{ op: "putJob", job: job("b") }])).rejects.toBeInstanceOf(
+          StaleTermError,
+        );
+        expect(await store.beginTerm()).toBe(6);
+      });
+
+      test("an empty commit of an older term is refused too", async () => {
+        await store.beginTerm();
+        await store.beginTerm();
+        await expect(store.commit(1, [])).rejects.toBeInstanceOf(StaleTermError);
+      });
+    });
+
+    describe("sequences", () => {
+      test("a new sequence starts at 1; reservations are consecutive and never overlap", async () => {
+        const term = await store.beginTerm();
+        expect(await store.reserveIds(term, "test", 32)).toBe(1);
+        expect(await store.reserveIds(term, "test", 1)).toBe(33);
+        expect(await store.reserveIds(term, "test", 10)).toBe(34);
+        expect(await store.reserveIds(term, "other", 5)).toBe(1);
+        expect(await store.reserveIds(term, "test", 1)).toBe(44);
+      });
+
+      test("job ids start at 1 in a fresh store", async () => {
+        expect(await store.reserveIds(await store.beginTerm(), "job", 32)).toBe(1);
+      });
+
+      test("concurrent reservations get disjoint blocks", async () => {
+        const term = await store.beginTerm();
+        const firsts = await Promise.all(Array.from({ length: 20 }, () => store.reserveIds(term, "job", 8)));
+        expect([...firsts].sort((a, b) => a - b)).toStrictEqual(
+          Array.from({ length: 20 }, (_, i) => 1 + i * 8),
+        );
+      });
+
+      test("a reservation with an older term is refused and reserves nothing", async () => {
+        const old = await store.beginTerm();
+        expect(await store.reserveIds(old, "job", 4)).toBe(1);
+        const newer = await store.beginTerm();
+        await expect(store.reserveIds(old, "job", 4)).rejects.toBeInstanceOf(StaleTermError);
+        expect(await store.reserveIds(newer, "job", 4)).toBe(5);
+      });
+
+      test("a count below 1 is refused", async () => {
+        await expect(store.reserveIds(await store.beginTerm(), "job", 0)).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe("event ids", () => {
+      test("grow in commit order, across batches; a failed batch gives none", async () => {
+        const first = [event("a", 50, "a1"), event("b", 10, "b1")];
+        await store.commit(
+          TERM,
+          first.map((e): Change => ({ op: "addEvent", event: e })),
+        );
+        const failed = event("a", 1, "never");
+        await expect(
+          store.commit(TERM, [{ op: "addEvent", event: failed }, BAD_CHANGES[0].change]),
+        ).rejects.toThrow();
+        expect(failed.id).toBe(0);
+        const second = [event("a", 5, "a2")];
+        await store.commit(TERM, [{ op: "addEvent", event: second[0] }]);
+        const ids = [...first, ...second].map((e) => e.id);
+        expect(ids[0]).toBeGreaterThan(0);
+        expect([...ids].sort((x, y) => x - y)).toStrictEqual(ids);
+        expect(new Set(ids).size).toBe(3);
+      });
+
+      test("eventsAfter: by id, after a given id, at most limit, of one job when asked", async () => {
+        const all = Array.from({ length: 12 }, (_, i) => event(i % 3 === 0 ? "x" : "y", 100 - i, `e${i}`));
+        await store.commit(
+          TERM,
+          all.slice(0, 5).map((e): Change => ({ op: "addEvent", event: e })),
+        );
+        await store.commit(
+          TERM,
+          all.slice(5).map((e): Change => ({ op: "addEvent", event: e })),
+        );
+        expect(await store.eventsAfter(0, 100)).toStrictEqual(all);
+        expect(await store.eventsAfter(all[3].id, 4)).toStrictEqual(all.slice(4, 8));
+        expect(await store.eventsAfter(all[11].id, 10)).toStrictEqual([]);
+        expect(await store.eventsAfter(0, 100, "x")).toStrictEqual(all.filter((e) => e.jobId === "x"));
+        expect(await store.eventsAfter(all[3].id, 1, "x")).toStrictEqual([all[6]]);
+        // Paging through by the last id seen gives every event once.
+        const paged: EventRecord[] = [];
+        for (let after = 0; ; ) {
+          const page = await store.eventsAfter(after, 5);
+          if (page.length === 0) break;
+          paged.push(...page);
+          after = page[page.length - 1].id;
+        }
+        expect(paged).toStrictEqual(all);
+      });
+
+      test("deleteJob removes the job's events from eventsAfter too", async () => {
+        const kept = event("keep", 1, "kept");
+        await store.commit(TERM, [
+          { op: "addEvent", event: event("gone", 1, "gone") },
+          { op: "addEvent", event: kept },
+        ]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "gone" }]);
+        expect(await store.eventsAfter(0, 10)).toStrictEqual([kept]);
+        expect(await store.eventsAfter(0, 10, "gone")).toStrictEqual([]);
       });
     });
 
@@ -344,20 +528,22 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           endedAt: 5,
           spec: FULL_SPEC,
           inputs: ["a"],
+          dynamicRequirements: "true",
+          slowHosts: ["h"],
         });
         const second = job("j", { state: "succeeded", priority: 9, endedAt: null });
-        await store.commit([{ op: "putJob", job: first }]);
-        await store.commit([{ op: "putJob", job: second }]);
+        await store.commit(TERM, [{ op: "putJob", job: first }]);
+        await store.commit(TERM, [{ op: "putJob", job: second }]);
         expect((await store.load()).jobs).toStrictEqual([second]);
       });
 
       test("tasks put again are replaced, others kept", async () => {
-        await store.commit([
+        await store.commit(TERM, [
           { op: "putTasks", tasks: [0, 1, 2].map((i) => task("j", i, { notBefore: 10 })) },
         ]);
         const replaced = task("j", 1, { state: "succeeded", attempts: 1, resultAttempt: 1 });
         const fresh = task("j", 3, { checkpoint: { generation: 1, bytes: 2, at: 3 } });
-        await store.commit([{ op: "putTasks", tasks: [replaced, fresh] }]);
+        await store.commit(TERM, [{ op: "putTasks", tasks: [replaced, fresh] }]);
         expect((await store.load()).tasks).toStrictEqual([
           task("j", 0, { notBefore: 10 }),
           replaced,
@@ -367,14 +553,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
 
       test("an attempt put again is replaced", async () => {
-        await store.commit([{ op: "putAttempt", attempt: attempt("j", 0, 1) }]);
+        await store.commit(TERM, [{ op: "putAttempt", attempt: attempt("j", 0, 1) }]);
         const ended = attempt("j", 0, 1, {
           state: "ended",
           outcome: "lost",
           reason: "host lost",
           endedAt: 9,
         });
-        await store.commit([
+        await store.commit(TERM, [
           { op: "putAttempt", attempt: ended },
           { op: "putAttempt", attempt: attempt("j", 0, 2) },
         ]);
@@ -382,14 +568,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
 
       test("a host put again is replaced; deleteHost removes it", async () => {
-        await store.commit([{ op: "putHost", host: host("a", { labels: { x: "1" } }) }]);
-        await store.commit([{ op: "putHost", host: host("a", { state: "lost", labels: {} }) }]);
-        await store.commit([{ op: "putHost", host: host("b") }]);
+        await store.commit(TERM, [{ op: "putHost", host: host("a", { labels: { x: "1" } }) }]);
+        await store.commit(TERM, [{ op: "putHost", host: host("a", { state: "lost", labels: {} }) }]);
+        await store.commit(TERM, [{ op: "putHost", host: host("b") }]);
         expect((await store.load()).hosts).toStrictEqual([
           host("a", { state: "lost", labels: {} }),
           host("b"),
         ]);
-        await store.commit([
+        await store.commit(TERM, [
           { op: "deleteHost", name: "a" },
           { op: "deleteHost", name: "never-there" },
         ]);
@@ -397,8 +583,8 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
 
       test("meta is set and overwritten", async () => {
-        await store.commit([{ op: "setMeta", key: "a", value: "1" }]);
-        await store.commit([
+        await store.commit(TERM, [{ op: "setMeta", key: "a", value: "1" }]);
+        await store.commit(TERM, [
           { op: "setMeta", key: "a", value: "2" },
           { op: "setMeta", key: "b", value: "x" },
         ]);
@@ -413,9 +599,9 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "putHost", host: host("h") },
           { op: "setMeta", key: "k", value: "v" },
         ];
-        await store.commit(batch);
+        await store.commit(TERM, batch);
         const once = await store.load();
-        await store.commit(batch);
+        await store.commit(TERM, batch);
         expect(await store.load()).toStrictEqual(once);
       });
     });
@@ -477,18 +663,22 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { hosts: [] },
         ],
       ])("%s", async (_, changes, expected) => {
-        await store.commit(changes);
+        await store.commit(TERM, changes);
         expect(await store.load()).toMatchObject(expected);
       });
     });
 
     describe("a failing batch leaves nothing behind", () => {
+      /** The seed's event: the store sets its id when the seed commits. */
+      let submitted: EventRecord;
+
       async function seed(): Promise<StoreSnapshot> {
-        await store.commit([
+        submitted = event("keep", 1, "submitted");
+        await store.commit(TERM, [
           { op: "putJob", job: job("keep", { held: true }) },
           { op: "putTasks", tasks: [task("keep", 0), task("keep", 1)] },
           { op: "putAttempt", attempt: attempt("keep", 0, 1) },
-          { op: "addEvent", event: event("keep", 1, "submitted") },
+          { op: "addEvent", event: submitted },
           { op: "putHost", host: host("h") },
           { op: "setMeta", key: "k", value: "before" },
         ]);
@@ -511,16 +701,16 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "deleteJob", jobId: "keep" },
           change,
         ];
-        await expect(store.commit(batch)).rejects.toThrow();
+        await expect(store.commit(TERM, batch)).rejects.toThrow();
         expect(await store.load()).toStrictEqual(before);
-        expect(await store.events("keep")).toStrictEqual([event("keep", 1, "submitted")]);
+        expect(await store.events("keep")).toStrictEqual([submitted]);
         expect(await store.events("new")).toStrictEqual([]);
       });
 
       test.each(BAD_CHANGES)("$name, first in the batch", async ({ change }) => {
         const before = await seed();
         await expect(
-          store.commit([change, { op: "putJob", job: job("new") }, { op: "deleteJob", jobId: "keep" }]),
+          store.commit(TERM, [change, { op: "putJob", job: job("new") }, { op: "deleteJob", jobId: "keep" }]),
         ).rejects.toThrow();
         expect(await store.load()).toStrictEqual(before);
       });
@@ -528,14 +718,15 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       test("the store works after a failed batch", async () => {
         await seed();
         await expect(
-          store.commit([{ op: "putJob", job: job("x") }, BAD_CHANGES[0].change]),
+          store.commit(TERM, [{ op: "putJob", job: job("x") }, BAD_CHANGES[0].change]),
         ).rejects.toThrow();
-        await store.commit([
+        const ok = event("x", 1, "ok");
+        await store.commit(TERM, [
           { op: "putJob", job: job("x") },
-          { op: "addEvent", event: event("x", 1, "ok") },
+          { op: "addEvent", event: ok },
         ]);
         expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["keep", "x"]);
-        expect(await store.events("x")).toStrictEqual([event("x", 1, "ok")]);
+        expect(await store.events("x")).toStrictEqual([ok]);
       });
     });
 
@@ -552,7 +743,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       }
 
       test("removes the job with its tasks, attempts and events, and nothing else", async () => {
-        await store.commit([
+        await store.commit(TERM, [
           ...jobWithEverything("a", 1),
           ...jobWithEverything("b", 2),
           // A job id that is a prefix of the other must not be caught by the delete.
@@ -560,7 +751,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "putHost", host: host("h") },
           { op: "setMeta", key: "k", value: "v" },
         ]);
-        await store.commit([{ op: "deleteJob", jobId: "a" }]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "a" }]);
         const after = await store.load();
         expect(after.jobs.map((j) => j.id)).toStrictEqual(["b", "a1"]);
         expect(after.tasks.map((t) => `${t.jobId}/${t.index}`)).toStrictEqual(["a1/0", "a1/1", "b/0", "b/1"]);
@@ -578,23 +769,23 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
 
       test("of a job that does not exist is a no-op", async () => {
-        await store.commit(jobWithEverything("a", 1));
+        await store.commit(TERM, jobWithEverything("a", 1));
         const before = await store.load();
-        await store.commit([{ op: "deleteJob", jobId: "nope" }]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "nope" }]);
         expect(await store.load()).toStrictEqual(before);
       });
 
       test("removes orphans too: tasks, attempts and events put without the job", async () => {
-        await store.commit(jobWithEverything("a", 1).slice(1));
-        await store.commit([{ op: "deleteJob", jobId: "a" }]);
+        await store.commit(TERM, jobWithEverything("a", 1).slice(1));
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "a" }]);
         expect(await store.load()).toStrictEqual(EMPTY);
         expect(await store.events("a")).toStrictEqual([]);
       });
 
       test("a job put again under a deleted id starts without history", async () => {
-        await store.commit(jobWithEverything("a", 1));
-        await store.commit([{ op: "deleteJob", jobId: "a" }]);
-        await store.commit([{ op: "putJob", job: job("a") }]);
+        await store.commit(TERM, jobWithEverything("a", 1));
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "a" }]);
+        await store.commit(TERM, [{ op: "putJob", job: job("a") }]);
         const after = await store.load();
         expect(after.jobs).toStrictEqual([job("a")]);
         expect(after.tasks).toStrictEqual([]);
@@ -604,14 +795,15 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
 
     describe("orderings", () => {
       test("events: by time, then in the order they were added, across batches", async () => {
-        await store.commit([
+        const notMine = event("other", 15, "not mine");
+        await store.commit(TERM, [
           { op: "addEvent", event: event("j", 30, "c") },
           { op: "addEvent", event: event("j", 10, "a") },
-          { op: "addEvent", event: event("other", 15, "not mine") },
+          { op: "addEvent", event: notMine },
           { op: "addEvent", event: event("j", 20, "b1") },
           { op: "addEvent", event: event("j", 20, "b2") },
         ]);
-        await store.commit([
+        await store.commit(TERM, [
           { op: "addEvent", event: event("j", 20, "b3") },
           { op: "addEvent", event: event("j", 5, "early") },
         ]);
@@ -623,19 +815,25 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           "b3",
           "c",
         ]);
-        expect(await store.events("other")).toStrictEqual([event("other", 15, "not mine")]);
+        expect(await store.events("other")).toStrictEqual([notMine]);
       });
 
       test("events with the same time keep insertion order, many of them", async () => {
         const events = Array.from({ length: 300 }, (_, i) => event("j", 1000, `e${i}`));
-        await store.commit(events.slice(0, 150).map((e): Change => ({ op: "addEvent", event: e })));
-        await store.commit(events.slice(150).map((e): Change => ({ op: "addEvent", event: e })));
+        await store.commit(
+          TERM,
+          events.slice(0, 150).map((e): Change => ({ op: "addEvent", event: e })),
+        );
+        await store.commit(
+          TERM,
+          events.slice(150).map((e): Change => ({ op: "addEvent", event: e })),
+        );
         expect(await store.events("j")).toStrictEqual(events);
       });
 
       test("load: jobs by createdAt then id; tasks by job then index; attempts by job, task, number", async () => {
         // Ids compare by code unit ("B" < "a"), not by a locale's collation; indexes compare as numbers.
-        await store.commit([
+        await store.commit(TERM, [
           { op: "putJob", job: job("job-a", { createdAt: 200 }) },
           { op: "putJob", job: job("job-B", { createdAt: 200 }) },
           { op: "putJob", job: job("job-c", { createdAt: 100 }) },
@@ -671,7 +869,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
 
       test("load: hosts by name", async () => {
         for (const name of ["node-b", "node-10", "Node-z", "node-9", "node-a"]) {
-          await store.commit([{ op: "putHost", host: host(name) }]);
+          await store.commit(TERM, [{ op: "putHost", host: host(name) }]);
         }
         expect((await store.load()).hosts.map((h) => h.name)).toStrictEqual([
           "Node-z",
@@ -684,6 +882,24 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     });
 
     describe("durability", () => {
+      test("terms, sequences and event ids go on after close and reopen", async (context) => {
+        if (!subject.reopen) context.skip("this store cannot be reopened");
+        const term = await store.beginTerm();
+        expect(await store.reserveIds(term, "job", 32)).toBe(1);
+        const before = event("j", 1, "before");
+        await store.commit(term, [{ op: "addEvent", event: before }]);
+        await reopen();
+        expect(await store.currentTerm()).toBe(term);
+        await expect(store.commit(term - 1, [])).rejects.toBeInstanceOf(StaleTermError);
+        const next = await store.beginTerm();
+        expect(next).toBe(term + 1);
+        expect(await store.reserveIds(next, "job", 32)).toBe(33);
+        const after = event("j", 1, "after");
+        await store.commit(next, [{ op: "addEvent", event: after }]);
+        expect(after.id).toBeGreaterThan(before.id);
+        expect(await store.eventsAfter(before.id, 10)).toStrictEqual([after]);
+      });
+
       test("everything committed is there after close and reopen", async (context) => {
         if (!subject.reopen) context.skip("this store cannot be reopened");
         const changes: Change[] = [
@@ -699,8 +915,8 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "putHost", host: host("h", { labels: { tier: "gold" } }) },
           { op: "setMeta", key: "leader", value: "s1" },
         ];
-        await store.commit(changes);
-        await store.commit([{ op: "deleteJob", jobId: "j-2" }]);
+        await store.commit(TERM, changes);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "j-2" }]);
         const before = await store.load();
         const eventsBefore = await store.events("j-1");
 
@@ -709,7 +925,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.events("j-1")).toStrictEqual(eventsBefore);
 
         // Events added after the restart come after the old ones with the same time.
-        await store.commit([{ op: "addEvent", event: event("j-1", 10, "released") }]);
+        await store.commit(TERM, [{ op: "addEvent", event: event("j-1", 10, "released") }]);
         expect((await store.events("j-1")).map((e) => e.message)).toStrictEqual([
           "submitted",
           "held",
@@ -723,9 +939,9 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
 
       test("a failed batch is not there after reopen either", async (context) => {
         if (!subject.reopen) context.skip("this store cannot be reopened");
-        await store.commit([{ op: "putJob", job: job("a") }]);
+        await store.commit(TERM, [{ op: "putJob", job: job("a") }]);
         await expect(
-          store.commit([{ op: "putJob", job: job("b") }, BAD_CHANGES[0].change]),
+          store.commit(TERM, [{ op: "putJob", job: job("b") }, BAD_CHANGES[0].change]),
         ).rejects.toThrow();
         await reopen();
         expect((await store.load()).jobs).toStrictEqual([job("a")]);
@@ -745,7 +961,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           }),
         );
         let started = performance.now();
-        await store.commit([
+        await store.commit(TERM, [
           { op: "putJob", job: job("big", { spec: FULL_SPEC }) },
           { op: "putTasks", tasks },
         ]);
@@ -756,7 +972,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         const loadMs = performance.now() - started;
 
         started = performance.now();
-        await store.commit([
+        await store.commit(TERM, [
           { op: "putTasks", tasks: tasks.map((t) => ({ ...t, state: "succeeded" as const })) },
         ]);
         const upsertMs = performance.now() - started;

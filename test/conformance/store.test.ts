@@ -10,9 +10,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { readMigrations } from "../../src/store/migrate.ts";
 import { POSTGRES_MIGRATIONS_DIR, PostgresStore } from "../../src/store/postgres.ts";
-import { readMigrations, SqliteStore } from "../../src/store/sqlite.ts";
-import { describeStoreConformance, job, task } from "./store-suite.ts";
+import { TABLES } from "../../src/store/schema.ts";
+import { SQLITE_MIGRATIONS_DIR, SqliteStore } from "../../src/store/sqlite.ts";
+import { StaleTermError } from "../../src/store/store.ts";
+import { describeStoreConformance, event, job, TERM, task } from "./store-suite.ts";
 
 describeStoreConformance("sqlite file", async () => {
   const dir = await mkdtemp(join(tmpdir(), "steward-store-"));
@@ -52,7 +55,10 @@ describe("SqliteStore specifics", () => {
   }
 
   test("uses WAL, and records each migration once across reopens", async () => {
-    const expected = (await readMigrations()).map((m) => ({ version: m.version, name: m.name }));
+    const expected = (await readMigrations(SQLITE_MIGRATIONS_DIR)).map((m) => ({
+      version: m.version,
+      name: m.name,
+    }));
     expect(expected[0]).toStrictEqual({ version: 1, name: "001_init.sql" });
     for (let i = 0; i < 2; i++) {
       const store = new SqliteStore(path);
@@ -89,10 +95,10 @@ describe("SqliteStore specifics", () => {
     const store = new SqliteStore(path);
     await expect(store.load()).rejects.toThrow(/not open/);
     await store.open();
-    await store.commit([{ op: "putJob", job: job("j") }]);
+    await store.commit(TERM, [{ op: "putJob", job: job("j") }]);
     await store.close();
     await store.close();
-    await expect(store.commit([{ op: "putJob", job: job("k") }])).rejects.toThrow(/not open/);
+    await expect(store.commit(TERM, [{ op: "putJob", job: job("k") }])).rejects.toThrow(/not open/);
   });
 
   test("two stores on one file see each other's commits", async () => {
@@ -101,12 +107,96 @@ describe("SqliteStore specifics", () => {
     await a.open();
     await b.open();
     try {
-      await a.commit([{ op: "putJob", job: job("from-a") }]);
-      await b.commit([{ op: "putJob", job: job("from-b", { createdAt: 1_800_000_000_000 }) }]);
+      await a.commit(TERM, [{ op: "putJob", job: job("from-a") }]);
+      await b.commit(TERM, [{ op: "putJob", job: job("from-b", { createdAt: 1_800_000_000_000 }) }]);
       expect((await a.load()).jobs.map((j) => j.id)).toStrictEqual(["from-a", "from-b"]);
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  test("two stores on one file: the one with the older term can no longer commit", async () => {
+    const a = new SqliteStore(path);
+    const b = new SqliteStore(path);
+    await a.open();
+    await b.open();
+    try {
+      const termA = await a.beginTerm();
+      await a.commit(termA, [{ op: "putJob", job: job("from-a") }]);
+      const termB = await b.beginTerm();
+      expect(termB).toBe(termA + 1);
+      await expect(a.commit(termA, [{ op: "putJob", job: job("late") }])).rejects.toBeInstanceOf(
+        StaleTermError,
+      );
+      await expect(a.reserveIds(termA, "job", 1)).rejects.toBeInstanceOf(StaleTermError);
+      await b.commit(termB, [{ op: "putJob", job: job("from-b", { createdAt: 1_800_000_000_000 }) }]);
+      expect((await a.load()).jobs.map((j) => j.id)).toStrictEqual(["from-a", "from-b"]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test("the migrated tables have the columns of src/store/schema.ts", async () => {
+    const store = new SqliteStore(path);
+    await store.open();
+    await store.close();
+    inspect((db) => {
+      for (const table of TABLES) {
+        const columns = db.prepare(`PRAGMA table_info(${table.name})`).all();
+        const declared = [...table.generated, ...table.columns].map((c) => ({
+          name: c.name,
+          // SQLite's INTEGER PRIMARY KEY is the rowid: never null, though table_info says notnull 0.
+          nullable: c.nullable || table.generated.includes(c),
+        }));
+        expect(columns.map((c) => String(c.name)).sort(), table.name).toStrictEqual(
+          declared.map((c) => c.name).sort(),
+        );
+        for (const column of declared.filter((c) => !table.generated.some((g) => g.name === c.name))) {
+          const found = columns.find((c) => c.name === column.name);
+          expect(found?.notnull === 0, `${table.name}.${column.name} nullable`).toBe(column.nullable);
+        }
+      }
+    });
+  });
+
+  test("a database of schema version 1 is migrated: placements backfilled, job ids go on above the old ones", async () => {
+    // A database as the first schema left it.
+    const db = new DatabaseSync(path);
+    db.exec(
+      `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
+    );
+    const [first] = await readMigrations(SQLITE_MIGRATIONS_DIR);
+    db.exec(first.sql);
+    db.prepare("INSERT INTO schema_migrations VALUES (1, '001_init.sql', 0)").run();
+    db.exec(
+      `INSERT INTO jobs VALUES ('41', 'old', 'alice', 'running', 0, 0, 0, 1, NULL, '{"command":"true"}', '[]')`,
+    );
+    db.exec(
+      `INSERT INTO jobs VALUES ('other', 'named', 'alice', 'running', 0, 0, 0, 2, NULL, '{"command":"true"}', '[]')`,
+    );
+    db.exec("INSERT INTO tasks VALUES ('41', 0, 'running', 1, 0, 0, NULL, NULL, NULL)");
+    db.exec("INSERT INTO attempts VALUES ('41', 0, 1, 'node-7', 'running', NULL, NULL, NULL, 0, 5, NULL)");
+    db.exec("INSERT INTO events (job_id, at, kind, message) VALUES ('41', 3, 'state', 'submitted')");
+    db.exec("INSERT INTO meta VALUES ('nextJobId', '40')");
+    db.close();
+
+    const store = new SqliteStore(path);
+    await store.open();
+    try {
+      const snapshot = await store.load();
+      expect(snapshot.tasks[0]).toMatchObject({ systemFailures: 0, migration: null });
+      expect(snapshot.attempts[0]).toMatchObject({
+        host: "node-7",
+        placement: [{ host: "node-7", rank: 0 }],
+        stop: null,
+      });
+      expect(await store.events("41")).toMatchObject([{ id: 1, data: {}, message: "submitted" }]);
+      expect(await store.currentTerm()).toBe(0);
+      expect(await store.reserveIds(await store.beginTerm(), "job", 32)).toBe(42);
+    } finally {
+      await store.close();
     }
   });
 });
@@ -217,8 +307,8 @@ if (unreachable && process.env.CI) {
       const racing = Array.from({ length: 4 }, () => makeStore());
       await Promise.all(racing.map((store) => store.open()));
       expect(await applied()).toStrictEqual(await expected());
-      await racing[0].commit([{ op: "putJob", job: job("from-0") }]);
-      await racing[3].commit([{ op: "putJob", job: job("from-3", { createdAt: 1_800_000_000_000 }) }]);
+      await racing[0].commit(TERM, [{ op: "putJob", job: job("from-0") }]);
+      await racing[3].commit(TERM, [{ op: "putJob", job: job("from-3", { createdAt: 1_800_000_000_000 }) }]);
       for (const store of racing) {
         expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["from-0", "from-3"]);
       }
@@ -228,7 +318,7 @@ if (unreachable && process.env.CI) {
       await onPostgres((client) => client.query(`CREATE SCHEMA ${pg.escapeIdentifier(schema)}`));
       const store = makeStore();
       await store.open();
-      await store.commit([{ op: "putJob", job: job("j") }]);
+      await store.commit(TERM, [{ op: "putJob", job: job("j") }]);
       expect((await store.load()).jobs).toStrictEqual([job("j")]);
     });
 
@@ -238,7 +328,7 @@ if (unreachable && process.env.CI) {
       const fromUrl = makeStore(url.toString(), {});
       expect(fromUrl.schema).toBe(schema);
       await fromUrl.open();
-      await fromUrl.commit([{ op: "putJob", job: job("via-url") }]);
+      await fromUrl.commit(TERM, [{ op: "putJob", job: job("via-url") }]);
       expect(await applied()).toStrictEqual(await expected());
 
       const other = freshSchema();
@@ -296,12 +386,12 @@ if (unreachable && process.env.CI) {
     test("calls before open, and after close, throw; close twice is fine", async () => {
       const store = makeStore();
       await expect(store.load()).rejects.toThrow(/not open/);
-      await expect(store.commit([])).rejects.toThrow(/not open/);
+      await expect(store.commit(TERM, [])).rejects.toThrow(/not open/);
       await store.open();
-      await store.commit([{ op: "putJob", job: job("j") }]);
+      await store.commit(TERM, [{ op: "putJob", job: job("j") }]);
       await store.close();
       await store.close();
-      await expect(store.commit([{ op: "putJob", job: job("k") }])).rejects.toThrow(/not open/);
+      await expect(store.commit(TERM, [{ op: "putJob", job: job("k") }])).rejects.toThrow(/not open/);
       await expect(store.events("j")).rejects.toThrow(/not open/);
     });
 
@@ -311,16 +401,64 @@ if (unreachable && process.env.CI) {
       await expect(store.load()).rejects.toThrow(/not open/);
     });
 
+    test("two stores on one schema: the older term is refused, even when it commits at the same moment", async () => {
+      const a = makeStore();
+      const b = makeStore();
+      await Promise.all([a.open(), b.open()]);
+      const termA = await a.beginTerm();
+      await a.commit(termA, [{ op: "putJob", job: job("from-a") }]);
+      const termB = await b.beginTerm();
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 10 }, (_, i) => a.commit(termA, [{ op: "putJob", job: job(`late-${i}`) }])),
+        ...Array.from({ length: 10 }, (_, i) => b.commit(termB, [{ op: "putJob", job: job(`b-${i}`) }])),
+      ]);
+      expect(
+        results.slice(0, 10).every((r) => r.status === "rejected" && r.reason instanceof StaleTermError),
+      ).toBe(true);
+      expect(results.slice(10).every((r) => r.status === "fulfilled")).toBe(true);
+      await expect(a.reserveIds(termA, "job", 1)).rejects.toBeInstanceOf(StaleTermError);
+      const ids = (await a.load()).jobs.map((j) => j.id);
+      expect(ids.filter((id) => id.startsWith("late"))).toStrictEqual([]);
+      expect(ids).toHaveLength(11);
+    });
+
+    test("the migrated tables have the columns and types of src/store/schema.ts", async () => {
+      const store = makeStore();
+      await store.open();
+      const columns = await onPostgres(async (client) => {
+        const result = await client.query(
+          "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1",
+          [schema],
+        );
+        return result.rows as {
+          table_name: string;
+          column_name: string;
+          data_type: string;
+          is_nullable: string;
+        }[];
+      });
+      for (const table of TABLES) {
+        const actual = columns
+          .filter((c) => c.table_name === table.name)
+          .map((c) => ({ name: c.column_name, type: c.data_type, nullable: c.is_nullable === "YES" }))
+          .sort((x, y) => x.name.localeCompare(y.name));
+        const declared = [...table.generated, ...table.columns]
+          .map((c) => ({ name: c.name, type: c.type, nullable: c.nullable }))
+          .sort((x, y) => x.name.localeCompare(y.name));
+        expect(actual, table.name).toStrictEqual(declared);
+      }
+    });
+
     test("concurrent commits from two stores on one schema all land", async () => {
       const a = makeStore();
       const b = makeStore();
       await Promise.all([a.open(), b.open()]);
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 ? a : b).commit([
+          (i % 2 ? a : b).commit(TERM, [
             { op: "putJob", job: job(`j-${String(i).padStart(2, "0")}`) },
             { op: "putTasks", tasks: [task("shared", i), task(`j-${i}`, 0)] },
-            { op: "addEvent", event: { jobId: "shared", at: i, kind: "state", message: `e${i}` } },
+            { op: "addEvent", event: event("shared", i, `e${i}`) },
           ]),
         ),
       );

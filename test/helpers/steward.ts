@@ -6,6 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/api/schemas.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const STEWARD = join(ROOT, "bin/steward");
@@ -307,7 +308,7 @@ async function startProcess(
   };
   if (at.agents > 0) {
     await waitFor("agents attached", async () => {
-      const hosts = (await api(processHandle, "GET", "/api/v1/hosts")) as { connected: boolean }[];
+      const hosts = (await api(processHandle, "GET", "/api/v1/hosts")) as Host[];
       return hosts.filter((host) => host.connected).length >= at.agents;
     });
   }
@@ -367,26 +368,8 @@ export function cleanup(...dirs: string[]): void {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 }
 
-export interface JobJson {
-  id: string;
-  state: string;
-  counts: Record<string, number>;
-  tasks: {
-    index: number;
-    state: string;
-    attempts: {
-      number: number;
-      host: string;
-      state: string;
-      outcome: string | null;
-      reason: string | null;
-      exitCode: number | null;
-      startedAt: string;
-      endedAt: string | null;
-    }[];
-  }[];
-  events: { at: string; kind: string; message: string }[];
-}
+/** A job as GET /api/v1/jobs/{id} answers it by default: with its tasks and events. */
+export type JobJson = Job & { tasks: Task[]; events: Event[] };
 
 export async function getJob(server: { url: string; token: string }, id: string): Promise<JobJson> {
   return (await api(server, "GET", `/api/v1/jobs/${id}`)) as JobJson;
@@ -406,4 +389,87 @@ export async function waitForJobEnd(
     timeoutMs,
     200,
   );
+}
+
+/** One server-sent event as GET /api/v1/events writes it. */
+export interface ReceivedEvent extends StreamEvent {
+  /** The `id:` line. */
+  eventId: number;
+}
+
+export interface EventStreamReader {
+  /** Every event received so far, in order. */
+  readonly received: ReceivedEvent[];
+  /** Waits until `check` holds for the events received so far. */
+  until(what: string, check: (received: ReceivedEvent[]) => boolean, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+/** Connects to GET /api/v1/events (with `query`, and a Last-Event-ID when given) and keeps reading. */
+export async function openEventStream(
+  server: { url: string; token: string },
+  options: { query?: string; lastEventId?: number } = {},
+): Promise<EventStreamReader> {
+  const controller = new AbortController();
+  const headers: Record<string, string> = { authorization: `Bearer ${server.token}` };
+  if (options.lastEventId !== undefined) headers["last-event-id"] = String(options.lastEventId);
+  const response = await fetch(`${server.url}/api/v1/events${options.query ? `?${options.query}` : ""}`, {
+    headers,
+    signal: controller.signal,
+  });
+  if (!response.ok || !response.body) throw new Error(`GET /api/v1/events: ${response.status}`);
+  const received: ReceivedEvent[] = [];
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  void (async () => {
+    let text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      text += value;
+      let end = text.indexOf("\n\n");
+      while (end >= 0) {
+        const block = text.slice(0, end);
+        text = text.slice(end + 2);
+        end = text.indexOf("\n\n");
+        const fields = new Map<string, string>();
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(": ");
+          fields.set(line.slice(0, colon), line.slice(colon + 2));
+        }
+        if (fields.get("event") !== "job") continue;
+        const data = JSON.parse(fields.get("data") ?? "null") as StreamEvent;
+        received.push({ ...data, eventId: Number(fields.get("id")) });
+      }
+    }
+  })().catch(() => {});
+  return {
+    received,
+    async until(what, check, timeoutMs = 20_000) {
+      await waitFor(what, () => check(received), timeoutMs, 50);
+    },
+    close() {
+      controller.abort();
+    },
+  };
+}
+
+/** GET /api/v1/jobs page by page (`limit` each), following the Link rel="next" header. */
+export async function jobPages(
+  server: { url: string; token: string },
+  query: string,
+): Promise<{ pages: JobSummary[][]; links: (string | null)[] }> {
+  const pages: JobSummary[][] = [];
+  const links: (string | null)[] = [];
+  let path: string | null = `/api/v1/jobs?${query}`;
+  while (path) {
+    const response = await fetch(server.url + path, { headers: { authorization: `Bearer ${server.token}` } });
+    if (!response.ok) throw new Error(`GET ${path}: ${response.status} ${await response.text()}`);
+    pages.push((await response.json()) as JobSummary[]);
+    const link = response.headers.get("link");
+    links.push(link);
+    path = link ? (/^<([^>]+)>; rel="next"$/.exec(link)?.[1] ?? null) : null;
+    if (pages.length > 10_000) throw new Error("too many pages");
+  }
+  return { pages, links };
 }

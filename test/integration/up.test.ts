@@ -293,7 +293,13 @@ describe("steward up", () => {
   });
 
   it("answers health, OpenAPI and metrics", async () => {
-    expect(await (await fetch(`${steward.url}/healthz`)).json()).toEqual({ ok: true, role: "leader" });
+    // DESIGN.md's health shape: {ok, role, leader, term}; a single server leads from its start.
+    expect(await (await fetch(`${steward.url}/healthz`)).json()).toEqual({
+      ok: true,
+      role: "leader",
+      leader: steward.url,
+      term: 1,
+    });
     const openapi = (await (await fetch(`${steward.url}/api/v1/openapi.json`)).json()) as { paths: object };
     expect(Object.keys(openapi.paths)).toContain("/api/v1/jobs");
     const metrics = await (await fetch(`${steward.url}/metrics`)).text();

@@ -4,49 +4,17 @@
 import { setImmediate as tick } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/jobfile.ts";
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HelloMessage, ServerMessage } from "../../src/protocol/messages.ts";
+import type { ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
+import { facts, hello } from "../helpers/core-harness.ts";
 
 let store: SqliteStore;
 let core: Core;
 let now: number;
 let sent: { host: string; message: ServerMessage }[];
 let disconnected: string[];
-
-function facts(name: string): HostFacts {
-  return {
-    name,
-    pool: "default",
-    os: "linux",
-    arch: "x86_64",
-    cpus: 4,
-    memoryMb: 8000,
-    memFreeMb: 8000,
-    load1: 0,
-    cpuFree: 1,
-    diskFreeMb: 1000,
-    speed: 1,
-    labels: {},
-    slotsFree: 4,
-  };
-}
-
-function hello(name: string, attempts: HelloMessage["attempts"] = []): HelloMessage {
-  return {
-    type: "hello",
-    v: 1,
-    name,
-    token: "j",
-    pool: "default",
-    slots: 2,
-    labels: {},
-    facts: facts(name),
-    attempts,
-  };
-}
 
 async function settle() {
   for (let i = 0; i < 5; i++) await tick();
@@ -65,7 +33,7 @@ beforeEach(async () => {
   now = 1_000_000;
   sent = [];
   disconnected = [];
-  core = new Core(new GroupCommitter(store), {
+  core = new Core(new GroupCommitter(store, await store.beginTerm()), {
     heartbeatSeconds: 1,
     hostTimeoutSeconds: 3,
     now: () => now,
@@ -171,7 +139,7 @@ describe("Core", () => {
     const job = await runOne("sleep 100");
     await core.attemptStarted("h1", job.id, 0, 1);
     core.stop();
-    const recovered = new Core(new GroupCommitter(store), {
+    const recovered = new Core(new GroupCommitter(store, await store.beginTerm()), {
       heartbeatSeconds: 1,
       hostTimeoutSeconds: 3,
       now: () => now,

@@ -7,7 +7,7 @@ import type { AttemptRecord } from "../../src/model/records.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import type { Change, Store } from "../../src/store/store.ts";
-import { attempt, event, job } from "../conformance/store-suite.ts";
+import { attempt, event, job, TERM } from "../conformance/store-suite.ts";
 
 const BAD: Change = { op: "putAttempt", attempt: attempt("bad", 0, 1, { host: null as unknown as string }) };
 
@@ -28,13 +28,25 @@ class SlowStore implements Store {
   events(jobId: string) {
     return this.inner.events(jobId);
   }
+  eventsAfter(after: number, limit: number, jobId?: string) {
+    return this.inner.eventsAfter(after, limit, jobId);
+  }
+  beginTerm() {
+    return this.inner.beginTerm();
+  }
+  currentTerm() {
+    return this.inner.currentTerm();
+  }
+  reserveIds(term: number, sequence: string, count: number) {
+    return this.inner.reserveIds(term, sequence, count);
+  }
   close() {
     return this.inner.close();
   }
-  async commit(changes: readonly Change[]) {
+  async commit(term: number, changes: readonly Change[]) {
     this.batchSizes.push(changes.length);
     await new Promise((resolve) => setTimeout(resolve, 5));
-    return this.inner.commit(changes);
+    return this.inner.commit(term, changes);
   }
 }
 
@@ -54,7 +66,7 @@ describe("GroupCommitter", () => {
   });
 
   test("pushes made in one tick become one commit, in push order", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     const pushes = Array.from({ length: 500 }, (_, i) =>
       committer.push([
         { op: "addEvent", event: event("j", 1000, `e${i}`) },
@@ -70,7 +82,7 @@ describe("GroupCommitter", () => {
   });
 
   test("many concurrent writers, each waiting for its own commits, share commits", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     const writers = 50;
     const rounds = 20;
     const writer = async (w: number) => {
@@ -92,7 +104,7 @@ describe("GroupCommitter", () => {
 
   test("pushes that arrive while a commit is in flight are committed together next", async () => {
     const slow = new SlowStore(store);
-    const committer = new GroupCommitter(slow);
+    const committer = new GroupCommitter(slow, TERM);
     const first = committer.push([{ op: "setMeta", key: "k", value: "first" }]);
     await nextTurn(); // the first batch is now in flight
     const later = Array.from({ length: 10 }, (_, i) =>
@@ -105,7 +117,7 @@ describe("GroupCommitter", () => {
   });
 
   test("a push resolves only once its changes are durable", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     let done = false;
     const pushed = committer.push([{ op: "putJob", job: job("j") }]).then(() => {
       done = true;
@@ -117,7 +129,7 @@ describe("GroupCommitter", () => {
   });
 
   test("a failing batch rejects exactly its pushes; other batches and later pushes commit", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     await committer.push([{ op: "putJob", job: job("before") }]);
 
     const good1 = committer.push([{ op: "putJob", job: job("good1") }]);
@@ -142,7 +154,7 @@ describe("GroupCommitter", () => {
 
   test("with a slow store, a failing batch does not take the queued batch with it", async () => {
     const slow = new SlowStore(store);
-    const committer = new GroupCommitter(slow);
+    const committer = new GroupCommitter(slow, TERM);
     const bad = committer.push([{ op: "putJob", job: job("a") }, BAD]);
     const badSettled = bad.then(
       () => "resolved",
@@ -157,7 +169,7 @@ describe("GroupCommitter", () => {
   });
 
   test("flush waits for everything pushed so far, failed batches included, and does not reject", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     await committer.flush(); // nothing pending
     const pushes = [
       committer.push([{ op: "putJob", job: job("a") }]).catch(() => {}),
@@ -174,7 +186,7 @@ describe("GroupCommitter", () => {
 
   test("flush during an in-flight commit waits for it", async () => {
     const slow = new SlowStore(store);
-    const committer = new GroupCommitter(slow);
+    const committer = new GroupCommitter(slow, TERM);
     void committer.push([{ op: "putJob", job: job("a") }]);
     await nextTurn();
     await committer.flush();
@@ -184,7 +196,7 @@ describe("GroupCommitter", () => {
   });
 
   test("large pushes keep their changes in order inside the batch", async () => {
-    const committer = new GroupCommitter(store);
+    const committer = new GroupCommitter(store, TERM);
     const attempts = (n: number): AttemptRecord[] =>
       Array.from({ length: n }, (_, i) => attempt("j", 0, 1, { exitCode: i }));
     const pushes = [0, 1, 2].map((p) =>

@@ -36,7 +36,7 @@ describe("validateJobSpec defaults", () => {
 
   it("leaves optional fields without a default absent", () => {
     const spec = validateJobSpec({ command: "true" });
-    for (const key of ["name", "requirements", "rank", "timeLimitSeconds", "array"]) {
+    for (const key of ["name", "requirements", "rank", "timeLimitSeconds", "array", "contract"]) {
       expect(spec).not.toHaveProperty(key);
     }
   });
@@ -77,8 +77,10 @@ describe("validateJobSpec defaults", () => {
       array: { count: 100 },
       replicas: 1,
       dependsOn: [],
+      contract: { minProgressPerMinute: 0.05, graceSeconds: 60 },
     });
     expect(spec.name).toBe("cfd");
+    expect(spec.contract).toEqual({ minProgressPerMinute: 0.05, graceSeconds: 60 });
     expect(spec.inputs).toEqual(["ns3d", "input", "grid"]);
     expect(spec.env).toEqual({ OMP_NUM_THREADS: "1" });
     expect(spec.array).toEqual({ count: 100 });
@@ -88,6 +90,10 @@ describe("validateJobSpec defaults", () => {
 
   it("counts one task for a job without array", () => {
     expect(taskCount(validateJobSpec({ command: "true" }))).toBe(1);
+  });
+
+  it.each([1, 2, 8])("accepts replicas: %i (at most 8)", (replicas) => {
+    expect(validateJobSpec({ command: "true", replicas }).replicas).toBe(replicas);
   });
 });
 
@@ -100,6 +106,7 @@ describe("validateJobSpec rejects unknown keys", () => {
     [{ command: "x", retry: { foo: 1 } }, "retry.foo"],
     [{ command: "x", checkpoint: { every: 5 } }, "checkpoint.every"],
     [{ command: "x", array: { count: 3, size: 3 } }, "array.size"],
+    [{ command: "x", contract: { minProgressPerMinute: 1, graceSeconds: 5, window: 3 } }, "contract.window"],
   ])("%j -> %s", (input, field) => {
     const error = rejection(input);
     expect(error.field).toBe(field);
@@ -137,10 +144,22 @@ describe("validateJobSpec rejects wrong types and values with the field path", (
     [{ command: "x", array: { count: 0 } }, "array.count"],
     [{ command: "x", replicas: 0 }, "replicas"],
     [{ command: "x", replicas: 65 }, "replicas"],
+    [{ command: "x", replicas: 9 }, "replicas"],
     [{ command: "x", dependsOn: "job-1" }, "dependsOn"],
     [{ command: "x", dependsOn: ["a", ""] }, "dependsOn[1]"],
     [{ command: "x", name: "" }, "name"],
     [{ command: "x", requirements: 3 }, "requirements"],
+    [{ command: "x", contract: "fast" }, "contract"],
+    [
+      { command: "x", contract: { minProgressPerMinute: 0, graceSeconds: 5 } },
+      "contract.minProgressPerMinute",
+    ],
+    [
+      { command: "x", contract: { minProgressPerMinute: -1, graceSeconds: 5 } },
+      "contract.minProgressPerMinute",
+    ],
+    [{ command: "x", contract: { minProgressPerMinute: 0.1, graceSeconds: -1 } }, "contract.graceSeconds"],
+    [{ command: "x", contract: { minProgressPerMinute: 0.1 } }, "contract.graceSeconds"],
   ])("%j -> %s", (input, field) => {
     const error = rejection(input);
     expect(error.field).toBe(field);

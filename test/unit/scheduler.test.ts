@@ -4,9 +4,9 @@ import type { HostFacts } from "../../src/model/records.ts";
 import type { HostState } from "../../src/model/states.ts";
 import { explainJob } from "../../src/scheduler/explain.ts";
 import { hostFeasibility } from "../../src/scheduler/feasibility.ts";
-import { capacityShortfall, fitsCapacity } from "../../src/scheduler/fit.ts";
 import { schedule } from "../../src/scheduler/plan.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import { capacityShortfall, fitsCapacity } from "../../src/scheduler/stages/fit.ts";
 import type { HostView, JobView, Placement } from "../../src/scheduler/view.ts";
 
 const NOW = 1_000_000;
@@ -87,7 +87,7 @@ function host(row: HostRow): HostView {
 /** Runs a pass over the jobs sorted in queue order, as the server does. */
 function plan(jobs: JobRow[], hosts: HostRow[], now = NOW): Placement[] {
   const queue = jobs.map(job).sort(compareQueueOrder);
-  return schedule({ now, jobs: queue, hosts: hosts.map(host) }).placements;
+  return schedule({ now, jobs: queue, hosts: hosts.map(host) }).place;
 }
 
 /** Placements as "job/task@host" strings, in plan order. */
@@ -584,7 +584,7 @@ describe("schedule", () => {
       now: NOW,
       jobs: [lazy],
       hosts: [host({ name: "a", slots: 2 })],
-    }).placements;
+    }).place;
     expect(placements).toHaveLength(2);
     expect(asked).toBe(2);
   });

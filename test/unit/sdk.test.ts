@@ -1,5 +1,5 @@
 // The job SDK in a real child process: checkpoints saved atomically and read back, progress,
-// restart flag, and the stop request (SIGTERM) handler.
+// requirements, restart flag, and the stop request (SIGTERM) handler.
 
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -34,18 +34,21 @@ it("saves and loads checkpoints atomically, and reports progress and the restart
   const env = {
     STEWARD_CHECKPOINT_DIR: join(dir, "ck"),
     STEWARD_PROGRESS_FILE: join(dir, "progress"),
+    STEWARD_REQUIREMENTS_FILE: join(dir, "requirements"),
     STEWARD_RESTARTED: "1",
   };
   const first = await runJob(
     `console.log(sdk.restarted(), JSON.stringify(sdk.loadCheckpoint()));
      sdk.saveCheckpoint({ step: 7 });
      sdk.saveCheckpoint(new Uint8Array([1, 2, 3]), "raw.bin");
-     sdk.progress(1.5);`,
+     sdk.progress(1.5);
+     sdk.requirements('host.labels.zone == "b"');`,
     env,
   );
   expect(first.stdout).toBe("true null\n");
   expect(JSON.parse(readFileSync(join(dir, "ck", "state.json"), "utf8"))).toEqual({ step: 7 });
   expect(readFileSync(join(dir, "progress"), "utf8")).toBe("1");
+  expect(readFileSync(join(dir, "requirements"), "utf8")).toBe('host.labels.zone == "b"');
   // No temporary file is left beside the state.
   expect(readdirSync(join(dir, "ck")).sort()).toEqual(["raw.bin", "state.json"]);
   const second = await runJob(

@@ -17,6 +17,7 @@ export function registerAgent(program: Command): void {
     .option("--work <dir>", "work folder for attempts")
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
+    .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .action(async (options) => {
       const agent = new Agent({
         servers: String(options.server)
@@ -31,6 +32,11 @@ export function registerAgent(program: Command): void {
         labels: options.label,
         speed: options.speed,
         log: daemonLogger(),
+        idleSeconds: options.idleSeconds,
+        onIdle: () => {
+          process.stderr.write("steward agent: idle, leaving\n");
+          process.exit(0);
+        },
         onRejected: (reason) => {
           process.stderr.write(`steward agent: the server refused this agent: ${reason}\n`);
           process.exit(3);

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { Job, Removed } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 
@@ -16,7 +17,7 @@ export function registerControl(program: Command): void {
       .argument("<id>", "job id")
       .option("--json", "print the job as JSON")
       .action(async (id: string, options: { json?: boolean }) => {
-        const job = await new ApiClient().json<{ id: string; state: string }>(
+        const job = await new ApiClient().json<Job>(
           "POST",
           `/api/v1/jobs/${encodeURIComponent(id)}/${action}`,
           { json: {} },
@@ -32,11 +33,9 @@ export function registerControl(program: Command): void {
     .option("--to <host>", "the host to move to")
     .option("--json", "print the job as JSON")
     .action(async (id: string, options: { to?: string; json?: boolean }) => {
-      const job = await new ApiClient().json<{ id: string; state: string }>(
-        "POST",
-        `/api/v1/jobs/${encodeURIComponent(id)}/migrate`,
-        { json: options.to ? { to: options.to } : {} },
-      );
+      const job = await new ApiClient().json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/migrate`, {
+        json: options.to ? { to: options.to } : {},
+      });
       if (options.json) printJson(job);
       else process.stdout.write(`job ${job.id}: ${job.state}\n`);
     });
@@ -46,7 +45,7 @@ export function registerControl(program: Command): void {
     .argument("<id>", "job id")
     .option("--json", "print the answer as JSON")
     .action(async (id: string, options: { json?: boolean }) => {
-      const answer = await new ApiClient().json("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`);
+      const answer = await new ApiClient().json<Removed>("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`);
       if (options.json) return printJson(answer);
       process.stdout.write(`job ${id} removed\n`);
     });

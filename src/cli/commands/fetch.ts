@@ -4,14 +4,9 @@ import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
+import type { Job, OutputFile } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-
-interface OutputFile {
-  task: number;
-  path: string;
-  bytes: number;
-}
 
 export function registerFetch(program: Command): void {
   program
@@ -22,7 +17,7 @@ export function registerFetch(program: Command): void {
     .option("--json", "print the files written as JSON")
     .action(async (id: string, options: { to: string; json?: boolean }) => {
       const client = new ApiClient();
-      const job = await client.json<{ taskCount: number }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+      const job = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
         query: { tasks: 0, events: 0 },
       });
       const files = await client.json<OutputFile[]>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/outputs`);

@@ -1,16 +1,7 @@
 import type { Command } from "commander";
+import type { Host } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
-
-interface Host {
-  name: string;
-  pool: string;
-  state: string;
-  connected: boolean;
-  slots: number;
-  slotsFree: number;
-  facts: { arch: string; cpus: number; memoryMb: number; load1: number; speed: number };
-}
 
 export function registerHosts(program: Command): void {
   program
@@ -49,28 +40,5 @@ export function registerHosts(program: Command): void {
       );
       if (options.json) return printJson(host);
       process.stdout.write(`host ${host.name}: ${host.state}\n`);
-    });
-  program
-    .command("explain")
-    .description("why a pending job is not running, host by host")
-    .argument("<id>", "job id")
-    .option("--json", "print JSON")
-    .action(async (id: string, options: { json?: boolean }) => {
-      const answer = await new ApiClient().json<{
-        id: string;
-        state: string;
-        reasons: string[];
-        hosts: { host: string; eligible: boolean; reason: string }[];
-      }>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/explain`);
-      if (options.json) return printJson(answer);
-      process.stdout.write(`job ${answer.id} is ${answer.state}\n`);
-      for (const reason of answer.reasons) process.stdout.write(`  ${reason}\n`);
-      if (answer.hosts.length === 0) return void process.stdout.write("no hosts are known: start an agent\n");
-      process.stdout.write(
-        `${table(
-          ["HOST", "ELIGIBLE", "REASON"],
-          answer.hosts.map((h) => [h.host, h.eligible ? "yes" : "no", h.reason]),
-        )}\n`,
-      );
     });
 }

@@ -1,17 +1,7 @@
 import type { Command } from "commander";
+import type { JobSummary } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
-
-interface Summary {
-  id: string;
-  name: string;
-  owner: string;
-  state: string;
-  priority: number;
-  createdAt: string;
-  taskCount: number;
-  counts: { pending: number; running: number; succeeded: number; failed: number; cancelled: number };
-}
 
 export function registerPs(program: Command): void {
   program
@@ -21,7 +11,7 @@ export function registerPs(program: Command): void {
     .option("--state <state>", "only jobs in this state")
     .option("--json", "print JSON")
     .action(async (options: { all?: boolean; state?: string; json?: boolean }) => {
-      const jobs = await new ApiClient().json<Summary[]>("GET", "/api/v1/jobs", {
+      const jobs = await new ApiClient().json<JobSummary[]>("GET", "/api/v1/jobs", {
         query: { all: options.all ? 1 : undefined, state: options.state },
       });
       if (options.json) return printJson(jobs);

@@ -1,30 +1,53 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Command } from "commander";
+import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
-import { number, onShutdown } from "../options.ts";
+import { number, onShutdown, policyOptions } from "../options.ts";
 
 export function registerServer(program: Command): void {
-  program
-    .command("server")
-    .description("run the broker alone (agents connect to it)")
-    .option("--data <dir>", "data folder: SQLite database (unless --store), files, tokens", ".steward")
-    .option(
-      "--store <url>",
-      "keep the records in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) instead of SQLite",
-    )
-    .option("--host <address>", "address to listen on", "127.0.0.1")
-    .option("--port <n>", "port", number("--port"), 4780)
-    .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-    .option("--join-token <token>", "token agents present (default: generated and kept in the data folder)")
-    .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-    .option(
-      "--host-timeout-seconds <s>",
-      "a host silent this long is lost",
-      number("--host-timeout-seconds"),
-      10,
-    )
+  policyOptions(
+    program
+      .command("server")
+      .description("run the broker alone (agents connect to it)")
+      .option(
+        "--data <dir>",
+        "data folder: tokens, SQLite database (unless --store), files (unless --store or --blobs)",
+        ".steward",
+      )
+      .option(
+        "--store <url>",
+        "keep the records in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) instead of SQLite",
+      )
+      .option(
+        "--blobs <dir>",
+        "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
+      )
+      .option("--host <address>", "address to listen on", "127.0.0.1")
+      .option("--port <n>", "port", number("--port"), 4780)
+      .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+      .option("--join-token <token>", "token agents present (default: generated and kept in the data folder)")
+      .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
+      .option(
+        "--pools <file>",
+        "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
+      )
+      .option(
+        "--lease-seconds <s>",
+        "with --store: how long the leader's lease lasts unless renewed; a standby takes over after it",
+        number("--lease-seconds"),
+        2,
+      )
+      .option(
+        "--host-timeout-seconds <s>",
+        "a host silent this long is lost",
+        number("--host-timeout-seconds"),
+        10,
+      ),
+  )
     .addHelpText(
       "after",
       [
@@ -33,7 +56,11 @@ export function registerServer(program: Command): void {
         "  --store takes a URL as the pg driver reads it: its other parameters (sslmode, options, ...) go there.",
         "  ?schema=NAME puts Steward's tables in schema NAME, created if missing (default: the connection's",
         "  search_path, usually public). Several servers on one store apply schema migrations once.",
-        "  --data still holds the input, output and checkpoint files and the tokens.",
+        "  The inputs, outputs, logs and checkpoints go there too, so every broker on the store reaches them;",
+        "  --blobs DIR keeps them in DIR instead (a file system all brokers mount: large files, high",
+        "  throughput). --data holds the tokens.",
+        "  Several servers on one store elect a leader; the others are standby: they redirect API",
+        "  requests to the leader (307) and turn agents away, and take over once its lease runs out.",
         "  example: steward server --store 'postgres://steward@db:5432/grid?schema=steward' --data /srv/steward",
       ].join("\n"),
     )
@@ -44,18 +71,44 @@ export function registerServer(program: Command): void {
         options.data,
         { admin: options.token, join: options.joinToken },
         options.store,
+        options.blobs,
       );
+      const pools = options.pools === undefined ? [] : readPoolsFile(options.pools);
       const log = daemonLogger();
-      const server = await startServer(serverOptions(data, options, log));
+      const server = await startServer({
+        ...serverOptions(data, options, log),
+        pools,
+        pilotDir: join(data.root, "pilots"),
+      });
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
       );
       if (options.store) process.stderr.write(`  store:       ${redact(options.store)}\n`);
-      onShutdown(() => server.close());
+      process.stderr.write(`  blobs:       ${data.blobsWhere}\n`);
+      onShutdown(async () => {
+        await server.close();
+        await data.close();
+      });
     });
 }
 
 /** The URL without its password, for messages. */
 function redact(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, "$1:***@");
+}
+
+/** The pools file, validated; a bad one stops the server with the field named. */
+function readPoolsFile(path: string): PoolSpec[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`--pools ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return parsePoolsFile(text);
+  } catch (error) {
+    if (error instanceof PoolsFileError) throw new CliError(`--pools ${path}: ${error.message}`);
+    throw error;
+  }
 }

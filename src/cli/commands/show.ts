@@ -1,35 +1,7 @@
 import type { Command } from "commander";
+import type { Job } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
-
-interface Attempt {
-  number: number;
-  host: string;
-  state: string;
-  outcome: string | null;
-  reason: string | null;
-  exitCode: number | null;
-  restarted: boolean;
-  startedAt: string;
-  endedAt: string | null;
-}
-interface Job {
-  id: string;
-  name: string;
-  owner: string;
-  state: string;
-  priority: number;
-  createdAt: string;
-  counts: Record<string, number>;
-  tasks: {
-    index: number;
-    state: string;
-    progress: { fraction: number } | null;
-    attempts: Attempt[];
-    checkpoint: { generation: number; bytes: number } | null;
-  }[];
-  events: { at: string; kind: string; message: string }[];
-}
 
 export function registerShow(program: Command): void {
   program
@@ -40,22 +12,25 @@ export function registerShow(program: Command): void {
     .action(async (id: string, options: { json?: boolean }) => {
       const job = await new ApiClient().json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`);
       if (options.json) return printJson(job);
+      // Asked for with its tasks and events (the default), so both are there.
+      const tasks = job.tasks ?? [];
+      const events = job.events ?? [];
       const c = job.counts;
       const lines = [
         `job ${job.id}  ${job.name}  owner ${job.owner}  priority ${job.priority}`,
         `state ${job.state}  submitted ${shortTime(job.createdAt)}`,
-        `tasks ${job.tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
+        `tasks ${tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
         "",
       ];
-      const checkpoints = job.tasks.filter((task) => task.checkpoint);
-      if (checkpoints.length === 1 && job.tasks.length === 1) {
+      const checkpoints = tasks.filter((task) => task.checkpoint);
+      if (checkpoints.length === 1 && tasks.length === 1) {
         const { generation, bytes } = checkpoints[0].checkpoint!;
         lines.splice(3, 0, `checkpoint generation ${generation}, ${bytes} bytes`);
       } else if (checkpoints.length > 0) {
         lines.splice(3, 0, `${checkpoints.length} tasks have a checkpoint`);
       }
       const rows: (string | number)[][] = [];
-      for (const task of job.tasks) {
+      for (const task of tasks) {
         if (task.attempts.length === 0) rows.push([task.index, task.state, "-", "-", "-", "-", "-", "-"]);
         for (const attempt of task.attempts) {
           rows.push([
@@ -77,7 +52,7 @@ export function registerShow(program: Command): void {
       lines.push(table(["TASK", "STATE", "ATTEMPT", "HOST", "OUTCOME", "EXIT", "STARTED", "REASON"], shown));
       if (rows.length > shown.length) lines.push(`... ${rows.length - shown.length} more rows (use --json)`);
       lines.push("", "events:");
-      for (const event of job.events)
+      for (const event of events)
         lines.push(`  ${shortTime(event.at)}  ${event.kind.padEnd(16)} ${event.message}`);
       process.stdout.write(`${lines.join("\n")}\n`);
     });

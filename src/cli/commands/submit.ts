@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
+import type { Job } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 import { loadJobFile, submissionBody } from "../job-file.ts";
@@ -14,7 +16,13 @@ export function registerSubmit(program: Command): void {
     .action(async (file: string, options: { wait?: boolean; json?: boolean }) => {
       const job = loadJobFile(file);
       const client = new ApiClient();
-      const created = await client.json<{ id: string }>("POST", "/api/v1/jobs", await submissionBody(job));
+      // One key per submit: if the answer is lost (a broker dies, a connection breaks), the request
+      // is sent again, to the next server too, and finds the job the first one made.
+      const created = await client.json<Job>("POST", "/api/v1/jobs", {
+        ...(await submissionBody(job)),
+        headers: { "idempotency-key": randomUUID() },
+        idempotent: true,
+      });
       if (options.json) printJson(created);
       else process.stdout.write(`${created.id}\n`);
       if (options.wait) process.exitCode = await waitForJobs(client, [created.id], null, !options.json);

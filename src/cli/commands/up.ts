@@ -5,49 +5,50 @@ import { Agent } from "../../agent/agent.ts";
 import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
-import { integer, number, onShutdown } from "../options.ts";
+import { integer, number, onShutdown, policyOptions } from "../options.ts";
 
 export function registerUp(program: Command): void {
-  program
-    .command("up")
-    .description("run the server and N local agents in one process, on an embedded SQLite store")
-    .option("--data <dir>", "data folder", ".steward")
-    .option("--port <n>", "port", integer("--port"), 4780)
-    .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
-    .option("--slots <n>", "slots (cpus) per agent", integer("--slots", 1), os.availableParallelism())
-    .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-    .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-    .option(
-      "--host-timeout-seconds <s>",
-      "a host silent this long is lost",
-      number("--host-timeout-seconds"),
-      10,
-    )
-    .action(async (options) => {
-      const data = openDataDir(options.data, { admin: options.token });
-      const log = daemonLogger();
-      const server = await startServer(serverOptions(data, options, log));
-      const agents: Agent[] = [];
-      for (let i = 1; i <= options.agents; i++) {
-        const name = `local-${i}`;
-        const agent = new Agent({
-          servers: [server.url],
-          joinToken: data.joinToken,
-          name,
-          slots: options.slots,
-          workDir: join(data.root, "agents", name),
-          log,
-        });
-        await agent.start();
-        agents.push(agent);
-      }
-      process.stderr.write(
-        `steward up at ${server.url} with ${options.agents} agent${options.agents === 1 ? "" : "s"} of ${options.slots} slots\n` +
-          `  data: ${data.root}\n  export STEWARD_URL=${server.url} STEWARD_TOKEN=$(cat ${data.root}/admin-token)\n`,
-      );
-      onShutdown(async () => {
-        for (const agent of agents) await agent.stop();
-        await server.close();
+  policyOptions(
+    program
+      .command("up")
+      .description("run the server and N local agents in one process, on an embedded SQLite store")
+      .option("--data <dir>", "data folder", ".steward")
+      .option("--port <n>", "port", integer("--port"), 4780)
+      .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
+      .option("--slots <n>", "slots (cpus) per agent", integer("--slots", 1), os.availableParallelism())
+      .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+      .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
+      .option(
+        "--host-timeout-seconds <s>",
+        "a host silent this long is lost",
+        number("--host-timeout-seconds"),
+        10,
+      ),
+  ).action(async (options) => {
+    const data = openDataDir(options.data, { admin: options.token });
+    const log = daemonLogger();
+    const server = await startServer(serverOptions(data, options, log));
+    const agents: Agent[] = [];
+    for (let i = 1; i <= options.agents; i++) {
+      const name = `local-${i}`;
+      const agent = new Agent({
+        servers: [server.url],
+        joinToken: data.joinToken,
+        name,
+        slots: options.slots,
+        workDir: join(data.root, "agents", name),
+        log,
       });
+      await agent.start();
+      agents.push(agent);
+    }
+    process.stderr.write(
+      `steward up at ${server.url} with ${options.agents} agent${options.agents === 1 ? "" : "s"} of ${options.slots} slots\n` +
+        `  data: ${data.root}\n  export STEWARD_URL=${server.url} STEWARD_TOKEN=$(cat ${data.root}/admin-token)\n`,
+    );
+    onShutdown(async () => {
+      for (const agent of agents) await agent.stop();
+      await server.close();
     });
+  });
 }

@@ -1,12 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
+import type { Job } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
-
-interface Summary {
-  id: string;
-  state: string;
-  counts: Record<string, number>;
-}
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 
@@ -23,7 +18,7 @@ export async function waitForJobs(
   for (;;) {
     const jobs = await Promise.all(
       ids.map((id) =>
-        client.json<Summary>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+        client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
           query: { tasks: 0, events: 0 },
         }),
       ),

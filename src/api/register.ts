@@ -1,0 +1,110 @@
+// The HTTP API under /api/v1 (plus /healthz and /metrics): zod schemas through fastify's type
+// provider, the bearer tokens, the error shape, the OpenAPI document, and the routes.
+// src/server/server.ts builds the fastify instance and calls registerApi.
+
+import type { FastifyError, FastifyInstance } from "fastify";
+import {
+  hasZodFastifySchemaValidationErrors,
+  isResponseSerializationError,
+  serializerCompiler,
+  validatorCompiler,
+} from "fastify-type-provider-zod";
+import type { Registry } from "prom-client";
+import { JobFileError } from "../model/jobfile.ts";
+import type { PoolStatus } from "../pools/pool-manager.ts";
+import { NotLeaderError } from "../server/broker.ts";
+import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
+import type { BlobStore } from "../store/blobs.ts";
+import type { Store } from "../store/store.ts";
+import { StaleTermError } from "../store/store.ts";
+import { bearerToken, safeEqual } from "./auth.ts";
+import { registerOpenApi } from "./openapi.ts";
+import { validationAnswer } from "./requests.ts";
+import { registerAgentFileRoutes } from "./routes/agent-files.ts";
+import { registerHostRoutes } from "./routes/hosts.ts";
+import { registerJobRoutes } from "./routes/jobs.ts";
+import { registerPoolRoutes } from "./routes/pools.ts";
+import { registerSystemRoutes } from "./routes/system.ts";
+import type { ErrorAnswer, Health } from "./schemas.ts";
+
+export interface ApiDeps {
+  core: Core;
+  store: Store;
+  blobs: BlobStore;
+  metrics: Registry;
+  adminToken: string;
+  joinToken: string;
+  /** The batch-backed pools' state (none without a pools file). */
+  pools?: () => PoolStatus[];
+  /** Who leads, as /healthz tells it. */
+  health: () => Omit<Health, "ok">;
+}
+
+/** Paths that answer without a token. */
+const OPEN_PATHS = new Set(["/api/v1/openapi.json"]);
+
+export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const { core, store, blobs } = deps;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  await registerOpenApi(app);
+
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0];
+    if (!path.startsWith("/api/v1/") || OPEN_PATHS.has(path)) return;
+    const token = bearerToken(request.headers.authorization);
+    const expected = path.startsWith("/api/v1/agent/") ? deps.joinToken : deps.adminToken;
+    if (!token || !safeEqual(token, expected)) {
+      reply.code(401).send(answer("unauthorized", "missing or wrong bearer token"));
+    }
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send(answer("not_found", `no route ${request.method} ${request.url.split("?")[0]}`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      return reply.code(400).send(validationAnswer(error.validationContext, error.validation));
+    }
+    if (error instanceof JobFileError || error instanceof InvalidRequestError) {
+      return reply.code(400).send({ error: { code: "invalid", field: error.field, message: error.message } });
+    }
+    // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
+    if (error instanceof NotLeaderError || error instanceof StaleTermError) {
+      return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));
+    }
+    if (error instanceof NotFoundError) return reply.code(404).send(answer("not_found", error.message));
+    if (error instanceof ConflictError) return reply.code(409).send(answer("conflict", error.message));
+    // (The library knows its error by a `method` field alone, so the code is checked too.)
+    if (error.code === "FST_ERR_RESPONSE_SERIALIZATION" && isResponseSerializationError(error)) {
+      // An answer that does not fit its own schema is a bug of the server, not of the request.
+      request.log.error({ issues: error.cause.issues, url: error.url }, "answer does not fit its schema");
+      return reply
+        .code(500)
+        .send(answer("internal", `the answer to ${error.method} ${error.url} does not fit its schema`));
+    }
+    if (error.statusCode && error.statusCode < 500) {
+      return reply.code(error.statusCode).send(answer(error.code ?? "bad_request", error.message));
+    }
+    request.log.error({ err: error }, "request failed");
+    return reply.code(500).send(answer("internal", error.message));
+  });
+
+  registerJobRoutes(app, { core, store, blobs });
+  registerHostRoutes(app, core);
+  registerPoolRoutes(app, deps.pools ?? (() => []));
+  registerAgentFileRoutes(app, core, blobs);
+  registerSystemRoutes(app, {
+    core,
+    store,
+    metrics: deps.metrics,
+    health: deps.health,
+    // The document's interface has no index signature, so it reads as a plain JSON object here.
+    openApi: () => app.swagger() as unknown as Record<string, unknown>,
+  });
+}
+
+function answer(code: string, message: string): ErrorAnswer {
+  return { error: { code, message } };
+}

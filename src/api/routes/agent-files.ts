@@ -1,0 +1,229 @@
+// Files agents move: inputs down, outputs up, checkpoints both ways. Join-token auth; only the
+// current attempt may upload.
+
+import { createHash } from "node:crypto";
+import { Readable, Transform } from "node:stream";
+import { text } from "node:stream/consumers";
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { checkpointManifest } from "../../protocol/messages.ts";
+import {
+  checkpointManifestKey,
+  checkpointObjectKey,
+  checkpointPrefix,
+  inputKey,
+  outputKey,
+} from "../../server/blob-keys.ts";
+import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import type { BlobStore } from "../../store/blobs.ts";
+import { attemptParams, filePath, jobParams, sha256, taskParams } from "../requests.ts";
+import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
+
+const octetStream = (description: string) => ({
+  description,
+  content: { "application/octet-stream": { schema: fileBytes } },
+});
+
+export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs: BlobStore): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.get(
+    "/api/v1/agent/jobs/:id/inputs/*",
+    {
+      schema: {
+        summary: "An input file of a job, for the agent that stages it",
+        params: jobParams.extend({ "*": filePath }),
+        response: { 200: octetStream("the file's bytes"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { id, "*": path } = request.params;
+      const job = core.job(id);
+      if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
+      const key = inputKey(id, path);
+      const info = await blobs.stat(key);
+      if (!info) throw new NotFoundError(`input ${path} of job ${id} is missing from the blob store`);
+      reply.header("content-type", "application/octet-stream");
+      reply.header("content-length", info.bytes);
+      return blobs.read(key);
+    },
+  );
+
+  api.put(
+    "/api/v1/agent/jobs/:id/tasks/:task/attempts/:attempt/outputs/*",
+    {
+      schema: {
+        summary: "Upload an output file of a live attempt",
+        consumes: ["application/octet-stream"],
+        params: attemptParams.extend({ "*": filePath }),
+        body: fileBytes.nullish(),
+        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id, task, attempt, "*": path } = request.params;
+      const job = core.job(id);
+      if (!job.record.spec.outputs.includes(path)) {
+        throw new NotFoundError(`job ${id} declares no output ${path}`);
+      }
+      if (!core.acceptsOutputs(id, task, attempt)) {
+        request.body?.resume();
+        throw new ConflictError(
+          `attempt ${attempt} of task ${task} is not current, or another gave the result`,
+        );
+      }
+      // An empty upload comes without a body stream.
+      const body = request.body ?? Readable.from([]);
+      const info = await blobs.write(outputKey(id, task, attempt, path), body);
+      return { bytes: info.bytes };
+    },
+  );
+
+  // ---- checkpoints: objects named by their SHA-256 first, then a manifest that names them all.
+
+  api.get(
+    "/api/v1/agent/jobs/:id/tasks/:task/checkpoint",
+    {
+      schema: {
+        summary: "The task's last committed checkpoint manifest",
+        params: taskParams,
+        response: { 200: json(checkpointManifest, "the files of the checkpoint"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id, task } = request.params;
+      const record = core.job(id).tasks[task];
+      if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
+      if (!record.checkpoint) throw new NotFoundError(`task ${task} of job ${id} has no checkpoint`);
+      const manifest = await text(
+        blobs.read(checkpointManifestKey(id, record.index, record.checkpoint.generation)),
+      );
+      return checkpointManifest.parse(JSON.parse(manifest));
+    },
+  );
+
+  api.get(
+    "/api/v1/agent/jobs/:id/tasks/:task/checkpoint/objects/:sha",
+    {
+      schema: {
+        summary: "One object of the task's checkpoint",
+        params: taskParams.extend({ sha: sha256 }),
+        response: { 200: octetStream("the object's bytes"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { id, task, sha } = request.params;
+      core.job(id);
+      const key = checkpointObjectKey(id, task, sha);
+      const info = await blobs.stat(key);
+      if (!info) throw new NotFoundError(`no checkpoint object ${sha}`);
+      reply.header("content-type", "application/octet-stream");
+      reply.header("content-length", info.bytes);
+      return blobs.read(key);
+    },
+  );
+
+  api.put(
+    "/api/v1/agent/jobs/:id/tasks/:task/attempts/:attempt/checkpoint/objects/:sha",
+    {
+      schema: {
+        summary: "Upload one checkpoint object, named by the SHA-256 of its content",
+        consumes: ["application/octet-stream"],
+        params: attemptParams.extend({ sha: sha256 }),
+        body: fileBytes.nullish(),
+        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 409) },
+      },
+    },
+    async (request) => {
+      const { id, task, attempt, sha } = request.params;
+      const body = request.body ?? Readable.from([]);
+      if (!core.isCurrent(id, task, attempt)) {
+        body.resume();
+        throw new ConflictError(`attempt ${attempt} of task ${task} is not current`);
+      }
+      const key = checkpointObjectKey(id, task, sha);
+      // From the request's arrival to the last byte stored: the transfer rate moves are priced with.
+      const startedAt = performance.now();
+      const hash = createHash("sha256");
+      const hashed = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      body.on("error", (error) => hashed.destroy(error));
+      body.pipe(hashed);
+      const info = await blobs.write(key, hashed);
+      if (hash.digest("hex") !== sha) {
+        await blobs.deletePrefix(key);
+        throw new InvalidRequestError("sha256", "the object's content does not match its name");
+      }
+      core.noteCheckpointTransfer(info.bytes, performance.now() - startedAt);
+      return { bytes: info.bytes };
+    },
+  );
+
+  api.post(
+    "/api/v1/agent/jobs/:id/tasks/:task/attempts/:attempt/checkpoint",
+    {
+      schema: {
+        summary: "Commit a checkpoint whose objects are all uploaded: it becomes the task's restart point",
+        params: attemptParams,
+        body: checkpointManifest,
+        response: {
+          200: json(checkpointCommittedSchema, "committed: its generation, and the one it replaces"),
+          ...errors(400, 401, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id, task, attempt } = request.params;
+      const manifest = request.body;
+      if (!core.isCurrent(id, task, attempt)) {
+        throw new ConflictError(`attempt ${attempt} of task ${task} is not current: checkpoint ignored`);
+      }
+      let bytes = 0;
+      for (const file of manifest.files) {
+        const info = await blobs.stat(checkpointObjectKey(id, task, file.sha256));
+        if (!info || info.bytes !== file.bytes) {
+          throw new ConflictError(`checkpoint object for ${file.path} is missing: upload it first`);
+        }
+        bytes += file.bytes;
+      }
+      // The manifest is written before the commit that points at it: a restart never sees a part.
+      const generation = core.nextCheckpointGeneration(id, task);
+      await blobs.write(
+        checkpointManifestKey(id, task, generation),
+        Readable.from([JSON.stringify(manifest)]),
+      );
+      const previous = await core.commitCheckpoint(id, task, attempt, generation, bytes);
+      await dropOldCheckpoints(
+        blobs,
+        id,
+        task,
+        generation,
+        manifest.files.map((file) => file.sha256),
+      );
+      return { generation, bytes, previous };
+    },
+  );
+}
+
+/** Keeps the last generation only: older manifests, and objects no longer named, go. */
+async function dropOldCheckpoints(
+  blobs: BlobStore,
+  jobId: string,
+  task: number,
+  keep: number,
+  shas: string[],
+) {
+  const prefix = checkpointPrefix(jobId, task);
+  const named = new Set(shas.map((sha) => checkpointObjectKey(jobId, task, sha)));
+  const current = checkpointManifestKey(jobId, task, keep);
+  for (const blob of await blobs.list(`${prefix}/manifests`)) {
+    if (blob.key !== current) await blobs.deletePrefix(blob.key);
+  }
+  for (const blob of await blobs.list(`${prefix}/objects`)) {
+    if (!named.has(blob.key)) await blobs.deletePrefix(blob.key);
+  }
+}

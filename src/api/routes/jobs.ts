@@ -1,0 +1,463 @@
+// /api/v1/jobs: submit, list, show, control, remove, logs, outputs.
+
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { type JobSpec, validateJobSpec } from "../../model/jobfile.ts";
+import { isEndedState, JOB_STATES } from "../../model/states.ts";
+import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
+import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import type { BlobStore } from "../../store/blobs.ts";
+import type { Store } from "../../store/store.ts";
+import { filePath, flag, jobParams, taskParams, wholeNumber } from "../requests.ts";
+import {
+  errors,
+  fileBytes,
+  jobSchema,
+  jobSummarySchema,
+  json,
+  outputFileSchema,
+  removedSchema,
+} from "../schemas.ts";
+import { jobSummaryView, jobView } from "../views.ts";
+
+export interface JobRouteDeps {
+  core: Core;
+  store: Store;
+  blobs: BlobStore;
+}
+
+const LOG_POLL_MS = 250;
+
+/** The most jobs one page of GET /api/v1/jobs may hold. */
+export const MAX_PAGE = 1000;
+
+const listQuery = z.object({
+  all: flag(false, "include ended jobs"),
+  state: z.enum(JOB_STATES).optional().meta({ description: "only jobs in this state (ended ones too)" }),
+  limit: z.coerce
+    .number<string>()
+    .int()
+    .min(1)
+    .max(MAX_PAGE)
+    .optional()
+    .meta({ description: `at most this many jobs (1..${MAX_PAGE}); without it, all of them` }),
+  after: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "a job id: only the jobs after it in id order (the next page)" }),
+});
+
+/**
+ * Submit: the job file as JSON, or multipart/form-data with a `job` field then one part per input.
+ * The job file is checked in the handler (validateJobSpec), the same for both, so that an error
+ * names its field the way the job file's own errors do; the document still shows its schema.
+ */
+const submitBody = z.unknown().meta({
+  content: {
+    "application/json": { schema: { $ref: "#/components/schemas/JobFileInput" } },
+    "multipart/form-data": {
+      schema: {
+        type: "object",
+        properties: { job: { type: "string", description: "the job file as JSON; comes first" } },
+        required: ["job"],
+        additionalProperties: {
+          type: "string",
+          format: "binary",
+          description: "one file part per input, named by its path",
+        },
+      },
+    },
+  },
+});
+
+const migrateBody = z
+  .object({ to: z.string().min(1).optional().meta({ description: "the host to move to" }) })
+  .nullish();
+// Fastify hands a request without a body to its schema as null.
+const emptyBody = z.object({}).nullish();
+
+const logQuery = z.object({
+  task: wholeNumber().default(0).meta({ description: "task index" }),
+  stream: z.enum(["stdout", "stderr"]).default("stdout"),
+  follow: flag(false, "follow the attempt until it ends"),
+  attempt: wholeNumber(1).optional().meta({ description: "this attempt instead of the latest" }),
+});
+
+export function registerJobRoutes(app: FastifyInstance, { core, store, blobs }: JobRouteDeps): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.post(
+    "/api/v1/jobs",
+    {
+      schema: {
+        summary:
+          "Submit a job (the job file as JSON, or multipart with a `job` field and one part per input)",
+        consumes: ["application/json", "multipart/form-data"],
+        body: submitBody,
+        response: {
+          201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
+          ...errors(400, 401),
+        },
+      },
+    },
+    async (request, reply) => {
+      const owner = ownerOf(request);
+      // A submit repeated with its key answers the job the first one made.
+      const key = submitKeyOf(request);
+      const job = request.isMultipart()
+        ? await submitMultipart(request, core, blobs, owner, key)
+        : await submitJson(request.body, core, owner, key);
+      const events = await store.events(job.id);
+      reply.code(201);
+      return jobView(job, events, job.tasks.length === 1);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs",
+    {
+      schema: {
+        summary:
+          "List jobs in id order (those not ended, unless all=1 or state=S); a Link header with rel=next when a limited page is not the last",
+        querystring: listQuery,
+        response: { 200: json(z.array(jobSummarySchema), "the jobs of this page"), ...errors(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      const { all, state, limit, after } = request.query;
+      const listed = core
+        .listJobs()
+        .filter((job) => (state ? job.record.state === state : all || !isEndedState(job.record.state)))
+        .sort((a, b) => compareJobIds(a.id, b.id));
+      const start = after === undefined ? 0 : firstAfter(listed, after);
+      const page = listed.slice(start, limit === undefined ? undefined : start + limit);
+      if (limit !== undefined && start + page.length < listed.length) {
+        const next = new URLSearchParams();
+        if (all) next.set("all", "1");
+        if (state) next.set("state", state);
+        next.set("limit", String(limit));
+        next.set("after", page[page.length - 1].id);
+        reply.header("link", `</api/v1/jobs?${next}>; rel="next"`);
+      }
+      return page.map(jobSummaryView);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id",
+    {
+      schema: {
+        summary: "One job with its tasks, attempts and events",
+        params: jobParams,
+        querystring: z.object({
+          tasks: flag(true, "0 leaves the tasks out"),
+          events: flag(true, "0 leaves the events out"),
+        }),
+        response: { 200: json(jobSchema, "the job"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = core.job(id);
+      const events = request.query.events ? await store.events(id) : null;
+      return jobView(job, events, request.query.tasks);
+    },
+  );
+
+  api.delete(
+    "/api/v1/jobs/:id",
+    {
+      schema: {
+        summary: "Remove an ended job with its files and checkpoints",
+        params: jobParams,
+        response: { 200: json(removedSchema, "removed"), ...errors(401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      await core.remove(id);
+      await blobs.deletePrefix(jobPrefix(id));
+      return { id, removed: true as const };
+    },
+  );
+
+  const controls: [string, string, (id: string) => Promise<JobEntry>][] = [
+    [
+      "cancel",
+      "Cancel a job: pending tasks never start, running attempts are stopped",
+      (id) => core.cancel(id),
+    ],
+    [
+      "hold",
+      "Hold a job: it does not start; running attempts stop (preempted, reason held)",
+      (id) => core.hold(id),
+    ],
+    ["release", "Release a held job", (id) => core.release(id)],
+  ];
+  for (const [action, summary, control] of controls) {
+    api.post(
+      `/api/v1/jobs/:id/${action}`,
+      {
+        schema: {
+          summary,
+          params: jobParams,
+          body: emptyBody,
+          response: { 200: json(jobSchema, "the job, without its tasks"), ...errors(400, 401, 404, 409) },
+        },
+      },
+      async (request) =>
+        jobView(await control(request.params.id), await store.events(request.params.id), false),
+    );
+  }
+
+  api.post(
+    "/api/v1/jobs/:id/migrate",
+    {
+      schema: {
+        summary: "Move a running job to another host (or the one named), resuming from its checkpoint",
+        params: jobParams,
+        body: migrateBody,
+        response: { 200: json(jobSchema, "the job, without its tasks"), ...errors(400, 401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await core.migrate(id, request.body?.to ?? null);
+      return jobView(job, await store.events(id), false);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/logs",
+    {
+      schema: {
+        summary: "stdout or stderr of a task's latest attempt (or the one named), followed with follow=1",
+        params: jobParams,
+        querystring: logQuery,
+        response: {
+          200: { description: "the log's bytes", content: { "text/plain": { schema: fileBytes } } },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { task, stream, follow, attempt } = request.query;
+      const job = core.job(id);
+      if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
+      reply.header("content-type", "text/plain; charset=utf-8");
+      return Readable.from(followLog(core, blobs, job, task, stream, follow, attempt ?? null, request));
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/outputs",
+    {
+      schema: {
+        summary: "The committed output files of each task",
+        params: jobParams,
+        response: { 200: json(z.array(outputFileSchema), "the files, task by task"), ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = core.job(id);
+      const files: z.infer<typeof outputFileSchema>[] = [];
+      for (const task of job.tasks) {
+        if (task.resultAttempt === null) continue;
+        const prefix = outputPrefix(id, task.index, task.resultAttempt);
+        for (const blob of await blobs.list(prefix)) {
+          files.push({
+            task: task.index,
+            attempt: task.resultAttempt,
+            path: blob.key.slice(prefix.length + 1),
+            bytes: blob.bytes,
+          });
+        }
+      }
+      return files;
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/outputs/:task/*",
+    {
+      schema: {
+        summary: "One output file of a task's result",
+        params: taskParams.extend({ "*": filePath }),
+        response: {
+          200: {
+            description: "the file's bytes",
+            content: { "application/octet-stream": { schema: fileBytes } },
+          },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id, task: index, "*": path } = request.params;
+      const job = core.job(id);
+      const record = job.tasks[index];
+      if (!record || record.resultAttempt === null)
+        throw new NotFoundError(`task ${index} of job ${id} has no result`);
+      const key = outputKey(id, index, record.resultAttempt, path);
+      const info = await blobs.stat(key);
+      if (!info) throw new NotFoundError(`no output ${path} in task ${index} of job ${id}`);
+      reply.header("content-type", "application/octet-stream");
+      reply.header("content-length", info.bytes);
+      return blobs.read(key);
+    },
+  );
+}
+
+/**
+ * The list's order: job ids are numbers given out in increasing order, compared as numbers (any
+ * other id after them, as text), so that `after` needs no lookup and still works once the job it
+ * names is gone.
+ */
+export function compareJobIds(a: string, b: string): number {
+  const numeric = /^\d+$/;
+  const aNumber = numeric.test(a);
+  const bNumber = numeric.test(b);
+  if (aNumber && bNumber) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  if (aNumber !== bNumber) return aNumber ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Index of the first job whose id comes after `after` (binary search over the sorted list). */
+function firstAfter(jobs: readonly JobEntry[], after: string): number {
+  let low = 0;
+  let high = jobs.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareJobIds(jobs[middle].id, after) <= 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function ownerOf(request: FastifyRequest): string {
+  const header = request.headers["x-steward-user"];
+  const user = Array.isArray(header) ? header[0] : header;
+  return user && /^[\w.@-]{1,64}$/.test(user) ? user : "admin";
+}
+
+/** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */
+function submitKeyOf(request: FastifyRequest): string | null {
+  const header = request.headers["idempotency-key"];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined) return null;
+  if (!/^[\w-]{1,128}$/.test(key)) {
+    throw new InvalidRequestError("Idempotency-Key", "must be 1 to 128 letters, digits, - or _");
+  }
+  return key;
+}
+
+async function submitJson(body: unknown, core: Core, owner: string, key: string | null): Promise<JobEntry> {
+  const spec = validateJobSpec(body);
+  if (spec.inputs.length > 0) {
+    throw new InvalidRequestError(
+      "inputs[0]",
+      `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
+    );
+  }
+  return core.submit(spec, owner, [], undefined, key);
+}
+
+/** Multipart: a field `job` (the job file as JSON) first, then one file part per input, named by its path. */
+async function submitMultipart(
+  request: FastifyRequest,
+  core: Core,
+  blobs: BlobStore,
+  owner: string,
+  key: string | null,
+) {
+  const known = core.findSubmission(owner, key);
+  if (known) {
+    // Its inputs are in already: the parts are read past, not stored again.
+    for await (const part of request.parts()) if (part.type === "file") part.file.resume();
+    return core.submit(known.record.spec, owner, [], undefined, key);
+  }
+  let spec: JobSpec | null = null;
+  let id: string | null = null;
+  const received = new Set<string>();
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === "field") {
+        if (part.fieldname !== "job") continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(String(part.value));
+        } catch {
+          throw new InvalidRequestError("job", "the job field is not JSON");
+        }
+        spec = validateJobSpec(parsed);
+        id = await core.allocateJobId();
+        continue;
+      }
+      if (!spec || !id) {
+        part.file.resume();
+        throw new InvalidRequestError("job", "the job field must come before the input files");
+      }
+      const path = part.fieldname;
+      if (!spec.inputs.includes(path)) {
+        part.file.resume();
+        throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
+      }
+      await blobs.write(inputKey(id, path), part.file);
+      received.add(path);
+    }
+    if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
+    const missing = spec.inputs.findIndex((path) => !received.has(path));
+    if (missing >= 0) {
+      throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
+    }
+    return await core.submit(spec, owner, [...spec.inputs], id, key);
+  } catch (error) {
+    if (id) await blobs.deletePrefix(jobPrefix(id));
+    throw error;
+  }
+}
+
+/** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
+async function* followLog(
+  core: Core,
+  blobs: BlobStore,
+  job: JobEntry,
+  taskIndex: number,
+  stream: "stdout" | "stderr",
+  follow: boolean,
+  wanted: number | null,
+  request: FastifyRequest,
+): AsyncGenerator<Buffer> {
+  let offset = 0;
+  let closed = false;
+  request.raw.on("close", () => {
+    closed = true;
+  });
+  for (;;) {
+    const attempt = wanted === null ? job.latestAttempt(taskIndex) : job.attempt(taskIndex, wanted);
+    if (!attempt) {
+      if (!follow || closed || core.job(job.id).tasks[taskIndex].state !== "pending") return;
+      await sleep(LOG_POLL_MS);
+      continue;
+    }
+    const ended = attempt.state === "ended";
+    const key = logKey(job.id, taskIndex, attempt.number, stream);
+    const info = await blobs.stat(key);
+    if (info && info.bytes > offset) {
+      for await (const chunk of blobs.read(key, offset)) {
+        offset += (chunk as Buffer).length;
+        yield chunk as Buffer;
+      }
+    }
+    // The agent sends the last bytes before it reports the end, so once ended the log is complete.
+    if (!follow || closed || ended) return;
+    await sleep(LOG_POLL_MS);
+  }
+}

@@ -1,0 +1,21 @@
+// /api/v1/pools: the pools backed by a batch system, with their state and pilots.
+
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { PoolStatus } from "../../pools/pool-manager.ts";
+import { errors, json, poolSchema } from "../schemas.ts";
+
+export function registerPoolRoutes(app: FastifyInstance, pools: () => PoolStatus[]): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.get(
+    "/api/v1/pools",
+    {
+      schema: {
+        summary: "Pools backed by a batch system: state (ok, or unavailable and why) and pilots",
+        response: { 200: json(z.array(poolSchema), "every pool of the pools file"), ...errors(401) },
+      },
+    },
+    async () => pools(),
+  );
+}

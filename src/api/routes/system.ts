@@ -1,0 +1,131 @@
+// Health, metrics, the OpenAPI document, and job events as server-sent events.
+
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import type { Registry } from "prom-client";
+import { z } from "zod";
+import type { EventRecord } from "../../model/records.ts";
+import type { Core } from "../../server/core.ts";
+import type { Store } from "../../store/store.ts";
+import { EventStream } from "../event-stream.ts";
+import { wholeNumber } from "../requests.ts";
+import { errors, type Health, healthSchema, json, streamEventSchema } from "../schemas.ts";
+
+const KEEP_ALIVE_MS = 15_000;
+
+export interface SystemRouteDeps {
+  core: Core;
+  store: Store;
+  metrics: Registry;
+  /** Who leads, as /healthz tells it. */
+  health: () => Omit<Health, "ok">;
+  /** The OpenAPI document, generated from the route schemas once every route is registered. */
+  openApi: () => Record<string, unknown>;
+}
+
+export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps): void {
+  const { core, store, metrics } = deps;
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.get(
+    "/healthz",
+    {
+      schema: {
+        summary: "Health (no token needed)",
+        security: [],
+        response: { 200: json(healthSchema, "up") },
+      },
+    },
+    async () => ({ ok: true, ...deps.health() }),
+  );
+
+  api.get(
+    "/metrics",
+    {
+      schema: {
+        summary: "Metrics in the Prometheus text format (no token needed)",
+        security: [],
+        response: {
+          200: { description: "Prometheus metrics", content: { "text/plain": { schema: z.string() } } },
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.header("content-type", metrics.contentType);
+      return metrics.metrics();
+    },
+  );
+
+  api.get(
+    "/api/v1/openapi.json",
+    {
+      schema: {
+        summary: "This document (no token needed)",
+        security: [],
+        response: { 200: json(z.record(z.string(), z.unknown()), "the OpenAPI 3.1 document") },
+      },
+    },
+    async () => deps.openApi(),
+  );
+
+  api.get(
+    "/api/v1/events",
+    {
+      schema: {
+        summary:
+          "Job events as server-sent events: `event: job`, `id: N`, `data: JobEvent`. With Last-Event-ID (or after=N) the stored events after N come first, then the live ones",
+        querystring: z.object({
+          job: z.string().min(1).optional().meta({ description: "only this job's events" }),
+          after: wholeNumber()
+            .optional()
+            .meta({ description: "first send the stored events with a larger id (Last-Event-ID wins)" }),
+        }),
+        headers: z.looseObject({
+          "last-event-id": z
+            .string()
+            .regex(/^\d+$/, "not an event id")
+            .optional()
+            .meta({ description: "the id of the last event the client has: it gets every later one" }),
+        }),
+        response: {
+          200: {
+            description: "an event stream; each event's data is a JobEvent",
+            content: { "text/event-stream": { schema: streamEventSchema } },
+          },
+          ...errors(400, 401),
+        },
+      },
+    },
+    (request, reply) => {
+      const { job } = request.query;
+      const header = request.headers["last-event-id"];
+      const after = header !== undefined ? Number(header) : (request.query.after ?? null);
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+      });
+      raw.write(": steward events\n\n");
+      const stream = new EventStream(raw, job ?? null);
+      const listener = (event: EventRecord) => stream.live(event);
+      const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
+      // Live events are listened to before the backlog is read, so none committed meanwhile is lost.
+      core.events.on("event", listener);
+      request.raw.on("close", () => {
+        clearInterval(keepAlive);
+        core.events.off("event", listener);
+        stream.close();
+      });
+      if (after === null) {
+        stream.liveOnly();
+        return;
+      }
+      stream.catchUp(store, after).catch((error: unknown) => {
+        app.log.warn({ err: error }, "reading stored events failed");
+        raw.end();
+      });
+    },
+  );
+}

@@ -1,0 +1,251 @@
+// The API's JSON shapes (DESIGN.md "JSON shapes") as zod schemas. Routes name them in their
+// schemas, the OpenAPI document is generated from them, and the CLI and the tests take their
+// TypeScript types from here instead of typing the answers again.
+
+import type { Readable } from "node:stream";
+import { z } from "zod";
+import { type JobSpec, jobSpecSchema } from "../model/jobfile.ts";
+import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../model/states.ts";
+import { hostFacts } from "../protocol/messages.ts";
+
+const isoTime = z.iso.datetime();
+
+// ---- errors
+
+export const errorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().meta({ description: "invalid, unauthorized, not_found, conflict, internal, ..." }),
+      message: z.string().meta({ description: "one line, naming the field when there is one" }),
+      field: z.string().optional().meta({ description: "the field at fault (400)" }),
+    }),
+  })
+  .meta({ id: "Error" });
+export type ErrorAnswer = z.infer<typeof errorSchema>;
+
+// ---- jobs
+
+export const attemptSchema = z
+  .object({
+    number: z.int().meta({ description: "the STEWARD_ATTEMPT the job saw" }),
+    host: z.string().meta({ description: "the agent's --name" }),
+    state: z.enum(ATTEMPT_STATES),
+    outcome: z.enum(ATTEMPT_OUTCOMES).nullable().meta({ description: "null until ended" }),
+    reason: z.string().nullable(),
+    exitCode: z.int().nullable(),
+    restarted: z.boolean(),
+    startedAt: isoTime,
+    endedAt: isoTime.nullable(),
+  })
+  .meta({ id: "Attempt" });
+export type Attempt = z.infer<typeof attemptSchema>;
+
+export const checkpointSchema = z.object({ generation: z.int(), bytes: z.int(), at: isoTime });
+
+export const taskSchema = z
+  .object({
+    index: z.int(),
+    state: z.enum(JOB_STATES),
+    progress: z
+      .object({ fraction: z.number(), at: isoTime })
+      .nullable()
+      .meta({ description: "the last progress a running task reported (0..1)" }),
+    attempts: z.array(attemptSchema),
+    checkpoint: checkpointSchema.nullable(),
+  })
+  .meta({ id: "Task" });
+export type Task = z.infer<typeof taskSchema>;
+
+export const eventSchema = z
+  .object({
+    id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
+    at: isoTime,
+    kind: z.string(),
+    data: z
+      .record(z.string(), z.unknown())
+      .meta({ description: "the numbers and names behind the message (a host, an attempt, a gain)" }),
+    message: z.string(),
+  })
+  .meta({ id: "Event" });
+export type Event = z.infer<typeof eventSchema>;
+
+/** What `GET /api/v1/events` sends as the data of each server-sent event. */
+export const streamEventSchema = eventSchema.extend({ jobId: z.string() }).meta({ id: "JobEvent" });
+export type StreamEvent = z.infer<typeof streamEventSchema>;
+
+export const countsSchema = z.object({
+  pending: z.int(),
+  running: z.int(),
+  succeeded: z.int(),
+  failed: z.int(),
+  cancelled: z.int(),
+});
+
+/**
+ * The job file (DESIGN.md "Job file"): the document's JobFileInput is what a submit takes,
+ * JobFile what it became, with every default filled in.
+ */
+export const jobFileSchema = jobSpecSchema.meta({ id: "JobFile", description: "the job file" });
+
+/**
+ * A job's `spec`: the job file as accepted. Not checked again on the way out: it passed the rules
+ * of the day it was submitted, and a later, stricter rule must not make the job unreadable.
+ */
+const acceptedJobFile = z
+  .custom<JobSpec>((value) => typeof value === "object" && value !== null)
+  .meta({ $ref: "#/components/schemas/JobFile" });
+
+export const jobSummarySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    owner: z.string(),
+    state: z.enum(JOB_STATES),
+    priority: z.int(),
+    createdAt: isoTime,
+    endedAt: isoTime.nullable(),
+    taskCount: z.int(),
+    counts: countsSchema,
+  })
+  .meta({ id: "JobSummary" });
+export type JobSummary = z.infer<typeof jobSummarySchema>;
+
+export const jobSchema = jobSummarySchema
+  .extend({
+    spec: acceptedJobFile,
+    tasks: z
+      .array(taskSchema)
+      .optional()
+      .meta({ description: "left out with ?tasks=0, and in the answer to a submit of an array" }),
+    events: z.array(eventSchema).optional().meta({ description: "left out with ?events=0" }),
+  })
+  .meta({ id: "Job" });
+export type Job = z.infer<typeof jobSchema>;
+
+export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
+export type Removed = z.infer<typeof removedSchema>;
+
+export const outputFileSchema = z.object({
+  task: z.int(),
+  attempt: z.int(),
+  path: z.string(),
+  bytes: z.int(),
+});
+export type OutputFile = z.infer<typeof outputFileSchema>;
+
+const hostReason = z.object({ host: z.string(), reason: z.string() });
+
+export const explanationSchema = z.object({
+  id: z.string(),
+  state: z.enum(JOB_STATES),
+  reasons: z.array(z.string()).meta({ description: "what keeps the job waiting before any host" }),
+  hosts: z.array(
+    hostReason.extend({ eligible: z.boolean().meta({ description: "the host matches the job" }) }),
+  ),
+  summary: z
+    .object({ matching: z.int(), withRoom: z.int() })
+    .meta({ description: "how many hosts match the job, and how many of those have room now" }),
+  clauses: z.array(z.object({ clause: z.string(), matching: z.int(), failing: z.array(hostReason) })).meta({
+    description: "the requirements clause by clause: on how many hosts each holds, and why not elsewhere",
+  }),
+  ahead: z.array(z.object({ id: z.string(), priority: z.int(), owner: z.string().nullable() })).meta({
+    description: "jobs that get their turn first and want the hosts this job matches, in turn order",
+  }),
+  running: z
+    .array(
+      z.object({
+        task: z.int(),
+        attempt: z.int(),
+        host: z.string(),
+        estimates: z
+          .array(z.object({ host: z.string(), gain: z.number() }))
+          .nullable()
+          .meta({ description: "the last rescheduling estimate, best gain first" }),
+        estimatedAt: isoTime.nullable(),
+        preemption: z.object({ candidate: z.boolean(), reason: z.string() }).nullable(),
+        line: z.string().meta({ description: "the sentence steward explain prints" }),
+      }),
+    )
+    .meta({ description: "the job's running tasks, with what rescheduling and preemption last said" }),
+});
+export type Explanation = z.infer<typeof explanationSchema>;
+
+// ---- hosts
+
+/** The host facts as agents send them (src/protocol/messages.ts): one schema for both. */
+export const hostFactsSchema = hostFacts;
+
+export const poolSchema = z
+  .object({
+    name: z.string(),
+    driver: z.string(),
+    state: z.enum(["ok", "unavailable"]),
+    reason: z
+      .string()
+      .nullable()
+      .meta({ description: "why the pool is unavailable: the batch system's message" }),
+    pilots: z.object({ pending: z.int(), running: z.int(), ending: z.int() }),
+  })
+  .meta({ id: "Pool" });
+export type Pool = z.infer<typeof poolSchema>;
+
+export const hostSchema = z
+  .object({
+    name: z.string(),
+    pool: z.string(),
+    state: z.enum(HOST_STATES),
+    connected: z.boolean().meta({ description: "whether its agent is attached now" }),
+    slots: z.int(),
+    slotsFree: z.int(),
+    labels: z.record(z.string(), z.string()),
+    facts: hostFactsSchema,
+    lastSeen: isoTime,
+  })
+  .meta({ id: "Host" });
+export type Host = z.infer<typeof hostSchema>;
+
+// ---- system
+
+export const healthSchema = z.object({
+  ok: z.boolean(),
+  role: z.enum(["leader", "standby"]),
+  /** The leader's URL when known. */
+  leader: z.string().nullable(),
+  /** The leadership term: it grows with every start (and, with HA, every election). */
+  term: z.int(),
+});
+export type Health = z.infer<typeof healthSchema>;
+
+// ---- agents' files
+
+export const bytesWrittenSchema = z.object({ bytes: z.int() });
+
+export const checkpointCommittedSchema = z.object({
+  generation: z.int(),
+  bytes: z.int(),
+  previous: z.int().nullable(),
+});
+
+/** A file's bytes, streamed both ways (never whole in memory): a Readable on the server. */
+export const fileBytes = z
+  .custom<Readable>((value) => typeof (value as Readable | null)?.pipe === "function")
+  .meta({ type: "string", format: "binary" });
+
+const ERROR_DESCRIPTIONS = {
+  400: "a parameter, the query or the body is not valid: the message names the field",
+  401: "missing or wrong bearer token",
+  404: "no such job, task, host or file",
+  409: "the request conflicts with the current state (for example an attempt that is no longer current)",
+} as const;
+
+/** A JSON answer with what it is: for a route's response schema, and so for the OpenAPI document. */
+export function json<Schema extends z.ZodType>(schema: Schema, description: string) {
+  return { description, content: { "application/json": { schema } } };
+}
+
+/** The error answers a route may give, for its response schema (and so for the OpenAPI document). */
+export function errors<const Code extends keyof typeof ERROR_DESCRIPTIONS>(...codes: Code[]) {
+  const answers = {} as Record<Code, ReturnType<typeof json<typeof errorSchema>>>;
+  for (const code of codes) answers[code] = json(errorSchema, ERROR_DESCRIPTIONS[code]);
+  return answers;
+}

@@ -1,0 +1,81 @@
+// The JSON shapes of DESIGN.md ("JSON shapes"), from the records: what `--json` prints and the API
+// answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
+
+import type { AttemptRecord, EventRecord, HostRecord, TaskRecord } from "../model/records.ts";
+import type { JobEntry } from "../state/job-entry.ts";
+import type { Attempt, Event, Host, Job, JobSummary, Task } from "./schemas.ts";
+
+function iso(ms: number): string;
+function iso(ms: number | null): string | null;
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+export function attemptView(attempt: AttemptRecord): Attempt {
+  return {
+    number: attempt.number,
+    host: attempt.host,
+    state: attempt.state,
+    outcome: attempt.outcome,
+    reason: attempt.reason,
+    exitCode: attempt.exitCode,
+    restarted: attempt.restarted,
+    startedAt: iso(attempt.startedAt),
+    endedAt: iso(attempt.endedAt),
+  };
+}
+
+export function taskView(job: JobEntry, task: TaskRecord): Task {
+  const progress = task.state === "running" ? job.progress.get(task.index) : undefined;
+  return {
+    index: task.index,
+    state: task.state,
+    progress: progress ? { fraction: progress.fraction, at: iso(progress.at) } : null,
+    attempts: (job.attempts.get(task.index) ?? []).map(attemptView),
+    checkpoint: task.checkpoint
+      ? { generation: task.checkpoint.generation, bytes: task.checkpoint.bytes, at: iso(task.checkpoint.at) }
+      : null,
+  };
+}
+
+export function jobSummaryView(job: JobEntry): JobSummary {
+  const { record } = job;
+  return {
+    id: record.id,
+    name: record.name,
+    owner: record.owner,
+    state: record.state,
+    priority: record.priority,
+    createdAt: iso(record.createdAt),
+    endedAt: iso(record.endedAt),
+    taskCount: job.tasks.length,
+    counts: { ...job.counts },
+  };
+}
+
+export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
+  return {
+    ...jobSummaryView(job),
+    spec: job.record.spec,
+    ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
+    ...(events ? { events: events.map(eventView) } : {}),
+  };
+}
+
+export function eventView(event: EventRecord): Event {
+  return { id: event.id, at: iso(event.at), kind: event.kind, data: event.data, message: event.message };
+}
+
+export function hostView(host: HostRecord & { slotsFree: number; connected: boolean }): Host {
+  return {
+    name: host.name,
+    pool: host.pool,
+    state: host.state,
+    connected: host.connected,
+    slots: host.slots,
+    slotsFree: host.slotsFree,
+    labels: host.labels,
+    facts: host.facts,
+    lastSeen: iso(host.lastSeen),
+  };
+}

@@ -1,0 +1,58 @@
+import type { Command } from "commander";
+import type { Explanation } from "../../api/schemas.ts";
+import { ApiClient } from "../client.ts";
+import { printJson, table } from "../format.ts";
+
+export function registerExplain(program: Command): void {
+  program
+    .command("explain")
+    .description(
+      "why a job is not running: held, dependencies, back-off, whom it waits behind, then host by host (the requirements clause by clause)",
+    )
+    .argument("<id>", "job id")
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const answer = await new ApiClient().json<Explanation>(
+        "GET",
+        `/api/v1/jobs/${encodeURIComponent(id)}/explain`,
+      );
+      if (options.json) return printJson(answer);
+      process.stdout.write(renderExplanation(answer));
+    });
+}
+
+function renderExplanation(answer: Explanation): string {
+  const lines = [`job ${answer.id} is ${answer.state}`, ...answer.reasons.map((reason) => `  ${reason}`)];
+  if (answer.hosts.length === 0) {
+    lines.push("no hosts are known: start an agent");
+  } else {
+    lines.push(summaryLine(answer.summary));
+    if (answer.clauses.length > 0) {
+      lines.push(
+        `requirements clause by clause (on how many of the ${answer.hosts.length} hosts each holds):`,
+      );
+      const rows = answer.clauses.map((clause) => [String(clause.matching), clause.clause]);
+      lines.push(
+        ...table(["HOSTS", "CLAUSE"], rows)
+          .split("\n")
+          .map((line) => `  ${line}`),
+      );
+    }
+    lines.push(
+      table(
+        ["HOST", "ELIGIBLE", "REASON"],
+        answer.hosts.map((h) => [h.host, h.eligible ? "yes" : "no", h.reason]),
+      ),
+    );
+  }
+  if (answer.running.length > 0) {
+    lines.push("running:", ...answer.running.map((task) => `  ${task.line}`));
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** `2 hosts match the requirements, 1 of them has room`. */
+function summaryLine({ matching, withRoom }: Explanation["summary"]): string {
+  const hosts = matching === 1 ? "1 host matches" : `${matching} hosts match`;
+  return `${hosts} the requirements, ${withRoom} of them ${withRoom === 1 ? "has" : "have"} room`;
+}

@@ -1,0 +1,43 @@
+// Fresh records, made in one place so that a field added to a record is given its first value once.
+
+import type { AttemptRecord, TaskRecord } from "./records.ts";
+import type { TaskState } from "./states.ts";
+
+/** A task as it is submitted: no attempt yet. */
+export function newTask(jobId: string, index: number, state: TaskState): TaskRecord {
+  return {
+    jobId,
+    index,
+    state,
+    attempts: 0,
+    failures: 0,
+    losses: 0,
+    systemFailures: 0,
+    notBefore: null,
+    resultAttempt: null,
+    checkpoint: null,
+    migration: null,
+  };
+}
+
+/**
+ * The task's next attempt on one host, starting now; the caller has counted it in `task.attempts`.
+ * It restarts from the task's last checkpoint when there is one.
+ */
+export function newAttempt(task: TaskRecord, host: string, now: number): AttemptRecord {
+  return {
+    jobId: task.jobId,
+    taskIndex: task.index,
+    number: task.attempts,
+    host,
+    placement: [{ host, rank: 0 }],
+    state: "starting",
+    outcome: null,
+    reason: null,
+    exitCode: null,
+    restarted: task.checkpoint !== null,
+    startedAt: now,
+    endedAt: null,
+    stop: null,
+  };
+}

@@ -1,0 +1,98 @@
+// Applies a plan, whoever made it (a scheduling pass, a user's cancel, hold or migrate): each entry
+// is checked again against the state as it is now, since the plan may be older than the last
+// event; what still holds is changed in the state and committed, and the agents hear of it only
+// once the commit is done (the reactor performs the effects after the commit).
+
+import { newAttempt } from "../model/new-records.ts";
+import type { AttemptRecord } from "../model/records.ts";
+import { startMessage, stopAttempt } from "../reactor/handlers/attempts.ts";
+import { refreshJobState } from "../reactor/handlers/job-state.ts";
+import type { Step } from "../reactor/step.ts";
+import type { Placement, Plan, StopEntry } from "../scheduler/view.ts";
+import type { JobEntry } from "../state/job-entry.ts";
+import { applyReplica } from "./apply-replica.ts";
+
+export interface AppliedPlan {
+  started: AttemptRecord[];
+  stopped: AttemptRecord[];
+}
+
+export function applyPlan(step: Step, plan: Plan): AppliedPlan {
+  const applied: AppliedPlan = { started: [], stopped: [] };
+  const touched = new Set<JobEntry>();
+  for (const entry of plan.stop) {
+    const attempt = applyStop(step, entry);
+    if (attempt) applied.stopped.push(attempt);
+  }
+  for (const placement of plan.place) {
+    const placed = placement.replica ? applyReplica(step, placement) : applyPlacement(step, placement);
+    if (!placed) continue;
+    applied.started.push(placed.attempt);
+    touched.add(placed.job);
+  }
+  for (const job of touched) refreshJobState(step, job);
+  return applied;
+}
+
+function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
+  const live = step.state.liveAttempt(entry.jobId, entry.taskIndex, entry.attempt);
+  if (!live || live.attempt.state === "stopping") return null;
+  if (entry.migrateTo) {
+    const task = live.job.tasks[entry.taskIndex];
+    task.migration = { to: entry.migrateTo.to, from: live.attempt.host };
+    step.change({ op: "putTasks", tasks: [task] });
+    step.state.movedAt.set(`${entry.jobId}/${entry.taskIndex}`, step.now);
+  }
+  if (entry.madeRoomFor !== undefined) {
+    const waiting = step.state.preemptionsFor;
+    waiting.set(entry.madeRoomFor, (waiting.get(entry.madeRoomFor) ?? 0) + 1);
+  }
+  stopAttempt(step, live.job, live.attempt, entry.intent);
+  if (entry.note) step.event(live.job, entry.note.kind, entry.note.message, entry.note.data);
+  return live.attempt;
+}
+
+/** A placement still holds when the task is pending and ready and the host can take it. */
+function applyPlacement(step: Step, placement: Placement): { job: JobEntry; attempt: AttemptRecord } | null {
+  const { state, now } = step;
+  const job = state.jobs.get(placement.jobId);
+  const host = state.hosts.get(placement.host);
+  if (!job || !host || !job.schedulable) return null;
+  const task = job.tasks[placement.taskIndex];
+  if (task?.state !== "pending" || !job.ready.has(task.index)) return null;
+  if (host.record.state !== "ready" || !host.connected) return null;
+  if (host.record.slots - host.usedSlots < job.cpus) return null;
+  if (host.record.facts.memoryMb - host.usedMemoryMb < job.memoryMb) return null;
+  task.attempts += 1;
+  task.notBefore = null;
+  const migration = task.migration;
+  task.migration = null;
+  const attempt = newAttempt(task, placement.host, now);
+  state.setTaskState(job, task, "running");
+  job.addAttempt(attempt);
+  const live = state.activate(job, attempt);
+  const preempted = state.preemptionsFor.get(job.id) ?? 0;
+  if (preempted > 0) {
+    live.startedByPreemption = true;
+    if (preempted === 1) state.preemptionsFor.delete(job.id);
+    else state.preemptionsFor.set(job.id, preempted - 1);
+  }
+  step.change({ op: "putTasks", tasks: [task] });
+  step.change({ op: "putAttempt", attempt });
+  const data = { task: task.index, attempt: attempt.number, host: attempt.host };
+  if (attempt.number > 1) {
+    const who = job.tasks.length === 1 ? "" : `task ${task.index} `;
+    const from = task.checkpoint
+      ? `from checkpoint generation ${task.checkpoint.generation} (${task.checkpoint.bytes} bytes)`
+      : "from the beginning: no checkpoint";
+    step.event(job, "restart", `${who}attempt ${attempt.number} on ${attempt.host} restarts ${from}`, {
+      ...data,
+      checkpoint: task.checkpoint?.generation ?? null,
+      ...(migration ? { migration } : {}),
+    });
+  } else if (job.tasks.length === 1) {
+    step.event(job, "attempt.placed", `attempt ${attempt.number} placed on ${attempt.host}`, data);
+  }
+  step.effect({ kind: "send", host: placement.host, message: startMessage(job, attempt) });
+  return { job, attempt };
+}

@@ -1,0 +1,69 @@
+// One scheduling pass over the cluster state: the scheduler sees the queued jobs with ready work,
+// the hosts, each owner's share and (when it may stop work: preemption, rescheduling) the live
+// attempts, and answers a plan; null when there is nothing to do.
+
+import { schedule } from "../scheduler/plan.ts";
+import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { Plan, RunningTaskView } from "../scheduler/view.ts";
+import type { ClusterState } from "../state/cluster-state.ts";
+import type { LiveAttempt } from "../state/host-entry.ts";
+import { replicableTasks } from "./running-tasks.ts";
+
+export function planPass(
+  state: ClusterState,
+  now: number,
+  policy: Partial<MetaschedulingPolicy> = {},
+): Plan | null {
+  state.promoteDueBackoffs(now);
+  const freeSlot = state.hasFreeSlot();
+  // Without a free slot or live work, nothing can be placed, stopped or moved: the queue is not walked.
+  if (!freeSlot && state.live.size === 0) return null;
+  const jobs = state.queue.schedulable();
+  const preempting = policy.preempt !== false && jobs.length > 0 && state.live.size > 0;
+  const rescheduling = policy.reschedule !== false && freeSlot && state.live.size > 0;
+  // Running tasks that may take idle slots as replicas (stages/replicas.ts).
+  const replicable = freeSlot ? replicableTasks(state) : [];
+  // Nothing can be placed without a free slot, and nothing moved or preempted without live work.
+  if (!(freeSlot && (jobs.length > 0 || replicable.length > 0)) && !preempting && !rescheduling) return null;
+  const plan = schedule({
+    now,
+    jobs,
+    hosts: state.hostViews(),
+    owners: state.owners.shares(now),
+    replicable,
+    running: preempting || rescheduling ? () => runningViews(state) : undefined,
+    policy: {
+      ...policy,
+      ...(state.transferBytesPerSecond ? { transferBytesPerSecond: state.transferBytesPerSecond } : {}),
+    },
+  });
+  const empty = plan.place.length === 0 && plan.stop.length === 0 && plan.recheckAt === undefined;
+  return empty ? null : plan;
+}
+
+function runningViews(state: ClusterState): RunningTaskView[] {
+  const views: RunningTaskView[] = [];
+  for (const live of state.live.values()) views.push(runningView(state, live));
+  return views;
+}
+
+/** A live attempt as the scheduler sees it (preemption, rescheduling, explain). */
+export function runningView(state: ClusterState, live: LiveAttempt): RunningTaskView {
+  const { job, attempt } = live;
+  const checkpoint = job.tasks[attempt.taskIndex].checkpoint;
+  return {
+    job,
+    taskIndex: attempt.taskIndex,
+    attempt: attempt.number,
+    host: attempt.host,
+    stopping: attempt.state === "stopping",
+    progress: {
+      startedAt: attempt.startedAt,
+      baseline: live.progress?.baseline ?? null,
+      last: live.progress?.last ?? null,
+    },
+    checkpointBytes: checkpoint ? checkpoint.bytes : null,
+    startedByPreemption: live.startedByPreemption === true,
+    lastMovedAt: state.movedAt.get(`${job.id}/${attempt.taskIndex}`) ?? null,
+  };
+}

@@ -1,0 +1,143 @@
+// What agents tell the server: hello (with the attempts they hold), heartbeats, and reports of
+// attempts started and ended. Fencing is by attempt identity: a report of an attempt that is not
+// live (ended, replaced, never known) changes nothing.
+
+import { attemptKey, keyOf } from "../../model/ids.ts";
+import type { HostFacts, HostRecord } from "../../model/records.ts";
+import type { AttemptOutcome } from "../../model/states.ts";
+import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../../protocol/messages.ts";
+import type { ClusterState } from "../../state/cluster-state.ts";
+import { type LiveAttempt, newHostEntry } from "../../state/host-entry.ts";
+import type { Step } from "../step.ts";
+import { endAttempt, sendStop } from "./attempts.ts";
+
+export interface AttemptRef {
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+}
+
+/** An agent said hello. Returns the attempts it must kill (no longer live). */
+export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
+  const { state, now } = step;
+  let host = state.hosts.get(message.name);
+  const record: HostRecord = {
+    name: message.name,
+    pool: message.pool,
+    state: host?.record.state === "draining" ? "draining" : "ready",
+    slots: message.slots,
+    labels: message.labels,
+    facts: message.facts,
+    lastSeen: now,
+  };
+  if (!host) {
+    host = newHostEntry(record, true);
+    state.hosts.set(message.name, host);
+  } else {
+    host.record = record;
+    host.connected = true;
+  }
+  step.change({ op: "putHost", host: record });
+  const kill: AttemptRef[] = [];
+  const held = new Set<string>();
+  const runningOnAgent = new Set<string>();
+  for (const ref of message.attempts) {
+    const key = attemptKey(ref.jobId, ref.taskIndex, ref.attempt);
+    if (ref.state === "running") runningOnAgent.add(key);
+    if (host.active.has(key)) held.add(key);
+    else kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt });
+  }
+  for (const [key, entry] of [...host.active]) {
+    const { job, attempt } = entry;
+    if (held.has(key)) {
+      // Its "started" report may have been lost with the agent: the agent's word is enough.
+      if (attempt.state === "starting" && runningOnAgent.has(key)) {
+        attempt.state = "running";
+        step.change({ op: "putAttempt", attempt });
+      }
+      // A stop the agent may not have had (it was away): the recorded intent goes again.
+      if (attempt.state === "stopping") sendStop(step, job, attempt);
+      continue;
+    }
+    // The agent does not know this attempt: it restarted without it (or the start was lost with it).
+    endAttempt(step, job, attempt, {
+      outcome: "lost",
+      exitCode: null,
+      reason: "the host's agent restarted without it",
+      cause: "host",
+    });
+  }
+  step.schedule = true;
+  return kill;
+}
+
+/** Heartbeats renew the lease and bring facts and progress; they are hints, not committed. */
+export function recordHeartbeat(
+  state: ClusterState,
+  now: number,
+  name: string,
+  facts: HostFacts,
+  progress: HeartbeatMessage["progress"],
+): void {
+  const host = state.hosts.get(name);
+  if (!host) return;
+  host.record.lastSeen = now;
+  host.record.facts = facts;
+  for (const report of progress) {
+    const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
+    if (!active) continue;
+    const sample = { fraction: report.fraction, at: now };
+    active.job.progress.set(report.taskIndex, sample);
+    // A restarted attempt resumes where its checkpoint left off: its first report is its baseline.
+    active.progress ??= { baseline: active.attempt.restarted ? sample : null, last: null };
+    active.progress.last = sample;
+  }
+}
+
+/** The live attempt a report speaks of, if this host runs it. */
+function reported(state: ClusterState, hostName: string, ref: AttemptRef): LiveAttempt | null {
+  const live = state.liveAttempt(ref.jobId, ref.taskIndex, ref.attempt);
+  if (!live) return null;
+  const host = state.hosts.get(hostName);
+  return host?.active.has(keyOf(live.attempt)) ? live : null;
+}
+
+export function attemptStarted(step: Step, hostName: string, ref: AttemptRef): void {
+  const live = reported(step.state, hostName, ref);
+  if (live?.attempt.state !== "starting") return;
+  live.attempt.state = "running";
+  step.change({ op: "putAttempt", attempt: live.attempt });
+}
+
+/** A start that could not be sent (the agent was not connected): a system failure, not the host's. */
+export function startUndelivered(step: Step, hostName: string, ref: AttemptRef): void {
+  const live = reported(step.state, hostName, ref);
+  if (live?.attempt.state !== "starting") return;
+  endAttempt(step, live.job, live.attempt, {
+    outcome: "lost",
+    exitCode: null,
+    reason: `the start could not be delivered: the agent of ${hostName} was not connected`,
+    cause: "undelivered",
+  });
+}
+
+export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {
+  const live = reported(step.state, hostName, report);
+  if (!live) return;
+  const { job, attempt } = live;
+  let outcome: AttemptOutcome = report.outcome;
+  let reason = report.reason;
+  if (outcome === "succeeded") {
+    const missing = job.record.spec.outputs.filter((path) => !report.outputs.includes(path));
+    if (missing.length) {
+      outcome = "failed";
+      reason = `output file${missing.length > 1 ? "s" : ""} missing: ${missing.join(", ")}`;
+    }
+  }
+  endAttempt(step, job, attempt, {
+    outcome,
+    exitCode: report.exitCode,
+    reason,
+    cause: outcome === "lost" ? (report.cause ?? "host") : undefined,
+  });
+}

@@ -1,0 +1,112 @@
+// What users ask of jobs and hosts: cancel, hold, release, migrate, drain, remove. Stops go
+// through a plan like the scheduler's, applied by the one applyPlan.
+
+import type { HostRecord, StopIntent, TaskRecord } from "../../model/records.ts";
+import { applyPlan } from "../../planner/apply-plan.ts";
+import type { StopEntry } from "../../scheduler/view.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import { ConflictError, NotFoundError } from "../errors.ts";
+import type { Step } from "../step.ts";
+import { refreshJobState } from "./job-state.ts";
+
+export function findJob(step: Step, id: string): JobEntry {
+  const job = step.state.jobs.get(id);
+  if (!job) throw new NotFoundError(`no job ${id}`);
+  return job;
+}
+
+function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boolean): StopEntry[] {
+  const stops: StopEntry[] = [];
+  for (const attempt of job.allLiveAttempts()) {
+    if (attempt.state !== "starting" && attempt.state !== "running") continue;
+    if (skip?.(attempt.host)) continue;
+    stops.push({ jobId: job.id, taskIndex: attempt.taskIndex, attempt: attempt.number, intent });
+  }
+  return stops;
+}
+
+export function cancelJob(step: Step, id: string): JobEntry {
+  const job = findJob(step, id);
+  if (job.isEnded()) return job;
+  job.record.cancelRequested = true;
+  const dirty: TaskRecord[] = [];
+  for (const task of job.tasks) {
+    if (task.state === "pending" || task.state === "waiting" || task.state === "held") {
+      step.state.setTaskState(job, task, "cancelled");
+      dirty.push(task);
+    }
+  }
+  if (dirty.length) step.change({ op: "putTasks", tasks: dirty });
+  step.change({ op: "putJob", job: job.record });
+  step.event(job, "cancel", "cancel requested");
+  applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }) });
+  refreshJobState(step, job);
+  return job;
+}
+
+/** Holds a job: pending tasks do not start; running attempts stop (ended `preempted`, reason `held`). */
+export function holdJob(step: Step, id: string): JobEntry {
+  const job = findJob(step, id);
+  if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
+  if (job.record.held) return job;
+  job.record.held = true;
+  step.event(job, "hold", "held by user");
+  applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "preempted", reason: "held" }) });
+  step.change({ op: "putJob", job: job.record });
+  refreshJobState(step, job);
+  return job;
+}
+
+export function releaseJob(step: Step, id: string): JobEntry {
+  const job = findJob(step, id);
+  if (!job.record.held) return job;
+  job.record.held = false;
+  step.change({ op: "putJob", job: job.record });
+  step.event(job, "release", "released by user");
+  refreshJobState(step, job);
+  step.state.queue.add(job);
+  step.schedule = true;
+  return job;
+}
+
+/**
+ * Stops the job's running attempts with a checkpoint; their tasks restart on another host (or on
+ * `to`). The target is recorded on the task with the stop, so a server restart keeps it.
+ */
+export function migrateJob(step: Step, id: string, to: string | null): JobEntry {
+  const job = findJob(step, id);
+  if (to !== null) {
+    const host = step.state.hosts.get(to);
+    if (!host) throw new NotFoundError(`no host ${to}`);
+    if (host.record.state !== "ready" || !host.connected) {
+      throw new ConflictError(`host ${to} is ${host.connected ? host.record.state : "not connected"}`);
+    }
+  }
+  const where = to ? `to ${to}` : "to another host";
+  const stops = stopsOf(
+    job,
+    { outcome: "migrated", reason: `migrating ${where}` },
+    (host) => host === to,
+  ).map((stop) => ({ ...stop, migrateTo: { to } }));
+  if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
+  applyPlan(step, { place: [], stop: stops });
+  step.event(job, "migrate", `migration ${where} requested`, { to });
+  return job;
+}
+
+export function drainHost(step: Step, name: string): HostRecord {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.record.state === "ready") {
+    host.record.state = "draining";
+    step.change({ op: "putHost", host: host.record });
+  }
+  return host.record;
+}
+
+export function removeJob(step: Step, id: string): void {
+  const job = findJob(step, id);
+  if (!job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}: cancel it first`);
+  step.state.removeJob(job);
+  step.change({ op: "deleteJob", jobId: id });
+}

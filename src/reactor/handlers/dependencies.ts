@@ -1,0 +1,31 @@
+// dependsOn: a job that ended lets the jobs waiting on it go (when it succeeded and they have
+// nothing else to wait for), or fails their waiting tasks (when it did not succeed).
+
+import type { TaskRecord } from "../../model/records.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import type { Step } from "../step.ts";
+import { refreshJobState } from "./job-state.ts";
+
+export function releaseDependents(step: Step, ended: JobEntry): void {
+  const { state } = step;
+  for (const job of state.jobs.values()) {
+    if (job.record.state !== "waiting" || !job.record.spec.dependsOn.includes(ended.id)) continue;
+    const succeeded = ended.record.state === "succeeded";
+    if (succeeded && !state.dependenciesMet(job.record.spec.dependsOn)) continue;
+    const dirty: TaskRecord[] = [];
+    for (const task of job.tasks) {
+      if (task.state !== "waiting") continue;
+      state.setTaskState(job, task, succeeded ? "pending" : "failed");
+      dirty.push(task);
+    }
+    if (succeeded) step.event(job, "dependencies", "dependencies succeeded", { dependency: ended.id });
+    else
+      step.event(job, "dependencies", `dependency ${ended.id} ended ${ended.record.state}`, {
+        dependency: ended.id,
+        state: ended.record.state,
+      });
+    step.change({ op: "putTasks", tasks: dirty });
+    refreshJobState(step, job);
+  }
+  step.schedule = true;
+}

@@ -1,0 +1,24 @@
+// A job's state follows its tasks; when it changes, the history says so, and a job that ended
+// may release (or fail) the jobs that depend on it.
+
+import { deriveJobState } from "../../model/job-state.ts";
+import { isEndedState } from "../../model/states.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import type { Step } from "../step.ts";
+import { releaseDependents } from "./dependencies.ts";
+
+export function refreshJobState(step: Step, job: JobEntry): void {
+  const state = deriveJobState({
+    counts: job.counts,
+    held: job.record.held,
+    dependenciesMet: step.state.dependenciesMet(job.record.spec.dependsOn),
+  });
+  if (state === job.record.state) return;
+  const from = job.record.state;
+  job.record.state = state;
+  if (isEndedState(state)) job.record.endedAt = step.now;
+  step.change({ op: "putJob", job: job.record });
+  step.event(job, "state", `${from} -> ${state}`, { from, to: state });
+  step.effect({ kind: "jobChanged", job });
+  if (isEndedState(state)) releaseDependents(step, job);
+}

@@ -1,0 +1,27 @@
+// Leases: a host silent for the host timeout is lost, and its attempts with it (guarantee 3).
+
+import type { Step } from "../step.ts";
+import { endAttempt } from "./attempts.ts";
+
+export function expireLeases(step: Step, hostTimeoutSeconds: number): void {
+  const { state, now } = step;
+  const timeoutMs = hostTimeoutSeconds * 1000;
+  for (const host of state.hosts.values()) {
+    if (host.record.state === "lost" || now - host.record.lastSeen <= timeoutMs) continue;
+    host.record.state = "lost";
+    host.connected = false;
+    // A frozen or partitioned agent may still hold its socket open: close it, so that when it
+    // comes back it says hello again and is told to kill the attempts that were replaced.
+    step.effect({ kind: "disconnect", host: host.record.name });
+    step.change({ op: "putHost", host: host.record });
+    const silent = ((now - host.record.lastSeen) / 1000).toFixed(1);
+    for (const { job, attempt } of [...host.active.values()]) {
+      endAttempt(step, job, attempt, {
+        outcome: "lost",
+        exitCode: null,
+        reason: `host ${host.record.name} silent for ${silent} s`,
+        cause: "host",
+      });
+    }
+  }
+}

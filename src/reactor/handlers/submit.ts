@@ -1,0 +1,70 @@
+// A new job: its tasks start pending (or waiting on their dependencies).
+
+import { type JobSpec, taskCount } from "../../model/jobfile.ts";
+import { newTask } from "../../model/new-records.ts";
+import type { JobRecord, TaskRecord } from "../../model/records.ts";
+import { submissionKey } from "../../state/cluster-state.ts";
+import { JobEntry } from "../../state/job-entry.ts";
+import { InvalidRequestError } from "../errors.ts";
+import type { Step } from "../step.ts";
+
+export interface SubmitRequest {
+  id: string;
+  spec: JobSpec;
+  owner: string;
+  /** Input files already in the blob store. */
+  inputs: string[];
+  /** The client's Idempotency-Key, if it sent one. */
+  submitKey?: string | null;
+}
+
+export function submitJob(
+  step: Step,
+  { id, spec, owner, inputs, submitKey = null }: SubmitRequest,
+): JobEntry {
+  const { state, now } = step;
+  // The same submit again (its answer was lost): the job it made, unchanged.
+  const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
+  if (known) return known;
+  spec.dependsOn.forEach((dependency, index) => {
+    if (!state.jobs.has(dependency))
+      throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
+  });
+  const count = taskCount(spec);
+  const initial = state.dependenciesMet(spec.dependsOn) ? "pending" : "waiting";
+  const tasks: TaskRecord[] = new Array(count);
+  for (let index = 0; index < count; index++) {
+    tasks[index] = newTask(id, index, initial);
+  }
+  const record: JobRecord = {
+    id,
+    name: spec.name ?? defaultName(spec),
+    owner,
+    state: initial,
+    priority: spec.priority,
+    held: false,
+    cancelRequested: false,
+    createdAt: now,
+    endedAt: null,
+    spec,
+    inputs,
+    dynamicRequirements: null,
+    submitKey,
+    slowHosts: [],
+  };
+  const job = new JobEntry(record, state.nextSeq++, tasks);
+  state.addJob(job);
+  step.change({ op: "putJob", job: record });
+  step.change({ op: "putTasks", tasks });
+  step.event(job, "submitted", `${count === 1 ? "job" : `array of ${count} tasks`} submitted by ${owner}`, {
+    owner,
+    tasks: count,
+  });
+  step.schedule = true;
+  return job;
+}
+
+function defaultName(spec: JobSpec): string {
+  const command = Array.isArray(spec.command) ? spec.command[0] : spec.command.split(/\s+/)[0];
+  return (command ?? "job").split("/").pop() || "job";
+}

@@ -1,0 +1,162 @@
+// The stages that stop running work, after the placements of a pass: preemption for the first
+// blocked jobs in queue order (at most one stop a pass, GrADS takes one new job at a time), then
+// rescheduling of running tasks into the room left over. Both return plan entries with the
+// numbers behind them for the job's events.
+
+import { batchKey } from "./batches.ts";
+import type { MetaschedulingPolicy } from "./policy.ts";
+import type { FeasibilityJob } from "./stages/feasibility.ts";
+import { type Capacity, fitsCapacity } from "./stages/fit.ts";
+import { decidePreemption } from "./stages/preemption.ts";
+import { bestMove, type MoveEstimate, notMovable, speedNeeded } from "./stages/rescheduling.ts";
+import type { HostView, JobView, RunningTaskView, SchedulerState, StopEntry } from "./view.ts";
+
+/** Blocked jobs looked at in one pass: the first in queue order matter, and a pass must stay short. */
+export const PREEMPTION_JOBS_PER_PASS = 8;
+/** How soon to look again while waiting for a task expected to end. */
+export const PREEMPTION_RECHECK_MS = 1000;
+
+const seconds = (value: number) => `${Math.round(value)} s`;
+
+/** The lowest priority among the running tasks (+Infinity when none: nothing to preempt). */
+function lowestPriority(running: readonly RunningTaskView[]): number {
+  let lowest = Number.POSITIVE_INFINITY;
+  for (const task of running) if (task.job.priority < lowest) lowest = task.job.priority;
+  return lowest;
+}
+
+/** Whether `job` still has a ready task after the `placed` placements this pass gave it. */
+function hasUnplacedTask(job: JobView, placed: number, now: number): boolean {
+  let seen = 0;
+  for (const _ of job.readyTasks(now)) {
+    if (++seen > placed) return true;
+  }
+  return false;
+}
+
+export function preemptionPass(
+  state: SchedulerState,
+  placed: ReadonlyMap<string, number>,
+  feasibleFor: (job: FeasibilityJob) => HostView[],
+  capacity: ReadonlyMap<string, Capacity>,
+  running: () => readonly RunningTaskView[],
+  policy: MetaschedulingPolicy,
+): { stop: StopEntry[]; recheckAt?: number } {
+  let lowest: number | null = null;
+  let looked = 0;
+  for (const job of state.jobs) {
+    if (looked >= PREEMPTION_JOBS_PER_PASS) break;
+    if (!hasUnplacedTask(job, placed.get(job.id) ?? 0, state.now)) continue;
+    const feasible = feasibleFor(job);
+    if (feasible.length === 0) continue;
+    lowest ??= lowestPriority(running());
+    // Queue order is by priority: no job from here on outranks a running task.
+    if (job.priority <= lowest) break;
+    looked++;
+    const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy);
+    if (decision.kind === "wait") return { stop: [], recheckAt: state.now + PREEMPTION_RECHECK_MS };
+    if (decision.kind !== "preempt") continue;
+    const { victim, remainingSeconds } = decision;
+    const reason = `preempted for job ${job.id} (priority ${job.priority})`;
+    return {
+      stop: [
+        {
+          jobId: victim.job.id,
+          taskIndex: victim.taskIndex,
+          attempt: victim.attempt,
+          intent: { outcome: "preempted", reason },
+          madeRoomFor: job.id,
+          note: {
+            kind: "preempt",
+            message: `task ${victim.taskIndex} attempt ${victim.attempt} on ${victim.host} ${reason}: ${seconds(remainingSeconds)} of its work left, the most of the preemptible tasks`,
+            data: {
+              task: victim.taskIndex,
+              attempt: victim.attempt,
+              host: victim.host,
+              for: job.id,
+              forPriority: job.priority,
+              remainingSeconds,
+            },
+          },
+        },
+      ],
+    };
+  }
+  return { stop: [] };
+}
+
+export function reschedulingPass(
+  state: SchedulerState,
+  feasibleFor: (job: FeasibilityJob) => HostView[],
+  capacity: Map<string, Capacity>,
+  running: readonly RunningTaskView[],
+  policy: MetaschedulingPolicy,
+): StopEntry[] {
+  const hosts = new Map(state.hosts.map((host) => [host.name, host]));
+  // Hosts with room, fastest first: a task only looks as far as a host fast enough to pay.
+  const withRoom = state.hosts
+    .filter((host) => (capacity.get(host.name)?.slotsFree ?? 0) > 0)
+    .sort((a, b) => b.facts.speed - a.facts.speed);
+  if (withRoom.length === 0) return [];
+  const candidates: { task: RunningTaskView; current: HostView; targets: HostView[]; move: MoveEstimate }[] =
+    [];
+  const feasibleByKey = new Map<string, Set<string>>();
+  for (const task of running) {
+    const current = hosts.get(task.host);
+    if (!current || notMovable(task, state.now, policy) !== null) continue;
+    const needed = speedNeeded(current.facts.speed, policy.rescheduleGain);
+    if (withRoom[0].facts.speed <= needed) continue;
+    const key = batchKey(task.job);
+    let feasible = feasibleByKey.get(key);
+    if (!feasible) {
+      feasible = new Set(feasibleFor(task.job).map((host) => host.name));
+      feasibleByKey.set(key, feasible);
+    }
+    const targets: HostView[] = [];
+    for (const host of withRoom) {
+      if (host.facts.speed <= needed) break;
+      if (feasible.has(host.name) && fitsCapacity(task.job, capacity.get(host.name)!)) targets.push(host);
+    }
+    const move = bestMove(task, current, targets, state.now, policy);
+    if (move && move.gain > policy.rescheduleGain) candidates.push({ task, current, targets, move });
+  }
+  // The largest gains first; a task whose best host filled up meanwhile takes the best one left.
+  candidates.sort((a, b) => b.move.gain - a.move.gain);
+  const stops: StopEntry[] = [];
+  for (const candidate of candidates) {
+    const { task } = candidate;
+    let move: MoveEstimate | null = candidate.move;
+    if (!fitsCapacity(task.job, capacity.get(move.host)!)) {
+      const left = candidate.targets.filter((host) => fitsCapacity(task.job, capacity.get(host.name)!));
+      move = bestMove(task, candidate.current, left, state.now, policy);
+      if (!move || move.gain <= policy.rescheduleGain) continue;
+    }
+    const room = capacity.get(move.host)!;
+    room.slotsFree -= task.job.cpus;
+    room.memoryFreeMb -= task.job.memoryMb;
+    const gain = move.gain.toFixed(2);
+    const numbers = `remaining ${seconds(move.remainingHere)} here, ${seconds(move.remainingThere)} + ${seconds(move.costSeconds)} move there`;
+    stops.push({
+      jobId: task.job.id,
+      taskIndex: task.taskIndex,
+      attempt: task.attempt,
+      intent: { outcome: "migrated", reason: `rescheduled to ${move.host}: estimated gain ${gain}` },
+      migrateTo: { to: move.host },
+      note: {
+        kind: "reschedule",
+        message: `task ${task.taskIndex} attempt ${task.attempt} migrated to ${move.host}: estimated gain ${gain} (${numbers})`,
+        data: {
+          task: task.taskIndex,
+          attempt: task.attempt,
+          from: task.host,
+          to: move.host,
+          gain: move.gain,
+          remainingHere: move.remainingHere,
+          remainingThere: move.remainingThere,
+          costSeconds: move.costSeconds,
+        },
+      },
+    });
+  }
+  return stops;
+}

@@ -1,0 +1,72 @@
+// Whom a pending job waits behind, for explain: the jobs that get their turn before it in the next
+// pass and want the same hosts. Pure: the queue, the owners' shares and the time come in.
+
+import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
+import { compareQueueOrder } from "./queue-order.ts";
+import type { JobView } from "./view.ts";
+
+/** How many ids the sentence names before it says "and N more". */
+export const AHEAD_NAMED_AT_MOST = 10;
+
+type Turn = Pick<JobView, "priority" | "createdAt" | "seq" | "owner">;
+
+/**
+ * Whether job `a` has its turn before job `b` when a pass starts (plan.ts): higher priority
+ * first; within a priority, the owner with the smaller share (fair-share.ts), then queue order.
+ * As the pass places work, shares grow and owners alternate, so this is the order of the first
+ * turns, not a promise about every later one.
+ */
+export function comesBefore(a: Turn, b: Turn, owners?: ReadonlyMap<string, OwnerShare>): boolean {
+  if (a.priority !== b.priority) return a.priority > b.priority;
+  const ownerA = a.owner ?? "";
+  const ownerB = b.owner ?? "";
+  if (ownerA !== ownerB) {
+    const shares = compareOwnerShares(owners?.get(ownerA) ?? NO_SHARE, owners?.get(ownerB) ?? NO_SHARE);
+    if (shares !== 0) return shares < 0;
+  }
+  return compareQueueOrder(a, b) < 0;
+}
+
+/** Whether a job has a task it could start at `now`. */
+export function hasWorkNow(job: JobView, now: number): boolean {
+  for (const _ of job.readyTasks(now)) return true;
+  for (const _ of job.constrainedTasks?.(now) ?? []) return true;
+  return false;
+}
+
+/**
+ * The jobs of `queue` with work now that come before `job` and want one of the hosts it could
+ * use (`wantsSameHosts`), in the order of their turns.
+ */
+export function jobsAhead(
+  job: JobView,
+  queue: readonly JobView[],
+  now: number,
+  wantsSameHosts: (other: JobView) => boolean,
+  owners?: ReadonlyMap<string, OwnerShare>,
+): JobView[] {
+  return queue
+    .filter(
+      (other) =>
+        other.id !== job.id &&
+        comesBefore(other, job, owners) &&
+        hasWorkNow(other, now) &&
+        wantsSameHosts(other),
+    )
+    .sort((a, b) => (comesBefore(a, b, owners) ? -1 : comesBefore(b, a, owners) ? 1 : 0));
+}
+
+/** `behind 3 jobs in the queue: 12, 15 (priority 5), 16 (priority 0)`. */
+export function describeAhead(
+  ahead: readonly Pick<JobView, "id" | "priority">[],
+  namedAtMost: number = AHEAD_NAMED_AT_MOST,
+): string {
+  const named = ahead.slice(0, namedAtMost);
+  const parts = named.map((job, i) =>
+    i + 1 === named.length || named[i + 1].priority !== job.priority
+      ? `${job.id} (priority ${job.priority})`
+      : job.id,
+  );
+  const more = ahead.length > named.length ? ` and ${ahead.length - named.length} more` : "";
+  return `behind ${ahead.length} job${ahead.length === 1 ? "" : "s"} in the queue: ${parts.join(", ")}${more}`;
+}

@@ -1,0 +1,50 @@
+// Feasibility: may this host run this job at all, before counting free capacity? Each stage
+// answers with a reason the host is ruled out, or null; the first reason wins. New rules are new
+// stages here (explain reports them host by host through the same list).
+
+import { evaluateRequirement } from "../../model/cel.ts";
+import type { HostView, JobView } from "../view.ts";
+
+export type FeasibilityJob = Pick<JobView, "cpus" | "memoryMb" | "requirements">;
+export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
+
+export const hostIsReady: FeasibilityStage = (_job, host) =>
+  host.state === "ready" ? null : `host is ${host.state}`;
+
+export const agentIsConnected: FeasibilityStage = (_job, host) =>
+  host.connected ? null : "host agent is not connected";
+
+export const enoughSlots: FeasibilityStage = (job, host) =>
+  job.cpus > host.slots ? `job needs ${job.cpus} cpus, host has ${host.slots} slots` : null;
+
+export const enoughMemory: FeasibilityStage = (job, host) =>
+  job.memoryMb > host.facts.memoryMb
+    ? `job needs ${job.memoryMb} MB, host has ${host.facts.memoryMb} MB`
+    : null;
+
+export const requirementsHold: FeasibilityStage = (job, host) => {
+  if (!job.requirements) return null;
+  const result = evaluateRequirement(job.requirements, host.facts);
+  return result.ok ? null : result.reason;
+};
+
+export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
+  hostIsReady,
+  agentIsConnected,
+  enoughSlots,
+  enoughMemory,
+  requirementsHold,
+];
+
+/** The first stage's reason to rule the host out, or null when the host is feasible. */
+export function infeasibility(
+  job: FeasibilityJob,
+  host: HostView,
+  stages: readonly FeasibilityStage[] = FEASIBILITY_STAGES,
+): string | null {
+  for (const stage of stages) {
+    const reason = stage(job, host);
+    if (reason !== null) return reason;
+  }
+  return null;
+}

@@ -1,0 +1,163 @@
+// The cluster as plain data with its indexes (HyperQueue's core.rs): jobs, hosts, live attempts,
+// the queue and the tasks backing off. Handlers in reactor/handlers change it; nothing here does
+// I/O or reads the clock.
+
+import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
+import type { AttemptRecord, HostRecord, TaskRecord } from "../model/records.ts";
+import type { TaskState } from "../model/states.ts";
+import type { HostView } from "../scheduler/view.ts";
+import { AttemptWatches } from "./attempt-watches.ts";
+import type { HostEntry, LiveAttempt } from "./host-entry.ts";
+import type { JobEntry } from "./job-entry.ts";
+import { JobQueue } from "./job-queue.ts";
+import { OwnerUsage } from "./owner-usage.ts";
+
+export class ClusterState {
+  readonly jobs = new Map<string, JobEntry>();
+  readonly hosts = new Map<string, HostEntry>();
+  /** Every live attempt by its key: fencing looks here. */
+  readonly live = new Map<string, LiveAttempt>();
+  readonly queue = new JobQueue();
+  /** Cpus and recent cpu-seconds per owner, for fair share. */
+  readonly owners = new OwnerUsage();
+  /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
+  readonly movedAt = new Map<string, number>();
+  /** Preemptions made for a job whose room it has not taken yet: its next attempts count as started by one. */
+  readonly preemptionsFor = new Map<string, number>();
+  /** Checkpoint transfer rate observed (bytes per second), or null before any. */
+  transferBytesPerSecond: number | null = null;
+  /** Progress samples and requirements texts of running attempts (contracts, self-migration). */
+  readonly watches = new AttemptWatches();
+  /** Pending tasks waiting out a retry back-off, with the job they belong to. */
+  readonly backingOff = new Map<TaskRecord, JobEntry>();
+  /** The earliest notBefore in backingOff (Infinity when none). */
+  nextBackoffDue = Number.POSITIVE_INFINITY;
+  /** Submission order of jobs, to break ties in the queue. */
+  nextSeq = 1;
+
+  /** Jobs by their owner's submit key (JobRecord.submitKey), so that a repeated submit finds its job. */
+  readonly submissions = new Map<string, JobEntry>();
+
+  addJob(job: JobEntry): void {
+    this.jobs.set(job.id, job);
+    const { owner, submitKey } = job.record;
+    if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
+    for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
+    if (job.pending.size > 0) this.queue.add(job);
+  }
+
+  removeJob(job: JobEntry): void {
+    this.jobs.delete(job.id);
+    const { owner, submitKey } = job.record;
+    if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
+    this.queue.delete(job);
+  }
+
+  /** Moves a task to a new state and keeps the queue and back-off indexes right. */
+  setTaskState(job: JobEntry, task: TaskRecord, state: TaskState): void {
+    job.setTaskState(task, state);
+    if (state !== "pending") return;
+    if (job.delayed.has(task.index)) this.noteBackoff(job, task);
+    this.queue.add(job);
+  }
+
+  private noteBackoff(job: JobEntry, task: TaskRecord): void {
+    this.backingOff.set(task, job);
+    if (task.notBefore !== null && task.notBefore < this.nextBackoffDue) this.nextBackoffDue = task.notBefore;
+  }
+
+  /** Tasks whose back-off is over become ready; returns whether any did. */
+  promoteDueBackoffs(now: number): boolean {
+    if (now < this.nextBackoffDue) return false;
+    let promoted = false;
+    let next = Number.POSITIVE_INFINITY;
+    for (const [task, job] of this.backingOff) {
+      if (task.state !== "pending" || !job.delayed.has(task.index)) {
+        this.backingOff.delete(task);
+      } else if (task.notBefore === null || task.notBefore <= now) {
+        job.promote(task);
+        this.backingOff.delete(task);
+        this.queue.add(job);
+        promoted = true;
+      } else if (task.notBefore < next) next = task.notBefore;
+    }
+    this.nextBackoffDue = next;
+    return promoted;
+  }
+
+  liveAttempt(jobId: string, taskIndex: number, number: number): LiveAttempt | undefined {
+    return this.live.get(attemptKey(jobId, taskIndex, number));
+  }
+
+  /** Records a live attempt on its hosts: it holds their slots and memory until it ends. */
+  activate(job: JobEntry, attempt: AttemptRecord): LiveAttempt {
+    const entry: LiveAttempt = { job, attempt };
+    const key = keyOf(attempt);
+    this.live.set(key, entry);
+    this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length);
+    for (const name of hostsOf(attempt)) {
+      const host = this.hosts.get(name);
+      if (!host) continue;
+      host.active.set(key, entry);
+      host.usedSlots += job.cpus;
+      host.usedMemoryMb += job.memoryMb;
+    }
+    return entry;
+  }
+
+  deactivate(attempt: AttemptRecord): void {
+    const key = keyOf(attempt);
+    const entry = this.live.get(key);
+    if (!entry) return;
+    this.live.delete(key);
+    this.watches.forget(key);
+    const cpus = entry.job.cpus * hostsOf(attempt).length;
+    this.owners.stopped(entry.job.record.owner, cpus);
+    if (attempt.endedAt !== null)
+      this.owners.used(entry.job.record.owner, cpus, attempt.startedAt, attempt.endedAt);
+    for (const name of hostsOf(attempt)) {
+      const host = this.hosts.get(name);
+      if (!host?.active.delete(key)) continue;
+      host.usedSlots -= entry.job.cpus;
+      host.usedMemoryMb -= entry.job.memoryMb;
+    }
+  }
+
+  dependenciesMet(dependsOn: readonly string[]): boolean {
+    return dependsOn.every((id) => this.jobs.get(id)?.record.state === "succeeded");
+  }
+
+  hostList(): (HostRecord & { slotsFree: number; connected: boolean })[] {
+    return [...this.hosts.values()].map((host) => ({
+      ...host.record,
+      slotsFree: Math.max(0, host.record.slots - host.usedSlots),
+      connected: host.connected,
+    }));
+  }
+
+  hostViews(): HostView[] {
+    return [...this.hosts.values()].map((host) => ({
+      name: host.record.name,
+      state: host.record.state,
+      connected: host.connected,
+      slots: host.record.slots,
+      slotsFree: host.record.slots - host.usedSlots,
+      memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb,
+      facts: { ...host.record.facts, slotsFree: Math.max(0, host.record.slots - host.usedSlots) },
+    }));
+  }
+
+  /** Whether any host could take work now: without one, a pass has nothing to do. */
+  hasFreeSlot(): boolean {
+    for (const host of this.hosts.values()) {
+      if (host.record.state === "ready" && host.connected && host.record.slots - host.usedSlots > 0)
+        return true;
+    }
+    return false;
+  }
+}
+
+/** The submissions index's key: a submit key counts within its owner's jobs. */
+export function submissionKey(owner: string, key: string): string {
+  return `${owner}\u0000${key}`;
+}

@@ -1,0 +1,160 @@
+// The server's in-memory copy of one job: its records plus the indexes the scheduler needs.
+// The store holds the same records; this copy is rebuilt from it at start (state/recover.ts).
+
+import { type CompiledExpression, compileExpression } from "../model/cel.ts";
+import { isLive } from "../model/ids.ts";
+import { countBucket, emptyCounts, type TaskCounts } from "../model/job-state.ts";
+import type { AttemptRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import { mayAddReplica } from "../model/replicas.ts";
+import type { TaskState } from "../model/states.ts";
+import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
+
+export class JobEntry implements JobView {
+  readonly record: JobRecord;
+  readonly seq: number;
+  readonly tasks: TaskRecord[];
+  /** Attempts per task index, oldest first. */
+  readonly attempts = new Map<number, AttemptRecord[]>();
+  readonly counts: TaskCounts = emptyCounts();
+  /** Pending task indexes: those ready to start and those waiting out a retry back-off. */
+  readonly pending = new Set<number>();
+  /** Pending tasks that may start now, in the order they should start. */
+  readonly ready = new Set<number>();
+  /** Pending tasks waiting out a retry back-off (notBefore in the future when they were put back). */
+  readonly delayed = new Set<number>();
+  /** The last progress each running task reported (fraction 0..1, when), from heartbeats. */
+  readonly progress = new Map<number, { fraction: number; at: number }>();
+  /** The job file's requirements, or those the job wrote for itself since (setDynamicRequirements). */
+  requirements: CompiledExpression | null;
+  readonly rank: CompiledExpression | null;
+  /** Requirements texts the job wrote that were refused (invalid), each reported once per server run. */
+  readonly refusedRequirements = new Set<string>();
+
+  constructor(record: JobRecord, seq: number, tasks: TaskRecord[]) {
+    this.record = record;
+    this.seq = seq;
+    this.tasks = tasks;
+    const requirements = record.dynamicRequirements ?? record.spec.requirements;
+    this.requirements = requirements ? compileExpression(requirements) : null;
+    this.rank = record.spec.rank ? compileExpression(record.spec.rank) : null;
+    for (const task of tasks) {
+      this.counts[countBucket(task.state)]++;
+      if (task.state === "pending") this.addPending(task);
+    }
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+  get priority(): number {
+    return this.record.priority;
+  }
+  get owner(): string {
+    return this.record.owner;
+  }
+  get createdAt(): number {
+    return this.record.createdAt;
+  }
+  get cpus(): number {
+    return this.record.spec.resources.cpus;
+  }
+  get memoryMb(): number {
+    return this.record.spec.resources.memoryMb;
+  }
+  get slowHosts(): readonly string[] {
+    return this.record.slowHosts;
+  }
+
+  /** Requirements the running job wrote (already checked): they replace the job's own from now on. */
+  setDynamicRequirements(source: string): void {
+    this.record.dynamicRequirements = source;
+    this.requirements = compileExpression(source);
+  }
+
+  get replicas(): number {
+    return this.record.spec.replicas;
+  }
+
+  /** Whether a task with `live` attempts may have one more replica (model/replicas.ts). */
+  mayReplicate(taskIndex: number, live: number): boolean {
+    const task = this.tasks[taskIndex];
+    return !!task && mayAddReplica(task, live, this.replicas, this.record.spec.retry);
+  }
+
+  /** Whether the scheduler should look at this job at all. */
+  get schedulable(): boolean {
+    return this.ready.size > 0 && !this.record.held && !this.record.cancelRequested;
+  }
+
+  *readyTasks(now: number): Iterable<number> {
+    for (const index of this.ready) {
+      const task = this.tasks[index];
+      if (task.migration !== null) continue;
+      if (task.notBefore === null || task.notBefore <= now) yield index;
+    }
+  }
+
+  *constrainedTasks(now: number): Iterable<ConstrainedTask> {
+    for (const index of this.ready) {
+      const task = this.tasks[index];
+      const rule = task.migration;
+      if (rule === null || (task.notBefore !== null && task.notBefore > now)) continue;
+      yield { index, allows: (host) => (rule.to ? host === rule.to : host !== rule.from) };
+    }
+  }
+
+  /** Moves a task to a new state, keeping the counts and the pending sets right. */
+  setTaskState(task: TaskRecord, state: TaskState): void {
+    if (task.state === state) return;
+    this.counts[countBucket(task.state)]--;
+    this.counts[countBucket(state)]++;
+    if (task.state === "pending") {
+      this.pending.delete(task.index);
+      this.ready.delete(task.index);
+      this.delayed.delete(task.index);
+    }
+    task.state = state;
+    if (state === "pending") this.addPending(task);
+  }
+
+  /** A delayed task whose back-off is over becomes ready. */
+  promote(task: TaskRecord): void {
+    if (this.delayed.delete(task.index)) this.ready.add(task.index);
+  }
+
+  private addPending(task: TaskRecord): void {
+    this.pending.add(task.index);
+    if (task.notBefore === null) this.ready.add(task.index);
+    else this.delayed.add(task.index);
+  }
+
+  addAttempt(attempt: AttemptRecord): void {
+    const list = this.attempts.get(attempt.taskIndex);
+    if (list) list.push(attempt);
+    else this.attempts.set(attempt.taskIndex, [attempt]);
+  }
+
+  attempt(taskIndex: number, number: number): AttemptRecord | undefined {
+    return this.attempts.get(taskIndex)?.find((attempt) => attempt.number === number);
+  }
+
+  latestAttempt(taskIndex: number): AttemptRecord | undefined {
+    const list = this.attempts.get(taskIndex);
+    return list?.[list.length - 1];
+  }
+
+  /** Attempts of a task that have not ended (one today; several with replicas). */
+  liveAttempts(taskIndex: number): AttemptRecord[] {
+    return (this.attempts.get(taskIndex) ?? []).filter(isLive);
+  }
+
+  /** Every live attempt of the job. */
+  *allLiveAttempts(): Iterable<AttemptRecord> {
+    for (const list of this.attempts.values()) for (const attempt of list) if (isLive(attempt)) yield attempt;
+  }
+
+  isEnded(): boolean {
+    const { succeeded, failed, cancelled } = this.counts;
+    return succeeded + failed + cancelled === this.tasks.length;
+  }
+}

@@ -1,0 +1,40 @@
+// Rebuilds the cluster state from the store at start (GridWay's gw_job_recover). Hosts come back
+// unattached with a fresh lease: they get one host timeout to re-attach before they count as lost.
+
+import { hostsOf, isLive } from "../model/ids.ts";
+import type { TaskRecord } from "../model/records.ts";
+import type { StoreSnapshot } from "../store/store.ts";
+import { ClusterState } from "./cluster-state.ts";
+import { newHostEntry } from "./host-entry.ts";
+import { JobEntry } from "./job-entry.ts";
+
+export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState {
+  const state = new ClusterState();
+  const tasksByJob = new Map<string, TaskRecord[]>();
+  for (const task of snapshot.tasks) {
+    const list = tasksByJob.get(task.jobId);
+    if (list) list.push(task);
+    else tasksByJob.set(task.jobId, [task]);
+  }
+  for (const host of snapshot.hosts) {
+    state.hosts.set(host.name, newHostEntry({ ...host, lastSeen: now }, false));
+  }
+  for (const job of snapshot.jobs) {
+    state.addJob(new JobEntry(job, state.nextSeq++, tasksByJob.get(job.id) ?? []));
+  }
+  for (const attempt of snapshot.attempts) {
+    const job = state.jobs.get(attempt.jobId);
+    if (!job) continue;
+    job.addAttempt(attempt);
+    if (isLive(attempt)) state.activate(job, attempt);
+    else if (attempt.endedAt !== null) {
+      state.owners.used(
+        job.record.owner,
+        job.cpus * hostsOf(attempt).length,
+        attempt.startedAt,
+        attempt.endedAt,
+      );
+    }
+  }
+  return state;
+}

@@ -1,0 +1,136 @@
+// A Core on a real SQLite store (in memory or a file) with a recording link in place of the
+// network, and a clock the test moves: for tests of the reactor's rules.
+
+import { setImmediate as tick } from "node:timers/promises";
+import type { HostFacts } from "../../src/model/records.ts";
+import type { HelloMessage, ServerMessage } from "../../src/protocol/messages.ts";
+import { Core } from "../../src/server/core.ts";
+import { GroupCommitter } from "../../src/store/group-commit.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+import type { Store } from "../../src/store/store.ts";
+
+export function facts(name: string, overrides: Partial<HostFacts> = {}): HostFacts {
+  return {
+    name,
+    pool: "default",
+    os: "linux",
+    arch: "x86_64",
+    cpus: 4,
+    memoryMb: 8000,
+    memFreeMb: 8000,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1000,
+    speed: 1,
+    labels: {},
+    slotsFree: 4,
+    ...overrides,
+  };
+}
+
+export function hello(name: string, attempts: HelloMessage["attempts"] = [], slots = 2): HelloMessage {
+  return {
+    type: "hello",
+    v: 1,
+    name,
+    token: "j",
+    pool: "default",
+    slots,
+    labels: {},
+    facts: facts(name),
+    attempts,
+  };
+}
+
+/** Lets the reactor's passes, commits and effects run. */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await tick();
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };
+export type StopSent = Extract<ServerMessage, { type: "stop" }> & { host: string };
+
+export class Harness {
+  readonly store: Store;
+  core!: Core;
+  now = 1_000_000;
+  sent: { host: string; message: ServerMessage }[] = [];
+  disconnected: string[] = [];
+  fatal: unknown[] = [];
+  /** Whether sends reach the agent (false: as if its socket were gone). */
+  deliver = true;
+
+  constructor(store: Store = new SqliteStore(":memory:")) {
+    this.store = store;
+  }
+
+  /** Opens the store (first time), takes a new term and starts a Core recovered from the store. */
+  async start(): Promise<Core> {
+    await this.store.open();
+    const term = await this.store.beginTerm();
+    const core = new Core(new GroupCommitter(this.store, term), {
+      heartbeatSeconds: 1,
+      hostTimeoutSeconds: 3,
+      now: () => this.now,
+      random: () => 0.5,
+      onFatal: (error) => this.fatal.push(error),
+    });
+    core.setLinks({
+      send: (host, message) => {
+        if (!this.deliver) return false;
+        this.sent.push({ host, message });
+        return true;
+      },
+      disconnect: (host) => this.disconnected.push(host),
+    });
+    core.recover(await this.store.load());
+    this.core = core;
+    return core;
+  }
+
+  /** A server restart: the old core stops, a new one recovers from the same store. */
+  async restart(): Promise<Core> {
+    this.core.stop();
+    return this.start();
+  }
+
+  starts(): StartSent[] {
+    return this.sent
+      .filter((entry) => entry.message.type === "start")
+      .map((entry) => ({
+        host: entry.host,
+        ...(entry.message as Extract<ServerMessage, { type: "start" }>),
+      }));
+  }
+
+  stops(): StopSent[] {
+    return this.sent
+      .filter((entry) => entry.message.type === "stop")
+      .map((entry) => ({ host: entry.host, ...(entry.message as Extract<ServerMessage, { type: "stop" }>) }));
+  }
+
+  async close(): Promise<void> {
+    this.core.stop();
+    await this.store.close();
+  }
+}
+
+export function ended(
+  jobId: string,
+  attempt: number,
+  outcome: "succeeded" | "failed" | "lost" | "preempted" | "migrated" | "cancelled" = "succeeded",
+  extra: { reason?: string; cause?: "host" | "staging"; taskIndex?: number } = {},
+) {
+  return {
+    kind: "ended" as const,
+    jobId,
+    taskIndex: extra.taskIndex ?? 0,
+    attempt,
+    outcome,
+    exitCode: outcome === "succeeded" ? 0 : outcome === "failed" ? 1 : null,
+    reason: extra.reason ?? null,
+    outputs: [],
+    ...(extra.cause ? { cause: extra.cause } : {}),
+  };
+}

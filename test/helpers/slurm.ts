@@ -1,0 +1,93 @@
+// The Slurm cluster of the tests (scripts/slurm-local.sh starts a one-node one): run its commands, say
+// whether it is there, so that a file can skip its Slurm tests (or fail them under CI=true), and follow a
+// job to its end through `scontrol show job` (there is no slurmdbd, so no sacct).
+
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { waitFor } from "./steward.ts";
+
+const run = promisify(execFile);
+
+/** Runs a Slurm command and answers its stdout; rejects with its stderr when it fails. */
+export async function slurm(command: string, args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(command, args, { timeout: 10_000 });
+    return stdout;
+  } catch (error) {
+    // scontrol writes some failures (e.g. "Slurmctld(primary) at vm is DOWN") to stdout.
+    const failed = error as Error & { stderr?: string; stdout?: string };
+    const detail = failed.stderr?.trim() || failed.stdout?.trim() || failed.message;
+    throw new Error(`${command} ${args.join(" ")}: ${detail}`);
+  }
+}
+
+/** Node states in which a node runs jobs (sinfo's %T, without a trailing flag such as `*`). */
+export const NODE_UP_STATES = ["idle", "mixed", "allocated", "completing"];
+
+/** Job states after which a job does not run again (`scontrol show job`'s JobState). */
+export const JOB_END_STATES = [
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "TIMEOUT",
+  "NODE_FAIL",
+  "OUT_OF_MEMORY",
+  "BOOT_FAIL",
+  "DEADLINE",
+  "PREEMPTED",
+];
+
+/** Null when sbatch is installed and the controller answers, otherwise why not. */
+export async function slurmUnavailable(): Promise<string | null> {
+  try {
+    await slurm("sbatch", ["--version"]);
+  } catch (error) {
+    return `no sbatch on PATH (${(error as Error).message})`;
+  }
+  try {
+    const ping = await slurm("scontrol", ["ping"]);
+    return /\bUP\b/.test(ping) ? null : `slurmctld does not answer: ${ping.trim()}`;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** The states sinfo reports for the nodes, one per node line (e.g. ["idle"]). */
+export async function nodeStates(): Promise<string[]> {
+  const out = await slurm("sinfo", ["-h", "-o", "%T"]);
+  return out
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "");
+}
+
+/** A job's fields as `scontrol show job -o` prints them (Key=Value pairs on one line). */
+export async function showJob(id: string): Promise<Record<string, string>> {
+  const out = await slurm("scontrol", ["show", "job", "-o", id]);
+  const fields: Record<string, string> = {};
+  for (const pair of out.trim().split(/\s+/)) {
+    const at = pair.indexOf("=");
+    if (at > 0) fields[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return fields;
+}
+
+/** Waits until the job ends and answers its fields; cancels it if it does not end in time. */
+export async function waitForSlurmJobEnd(id: string, timeoutMs = 12_000): Promise<Record<string, string>> {
+  let last = "unknown";
+  try {
+    return await waitFor(
+      `Slurm job ${id} to end`,
+      async () => {
+        const job = await showJob(id);
+        last = job.JobState ?? "unknown";
+        return JOB_END_STATES.includes(last) ? job : null;
+      },
+      timeoutMs,
+      200,
+    );
+  } catch (error) {
+    await slurm("scancel", [id]).catch(() => undefined);
+    throw new Error(`${(error as Error).message} (last JobState ${last}; cancelled)`);
+  }
+}

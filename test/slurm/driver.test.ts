@@ -1,0 +1,81 @@
+// The Slurm driver against the real one-node cluster (scripts/slurm-local.sh): a pilot is submitted
+// with sbatch, listed by squeue under its pool while it waits or runs, cancelled with scancel, and a
+// batch system's refusal comes back with Slurm's own message. Skips without Slurm, as the smoke test.
+
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, it, test } from "vitest";
+import { DriverError } from "../../src/drivers/driver.ts";
+import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
+import { waitFor } from "../helpers/steward.ts";
+
+const unavailable = await slurmUnavailable();
+const folders: string[] = [];
+const driver = new SlurmDriver();
+const pool = `test${process.pid}`;
+
+afterAll(async () => {
+  for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
+});
+
+if (unavailable && process.env.STEWARD_SLURM) {
+  test("Slurm is available", () => {
+    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
+  });
+} else if (unavailable) {
+  console.warn(
+    `skipping the Slurm driver tests (start one with bash scripts/slurm-local.sh): ${unavailable}`,
+  );
+  test.skip(`Slurm driver: ${unavailable}`, () => {});
+} else {
+  it("submits a pilot, lists it under its pool, and cancels it", async () => {
+    const logDir = await mkdtemp(join(tmpdir(), "steward-pilots-"));
+    folders.push(logDir);
+    const id = await driver.submit({ pool, cpus: 1, walltimeSeconds: 120, command: "sleep 60", logDir });
+    expect(id).toMatch(/^\d+$/);
+    const running = await waitFor(
+      "the pilot running",
+      async () => (await driver.list(pool)).find((pilot) => pilot.id === id && pilot.state === "running"),
+      15_000,
+      200,
+    );
+    expect(running.batchState).toBe("RUNNING");
+    expect(await driver.list(`other${process.pid}`)).toStrictEqual([]);
+    await driver.cancel(id);
+    await waitFor(
+      "the pilot gone",
+      async () => !(await driver.list(pool)).some((pilot) => pilot.id === id),
+      15_000,
+      200,
+    );
+    // Cancelling a pilot that is gone already is not an error.
+    await driver.cancel(id);
+  });
+
+  it("runs the pilot's command and writes its output in the log folder", async () => {
+    const logDir = await mkdtemp(join(tmpdir(), "steward-pilots-"));
+    folders.push(logDir);
+    const id = await driver.submit({ pool, cpus: 1, walltimeSeconds: 60, command: "echo pilot-ran", logDir });
+    const job = await waitForSlurmJobEnd(id);
+    expect(job.JobState).toBe("COMPLETED");
+    expect(await readFile(join(logDir, `pilot-${id}.log`), "utf8")).toBe("pilot-ran\n");
+  });
+
+  it("a refused submission says why, in Slurm's words", async () => {
+    const logDir = await mkdtemp(join(tmpdir(), "steward-pilots-"));
+    folders.push(logDir);
+    const refused = driver.submit({
+      pool,
+      cpus: 1,
+      walltimeSeconds: 60,
+      command: "true",
+      logDir,
+      partition: "nowhere",
+    });
+    await expect(refused).rejects.toBeInstanceOf(DriverError);
+    await expect(refused).rejects.toThrow(/sbatch: .*invalid partition/i);
+  });
+}

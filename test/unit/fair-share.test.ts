@@ -1,0 +1,194 @@
+// Fair share: the rule (decay, comparison), the owner usage the state keeps, and the scheduler
+// taking owners in turns within a priority.
+
+import { describe, expect, it } from "vitest";
+import {
+  compareOwnerShares,
+  decayedUsage,
+  FAIR_SHARE_HALF_LIFE_SECONDS,
+  type OwnerShare,
+} from "../../src/scheduler/fair-share.ts";
+import { schedule } from "../../src/scheduler/plan.ts";
+import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import { OwnerUsage } from "../../src/state/owner-usage.ts";
+
+const HOUR = 3_600_000;
+const HALF_LIFE_MS = FAIR_SHARE_HALF_LIFE_SECONDS * 1000;
+
+describe("decayedUsage", () => {
+  it.each([
+    ["no time passed", 100, 0, 0, 100],
+    ["one half-life", 100, 0, HALF_LIFE_MS, 50],
+    ["two half-lives", 100, 0, 2 * HALF_LIFE_MS, 25],
+    ["nothing used", 0, 0, HALF_LIFE_MS, 0],
+    ["a clock that went back leaves it as it was", 100, 10, 5, 100],
+  ])("%s", (_, value, at, now, expected) => {
+    expect(decayedUsage(value, at, now)).toBeCloseTo(expected, 9);
+  });
+
+  it("takes another half-life", () => {
+    expect(decayedUsage(8, 0, 3 * HOUR, 3600)).toBeCloseTo(1, 9);
+  });
+});
+
+describe("compareOwnerShares", () => {
+  const share = (runningCpus: number, recentCpuSeconds: number): OwnerShare => ({
+    runningCpus,
+    recentCpuSeconds,
+  });
+  it.each([
+    ["fewer cpus running goes first", share(1, 1000), share(2, 0), -1],
+    ["more cpus running goes after", share(3, 0), share(2, 0), 1],
+    ["equal cpus: less recent use goes first", share(2, 10), share(2, 20), -1],
+    ["equal in both: submit order decides", share(2, 10), share(2, 10), 0],
+  ])("%s", (_, a, b, sign) => {
+    expect(Math.sign(compareOwnerShares(a, b))).toBe(sign);
+  });
+});
+
+describe("OwnerUsage", () => {
+  it("counts cpus running and decayed cpu-seconds of ended attempts", () => {
+    const usage = new OwnerUsage();
+    usage.started("alice", 2);
+    usage.started("alice", 1);
+    usage.started("bob", 1);
+    expect(usage.share("alice", 0)).toStrictEqual({ runningCpus: 3, recentCpuSeconds: 0 });
+    usage.stopped("alice", 2);
+    usage.used("alice", 2, 0, 10_000);
+    expect(usage.share("alice", 10_000)).toStrictEqual({ runningCpus: 1, recentCpuSeconds: 20 });
+    expect(usage.share("alice", 10_000 + HALF_LIFE_MS).recentCpuSeconds).toBeCloseTo(10, 9);
+    expect(usage.share("carol", 0)).toStrictEqual({ runningCpus: 0, recentCpuSeconds: 0 });
+    expect([...usage.shares(0).keys()].sort()).toStrictEqual(["alice", "bob"]);
+  });
+
+  it("adds uses in any order: an older end is decayed to the newest", () => {
+    const inOrder = new OwnerUsage();
+    inOrder.used("a", 1, 0, HALF_LIFE_MS);
+    inOrder.used("a", 1, 0, 2 * HALF_LIFE_MS);
+    const reversed = new OwnerUsage();
+    reversed.used("a", 1, 0, 2 * HALF_LIFE_MS);
+    reversed.used("a", 1, 0, HALF_LIFE_MS);
+    const now = 3 * HALF_LIFE_MS;
+    expect(reversed.share("a", now).recentCpuSeconds).toBeCloseTo(
+      inOrder.share("a", now).recentCpuSeconds,
+      6,
+    );
+  });
+});
+
+// ---- the scheduler
+
+function job(id: string, owner: string, tasks: number, extra: Partial<JobView> = {}): JobView {
+  return {
+    id,
+    owner,
+    priority: 0,
+    createdAt: 0,
+    seq: Number(id.replace(/\D/g, "")) || 0,
+    cpus: 1,
+    memoryMb: 0,
+    requirements: null,
+    rank: null,
+    *readyTasks() {
+      for (let i = 0; i < tasks; i++) yield i;
+    },
+    ...extra,
+  };
+}
+
+function host(name: string, slots: number): HostView {
+  return {
+    name,
+    state: "ready",
+    connected: true,
+    slots,
+    slotsFree: slots,
+    memoryFreeMb: 8192,
+    facts: {
+      name,
+      pool: "default",
+      os: "linux",
+      arch: "x86_64",
+      cpus: slots,
+      memoryMb: 8192,
+      memFreeMb: 8192,
+      load1: 0,
+      cpuFree: 1,
+      diskFreeMb: 1000,
+      speed: 1,
+      labels: {},
+      slotsFree: slots,
+    },
+  };
+}
+
+/** Placements per owner, given each job's owner. */
+function placedPerOwner(jobs: JobView[], hosts: HostView[], owners?: Map<string, OwnerShare>) {
+  const sorted = [...jobs].sort(compareQueueOrder);
+  const plan = schedule({ now: 0, jobs: sorted, hosts, owners });
+  const ownerOf = new Map(jobs.map((each) => [each.id, each.owner]));
+  const counts: Record<string, number> = {};
+  for (const placement of plan.place) {
+    const owner = ownerOf.get(placement.jobId) ?? "";
+    counts[owner] = (counts[owner] ?? 0) + 1;
+  }
+  return { counts, order: plan.place.map((p) => ownerOf.get(p.jobId)) };
+}
+
+describe("schedule with fair share", () => {
+  it("two owners with work queued one after the other share the slots", () => {
+    const { counts, order } = placedPerOwner([job("j1", "alice", 20), job("j2", "bob", 20)], [host("h", 4)]);
+    expect(counts).toStrictEqual({ alice: 2, bob: 2 });
+    expect(order).toStrictEqual(["alice", "bob", "alice", "bob"]);
+  });
+
+  it("the owner with fewer cpus running gets the free slots first", () => {
+    const owners = new Map([
+      ["alice", { runningCpus: 3, recentCpuSeconds: 0 }],
+      ["bob", { runningCpus: 0, recentCpuSeconds: 0 }],
+    ]);
+    const { counts, order } = placedPerOwner(
+      [job("j1", "alice", 20), job("j2", "bob", 20)],
+      [host("h", 4)],
+      owners,
+    );
+    expect(counts).toStrictEqual({ alice: 1, bob: 3 });
+    // Bob reaches 3 running, then the tie goes to the job first in the queue (alice's).
+    expect(order).toStrictEqual(["bob", "bob", "bob", "alice"]);
+  });
+
+  it("equal cpus running: the owner with less recent use goes first", () => {
+    const owners = new Map([
+      ["alice", { runningCpus: 1, recentCpuSeconds: 500 }],
+      ["bob", { runningCpus: 1, recentCpuSeconds: 100 }],
+    ]);
+    const { order } = placedPerOwner([job("j1", "alice", 5), job("j2", "bob", 5)], [host("h", 3)], owners);
+    expect(order).toStrictEqual(["bob", "alice", "bob"]);
+  });
+
+  it("priority comes before fair share", () => {
+    const { counts } = placedPerOwner(
+      [job("j1", "alice", 20, { priority: 5 }), job("j2", "bob", 20)],
+      [host("h", 4)],
+    );
+    expect(counts).toStrictEqual({ alice: 4 });
+  });
+
+  it("an owner's job that fits nowhere does not hold back the others", () => {
+    const { counts } = placedPerOwner(
+      [job("j1", "alice", 3, { cpus: 8 }), job("j2", "bob", 3), job("j3", "alice", 3)],
+      [host("h", 4)],
+    );
+    expect(counts).toStrictEqual({ alice: 2, bob: 2 });
+  });
+
+  it("within one owner, jobs go in queue order", () => {
+    const plan = schedule({
+      now: 0,
+      jobs: [job("j1", "alice", 2), job("j2", "alice", 2)],
+      hosts: [host("h", 3)],
+    });
+    expect(plan.place.map((p) => `${p.jobId}/${p.taskIndex}`)).toStrictEqual(["j1/0", "j1/1", "j2/0"]);
+  });
+});

@@ -1,0 +1,391 @@
+// GrADS preemption and rescheduling as pure rules: remaining-time estimates, the Permission
+// Service's wait-or-preempt decision, the Rescheduler's gain, and the stops a pass plans.
+
+import { describe, expect, it } from "vitest";
+import { compileExpression } from "../../src/model/cel.ts";
+import type { HostFacts } from "../../src/model/records.ts";
+import {
+  type AttemptProgress,
+  predictedSeconds,
+  progressMade,
+  remainingSeconds,
+} from "../../src/scheduler/estimate.ts";
+import { schedule } from "../../src/scheduler/plan.ts";
+import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../src/scheduler/policy.ts";
+import { decidePreemption, notPreemptible } from "../../src/scheduler/stages/preemption.ts";
+import {
+  bestMove,
+  migrationCostSeconds,
+  migrationGain,
+  notMovable,
+  remainingOnHost,
+} from "../../src/scheduler/stages/rescheduling.ts";
+import { observedTransferRate } from "../../src/scheduler/transfer-rate.ts";
+import type { HostView, JobView, RunningTaskView } from "../../src/scheduler/view.ts";
+
+const NOW = 1_000_000;
+const S = 1000;
+
+/** Progress of an attempt that started `startedAgo` s ago from `from` and is at `fraction` now. */
+function progress(fraction: number, startedAgo: number, from: number | null = null): AttemptProgress {
+  return {
+    startedAt: NOW - startedAgo * S,
+    baseline: from === null ? null : { fraction: from, at: NOW - startedAgo * S },
+    last: { fraction, at: NOW },
+  };
+}
+
+describe("remaining-time estimates", () => {
+  it.each<[string, AttemptProgress, number | null, number | null]>([
+    ["half done in 100 s: 100 s left, 200 s in all", progress(0.5, 100), 100, 200],
+    ["a quarter in 100 s: 300 s left", progress(0.25, 100), 300, 400],
+    ["restarted at 0.5, now 0.6 after 10 s: 40 s left", progress(0.6, 10, 0.5), 40, 100],
+    ["no progress yet: unknown", progress(0, 100), null, null],
+    ["no report at all: unknown", { startedAt: NOW - 10 * S, baseline: null, last: null }, null, null],
+    ["done: nothing left", progress(1, 50), 0, 50],
+  ])("%s", (_, sample, remaining, predicted) => {
+    const left = remainingSeconds(sample, NOW);
+    if (remaining === null) expect(left).toBeNull();
+    else expect(left).toBeCloseTo(remaining, 6);
+    const whole = predictedSeconds(sample);
+    if (predicted === null) expect(whole).toBeNull();
+    else expect(whole).toBeCloseTo(predicted, 6);
+  });
+
+  it("time since the last report counts as done at the same rate", () => {
+    const sample: AttemptProgress = {
+      startedAt: NOW - 100 * S,
+      baseline: null,
+      last: { fraction: 0.5, at: NOW - 20 * S },
+    };
+    // 0.5 in 80 s: 80 s left at the report, 20 s of it since.
+    expect(remainingSeconds(sample, NOW)).toBeCloseTo(60, 6);
+  });
+
+  it("progress made counts from the restart's baseline", () => {
+    expect(progressMade(progress(0.7, 10, 0.6))).toBeCloseTo(0.1, 9);
+    expect(progressMade(progress(0.3, 10))).toBeCloseTo(0.3, 9);
+  });
+});
+
+function facts(name: string, speed = 1, extra: Partial<HostFacts> = {}): HostFacts {
+  return {
+    name,
+    pool: "default",
+    os: "linux",
+    arch: "x86_64",
+    cpus: 1,
+    memoryMb: 8192,
+    memFreeMb: 8192,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1000,
+    speed,
+    labels: {},
+    slotsFree: 0,
+    ...extra,
+  };
+}
+
+function host(
+  name: string,
+  slots: number,
+  slotsFree: number,
+  speed = 1,
+  extra: Partial<HostFacts> = {},
+): HostView {
+  return {
+    name,
+    state: "ready",
+    connected: true,
+    slots,
+    slotsFree,
+    memoryFreeMb: 8192,
+    facts: facts(name, speed, extra),
+  };
+}
+
+function job(id: string, priority = 0, extra: Partial<JobView> = {}): JobView {
+  return {
+    id,
+    priority,
+    createdAt: 0,
+    seq: 0,
+    cpus: 1,
+    memoryMb: 0,
+    requirements: null,
+    rank: null,
+    *readyTasks() {
+      yield 0;
+    },
+    ...extra,
+  };
+}
+
+function running(
+  id: string,
+  hostName: string,
+  sample: AttemptProgress,
+  extra: Partial<RunningTaskView> & { priority?: number; rank?: string } = {},
+): RunningTaskView {
+  const { priority, rank, ...rest } = extra;
+  return {
+    job: job(id, priority ?? 0, { rank: rank ? compileExpression(rank) : null }),
+    taskIndex: 0,
+    attempt: 1,
+    host: hostName,
+    stopping: false,
+    progress: sample,
+    checkpointBytes: 1000,
+    startedByPreemption: false,
+    lastMovedAt: null,
+    ...rest,
+  };
+}
+
+describe("notPreemptible (GrADS: 20 % progress, not started by a preemption)", () => {
+  it.each<[string, RunningTaskView, string | null]>([
+    ["past 20 % with a checkpoint: preemptible", running("a", "h", progress(0.3, 100)), null],
+    ["under 20 %", running("a", "h", progress(0.1, 100)), "progress 0.10 since its start, under 0.2"],
+    [
+      "20 % in all but only 0.05 since its restart",
+      running("a", "h", progress(0.55, 10, 0.5)),
+      "progress 0.05 since its start, under 0.2",
+    ],
+    [
+      "started by a preemption",
+      running("a", "h", progress(0.5, 100), { startedByPreemption: true }),
+      "it was started by a preemption",
+    ],
+    [
+      "no checkpoint",
+      running("a", "h", progress(0.5, 100), { checkpointBytes: null }),
+      "it has no checkpoint",
+    ],
+    [
+      "no progress reported",
+      running("a", "h", { startedAt: NOW, baseline: null, last: null }),
+      "it reports no progress",
+    ],
+    ["already stopping", running("a", "h", progress(0.5, 100), { stopping: true }), "it is already stopping"],
+  ])("%s", (_, task, reason) => {
+    expect(notPreemptible(task, DEFAULT_POLICY)).toBe(reason);
+  });
+});
+
+describe("decidePreemption (GrADS Permission Service)", () => {
+  const full = [host("h1", 1, 0), host("h2", 1, 0)];
+  const free = new Map(full.map((each) => [each.name, { slotsFree: 0, memoryFreeMb: 8192 }]));
+  const policy = { ...DEFAULT_POLICY, preemptWaitSeconds: 300 };
+
+  it("stops the preemptible lower-priority task with the most work left", () => {
+    const decision = decidePreemption(
+      job("high", 10),
+      full,
+      free,
+      [running("a", "h1", progress(0.5, 1000)), running("b", "h2", progress(0.25, 1000))],
+      NOW,
+      policy,
+    );
+    expect(decision).toMatchObject({ kind: "preempt", victim: { job: { id: "b" } } });
+    expect(decision.kind === "preempt" && decision.remainingSeconds).toBeCloseTo(3000, 6);
+  });
+
+  it("waits when a task that would make room ends within the wait", () => {
+    const decision = decidePreemption(
+      job("high", 10),
+      full,
+      free,
+      [running("a", "h1", progress(0.99, 1000)), running("b", "h2", progress(0.25, 1000))],
+      NOW,
+      policy,
+    );
+    expect(decision).toMatchObject({ kind: "wait", until: { job: { id: "a" } } });
+  });
+
+  it("waits for a task already being stopped", () => {
+    const decision = decidePreemption(
+      job("high", 10),
+      full,
+      free,
+      [running("a", "h1", progress(0.5, 1000), { stopping: true }), running("b", "h2", progress(0.25, 1000))],
+      NOW,
+      policy,
+    );
+    expect(decision.kind).toBe("wait");
+  });
+
+  it.each<[string, RunningTaskView[]]>([
+    ["equal priority", [running("a", "h1", progress(0.5, 1000), { priority: 10 })]],
+    ["higher priority", [running("a", "h1", progress(0.5, 1000), { priority: 11 })]],
+    ["under the minimum progress", [running("a", "h1", progress(0.1, 1000))]],
+    ["on a host the job may not use", [running("a", "elsewhere", progress(0.5, 1000))]],
+  ])("never preempts: %s", (_, tasks) => {
+    expect(decidePreemption(job("high", 10), full, free, tasks, NOW, policy).kind).toBe("none");
+  });
+
+  it("only where the stop makes room: a 2-cpu job cannot use a 1-cpu task's slot on a full host", () => {
+    const decision = decidePreemption(
+      job("high", 10, { cpus: 2 }),
+      [host("h1", 2, 0)],
+      new Map([["h1", { slotsFree: 0, memoryFreeMb: 8192 }]]),
+      [running("a", "h1", progress(0.5, 1000))],
+      NOW,
+      policy,
+    );
+    expect(decision.kind).toBe("none");
+  });
+});
+
+describe("the Rescheduler's gain (GrADS: migrate only above 30 %)", () => {
+  it.each([
+    ["ten times faster, no cost", 1000, 100, 0, 0.9],
+    ["twice as fast, 100 s to move", 1000, 500, 100, 0.4],
+    ["twice as fast, 300 s to move: gains 0.2", 1000, 500, 300, 0.2],
+    ["slower there: negative", 100, 200, 0, -1],
+  ])("%s", (_, here, there, cost, gain) => {
+    expect(migrationGain(here, there, cost)).toBeCloseTo(gain, 9);
+  });
+
+  it("scales remaining time by speed and costs the checkpoint moved twice", () => {
+    expect(remainingOnHost(1000, 5, 50)).toBeCloseTo(100, 9);
+    expect(migrationCostSeconds(100_000_000, 50_000_000)).toBeCloseTo(4, 9);
+  });
+
+  const policy: MetaschedulingPolicy = { ...DEFAULT_POLICY, discoverySeconds: 60 };
+  it.each<[string, RunningTaskView, string | null]>([
+    ["a checkpointed task with most of its time left", running("a", "h", progress(0.2, 100)), null],
+    [
+      "no checkpoint",
+      running("a", "h", progress(0.2, 100), { checkpointBytes: null }),
+      "it has no checkpoint",
+    ],
+    [
+      "under 10 % of its time left",
+      running("a", "h", progress(0.95, 100)),
+      "less than 10 % of its time is left",
+    ],
+    [
+      "moved 30 s ago",
+      running("a", "h", progress(0.2, 100), { lastMovedAt: NOW - 30 * S }),
+      "it moved less than one discovery period ago",
+    ],
+    ["moved 90 s ago", running("a", "h", progress(0.2, 100), { lastMovedAt: NOW - 90 * S }), null],
+    [
+      "no progress yet",
+      running("a", "h", { startedAt: NOW, baseline: null, last: null }),
+      "its remaining time cannot be estimated yet",
+    ],
+  ])("notMovable: %s", (_, task, reason) => {
+    expect(notMovable(task, NOW, policy)).toBe(reason);
+  });
+
+  it("bestMove picks the fastest host that ranks at least as high", () => {
+    const task = running("a", "slow", progress(0.1, 100), { rank: 'host.labels.tier == "gold" ? 1.0 : 0.0' });
+    const slow = host("slow", 1, 0, 5, { labels: { tier: "gold" } });
+    const fastSilver = host("fast", 1, 1, 100, { labels: { tier: "silver" } });
+    const goldish = host("gold", 1, 1, 50, { labels: { tier: "gold" } });
+    const move = bestMove(task, slow, [fastSilver, goldish], NOW, DEFAULT_POLICY);
+    expect(move?.host).toBe("gold");
+    expect(move?.remainingHere).toBeCloseTo(900, 6);
+    expect(move?.remainingThere).toBeCloseTo(90, 6);
+  });
+});
+
+describe("a scheduling pass with preemption and rescheduling", () => {
+  it("plans one preemption for a blocked higher-priority job, with its numbers", () => {
+    const hosts = [host("h1", 1, 0), host("h2", 1, 0)];
+    const tasks = [running("low-a", "h1", progress(0.5, 1000)), running("low-b", "h2", progress(0.3, 1000))];
+    const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
+    expect(plan.place).toStrictEqual([]);
+    expect(plan.stop).toHaveLength(1);
+    expect(plan.stop[0]).toMatchObject({
+      jobId: "low-b",
+      intent: { outcome: "preempted", reason: "preempted for job high (priority 10)" },
+      madeRoomFor: "high",
+      note: { kind: "preempt", data: { for: "high", host: "h2" } },
+    });
+  });
+
+  it("asks to look again while waiting for a task about to end", () => {
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.99, 1000))];
+    const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
+    expect(plan.stop).toStrictEqual([]);
+    expect(plan.recheckAt).toBeGreaterThan(NOW);
+  });
+
+  it("with preemption off, nothing is stopped", () => {
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.3, 1000))];
+    const plan = schedule({
+      now: NOW,
+      jobs: [job("high", 10)],
+      hosts,
+      running: () => tasks,
+      policy: { preempt: false },
+    });
+    expect(plan.stop).toStrictEqual([]);
+  });
+
+  it("moves a task from a slow host to a fast one with room, naming the gain", () => {
+    const hosts = [host("slow", 1, 0, 5), host("fast", 1, 1, 50)];
+    const tasks = [running("long", "slow", progress(0.1, 100))];
+    const plan = schedule({ now: NOW, jobs: [], hosts, running: () => tasks });
+    expect(plan.stop).toHaveLength(1);
+    expect(plan.stop[0]).toMatchObject({
+      jobId: "long",
+      intent: { outcome: "migrated" },
+      migrateTo: { to: "fast" },
+      note: { kind: "reschedule" },
+    });
+    expect(plan.stop[0].note?.message).toMatch(
+      /migrated to fast: estimated gain 0\.90 \(remaining 900 s here, 90 s \+ 0 s move there\)/,
+    );
+  });
+
+  it("moves spread over the fast hosts as each fills", () => {
+    const hosts = [host("slow", 3, 0, 5), host("fast-1", 1, 1, 50), host("fast-2", 1, 1, 50)];
+    const tasks = ["a", "b", "c"].map((id) => running(id, "slow", progress(0.1, 100)));
+    const plan = schedule({ now: NOW, jobs: [], hosts, running: () => tasks });
+    expect(plan.stop.map((stop) => stop.migrateTo?.to).sort()).toStrictEqual(["fast-1", "fast-2"]);
+  });
+
+  it("a pending task gets the room before a move does", () => {
+    const hosts = [host("slow", 1, 0, 5), host("fast", 1, 1, 50)];
+    const tasks = [running("long", "slow", progress(0.1, 100))];
+    const plan = schedule({ now: NOW, jobs: [job("waiting")], hosts, running: () => tasks });
+    expect(plan.place.map((p) => p.host)).toStrictEqual(["fast"]);
+    expect(plan.stop).toStrictEqual([]);
+  });
+
+  it("does not move when the gain is under the threshold, or the task is nearly done", () => {
+    const hosts = [host("slow", 1, 0, 10), host("fast", 1, 1, 12)];
+    expect(
+      schedule({ now: NOW, jobs: [], hosts, running: () => [running("a", "slow", progress(0.1, 100))] }).stop,
+    ).toStrictEqual([]);
+    const faster = [host("slow", 1, 0, 5), host("fast", 1, 1, 50)];
+    expect(
+      schedule({
+        now: NOW,
+        jobs: [],
+        hosts: faster,
+        running: () => [running("a", "slow", progress(0.95, 100))],
+      }).stop,
+    ).toStrictEqual([]);
+  });
+});
+
+describe("observedTransferRate", () => {
+  it.each<[string, number | null, number, number, number | null]>([
+    ["the first upload sets it", null, 10_000_000, 1000, 10_000_000],
+    ["the next moves it 30 % of the way", 10_000_000, 20_000_000, 1000, 13_000_000],
+    ["a small object is not counted", 10_000_000, 1000, 1, 10_000_000],
+    ["a small object before any: still none", null, 1000, 1, null],
+    ["no time measured: not counted", null, 10_000_000, 0, null],
+  ])("%s", (_, previous, bytes, ms, expected) => {
+    const rate = observedTransferRate(previous, bytes, ms);
+    if (expected === null) expect(rate).toBeNull();
+    else expect(rate).toBeCloseTo(expected, 3);
+  });
+});

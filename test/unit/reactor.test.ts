@@ -1,0 +1,245 @@
+// The reshaped core's rules, on a real SQLite store: recorded stop and migration intents survive
+// reconnects and restarts, failure classes at the edges, terms fence a deposed server.
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
+import { applyPlan } from "../../src/planner/apply-plan.ts";
+import type { JobEntry } from "../../src/state/job-entry.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+import { StaleTermError } from "../../src/store/store.ts";
+import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
+
+let harness: Harness;
+
+beforeEach(async () => {
+  harness = new Harness();
+  await harness.start();
+});
+
+afterEach(async () => {
+  await harness.close();
+});
+
+async function running(command = "sleep 100", host = "h1"): Promise<JobEntry> {
+  const { core } = harness;
+  const job = await core.submit(validateJobSpec({ command }), "alice", []);
+  await settle();
+  const start = harness.starts().find((each) => each.jobId === job.id);
+  expect(start).toMatchObject({ host, attempt: 1 });
+  await core.attemptStarted(host, job.id, 0, 1);
+  return job;
+}
+
+const held = (job: JobEntry, attempt = 1) => ({
+  jobId: job.id,
+  taskIndex: 0,
+  attempt,
+  state: "running" as const,
+});
+
+describe("recorded stop intent", () => {
+  it("a hold re-sent to an agent that reconnects keeps outcome preempted, reason held", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await running();
+    await harness.core.hold(job.id);
+    expect(harness.stops()).toEqual([
+      expect.objectContaining({ host: "h1", outcome: "preempted", reason: "held" }),
+    ]);
+    expect(job.attempt(0, 1)?.stop).toEqual({ outcome: "preempted", reason: "held" });
+    harness.sent = [];
+    await harness.core.attachHost(hello("h1", [held(job)]));
+    expect(harness.stops()).toEqual([
+      expect.objectContaining({ host: "h1", outcome: "preempted", reason: "held" }),
+    ]);
+  });
+
+  it("a stop re-sent after a server restart keeps the outcome and reason it was decided with", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await running();
+    // A stop as the scheduler would decide it (preemption), applied by the one applyPlan.
+    const intent = { outcome: "preempted" as const, reason: "making room for job 99" };
+    await harness.core.reactor.run((step) =>
+      applyPlan(step, { place: [], stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent }] }),
+    );
+    expect(harness.stops().at(-1)).toMatchObject(intent);
+    const core = await harness.restart();
+    harness.sent = [];
+    await core.attachHost(hello("h1", [held(job)]));
+    expect(harness.stops()).toEqual([expect.objectContaining({ host: "h1", ...intent })]);
+    const snapshot = await harness.store.load();
+    expect(snapshot.attempts[0]).toMatchObject({ state: "stopping", stop: intent });
+  });
+
+  it("a plan's stop of an attempt that already ended is dropped", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await running();
+    await harness.core.attemptEnded("h1", ended(job.id, 1));
+    const applied = await harness.core.reactor.run((step) =>
+      applyPlan(step, {
+        place: [],
+        stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: "late" } }],
+      }),
+    );
+    expect(applied.stopped).toEqual([]);
+    expect(harness.stops()).toEqual([]);
+  });
+});
+
+describe("recorded migration target", () => {
+  it("migrate --to survives a server restart", async () => {
+    for (const name of ["h1", "h2", "h3"]) await harness.core.attachHost(hello(name));
+    const job = await running("sleep 100", "h1");
+    await harness.core.migrate(job.id, "h3");
+    expect(job.tasks[0].migration).toEqual({ to: "h3", from: "h1" });
+    const core = await harness.restart();
+    await core.attachHost(hello("h1", [held(job)]));
+    await core.attachHost(hello("h2"));
+    await core.attachHost(hello("h3"));
+    expect(core.explain(job.id).reasons).toContain("task 0 is migrating to h3");
+    harness.sent = [];
+    await core.attemptEnded("h1", ended(job.id, 1, "migrated", { reason: "migrating to h3" }));
+    await settle();
+    // h2 comes first by name with as many free slots: only the recorded target sends it to h3.
+    expect(harness.starts()).toEqual([expect.objectContaining({ host: "h3", attempt: 2 })]);
+    expect(core.job(job.id).tasks[0].migration).toBeNull();
+  });
+
+  it("migrate without a target keeps the task off the host it left, after a restart too", async () => {
+    for (const name of ["h1", "h2"]) await harness.core.attachHost(hello(name));
+    const job = await running("sleep 100", "h1");
+    await harness.core.migrate(job.id, null);
+    const core = await harness.restart();
+    await core.attachHost(hello("h1", [held(job)]));
+    await core.attachHost(hello("h2"));
+    harness.sent = [];
+    await core.attemptEnded("h1", ended(job.id, 1, "migrated"));
+    await settle();
+    expect(harness.starts()).toEqual([expect.objectContaining({ host: "h2", attempt: 2 })]);
+  });
+});
+
+describe("failure classes at the edges", () => {
+  it("an input staging error does not count toward the poison limit", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await harness.core.submit(
+      validateJobSpec({ command: "true", retry: { maxAttempts: 1, backoffSeconds: 0 } }),
+      "alice",
+      [],
+    );
+    for (let attempt = 1; attempt < SYSTEM_FAILURE_LIMIT; attempt++) {
+      await settle();
+      expect(job.latestAttempt(0)).toMatchObject({ number: attempt, state: "starting" });
+      await harness.core.attemptEnded(
+        "h1",
+        ended(job.id, attempt, "lost", { reason: "staging inputs failed: HTTP 500", cause: "staging" }),
+      );
+      expect(job.tasks[0]).toMatchObject({
+        state: "pending",
+        losses: 0,
+        failures: 0,
+        systemFailures: attempt,
+      });
+      // A system failure backs off before the next attempt.
+      expect(job.tasks[0].notBefore).toBeGreaterThan(harness.now);
+      harness.now = job.tasks[0].notBefore!;
+      // The host stays alive through the back-offs (they outlast the host timeout).
+      harness.core.touch("h1");
+      harness.core.checkLeases();
+    }
+    await settle();
+    await harness.core.attemptEnded(
+      "h1",
+      ended(job.id, SYSTEM_FAILURE_LIMIT, "lost", { reason: "staging inputs failed", cause: "staging" }),
+    );
+    expect(job.tasks[0]).toMatchObject({ state: "failed", losses: 0, systemFailures: SYSTEM_FAILURE_LIMIT });
+    const events = await harness.store.events(job.id);
+    expect(
+      events.some((event) => event.message.includes(`system failure ${SYSTEM_FAILURE_LIMIT} times`)),
+    ).toBe(true);
+    expect(events.some((event) => event.message.includes("poison"))).toBe(false);
+  });
+
+  it("a start that cannot be delivered is a system failure, not a host loss", async () => {
+    await harness.core.attachHost(hello("h1"));
+    harness.deliver = false;
+    const job = await harness.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    await settle();
+    expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
+    expect(job.attempt(0, 1)?.reason).toMatch(/could not be delivered/);
+    expect(job.tasks[0]).toMatchObject({ losses: 0, systemFailures: 1, state: "pending" });
+  });
+
+  it("a host loss still counts toward the poison limit", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await running();
+    await harness.core.attemptEnded("h1", ended(job.id, 1, "lost", { reason: "supervisor vanished" }));
+    expect(job.tasks[0]).toMatchObject({ losses: 1, systemFailures: 0 });
+  });
+});
+
+describe("terms", () => {
+  it("a server whose term is older than the store's newest cannot commit", async () => {
+    await harness.core.attachHost(hello("h1"));
+    // Another server takes the next term on the same store.
+    await harness.store.beginTerm();
+    await expect(
+      harness.core.submit(validateJobSpec({ command: "true" }), "alice", []),
+    ).rejects.toBeInstanceOf(StaleTermError);
+    expect(harness.fatal[0]).toBeInstanceOf(StaleTermError);
+  });
+
+  it("job ids come from the store: a restarted server never hands out an id again", async () => {
+    const first = await harness.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    const core = await harness.restart();
+    const second = await core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    expect(Number(second.id)).toBeGreaterThan(Number(first.id));
+  });
+});
+
+describe("two servers on one SQLite file", () => {
+  it("the one that started first is fenced once the second takes its term", async () => {
+    const { mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = await mkdtemp(join(tmpdir(), "steward-terms-"));
+    const first = new Harness(new SqliteStore(join(dir, "s.db")));
+    const second = new Harness(new SqliteStore(join(dir, "s.db")));
+    try {
+      await first.start();
+      const job = await first.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+      await second.start();
+      expect(second.core.job(job.id).record.state).toBe("pending");
+      await expect(first.core.cancel(job.id)).rejects.toBeInstanceOf(StaleTermError);
+      expect((await second.store.load()).jobs[0].state).toBe("pending");
+    } finally {
+      await first.close();
+      await second.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a submit repeated with its key", () => {
+  it("answers the job the first one made, also after a restart; another owner's key is its own", async () => {
+    const spec = validateJobSpec({ command: "true" });
+    const first = await harness.core.submit(spec, "alice", [], undefined, "key-1");
+    const again = await harness.core.submit(spec, "alice", [], undefined, "key-1");
+    expect(again.id).toBe(first.id);
+    const bobs = await harness.core.submit(spec, "bob", [], undefined, "key-1");
+    expect(bobs.id).not.toBe(first.id);
+    const core = await harness.restart();
+    expect((await core.submit(spec, "alice", [], undefined, "key-1")).id).toBe(first.id);
+    expect((await harness.store.load()).jobs.map((job) => job.submitKey)).toStrictEqual(["key-1", "key-1"]);
+  });
+
+  it("two submits with one key at the same moment make one job", async () => {
+    const spec = validateJobSpec({ command: "true" });
+    const [a, b] = await Promise.all([
+      harness.core.submit(spec, "alice", [], undefined, "same"),
+      harness.core.submit(spec, "alice", [], undefined, "same"),
+    ]);
+    expect(a.id).toBe(b.id);
+    expect((await harness.store.load()).jobs).toHaveLength(1);
+  });
+});
