@@ -122,7 +122,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   // A standby sends API requests to the leader (307, the client follows with its token), or answers
   // 503 while no leader is known; health, metrics and the OpenAPI document answer everywhere.
+  // Until the first election round is done (the store loaded, the lead taken or not), requests wait
+  // for it: a server that is about to lead does not answer "standby" to its first callers.
+  let firstRoundDone: () => void = () => {};
+  const firstRound = new Promise<void>((resolve) => {
+    firstRoundDone = resolve;
+  });
   app.addHook("onRequest", async (request, reply) => {
+    await firstRound;
     if (broker.isLeader) return;
     const path = request.url.split("?")[0];
     if (!path.startsWith("/api/v1/") || path === "/api/v1/openapi.json") return;
@@ -178,7 +185,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const port = typeof address === "object" && address ? address.port : (options.port ?? DEFAULT_PORT);
   const url = `http://${options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1"}:${port}`;
   listening = url;
-  await broker.start(url);
+  try {
+    await broker.start(url);
+  } finally {
+    firstRoundDone();
+  }
   pools.start();
   log.info({ url, ...broker.health() }, "steward server listening");
 
