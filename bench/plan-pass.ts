@@ -78,7 +78,16 @@ function cluster(variant: "memory" | "requirements"): ClusterState {
   for (let i = 0; i < HOSTS; i++) {
     const name = `h${i}`;
     const entry = newHostEntry(
-      { name, pool: "default", state: "ready", slots: 4, labels: {}, facts: facts(name), lastSeen: 0 },
+      {
+        name,
+        pool: "default",
+        state: "ready",
+        slots: 4,
+        labels: {},
+        facts: facts(name),
+        lastSeen: 0,
+        endsAt: null,
+      },
       true,
     );
     entry.usedSlots = 3;
@@ -126,6 +135,7 @@ function metaschedulingCluster(): ClusterState {
           labels: {},
           facts: facts(name, speed),
           lastSeen: 0,
+          endsAt: null,
         },
         true,
       ),

@@ -44,7 +44,12 @@ export interface AgentOptions {
   idleSeconds?: number;
   /** Called once the agent has been idle for idleSeconds (it has already let go of the server). */
   onIdle?: () => void;
+  /** A pilot's walltime end (ms since the epoch): told to the server, which moves work away before it. */
+  endsAt?: number;
 }
+
+/** How long a leaving pilot waits for its attempts to stop and their reports to be acknowledged. */
+export const LEAVE_TIMEOUT_MS = 25_000;
 
 const LOG_FLUSH_MS = 400;
 const LOG_CHUNK_BYTES = 256 * 1024;
@@ -123,6 +128,22 @@ export class Agent {
       );
     }
     this.connect();
+  }
+
+  /**
+   * A pilot's batch job is ending (scancel, its walltime): every attempt is stopped as a migration
+   * (SIGTERM, the grace period to checkpoint, the last checkpoint uploaded), reported `migrated` so
+   * its task restarts elsewhere uncharged, and the agent leaves once the server has the reports.
+   */
+  async leave(reason: string, timeoutMs = LEAVE_TIMEOUT_MS): Promise<void> {
+    for (const attempt of [...this.attempts.values()]) {
+      if (!attempt.ended) await attempt.stop("migrated", reason, attempt.spec.graceSeconds);
+    }
+    const deadline = Date.now() + timeoutMs;
+    while ((this.attempts.size > 0 || this.outbox.size > 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await this.stop(true);
   }
 
   /** Stops talking to the server. Attempts go on running unless `killAttempts`, to be re-adopted. */
@@ -295,6 +316,7 @@ export class Agent {
       labels: this.fixed.labels,
       facts: await this.facts(),
       attempts: held,
+      ...(this.options.endsAt !== undefined ? { endsAt: this.options.endsAt } : {}),
     });
   }
 

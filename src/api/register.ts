@@ -11,9 +11,11 @@ import {
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
-import type { PoolStatus } from "../pools/pool-manager.ts";
+import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
+import { joinTokenScope } from "../pools/pool-token.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
+import type { JobEntry } from "../state/job-entry.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { StaleTermError } from "../store/store.ts";
@@ -36,6 +38,8 @@ export interface ApiDeps {
   joinToken: string;
   /** The batch-backed pools' state (none without a pools file). */
   pools?: () => PoolStatus[];
+  /** What each batch-backed pool does for a job (`steward explain`). */
+  explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
 }
@@ -53,8 +57,12 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     const path = request.url.split("?")[0];
     if (!path.startsWith("/api/v1/") || OPEN_PATHS.has(path)) return;
     const token = bearerToken(request.headers.authorization);
-    const expected = path.startsWith("/api/v1/agent/") ? deps.joinToken : deps.adminToken;
-    if (!token || !safeEqual(token, expected)) {
+    // Agents' routes take the join token or a pool's (pools/pool-token.ts); the rest the admin token.
+    const agentRoute = path.startsWith("/api/v1/agent/");
+    const allowed = agentRoute
+      ? token !== null && joinTokenScope(deps.joinToken, token) !== null
+      : token !== null && safeEqual(token, deps.adminToken);
+    if (!allowed) {
       reply.code(401).send(answer("unauthorized", "missing or wrong bearer token"));
     }
   });
@@ -92,7 +100,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   });
 
   registerJobRoutes(app, { core, store, blobs });
-  registerHostRoutes(app, core);
+  registerHostRoutes(app, core, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerAgentFileRoutes(app, core, blobs);
   registerSystemRoutes(app, {

@@ -167,6 +167,17 @@ export const explanationSchema = z.object({
       }),
     )
     .meta({ description: "the job's running tasks, with what rescheduling and preemption last said" }),
+  pools: z
+    .array(
+      z.object({
+        pool: z.string(),
+        state: z.enum(["ok", "unavailable"]),
+        line: z.string().meta({ description: "the sentence steward explain prints" }),
+      }),
+    )
+    .meta({
+      description: "the batch-backed pools: whether their pilots could run the job, and what they do now",
+    }),
 });
 export type Explanation = z.infer<typeof explanationSchema>;
 
@@ -200,6 +211,9 @@ export const hostSchema = z
     labels: z.record(z.string(), z.string()),
     facts: hostFactsSchema,
     lastSeen: isoTime,
+    endsAt: isoTime.nullable().meta({
+      description: "a pilot's walltime end (host.secondsLeft counts down to it); null for other hosts",
+    }),
   })
   .meta({ id: "Host" });
 export type Host = z.infer<typeof hostSchema>;

@@ -77,5 +77,6 @@ export function hostView(host: HostRecord & { slotsFree: number; connected: bool
     labels: host.labels,
     facts: host.facts,
     lastSeen: iso(host.lastSeen),
+    endsAt: host.endsAt === null ? null : iso(host.endsAt),
   };
 }

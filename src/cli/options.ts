@@ -6,6 +6,7 @@ import {
   PREEMPT_WAIT_SECONDS,
   RESCHEDULE_GAIN,
 } from "../scheduler/policy.ts";
+import { WALLTIME_MARGIN_SECONDS } from "../scheduler/walltime.ts";
 
 export function number(flag: string) {
   return (value: string): number => {
@@ -30,6 +31,16 @@ export function labels(value: string, previous: Record<string, string> = {}): Re
   const match = /^([^=]+)=(.*)$/.exec(value);
   if (!match) throw new InvalidArgumentError(`--label needs key=value, not ${value}`);
   return { ...previous, [match[1]]: match[2] };
+}
+
+/** `--ends-at`: an ISO-8601 time or seconds since the epoch, as ms since the epoch. */
+export function endsAt(value: string): number {
+  const ms = /^\d+(\.\d+)?$/.test(value) ? Number(value) * 1000 : Date.parse(value);
+  if (!Number.isFinite(ms) || ms <= 0)
+    throw new InvalidArgumentError(
+      `--ends-at needs an ISO-8601 time or seconds since the epoch, not ${value}`,
+    );
+  return Math.round(ms);
 }
 
 /** SIGINT/SIGTERM: close cleanly once; a second signal exits at once. */
@@ -88,7 +99,13 @@ export function policyOptions(command: Command): Command {
       number("--discovery-seconds"),
       DISCOVERY_SECONDS,
     )
-    .option("--no-reschedule", "never move a running task to a better host");
+    .option("--no-reschedule", "never move a running task to a better host")
+    .option(
+      "--walltime-margin-seconds <s>",
+      "pilots take no work, and their tasks migrate, this long before their walltime",
+      number("--walltime-margin-seconds"),
+      WALLTIME_MARGIN_SECONDS,
+    );
 }
 
 export interface PolicyFlags {
@@ -98,6 +115,7 @@ export interface PolicyFlags {
   rescheduleGain: number;
   discoverySeconds: number;
   reschedule: boolean;
+  walltimeMarginSeconds: number;
 }
 
 export function policyFrom(flags: PolicyFlags): Partial<MetaschedulingPolicy> {
@@ -108,5 +126,6 @@ export function policyFrom(flags: PolicyFlags): Partial<MetaschedulingPolicy> {
     reschedule: flags.reschedule,
     rescheduleGain: flags.rescheduleGain,
     discoverySeconds: flags.discoverySeconds,
+    walltimeMarginSeconds: flags.walltimeMarginSeconds,
   };
 }

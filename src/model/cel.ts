@@ -18,6 +18,7 @@ const HOST_SCHEMA = {
   speed: "double",
   labels: "map<string, string>",
   slotsFree: "double",
+  secondsLeft: "double",
 } as const;
 
 export const HOST_FACT_NAMES = Object.keys(HOST_SCHEMA) as (keyof HostFacts)[];

@@ -63,6 +63,8 @@ export const jobSpecSchema = z.strictObject({
   array: z.strictObject({ count: z.int().min(1).max(1_000_000) }).optional(),
   replicas: z.int().min(1).max(MAX_REPLICAS).default(1),
   dependsOn: z.array(z.string().min(1)).default([]),
+  /** Leave a batch pool whose queue holds a pilot for this job longer than this (pools/pool-manager.ts). */
+  maxQueueWaitSeconds: z.int().min(1).optional(),
   /** A performance contract: progress slower than this for graceSeconds moves the job (contracts.ts). */
   contract: z
     .strictObject({

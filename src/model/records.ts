@@ -118,6 +118,8 @@ export interface HostRecord {
   labels: Record<string, string>;
   facts: HostFacts;
   lastSeen: number;
+  /** When a pilot's walltime ends (ms since the epoch, its agent's --ends-at); null for other hosts. */
+  endsAt: number | null;
 }
 
 /** The host facts of DESIGN.md ("Host facts"); `host` in CEL. Numbers are CEL doubles. */
@@ -135,4 +137,9 @@ export interface HostFacts {
   speed: number;
   labels: Record<string, string>;
   slotsFree: number;
+  /**
+   * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
+   * Filled in by the server when it looks at the host, not sent by the agent.
+   */
+  secondsLeft?: number;
 }

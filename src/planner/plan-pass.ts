@@ -28,7 +28,7 @@ export function planPass(
   const plan = schedule({
     now,
     jobs,
-    hosts: state.hostViews(),
+    hosts: state.hostViews(now, policy.walltimeMarginSeconds),
     owners: state.owners.shares(now),
     replicable,
     running: preempting || rescheduling ? () => runningViews(state) : undefined,

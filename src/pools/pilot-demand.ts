@@ -1,5 +1,6 @@
 // How many pilots a pool should submit now (HyperQueue's autoalloc, Parsl's blocks): enough for the
-// work that could run in the pool and has no room, within maxPilots in all and backlog waiting.
+// work offered to the pool that its hosts and pending pilots do not cover, within maxPilots in all
+// and backlog waiting; and when a pool counts as not starting pilots (failures, queue wait).
 
 export interface PilotCounts {
   pending: number;
@@ -8,22 +9,30 @@ export interface PilotCounts {
 }
 
 export interface DemandInput {
-  /** Cpus of ready tasks that could run in the pool and find no room there now. */
-  cpusWithoutRoom: number;
+  /** Cpus of ready work that only new pilots of the pool will run (pools/pool-demand.ts: room and pending pilots already counted). */
+  cpusWanted: number;
   pilots: PilotCounts;
   maxPilots: number;
   backlog: number;
   slotsPerPilot: number;
 }
 
-export function pilotsToStart(input: DemandInput): number {
-  const { cpusWithoutRoom, pilots, maxPilots, backlog, slotsPerPilot } = input;
-  if (cpusWithoutRoom <= 0) return 0;
-  // Pilots waiting in the queue will bring their slots: count them against the work.
-  const wanted = Math.ceil(cpusWithoutRoom / slotsPerPilot) - pilots.pending;
+/** Pilots the pool may still submit now: within maxPilots in all and backlog pending. */
+export function pilotsAllowed(input: Omit<DemandInput, "cpusWanted">): number {
+  const { pilots, maxPilots, backlog } = input;
   const underMax = maxPilots - (pilots.pending + pilots.running + pilots.ending);
   const underBacklog = backlog - pilots.pending;
-  return Math.max(0, Math.min(wanted, underMax, underBacklog));
+  return Math.max(0, Math.min(underMax, underBacklog));
+}
+
+export function pilotsToStart(input: DemandInput): number {
+  if (input.cpusWanted <= 0) return 0;
+  return Math.min(Math.ceil(input.cpusWanted / input.slotsPerPilot), pilotsAllowed(input));
+}
+
+/** A pilot pending in the batch queue longer than this many seconds is cancelled (the pool's, or a job's shorter one). */
+export function queueWaitExceeded(pendingSince: number, now: number, maxQueueWaitSeconds: number): boolean {
+  return now - pendingSince > maxQueueWaitSeconds * 1000;
 }
 
 /** Seconds to wait before submitting again after `failures` failed submissions in a row. */

@@ -1,21 +1,29 @@
 // Keeps each batch-backed pool supplied with pilots while this server leads: every few seconds it
-// reads the pool's pilots from the batch system (a failed listing keeps the last view: a command
-// that failed is not a pilot that vanished), works out what the pool's work needs, and submits
-// pilots within maxPilots and backlog. Failed submissions back off; after 3 in a row the pool is
-// `unavailable` with the batch system's message until a submission succeeds again.
+// reads the pools' pilots from the batch system (a failed listing keeps the last view: a command
+// that failed is not a pilot that vanished), offers the ready work to the pools in order
+// (pools/pool-demand.ts), and submits pilots within maxPilots and backlog. Failed submissions back
+// off; after 3 in a row the pool is `unavailable` with the batch system's message until a pilot of
+// it joins again. Pilots pending longer than maxQueueWaitSeconds (the pool's, or a job's shorter
+// one) are cancelled and the pool takes no new work for a back-off: its work goes to other pools.
+// Hosts of pilots that have left are removed.
 
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { type BatchDriver, DriverError, type PilotStatus } from "../drivers/driver.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
+import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
+import type { JobEntry } from "../state/job-entry.ts";
 import {
   type PilotCounts,
   POOL_FAILURES_UNAVAILABLE,
+  pilotsAllowed,
   pilotsToStart,
   poolRetrySeconds,
+  queueWaitExceeded,
 } from "./pilot-demand.ts";
-import { cpusWithoutRoom } from "./pool-demand.ts";
+import { freeCpusOf, offerWork, type PoolOffer, pilotProbe } from "./pool-demand.ts";
+import { poolJoinToken } from "./pool-token.ts";
 
 /** How often pools are looked after. */
 export const POOL_TICK_MS = 2000;
@@ -28,13 +36,30 @@ export interface PoolStatus {
   pilots: PilotCounts;
 }
 
+/** What a pool does for one job, for `steward explain`. */
+export interface PoolNote {
+  pool: string;
+  state: "ok" | "unavailable";
+  /** The sentence `steward explain` prints. */
+  line: string;
+}
+
 interface PoolRuntime {
   spec: PoolSpec;
   driver: BatchDriver;
   pilots: PilotStatus[];
+  /** Failed submissions (and pilots that ended before their agent joined) in a row. */
   failures: number;
   reason: string | null;
   nextSubmitAt: number;
+  /** Times in a row its pilots waited too long in the batch queue; no new work until stalledUntil. */
+  stalls: number;
+  stalledUntil: number;
+  stallReason: string | null;
+  /** Pending pilots: since when (ms), and how long they may wait in the queue (s). */
+  waits: Map<string, { since: number; limitSeconds: number }>;
+  /** Pilots this server cancelled: their leaving the queue is no failure to start. */
+  cancelled: Set<string>;
 }
 
 export interface PoolManagerOptions {
@@ -43,11 +68,16 @@ export interface PoolManagerOptions {
   /** The cluster state while this server leads, else null (only the leader submits pilots). */
   state: () => ClusterState | null;
   serverUrl: () => string;
+  /** The server's join token: each pool's pilots carry a token derived from it (pools/pool-token.ts). */
   joinToken: string;
   /** The `steward` executable a pilot runs. */
   steward: string;
   /** Where pilots write their logs and work folders (a file system the batch nodes reach). */
   pilotDir: string;
+  /** Pilots take no work this long before their walltime (scheduler/walltime.ts). */
+  walltimeMarginSeconds: number;
+  /** Removes a host whose pilot has left the batch system (disconnected, nothing running). */
+  forgetHost: (name: string) => Promise<void>;
   log: Logger;
 }
 
@@ -63,6 +93,7 @@ function pilotCounts(pilots: readonly PilotStatus[]): PilotCounts {
 }
 
 const quote = (text: string) => `'${text.replaceAll("'", `'"'"'`)}'`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export class PoolManager {
   readonly #options: PoolManagerOptions;
@@ -79,6 +110,11 @@ export class PoolManager {
       failures: 0,
       reason: null,
       nextSubmitAt: 0,
+      stalls: 0,
+      stalledUntil: 0,
+      stallReason: null,
+      waits: new Map(),
+      cancelled: new Set(),
     }));
   }
 
@@ -92,14 +128,52 @@ export class PoolManager {
     if (this.#timer) clearInterval(this.#timer);
   }
 
-  status(): PoolStatus[] {
-    return this.#pools.map((pool) => ({
-      name: pool.spec.name,
-      driver: pool.spec.driver,
-      state: pool.failures >= POOL_FAILURES_UNAVAILABLE ? "unavailable" : "ok",
-      reason: pool.failures >= POOL_FAILURES_UNAVAILABLE ? pool.reason : null,
-      pilots: pilotCounts(pool.pilots),
-    }));
+  status(now = Date.now()): PoolStatus[] {
+    return this.#pools.map((pool) => {
+      const why = this.#unavailable(pool, now);
+      return {
+        name: pool.spec.name,
+        driver: pool.spec.driver,
+        state: why === null ? "ok" : "unavailable",
+        reason: why,
+        pilots: pilotCounts(pool.pilots),
+      };
+    });
+  }
+
+  /** Why the pool is unavailable now (failed submissions, pilots stuck in the queue), or null. */
+  #unavailable(pool: PoolRuntime, now: number): string | null {
+    if (pool.failures >= POOL_FAILURES_UNAVAILABLE) return pool.reason;
+    if (now < pool.stalledUntil) return pool.stallReason;
+    return null;
+  }
+
+  /** Which pools could run the job and what each is doing about it (`steward explain`). */
+  explain(job: JobEntry, now = Date.now()): PoolNote[] {
+    return this.#pools.map((pool) => {
+      const { name } = pool.spec;
+      const unavailable = this.#unavailable(pool, now);
+      const state = unavailable === null ? ("ok" as const) : ("unavailable" as const);
+      const cannot = infeasibility(job, pilotProbe(pool.spec, this.#options.walltimeMarginSeconds));
+      if (cannot !== null)
+        return { pool: name, state, line: `${name}: its pilots cannot run the job: ${cannot}` };
+      if (unavailable !== null) return { pool: name, state, line: `${name}: unavailable: ${unavailable}` };
+      const pending = pool.pilots.filter((pilot) => pilot.state === "pending");
+      const running = pool.pilots.filter((pilot) => pilot.state === "running").length;
+      const parts: string[] = [];
+      if (pending.length > 0) {
+        const oldest = Math.min(...pending.map((pilot) => pool.waits.get(pilot.id)?.since ?? now));
+        const reasons = [...new Set(pending.map((pilot) => pilot.reason).filter(Boolean))].join(", ");
+        parts.push(
+          `${plural(pending.length, "pilot")} pending in the batch queue for ${Math.round((now - oldest) / 1000)} s` +
+            (reasons ? ` (${reasons})` : "") +
+            ` (cancelled after ${pool.spec.maxQueueWaitSeconds} s)`,
+        );
+      }
+      if (running > 0) parts.push(`${plural(running, "pilot")} running`);
+      if (parts.length === 0) parts.push("no pilot now; one is submitted when the job's tasks find no room");
+      return { pool: name, state, line: `${name}: ${parts.join(", ")}` };
+    });
   }
 
   /** One round over the pools (one at a time; a round still running is not started again). */
@@ -107,33 +181,125 @@ export class PoolManager {
     if (this.#busy) return;
     this.#busy = true;
     try {
-      for (const pool of this.#pools) await this.#tend(pool);
+      const now = Date.now();
+      const state = this.#options.state();
+      for (const pool of this.#pools) await this.#refresh(pool, state, now);
+      if (!state) return;
+      const margin = this.#options.walltimeMarginSeconds;
+      const offers: PoolOffer[] = this.#pools.map((pool) => {
+        const { spec } = pool;
+        const counts = pilotCounts(pool.pilots);
+        const submitting = now >= pool.nextSubmitAt && now >= pool.stalledUntil;
+        const allowed = submitting
+          ? pilotsAllowed({ ...spec, pilots: counts, slotsPerPilot: spec.slotsPerPilot })
+          : 0;
+        return {
+          name: spec.name,
+          probe: pilotProbe(spec, margin),
+          roomCpus: freeCpusOf(state, spec.name, now, margin) + counts.pending * spec.slotsPerPilot,
+          headroomCpus: allowed * spec.slotsPerPilot,
+        };
+      });
+      const demand = offerWork(state.queue.schedulable(), offers, now);
+      for (const pool of this.#pools) {
+        const wanted = demand.get(pool.spec.name);
+        if (wanted && wanted.cpus > 0) await this.#submit(pool, wanted.cpus, wanted.maxQueueWaitSeconds, now);
+      }
     } finally {
       this.#busy = false;
     }
   }
 
-  async #tend(pool: PoolRuntime): Promise<void> {
-    const { log } = this.#options;
-    const state = this.#options.state();
+  /** Reads the pool's pilots from the batch system and acts on what changed. */
+  async #refresh(pool: PoolRuntime, state: ClusterState | null, now: number): Promise<void> {
+    let listed: PilotStatus[];
     try {
-      const listed = await pool.driver.list(pool.spec.name);
-      if (state) this.#countFailedStarts(pool, listed, state);
-      pool.pilots = listed;
+      listed = await pool.driver.list(pool.spec.name);
     } catch (error) {
-      log.warn({ pool: pool.spec.name, err: error }, "pilots not listed; keeping the last view");
+      this.#options.log.warn(
+        { pool: pool.spec.name, err: error },
+        "pilots not listed; keeping the last view",
+      );
+      return;
     }
-    if (!state || Date.now() < pool.nextSubmitAt) return;
+    if (state) this.#countFailedStarts(pool, listed, state);
+    pool.pilots = listed;
+    const ids = new Set(listed.map((pilot) => pilot.id));
+    for (const id of pool.waits.keys()) if (!ids.has(id)) pool.waits.delete(id);
+    for (const id of pool.cancelled) if (!ids.has(id)) pool.cancelled.delete(id);
+    for (const pilot of listed) {
+      if (pilot.state === "pending" && !pool.waits.has(pilot.id))
+        pool.waits.set(pilot.id, { since: now, limitSeconds: pool.spec.maxQueueWaitSeconds });
+    }
+    if (!state) return;
+    await this.#leaveLongQueue(pool, now);
+    await this.#forgetDeparted(pool, ids, state);
+  }
+
+  /**
+   * A pilot pending longer than it may wait: the pool's queue is not starting pilots (a partition
+   * down, a long queue). Its pending pilots are cancelled and the pool takes no new work for a
+   * back-off, so its work goes to the other pools; then it is tried again.
+   */
+  async #leaveLongQueue(pool: PoolRuntime, now: number): Promise<void> {
+    const pending = pool.pilots.filter((pilot) => pilot.state === "pending");
+    const stuck = pending.find((pilot) => {
+      const wait = pool.waits.get(pilot.id);
+      return wait !== undefined && queueWaitExceeded(wait.since, now, wait.limitSeconds);
+    });
+    if (!stuck) return;
     const { spec } = pool;
-    const counts = pilotCounts(pool.pilots);
-    const cap = spec.maxPilots * spec.slotsPerPilot;
+    const limit = pool.waits.get(stuck.id)!.limitSeconds;
+    pool.stalls++;
+    pool.stalledUntil = now + poolRetrySeconds(pool.stalls) * 1000;
+    pool.stallReason =
+      `pilot ${stuck.id} waited more than ${limit} s in the batch queue` +
+      (stuck.reason ? ` (${stuck.reason})` : "") +
+      `; its work goes to other pools, this pool is tried again in ${poolRetrySeconds(pool.stalls)} s`;
+    this.#options.log.warn(
+      { pool: spec.name, pilot: stuck.id, reason: stuck.reason },
+      "pilots waited too long; cancelling",
+    );
+    for (const pilot of pending) {
+      try {
+        await pool.driver.cancel(pilot.id);
+        pool.cancelled.add(pilot.id);
+        pilot.state = "ending";
+      } catch (error) {
+        this.#options.log.warn({ pool: spec.name, pilot: pilot.id, err: error }, "pilot not cancelled");
+      }
+    }
+  }
+
+  /** Hosts of pilots the batch system no longer lists, once disconnected with nothing running, are removed. */
+  async #forgetDeparted(pool: PoolRuntime, listed: ReadonlySet<string>, state: ClusterState): Promise<void> {
+    const prefix = pilotHostName(pool.spec.name, "");
+    for (const host of [...state.hosts.values()]) {
+      const { name } = host.record;
+      if (host.record.pool !== pool.spec.name || !name.startsWith(prefix)) continue;
+      if (listed.has(name.slice(prefix.length)) || host.connected || host.active.size > 0) continue;
+      await this.#options.forgetHost(name).catch((error) => {
+        this.#options.log.warn({ host: name, err: error }, "host of a departed pilot not removed");
+      });
+    }
+  }
+
+  async #submit(
+    pool: PoolRuntime,
+    cpusWanted: number,
+    jobWaitSeconds: number | null,
+    now: number,
+  ): Promise<void> {
+    const { log } = this.#options;
+    const { spec } = pool;
     const wanted = pilotsToStart({
-      cpusWithoutRoom: cpusWithoutRoom(state, spec, Date.now(), cap),
-      pilots: counts,
+      cpusWanted,
+      pilots: pilotCounts(pool.pilots),
       maxPilots: spec.maxPilots,
       backlog: spec.backlog,
       slotsPerPilot: spec.slotsPerPilot,
     });
+    const limitSeconds = Math.min(spec.maxQueueWaitSeconds, jobWaitSeconds ?? Number.POSITIVE_INFINITY);
     for (let i = 0; i < wanted; i++) {
       try {
         const id = await pool.driver.submit({
@@ -146,6 +312,7 @@ export class PoolManager {
           extraArgs: spec.sbatchArgs,
         });
         pool.pilots.push({ id, state: "pending", batchState: "SUBMITTED", reason: "" });
+        pool.waits.set(id, { since: now, limitSeconds });
         log.info({ pool: spec.name, pilot: id }, "pilot submitted");
       } catch (error) {
         pool.failures++;
@@ -160,19 +327,24 @@ export class PoolManager {
   /**
    * A pilot that left the batch queue before its agent ever joined failed to start (a node that
    * failed, a script that could not run): counted with failed submissions, so a pool whose pilots
-   * never come up backs off and turns unavailable instead of submitting forever.
+   * never come up backs off and turns unavailable instead of submitting forever. A pilot this
+   * server cancelled is not counted.
    */
   #countFailedStarts(pool: PoolRuntime, listed: readonly PilotStatus[], state: ClusterState): void {
-    // A pilot whose agent joined shows the pool works: its failures are forgotten.
+    // A pilot whose agent joined shows the pool works: its failures and stalls are forgotten.
     if (listed.some((pilot) => state.hosts.get(pilotHostName(pool.spec.name, pilot.id))?.connected)) {
-      if (pool.failures >= POOL_FAILURES_UNAVAILABLE)
+      if (pool.failures >= POOL_FAILURES_UNAVAILABLE || pool.stalls > 0)
         this.#options.log.info({ pool: pool.spec.name }, "pool available again");
       pool.failures = 0;
       pool.reason = null;
+      pool.stalls = 0;
+      pool.stalledUntil = 0;
+      pool.stallReason = null;
     }
     const still = new Set(listed.map((pilot) => pilot.id));
     for (const pilot of pool.pilots) {
-      if (still.has(pilot.id) || state.hosts.has(pilotHostName(pool.spec.name, pilot.id))) continue;
+      if (still.has(pilot.id) || pool.cancelled.has(pilot.id)) continue;
+      if (state.hosts.has(pilotHostName(pool.spec.name, pilot.id))) continue;
       pool.failures++;
       pool.reason = `pilot ${pilot.id} ended before its agent joined (${pilot.batchState.toLowerCase()}${pilot.reason ? `: ${pilot.reason}` : ""})`;
       pool.nextSubmitAt = Date.now() + poolRetrySeconds(pool.failures) * 1000;
@@ -191,12 +363,14 @@ export class PoolManager {
       quote(steward),
       "agent",
       `--server ${quote(this.#options.serverUrl())}`,
-      `--token ${quote(joinToken)}`,
+      `--token ${quote(poolJoinToken(joinToken, spec.name))}`,
       `--pool ${quote(spec.name)}`,
       `--slots ${spec.slotsPerPilot}`,
       `--name ${quote(pilotHostName(spec.name, ""))}"$SLURM_JOB_ID"`,
       `--work ${quote(work)}"$SLURM_JOB_ID"`,
       `--idle-seconds ${spec.idleSeconds}`,
+      // The walltime counts from the pilot's start: its agent knows when the batch system ends it.
+      `--ends-at "$(date -u -d '+${spec.walltime} seconds' +%Y-%m-%dT%H:%M:%SZ)"`,
     ].join(" ");
   }
 }

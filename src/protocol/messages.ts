@@ -50,6 +50,8 @@ export const helloMessage = z.object({
   labels: z.record(z.string(), z.string()),
   facts: hostFacts,
   attempts: z.array(heldAttempt),
+  /** A pilot's walltime end (ms since the epoch): the server moves its work away before it. */
+  endsAt: z.int().positive().optional(),
 });
 
 export const heartbeatMessage = z.object({

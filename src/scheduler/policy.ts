@@ -1,5 +1,7 @@
 // The metascheduling settings, with the papers' values as defaults (server flags override them).
 
+import { WALLTIME_MARGIN_SECONDS } from "./walltime.ts";
+
 /** GrADS Permission Service: wait for a running job that ends within 5 minutes rather than preempt. */
 export const PREEMPT_WAIT_SECONDS = 300;
 /** GrADS: a job is preemptible after 20 % progress since its start or its last preemption. */
@@ -25,6 +27,8 @@ export interface MetaschedulingPolicy {
   minRemainingFraction: number;
   /** Observed checkpoint transfer rate (bytes per second). */
   transferBytesPerSecond: number;
+  /** Pilots take no work, and their tasks move, this long before their walltime (scheduler/walltime.ts). */
+  walltimeMarginSeconds: number;
 }
 
 export const DEFAULT_POLICY: MetaschedulingPolicy = {
@@ -36,6 +40,7 @@ export const DEFAULT_POLICY: MetaschedulingPolicy = {
   discoverySeconds: DISCOVERY_SECONDS,
   minRemainingFraction: MIN_REMAINING_FRACTION,
   transferBytesPerSecond: DEFAULT_TRANSFER_BYTES_PER_SECOND,
+  walltimeMarginSeconds: WALLTIME_MARGIN_SECONDS,
 };
 
 export function policyOf(partial: Partial<MetaschedulingPolicy> | undefined): MetaschedulingPolicy {

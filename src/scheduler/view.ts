@@ -8,6 +8,7 @@ import type { HostState } from "../model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
 import type { OwnerShare } from "./fair-share.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
+import type { Walltime } from "./walltime.ts";
 
 /** A ready task with a placement rule of its own (a migration names or avoids a host). */
 export interface ConstrainedTask {
@@ -33,6 +34,10 @@ export interface JobView {
   readyTasks(now: number): Iterable<number>;
   /** Tasks that may start at `now` but only on some hosts; absent means none. */
   constrainedTasks?(now: number): Iterable<ConstrainedTask>;
+  /** How long a task is expected to run (timeLimitSeconds, else earlier tasks' time), for pilots' walltimes. */
+  expectedSeconds?: number | null;
+  /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
+  readonly checkpoints?: boolean;
   /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */
   replicas?: number;
   /** Whether a task with `live` attempts may have one more replica; absent: while live < replicas. */
@@ -74,6 +79,8 @@ export interface HostView {
   /** Memory the host offers for placement, less what placed attempts reserve. */
   memoryFreeMb: number;
   facts: HostFacts;
+  /** A pilot's walltime (scheduler/walltime.ts); absent for hosts without one. */
+  walltime?: Walltime;
 }
 
 export interface SchedulerState {

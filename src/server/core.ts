@@ -26,6 +26,7 @@ import {
 } from "../reactor/handlers/control.ts";
 import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
 import { submitJob } from "../reactor/handlers/submit.ts";
+import { leaveBeforeWalltime, walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { progressMade, remainingSeconds } from "../scheduler/estimate.ts";
@@ -127,7 +128,7 @@ export class Core {
     const state = this.state;
     // Each running task with the rescheduling estimate and the preemption verdict as of now.
     const policy = policyOf(this.reactor.options.policy);
-    const hosts = state.hostViews();
+    const hosts = state.hostViews(now, policy.walltimeMarginSeconds);
     const running: RunningTaskView[] = [];
     for (const attempt of job.allLiveAttempts()) {
       const live = state.liveAttempt(attempt.jobId, attempt.taskIndex, attempt.number);
@@ -162,7 +163,7 @@ export class Core {
     const explanation = explain({
       now,
       job,
-      hosts: state.hostViews(),
+      hosts,
       queue: [...state.jobs.values()].filter((each) => each.schedulable),
       owners: state.owners.shares(now),
       running,
@@ -290,9 +291,13 @@ export class Core {
     progress: HeartbeatMessage["progress"] = [],
     requirements: HeartbeatMessage["requirements"] = [],
   ): Promise<void> {
-    recordHeartbeat(this.state, this.reactor.now(), name, facts, progress);
-    if (progress.length === 0 && requirements.length === 0) return Promise.resolve();
+    const now = this.reactor.now();
+    recordHeartbeat(this.state, now, name, facts, progress);
+    const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
+    const walltime = walltimeDue({ state: this.state, now }, name, margin);
+    if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();
     return this.reactor.run((step) => {
+      if (walltime) leaveBeforeWalltime(step, name, margin);
       followRequirementsFiles(step, name, requirements);
       watchContracts(step, name, progress);
     });
@@ -302,6 +307,16 @@ export class Core {
   touch(name: string): void {
     const host = this.state.hosts.get(name);
     if (host) host.record.lastSeen = this.reactor.now();
+  }
+
+  /** Removes a host that is gone for good (a pilot that left), if disconnected and running nothing. */
+  forgetHost(name: string): Promise<void> {
+    return this.reactor.run((step) => {
+      const host = step.state.hosts.get(name);
+      if (!host || host.connected || host.active.size > 0) return;
+      step.state.hosts.delete(name);
+      step.change({ op: "deleteHost", name });
+    });
   }
 
   detachHost(name: string): void {

@@ -5,7 +5,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocket, WebSocketServer } from "ws";
-import { safeEqual } from "../api/auth.ts";
+import { joinTokenScope } from "../pools/pool-token.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -171,9 +171,16 @@ export class AgentGateway implements AgentLinks {
       ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
       return false;
     }
-    if (!safeEqual(message.token, this.options.joinToken)) {
-      ws.send(JSON.stringify({ type: "reject", reason: "bad join token" }));
-      ws.close(4001, "bad join token");
+    const scope = joinTokenScope(this.options.joinToken, message.token);
+    const refused =
+      scope === null
+        ? "bad join token"
+        : scope !== "any" && scope.pool !== message.pool
+          ? `the join token is for pool ${scope.pool}, not ${message.pool}`
+          : null;
+    if (refused) {
+      ws.send(JSON.stringify({ type: "reject", reason: refused }));
+      ws.close(4001, refused);
       return false;
     }
     const previous = this.sockets.get(message.name);

@@ -10,7 +10,7 @@ import { registerApi } from "../api/register.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
-import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, NotLeaderError } from "./broker.ts";
@@ -154,6 +154,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     joinToken: options.joinToken,
     steward: STEWARD_BIN,
     pilotDir: options.pilotDir ?? join(tmpdir(), "steward-pilots"),
+    walltimeMarginSeconds: policyOf(options.policy).walltimeMarginSeconds,
+    forgetHost: async (name) => {
+      if (broker.isLeader) await broker.core().forgetHost(name);
+    },
     log,
   });
 
@@ -174,6 +178,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     joinToken: options.joinToken,
     health: () => broker.health(),
     pools: () => pools.status(),
+    explainPools: (job) => pools.explain(job),
   });
 
   app.server.on("upgrade", (request, socket, head) => {

@@ -6,6 +6,7 @@ import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
 import type { AttemptRecord, HostRecord, TaskRecord } from "../model/records.ts";
 import type { TaskState } from "../model/states.ts";
 import type { HostView } from "../scheduler/view.ts";
+import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import type { HostEntry, LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
@@ -135,16 +136,25 @@ export class ClusterState {
     }));
   }
 
-  hostViews(): HostView[] {
-    return [...this.hosts.values()].map((host) => ({
-      name: host.record.name,
-      state: host.record.state,
-      connected: host.connected,
-      slots: host.record.slots,
-      slotsFree: host.record.slots - host.usedSlots,
-      memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb,
-      facts: { ...host.record.facts, slotsFree: Math.max(0, host.record.slots - host.usedSlots) },
-    }));
+  /** The hosts as the scheduler sees them at `now`; pilots stop taking work `marginSeconds` before their walltime. */
+  hostViews(now: number, marginSeconds: number = WALLTIME_MARGIN_SECONDS): HostView[] {
+    return [...this.hosts.values()].map((host) => {
+      const walltime = walltimeAt(host.record.endsAt, now, marginSeconds);
+      return {
+        name: host.record.name,
+        state: host.record.state,
+        connected: host.connected,
+        slots: host.record.slots,
+        slotsFree: host.record.slots - host.usedSlots,
+        memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb,
+        facts: {
+          ...host.record.facts,
+          slotsFree: Math.max(0, host.record.slots - host.usedSlots),
+          secondsLeft: walltime ? walltime.secondsLeft : Number.POSITIVE_INFINITY,
+        },
+        ...(walltime ? { walltime } : {}),
+      };
+    });
   }
 
   /** Whether any host could take work now: without one, a pass has nothing to do. */

@@ -29,6 +29,9 @@ export class JobEntry implements JobView {
   readonly rank: CompiledExpression | null;
   /** Requirements texts the job wrote that were refused (invalid), each reported once per server run. */
   readonly refusedRequirements = new Set<string>();
+  /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
+  #finished = { count: 0, seconds: 0 };
+  #checkpoints = false;
 
   constructor(record: JobRecord, seq: number, tasks: TaskRecord[]) {
     this.record = record;
@@ -132,6 +135,33 @@ export class JobEntry implements JobView {
     const list = this.attempts.get(attempt.taskIndex);
     if (list) list.push(attempt);
     else this.attempts.set(attempt.taskIndex, [attempt]);
+    if (attempt.state === "ended") this.attemptEnded(attempt);
+  }
+
+  /** An attempt ended: a whole run that succeeded tells how long the job's tasks take. */
+  attemptEnded(attempt: AttemptRecord): void {
+    if (attempt.outcome !== "succeeded" || attempt.restarted || attempt.endedAt === null) return;
+    this.#finished.count++;
+    this.#finished.seconds += Math.max(0, attempt.endedAt - attempt.startedAt) / 1000;
+  }
+
+  /** How long a task is expected to run: its time limit, else the mean of earlier whole runs; null when unknown. */
+  get expectedSeconds(): number | null {
+    const limit = this.record.spec.timeLimitSeconds;
+    if (limit !== undefined) return limit;
+    const { count, seconds } = this.#finished;
+    return count > 0 ? seconds / count : null;
+  }
+
+  /** How long a pilot for this job may wait in a batch queue before its pool is left (the job file's maxQueueWaitSeconds). */
+  get maxQueueWaitSeconds(): number | null {
+    return this.record.spec.maxQueueWaitSeconds ?? null;
+  }
+
+  /** Whether the job's tasks checkpoint: one of them has stored a checkpoint. */
+  get checkpoints(): boolean {
+    this.#checkpoints ||= this.tasks.some((task) => task.checkpoint !== null);
+    return this.#checkpoints;
   }
 
   attempt(taskIndex: number, number: number): AttemptRecord | undefined {

@@ -129,6 +129,7 @@ export const HOSTS: Table<HostRecord> = {
     column("labels", "labels", "json"),
     column("facts", "facts", "json"),
     column("last_seen", "lastSeen", "bigint"),
+    column("ends_at", "endsAt", "bigint", true),
   ],
   generated: [],
   loadOrder: "name",

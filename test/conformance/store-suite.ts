@@ -134,6 +134,7 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
     labels: {},
     facts: facts(name),
     lastSeen: 1_700_000_002_000,
+    endsAt: null,
     ...overrides,
   };
 }

@@ -44,6 +44,7 @@ describe("HOST_FACT_NAMES", () => {
         "speed",
         "labels",
         "slotsFree",
+        "secondsLeft",
       ].sort(),
     );
   });

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { parseSqueue, pilotJobName, sbatchArgs, slurmTime } from "../../src/drivers/slurm.ts";
 import { PoolsFileError, parsePoolsFile } from "../../src/model/pools-file.ts";
-import { pilotsToStart, poolRetrySeconds } from "../../src/pools/pilot-demand.ts";
+import { pilotsToStart, poolRetrySeconds, queueWaitExceeded } from "../../src/pools/pilot-demand.ts";
 
 describe("the pools file", () => {
   it("fills in the defaults", () => {
@@ -110,15 +110,23 @@ describe("pilotsToStart", () => {
   const base = { maxPilots: 4, backlog: 2, slotsPerPilot: 2 };
   const pilots = (pending: number, running: number, ending = 0) => ({ pending, running, ending });
   it.each([
-    ["no work without room: none", 0, pilots(0, 0), 0],
+    ["no work for new pilots: none", 0, pilots(0, 0), 0],
     ["3 cpus of work: 2 pilots of 2 slots", 3, pilots(0, 0), 2],
     ["work for 4 pilots, backlog 2: 2 now", 8, pilots(0, 0), 2],
-    ["pending pilots count against the work", 4, pilots(1, 0), 1],
+    ["one pending: the backlog leaves room for 1 more", 4, pilots(1, 0), 1],
     ["never beyond maxPilots", 100, pilots(0, 3), 1],
     ["backlog full: none", 100, pilots(2, 0), 0],
     ["ending pilots still count toward maxPilots", 100, pilots(0, 2, 2), 0],
-  ])("%s", (_, cpusWithoutRoom, counts, expected) => {
-    expect(pilotsToStart({ ...base, cpusWithoutRoom, pilots: counts })).toBe(expected);
+  ])("%s", (_, cpusWanted, counts, expected) => {
+    expect(pilotsToStart({ ...base, cpusWanted, pilots: counts })).toBe(expected);
+  });
+
+  it.each([
+    ["pending 5 s, limit 10 s: waits", 5_000, 10, false],
+    ["pending exactly the limit: waits", 10_000, 10, false],
+    ["pending past the limit: cancelled", 10_001, 10, true],
+  ])("queue wait: %s", (_, pendingFor, limit, expected) => {
+    expect(queueWaitExceeded(1_000_000, 1_000_000 + pendingFor, limit)).toBe(expected);
   });
 
   it.each([

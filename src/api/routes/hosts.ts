@@ -3,12 +3,18 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import type { PoolNote } from "../../pools/pool-manager.ts";
 import { type Core, NotFoundError } from "../../server/core.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
 import { jobParams } from "../requests.ts";
 import { errors, explanationSchema, hostSchema, json } from "../schemas.ts";
 import { hostView } from "../views.ts";
 
-export function registerHostRoutes(app: FastifyInstance, core: Core): void {
+export function registerHostRoutes(
+  app: FastifyInstance,
+  core: Core,
+  explainPools: (job: JobEntry) => PoolNote[],
+): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.get(
@@ -53,7 +59,7 @@ export function registerHostRoutes(app: FastifyInstance, core: Core): void {
     async (request) => {
       const { id } = request.params;
       const job = core.job(id);
-      return { id, state: job.record.state, ...core.explain(id) };
+      return { id, state: job.record.state, ...core.explain(id), pools: explainPools(job) };
     },
   );
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { daemonLogger } from "../logger.ts";
-import { integer, labels, number, onShutdown } from "../options.ts";
+import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
 
 export function registerAgent(program: Command): void {
   program
@@ -18,6 +18,12 @@ export function registerAgent(program: Command): void {
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
+    .option(
+      "--ends-at <time>",
+      "a pilot's walltime end (ISO-8601 or seconds since the epoch): the server moves its work away " +
+        "before it, and on SIGTERM its tasks migrate with their checkpoints",
+      endsAt,
+    )
     .action(async (options) => {
       const agent = new Agent({
         servers: String(options.server)
@@ -33,6 +39,7 @@ export function registerAgent(program: Command): void {
         speed: options.speed,
         log: daemonLogger(),
         idleSeconds: options.idleSeconds,
+        endsAt: options.endsAt,
         onIdle: () => {
           process.stderr.write("steward agent: idle, leaving\n");
           process.exit(0);
@@ -43,6 +50,10 @@ export function registerAgent(program: Command): void {
         },
       });
       await agent.start();
-      onShutdown(() => agent.stop());
+      // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
+      // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
+      onShutdown(() =>
+        options.endsAt === undefined ? agent.stop() : agent.leave("pilot ended by its batch system"),
+      );
     });
 }

@@ -45,6 +45,9 @@ function renderExplanation(answer: Explanation): string {
       ),
     );
   }
+  if (answer.pools.length > 0) {
+    lines.push("pools:", ...answer.pools.map((pool) => `  ${pool.line}`));
+  }
   if (answer.running.length > 0) {
     lines.push("running:", ...answer.running.map((task) => `  ${task.line}`));
   }

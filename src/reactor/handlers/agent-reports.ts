@@ -29,6 +29,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
     labels: message.labels,
     facts: message.facts,
     lastSeen: now,
+    endsAt: message.endsAt ?? null,
   };
   if (!host) {
     host = newHostEntry(record, true);

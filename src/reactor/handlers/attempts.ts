@@ -97,6 +97,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   attempt.exitCode = end.exitCode;
   attempt.reason = end.reason;
   attempt.endedAt = now;
+  job.attemptEnded(attempt);
   state.deactivate(attempt);
   step.change({ op: "putAttempt", attempt });
   step.schedule = true;

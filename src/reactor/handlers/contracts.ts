@@ -50,7 +50,7 @@ export function watchContracts(
     if (!verdict.breach) continue;
     const { stop, numbers } = verdict.breach;
     const who = job.tasks.length === 1 ? "" : `task ${attempt.taskIndex} `;
-    if (!anotherHostCouldRun(state, job, attempt.host)) {
+    if (!anotherHostCouldRun(state, job, attempt.host, now)) {
       if (!watch.stayedForLackOfHosts) {
         watch.stayedForLackOfHosts = true;
         step.event(
@@ -79,6 +79,6 @@ export function watchContracts(
 }
 
 /** Whether a host other than `current` could run the job at all (free room or not). */
-function anotherHostCouldRun(state: ClusterState, job: JobEntry, current: string): boolean {
-  return state.hostViews().some((host) => host.name !== current && infeasibility(job, host) === null);
+function anotherHostCouldRun(state: ClusterState, job: JobEntry, current: string, now: number): boolean {
+  return state.hostViews(now).some((host) => host.name !== current && infeasibility(job, host) === null);
 }

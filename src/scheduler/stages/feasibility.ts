@@ -4,8 +4,12 @@
 
 import { evaluateRequirement } from "../../model/cel.ts";
 import type { HostView, JobView } from "../view.ts";
+import { walltimeInfeasibility } from "../walltime.ts";
 
-export type FeasibilityJob = Pick<JobView, "cpus" | "memoryMb" | "requirements">;
+export type FeasibilityJob = Pick<
+  JobView,
+  "cpus" | "memoryMb" | "requirements" | "expectedSeconds" | "checkpoints"
+>;
 export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
 
 export const hostIsReady: FeasibilityStage = (_job, host) =>
@@ -28,11 +32,15 @@ export const requirementsHold: FeasibilityStage = (job, host) => {
   return result.ok ? null : result.reason;
 };
 
+/** A pilot takes only work that ends (or can move) before its walltime (scheduler/walltime.ts). */
+export const fitsBeforeWalltime: FeasibilityStage = (job, host) => walltimeInfeasibility(job, host.walltime);
+
 export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   hostIsReady,
   agentIsConnected,
   enoughSlots,
   enoughMemory,
+  fitsBeforeWalltime,
   requirementsHold,
 ];
 

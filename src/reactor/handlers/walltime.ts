@@ -1,0 +1,51 @@
+// Pilots' walltimes (scheduler/walltime.ts): when a pilot's heartbeat finds it within the margin of
+// its walltime, its live attempts migrate (checkpoint, stop, restart elsewhere), so the batch
+// system kills none of them and none is charged to its task's retry budget.
+
+import { applyPlan } from "../../planner/apply-plan.ts";
+import { type AttemptOnHost, walltimeAt, walltimeStops } from "../../scheduler/walltime.ts";
+import type { Step } from "../step.ts";
+
+/** Whether the host is a pilot within its walltime margin with work still to move. */
+export function walltimeDue(
+  step: Pick<Step, "state" | "now">,
+  hostName: string,
+  marginSeconds: number,
+): boolean {
+  const host = step.state.hosts.get(hostName);
+  if (!host || host.record.endsAt === null || host.active.size === 0) return false;
+  return (
+    walltimeStops(walltimeAt(host.record.endsAt, step.now, marginSeconds), attemptsOn(step, hostName))
+      .length > 0
+  );
+}
+
+/** Moves the live attempts off a pilot within its walltime margin. */
+export function leaveBeforeWalltime(step: Step, hostName: string, marginSeconds: number): void {
+  const host = step.state.hosts.get(hostName);
+  if (!host || host.record.endsAt === null) return;
+  const walltime = walltimeAt(host.record.endsAt, step.now, marginSeconds);
+  const stops = walltimeStops(walltime, attemptsOn(step, hostName));
+  const secondsLeft = Math.round(walltime?.secondsLeft ?? 0);
+  for (const stop of stops) {
+    const job = step.state.jobs.get(stop.jobId);
+    const who = job && job.tasks.length > 1 ? `task ${stop.taskIndex} ` : "";
+    stop.note = {
+      kind: "walltime.migrate",
+      message: `${who}attempt ${stop.attempt} leaves ${hostName}: its walltime ends in ${secondsLeft} s; migrating with its checkpoint`,
+      data: { task: stop.taskIndex, attempt: stop.attempt, host: hostName, secondsLeft, marginSeconds },
+    };
+  }
+  applyPlan(step, { place: [], stop: stops });
+}
+
+function attemptsOn(step: Pick<Step, "state">, hostName: string): AttemptOnHost[] {
+  const host = step.state.hosts.get(hostName);
+  if (!host) return [];
+  return [...host.active.values()].map(({ job, attempt }) => ({
+    jobId: job.id,
+    taskIndex: attempt.taskIndex,
+    attempt: attempt.number,
+    stopping: attempt.state === "stopping",
+  }));
+}
