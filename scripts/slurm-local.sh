@@ -24,11 +24,12 @@ MUNGE_RUN=/run/munge
 MUNGE_PID=$MUNGE_RUN/steward-munged.pid
 CTLD_PID=$RUN/slurmctld.pid
 SLURMD_PID=$RUN/slurmd.pid
-CPUS=${STEWARD_SLURM_CPUS:-8}
+CPUS=${STEWARD_SLURM_CPUS:-16}
 MEMORY=${STEWARD_SLURM_MEMORY:-8192}
 TIMEOUT=${STEWARD_SLURM_TIMEOUT:-60}
 NODE=$(hostname -s)
 PARTITION=debug
+SPARE_PARTITION=spare
 
 say() { echo "slurm-local: $*"; }
 fail() {
@@ -118,6 +119,8 @@ SlurmctldDebug=info
 SlurmdDebug=info
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS Sockets=1 CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=$MEMORY State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+# A second partition on the same node, for tests that take one down (queue-wait migration).
+PartitionName=$SPARE_PARTITION Nodes=$NODE MaxTime=INFINITE State=UP
 EOF
 }
 
@@ -219,6 +222,7 @@ start() {
   done
   # A partition or node left DOWN or DRAINED (by a test, or by a crash) is put back in service.
   scontrol update PartitionName="$PARTITION" State=UP
+  scontrol update PartitionName="$SPARE_PARTITION" State=UP
   while :; do
     state=$(node_state)
     case "$state" in

@@ -136,6 +136,8 @@ export class Agent {
    * its task restarts elsewhere uncharged, and the agent leaves once the server has the reports.
    */
   async leave(reason: string, timeoutMs = LEAVE_TIMEOUT_MS): Promise<void> {
+    // First the server hears it: the host is drained before its attempts' ends arrive.
+    this.report({ kind: "leaving", reason });
     for (const attempt of [...this.attempts.values()]) {
       if (!attempt.ended) await attempt.stop("migrated", reason, attempt.spec.graceSeconds);
     }

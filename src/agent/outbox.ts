@@ -33,6 +33,7 @@ export class Outbox {
   dropAttempt(jobId: string, taskIndex: number, attempt: number): void {
     for (const [seq, report] of this.reports) {
       const event = report.event;
+      if (event.kind === "leaving") continue;
       if (event.jobId === jobId && event.taskIndex === taskIndex && event.attempt === attempt) {
         this.reports.delete(seq);
       }

@@ -79,7 +79,7 @@ export function offerWork(
     if (capacity <= 0) break;
     const feasible = pools.map((pool) => infeasibility(job, pool.probe) === null);
     if (!feasible.some(Boolean)) continue;
-    for (const _ of job.readyTasks(now)) {
+    for (const _ of tasksForNewPilots(job, now)) {
       if (capacity <= 0) break;
       let taken = pools.findIndex((_pool, i) => feasible[i] && room[i] >= job.cpus);
       if (taken >= 0) {
@@ -98,6 +98,16 @@ export function offerWork(
     }
   }
   return demand;
+}
+
+/** A name no host has: a pilot not yet started. */
+const NEW_PILOT = "\u0000new pilot";
+
+/** The job's ready tasks, and those that wait to move (a migration) and may go to a new pilot. */
+function* tasksForNewPilots(job: OfferedJob, now: number): Iterable<number> {
+  yield* job.readyTasks(now);
+  if (!job.constrainedTasks) return;
+  for (const task of job.constrainedTasks(now)) if (task.allows(NEW_PILOT)) yield task.index;
 }
 
 /** Free cpus of a pool's hosts that can take work now (ready, connected, not near their walltime). */

@@ -93,11 +93,14 @@ export const endedEvent = z.object({
   cause: z.enum(["host", "staging"]).optional(),
 });
 
+/** A pilot's agent is leaving (its batch job ends): the server places no more work on it. */
+export const leavingEvent = z.object({ kind: z.literal("leaving"), reason: z.string() });
+
 /** Reports that change state travel through the agent's outbox: numbered, resent until acknowledged. */
 export const reportMessage = z.object({
   type: z.literal("report"),
   seq: z.int().min(1),
-  event: z.discriminatedUnion("kind", [startedEvent, endedEvent]),
+  event: z.discriminatedUnion("kind", [startedEvent, endedEvent, leavingEvent]),
 });
 
 /** Log bytes, at an offset of the attempt's stdout or stderr; resending a chunk is harmless. */

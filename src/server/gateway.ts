@@ -130,6 +130,11 @@ export class AgentGateway implements AgentLinks {
               let applied: Promise<void>;
               if (event.kind === "started") {
                 applied = core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
+              } else if (event.kind === "leaving") {
+                // Drained before the ends of its attempts are applied: none is placed back on it.
+                applied = core
+                  .drain(host)
+                  .then(() => log.info({ host, reason: event.reason }, "agent leaving"));
               } else {
                 // The whole log is in before the end is applied.
                 await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));

@@ -28,7 +28,11 @@ function ended(
 function summary(outbox: Outbox): string[] {
   return outbox
     .all()
-    .map((r) => `${r.seq}:${r.event.kind} ${r.event.jobId}/${r.event.taskIndex}#${r.event.attempt}`);
+    .map((r) =>
+      r.event.kind === "leaving"
+        ? `${r.seq}:leaving`
+        : `${r.seq}:${r.event.kind} ${r.event.jobId}/${r.event.taskIndex}#${r.event.attempt}`,
+    );
 }
 
 describe("Outbox", () => {

@@ -135,3 +135,15 @@ describe("pool join tokens", () => {
     expect(joinTokenScope(server, token)).toBeNull();
   });
 });
+
+describe("offerWork with tasks on the move", () => {
+  it("a task migrating off a pilot (anywhere but its old host) asks for a new pilot; one sent to a named host does not", () => {
+    const moving = job("m", 0, {
+      *constrainedTasks() {
+        yield { index: 0, allows: (host: string) => host !== "hpc-12" };
+        yield { index: 1, allows: (host: string) => host === "hpc-13" };
+      },
+    });
+    expect(cpus(offerWork([moving], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 1 });
+  });
+});

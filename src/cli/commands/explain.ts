@@ -24,7 +24,11 @@ export function registerExplain(program: Command): void {
 function renderExplanation(answer: Explanation): string {
   const lines = [`job ${answer.id} is ${answer.state}`, ...answer.reasons.map((reason) => `  ${reason}`)];
   if (answer.hosts.length === 0) {
-    lines.push("no hosts are known: start an agent");
+    lines.push(
+      answer.pools.length > 0
+        ? "no hosts are known yet: the pools below start pilots for work that finds no room"
+        : "no hosts are known: start an agent",
+    );
   } else {
     lines.push(summaryLine(answer.summary));
     if (answer.clauses.length > 0) {

@@ -1,0 +1,109 @@
+// A pilot cancelled with scancel mid-task, against real Slurm: its agent stops the task as a
+// migration (the task checkpoints in the grace period Slurm's SIGTERM leaves), the task restarts on
+// another pilot from its checkpoint without using its retry budget, the pool starts that pilot,
+// and the cancelled pilot's host is removed. Skips without Slurm, fails under STEWARD_SLURM=1.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, expect, it, test } from "vitest";
+import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
+import { slurmUnavailable } from "../helpers/slurm.ts";
+import {
+  api,
+  cleanup,
+  type StewardProcess,
+  startServerProcess,
+  tempDir,
+  waitFor,
+  waitForJobEnd,
+} from "../helpers/steward.ts";
+
+const unavailable = await slurmUnavailable();
+const pool = `c${process.pid}`;
+const driver = new SlurmDriver();
+let server: StewardProcess | undefined;
+const data = tempDir("steward-scancel-");
+
+afterAll(async () => {
+  await server?.stop();
+  for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  cleanup(data);
+});
+
+interface TaskView {
+  checkpoint: { generation: number } | null;
+  attempts: { number: number; host: string; state: string; outcome: string | null }[];
+}
+
+if (unavailable && process.env.STEWARD_SLURM) {
+  test("Slurm is available", () => {
+    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
+  });
+} else if (unavailable) {
+  console.warn(`skipping the scancel test (start Slurm with bash scripts/slurm-local.sh): ${unavailable}`);
+  test.skip(`scancel: ${unavailable}`, () => {});
+} else {
+  it("a pilot cancelled mid-task: the task resumes on a new pilot from its checkpoint", async () => {
+    const poolsFile = join(data, "pools.yaml");
+    writeFileSync(
+      poolsFile,
+      [
+        "pools:",
+        `  - name: ${pool}`,
+        "    driver: slurm",
+        "    partition: debug",
+        "    maxPilots: 2",
+        "    backlog: 1",
+        "    slotsPerPilot: 1",
+        "    walltime: 600",
+        "    idleSeconds: 3",
+      ].join("\n"),
+    );
+    server = await startServerProcess({ data, args: ["--pools", poolsFile, "--no-reschedule"] });
+    const s = server;
+    const script = countingScript(data, 20);
+    const submitted = (await api(s, "POST", "/api/v1/jobs", {
+      command: ["bash", script],
+      checkpoint: { intervalSeconds: 1, graceSeconds: 5 },
+    })) as { id: string };
+    const first = await waitFor(
+      "the task to run on a pilot with a checkpoint stored",
+      async () => {
+        const job = (await api(s, "GET", `/api/v1/jobs/${submitted.id}`)) as { tasks: TaskView[] };
+        const task = job.tasks[0];
+        const running = task.attempts.find((attempt) => attempt.state === "running");
+        return running && (task.checkpoint?.generation ?? 0) >= 2 ? running : null;
+      },
+      90_000,
+      250,
+    );
+    expect(first.host.startsWith(`${pool}-`)).toBe(true);
+    const pilotId = first.host.slice(pool.length + 1);
+    await driver.cancel(pilotId);
+
+    const job = await waitForJobEnd(s, submitted.id, 120_000);
+    const attempts = job.tasks[0].attempts;
+    expect(job.state, JSON.stringify(attempts)).toBe("succeeded");
+    expect(attempts[0].host).toBe(first.host);
+    expect(attempts[0].outcome).toBe("migrated");
+    expect(attempts[0].reason).toBe("pilot ended by its batch system");
+    const last = attempts.at(-1)!;
+    expect(last.outcome).toBe("succeeded");
+    expect(last.host).not.toBe(first.host);
+    expect(last.host.startsWith(`${pool}-`)).toBe(true);
+    const resumed = startedAt(await attemptLog(s, submitted.id, last.number));
+    expect(resumed).toBeGreaterThan(0);
+    // The cancelled pilot's host goes once Slurm no longer lists it.
+    await waitFor(
+      "the cancelled pilot's host to be removed",
+      async () => {
+        const hosts = (await api(s, "GET", "/api/v1/hosts")) as { name: string }[];
+        return hosts.every((host) => host.name !== first.host);
+      },
+      30_000,
+      500,
+    );
+    console.log(`scancel: pilot ${pilotId} cancelled; the task resumed at ${resumed} on ${last.host}`);
+  }, 240_000);
+}
