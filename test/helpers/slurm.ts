@@ -37,6 +37,12 @@ export const JOB_END_STATES = [
   "PREEMPTED",
 ];
 
+/**
+ * Whether the Slurm tests must run: under CI (`.ci/run` starts the cluster) or when STEWARD_SLURM=1
+ * says it is up. Otherwise a missing cluster skips them with a message.
+ */
+export const slurmRequired = Boolean(process.env.CI || process.env.STEWARD_SLURM);
+
 /** Null when sbatch is installed and the controller answers, otherwise why not. */
 export async function slurmUnavailable(): Promise<string | null> {
   try {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, expect, it, test } from "vitest";
 import { DriverError } from "../../src/drivers/driver.ts";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
+import { slurmRequired, slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
 import { waitFor } from "../helpers/steward.ts";
 
 const unavailable = await slurmUnavailable();
@@ -21,7 +21,7 @@ afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
 
-if (unavailable && process.env.STEWARD_SLURM) {
+if (unavailable && slurmRequired) {
   test("Slurm is available", () => {
     throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
   });

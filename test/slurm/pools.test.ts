@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it, test } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -30,7 +30,7 @@ afterAll(async () => {
   cleanup(data);
 });
 
-if (unavailable && process.env.STEWARD_SLURM) {
+if (unavailable && slurmRequired) {
   test("Slurm is available", () => {
     throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
   });
@@ -92,6 +92,14 @@ if (unavailable && process.env.STEWARD_SLURM) {
       "the pilots to leave Slurm's queue",
       async () => (await driver.list(pool)).length === 0,
       30_000,
+      500,
+    );
+    // And their hosts are removed once Slurm no longer lists them.
+    await waitFor(
+      "the departed pilots' hosts to be removed",
+      async () =>
+        ((await api(s, "GET", "/api/v1/hosts")) as { pool: string }[]).every((host) => host.pool !== pool),
+      15_000,
       500,
     );
   });

@@ -2,7 +2,7 @@
 // partition is down holds its pilots pending; after maxQueueWaitSeconds they are cancelled and the
 // work runs on the next pool; `steward pools` and `explain` say why; once the partition is up again
 // the first pool is used again. Takes the test cluster's spare partition down, and back up after.
-// Skips without Slurm, fails under STEWARD_SLURM=1.
+// Skips without Slurm, fails under CI or STEWARD_SLURM=1.
 
 import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, expect, it, test } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -48,7 +48,7 @@ interface PoolView {
   reason: string | null;
 }
 
-if (unavailable && process.env.STEWARD_SLURM) {
+if (unavailable && slurmRequired) {
   test("Slurm is available", () => {
     throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
   });

@@ -1,14 +1,14 @@
 // A pilot cancelled with scancel mid-task, against real Slurm: its agent stops the task as a
 // migration (the task checkpoints in the grace period Slurm's SIGTERM leaves), the task restarts on
 // another pilot from its checkpoint without using its retry budget, the pool starts that pilot,
-// and the cancelled pilot's host is removed. Skips without Slurm, fails under STEWARD_SLURM=1.
+// and the cancelled pilot's host is removed. Skips without Slurm, fails under CI or STEWARD_SLURM=1.
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it, test } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -36,7 +36,7 @@ interface TaskView {
   attempts: { number: number; host: string; state: string; outcome: string | null }[];
 }
 
-if (unavailable && process.env.STEWARD_SLURM) {
+if (unavailable && slurmRequired) {
   test("Slurm is available", () => {
     throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
   });

@@ -1,13 +1,13 @@
 // Walltime-aware placement against real Slurm: a 90 s checkpointing task on pilots whose walltime
 // is 60 s (margin 10 s) moves with its checkpoint before each walltime, finishes, and no attempt of
-// it ends lost, failed, or killed by Slurm. Skips without Slurm, fails under STEWARD_SLURM=1.
+// it ends lost, failed, or killed by Slurm. Skips without Slurm, fails under CI or STEWARD_SLURM=1.
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it, test } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -29,7 +29,7 @@ afterAll(async () => {
   cleanup(data);
 });
 
-if (unavailable && process.env.STEWARD_SLURM) {
+if (unavailable && slurmRequired) {
   test("Slurm is available", () => {
     throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
   });
