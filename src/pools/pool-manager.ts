@@ -233,7 +233,32 @@ export class PoolManager {
     }
     if (!state) return;
     await this.#leaveLongQueue(pool, now);
+    await this.#cancelLostPilots(pool, state);
     await this.#forgetDeparted(pool, ids, state);
+  }
+
+  /**
+   * A pilot whose agent is lost (crashed, cut off) counts as gone even while the batch system still
+   * runs its job: it is cancelled, so it neither holds a place under maxPilots nor burns the
+   * allocation until its walltime.
+   */
+  async #cancelLostPilots(pool: PoolRuntime, state: ClusterState): Promise<void> {
+    for (const pilot of pool.pilots) {
+      if (pilot.state !== "running" || pool.cancelled.has(pilot.id)) continue;
+      const host = state.hosts.get(pilotHostName(pool.spec.name, pilot.id));
+      if (host?.record.state !== "lost") continue;
+      try {
+        await pool.driver.cancel(pilot.id);
+        pool.cancelled.add(pilot.id);
+        pilot.state = "ending";
+        this.#options.log.warn(
+          { pool: pool.spec.name, pilot: pilot.id },
+          "pilot's agent lost; pilot cancelled",
+        );
+      } catch (error) {
+        this.#options.log.warn({ pool: pool.spec.name, pilot: pilot.id, err: error }, "pilot not cancelled");
+      }
+    }
   }
 
   /**

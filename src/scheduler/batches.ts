@@ -21,9 +21,15 @@ function expressionKey(expression: CompiledExpression | null): string {
   return key;
 }
 
-/** What makes two tasks alike for placement: resources and requirements (not rank, which only orders). */
-export function batchKey(job: Pick<JobView, "cpus" | "memoryMb" | "requirements">): string {
-  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}`;
+/**
+ * What makes two tasks alike for placement: resources, requirements, and what pilots' walltimes
+ * hold against them (expected length, checkpoints); not rank, which only orders.
+ */
+export function batchKey(
+  job: Pick<JobView, "cpus" | "memoryMb" | "requirements" | "expectedSeconds" | "checkpoints">,
+): string {
+  const walltime = `${job.expectedSeconds ?? ""}\u0000${job.checkpoints ? 1 : 0}`;
+  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}`;
 }
 
 /** The batch keys that found no room in this pass. */

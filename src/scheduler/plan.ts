@@ -14,6 +14,7 @@ import { compareQueueOrder } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
 import { type Capacity, fitsCapacity } from "./stages/fit.ts";
 import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
+import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
 import { placeReplicas } from "./stages/replicas.ts";
 import type { HostView, JobView, Placement, Plan, RunningTaskView, SchedulerState } from "./view.ts";
 
@@ -55,9 +56,47 @@ export function schedule(state: SchedulerState): Plan {
     return feasible;
   };
 
+  const policy = policyOf(state.policy);
+
+  /** Takes a host's room away from everything behind the gang that reserved it. */
+  const withhold = (name: string) => {
+    const room = capacity.get(name);
+    if (!room) return;
+    totalSlotsFree -= Math.max(0, room.slotsFree);
+    room.slotsFree = 0;
+    room.memoryFreeMb = 0;
+  };
+
+  /** Places a gang's ranks all at once, or none; a gang past its reserve time holds hosts as they free up. */
+  const placeGang = (cursor: JobCursor, gang: NonNullable<JobView["gang"]>): boolean => {
+    const { job } = cursor;
+    if (!cursor.scored) {
+      cursor.scored = scoreHosts(job, feasibleFor(job, cursor.key));
+      cursor.tasks = tasksToPlace(job, state.now);
+    }
+    const next = cursor.tasks!.next();
+    if (next.done) return false;
+    const needs = { ...gang, cpus: job.cpus, memoryMb: job.memoryMb };
+    const ranks = chooseGangHosts(needs, cursor.scored, capacity);
+    if (!ranks) {
+      if (gangMayReserve(job.readySince ?? job.createdAt, state.now, policy.gangReserveSeconds))
+        for (const name of reserveGangHosts(needs, cursor.scored, capacity)) withhold(name);
+      return false;
+    }
+    for (const name of ranks) {
+      const room = capacity.get(name)!;
+      room.slotsFree -= job.cpus;
+      room.memoryFreeMb -= job.memoryMb;
+      totalSlotsFree -= job.cpus;
+    }
+    place.push({ jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
+    return true;
+  };
+
   /** Places the job's next task; false when the job has nothing more to place in this pass. */
   const placeNext = (cursor: JobCursor): boolean => {
     const { job, key } = cursor;
+    if (job.gang && job.gang.nodes > 1) return placeGang(cursor, job.gang);
     if (exhausted.has(key)) return false;
     if (!cursor.scored) {
       const feasible = feasibleFor(job, key);
@@ -97,7 +136,8 @@ export function schedule(state: SchedulerState): Plan {
       const lane = lanes[turn];
       const cursor = lane.jobs[lane.next];
       if (placeNext(cursor)) {
-        lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cursor.job.cpus };
+        const cpus = cursor.job.cpus * Math.max(1, cursor.job.gang?.nodes ?? 1);
+        lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
       } else if (++lane.next >= lane.jobs.length) {
         lanes.splice(turn, 1);
       }
@@ -110,7 +150,6 @@ export function schedule(state: SchedulerState): Plan {
     place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running }));
   }
 
-  const policy = policyOf(state.policy);
   if (state.running) {
     const running = lazyRunning(state.running);
     if (policy.preempt) {

@@ -1,5 +1,6 @@
 // The metascheduling settings, with the papers' values as defaults (server flags override them).
 
+import { GANG_RESERVE_SECONDS } from "./stages/gang.ts";
 import { WALLTIME_MARGIN_SECONDS } from "./walltime.ts";
 
 /** GrADS Permission Service: wait for a running job that ends within 5 minutes rather than preempt. */
@@ -29,6 +30,8 @@ export interface MetaschedulingPolicy {
   transferBytesPerSecond: number;
   /** Pilots take no work, and their tasks move, this long before their walltime (scheduler/walltime.ts). */
   walltimeMarginSeconds: number;
+  /** A gang waiting longer than this gets hosts reserved as they free up (stages/gang.ts). */
+  gangReserveSeconds: number;
 }
 
 export const DEFAULT_POLICY: MetaschedulingPolicy = {
@@ -41,6 +44,7 @@ export const DEFAULT_POLICY: MetaschedulingPolicy = {
   minRemainingFraction: MIN_REMAINING_FRACTION,
   transferBytesPerSecond: DEFAULT_TRANSFER_BYTES_PER_SECOND,
   walltimeMarginSeconds: WALLTIME_MARGIN_SECONDS,
+  gangReserveSeconds: GANG_RESERVE_SECONDS,
 };
 
 export function policyOf(partial: Partial<MetaschedulingPolicy> | undefined): MetaschedulingPolicy {

@@ -8,6 +8,7 @@ import type { HostState } from "../model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
 import type { OwnerShare } from "./fair-share.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
+import type { GangNeeds } from "./stages/gang.ts";
 import type { Walltime } from "./walltime.ts";
 
 /** A ready task with a placement rule of its own (a migration names or avoids a host). */
@@ -38,6 +39,10 @@ export interface JobView {
   expectedSeconds?: number | null;
   /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
   readonly checkpoints?: boolean;
+  /** A multi-node job: its one task's attempt is a gang of ranks on as many hosts (stages/gang.ts); absent: one host. */
+  gang?: Omit<GangNeeds, "cpus" | "memoryMb">;
+  /** Since when the job's work has waited to start (a gang's reserve time counts from it); absent: createdAt. */
+  readySince?: number;
   /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */
   replicas?: number;
   /** Whether a task with `live` attempts may have one more replica; absent: while live < replicas. */
@@ -105,6 +110,8 @@ export interface Placement {
   host: string;
   /** One more attempt of a task that is running already (stages/replicas.ts). */
   replica?: true;
+  /** A gang: the host of each rank, rank 0 first (`host` is ranks[0]). */
+  ranks?: string[];
 }
 
 /** Stop a live attempt, which then ends with the intent's outcome and reason. */

@@ -3,8 +3,10 @@
 // another pilot from its checkpoint without using its retry budget, the pool starts that pilot,
 // and the cancelled pilot's host is removed. Skips without Slurm, fails under CI or STEWARD_SLURM=1.
 
+import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, expect, it, test } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
@@ -19,6 +21,7 @@ import {
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
+const run = promisify(execFile);
 const unavailable = await slurmUnavailable();
 const pool = `c${process.pid}`;
 const driver = new SlurmDriver();
@@ -105,5 +108,50 @@ if (unavailable && slurmRequired) {
       500,
     );
     console.log(`scancel: pilot ${pilotId} cancelled; the task resumed at ${resumed} on ${last.host}`);
+  }, 240_000);
+
+  it("a pilot whose agent is lost (frozen) is cancelled; its task resumes on a new pilot", async () => {
+    const s = server!;
+    const script = countingScript(data, 12);
+    const submitted = (await api(s, "POST", "/api/v1/jobs", {
+      command: ["bash", script],
+      checkpoint: { intervalSeconds: 1, graceSeconds: 5 },
+    })) as { id: string };
+    const first = await waitFor(
+      "the task to run on a pilot with a checkpoint stored",
+      async () => {
+        const job = (await api(s, "GET", `/api/v1/jobs/${submitted.id}`)) as { tasks: TaskView[] };
+        const task = job.tasks[0];
+        const running = task.attempts.find((attempt) => attempt.state === "running");
+        return running && (task.checkpoint?.generation ?? 0) >= 2 ? running : null;
+      },
+      90_000,
+      250,
+    );
+    const pilotId = first.host.slice(pool.length + 1);
+    const { stdout } = await run("pgrep", ["-f", `agent .*--name ${first.host} `]);
+    const pids = stdout.trim().split("\n").filter(Boolean).map(Number);
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) process.kill(pid, "SIGSTOP");
+
+    // Lost after the host timeout; the pool cancels the pilot, and the task goes on elsewhere.
+    await waitFor(
+      "the lost pilot to be cancelled",
+      async () => (await driver.list(pool)).every((pilot) => pilot.id !== pilotId),
+      30_000,
+      500,
+    );
+    const job = await waitForJobEnd(s, submitted.id, 120_000);
+    const attempts = job.tasks[0].attempts;
+    expect(job.state, JSON.stringify(attempts)).toBe("succeeded");
+    expect(attempts[0].outcome).toBe("lost");
+    const last = attempts.at(-1)!;
+    expect(last.host).not.toBe(first.host);
+    expect(startedAt(await attemptLog(s, submitted.id, last.number))).toBeGreaterThan(0);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
   }, 240_000);
 }

@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { HostFacts } from "../../src/model/records.ts";
+import { schedule } from "../../src/scheduler/plan.ts";
+import type { HostView, JobView } from "../../src/scheduler/view.ts";
 import {
   PILOT_WALLTIME_REASON,
   pastWalltimeMargin,
@@ -81,5 +84,54 @@ describe("walltimeStops", () => {
       expect(stop.intent).toStrictEqual({ outcome: "migrated", reason: PILOT_WALLTIME_REASON });
       expect(stop.migrateTo).toStrictEqual({ to: null });
     }
+  });
+});
+
+describe("the scheduler and pilots' walltimes", () => {
+  const facts = (name: string): HostFacts => ({
+    name,
+    pool: "hpc",
+    os: "linux",
+    arch: "x86_64",
+    cpus: 4,
+    memoryMb: 1024,
+    memFreeMb: 1024,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1000,
+    speed: 1,
+    labels: {},
+    slotsFree: 4,
+  });
+  const pilot: HostView = {
+    name: "hpc-1",
+    state: "ready",
+    connected: true,
+    slots: 4,
+    slotsFree: 4,
+    memoryFreeMb: 1024,
+    facts: facts("hpc-1"),
+    walltime: { secondsLeft: 600, marginSeconds: 60 },
+  };
+  const job = (id: string, seq: number, extra: Partial<JobView>): JobView => ({
+    id,
+    priority: 0,
+    createdAt: 0,
+    seq,
+    cpus: 1,
+    memoryMb: 0,
+    requirements: null,
+    rank: null,
+    readyTasks: () => [0],
+    ...extra,
+  });
+
+  it("jobs alike but for their length are told apart: the long one waits, the short one runs", () => {
+    const plan = schedule({
+      now: NOW,
+      jobs: [job("long", 1, { expectedSeconds: 5000 }), job("short", 2, { expectedSeconds: 60 })],
+      hosts: [pilot],
+    });
+    expect(plan.place.map((each) => each.jobId)).toStrictEqual(["short"]);
   });
 });

@@ -1,0 +1,138 @@
+// Gang placement: all ranks at once or none, backfill behind a waiting gang, no deadlock between
+// gangs, the restart pool kept for replacements, a restart back on the healthy hosts, and hosts
+// reserved for a gang that has waited past its reserve time.
+
+import { describe, expect, it } from "vitest";
+import type { HostFacts } from "../../src/model/records.ts";
+import { schedule } from "../../src/scheduler/plan.ts";
+import { chooseGangHosts, gangMayReserve, gangShortfall } from "../../src/scheduler/stages/gang.ts";
+import { scoreHosts } from "../../src/scheduler/stages/rank.ts";
+import type { HostView, JobView } from "../../src/scheduler/view.ts";
+
+const NOW = 10_000_000;
+
+function host(name: string, slotsFree = 1, pool = "default"): HostView {
+  const facts: HostFacts = {
+    name,
+    pool,
+    os: "linux",
+    arch: "x86_64",
+    cpus: 1,
+    memoryMb: 1024,
+    memFreeMb: 1024,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1000,
+    speed: 1,
+    labels: {},
+    slotsFree,
+  };
+  return { name, state: "ready", connected: true, slots: 1, slotsFree, memoryFreeMb: 1024, facts };
+}
+
+function job(id: string, seq: number, extra: Partial<JobView> = {}): JobView {
+  return {
+    id,
+    priority: 0,
+    createdAt: NOW - 1000,
+    seq,
+    cpus: 1,
+    memoryMb: 0,
+    requirements: null,
+    rank: null,
+    readyTasks: () => [0],
+    ...extra,
+  };
+}
+
+const gang = (nodes: number, restartPool: string | null = null) => ({ gang: { nodes, restartPool } });
+
+function placed(jobs: JobView[], hosts: HostView[], gangReserveSeconds = 300) {
+  const plan = schedule({
+    now: NOW,
+    jobs,
+    hosts,
+    policy: { preempt: false, reschedule: false, gangReserveSeconds },
+  });
+  return plan.place.map((each) => `${each.jobId}:${(each.ranks ?? [each.host]).join(",")}`);
+}
+
+describe("gang placement", () => {
+  it("places all 3 ranks on 3 hosts at once, rank 0's host first", () => {
+    expect(placed([job("g", 1, gang(3))], [host("a"), host("b"), host("c")])).toStrictEqual(["g:a,b,c"]);
+  });
+
+  it("a 4-rank gang on 3 hosts waits, and 1-rank jobs behind it run meanwhile", () => {
+    const jobs = [job("g", 1, gang(4)), job("s1", 2), job("s2", 3)];
+    expect(placed(jobs, [host("a"), host("b"), host("c")])).toStrictEqual(["s1:a", "s2:b"]);
+  });
+
+  it("two 2-rank gangs on 3 hosts: one starts whole, the other waits whole (no partial gang, no deadlock)", () => {
+    const result = placed([job("g1", 1, gang(2)), job("g2", 2, gang(2))], [host("a"), host("b"), host("c")]);
+    expect(result).toStrictEqual(["g1:a,b"]);
+    // Once the first gang's hosts are busy, the second still takes none of the last host alone.
+    expect(placed([job("g2", 2, gang(2))], [host("a", 0), host("b", 0), host("c")])).toStrictEqual([]);
+  });
+
+  it("keeps the restart pool's hosts out of first placements", () => {
+    const hosts = [host("a"), host("b"), host("s", 1, "spares")];
+    expect(placed([job("g", 1, gang(2, "spares"))], hosts)).toStrictEqual(["g:a,b"]);
+    expect(placed([job("g", 1, gang(3, "spares"))], hosts)).toStrictEqual([]);
+    // Without a restart pool every host may take a rank.
+    expect(placed([job("g", 1, gang(3))], hosts)).toStrictEqual(["g:a,b,s"]);
+  });
+
+  it("a restart puts ranks back on their healthy hosts and the failed rank on a spare", () => {
+    const hosts = [host("a"), host("b"), host("c"), host("d"), host("s", 1, "spares")];
+    const restart = job("g", 1, {
+      gang: { nodes: 3, restartPool: "spares", previous: ["c", null, "a"], avoid: ["b"] },
+    });
+    expect(placed([restart], hosts)).toStrictEqual(["g:c,s,a"]);
+    // No spare free: any other matching host, never the failed one.
+    const noSpare = [host("a"), host("b"), host("c"), host("d"), host("s", 0, "spares")];
+    expect(placed([restart], noSpare)).toStrictEqual(["g:c,d,a"]);
+  });
+
+  it.each([
+    ["waiting less than the reserve time: smaller work takes the free host", NOW - 10_000, ["s:a"]],
+    ["waiting past the reserve time: the free host is held for the gang", NOW - 400_000, []],
+  ])("%s", (_, readySince, expected) => {
+    const jobs = [job("g", 1, { ...gang(2), readySince }), job("s", 2)];
+    expect(placed(jobs, [host("a"), host("b", 0)])).toStrictEqual(expected);
+  });
+
+  it("a gang that could never fit reserves nothing", () => {
+    const jobs = [job("g", 1, { ...gang(5), readySince: NOW - 400_000 }), job("s", 2)];
+    expect(placed(jobs, [host("a"), host("b", 0)])).toStrictEqual(["s:a"]);
+  });
+});
+
+describe("gang rules", () => {
+  it("chooses nothing when fewer hosts than ranks have room for a rank's cpus", () => {
+    const hosts = [host("a", 2), host("b", 1), host("c", 2)];
+    const scored = scoreHosts({ rank: null }, hosts);
+    const capacity = new Map(
+      hosts.map((each) => [each.name, { slotsFree: each.slotsFree, memoryFreeMb: 1024 }]),
+    );
+    expect(
+      chooseGangHosts({ nodes: 2, cpus: 2, memoryMb: 0, restartPool: null }, scored, capacity),
+    ).toStrictEqual(["a", "c"]);
+    expect(
+      chooseGangHosts({ nodes: 3, cpus: 2, memoryMb: 0, restartPool: null }, scored, capacity),
+    ).toBeNull();
+  });
+
+  it.each([
+    [NOW - 299_000, false],
+    [NOW - 300_000, true],
+  ])("ready since %i: may reserve %s", (since, expected) => {
+    expect(gangMayReserve(since, NOW)).toBe(expected);
+  });
+
+  it.each([
+    [4, 3, 1, "needs 4 hosts, 3 match, 1 has room"],
+    [2, 1, 0, "needs 2 hosts, 1 matches, 0 have room"],
+  ])("explains a shortfall of %i", (nodes, matching, withRoom, expected) => {
+    expect(gangShortfall(nodes, matching, withRoom)).toBe(expected);
+  });
+});
