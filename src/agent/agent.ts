@@ -46,6 +46,15 @@ export interface AgentOptions {
   onIdle?: () => void;
   /** A pilot's walltime end (ms since the epoch): told to the server, which moves work away before it. */
   endsAt?: number;
+  /** Where other hosts reach this one (multi-node jobs); default: its first external IPv4 address. */
+  address?: string;
+}
+
+/** The host's first external IPv4 address, or the loopback when it has none. */
+export function defaultAddress(): string {
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const each of list ?? []) if (each.family === "IPv4" && !each.internal) return each.address;
+  return "127.0.0.1";
 }
 
 /** How long a leaving pilot waits for its attempts to stop and their reports to be acknowledged. */
@@ -214,7 +223,12 @@ export class Agent {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.pid !== null) return;
     attempt.markStarted(pid, this.checkpointError(attempt));
-    this.report({ kind: "started", ...ref(attempt), pid });
+    // Rank 0 of a gang tells the server the coordinator's port, and the other ranks start with it.
+    const coordinator = attempt.spec.gang?.rank === 0 ? attempt.spec.gang.coordinator : null;
+    const coordinatorPort = coordinator
+      ? Number(coordinator.slice(coordinator.lastIndexOf(":") + 1))
+      : undefined;
+    this.report({ kind: "started", ...ref(attempt), pid, ...(coordinatorPort ? { coordinatorPort } : {}) });
   }
 
   private async exited(dir: string, code: number | null): Promise<void> {
@@ -319,6 +333,7 @@ export class Agent {
       facts: await this.facts(),
       attempts: held,
       ...(this.options.endsAt !== undefined ? { endsAt: this.options.endsAt } : {}),
+      address: this.options.address ?? defaultAddress(),
     });
   }
 

@@ -12,6 +12,7 @@ import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
 import { CheckpointSync } from "./checkpoint.ts";
+import { freePort, nodesFile } from "./gang-rank.ts";
 import { jobScript } from "./job-script.ts";
 
 export interface AttemptContext {
@@ -93,6 +94,13 @@ export class Attempt {
   async prepare(): Promise<void> {
     await mkdir(this.runDir, { recursive: true });
     await mkdir(this.checkpointDir, { recursive: true });
+    const gang = this.spec.gang;
+    if (gang) {
+      // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
+      if (gang.rank === 0 && gang.coordinator === null)
+        gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
+      await writeFile(join(this.dir, "nodes"), nodesFile(gang.nodes));
+    }
     await writeFile(join(this.dir, "start.json"), JSON.stringify(this.spec));
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
@@ -104,6 +112,7 @@ export class Attempt {
         progressFile: join(this.dir, "progress"),
         requirementsFile: join(this.dir, "requirements"),
         hostName: this.context.hostName,
+        nodesFile: join(this.dir, "nodes"),
       }),
     );
   }

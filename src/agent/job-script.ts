@@ -18,6 +18,8 @@ export interface JobPaths {
   /** Where the job may write new requirements (CEL) for itself: self-migration. */
   requirementsFile: string;
   hostName: string;
+  /** A rank's nodes file (multi-node jobs). */
+  nodesFile?: string;
 }
 
 export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
@@ -32,6 +34,14 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
     STEWARD_REQUIREMENTS_FILE: paths.requirementsFile,
     STEWARD_HOST: paths.hostName,
     STEWARD_SDK: SDK_PATH,
+    ...(spec.gang
+      ? {
+          STEWARD_NODE_RANK: String(spec.gang.rank),
+          STEWARD_NODE_COUNT: String(spec.gang.nodes.length),
+          STEWARD_NODES_FILE: paths.nodesFile ?? "",
+          STEWARD_COORDINATOR: spec.gang.coordinator ?? "",
+        }
+      : {}),
   };
 }
 

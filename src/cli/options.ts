@@ -6,6 +6,7 @@ import {
   PREEMPT_WAIT_SECONDS,
   RESCHEDULE_GAIN,
 } from "../scheduler/policy.ts";
+import { GANG_RESERVE_SECONDS } from "../scheduler/stages/gang.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../scheduler/walltime.ts";
 
 export function number(flag: string) {
@@ -105,7 +106,14 @@ export function policyOptions(command: Command): Command {
       "pilots take no work, and their tasks migrate, this long before their walltime",
       number("--walltime-margin-seconds"),
       WALLTIME_MARGIN_SECONDS,
-    );
+    )
+    .option(
+      "--gang-reserve-seconds <s>",
+      "a multi-node job waiting longer than this gets hosts reserved for it as they free up",
+      number("--gang-reserve-seconds"),
+      GANG_RESERVE_SECONDS,
+    )
+    .option("--restart-pool <pool>", "the pool kept for replacing failed ranks of multi-node jobs");
 }
 
 export interface PolicyFlags {
@@ -116,6 +124,8 @@ export interface PolicyFlags {
   discoverySeconds: number;
   reschedule: boolean;
   walltimeMarginSeconds: number;
+  gangReserveSeconds: number;
+  restartPool?: string;
 }
 
 export function policyFrom(flags: PolicyFlags): Partial<MetaschedulingPolicy> {
@@ -127,5 +137,7 @@ export function policyFrom(flags: PolicyFlags): Partial<MetaschedulingPolicy> {
     rescheduleGain: flags.rescheduleGain,
     discoverySeconds: flags.discoverySeconds,
     walltimeMarginSeconds: flags.walltimeMarginSeconds,
+    gangReserveSeconds: flags.gangReserveSeconds,
+    restartPool: flags.restartPool ?? null,
   };
 }

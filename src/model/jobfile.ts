@@ -7,6 +7,14 @@ import { z } from "zod";
 import { checkExpression } from "./cel.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
 
+/** Ranks a multi-node job may ask for. */
+export const MAX_NODES = 1024;
+
+/** Ranks of a job: `nodes`, 1 for a single-host job. */
+export function nodesOf(spec: { nodes?: number }): number {
+  return spec.nodes ?? 1;
+}
+
 /** Relative, normalised, and not leaving its folder. */
 export function relativePathProblem(path: string): string | null {
   if (path.length === 0) return "must not be empty";
@@ -63,6 +71,12 @@ export const jobSpecSchema = z.strictObject({
   array: z.strictObject({ count: z.int().min(1).max(1_000_000) }).optional(),
   replicas: z.int().min(1).max(MAX_REPLICAS).default(1),
   dependsOn: z.array(z.string().min(1)).default([]),
+  /** A multi-node job: one task whose attempt is a gang of this many ranks, one host each (absent: 1). */
+  nodes: z.int().min(1).max(MAX_NODES).optional(),
+  /** Multi-node: the pool a failed rank's replacement comes from (else the server's --restart-pool). */
+  restartPool: z.string().min(1).optional(),
+  /** Multi-node: collect outputs from rank 0 (default) or from every rank under rank-N/. */
+  outputsFrom: z.enum(["rank0", "all"]).optional(),
   /** Leave a batch pool whose queue holds a pilot for this job longer than this (pools/pool-manager.ts). */
   maxQueueWaitSeconds: z.int().min(1).optional(),
   /** A performance contract: progress slower than this for graceSeconds moves the job (contracts.ts). */
@@ -91,7 +105,14 @@ export function validateJobSpec(input: unknown): JobSpec {
     throw new JobFileError("", "a job file must be a mapping of fields");
   }
   const result = jobSpecSchema.safeParse(input);
-  if (result.success) return result.data;
+  if (result.success) {
+    const spec = result.data;
+    if ((spec.nodes ?? 1) > 1) {
+      if (spec.array) fail("nodes", "a multi-node job is one gang: it may not be combined with array");
+      if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
+    }
+    return spec;
+  }
   const { field, message } = firstProblem(result.error);
   return fail(field, message);
 }

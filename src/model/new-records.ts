@@ -21,16 +21,17 @@ export function newTask(jobId: string, index: number, state: TaskState): TaskRec
 }
 
 /**
- * The task's next attempt on one host, starting now; the caller has counted it in `task.attempts`.
- * It restarts from the task's last checkpoint when there is one.
+ * The task's next attempt on one host (or a gang's hosts, rank 0 first), starting now; the caller
+ * has counted it in `task.attempts`. It restarts from the task's last checkpoint when there is one.
  */
-export function newAttempt(task: TaskRecord, host: string, now: number): AttemptRecord {
+export function newAttempt(task: TaskRecord, hosts: string | readonly string[], now: number): AttemptRecord {
+  const ranks = typeof hosts === "string" ? [hosts] : hosts;
   return {
     jobId: task.jobId,
     taskIndex: task.index,
     number: task.attempts,
-    host,
-    placement: [{ host, rank: 0 }],
+    host: ranks[0],
+    placement: ranks.map((host, rank) => ({ host, rank })),
     state: "starting",
     outcome: null,
     reason: null,

@@ -6,6 +6,7 @@
 import { newAttempt } from "../model/new-records.ts";
 import type { AttemptRecord } from "../model/records.ts";
 import { startMessage, stopAttempt } from "../reactor/handlers/attempts.ts";
+import { rankStartMessage } from "../reactor/handlers/gangs.ts";
 import { refreshJobState } from "../reactor/handlers/job-state.ts";
 import type { Step } from "../reactor/step.ts";
 import type { Placement, Plan, StopEntry } from "../scheduler/view.ts";
@@ -60,14 +61,18 @@ function applyPlacement(step: Step, placement: Placement): { job: JobEntry; atte
   if (!job || !host || !job.schedulable) return null;
   const task = job.tasks[placement.taskIndex];
   if (task?.state !== "pending" || !job.ready.has(task.index)) return null;
-  if (host.record.state !== "ready" || !host.connected) return null;
-  if (host.record.slots - host.usedSlots < job.cpus) return null;
-  if (host.record.facts.memoryMb - host.usedMemoryMb < job.memoryMb) return null;
+  const ranks = placement.ranks ?? [placement.host];
+  for (const name of ranks) {
+    const rankHost = state.hosts.get(name);
+    if (rankHost?.record.state !== "ready" || !rankHost.connected) return null;
+    if (rankHost.record.slots - rankHost.usedSlots < job.cpus) return null;
+    if (rankHost.record.facts.memoryMb - rankHost.usedMemoryMb < job.memoryMb) return null;
+  }
   task.attempts += 1;
   task.notBefore = null;
   const migration = task.migration;
   task.migration = null;
-  const attempt = newAttempt(task, placement.host, now);
+  const attempt = newAttempt(task, ranks, now);
   state.setTaskState(job, task, "running");
   job.addAttempt(attempt);
   const live = state.activate(job, attempt);
@@ -93,6 +98,9 @@ function applyPlacement(step: Step, placement: Placement): { job: JobEntry; atte
   } else if (job.tasks.length === 1) {
     step.event(job, "attempt.placed", `attempt ${attempt.number} placed on ${attempt.host}`, data);
   }
-  step.effect({ kind: "send", host: placement.host, message: startMessage(job, attempt) });
+  // A gang starts with rank 0, whose agent finds the coordinator's port (handlers/gangs.ts).
+  const message =
+    ranks.length > 1 ? rankStartMessage(step, job, attempt, 0, null) : startMessage(job, attempt);
+  step.effect({ kind: "send", host: ranks[0], message });
   return { job, attempt };
 }

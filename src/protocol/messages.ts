@@ -52,6 +52,8 @@ export const helloMessage = z.object({
   attempts: z.array(heldAttempt),
   /** A pilot's walltime end (ms since the epoch): the server moves its work away before it. */
   endsAt: z.int().positive().optional(),
+  /** The address other hosts reach this one at (multi-node jobs' nodes file and coordinator). */
+  address: z.string().min(1).optional(),
 });
 
 export const heartbeatMessage = z.object({
@@ -66,7 +68,13 @@ export const heartbeatMessage = z.object({
   requirements: z.array(z.object({ ...attemptRef, text: z.string() })).default([]),
 });
 
-export const startedEvent = z.object({ kind: z.literal("started"), ...attemptRef, pid: z.int() });
+export const startedEvent = z.object({
+  kind: z.literal("started"),
+  ...attemptRef,
+  pid: z.int(),
+  /** Rank 0 of a multi-node job: the port its agent found free for the gang's coordinator. */
+  coordinatorPort: z.int().min(1).max(65535).optional(),
+});
 
 export const agentOutcome = z.enum([
   "succeeded",
@@ -144,6 +152,16 @@ export const startMessage = z.object({
   graceSeconds: z.number().min(0),
   /** How often the agent uploads the checkpoint folder's changes. */
   checkpointIntervalSeconds: z.number().positive(),
+  /** A rank of a multi-node job (absent for a single-host attempt). */
+  gang: z
+    .object({
+      rank: z.int().min(0),
+      /** Every rank's host and address, rank 0 first. */
+      nodes: z.array(z.object({ host: z.string(), address: z.string() })).min(2),
+      /** host:port of rank 0's coordinator; null in rank 0's own start (its agent picks the port). */
+      coordinator: z.string().nullable(),
+    })
+    .optional(),
 });
 
 export const stopMessage = z.object({

@@ -13,8 +13,8 @@ import { policyOf } from "./policy.ts";
 import { compareQueueOrder } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
 import { type Capacity, fitsCapacity } from "./stages/fit.ts";
-import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
+import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
 import type { HostView, JobView, Placement, Plan, RunningTaskView, SchedulerState } from "./view.ts";
 
@@ -76,7 +76,8 @@ export function schedule(state: SchedulerState): Plan {
     }
     const next = cursor.tasks!.next();
     if (next.done) return false;
-    const needs = { ...gang, cpus: job.cpus, memoryMb: job.memoryMb };
+    const restartPool = gang.restartPool ?? policy.restartPool;
+    const needs = { ...gang, restartPool, cpus: job.cpus, memoryMb: job.memoryMb };
     const ranks = chooseGangHosts(needs, cursor.scored, capacity);
     if (!ranks) {
       if (gangMayReserve(job.readySince ?? job.createdAt, state.now, policy.gangReserveSeconds))

@@ -32,6 +32,8 @@ export interface MetaschedulingPolicy {
   walltimeMarginSeconds: number;
   /** A gang waiting longer than this gets hosts reserved as they free up (stages/gang.ts). */
   gangReserveSeconds: number;
+  /** The pool kept for replacing failed ranks of multi-node jobs (`--restart-pool`), unless a job names its own. */
+  restartPool: string | null;
 }
 
 export const DEFAULT_POLICY: MetaschedulingPolicy = {
@@ -45,6 +47,7 @@ export const DEFAULT_POLICY: MetaschedulingPolicy = {
   transferBytesPerSecond: DEFAULT_TRANSFER_BYTES_PER_SECOND,
   walltimeMarginSeconds: WALLTIME_MARGIN_SECONDS,
   gangReserveSeconds: GANG_RESERVE_SECONDS,
+  restartPool: null,
 };
 
 export function policyOf(partial: Partial<MetaschedulingPolicy> | undefined): MetaschedulingPolicy {

@@ -40,7 +40,10 @@ export interface JobView {
   /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
   readonly checkpoints?: boolean;
   /** A multi-node job: its one task's attempt is a gang of ranks on as many hosts (stages/gang.ts); absent: one host. */
-  gang?: Omit<GangNeeds, "cpus" | "memoryMb">;
+  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "restartPool"> & {
+    /** The job's own restart pool; null: the server's (MetaschedulingPolicy.restartPool). */
+    restartPool: string | null;
+  };
   /** Since when the job's work has waited to start (a gang's reserve time counts from it); absent: createdAt. */
   readySince?: number;
   /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */

@@ -324,8 +324,16 @@ export class Core {
     if (host) host.connected = false;
   }
 
-  attemptStarted(hostName: string, jobId: string, taskIndex: number, attempt: number): Promise<void> {
-    return this.reactor.run((step) => attemptStarted(step, hostName, { jobId, taskIndex, attempt }));
+  attemptStarted(
+    hostName: string,
+    jobId: string,
+    taskIndex: number,
+    attempt: number,
+    coordinatorPort?: number,
+  ): Promise<void> {
+    return this.reactor.run((step) =>
+      attemptStarted(step, hostName, { jobId, taskIndex, attempt }, coordinatorPort),
+    );
   }
 
   attemptEnded(hostName: string, report: EndedEvent): Promise<void> {

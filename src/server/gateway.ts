@@ -129,7 +129,13 @@ export class AgentGateway implements AgentLinks {
               const event = message.event;
               let applied: Promise<void>;
               if (event.kind === "started") {
-                applied = core.attemptStarted(host, event.jobId, event.taskIndex, event.attempt);
+                applied = core.attemptStarted(
+                  host,
+                  event.jobId,
+                  event.taskIndex,
+                  event.attempt,
+                  event.coordinatorPort,
+                );
               } else if (event.kind === "leaving") {
                 // Drained before the ends of its attempts are applied: none is placed back on it.
                 applied = core

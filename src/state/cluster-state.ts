@@ -2,6 +2,7 @@
 // the queue and the tasks backing off. Handlers in reactor/handlers change it; nothing here does
 // I/O or reads the clock.
 
+import { newGangProgress } from "../model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
 import type { AttemptRecord, HostRecord, TaskRecord } from "../model/records.ts";
 import type { TaskState } from "../model/states.ts";
@@ -93,6 +94,12 @@ export class ClusterState {
   /** Records a live attempt on its hosts: it holds their slots and memory until it ends. */
   activate(job: JobEntry, attempt: AttemptRecord): LiveAttempt {
     const entry: LiveAttempt = { job, attempt };
+    if (attempt.placement.length > 1) {
+      entry.gang = newGangProgress(hostsOf(attempt));
+      // A gang recovered running had every rank started.
+      if (attempt.state === "running" || attempt.state === "stopping")
+        for (const rank of entry.gang.ranks) rank.started = true;
+    }
     const key = keyOf(attempt);
     this.live.set(key, entry);
     this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length);

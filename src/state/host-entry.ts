@@ -1,6 +1,7 @@
 // One host as the server knows it: its durable record, whether its agent is attached now, and
 // what its live attempts hold.
 
+import type { GangProgress } from "../model/gang.ts";
 import type { AttemptRecord, HostRecord } from "../model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { JobEntry } from "./job-entry.ts";
@@ -12,6 +13,8 @@ export interface LiveAttempt {
   progress?: { baseline: ProgressSample | null; last: ProgressSample | null };
   /** Placed in room a preemption made for its job: not preempted in turn. */
   startedByPreemption?: boolean;
+  /** A multi-node attempt: its ranks' starts and ends (model/gang.ts). */
+  gang?: GangProgress;
 }
 
 export interface HostEntry {
@@ -21,8 +24,10 @@ export interface HostEntry {
   usedMemoryMb: number;
   /** Live attempts on this host, by attempt key. */
   active: Map<string, LiveAttempt>;
+  /** Where other hosts reach this one (its agent's hello), for multi-node jobs. */
+  address: string;
 }
 
 export function newHostEntry(record: HostRecord, connected: boolean): HostEntry {
-  return { record, connected, usedSlots: 0, usedMemoryMb: 0, active: new Map() };
+  return { record, connected, usedSlots: 0, usedMemoryMb: 0, active: new Map(), address: "127.0.0.1" };
 }

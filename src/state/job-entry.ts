@@ -4,6 +4,7 @@
 import { type CompiledExpression, compileExpression } from "../model/cel.ts";
 import { isLive } from "../model/ids.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../model/job-state.ts";
+import { nodesOf } from "../model/jobfile.ts";
 import type { AttemptRecord, JobRecord, TaskRecord } from "../model/records.ts";
 import { mayAddReplica } from "../model/replicas.ts";
 import type { TaskState } from "../model/states.ts";
@@ -32,6 +33,8 @@ export class JobEntry implements JobView {
   /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
   #finished = { count: 0, seconds: 0 };
   #checkpoints = false;
+  /** A multi-node job's next attempt after a lost rank: back to the healthy hosts, the lost avoided. */
+  gangRestart: { previous: (string | null)[]; avoid: string[] } | null = null;
 
   constructor(record: JobRecord, seq: number, tasks: TaskRecord[]) {
     this.record = record;
@@ -72,6 +75,18 @@ export class JobEntry implements JobView {
   setDynamicRequirements(source: string): void {
     this.record.dynamicRequirements = source;
     this.requirements = compileExpression(source);
+  }
+
+  /** A multi-node job's gang (scheduler/stages/gang.ts); undefined for a single-host job. */
+  get gang(): JobView["gang"] {
+    const nodes = nodesOf(this.record.spec);
+    if (nodes <= 1) return undefined;
+    return { nodes, restartPool: this.record.spec.restartPool ?? null, ...(this.gangRestart ?? {}) };
+  }
+
+  /** Since when the job's work has waited: its last attempt's end, else its submission. */
+  get readySince(): number {
+    return this.latestAttempt(0)?.endedAt ?? this.record.createdAt;
   }
 
   get replicas(): number {

@@ -17,6 +17,10 @@ export function registerAgent(program: Command): void {
     .option("--work <dir>", "work folder for attempts")
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
+    .option(
+      "--address <address>",
+      "where other hosts reach this one (multi-node jobs; default: first external IPv4)",
+    )
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .option(
       "--ends-at <time>",
@@ -40,6 +44,7 @@ export function registerAgent(program: Command): void {
         log: daemonLogger(),
         idleSeconds: options.idleSeconds,
         endsAt: options.endsAt,
+        address: options.address,
         onIdle: () => {
           process.stderr.write("steward agent: idle, leaving\n");
           process.exit(0);

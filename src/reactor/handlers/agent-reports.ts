@@ -2,6 +2,7 @@
 // attempts started and ended. Fencing is by attempt identity: a report of an attempt that is not
 // live (ended, replaced, never known) changes nothing.
 
+import { rankOn } from "../../model/gang.ts";
 import { attemptKey, keyOf } from "../../model/ids.ts";
 import type { HostFacts, HostRecord } from "../../model/records.ts";
 import type { AttemptOutcome } from "../../model/states.ts";
@@ -9,7 +10,8 @@ import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../../protocol/
 import type { ClusterState } from "../../state/cluster-state.ts";
 import { type LiveAttempt, newHostEntry } from "../../state/host-entry.ts";
 import type { Step } from "../step.ts";
-import { endAttempt, sendStop } from "./attempts.ts";
+import { sendStop } from "./attempts.ts";
+import { endOnHost, gangRankStarted } from "./gangs.ts";
 
 export interface AttemptRef {
   jobId: string;
@@ -38,6 +40,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
     host.record = record;
     host.connected = true;
   }
+  if (message.address) host.address = message.address;
   step.change({ op: "putHost", host: record });
   const kill: AttemptRef[] = [];
   const held = new Set<string>();
@@ -45,14 +48,21 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
   for (const ref of message.attempts) {
     const key = attemptKey(ref.jobId, ref.taskIndex, ref.attempt);
     if (ref.state === "running") runningOnAgent.add(key);
-    if (host.active.has(key)) held.add(key);
+    // A gang's rank on this host that the gang has already counted as ended (its host was lost)
+    // is fenced: it is killed, though the gang's other ranks may still be stopping.
+    const gang = host.active.get(key)?.gang;
+    const fenced = gang !== undefined && gang.ranks[rankOn(gang, message.name)]?.end != null;
+    if (host.active.has(key) && !fenced) held.add(key);
     else kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt });
   }
   for (const [key, entry] of [...host.active]) {
     const { job, attempt } = entry;
+    if (entry.gang?.ranks[rankOn(entry.gang, message.name)]?.end) continue;
     if (held.has(key)) {
       // Its "started" report may have been lost with the agent: the agent's word is enough.
-      if (attempt.state === "starting" && runningOnAgent.has(key)) {
+      if (entry.gang && attempt.state === "starting") {
+        if (runningOnAgent.has(key)) gangRankStarted(step, entry, message.name);
+      } else if (attempt.state === "starting" && runningOnAgent.has(key)) {
         attempt.state = "running";
         step.change({ op: "putAttempt", attempt });
       }
@@ -61,7 +71,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
       continue;
     }
     // The agent does not know this attempt: it restarted without it (or the start was lost with it).
-    endAttempt(step, job, attempt, {
+    endOnHost(step, entry, message.name, {
       outcome: "lost",
       exitCode: null,
       reason: "the host's agent restarted without it",
@@ -103,9 +113,18 @@ function reported(state: ClusterState, hostName: string, ref: AttemptRef): LiveA
   return host?.active.has(keyOf(live.attempt)) ? live : null;
 }
 
-export function attemptStarted(step: Step, hostName: string, ref: AttemptRef): void {
+export function attemptStarted(
+  step: Step,
+  hostName: string,
+  ref: AttemptRef,
+  coordinatorPort?: number,
+): void {
   const live = reported(step.state, hostName, ref);
   if (live?.attempt.state !== "starting") return;
+  if (live.gang) {
+    gangRankStarted(step, live, hostName, coordinatorPort);
+    return;
+  }
   live.attempt.state = "running";
   step.change({ op: "putAttempt", attempt: live.attempt });
 }
@@ -114,7 +133,7 @@ export function attemptStarted(step: Step, hostName: string, ref: AttemptRef): v
 export function startUndelivered(step: Step, hostName: string, ref: AttemptRef): void {
   const live = reported(step.state, hostName, ref);
   if (live?.attempt.state !== "starting") return;
-  endAttempt(step, live.job, live.attempt, {
+  endOnHost(step, live, hostName, {
     outcome: "lost",
     exitCode: null,
     reason: `the start could not be delivered: the agent of ${hostName} was not connected`,
@@ -125,17 +144,20 @@ export function startUndelivered(step: Step, hostName: string, ref: AttemptRef):
 export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {
   const live = reported(step.state, hostName, report);
   if (!live) return;
-  const { job, attempt } = live;
+  const { job } = live;
   let outcome: AttemptOutcome = report.outcome;
   let reason = report.reason;
-  if (outcome === "succeeded") {
+  // Outputs come from rank 0 (or every rank, `outputsFrom: all`); another rank's success has none to check.
+  const checksOutputs =
+    !live.gang || rankOn(live.gang, hostName) === 0 || job.record.spec.outputsFrom === "all";
+  if (outcome === "succeeded" && checksOutputs) {
     const missing = job.record.spec.outputs.filter((path) => !report.outputs.includes(path));
     if (missing.length) {
       outcome = "failed";
       reason = `output file${missing.length > 1 ? "s" : ""} missing: ${missing.join(", ")}`;
     }
   }
-  endAttempt(step, job, attempt, {
+  endOnHost(step, live, hostName, {
     outcome,
     exitCode: report.exitCode,
     reason,

@@ -1,7 +1,7 @@
 // Leases: a host silent for the host timeout is lost, and its attempts with it (guarantee 3).
 
 import type { Step } from "../step.ts";
-import { endAttempt } from "./attempts.ts";
+import { endOnHost } from "./gangs.ts";
 
 export function expireLeases(step: Step, hostTimeoutSeconds: number): void {
   const { state, now } = step;
@@ -15,8 +15,8 @@ export function expireLeases(step: Step, hostTimeoutSeconds: number): void {
     step.effect({ kind: "disconnect", host: host.record.name });
     step.change({ op: "putHost", host: host.record });
     const silent = ((now - host.record.lastSeen) / 1000).toFixed(1);
-    for (const { job, attempt } of [...host.active.values()]) {
-      endAttempt(step, job, attempt, {
+    for (const live of [...host.active.values()]) {
+      endOnHost(step, live, host.record.name, {
         outcome: "lost",
         exitCode: null,
         reason: `host ${host.record.name} silent for ${silent} s`,

@@ -1,0 +1,98 @@
+// A multi-node attempt (a gang) as its ranks report (GEMS: a parallel job restarted on a restart
+// pool when a node dies). All ranks start together; the attempt runs once every rank has started.
+// The first rank to end short of success fails the gang: the others are stopped, and the attempt
+// ends once every rank has ended or is fenced (its host lost), with the failed rank named. Pure:
+// the ranks' reports in, what to do out.
+
+import type { AttemptOutcome } from "./states.ts";
+import type { LossCause } from "./task-outcome.ts";
+
+/** One rank's end as its agent reported it (or as the server decided for a lost host). */
+export interface RankEnd {
+  outcome: AttemptOutcome;
+  exitCode: number | null;
+  reason: string | null;
+  cause?: LossCause;
+}
+
+export interface GangRank {
+  host: string;
+  started: boolean;
+  end: RankEnd | null;
+}
+
+/** What the server keeps of a live gang attempt, in memory. */
+export interface GangProgress {
+  ranks: GangRank[];
+  /** host:port of rank 0's coordinator, once rank 0's agent has said. */
+  coordinator: string | null;
+  /** The first rank that ended short of success, which fails the gang. */
+  failed: { rank: number; host: string; end: RankEnd } | null;
+}
+
+export function newGangProgress(hosts: readonly string[]): GangProgress {
+  return {
+    ranks: hosts.map((host) => ({ host, started: false, end: null })),
+    coordinator: null,
+    failed: null,
+  };
+}
+
+/** The rank a host runs in this gang, or -1. */
+export function rankOn(gang: GangProgress, host: string): number {
+  return gang.ranks.findIndex((rank) => rank.host === host);
+}
+
+export function allStarted(gang: GangProgress): boolean {
+  return gang.ranks.every((rank) => rank.started);
+}
+
+/** What a rank's end means for the gang. */
+export interface AfterRankEnd {
+  /** The first failure: the other ranks must be stopped now. */
+  stopOthers: boolean;
+  /** Every rank has ended: the attempt ends with this. */
+  attemptEnd: RankEnd | null;
+}
+
+/** Records a rank's end (a second report of the same rank changes nothing). */
+export function rankEnded(gang: GangProgress, rank: number, end: RankEnd): AfterRankEnd {
+  const entry = gang.ranks[rank];
+  if (!entry || entry.end) return { stopOthers: false, attemptEnd: null };
+  entry.end = end;
+  let stopOthers = false;
+  if (end.outcome !== "succeeded" && gang.failed === null) {
+    gang.failed = { rank, host: entry.host, end };
+    stopOthers = gang.ranks.some((other) => other.end === null);
+  }
+  return { stopOthers, attemptEnd: gang.ranks.every((each) => each.end) ? gangEnd(gang) : null };
+}
+
+/**
+ * The attempt's end once every rank has ended: the failed rank's outcome with the rank named, or
+ * rank 0's end (success, or the stop every rank was asked for).
+ */
+export function gangEnd(gang: GangProgress): RankEnd {
+  if (gang.failed) {
+    const { rank, host, end } = gang.failed;
+    return { ...end, reason: `rank ${rank} on ${host}: ${end.reason ?? end.outcome}` };
+  }
+  return gang.ranks[0].end!;
+}
+
+/** Why the other ranks are stopped when one fails (their outcome follows the failure's kind). */
+export function gangStopReason(failed: NonNullable<GangProgress["failed"]>): string {
+  return `rank ${failed.rank} on ${failed.host} ${failed.end.outcome}${failed.end.exitCode === null ? "" : ` (exit ${failed.end.exitCode})`}: stopping the gang`;
+}
+
+/**
+ * Where each rank of the next attempt should go: back to its host when that host is healthy, a
+ * replacement (null) for a rank whose host was lost; the lost hosts are avoided.
+ */
+export function gangRestartPlan(
+  hosts: readonly string[],
+  healthy: (host: string) => boolean,
+): { previous: (string | null)[]; avoid: string[] } {
+  const previous = hosts.map((host) => (healthy(host) ? host : null));
+  return { previous, avoid: hosts.filter((host) => !healthy(host)) };
+}
