@@ -15,6 +15,9 @@ import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { jobScript } from "./job-script.ts";
 
+/** How often a gang's rank looks for a newly declared checkpoint generation. */
+export const GANG_CHECKPOINT_POLL_MS = 250;
+
 export interface AttemptContext {
   /** The server's files (inputs, outputs, checkpoints), through the server the agent is connected to. */
   http: HttpClient;
@@ -79,6 +82,7 @@ export class Attempt {
       taskIndex: spec.taskIndex,
       attempt: spec.attempt,
       dir: join(this.dir, "checkpoint"),
+      ...(spec.gang ? { rank: spec.gang.rank } : {}),
     });
   }
 
@@ -197,9 +201,13 @@ export class Attempt {
   /** Uploads the checkpoint folder's changes every checkpoint interval while the job runs. */
   armCheckpoints(onError: (error: unknown) => void = () => {}): void {
     if (this.checkpointTimer) return;
+    // A gang's rank commits each generation the job declares: it looks often, and sends only then.
+    const everyMs = this.spec.gang
+      ? Math.min(GANG_CHECKPOINT_POLL_MS, this.spec.checkpointIntervalSeconds * 1000)
+      : this.spec.checkpointIntervalSeconds * 1000;
     this.checkpointTimer = setInterval(() => {
       this.checkpoint.sync().catch(onError);
-    }, this.spec.checkpointIntervalSeconds * 1000);
+    }, everyMs);
     this.checkpointTimer.unref();
   }
 
@@ -299,10 +307,12 @@ export class Attempt {
   private async stageOut(): Promise<string[]> {
     const { spec, context } = this;
     const uploaded: string[] = [];
-    for (const path of spec.outputs) {
-      const source = join(this.runDir, path);
+    const under = spec.gang?.outputsUnder ?? null;
+    for (const file of spec.outputs) {
+      const source = join(this.runDir, file);
       const info = await stat(source).catch(() => null);
       if (!info?.isFile()) continue;
+      const path = under ? `${under}/${file}` : file;
       // The file is opened anew for each try, so that a try cut halfway is sent again whole.
       const response = await context.http.request({
         method: "PUT",

@@ -6,7 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -20,7 +20,16 @@ export interface CheckpointTarget {
   taskIndex: number;
   attempt: number;
   dir: string;
+  /** A multi-node job's rank: its checkpoints are committed under the generation the job declares. */
+  rank?: number;
 }
+
+/**
+ * In a multi-node job, each rank writes the generation of the state it has just saved (an integer
+ * that grows, the same on every rank for one coordinated checkpoint: its iteration, say) into this
+ * file of its checkpoint folder; the agent commits the folder under that generation when it changes.
+ */
+export const GENERATION_FILE = ".generation";
 
 interface Known {
   size: number;
@@ -40,6 +49,8 @@ export class CheckpointSync {
   /** Objects the server holds for this task. */
   private readonly uploaded = new Set<string>();
   private lastCommitted: string | null = null;
+  /** A gang rank's last committed generation. */
+  private lastGeneration: number | null = null;
   private running: Promise<number | null> | null = null;
 
   constructor(target: CheckpointTarget) {
@@ -48,8 +59,10 @@ export class CheckpointSync {
 
   /** Fetches the task's last checkpoint into the folder. Returns its file count, or null when there is none. */
   async restore(): Promise<number | null> {
-    const { jobId, taskIndex } = this.target;
-    const response = await this.target.http.request({ path: agentFileRoutes.checkpoint(jobId, taskIndex) });
+    const { jobId, taskIndex, rank } = this.target;
+    const response = await this.target.http.request({
+      path: agentFileRoutes.checkpoint(jobId, taskIndex, rank),
+    });
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`GET checkpoint: HTTP ${response.status}`);
     const manifest = checkpointManifest.parse(await response.json());
@@ -72,7 +85,15 @@ export class CheckpointSync {
       this.uploaded.add(file.sha256);
     }
     this.lastCommitted = manifestKey(manifest);
+    if (manifest.gang) this.lastGeneration = manifest.gang.generation;
     return manifest.files.length;
+  }
+
+  /** The generation a gang's rank declared in its folder, or null when it has declared none. */
+  async declaredGeneration(): Promise<number | null> {
+    const text = await readFile(join(this.target.dir, GENERATION_FILE), "utf8").catch(() => null);
+    const generation = text === null ? Number.NaN : Number(text.trim());
+    return Number.isSafeInteger(generation) && generation >= 1 ? generation : null;
   }
 
   /**
@@ -90,10 +111,18 @@ export class CheckpointSync {
   }
 
   private async syncOnce(): Promise<number | null> {
+    const { rank } = this.target;
+    // A gang's rank commits only the states the job declared, each once.
+    const generation = rank === undefined ? null : await this.declaredGeneration();
+    if (rank !== undefined && (generation === null || generation === this.lastGeneration)) return null;
     const manifest = await this.scan();
     const key = manifestKey(manifest);
-    if (key === this.lastCommitted || (this.lastCommitted === null && manifest.files.length === 0))
+    if (
+      rank === undefined &&
+      (key === this.lastCommitted || (this.lastCommitted === null && manifest.files.length === 0))
+    )
       return null;
+    if (rank !== undefined && generation !== null) manifest.gang = { rank, generation };
     const { jobId, taskIndex, attempt } = this.target;
     for (const file of manifest.files) {
       if (this.uploaded.has(file.sha256)) continue;
@@ -124,12 +153,13 @@ export class CheckpointSync {
       this.uploaded.clear();
       throw new Error(`commit checkpoint: HTTP ${response.status} ${await response.text()}`);
     }
-    const { generation } = (await response.json()) as { generation: number };
+    const { generation: committed } = (await response.json()) as { generation: number };
     this.lastCommitted = key;
+    if (manifest.gang) this.lastGeneration = manifest.gang.generation;
     // The server keeps only the objects of the last generation.
     this.uploaded.clear();
     for (const file of manifest.files) this.uploaded.add(file.sha256);
-    return generation;
+    return committed;
   }
 
   private async scan(): Promise<CheckpointManifest> {

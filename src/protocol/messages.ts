@@ -160,6 +160,8 @@ export const startMessage = z.object({
       nodes: z.array(z.object({ host: z.string(), address: z.string() })).min(2),
       /** host:port of rank 0's coordinator; null in rank 0's own start (its agent picks the port). */
       coordinator: z.string().nullable(),
+      /** Outputs go under this folder (`rank-R`, with `outputsFrom: all`), else at the top. */
+      outputsUnder: z.string().nullable().default(null),
     })
     .optional(),
 });
@@ -204,6 +206,11 @@ export const checkpointManifest = z.object({
       bytes: z.int().min(0),
     }),
   ),
+  /**
+   * A multi-node job's rank: its rank, and the generation the job declared for this state (the
+   * same on every rank for one coordinated checkpoint). Absent for a single-host attempt.
+   */
+  gang: z.object({ rank: z.int().min(0), generation: z.int().min(1) }).optional(),
 });
 export type CheckpointManifest = z.infer<typeof checkpointManifest>;
 
@@ -212,8 +219,9 @@ export const agentFileRoutes = {
   input: (jobId: string, path: string) => `/api/v1/agent/jobs/${enc(jobId)}/inputs/${encPath(path)}`,
   output: (jobId: string, task: number, attempt: number, path: string) =>
     `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/attempts/${attempt}/outputs/${encPath(path)}`,
-  /** GET: the task's last committed checkpoint manifest (404 when none). */
-  checkpoint: (jobId: string, task: number) => `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/checkpoint`,
+  /** GET: the task's last committed checkpoint manifest (404 when none); a gang's rank asks for its own. */
+  checkpoint: (jobId: string, task: number, rank?: number) =>
+    `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/checkpoint${rank === undefined ? "" : `?rank=${rank}`}`,
   /** GET: one object of the task's checkpoint. */
   checkpointObject: (jobId: string, task: number, sha256: string) =>
     `/api/v1/agent/jobs/${enc(jobId)}/tasks/${task}/checkpoint/objects/${sha256}`,

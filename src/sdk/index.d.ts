@@ -6,6 +6,10 @@ export function checkpointDir(): string;
 export function loadCheckpoint<T = unknown>(name?: string): T | Buffer | null;
 /** Saves state atomically (temporary file, flush, rename). Objects are stored as JSON. */
 export function saveCheckpoint(data: unknown, name?: string): void;
+/** Multi-node jobs: the state this rank saved is generation N of the gang's coordinated checkpoint. */
+export function checkpointGeneration(generation: number): void;
+/** This process's rank in a multi-node job (0 of 1 in a single-host one), its coordinator and nodes file. */
+export function gang(): { rank: number; count: number; coordinator: string | null; nodesFile: string | null };
 /** Tells the scheduler how far the job is, a fraction from 0 to 1. */
 export function progress(fraction: number): void;
 /** Replaces the job's requirements (CEL over host facts); a host that no longer satisfies them moves the job. */

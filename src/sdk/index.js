@@ -41,6 +41,28 @@ export function saveCheckpoint(data, name = DEFAULT_NAME) {
   writeAtomically(path, bytes);
 }
 
+/**
+ * Multi-node jobs: declares that the state this rank has saved is generation `generation` of the
+ * gang's coordinated checkpoint (an integer that grows, the same on every rank for one state: the
+ * iteration, say). The agent commits the folder under it; a restart restores every rank to the
+ * newest generation all ranks committed. Call it after saveCheckpoint.
+ */
+export function checkpointGeneration(generation) {
+  if (!Number.isSafeInteger(generation) || generation < 1)
+    throw new TypeError("checkpointGeneration needs a whole number from 1");
+  writeAtomically(join(checkpointDir(), ".generation"), String(generation));
+}
+
+/** The rank of this process in a multi-node job (0 in a single-host one), and the number of ranks. */
+export function gang() {
+  return {
+    rank: Number(process.env.STEWARD_NODE_RANK ?? 0),
+    count: Number(process.env.STEWARD_NODE_COUNT ?? 1),
+    coordinator: process.env.STEWARD_COORDINATOR || null,
+    nodesFile: process.env.STEWARD_NODES_FILE || null,
+  };
+}
+
 /** Tells the scheduler how far the job is, a fraction from 0 to 1 ($STEWARD_PROGRESS_FILE). */
 export function progress(fraction) {
   if (!Number.isFinite(fraction)) throw new TypeError("progress needs a number from 0 to 1");

@@ -14,8 +14,17 @@ export const outputPrefix = (jobId: string, task: number, attempt: number) =>
 export const outputKey = (jobId: string, task: number, attempt: number, path: string) =>
   `${outputPrefix(jobId, task, attempt)}/${path}`;
 
-export const logKey = (jobId: string, task: number, attempt: number, stream: "stdout" | "stderr") =>
-  `${attemptPrefix(jobId, task, attempt)}/${stream}`;
+/** An attempt's log; a multi-node attempt's rank above 0 has its own, under rank-R/. */
+export const logKey = (
+  jobId: string,
+  task: number,
+  attempt: number,
+  stream: "stdout" | "stderr",
+  rank = 0,
+) =>
+  rank === 0
+    ? `${attemptPrefix(jobId, task, attempt)}/${stream}`
+    : `${attemptPrefix(jobId, task, attempt)}/rank-${rank}/${stream}`;
 
 export const checkpointPrefix = (jobId: string, task: number) => `jobs/${jobId}/tasks/${task}/checkpoint`;
 
@@ -24,3 +33,10 @@ export const checkpointObjectKey = (jobId: string, task: number, sha256: string)
 
 export const checkpointManifestKey = (jobId: string, task: number, generation: number) =>
   `${checkpointPrefix(jobId, task)}/manifests/${generation}.json`;
+
+/** A multi-node job's rank's checkpoint manifests (gang-checkpoints.ts). */
+export const gangManifestPrefix = (jobId: string, task: number, rank: number) =>
+  `${checkpointPrefix(jobId, task)}/ranks/${rank}/manifests`;
+
+export const gangManifestKey = (jobId: string, task: number, rank: number, generation: number) =>
+  `${gangManifestPrefix(jobId, task, rank)}/${generation}.json`;

@@ -35,6 +35,7 @@ import type { RunningTaskView } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { describeAhead } from "../scheduler/queue-position.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
+import { gangShortfall } from "../scheduler/stages/gang.ts";
 import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
@@ -169,12 +170,20 @@ export class Core {
       running,
     });
     const reasons = jobReasons(state, job, now);
+    // A gang waits for all its hosts at once: how many match and have room now.
+    const gang = job.gang;
+    if (gang && job.tasks[0].state === "pending")
+      reasons.push(gangShortfall(gang.nodes, explanation.summary.matching, explanation.summary.withRoom));
     if (explanation.ahead.length > 0) reasons.push(describeAhead(explanation.ahead));
     return { reasons, ...explanation };
   }
 
-  hasAttempt(jobId: string, taskIndex: number, number: number): boolean {
-    return !!this.state.jobs.get(jobId)?.attempt(taskIndex, number);
+  /** The rank `host` ran of an attempt (0 for a single-host one), or null when the attempt is unknown. */
+  rankOf(host: string, jobId: string, taskIndex: number, number: number): number | null {
+    const attempt = this.state.jobs.get(jobId)?.attempt(taskIndex, number);
+    if (!attempt) return null;
+    if (attempt.placement.length <= 1) return 0;
+    return attempt.placement.find((each) => each.host === host)?.rank ?? null;
   }
 
   /** Whether an attempt is live (fencing by attempt identity): only a live attempt may upload or commit. */

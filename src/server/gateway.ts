@@ -121,7 +121,7 @@ export class AgentGateway implements AgentLinks {
             .catch((error) => log.error({ err: error }, "heartbeat not applied"));
           return;
         case "log":
-          this.appendLog(message);
+          this.appendLog(host, message);
           return;
         case "report":
           chain = chain
@@ -210,10 +210,11 @@ export class AgentGateway implements AgentLinks {
     return true;
   }
 
-  private appendLog(message: LogMessage): void {
+  private appendLog(host: string, message: LogMessage): void {
     const { core, blobs, log } = this.options;
-    if (!core.hasAttempt(message.jobId, message.taskIndex, message.attempt)) return;
-    const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream);
+    const rank = core.rankOf(host, message.jobId, message.taskIndex, message.attempt);
+    if (rank === null) return;
+    const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
     const previous = this.logWrites.get(key) ?? Promise.resolve();
     const next = previous
       .then(() => blobs.append(key, message.offset, Buffer.from(message.data, "base64")))

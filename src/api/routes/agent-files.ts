@@ -6,7 +6,9 @@ import { Readable, Transform } from "node:stream";
 import { text } from "node:stream/consumers";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { checkpointManifest } from "../../protocol/messages.ts";
+import { z } from "zod";
+import { nodesOf } from "../../model/jobfile.ts";
+import { type CheckpointManifest, checkpointManifest } from "../../protocol/messages.ts";
 import {
   checkpointManifestKey,
   checkpointObjectKey,
@@ -15,8 +17,15 @@ import {
   outputKey,
 } from "../../server/blob-keys.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import {
+  committedGenerations,
+  dropOldGangCheckpoints,
+  newestCompleteGeneration,
+  readRankManifest,
+  writeRankManifest,
+} from "../../server/gang-checkpoints.ts";
 import type { BlobStore } from "../../store/blobs.ts";
-import { attemptParams, filePath, jobParams, sha256, taskParams } from "../requests.ts";
+import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
 
 const octetStream = (description: string) => ({
@@ -85,8 +94,11 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
     "/api/v1/agent/jobs/:id/tasks/:task/checkpoint",
     {
       schema: {
-        summary: "The task's last committed checkpoint manifest",
+        summary: "The task's last committed checkpoint manifest (a multi-node job's: that rank's)",
         params: taskParams,
+        querystring: z.object({
+          rank: wholeNumber().optional().meta({ description: "a multi-node job's rank" }),
+        }),
         response: { 200: json(checkpointManifest, "the files of the checkpoint"), ...errors(400, 401, 404) },
       },
     },
@@ -95,6 +107,14 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
       const record = core.job(id).tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (!record.checkpoint) throw new NotFoundError(`task ${task} of job ${id} has no checkpoint`);
+      const { rank } = request.query;
+      if (rank !== undefined) {
+        // A gang's rank gets its own state of the newest complete generation.
+        const manifest = await readRankManifest(blobs, id, task, rank, record.checkpoint.generation);
+        if (!manifest)
+          throw new NotFoundError(`rank ${rank} has no checkpoint ${record.checkpoint.generation}`);
+        return manifest;
+      }
       const manifest = await text(
         blobs.read(checkpointManifestKey(id, record.index, record.checkpoint.generation)),
       );
@@ -190,6 +210,21 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
         }
         bytes += file.bytes;
       }
+      const ranks = nodesOf(core.job(id).record.spec);
+      if (manifest.gang || ranks > 1) {
+        if (!manifest.gang || manifest.gang.rank >= ranks)
+          throw new InvalidRequestError(
+            "gang",
+            "a multi-node job's checkpoint names its rank and generation",
+          );
+        return commitRankCheckpoint(
+          core,
+          blobs,
+          { id, task, attempt, ranks },
+          { ...manifest, gang: manifest.gang },
+          bytes,
+        );
+      }
       // The manifest is written before the commit that points at it: a restart never sees a part.
       const generation = core.nextCheckpointGeneration(id, task);
       await blobs.write(
@@ -207,6 +242,38 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
       return { generation, bytes, previous };
     },
   );
+}
+
+/**
+ * A gang's rank commits its state of one generation; once every rank has that generation (or a
+ * newer one is complete), it becomes the task's restart point (gang-checkpoints.ts).
+ */
+async function commitRankCheckpoint(
+  core: Core,
+  blobs: BlobStore,
+  at: { id: string; task: number; attempt: number; ranks: number },
+  manifest: CheckpointManifest & { gang: { rank: number; generation: number } },
+  bytes: number,
+): Promise<{ generation: number; bytes: number; previous: number | null }> {
+  const { id, task, attempt, ranks } = at;
+  await writeRankManifest(blobs, id, task, manifest);
+  const complete = newestCompleteGeneration(await committedGenerations(blobs, id, task), ranks);
+  const current = core.job(id).tasks[task].checkpoint?.generation ?? null;
+  let previous = current;
+  if (complete !== null && (current === null || complete > current)) {
+    let total = 0;
+    for (let rank = 0; rank < ranks; rank++) {
+      const each = await readRankManifest(blobs, id, task, rank, complete);
+      for (const file of each?.files ?? []) total += file.bytes;
+    }
+    previous = await core.commitCheckpoint(id, task, attempt, complete, total).catch((error: unknown) => {
+      // Another rank's commit made it complete first: nothing left to do.
+      if (error instanceof ConflictError) return current;
+      throw error;
+    });
+    await dropOldGangCheckpoints(blobs, id, task, complete);
+  }
+  return { generation: manifest.gang.generation, bytes, previous };
 }
 
 /** Keeps the last generation only: older manifests, and objects no longer named, go. */

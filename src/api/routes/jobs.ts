@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type JobSpec, validateJobSpec } from "../../model/jobfile.ts";
+import { type JobSpec, nodesOf, validateJobSpec } from "../../model/jobfile.ts";
 import { isEndedState, JOB_STATES } from "../../model/states.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
 import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
@@ -86,6 +86,7 @@ const logQuery = z.object({
   stream: z.enum(["stdout", "stderr"]).default("stdout"),
   follow: flag(false, "follow the attempt until it ends"),
   attempt: wholeNumber(1).optional().meta({ description: "this attempt instead of the latest" }),
+  rank: wholeNumber().default(0).meta({ description: "a multi-node job's rank (0 by default)" }),
 });
 
 export function registerJobRoutes(app: FastifyInstance, { core, store, blobs }: JobRouteDeps): void {
@@ -247,11 +248,14 @@ export function registerJobRoutes(app: FastifyInstance, { core, store, blobs }: 
     },
     async (request, reply) => {
       const { id } = request.params;
-      const { task, stream, follow, attempt } = request.query;
+      const { task, stream, follow, attempt, rank } = request.query;
       const job = core.job(id);
       if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
+      if (rank >= nodesOf(job.record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
       reply.header("content-type", "text/plain; charset=utf-8");
-      return Readable.from(followLog(core, blobs, job, task, stream, follow, attempt ?? null, request));
+      return Readable.from(
+        followLog(core, blobs, job, { task, stream, rank }, follow, attempt ?? null, request),
+      );
     },
   );
 
@@ -429,8 +433,7 @@ async function* followLog(
   core: Core,
   blobs: BlobStore,
   job: JobEntry,
-  taskIndex: number,
-  stream: "stdout" | "stderr",
+  { task: taskIndex, stream, rank }: { task: number; stream: "stdout" | "stderr"; rank: number },
   follow: boolean,
   wanted: number | null,
   request: FastifyRequest,
@@ -448,7 +451,7 @@ async function* followLog(
       continue;
     }
     const ended = attempt.state === "ended";
-    const key = logKey(job.id, taskIndex, attempt.number, stream);
+    const key = logKey(job.id, taskIndex, attempt.number, stream, rank);
     const info = await blobs.stat(key);
     if (info && info.bytes > offset) {
       for await (const chunk of blobs.read(key, offset)) {

@@ -11,15 +11,19 @@ export function registerLogs(program: Command): void {
     .option("--task <n>", "task index", "0")
     .option("-f, --follow", "follow the running attempt until it ends")
     .option("--stderr", "stderr instead of stdout")
-    .action(async (id: string, options: { task: string; follow?: boolean; stderr?: boolean }) => {
-      const response = await new ApiClient().request("GET", `/api/v1/jobs/${encodeURIComponent(id)}/logs`, {
-        query: {
-          task: options.task,
-          stream: options.stderr ? "stderr" : "stdout",
-          follow: options.follow ? 1 : undefined,
-        },
-      });
-      if (!response.body) return;
-      await pipeline(Readable.fromWeb(response.body), process.stdout, { end: false });
-    });
+    .option("--rank <r>", "a multi-node job's rank", "0")
+    .action(
+      async (id: string, options: { task: string; follow?: boolean; stderr?: boolean; rank: string }) => {
+        const response = await new ApiClient().request("GET", `/api/v1/jobs/${encodeURIComponent(id)}/logs`, {
+          query: {
+            task: options.task,
+            stream: options.stderr ? "stderr" : "stdout",
+            follow: options.follow ? 1 : undefined,
+            rank: options.rank === "0" ? undefined : options.rank,
+          },
+        });
+        if (!response.body) return;
+        await pipeline(Readable.fromWeb(response.body), process.stdout, { end: false });
+      },
+    );
 }

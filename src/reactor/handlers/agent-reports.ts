@@ -148,10 +148,11 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
   let outcome: AttemptOutcome = report.outcome;
   let reason = report.reason;
   // Outputs come from rank 0 (or every rank, `outputsFrom: all`); another rank's success has none to check.
-  const checksOutputs =
-    !live.gang || rankOn(live.gang, hostName) === 0 || job.record.spec.outputsFrom === "all";
-  if (outcome === "succeeded" && checksOutputs) {
-    const missing = job.record.spec.outputs.filter((path) => !report.outputs.includes(path));
+  const rank = live.gang ? rankOn(live.gang, hostName) : 0;
+  const all = live.gang !== undefined && job.record.spec.outputsFrom === "all";
+  if (outcome === "succeeded" && (rank === 0 || all)) {
+    const expected = job.record.spec.outputs.map((path) => (all ? `rank-${rank}/${path}` : path));
+    const missing = expected.filter((path) => !report.outputs.includes(path));
     if (missing.length) {
       outcome = "failed";
       reason = `output file${missing.length > 1 ? "s" : ""} missing: ${missing.join(", ")}`;

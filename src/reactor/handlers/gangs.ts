@@ -26,7 +26,11 @@ export function rankStartMessage(
   const start = startMessage(job, attempt);
   if (start.type !== "start") return start;
   const all = job.record.spec.outputsFrom === "all";
-  return { ...start, outputs: rank === 0 || all ? start.outputs : [], gang: { rank, nodes, coordinator } };
+  return {
+    ...start,
+    outputs: rank === 0 || all ? start.outputs : [],
+    gang: { rank, nodes, coordinator, outputsUnder: all ? `rank-${rank}` : null },
+  };
 }
 
 /** A rank's agent started it; rank 0's brings the coordinator's port, and the others start then. */
@@ -87,10 +91,11 @@ export function endOnHost(step: Step, live: LiveAttempt, hostName: string, end: 
     } else stopAttempt(step, job, attempt, intent);
   }
   if (after.attemptEnd) {
-    const lost = new Set(gang.ranks.filter((each) => each.end?.outcome === "lost").map((each) => each.host));
+    // The rank whose host was lost is replaced, with any host that is not ready now; the others go back.
+    const lost = gang.failed?.end.outcome === "lost" ? gang.failed.host : null;
     const healthy = (host: string) => {
       const entry = step.state.hosts.get(host);
-      return !lost.has(host) && entry !== undefined && entry.record.state === "ready" && entry.connected;
+      return host !== lost && entry !== undefined && entry.record.state === "ready" && entry.connected;
     };
     job.gangRestart = gangRestartPlan(hostsOf(attempt), healthy);
     endAttempt(step, job, attempt, after.attemptEnd);

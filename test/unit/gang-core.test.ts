@@ -1,0 +1,148 @@
+// Multi-node attempts through the reactor, on a real SQLite store: rank 0 starts first and brings
+// the coordinator's port, then the other ranks start with it; a failed rank stops the others and
+// the attempt ends naming it; a lost host's rank is replaced from the restart pool while the
+// healthy ranks go back to their hosts, and never before the other ranks confirmed their stop.
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/jobfile.ts";
+import type { HelloMessage } from "../../src/protocol/messages.ts";
+import type { JobEntry } from "../../src/state/job-entry.ts";
+import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+
+let harness: Harness;
+
+beforeEach(async () => {
+  harness = new Harness();
+  await harness.start();
+});
+
+afterEach(async () => {
+  await harness.close();
+});
+
+function host(name: string, pool = "default"): HelloMessage {
+  return {
+    ...hello(name, [], 1),
+    pool,
+    facts: facts(name, { pool, slotsFree: 1 }),
+    address: `10.0.0.${name.at(-1)}`,
+  };
+}
+
+async function gang(spec: Record<string, unknown> = {}): Promise<JobEntry> {
+  const { core } = harness;
+  for (const name of ["h1", "h2", "h3"]) await core.attachHost(host(name));
+  const job = await core.submit(validateJobSpec({ command: "ring", nodes: 3, ...spec }), "alice", []);
+  await settle();
+  return job;
+}
+
+/** Starts every rank of the attempt as their agents would: rank 0 first with the coordinator's port. */
+async function startAll(job: JobEntry, attempt: number): Promise<string[]> {
+  const { core } = harness;
+  const rank0 = harness.starts().find((start) => start.attempt === attempt && start.gang?.rank === 0)!;
+  await core.attemptStarted(rank0.host, job.id, 0, attempt, 4567);
+  await settle();
+  const others = harness.starts().filter((start) => start.attempt === attempt && start.gang!.rank > 0);
+  for (const start of others) await core.attemptStarted(start.host, job.id, 0, attempt);
+  await settle();
+  return [rank0.host, ...others.map((start) => start.host)];
+}
+
+describe("gangs through the reactor", () => {
+  it("starts rank 0 alone, then the others with rank 0's coordinator; runs once all have started", async () => {
+    const job = await gang();
+    const first = harness.starts();
+    expect(first).toHaveLength(1);
+    expect(first[0].gang).toStrictEqual({
+      rank: 0,
+      nodes: [
+        { host: "h1", address: "10.0.0.1" },
+        { host: "h2", address: "10.0.0.2" },
+        { host: "h3", address: "10.0.0.3" },
+      ],
+      coordinator: null,
+    });
+    await harness.core.attemptStarted("h1", job.id, 0, 1, 4567);
+    await settle();
+    const all = harness.starts();
+    expect(all.map((start) => [start.host, start.gang?.rank, start.gang?.coordinator])).toStrictEqual([
+      ["h1", 0, null],
+      ["h2", 1, "10.0.0.1:4567"],
+      ["h3", 2, "10.0.0.1:4567"],
+    ]);
+    expect(job.latestAttempt(0)!.state).toBe("starting");
+    await harness.core.attemptStarted("h2", job.id, 0, 1);
+    await harness.core.attemptStarted("h3", job.id, 0, 1);
+    expect(job.latestAttempt(0)!.state).toBe("running");
+    expect(job.latestAttempt(0)!.placement).toStrictEqual([
+      { host: "h1", rank: 0 },
+      { host: "h2", rank: 1 },
+      { host: "h3", rank: 2 },
+    ]);
+  });
+
+  it("succeeds once every rank has succeeded", async () => {
+    const job = await gang();
+    await startAll(job, 1);
+    await harness.core.attemptEnded("h2", ended(job.id, 1));
+    await harness.core.attemptEnded("h1", ended(job.id, 1));
+    expect(job.record.state).toBe("running");
+    await harness.core.attemptEnded("h3", ended(job.id, 1));
+    expect(job.record.state).toBe("succeeded");
+  });
+
+  it("a rank that exits 1 stops the others; the attempt fails naming it once they have ended", async () => {
+    const job = await gang();
+    await startAll(job, 1);
+    await harness.core.attemptEnded("h2", ended(job.id, 1, "failed"));
+    await settle();
+    expect(
+      harness
+        .stops()
+        .map((stop) => stop.host)
+        .sort(),
+    ).toStrictEqual(["h1", "h2", "h3"]);
+    expect(job.latestAttempt(0)!.state).toBe("stopping");
+    await harness.core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    expect(job.record.state).toBe("running");
+    await harness.core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    const attempt = job.latestAttempt(0)!;
+    expect(attempt.outcome).toBe("failed");
+    expect(attempt.reason).toBe("rank 1 on h2: failed");
+    expect(job.record.state).toBe("failed");
+  });
+
+  it("a lost host's rank is replaced from the restart pool; the healthy ranks go back to their hosts", async () => {
+    const { core } = harness;
+    await core.attachHost(host("s4", "spares"));
+    const job = await gang({ restartPool: "spares" });
+    const ranks = await startAll(job, 1);
+    expect(ranks).not.toContain("s4");
+    // h2 falls silent: its rank is lost, and the others are asked to stop.
+    harness.now += 1000;
+    for (const name of ["h1", "h3", "s4"]) core.touch(name);
+    harness.now += 2500;
+    for (const name of ["h1", "h3", "s4"]) core.touch(name);
+    core.checkLeases();
+    await settle();
+    expect(job.latestAttempt(0)!.state).toBe("stopping");
+    // No replacement while the other ranks may still run.
+    expect(harness.starts().filter((start) => start.attempt === 2)).toStrictEqual([]);
+    await core.attemptEnded("h1", ended(job.id, 1, "lost"));
+    await core.attemptEnded("h3", ended(job.id, 1, "lost"));
+    await settle();
+    const attempt = job.latestAttempt(0)!;
+    expect(attempt.number).toBe(2);
+    expect(attempt.placement).toStrictEqual([
+      { host: "h1", rank: 0 },
+      { host: "s4", rank: 1 },
+      { host: "h3", rank: 2 },
+    ]);
+    const previous = job.attempt(0, 1)!;
+    expect(previous.outcome).toBe("lost");
+    expect(previous.reason).toMatch(/^rank 1 on h2: host h2 silent/);
+    expect(job.tasks[0].losses).toBe(1);
+    expect(job.tasks[0].failures).toBe(0);
+  });
+});
