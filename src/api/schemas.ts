@@ -36,6 +36,9 @@ export const attemptSchema = z
     restarted: z.boolean(),
     startedAt: isoTime,
     endedAt: isoTime.nullable(),
+    placement: z
+      .array(z.object({ host: z.string(), rank: z.int() }))
+      .meta({ description: "where each rank ran (one entry for a single-host job), rank 0 first" }),
   })
   .meta({ id: "Attempt" });
 export type Attempt = z.infer<typeof attemptSchema>;

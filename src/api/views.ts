@@ -22,6 +22,7 @@ export function attemptView(attempt: AttemptRecord): Attempt {
     restarted: attempt.restarted,
     startedAt: iso(attempt.startedAt),
     endedAt: iso(attempt.endedAt),
+    placement: attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }],
   };
 }
 

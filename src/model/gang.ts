@@ -69,15 +69,25 @@ export function rankEnded(gang: GangProgress, rank: number, end: RankEnd): After
 }
 
 /**
- * The attempt's end once every rank has ended: the failed rank's outcome with the rank named, or
- * rank 0's end (success, or the stop every rank was asked for).
+ * The attempt's end once every rank has ended. A rank whose host was lost comes first: the other
+ * ranks fail soon after a peer dies (their connections break), often before the host's lease runs
+ * out, and that is not the application's failure. Then the first rank that failed; else rank 0's
+ * end (success, or the stop every rank was asked for). The rank is named in the reason.
  */
 export function gangEnd(gang: GangProgress): RankEnd {
-  if (gang.failed) {
-    const { rank, host, end } = gang.failed;
+  const lost = gang.ranks.findIndex((rank) => rank.end?.outcome === "lost");
+  const failed =
+    lost >= 0 ? { rank: lost, host: gang.ranks[lost].host, end: gang.ranks[lost].end! } : gang.failed;
+  if (failed) {
+    const { rank, host, end } = failed;
     return { ...end, reason: `rank ${rank} on ${host}: ${end.reason ?? end.outcome}` };
   }
   return gang.ranks[0].end!;
+}
+
+/** The ranks whose host was lost: they are replaced in the next attempt. */
+export function lostRankHosts(gang: GangProgress): string[] {
+  return gang.ranks.filter((rank) => rank.end?.outcome === "lost").map((rank) => rank.host);
 }
 
 /** Why the other ranks are stopped when one fails (their outcome follows the failure's kind). */

@@ -62,6 +62,7 @@ describe("gangs through the reactor", () => {
         { host: "h3", address: "10.0.0.3" },
       ],
       coordinator: null,
+      outputsUnder: null,
     });
     await harness.core.attemptStarted("h1", job.id, 0, 1, 4567);
     await settle();
@@ -129,8 +130,8 @@ describe("gangs through the reactor", () => {
     expect(job.latestAttempt(0)!.state).toBe("stopping");
     // No replacement while the other ranks may still run.
     expect(harness.starts().filter((start) => start.attempt === 2)).toStrictEqual([]);
-    await core.attemptEnded("h1", ended(job.id, 1, "lost"));
-    await core.attemptEnded("h3", ended(job.id, 1, "lost"));
+    await core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
     await settle();
     const attempt = job.latestAttempt(0)!;
     expect(attempt.number).toBe(2);
@@ -144,5 +145,27 @@ describe("gangs through the reactor", () => {
     expect(previous.reason).toMatch(/^rank 1 on h2: host h2 silent/);
     expect(job.tasks[0].losses).toBe(1);
     expect(job.tasks[0].failures).toBe(0);
+  });
+
+  it("a rank that fails because a peer's host died does not make it the application's failure", async () => {
+    const { core } = harness;
+    await core.attachHost(host("s4", "spares"));
+    const job = await gang({ restartPool: "spares" });
+    await startAll(job, 1);
+    // h2 dies; rank 0 on h1 loses its connection to it and exits 1 before h2's lease runs out.
+    await core.attemptEnded("h1", ended(job.id, 1, "failed"));
+    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    expect(job.latestAttempt(0)!.number).toBe(1);
+    harness.now += 1000;
+    for (const name of ["h1", "h3", "s4"]) core.touch(name);
+    harness.now += 2500;
+    for (const name of ["h1", "h3", "s4"]) core.touch(name);
+    core.checkLeases();
+    await settle();
+    const previous = job.attempt(0, 1)!;
+    expect(previous.outcome).toBe("lost");
+    expect(previous.reason).toMatch(/^rank 1 on h2: /);
+    expect(job.tasks[0].failures).toBe(0);
+    expect(job.latestAttempt(0)!.placement.map((each) => each.host)).toStrictEqual(["h1", "s4", "h3"]);
   });
 });

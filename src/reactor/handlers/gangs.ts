@@ -4,7 +4,14 @@
 // ended or is fenced (its host lost), naming the failed rank (model/gang.ts). The next attempt goes
 // back to the healthy hosts and takes a replacement for a lost one (scheduler/stages/gang.ts).
 
-import { allStarted, gangRestartPlan, gangStopReason, rankEnded, rankOn } from "../../model/gang.ts";
+import {
+  allStarted,
+  gangRestartPlan,
+  gangStopReason,
+  lostRankHosts,
+  rankEnded,
+  rankOn,
+} from "../../model/gang.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
 import type { ServerMessage } from "../../protocol/messages.ts";
@@ -78,7 +85,8 @@ export function endOnHost(step: Step, live: LiveAttempt, hostName: string, end: 
   if (after.stopOthers && gang.failed) {
     const failed = gang.failed;
     const reason = gangStopReason(failed);
-    const intent: StopIntent = { outcome: failed.end.outcome === "lost" ? "lost" : "cancelled", reason };
+    // Stopped, not failed: the attempt's end names the rank that failed (model/gang.ts).
+    const intent: StopIntent = { outcome: "cancelled", reason };
     step.event(job, "gang.failed", `attempt ${attempt.number}: ${reason}`, {
       attempt: attempt.number,
       rank: failed.rank,
@@ -91,11 +99,11 @@ export function endOnHost(step: Step, live: LiveAttempt, hostName: string, end: 
     } else stopAttempt(step, job, attempt, intent);
   }
   if (after.attemptEnd) {
-    // The rank whose host was lost is replaced, with any host that is not ready now; the others go back.
-    const lost = gang.failed?.end.outcome === "lost" ? gang.failed.host : null;
+    // The ranks whose host was lost are replaced, with any host that is not ready now; the others go back.
+    const lost = new Set(lostRankHosts(gang));
     const healthy = (host: string) => {
       const entry = step.state.hosts.get(host);
-      return host !== lost && entry !== undefined && entry.record.state === "ready" && entry.connected;
+      return !lost.has(host) && entry !== undefined && entry.record.state === "ready" && entry.connected;
     };
     job.gangRestart = gangRestartPlan(hostsOf(attempt), healthy);
     endAttempt(step, job, attempt, after.attemptEnd);
