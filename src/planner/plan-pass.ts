@@ -43,7 +43,8 @@ export function planPass(
 
 function runningViews(state: ClusterState): RunningTaskView[] {
   const views: RunningTaskView[] = [];
-  for (const live of state.live.values()) views.push(runningView(state, live));
+  // A gang is not preempted or moved rank by rank: preemption and rescheduling leave it alone.
+  for (const live of state.live.values()) if (!live.gang) views.push(runningView(state, live));
   return views;
 }
 

@@ -79,22 +79,25 @@ export function offerWork(
     if (capacity <= 0) break;
     const feasible = pools.map((pool) => infeasibility(job, pool.probe) === null);
     if (!feasible.some(Boolean)) continue;
+    // A gang's ranks each need a host of their own: a whole pilot apiece.
+    const ranks = job.gang?.nodes ?? 1;
+    const cpusIn = (i: number) => (ranks > 1 ? ranks * Math.max(job.cpus, pools[i].probe.slots) : job.cpus);
     for (const _ of tasksForNewPilots(job, now)) {
       if (capacity <= 0) break;
-      let taken = pools.findIndex((_pool, i) => feasible[i] && room[i] >= job.cpus);
+      let taken = pools.findIndex((_pool, i) => feasible[i] && room[i] >= cpusIn(i));
       if (taken >= 0) {
-        room[taken] -= job.cpus;
+        room[taken] -= cpusIn(taken);
       } else {
-        taken = pools.findIndex((_pool, i) => feasible[i] && headroom[i] >= job.cpus);
+        taken = pools.findIndex((_pool, i) => feasible[i] && headroom[i] >= cpusIn(i));
         if (taken < 0) break;
-        headroom[taken] -= job.cpus;
+        headroom[taken] -= cpusIn(taken);
         const wanted = demand.get(pools[taken].name)!;
-        wanted.cpus += job.cpus;
+        wanted.cpus += cpusIn(taken);
         const wait = job.maxQueueWaitSeconds ?? null;
         if (wait !== null)
           wanted.maxQueueWaitSeconds = Math.min(wanted.maxQueueWaitSeconds ?? Number.POSITIVE_INFINITY, wait);
       }
-      capacity -= job.cpus;
+      capacity -= cpusIn(taken);
     }
   }
   return demand;

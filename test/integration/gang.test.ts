@@ -245,6 +245,20 @@ describe("multi-node jobs", () => {
     expect(done.tasks[0].attempts[0].placement).toHaveLength(4);
   }, 60_000);
 
+  it("outputsFrom: all collects every rank's outputs under rank-N/", async () => {
+    const s = await cluster([{ name: "h1" }, { name: "h2" }]);
+    const { id } = await api(s, "POST", "/api/v1/jobs", {
+      command: 'echo "from $STEWARD_NODE_RANK" > out',
+      outputs: ["out"],
+      nodes: 2,
+      outputsFrom: "all",
+    });
+    expect((await waitForJobEnd(s, id, 30_000)).state).toBe("succeeded");
+    const outputs = (await api(s, "GET", `/api/v1/jobs/${id}/outputs`)) as { path: string }[];
+    expect(outputs.map((each) => each.path).sort()).toStrictEqual(["rank-0/out", "rank-1/out"]);
+    expect(await output(s, id, "rank-1/out")).toBe("from 1");
+  }, 60_000);
+
   it("two 2-rank gangs on 3 hosts never deadlock: both finish", async () => {
     const s = await cluster([{ name: "h1" }, { name: "h2" }, { name: "h3" }]);
     const a = await api(s, "POST", "/api/v1/jobs", { command: "sleep 1", nodes: 2 });

@@ -92,6 +92,20 @@ describe("validateJobSpec defaults", () => {
     expect(taskCount(validateJobSpec({ command: "true" }))).toBe(1);
   });
 
+  it("accepts a multi-node job, and nodes: 1 beside array or replicas", () => {
+    expect(
+      validateJobSpec({ command: "x", nodes: 4, restartPool: "spares", outputsFrom: "all" }),
+    ).toMatchObject({
+      nodes: 4,
+      restartPool: "spares",
+      outputsFrom: "all",
+    });
+    expect(validateJobSpec({ command: "x", nodes: 1, array: { count: 3 }, replicas: 2 }).nodes).toBe(1);
+    expect(() => validateJobSpec({ command: "x", nodes: 2, array: { count: 3 } })).toThrow(
+      "nodes: a multi-node job is one gang: it may not be combined with array",
+    );
+  });
+
   it.each([1, 2, 8])("accepts replicas: %i (at most 8)", (replicas) => {
     expect(validateJobSpec({ command: "true", replicas }).replicas).toBe(replicas);
   });
@@ -160,6 +174,13 @@ describe("validateJobSpec rejects wrong types and values with the field path", (
     ],
     [{ command: "x", contract: { minProgressPerMinute: 0.1, graceSeconds: -1 } }, "contract.graceSeconds"],
     [{ command: "x", contract: { minProgressPerMinute: 0.1 } }, "contract.graceSeconds"],
+    [{ command: "x", nodes: 0 }, "nodes"],
+    [{ command: "x", nodes: 1.5 }, "nodes"],
+    [{ command: "x", nodes: 2, array: { count: 4 } }, "nodes"],
+    [{ command: "x", nodes: 2, replicas: 2 }, "nodes"],
+    [{ command: "x", outputsFrom: "rank1" }, "outputsFrom"],
+    [{ command: "x", restartPool: "" }, "restartPool"],
+    [{ command: "x", maxQueueWaitSeconds: 0 }, "maxQueueWaitSeconds"],
   ])("%j -> %s", (input, field) => {
     const error = rejection(input);
     expect(error.field).toBe(field);

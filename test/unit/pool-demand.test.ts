@@ -147,3 +147,10 @@ describe("offerWork with tasks on the move", () => {
     expect(cpus(offerWork([moving], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 1 });
   });
 });
+
+describe("offerWork with gangs", () => {
+  it("a 3-rank gang asks for 3 whole pilots", () => {
+    const gang = job("g", 1, { gang: { nodes: 3, restartPool: null } });
+    expect(cpus(offerWork([gang], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 6 });
+  });
+});

@@ -72,7 +72,14 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
     async (request) => {
       const { id, task, attempt, "*": path } = request.params;
       const job = core.job(id);
-      if (!job.record.spec.outputs.includes(path)) {
+      // With `outputsFrom: all`, each rank's outputs come under rank-R/.
+      const spec = job.record.spec;
+      const rankOutput = /^rank-(\d+)\/(.+)$/.exec(path);
+      const declared =
+        spec.outputsFrom === "all" && rankOutput
+          ? Number(rankOutput[1]) < nodesOf(spec) && spec.outputs.includes(rankOutput[2])
+          : spec.outputs.includes(path);
+      if (!declared) {
         throw new NotFoundError(`job ${id} declares no output ${path}`);
       }
       if (!core.acceptsOutputs(id, task, attempt)) {

@@ -37,7 +37,10 @@ export function registerShow(program: Command): void {
             task.index,
             task.state,
             attempt.number,
-            attempt.host,
+            // A multi-node attempt lists its ranks' hosts, rank 0 first.
+            attempt.placement.length > 1
+              ? attempt.placement.map((rank) => rank.host).join(",")
+              : attempt.host,
             attempt.outcome ??
               (attempt.state === "running" && task.progress
                 ? `running ${Math.round(task.progress.fraction * 100)}%`
