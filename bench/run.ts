@@ -18,6 +18,7 @@ import {
 import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
+import { gangBenchmark } from "./gang.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
@@ -34,6 +35,7 @@ const BENCHMARKS: Benchmark[] = [
   xargsBenchmark,
   endToEndBenchmark,
   crashRestartBenchmark,
+  gangBenchmark,
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,
   replayLcgBenchmark,
