@@ -57,6 +57,9 @@ export function defaultAddress(): string {
   return "127.0.0.1";
 }
 
+/** Why a leaving pilot's attempts end `migrated`. */
+export const LEAVING_REASON = "pilot ended by its batch system";
+
 /** How long a leaving pilot waits for its attempts to stop and their reports to be acknowledged. */
 export const LEAVE_TIMEOUT_MS = 25_000;
 
@@ -92,6 +95,8 @@ export class Agent {
   private awaitingPongs = 0;
   private welcomed = false;
   private stopped = false;
+  /** Leaving (a pilot's batch job ends): said in every hello from now on. */
+  private leaving = false;
   private readonly log: Logger;
 
   constructor(options: AgentOptions) {
@@ -145,7 +150,9 @@ export class Agent {
    * its task restarts elsewhere uncharged, and the agent leaves once the server has the reports.
    */
   async leave(reason: string, timeoutMs = LEAVE_TIMEOUT_MS): Promise<void> {
-    // First the server hears it: the host is drained before its attempts' ends arrive.
+    // First the server hears it: the host is drained before its attempts' ends arrive (and from
+    // its hello on, if it has to connect again: a pilot frozen, then woken by its batch system).
+    this.leaving = true;
     this.report({ kind: "leaving", reason });
     for (const attempt of [...this.attempts.values()]) {
       if (!attempt.ended) await attempt.stop("migrated", reason, attempt.spec.graceSeconds);
@@ -200,6 +207,18 @@ export class Agent {
   private async startAttempt(spec: StartMessage): Promise<void> {
     const attempt = new Attempt(spec, this.context);
     if (this.attempts.has(attempt.key)) return;
+    if (this.leaving) {
+      // Placed here just before the server heard this pilot is leaving: it goes elsewhere, uncharged.
+      this.report({
+        ...ref(attempt),
+        kind: "ended",
+        outcome: "migrated",
+        exitCode: null,
+        reason: LEAVING_REASON,
+        outputs: [],
+      });
+      return;
+    }
     this.track(attempt);
     try {
       await attempt.prepare();
@@ -334,6 +353,7 @@ export class Agent {
       attempts: held,
       ...(this.options.endsAt !== undefined ? { endsAt: this.options.endsAt } : {}),
       address: this.options.address ?? defaultAddress(),
+      ...(this.leaving ? { leaving: true } : {}),
     });
   }
 

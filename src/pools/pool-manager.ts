@@ -193,10 +193,15 @@ export class PoolManager {
         const allowed = submitting
           ? pilotsAllowed({ ...spec, pilots: counts, slotsPerPilot: spec.slotsPerPilot })
           : 0;
+        // Pilots still to bring their slots: pending ones, and running ones whose agent has not joined yet.
+        const joining = pool.pilots.filter(
+          (pilot) => pilot.state === "running" && !state.hosts.has(pilotHostName(spec.name, pilot.id)),
+        ).length;
         return {
           name: spec.name,
           probe: pilotProbe(spec, margin),
-          roomCpus: freeCpusOf(state, spec.name, now, margin) + counts.pending * spec.slotsPerPilot,
+          roomCpus:
+            freeCpusOf(state, spec.name, now, margin) + (counts.pending + joining) * spec.slotsPerPilot,
           headroomCpus: allowed * spec.slotsPerPilot,
         };
       });

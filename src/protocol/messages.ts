@@ -54,6 +54,8 @@ export const helloMessage = z.object({
   endsAt: z.int().positive().optional(),
   /** The address other hosts reach this one at (multi-node jobs' nodes file and coordinator). */
   address: z.string().min(1).optional(),
+  /** The agent is leaving (a pilot whose batch job ends): it is drained from its hello on. */
+  leaving: z.boolean().optional(),
 });
 
 export const heartbeatMessage = z.object({

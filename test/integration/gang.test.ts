@@ -236,7 +236,10 @@ describe("multi-node jobs", () => {
     expect(explained).toBe("needs 4 hosts, 3 match, 3 have room");
     const small = await api(s, "POST", "/api/v1/jobs", { command: "true", array: { count: 3 } });
     expect((await waitForJobEnd(s, small.id, 30_000)).state).toBe("succeeded");
-    expect((await getJob(s, gang.id)).state).toBe("pending");
+    // No partial gang: while it waits, no rank of it has run.
+    const waiting = await getJob(s, gang.id);
+    expect(waiting.state).toBe("pending");
+    expect(waiting.tasks[0].attempts).toStrictEqual([]);
     await addAgent("h4");
     const done = await waitForJobEnd(s, gang.id, 30_000);
     expect(done.state).toBe("succeeded");

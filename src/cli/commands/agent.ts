@@ -1,7 +1,7 @@
 import os from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { Agent } from "../../agent/agent.ts";
+import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
 
@@ -57,8 +57,6 @@ export function registerAgent(program: Command): void {
       await agent.start();
       // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
       // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
-      onShutdown(() =>
-        options.endsAt === undefined ? agent.stop() : agent.leave("pilot ended by its batch system"),
-      );
+      onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
     });
 }

@@ -26,7 +26,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
   const record: HostRecord = {
     name: message.name,
     pool: message.pool,
-    state: host?.record.state === "draining" ? "draining" : "ready",
+    state: message.leaving || host?.record.state === "draining" ? "draining" : "ready",
     slots: message.slots,
     labels: message.labels,
     facts: message.facts,
