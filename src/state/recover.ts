@@ -1,6 +1,7 @@
 // Rebuilds the cluster state from the store at start (GridWay's gw_job_recover). Hosts come back
 // unattached with a fresh lease: they get one host timeout to re-attach before they count as lost.
 
+import { restartPlanOfEnded } from "../model/gang.ts";
 import { hostsOf, isLive } from "../model/ids.ts";
 import type { TaskRecord } from "../model/records.ts";
 import type { StoreSnapshot } from "../store/store.ts";
@@ -35,6 +36,15 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
         attempt.endedAt,
       );
     }
+  }
+  // A gang that lost a rank before the restart goes back to its healthy hosts, as it would have.
+  for (const job of state.jobs.values()) {
+    const last = job.gang && job.tasks[0]?.state === "pending" ? job.latestAttempt(0) : undefined;
+    if (!last) continue;
+    job.gangRestart = restartPlanOfEnded(last, (host) => {
+      const entry = state.hosts.get(host);
+      return entry !== undefined && entry.record.state !== "lost";
+    });
   }
   return state;
 }

@@ -147,6 +147,25 @@ describe("gangs through the reactor", () => {
     expect(job.tasks[0].failures).toBe(0);
   });
 
+  it("after a server restart, a gang that lost a rank still goes back to its healthy hosts", async () => {
+    const { core } = harness;
+    await core.attachHost(host("s4", "spares"));
+    const job = await gang({ restartPool: "spares", retry: { maxAttempts: 1, backoffSeconds: 0 } });
+    await startAll(job, 1);
+    harness.now += 3500;
+    for (const name of ["h1", "h3", "s4"]) core.touch(name);
+    core.checkLeases();
+    await core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    // The server goes down before the next attempt could be placed (its agents are away).
+    for (const name of ["h1", "h3", "s4"]) core.detachHost(name);
+    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    await settle();
+    expect(job.latestAttempt(0)!.number).toBe(1);
+    const restarted = await harness.restart();
+    const again = restarted.job(job.id);
+    expect(again.gangRestart).toStrictEqual({ previous: ["h1", null, "h3"], avoid: ["h2"] });
+  });
+
   it("a rank that fails because a peer's host died does not make it the application's failure", async () => {
     const { core } = harness;
     await core.attachHost(host("s4", "spares"));
