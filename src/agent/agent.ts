@@ -18,7 +18,7 @@ import {
   serverMessage,
 } from "../protocol/messages.ts";
 import { HttpClient } from "../transport/http-client.ts";
-import { Attempt, type AttemptContext } from "./attempt.ts";
+import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
@@ -199,6 +199,19 @@ export class Agent {
       this.log.warn({ err: error, attempt: attempt.key }, "checkpoint upload failed");
   }
 
+  /** The attempts this agent runs of (job, task, attempt): one, or a gang's ranks here (or only `rank`). */
+  private ranksOf(ref: { jobId: string; taskIndex: number; attempt: number; rank?: number }): Attempt[] {
+    const found: Attempt[] = [];
+    for (const attempt of this.attempts.values()) {
+      const { spec } = attempt;
+      if (spec.jobId !== ref.jobId || spec.taskIndex !== ref.taskIndex || spec.attempt !== ref.attempt)
+        continue;
+      if (ref.rank !== undefined && spec.gang?.rank !== ref.rank) continue;
+      found.push(attempt);
+    }
+    return found;
+  }
+
   private track(attempt: Attempt): void {
     this.attempts.set(attempt.key, attempt);
     this.byDir.set(attempt.dir, attempt);
@@ -365,9 +378,8 @@ export class Agent {
     switch (message.type) {
       case "welcome": {
         for (const stale of message.kill) {
-          const attempt = this.attempts.get(`${stale.jobId}/${stale.taskIndex}/${stale.attempt}`);
-          this.outbox.dropAttempt(stale.jobId, stale.taskIndex, stale.attempt);
-          if (attempt) {
+          if (stale.rank === undefined) this.outbox.dropAttempt(stale.jobId, stale.taskIndex, stale.attempt);
+          for (const attempt of this.ranksOf(stale)) {
             attempt.kill();
             attempt.ended = true;
             await this.forget(attempt);
@@ -395,9 +407,7 @@ export class Agent {
       case "ack": {
         const report = this.outbox.ack(message.seq);
         if (report?.event.kind === "ended") {
-          const attempt = this.attempts.get(
-            `${report.event.jobId}/${report.event.taskIndex}/${report.event.attempt}`,
-          );
+          const attempt = this.attempts.get(attemptKeyOf(report.event));
           if (attempt) await this.forget(attempt);
         }
         return;
@@ -406,8 +416,9 @@ export class Agent {
         await this.startAttempt(message);
         return;
       case "stop": {
-        const attempt = this.attempts.get(`${message.jobId}/${message.taskIndex}/${message.attempt}`);
-        await attempt?.stop(message.outcome, message.reason, message.graceSeconds);
+        // Every rank of the attempt this host runs.
+        for (const attempt of this.ranksOf(message))
+          await attempt.stop(message.outcome, message.reason, message.graceSeconds);
         return;
       }
     }
@@ -505,5 +516,6 @@ export class Agent {
 }
 
 function ref(attempt: Attempt) {
-  return { jobId: attempt.spec.jobId, taskIndex: attempt.spec.taskIndex, attempt: attempt.spec.attempt };
+  const { jobId, taskIndex, attempt: number, gang } = attempt.spec;
+  return { jobId, taskIndex, attempt: number, ...(gang ? { rank: gang.rank } : {}) };
 }

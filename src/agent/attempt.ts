@@ -40,8 +40,21 @@ interface StopRequest {
   reason: string;
 }
 
-export function attemptDirName(jobId: string, taskIndex: number, attempt: number): string {
-  return `${jobId}.${taskIndex}.${attempt}`;
+export function attemptDirName(jobId: string, taskIndex: number, attempt: number, rank?: number): string {
+  return rank === undefined
+    ? `${jobId}.${taskIndex}.${attempt}`
+    : `${jobId}.${taskIndex}.${attempt}.rank${rank}`;
+}
+
+/** An attempt's key on the agent: a multi-node attempt's ranks each have their own. */
+export function attemptKeyOf(ref: {
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+  rank?: number;
+}): string {
+  const key = `${ref.jobId}/${ref.taskIndex}/${ref.attempt}`;
+  return ref.rank === undefined ? key : `${key}#${ref.rank}`;
 }
 
 export class Attempt {
@@ -72,7 +85,11 @@ export class Attempt {
   constructor(spec: StartMessage, context: AttemptContext) {
     this.spec = spec;
     this.context = context;
-    this.dir = join(context.workDir, "attempts", attemptDirName(spec.jobId, spec.taskIndex, spec.attempt));
+    this.dir = join(
+      context.workDir,
+      "attempts",
+      attemptDirName(spec.jobId, spec.taskIndex, spec.attempt, spec.gang?.rank),
+    );
     this.runDir = join(this.dir, "run");
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
@@ -87,7 +104,7 @@ export class Attempt {
   }
 
   get key(): string {
-    return `${this.spec.jobId}/${this.spec.taskIndex}/${this.spec.attempt}`;
+    return attemptKeyOf({ ...this.spec, rank: this.spec.gang?.rank });
   }
 
   get checkpointDir(): string {

@@ -38,9 +38,18 @@ export function newGangProgress(hosts: readonly string[]): GangProgress {
   };
 }
 
-/** The rank a host runs in this gang, or -1. */
+/** The (first) rank a host runs in this gang, or -1. */
 export function rankOn(gang: GangProgress, host: string): number {
   return gang.ranks.findIndex((rank) => rank.host === host);
+}
+
+/** Every rank a host runs in this gang (several with `nodesPerHost`). */
+export function ranksOn(gang: GangProgress, host: string): number[] {
+  const ranks: number[] = [];
+  gang.ranks.forEach((rank, index) => {
+    if (rank.host === host) ranks.push(index);
+  });
+  return ranks;
 }
 
 export function allStarted(gang: GangProgress): boolean {

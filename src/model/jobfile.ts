@@ -73,6 +73,8 @@ export const jobSpecSchema = z.strictObject({
   dependsOn: z.array(z.string().min(1)).default([]),
   /** A multi-node job: one task whose attempt is a gang of this many ranks, one host each (absent: 1). */
   nodes: z.int().min(1).max(MAX_NODES).optional(),
+  /** Multi-node: ranks one host may run (absent: 1, one rank per host). */
+  nodesPerHost: z.int().min(1).max(MAX_NODES).optional(),
   /** Multi-node: the pool a failed rank's replacement comes from (else the server's --restart-pool). */
   restartPool: z.string().min(1).optional(),
   /** Multi-node: collect outputs from rank 0 (default) or from every rank under rank-N/. */

@@ -62,11 +62,13 @@ function applyPlacement(step: Step, placement: Placement): { job: JobEntry; atte
   const task = job.tasks[placement.taskIndex];
   if (task?.state !== "pending" || !job.ready.has(task.index)) return null;
   const ranks = placement.ranks ?? [placement.host];
-  for (const name of ranks) {
+  const perHost = new Map<string, number>();
+  for (const name of ranks) perHost.set(name, (perHost.get(name) ?? 0) + 1);
+  for (const [name, count] of perHost) {
     const rankHost = state.hosts.get(name);
     if (rankHost?.record.state !== "ready" || !rankHost.connected) return null;
-    if (rankHost.record.slots - rankHost.usedSlots < job.cpus) return null;
-    if (rankHost.record.facts.memoryMb - rankHost.usedMemoryMb < job.memoryMb) return null;
+    if (rankHost.record.slots - rankHost.usedSlots < job.cpus * count) return null;
+    if (rankHost.record.facts.memoryMb - rankHost.usedMemoryMb < job.memoryMb * count) return null;
   }
   task.attempts += 1;
   task.notBefore = null;

@@ -27,6 +27,8 @@ const attemptRef = {
   jobId: z.string(),
   taskIndex: z.int().min(0),
   attempt: z.int().min(1),
+  /** A multi-node attempt's rank, where a host may run several (absent: every rank of it on the host). */
+  rank: z.int().min(0).optional(),
 };
 
 /** What the agent knows of an attempt when it (re)connects. */

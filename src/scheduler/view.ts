@@ -40,7 +40,9 @@ export interface JobView {
   /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
   readonly checkpoints?: boolean;
   /** A multi-node job: its one task's attempt is a gang of ranks on as many hosts (stages/gang.ts); absent: one host. */
-  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "restartPool"> & {
+  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "restartPool" | "nodesPerHost"> & {
+    /** Ranks one host may run. */
+    nodesPerHost: number;
     /** The job's own restart pool; null: the server's (MetaschedulingPolicy.restartPool). */
     restartPool: string | null;
   };

@@ -173,7 +173,13 @@ export class Core {
     // A gang waits for all its hosts at once: how many match and have room now.
     const gang = job.gang;
     if (gang && job.tasks[0].state === "pending")
-      reasons.push(gangShortfall(gang.nodes, explanation.summary.matching, explanation.summary.withRoom));
+      reasons.push(
+        gangShortfall(
+          Math.ceil(gang.nodes / gang.nodesPerHost),
+          explanation.summary.matching,
+          explanation.summary.withRoom,
+        ),
+      );
     if (explanation.ahead.length > 0) reasons.push(describeAhead(explanation.ahead));
     return { reasons, ...explanation };
   }
@@ -339,9 +345,10 @@ export class Core {
     taskIndex: number,
     attempt: number,
     coordinatorPort?: number,
+    rank?: number,
   ): Promise<void> {
     return this.reactor.run((step) =>
-      attemptStarted(step, hostName, { jobId, taskIndex, attempt }, coordinatorPort),
+      attemptStarted(step, hostName, { jobId, taskIndex, attempt, rank }, coordinatorPort),
     );
   }
 

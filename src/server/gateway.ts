@@ -135,6 +135,7 @@ export class AgentGateway implements AgentLinks {
                   event.taskIndex,
                   event.attempt,
                   event.coordinatorPort,
+                  event.rank,
                 );
               } else if (event.kind === "leaving") {
                 // Drained before the ends of its attempts are applied: none is placed back on it.
@@ -212,8 +213,9 @@ export class AgentGateway implements AgentLinks {
 
   private appendLog(host: string, message: LogMessage): void {
     const { core, blobs, log } = this.options;
-    const rank = core.rankOf(host, message.jobId, message.taskIndex, message.attempt);
-    if (rank === null) return;
+    const known = core.rankOf(host, message.jobId, message.taskIndex, message.attempt);
+    if (known === null) return;
+    const rank = message.rank ?? known;
     const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
     const previous = this.logWrites.get(key) ?? Promise.resolve();
     const next = previous

@@ -123,12 +123,14 @@ export class ClusterState {
     this.owners.stopped(entry.job.record.owner, cpus);
     if (attempt.endedAt !== null)
       this.owners.used(entry.job.record.owner, cpus, attempt.startedAt, attempt.endedAt);
+    // A host with several ranks of a gang gives back each rank's share.
     for (const name of hostsOf(attempt)) {
       const host = this.hosts.get(name);
-      if (!host?.active.delete(key)) continue;
+      if (!host?.active.has(key)) continue;
       host.usedSlots -= entry.job.cpus;
       host.usedMemoryMb -= entry.job.memoryMb;
     }
+    for (const name of hostsOf(attempt)) this.hosts.get(name)?.active.delete(key);
   }
 
   dependenciesMet(dependsOn: readonly string[]): boolean {

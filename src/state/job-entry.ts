@@ -81,7 +81,12 @@ export class JobEntry implements JobView {
   get gang(): JobView["gang"] {
     const nodes = nodesOf(this.record.spec);
     if (nodes <= 1) return undefined;
-    return { nodes, restartPool: this.record.spec.restartPool ?? null, ...(this.gangRestart ?? {}) };
+    return {
+      nodes,
+      nodesPerHost: this.record.spec.nodesPerHost ?? 1,
+      restartPool: this.record.spec.restartPool ?? null,
+      ...(this.gangRestart ?? {}),
+    };
   }
 
   /** Since when the job's work has waited: its last attempt's end, else its submission. */

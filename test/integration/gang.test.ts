@@ -51,10 +51,10 @@ afterEach(async () => {
   server = null;
 });
 
-async function cluster(hosts: { name: string; pool?: string }[], serverArgs: string[] = []) {
+async function cluster(hosts: { name: string; pool?: string; slots?: number }[], serverArgs: string[] = []) {
   server = await startServerProcess({ heartbeatSeconds: 1, hostTimeoutSeconds: 3, args: serverArgs });
   const s = server;
-  for (const { name, pool } of hosts) await addAgent(name, pool);
+  for (const { name, pool, slots } of hosts) await addAgent(name, pool, slots);
   await waitFor(
     `${hosts.length} hosts`,
     async () => (await api(s, "GET", "/api/v1/hosts")).length === hosts.length,
@@ -62,12 +62,12 @@ async function cluster(hosts: { name: string; pool?: string }[], serverArgs: str
   return s;
 }
 
-async function addAgent(name: string, pool = "default") {
+async function addAgent(name: string, pool = "default", slots = 1) {
   const s = server!;
   agents.push(
     await startAgentProcess({
       name,
-      slots: 1,
+      slots,
       servers: [s.url],
       joinToken: s.joinToken,
       args: ["--address", "127.0.0.1", "--pool", pool],
@@ -75,14 +75,19 @@ async function addAgent(name: string, pool = "default") {
   );
 }
 
-async function submitRing(s: StewardProcess, env: Record<string, string>): Promise<string> {
+async function submitRing(
+  s: StewardProcess,
+  env: Record<string, string>,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const dir = tempDir("steward-ring-");
   folders.push(dir);
   cpSync(RING, dir, { recursive: true });
-  const spec = readFileSync(join(dir, "job.yaml"), "utf8").replace(
-    /^env: .*$/m,
-    `env: ${JSON.stringify(env)}`,
-  );
+  let spec = readFileSync(join(dir, "job.yaml"), "utf8").replace(/^env: .*$/m, `env: ${JSON.stringify(env)}`);
+  for (const [key, value] of Object.entries(extra)) {
+    spec = spec.replace(new RegExp(`^${key}: .*$`, "m"), "");
+    spec += `${key}: ${JSON.stringify(value)}\n`;
+  }
   const file = join(dir, "job.yaml");
   (await import("node:fs")).writeFileSync(file, spec);
   const submitted = await cli(s, ["submit", file]);
@@ -246,6 +251,29 @@ describe("multi-node jobs", () => {
     // No partial gang: its one attempt held all 4 hosts from its start.
     expect(done.tasks[0].attempts).toHaveLength(1);
     expect(done.tasks[0].attempts[0].placement).toHaveLength(4);
+  }, 60_000);
+
+  it("nodesPerHost 2: a 4-rank ring on 2 hosts of 2 slots, each rank with its own log", async () => {
+    const s = await cluster([
+      { name: "h1", slots: 2 },
+      { name: "h2", slots: 2 },
+    ]);
+    const id = await submitRing(
+      s,
+      { RING_ITERATIONS: "8", RING_DELAY_MS: "50" },
+      { nodes: 4, nodesPerHost: 2 },
+    );
+    const job = await waitForJobEnd(s, id, 60_000);
+    expect(job.state, JSON.stringify(job.events.map((event) => event.message))).toBe("succeeded");
+    expect(job.tasks[0].attempts[0].placement.map((entry) => entry.host).sort()).toStrictEqual([
+      "h1",
+      "h1",
+      "h2",
+      "h2",
+    ]);
+    for (let rank = 0; rank < 4; rank++)
+      expect(await rankLog(s, id, rank)).toContain(`rank ${rank} of 4 starts`);
+    expect(Number(await output(s, id, "checksum"))).toBe(ringChecksum(4, 8));
   }, 60_000);
 
   it("outputsFrom: all collects every rank's outputs under rank-N/", async () => {

@@ -166,6 +166,49 @@ describe("gangs through the reactor", () => {
     expect(again.gangRestart).toStrictEqual({ previous: ["h1", null, "h3"], avoid: ["h2"] });
   });
 
+  it("two ranks on one host (nodesPerHost 2) start, end and are lost rank by rank", async () => {
+    const { core } = harness;
+    for (const name of ["h1", "h2"])
+      await core.attachHost({ ...host(name), slots: 2, facts: facts(name, { slotsFree: 2 }) });
+    const job = await core.submit(
+      validateJobSpec({ command: "ring", nodes: 4, nodesPerHost: 2 }),
+      "alice",
+      [],
+    );
+    await settle();
+    expect(job.latestAttempt(0)!.placement.map((each) => each.host)).toStrictEqual(["h1", "h1", "h2", "h2"]);
+    await core.attemptStarted("h1", job.id, 0, 1, 4567, 0);
+    await settle();
+    expect(harness.starts().map((start) => [start.host, start.gang?.rank])).toStrictEqual([
+      ["h1", 0],
+      ["h1", 1],
+      ["h2", 2],
+      ["h2", 3],
+    ]);
+    for (const [name, rank] of [
+      ["h1", 1],
+      ["h2", 2],
+      ["h2", 3],
+    ] as const)
+      await core.attemptStarted(name, job.id, 0, 1, undefined, rank);
+    expect(job.latestAttempt(0)!.state).toBe("running");
+    expect(core.listHosts().map((each) => [each.name, each.slotsFree])).toStrictEqual([
+      ["h1", 0],
+      ["h2", 0],
+    ]);
+    // Rank 3 ends first; h2's other rank is still counted.
+    await core.attemptEnded("h2", { ...ended(job.id, 1), rank: 3 });
+    expect(job.latestAttempt(0)!.state).toBe("running");
+    for (const [name, rank] of [
+      ["h1", 0],
+      ["h1", 1],
+      ["h2", 2],
+    ] as const)
+      await core.attemptEnded(name, { ...ended(job.id, 1), rank });
+    expect(job.record.state).toBe("succeeded");
+    expect(core.listHosts().map((each) => each.slotsFree)).toStrictEqual([2, 2]);
+  });
+
   it("a rank that fails because a peer's host died does not make it the application's failure", async () => {
     const { core } = harness;
     await core.attachHost(host("s4", "spares"));

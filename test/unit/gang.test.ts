@@ -45,7 +45,9 @@ function job(id: string, seq: number, extra: Partial<JobView> = {}): JobView {
   };
 }
 
-const gang = (nodes: number, restartPool: string | null = null) => ({ gang: { nodes, restartPool } });
+const gang = (nodes: number, restartPool: string | null = null, nodesPerHost = 1) => ({
+  gang: { nodes, restartPool, nodesPerHost },
+});
 
 function placed(jobs: JobView[], hosts: HostView[], gangReserveSeconds = 300) {
   const plan = schedule({
@@ -85,7 +87,7 @@ describe("gang placement", () => {
   it("a restart puts ranks back on their healthy hosts and the failed rank on a spare", () => {
     const hosts = [host("a"), host("b"), host("c"), host("d"), host("s", 1, "spares")];
     const restart = job("g", 1, {
-      gang: { nodes: 3, restartPool: "spares", previous: ["c", null, "a"], avoid: ["b"] },
+      gang: { nodes: 3, nodesPerHost: 1, restartPool: "spares", previous: ["c", null, "a"], avoid: ["b"] },
     });
     expect(placed([restart], hosts)).toStrictEqual(["g:c,s,a"]);
     // No spare free: any other matching host, never the failed one.
@@ -99,6 +101,19 @@ describe("gang placement", () => {
   ])("%s", (_, readySince, expected) => {
     const jobs = [job("g", 1, { ...gang(2), readySince }), job("s", 2)];
     expect(placed(jobs, [host("a"), host("b", 0)])).toStrictEqual(expected);
+  });
+
+  it("nodesPerHost lets a host take several ranks, as its room allows", () => {
+    const roomy = (name: string, free: number) => ({ ...host(name, free), slots: 4 });
+    expect(placed([job("g", 1, gang(4, null, 2))], [roomy("a", 4), roomy("b", 4)])).toStrictEqual([
+      "g:a,a,b,b",
+    ]);
+    // A host with room for one rank takes one; another takes the rest it may.
+    expect(placed([job("g", 1, gang(3, null, 2))], [roomy("a", 1), roomy("b", 4)])).toStrictEqual([
+      "g:b,b,a",
+    ]);
+    // One rank per host by default, whatever the room.
+    expect(placed([job("g", 1, gang(4))], [roomy("a", 4), roomy("b", 4)])).toStrictEqual([]);
   });
 
   it("a gang that could never fit reserves nothing", () => {

@@ -150,7 +150,7 @@ describe("offerWork with tasks on the move", () => {
 
 describe("offerWork with gangs", () => {
   it("a 3-rank gang asks for 3 whole pilots", () => {
-    const gang = job("g", 1, { gang: { nodes: 3, restartPool: null } });
+    const gang = job("g", 1, { gang: { nodes: 3, nodesPerHost: 1, restartPool: null } });
     expect(cpus(offerWork([gang], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 6 });
   });
 });

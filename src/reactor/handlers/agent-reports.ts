@@ -2,7 +2,7 @@
 // attempts started and ended. Fencing is by attempt identity: a report of an attempt that is not
 // live (ended, replaced, never known) changes nothing.
 
-import { rankOn } from "../../model/gang.ts";
+import { rankOn, ranksOn } from "../../model/gang.ts";
 import { attemptKey, keyOf } from "../../model/ids.ts";
 import type { HostFacts, HostRecord } from "../../model/records.ts";
 import type { AttemptOutcome } from "../../model/states.ts";
@@ -17,6 +17,8 @@ export interface AttemptRef {
   jobId: string;
   taskIndex: number;
   attempt: number;
+  /** A multi-node attempt's rank (absent: every rank of it on the host). */
+  rank?: number;
 }
 
 /** An agent said hello. Returns the attempts it must kill (no longer live). */
@@ -45,24 +47,59 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
   const kill: AttemptRef[] = [];
   const held = new Set<string>();
   const runningOnAgent = new Set<string>();
+  /** A gang's ranks the agent holds (`key#rank`), and those it says run. */
+  const heldRanks = new Set<string>();
+  const runningRanks = new Set<string>();
   for (const ref of message.attempts) {
     const key = attemptKey(ref.jobId, ref.taskIndex, ref.attempt);
+    const entry = host.active.get(key);
+    const gang = entry?.gang;
+    if (gang) {
+      // A rank the gang has already counted as ended (its host was lost) is fenced: it is killed,
+      // though the gang's other ranks may still be stopping.
+      const ranks = ref.rank === undefined ? ranksOn(gang, message.name) : [ref.rank];
+      const alive = ranks.filter((rank) => gang.ranks[rank]?.host === message.name && !gang.ranks[rank].end);
+      if (alive.length === 0) {
+        kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt, rank: ref.rank });
+        continue;
+      }
+      held.add(key);
+      for (const rank of alive) {
+        heldRanks.add(`${key}#${rank}`);
+        if (ref.state === "running") runningRanks.add(`${key}#${rank}`);
+      }
+      continue;
+    }
     if (ref.state === "running") runningOnAgent.add(key);
-    // A gang's rank on this host that the gang has already counted as ended (its host was lost)
-    // is fenced: it is killed, though the gang's other ranks may still be stopping.
-    const gang = host.active.get(key)?.gang;
-    const fenced = gang !== undefined && gang.ranks[rankOn(gang, message.name)]?.end != null;
-    if (host.active.has(key) && !fenced) held.add(key);
-    else kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt });
+    if (entry) held.add(key);
+    else kill.push({ jobId: ref.jobId, taskIndex: ref.taskIndex, attempt: ref.attempt, rank: ref.rank });
   }
   for (const [key, entry] of [...host.active]) {
-    const { job, attempt } = entry;
-    if (entry.gang?.ranks[rankOn(entry.gang, message.name)]?.end) continue;
+    const { job, attempt, gang } = entry;
+    if (gang) {
+      for (const rank of ranksOn(gang, message.name)) {
+        if (gang.ranks[rank].end) continue;
+        if (heldRanks.has(`${key}#${rank}`)) {
+          // Its "started" report may have been lost with the agent: the agent's word is enough.
+          if (attempt.state === "starting" && runningRanks.has(`${key}#${rank}`))
+            gangRankStarted(step, entry, message.name, undefined, rank);
+          continue;
+        }
+        endOnHost(
+          step,
+          entry,
+          message.name,
+          { outcome: "lost", exitCode: null, reason: "the host's agent restarted without it", cause: "host" },
+          rank,
+        );
+        if (attempt.state === "ended") break;
+      }
+      if (attempt.state === "stopping" && held.has(key)) sendStop(step, job, attempt);
+      continue;
+    }
     if (held.has(key)) {
       // Its "started" report may have been lost with the agent: the agent's word is enough.
-      if (entry.gang && attempt.state === "starting") {
-        if (runningOnAgent.has(key)) gangRankStarted(step, entry, message.name);
-      } else if (attempt.state === "starting" && runningOnAgent.has(key)) {
+      if (attempt.state === "starting" && runningOnAgent.has(key)) {
         attempt.state = "running";
         step.change({ op: "putAttempt", attempt });
       }
@@ -122,7 +159,7 @@ export function attemptStarted(
   const live = reported(step.state, hostName, ref);
   if (live?.attempt.state !== "starting") return;
   if (live.gang) {
-    gangRankStarted(step, live, hostName, coordinatorPort);
+    gangRankStarted(step, live, hostName, coordinatorPort, ref.rank);
     return;
   }
   live.attempt.state = "running";
@@ -148,7 +185,7 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
   let outcome: AttemptOutcome = report.outcome;
   let reason = report.reason;
   // Outputs come from rank 0 (or every rank, `outputsFrom: all`); another rank's success has none to check.
-  const rank = live.gang ? rankOn(live.gang, hostName) : 0;
+  const rank = live.gang ? (report.rank ?? rankOn(live.gang, hostName)) : 0;
   const all = live.gang !== undefined && job.record.spec.outputsFrom === "all";
   if (outcome === "succeeded" && (rank === 0 || all)) {
     const expected = job.record.spec.outputs.map((path) => (all ? `rank-${rank}/${path}` : path));
@@ -158,10 +195,11 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
       reason = `output file${missing.length > 1 ? "s" : ""} missing: ${missing.join(", ")}`;
     }
   }
-  endOnHost(step, live, hostName, {
+  const end = {
     outcome,
     exitCode: report.exitCode,
     reason,
     cause: outcome === "lost" ? (report.cause ?? "host") : undefined,
-  });
+  };
+  endOnHost(step, live, hostName, end, live.gang ? rank : undefined);
 }

@@ -11,6 +11,7 @@ import {
   lostRankHosts,
   rankEnded,
   rankOn,
+  ranksOn,
 } from "../../model/gang.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
@@ -46,10 +47,11 @@ export function gangRankStarted(
   live: LiveAttempt,
   hostName: string,
   coordinatorPort?: number,
+  reportedRank?: number,
 ): void {
   const gang = live.gang!;
-  const rank = rankOn(gang, hostName);
-  if (rank < 0 || gang.ranks[rank].started) return;
+  const rank = reportedRank ?? rankOn(gang, hostName);
+  if (rank < 0 || gang.ranks[rank]?.host !== hostName || gang.ranks[rank].started) return;
   gang.ranks[rank].started = true;
   const { job, attempt } = live;
   if (rank === 0 && gang.coordinator === null) {
@@ -72,15 +74,34 @@ export function gangRankStarted(
   }
 }
 
-/** Ends what a host ran of a live attempt: the attempt itself, or, for a gang, the host's rank. */
-export function endOnHost(step: Step, live: LiveAttempt, hostName: string, end: AttemptEnd): void {
-  const { job, attempt, gang } = live;
+/**
+ * Ends what a host ran of a live attempt: the attempt itself, or, for a gang, the host's rank
+ * (`rank`), or every rank of it on the host that has not ended (its host lost).
+ */
+export function endOnHost(
+  step: Step,
+  live: LiveAttempt,
+  hostName: string,
+  end: AttemptEnd,
+  rank?: number,
+): void {
+  const { gang } = live;
   if (!gang) {
-    endAttempt(step, job, attempt, end);
+    endAttempt(step, live.job, live.attempt, end);
     return;
   }
-  const rank = rankOn(gang, hostName);
-  if (rank < 0) return;
+  // One rank (its agent reported it), or every rank the host runs that has not ended (host lost).
+  const ranks = rank === undefined ? ranksOn(gang, hostName) : [rank];
+  for (const each of ranks) {
+    if (gang.ranks[each]?.host !== hostName || gang.ranks[each].end) continue;
+    endRank(step, live, each, end);
+    if (live.attempt.state === "ended") return;
+  }
+}
+
+function endRank(step: Step, live: LiveAttempt, rank: number, end: AttemptEnd): void {
+  const { job, attempt } = live;
+  const gang = live.gang!;
   const after = rankEnded(gang, rank, end);
   if (after.stopOthers && gang.failed) {
     const failed = gang.failed;

@@ -16,8 +16,10 @@ export const GANG_RESERVE_SECONDS = 300;
 
 /** What gang placement needs of a multi-node job. */
 export interface GangNeeds {
-  /** Ranks, one host each. */
+  /** Ranks. */
   nodes: number;
+  /** Ranks one host may run (absent: 1). */
+  nodesPerHost?: number;
   /** Per rank. */
   cpus: number;
   memoryMb: number;
@@ -48,22 +50,40 @@ export function chooseGangHosts(
   scored: readonly ScoredHost[],
   capacity: ReadonlyMap<string, Capacity>,
 ): string[] | null {
-  const need = { cpus: gang.cpus, memoryMb: gang.memoryMb };
-  const hasRoom = (name: string) => {
-    const room = capacity.get(name);
-    return room !== undefined && fitsCapacity(need, room);
+  const perHost = gang.nodesPerHost ?? 1;
+  // Room left on each host as ranks are given to it (a host may take up to nodesPerHost).
+  const left = new Map<string, Capacity>();
+  const roomOf = (name: string) => {
+    let room = left.get(name);
+    if (!room) {
+      const free = capacity.get(name);
+      if (!free) return undefined;
+      room = { ...free };
+      left.set(name, room);
+    }
+    return room;
+  };
+  const counts = new Map<string, number>();
+  const canTake = (name: string) => {
+    const room = roomOf(name);
+    return room !== undefined && (counts.get(name) ?? 0) < perHost && fitsCapacity(gang, room);
+  };
+  const take = (name: string) => {
+    const room = roomOf(name)!;
+    room.slotsFree -= gang.cpus;
+    room.memoryFreeMb -= gang.memoryMb;
+    counts.set(name, (counts.get(name) ?? 0) + 1);
   };
   const ordered = [...scored].sort((a, b) =>
     compareScored(a, b, capacity.get(a.host.name)?.slotsFree ?? 0, capacity.get(b.host.name)?.slotsFree ?? 0),
   );
-  const taken = new Set<string>();
   const ranks: (string | null)[] = Array.from({ length: gang.nodes }, () => null);
   if (gang.previous) {
     const feasible = new Set(scored.map((each) => each.host.name));
     gang.previous.forEach((host, rank) => {
-      if (host !== null && rank < gang.nodes && feasible.has(host) && hasRoom(host) && !taken.has(host)) {
+      if (host !== null && rank < gang.nodes && feasible.has(host) && canTake(host)) {
         ranks[rank] = host;
-        taken.add(host);
+        take(host);
       }
     });
   }
@@ -73,15 +93,18 @@ export function chooseGangHosts(
   const spares = ordered.filter((each) => inRestartPool(each.host, gang.restartPool));
   const others = ordered.filter((each) => !inRestartPool(each.host, gang.restartPool));
   const candidates = restarting ? [...spares, ...others] : others;
+  // Each host in turn takes as many of the ranks left as it may (consecutive ranks share a host).
   let next = 0;
   for (let rank = 0; rank < gang.nodes; rank++) {
     if (ranks[rank] !== null) continue;
     while (next < candidates.length) {
-      const name = candidates[next++].host.name;
-      if (taken.has(name) || avoid.has(name) || !hasRoom(name)) continue;
-      ranks[rank] = name;
-      taken.add(name);
-      break;
+      const name = candidates[next].host.name;
+      if (!avoid.has(name) && canTake(name)) {
+        ranks[rank] = name;
+        take(name);
+        break;
+      }
+      next++;
     }
     if (ranks[rank] === null) return null;
   }
@@ -109,12 +132,13 @@ export function reserveGangHosts(
   capacity: ReadonlyMap<string, Capacity>,
 ): string[] {
   const eligible = scored.filter((each) => !inRestartPool(each.host, gang.restartPool));
-  if (eligible.length < gang.nodes) return [];
+  const hosts = Math.ceil(gang.nodes / (gang.nodesPerHost ?? 1));
+  if (eligible.length < hosts) return [];
   const free = (each: ScoredHost) => capacity.get(each.host.name)?.slotsFree ?? 0;
   return [...eligible]
     .sort((a, b) => compareScored(a, b, free(a), free(b)))
     .sort((a, b) => free(b) - free(a))
-    .slice(0, gang.nodes)
+    .slice(0, hosts)
     .map((each) => each.host.name);
 }
 
