@@ -18,6 +18,7 @@ import {
   serverMessage,
 } from "../protocol/messages.ts";
 import { HttpClient } from "../transport/http-client.ts";
+import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { Launcher } from "./launcher.ts";
@@ -333,7 +334,16 @@ export class Agent {
       this.awaitingPongs = 0;
     });
     ws.on("close", () => this.disconnected(ws));
-    ws.on("error", (error) => this.log.debug({ err: error }, "connection error"));
+    ws.on("error", (error) => {
+      // A certificate the agent does not trust is not a passing network problem: it says so plainly.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code && CERTIFICATE_ERROR_CODES.has(code)) {
+        this.log.error(
+          { server: this.serverUrl() },
+          `the server's certificate is not trusted (${code}: ${error.message}); give its authority with --ca FILE or STEWARD_CA`,
+        );
+      } else this.log.debug({ err: error }, "connection error");
+    });
   }
 
   private disconnected(ws: WebSocket): void {

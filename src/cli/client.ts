@@ -4,8 +4,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
+import tls from "node:tls";
 import type { ErrorAnswer } from "../api/schemas.ts";
 import { HttpClient, HttpError } from "../transport/http-client.ts";
+import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
@@ -88,6 +90,17 @@ export class ApiClient {
           `the connection to the Steward server at ${new URL(error.url).origin} broke before it answered ${method} ${path} (${reason}); it may have been done: look before trying again`,
         );
       }
+      const where = error instanceof HttpError ? new URL(error.url).origin : this.urls.join(", ");
+      if ([...CERTIFICATE_ERROR_CODES].some((code) => reason.startsWith(`${code}:`))) {
+        throw new CliError(
+          `the Steward server at ${where} presented a certificate this client does not trust (${reason}); give its authority with --ca FILE or STEWARD_CA`,
+        );
+      }
+      if (error instanceof HttpError && error.url.startsWith("http:") && (await speaksTls(error.url))) {
+        throw new CliError(
+          `the Steward server at ${where} speaks HTTPS, not plain HTTP: use ${where.replace(/^http:/, "https:")} in STEWARD_URL`,
+        );
+      }
       throw new CliError(
         `cannot reach the Steward server at ${this.urls.join(", ")} (${reason}); is it running? Set STEWARD_URL to its address`,
       );
@@ -112,6 +125,21 @@ async function errorFrom(response: Response): Promise<CliError> {
   if (response.status === 401)
     return new CliError(`the server refused the token: ${message} (set STEWARD_TOKEN)`);
   return new CliError(message);
+}
+
+/** Whether something at the URL's host and port completes a TLS handshake (an HTTPS server asked in plain HTTP). */
+function speaksTls(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = tls.connect({ host: hostname, port: Number(port || 80), rejectUnauthorized: false });
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once("secureConnect", () => done(true));
+    socket.once("error", () => done(false));
+  });
 }
 
 /** `steward up` writes its admin token under its data folder; a CLI run beside it finds it there. */

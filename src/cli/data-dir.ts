@@ -14,6 +14,7 @@ import { PostgresStore } from "../store/postgres.ts";
 import { PostgresBlobStore } from "../store/postgres-blobs.ts";
 import { SqliteStore } from "../store/sqlite.ts";
 import type { Store } from "../store/store.ts";
+import { CliError } from "./client.ts";
 import { type PolicyFlags, policyFrom } from "./options.ts";
 
 export interface DataDir {
@@ -83,6 +84,8 @@ export function serverOptions(
     heartbeatSeconds: number;
     hostTimeoutSeconds: number;
     leaseSeconds?: number;
+    tlsCert?: string;
+    tlsKey?: string;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -97,6 +100,20 @@ export function serverOptions(
     hostTimeoutSeconds: flags.hostTimeoutSeconds,
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
+    ...(flags.tlsCert || flags.tlsKey ? { tls: readTls(flags.tlsCert, flags.tlsKey) } : {}),
     log,
   };
+}
+
+/** `--tls-cert` and `--tls-key` come together; the files are read now, so a bad path stops the start. */
+function readTls(certPath: string | undefined, keyPath: string | undefined): { cert: string; key: string } {
+  if (!certPath || !keyPath) throw new CliError("--tls-cert and --tls-key go together");
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch (error) {
+      throw new CliError(`${flag} ${path}: ${(error as Error).message}`);
+    }
+  };
+  return { cert: read("--tls-cert", certPath), key: read("--tls-key", keyPath) };
 }

@@ -3,6 +3,7 @@
 
 import { Command, CommanderError } from "commander";
 import { JobFileError } from "../model/jobfile.ts";
+import { trustAuthority } from "../transport/trust.ts";
 import { CliError } from "./client.ts";
 import { registerAgent } from "./commands/agent.ts";
 import { registerControl } from "./commands/control.ts";
@@ -21,8 +22,20 @@ import { registerWait } from "./commands/wait.ts";
 const program = new Command("steward")
   .description("Steward: a fault-tolerant grid job manager")
   .version("0.1.0")
+  .option("--ca <file>", "trust this PEM certificate authority for a server's TLS (or STEWARD_CA)")
   .showHelpAfterError()
   .exitOverride();
+
+// A private authority for HTTPS/WSS: `steward --ca FILE ...`, `steward agent --ca FILE`, or STEWARD_CA.
+program.hook("preAction", (_root, action) => {
+  const ca: string | undefined = action.opts().ca ?? program.opts().ca ?? process.env.STEWARD_CA;
+  if (!ca) return;
+  try {
+    trustAuthority(ca);
+  } catch (error) {
+    throw new CliError(`--ca ${ca}: ${(error as Error).message}`, 2);
+  }
+});
 
 registerUp(program);
 registerServer(program);
@@ -40,7 +53,7 @@ registerPools(program);
 
 program.addHelpText(
   "after",
-  "\nEnvironment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present).",
+  "\nEnvironment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present), STEWARD_CA (as --ca).",
 );
 
 try {

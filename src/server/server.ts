@@ -39,6 +39,8 @@ export interface ServerOptions {
   /** Pools backed by a batch system (`--pools FILE`), and where their pilots keep logs and work. */
   pools?: readonly PoolSpec[];
   pilotDir?: string;
+  /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
+  tls?: { cert: string; key: string };
   log: Logger;
 }
 
@@ -106,6 +108,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const app: FastifyInstance = Fastify({
+    ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
     loggerInstance: log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024 * 1024,
@@ -188,7 +191,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await app.listen({ host: options.host ?? "127.0.0.1", port: options.port ?? DEFAULT_PORT });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : (options.port ?? DEFAULT_PORT);
-  const url = `http://${options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1"}:${port}`;
+  const scheme = options.tls ? "https" : "http";
+  const url = `${scheme}://${options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1"}:${port}`;
   listening = url;
   try {
     await broker.start(url);

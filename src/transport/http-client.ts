@@ -15,6 +15,7 @@
 // after a round of all of them.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { CERTIFICATE_ERROR_CODES } from "./trust.ts";
 
 /** The back-off after the first failed round; it doubles per round up to the cap. */
 export const RETRY_FIRST_DELAY_MS = 100;
@@ -357,6 +358,9 @@ function errorCode(error: unknown): string | null {
 
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
+  // A certificate problem says which: its code is what a person looks up.
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === "string" && CERTIFICATE_ERROR_CODES.has(code)) return `${code}: ${error.message}`;
   if (error.message) return error.message;
   if (error instanceof AggregateError) return error.errors.map(describe).join("; ");
   return (error as NodeJS.ErrnoException).code ?? error.name;

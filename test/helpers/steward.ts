@@ -276,7 +276,7 @@ async function startProcess(
   at: { data: string; port: number; agents: number },
 ): Promise<StewardProcess> {
   const { child, output, exited } = spawnCaptured(STEWARD, args, "warn");
-  const url = `http://127.0.0.1:${at.port}`;
+  const url = `${args.includes("--tls-cert") ? "https" : "http"}://127.0.0.1:${at.port}`;
   await waitFor(
     `steward at ${url}`,
     async () => {

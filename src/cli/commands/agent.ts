@@ -17,6 +17,7 @@ export function registerAgent(program: Command): void {
     .option("--work <dir>", "work folder for attempts")
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
+    .option("--ca <file>", "trust this PEM certificate authority for the server's TLS (or STEWARD_CA)")
     .option(
       "--address <address>",
       "where other hosts reach this one (multi-node jobs; default: first external IPv4)",

@@ -27,6 +27,8 @@ export function registerServer(program: Command): void {
         "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
       )
       .option("--host <address>", "address to listen on", "127.0.0.1")
+      .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
+      .option("--tls-key <file>", "the PEM private key of --tls-cert")
       .option("--port <n>", "port", number("--port"), 4780)
       .option("--token <token>", "admin token (default: generated and kept in the data folder)")
       .option("--join-token <token>", "token agents present (default: generated and kept in the data folder)")
