@@ -6,7 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -36,6 +36,11 @@ interface Known {
   mtimeMs: number;
   ino: number;
   sha256: string;
+  /**
+   * A hard link to the file as it was hashed, until its object is uploaded: the job may replace the
+   * file meanwhile (write, then rename), and what is sent is what was hashed.
+   */
+  snapshot?: string;
 }
 
 export function isCheckpointFile(name: string): boolean {
@@ -51,6 +56,8 @@ export class CheckpointSync {
   private lastCommitted: string | null = null;
   /** A gang rank's last committed generation. */
   private lastGeneration: number | null = null;
+  /** Snapshots made so far (their names). */
+  private snapshots = 0;
   private running: Promise<number | null> | null = null;
 
   constructor(target: CheckpointTarget) {
@@ -127,7 +134,7 @@ export class CheckpointSync {
     for (const file of manifest.files) {
       if (this.uploaded.has(file.sha256)) continue;
       // Named by its hash, an object is the same whoever sends it and however often.
-      const path = join(this.target.dir, file.path);
+      const path = this.known.get(file.path)?.snapshot ?? join(this.target.dir, file.path);
       const response = await this.target.http.request({
         method: "PUT",
         path: agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
@@ -159,7 +166,34 @@ export class CheckpointSync {
     // The server keeps only the objects of the last generation.
     this.uploaded.clear();
     for (const file of manifest.files) this.uploaded.add(file.sha256);
+    await this.dropSnapshots();
     return committed;
+  }
+
+  /** The snapshots are not needed once their objects are on the server. */
+  private async dropSnapshots(): Promise<void> {
+    for (const known of this.known.values()) {
+      if (!known.snapshot) continue;
+      await rm(known.snapshot, { force: true });
+      known.snapshot = undefined;
+    }
+  }
+
+  private get snapshotDir(): string {
+    return `${this.target.dir}.snapshots`;
+  }
+
+  /** A hard link to the file as it is now (a copy where links are refused), or null when it is gone. */
+  private async snapshot(path: string): Promise<string | null> {
+    await mkdir(this.snapshotDir, { recursive: true });
+    const target = join(this.snapshotDir, `${++this.snapshots}`);
+    try {
+      await link(path, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      await copyFile(path, target).catch(() => null);
+    }
+    return (await stat(target).catch(() => null)) ? target : null;
   }
 
   private async scan(): Promise<CheckpointManifest> {
@@ -172,12 +206,30 @@ export class CheckpointSync {
       seen.add(name);
       let known = this.known.get(name);
       if (!known || known.size !== info.size || known.mtimeMs !== info.mtimeMs || known.ino !== info.ino) {
-        known = { size: info.size, mtimeMs: info.mtimeMs, ino: info.ino, sha256: await sha256Of(path) };
+        // Hashed and later sent from one snapshot: a file replaced meanwhile does not change it.
+        const snapshot = await this.snapshot(path);
+        const taken = snapshot ? await stat(snapshot).catch(() => null) : null;
+        if (!snapshot || !taken) {
+          seen.delete(name);
+          continue;
+        }
+        if (known?.snapshot) await rm(known.snapshot, { force: true });
+        known = {
+          size: taken.size,
+          mtimeMs: taken.mtimeMs,
+          ino: taken.ino,
+          sha256: await sha256Of(snapshot),
+          snapshot,
+        };
         this.known.set(name, known);
       }
       files.push({ path: name, sha256: known.sha256, bytes: known.size });
     }
-    for (const name of this.known.keys()) if (!seen.has(name)) this.known.delete(name);
+    for (const [name, known] of this.known) {
+      if (seen.has(name)) continue;
+      if (known.snapshot) await rm(known.snapshot, { force: true });
+      this.known.delete(name);
+    }
     files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { files };
   }
