@@ -2,7 +2,6 @@
 // while the agent uploads: every upload sends exactly what it hashed (a snapshot of the file), no
 // upload fails, and the state restored on another host is one whole version of the file.
 
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import {
@@ -13,19 +12,17 @@ import {
   type StewardProcess,
   startAgentProcess,
   startServerProcess,
-  tempDir,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
 let server: (StewardProcess & { joinToken: string }) | undefined;
 const agents: AgentProcess[] = [];
-const dir = tempDir("steward-ckpt-race-");
 
 afterAll(async () => {
   for (const agent of agents) await agent.crash();
   await server?.stop();
-  cleanup(dir, server?.data ?? "", ...agents.map((agent) => agent.work));
+  cleanup(server?.data ?? "", ...agents.map((agent) => agent.work));
 });
 
 it("uploads a checkpoint file the job keeps replacing, without a failed upload, and restores a whole version", async () => {
@@ -34,27 +31,7 @@ it("uploads a checkpoint file the job keeps replacing, without a failed upload, 
   for (const name of ["r1", "r2"])
     agents.push(await startAgentProcess({ name, slots: 1, servers: [s.url], joinToken: s.joinToken }));
   await waitFor("2 hosts", async () => (await api(s, "GET", "/api/v1/hosts")).length === 2);
-  const script = join(dir, "churn.mjs");
-  // Each version is 1 MB of one byte value; a restarted attempt checks that its file is whole.
-  writeFileSync(
-    script,
-    [
-      'import { readFileSync, renameSync, writeFileSync, existsSync } from "node:fs";',
-      "const path = `${process.env.STEWARD_CHECKPOINT_DIR}/state.bin`;",
-      "if (existsSync(path)) {",
-      "  const data = readFileSync(path);",
-      "  const whole = data.length === 1 << 20 && data.every((byte) => byte === data[0]);",
-      '  console.log(`restored ${data.length} bytes, ${whole ? "whole" : "TORN"}`);',
-      "  process.exit(whole ? 0 : 1);",
-      "}",
-      "const until = Date.now() + 60_000;",
-      "for (let n = 0; Date.now() < until; n++) {",
-      "  writeFileSync(`${path}.tmp`, Buffer.alloc(1 << 20, n % 256));",
-      "  renameSync(`${path}.tmp`, path);",
-      "  await new Promise((resolve) => setImmediate(resolve));",
-      "}",
-    ].join("\n"),
-  );
+  const script = join(import.meta.dirname, "../helpers/churn-checkpoint.mjs");
   const { id } = await api(s, "POST", "/api/v1/jobs", {
     command: ["node", script],
     checkpoint: { intervalSeconds: 0.2, graceSeconds: 2 },
