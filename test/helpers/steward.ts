@@ -148,8 +148,8 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
     "agent",
     "--server",
     options.servers.join(","),
-    "--token",
-    options.joinToken,
+    // An empty join token leaves it to the test's own flags (--token-file).
+    ...(options.joinToken ? ["--token", options.joinToken] : []),
     "--name",
     options.name,
     "--slots",

@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
+import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
 
@@ -10,13 +12,18 @@ export function registerAgent(program: Command): void {
     .command("agent")
     .description("run one host's agent")
     .requiredOption("--server <urls>", "server URL, or a comma-separated list of servers")
-    .requiredOption("--token <token>", "the servers' join token")
+    .option("--token <token>", "the servers' join token (shows in the process list: prefer --token-file)")
+    .option("--token-file <file>", "read the join token from this file (or set STEWARD_JOIN_TOKEN)")
     .option("--name <name>", "host name", os.hostname())
     .option("--pool <pool>", "pool name", "default")
     .option("--slots <n>", "cpus to offer", integer("--slots", 1), os.availableParallelism())
     .option("--work <dir>", "work folder for attempts")
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
+    .option(
+      "--log-format <format>",
+      "json, or text (one readable line per event); default text on a terminal",
+    )
     .option("--ca <file>", "trust this PEM certificate authority for the server's TLS (or STEWARD_CA)")
     .option(
       "--address <address>",
@@ -35,14 +42,14 @@ export function registerAgent(program: Command): void {
           .split(",")
           .map((url) => url.trim())
           .filter(Boolean),
-        joinToken: options.token,
+        joinToken: joinTokenOf(options),
         name: options.name,
         pool: options.pool,
         slots: options.slots,
         workDir: options.work ?? join(os.tmpdir(), `steward-agent-${options.name}`),
         labels: options.label,
         speed: options.speed,
-        log: daemonLogger(),
+        log: daemonLogger(options.logFormat),
         idleSeconds: options.idleSeconds,
         endsAt: options.endsAt,
         address: options.address,
@@ -60,4 +67,23 @@ export function registerAgent(program: Command): void {
       // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
       onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
     });
+}
+
+/** The join token: --token, else --token-file, else STEWARD_JOIN_TOKEN; one of them is needed. */
+export function joinTokenOf(options: { token?: string; tokenFile?: string }): string {
+  if (options.token) return options.token;
+  if (options.tokenFile) {
+    let text: string;
+    try {
+      text = readFileSync(options.tokenFile, "utf8");
+    } catch (error) {
+      throw new CliError(`--token-file ${options.tokenFile}: ${(error as Error).message}`, 2);
+    }
+    const token = text.trim();
+    if (!token) throw new CliError(`--token-file ${options.tokenFile} is empty`, 2);
+    return token;
+  }
+  const fromEnv = process.env.STEWARD_JOIN_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  throw new CliError("a join token is needed: --token-file FILE, STEWARD_JOIN_TOKEN, or --token", 2);
 }

@@ -27,6 +27,10 @@ export function registerServer(program: Command): void {
         "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
       )
       .option("--host <address>", "address to listen on", "127.0.0.1")
+      .option(
+        "--log-format <format>",
+        "json, or text (one readable line per event); default text on a terminal",
+      )
       .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
       .option("--tls-key <file>", "the PEM private key of --tls-cert")
       .option("--port <n>", "port", number("--port"), 4780)
@@ -76,7 +80,7 @@ export function registerServer(program: Command): void {
         options.blobs,
       );
       const pools = options.pools === undefined ? [] : readPoolsFile(options.pools);
-      const log = daemonLogger();
+      const log = daemonLogger(options.logFormat);
       const server = await startServer({
         ...serverOptions(data, options, log),
         pools,

@@ -17,6 +17,10 @@ export function registerUp(program: Command): void {
       .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
       .option("--slots <n>", "slots (cpus) per agent", integer("--slots", 1), os.availableParallelism())
       .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+      .option(
+        "--log-format <format>",
+        "json, or text (one readable line per event); default text on a terminal",
+      )
       .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
       .option(
         "--host-timeout-seconds <s>",
@@ -26,7 +30,7 @@ export function registerUp(program: Command): void {
       ),
   ).action(async (options) => {
     const data = openDataDir(options.data, { admin: options.token });
-    const log = daemonLogger();
+    const log = daemonLogger(options.logFormat);
     const server = await startServer(serverOptions(data, options, log));
     const agents: Agent[] = [];
     for (let i = 1; i <= options.agents; i++) {
