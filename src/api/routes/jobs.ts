@@ -384,14 +384,14 @@ async function submitMultipart(
   const known = core.findSubmission(owner, key);
   if (known) {
     // Its inputs are in already: the parts are read past, not stored again.
-    for await (const part of request.parts()) if (part.type === "file") part.file.resume();
+    for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
     return core.submit(known.record.spec, owner, [], undefined, key);
   }
   let spec: JobSpec | null = null;
   let id: string | null = null;
   const received = new Set<string>();
   try {
-    for await (const part of request.parts()) {
+    for await (const part of multipartParts(request)) {
       if (part.type === "field") {
         if (part.fieldname !== "job") continue;
         let parsed: unknown;
@@ -413,7 +413,17 @@ async function submitMultipart(
         part.file.resume();
         throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
       }
-      await blobs.write(inputKey(id, path), part.file);
+      // A body cut short or malformed fails the file's stream: the request's fault, not the store's.
+      let broken: Error | null = null;
+      part.file.once("error", (error: Error) => {
+        broken = error;
+      });
+      try {
+        await blobs.write(inputKey(id, path), part.file);
+      } catch (error) {
+        if (broken) throw malformedMultipart(broken);
+        throw error;
+      }
       received.add(path);
     }
     if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
@@ -425,6 +435,28 @@ async function submitMultipart(
   } catch (error) {
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;
+  }
+}
+
+/** A multipart body the parser could not read: a 400 that says so. */
+function malformedMultipart(error: unknown): InvalidRequestError {
+  return new InvalidRequestError("body", `malformed multipart body: ${(error as Error).message}`);
+}
+
+/** The request's parts; a body the parser cannot read is the request's fault (400), not the server's. */
+async function* multipartParts(request: FastifyRequest) {
+  const iterator = request.parts()[Symbol.asyncIterator]();
+  for (;;) {
+    let next: Awaited<ReturnType<typeof iterator.next>>;
+    try {
+      next = await iterator.next();
+    } catch (error) {
+      // Limits (file count, size) come with their own 4xx status: those pass as they are.
+      if ((error as { statusCode?: number }).statusCode) throw error;
+      throw malformedMultipart(error);
+    }
+    if (next.done) return;
+    yield next.value;
   }
 }
 

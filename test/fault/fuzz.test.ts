@@ -1,0 +1,280 @@
+// Malformed requests (bad JSON, wrong types, huge or empty bodies, unknown fields, path traversal in
+// inputs, outputs and fetch, bad multipart, bad agent messages): 1,000 of them, built from a seeded
+// generator. Every answer is a 4xx with a message, the server keeps running, no file appears outside
+// its folders, and no job is created.
+
+import { existsSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, it } from "vitest";
+import WebSocket from "ws";
+import { cleanup, type StewardProcess, startServerProcess } from "../helpers/steward.ts";
+
+const SEED = Number(process.env.STEWARD_FUZZ_SEED ?? Date.now() % 100_000);
+const COUNT = 1000;
+const ESCAPE = `steward-fuzz-escape-${process.pid}`;
+
+let server: (StewardProcess & { joinToken: string }) | undefined;
+
+afterAll(async () => {
+  await server?.stop();
+  cleanup(server?.data ?? "");
+});
+
+/** A small seeded generator (mulberry32): the same seed makes the same requests. */
+function generator(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)],
+  };
+}
+
+interface Bad {
+  method: string;
+  path: string;
+  body?: string | FormData;
+  contentType?: string;
+  agent?: boolean;
+}
+
+const traversals = [
+  `../${ESCAPE}`,
+  `../../${ESCAPE}`,
+  `/tmp/${ESCAPE}`,
+  `a/../../${ESCAPE}`,
+  `..\\${ESCAPE}`,
+  "",
+  ".",
+];
+
+function badRequests(seed: number): Bad[] {
+  const random = generator(seed);
+  const wrongValues = [
+    null,
+    3,
+    -1,
+    1.5,
+    "x",
+    "",
+    true,
+    [],
+    {},
+    [1, "a"],
+    { nested: { deep: [null] } },
+    "9".repeat(400),
+  ];
+  const fields = [
+    "command",
+    "inputs",
+    "outputs",
+    "env",
+    "resources",
+    "requirements",
+    "rank",
+    "priority",
+    "timeLimitSeconds",
+    "retry",
+    "checkpoint",
+    "array",
+    "replicas",
+    "dependsOn",
+    "contract",
+    "nodes",
+    "nodesPerHost",
+    "outputsFrom",
+    "restartPool",
+  ];
+  const templates: (() => Bad)[] = [
+    () => ({ method: "POST", path: "/api/v1/jobs", body: "{not json", contentType: "application/json" }),
+    () => ({ method: "POST", path: "/api/v1/jobs", body: "", contentType: "application/json" }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: JSON.stringify(random.pick(wrongValues)),
+      contentType: "application/json",
+    }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: JSON.stringify({
+        command: "true",
+        [random.pick(fields)]: random.pick(wrongValues.slice(0, 9)),
+        unknownField: 1,
+      }),
+      contentType: "application/json",
+    }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: JSON.stringify({ command: "true", outputs: [random.pick(traversals)] }),
+      contentType: "application/json",
+    }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: JSON.stringify({
+        command: "true",
+        requirements: random.pick(["host.", "1 +", "host.gpus > 1", "'a' == ", "true &&"]),
+      }),
+      contentType: "application/json",
+    }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: JSON.stringify({
+        command: "x".repeat(1 + Math.floor(random.next() * 10)),
+        array: { count: 2_000_000 },
+      }),
+      contentType: "application/json",
+    }),
+    () => {
+      const form = new FormData();
+      form.append("job", JSON.stringify({ command: "cat in", inputs: [random.pick(traversals)] }));
+      form.append("file", new Blob(["data"]), random.pick(traversals) || "x");
+      return { method: "POST", path: "/api/v1/jobs", body: form };
+    },
+    () => {
+      const form = new FormData();
+      form.append("file", new Blob(["data"]), "in");
+      return { method: "POST", path: "/api/v1/jobs", body: form };
+    },
+    () => ({
+      method: "POST",
+      path: "/api/v1/jobs",
+      body: "--x\r\nbroken multipart",
+      contentType: "multipart/form-data; boundary=x",
+    }),
+    () => ({ method: "POST", path: "/api/v1/jobs", body: "command: true", contentType: "text/yaml" }),
+    () => ({
+      method: "GET",
+      path: `/api/v1/jobs/${encodeURIComponent(random.pick(["nope", "0", "-1", "../1", "%00"]))}`,
+    }),
+    () => ({ method: "GET", path: `/api/v1/jobs?limit=${random.pick(["-5", "x", "1e9", "0"])}` }),
+    () => ({
+      method: "GET",
+      path: `/api/v1/jobs/1/outputs/0/${random.pick(traversals).replaceAll("/", "%2F")}`,
+    }),
+    () => ({ method: "GET", path: `/api/v1/jobs/1/outputs/0/..%2F..%2F${ESCAPE}` }),
+    () => ({ method: "GET", path: `/api/v1/jobs/1/logs?task=${random.pick(["-1", "x", "99999999999"])}` }),
+    () => ({
+      method: "POST",
+      path: `/api/v1/jobs/${random.pick(["1", "nope"])}/${random.pick(["cancel", "hold", "release", "migrate", "explode"])}`,
+      body: random.pick(["{", "[]", '{"to": 5}']),
+      contentType: "application/json",
+    }),
+    () => ({ method: "DELETE", path: `/api/v1/jobs/${random.pick(["1", "nope", "%2e%2e"])}` }),
+    () => ({
+      method: "POST",
+      path: `/api/v1/hosts/${random.pick(["nope", "..", "%00"])}/drain`,
+      body: "{}",
+      contentType: "application/json",
+    }),
+    () => ({
+      method: random.pick(["PUT", "PATCH", "DELETE"]),
+      path: "/api/v1/jobs",
+      body: "{}",
+      contentType: "application/json",
+    }),
+    () => ({
+      method: "GET",
+      path: `/api/v1/${random.pick(["../etc/passwd", "jobz", "hosts/../../x", "events?after=-3"])}`,
+    }),
+    () => ({
+      method: "PUT",
+      path: `/api/v1/agent/jobs/1/tasks/0/attempts/1/outputs/${random.pick(traversals).replaceAll("/", "%2F") || "x"}`,
+      body: "data",
+      contentType: "application/octet-stream",
+      agent: true,
+    }),
+    () => ({
+      method: "PUT",
+      path: `/api/v1/agent/jobs/1/tasks/0/attempts/1/checkpoint/objects/${random.pick(["zz", "0".repeat(64), `..%2F${ESCAPE}`])}`,
+      body: "data",
+      contentType: "application/octet-stream",
+      agent: true,
+    }),
+    () => ({
+      method: "POST",
+      path: "/api/v1/agent/jobs/1/tasks/0/attempts/1/checkpoint",
+      body: JSON.stringify(
+        random.pick([
+          { files: [{ path: `../${ESCAPE}`, sha256: "a".repeat(64), bytes: -1 }] },
+          { files: "x" },
+          {},
+        ]),
+      ),
+      contentType: "application/json",
+      agent: true,
+    }),
+    () => ({
+      method: "GET",
+      path: `/api/v1/agent/jobs/1/inputs/${random.pick(traversals).replaceAll("/", "%2F") || "x"}`,
+      agent: true,
+    }),
+  ];
+  return Array.from({ length: COUNT }, () => random.pick(templates)());
+}
+
+it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps running`, async () => {
+  server = await startServerProcess();
+  const s = server;
+  const before = new Set(readdirSync(tmpdir()));
+  console.log(`fuzz seed ${SEED} (replay with STEWARD_FUZZ_SEED=${SEED})`);
+  const unexpected: string[] = [];
+  for (const bad of badRequests(SEED)) {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${bad.agent ? s.joinToken : s.token}`,
+    };
+    if (bad.contentType) headers["content-type"] = bad.contentType;
+    const response = await fetch(`${s.url}${bad.path}`, { method: bad.method, headers, body: bad.body });
+    const text = await response.text();
+    let message: unknown = null;
+    try {
+      message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    } catch {}
+    if (response.status < 400 || response.status >= 500 || typeof message !== "string" || !message) {
+      unexpected.push(`${bad.method} ${bad.path} -> ${response.status} ${text.slice(0, 200)}`);
+    }
+  }
+  expect(unexpected.slice(0, 10), `seed ${SEED}`).toStrictEqual([]);
+
+  // Bad agent messages: the socket is closed or the message ignored; the server goes on.
+  for (const data of [
+    "{",
+    "[]",
+    JSON.stringify({ type: "hello", v: 1 }),
+    JSON.stringify({ type: "report", seq: -1 }),
+    "x".repeat(100_000),
+  ]) {
+    const ws = new WebSocket(`${s.url.replace(/^http/, "ws")}/api/v1/agent/connect`);
+    await new Promise<void>((resolve) => {
+      ws.once("open", () => ws.send(data));
+      ws.once("error", () => resolve());
+      ws.once("close", () => resolve());
+      setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 500);
+    });
+  }
+
+  const health = await fetch(`${s.url}/healthz`);
+  expect(health.ok).toBe(true);
+  const jobs = (await (
+    await fetch(`${s.url}/api/v1/jobs`, { headers: { authorization: `Bearer ${s.token}` } })
+  ).json()) as unknown[];
+  expect(jobs).toStrictEqual([]);
+  // Nothing was written outside the server's folders.
+  const appeared = readdirSync(tmpdir()).filter((name) => !before.has(name) && name.includes(ESCAPE));
+  expect(appeared).toStrictEqual([]);
+  expect(existsSync(join(s.data, "..", ESCAPE))).toBe(false);
+  expect(existsSync(join(s.data, ESCAPE))).toBe(false);
+}, 120_000);
