@@ -28,6 +28,7 @@ import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import type { ErrorAnswer, Health } from "./schemas.ts";
+import { DEFAULT_MAX_UPLOAD_MB } from "./upload-limit.ts";
 
 export interface ApiDeps {
   core: Core;
@@ -38,6 +39,8 @@ export interface ApiDeps {
   joinToken: string;
   /** The batch-backed pools' state (none without a pools file). */
   pools?: () => PoolStatus[];
+  /** The largest file a request may bring, in bytes (`--max-upload-mb`). */
+  maxUploadBytes?: number;
   /** What each batch-backed pool does for a job (`steward explain`). */
   explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
@@ -99,10 +102,15 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     return reply.code(500).send(answer("internal", error.message));
   });
 
-  registerJobRoutes(app, { core, store, blobs });
+  registerJobRoutes(app, {
+    core,
+    store,
+    blobs,
+    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
+  });
   registerHostRoutes(app, core, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
-  registerAgentFileRoutes(app, core, blobs);
+  registerAgentFileRoutes(app, core, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerSystemRoutes(app, {
     core,
     store,

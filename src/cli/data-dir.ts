@@ -86,6 +86,7 @@ export function serverOptions(
     leaseSeconds?: number;
     tlsCert?: string;
     tlsKey?: string;
+    maxUploadMb?: number;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -100,6 +101,7 @@ export function serverOptions(
     hostTimeoutSeconds: flags.hostTimeoutSeconds,
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
+    maxUploadMb: flags.maxUploadMb,
     ...(flags.tlsCert || flags.tlsKey ? { tls: readTls(flags.tlsCert, flags.tlsKey) } : {}),
     log,
   };

@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { registerApi } from "../api/register.ts";
+import { DEFAULT_MAX_UPLOAD_MB } from "../api/upload-limit.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
@@ -39,6 +40,8 @@ export interface ServerOptions {
   /** Pools backed by a batch system (`--pools FILE`), and where their pilots keep logs and work. */
   pools?: readonly PoolSpec[];
   pilotDir?: string;
+  /** The largest file a request may bring (`--max-upload-mb`, default 4096). */
+  maxUploadMb?: number;
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
   log: Logger;
@@ -107,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
 
+  const maxUploadBytes = (options.maxUploadMb ?? DEFAULT_MAX_UPLOAD_MB) * 1024 * 1024;
   const app: FastifyInstance = Fastify({
     ...(options.tls ? { https: { cert: options.tls.cert, key: options.tls.key } } : {}),
     loggerInstance: log as FastifyBaseLogger,
@@ -114,7 +118,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     bodyLimit: 64 * 1024 * 1024,
   });
   await app.register(multipart, {
-    limits: { fileSize: Number.POSITIVE_INFINITY, files: 100_000, fieldSize: 16 * 1024 * 1024 },
+    // A file over the limit is refused by the route (413, naming the limit), before the parser's own.
+    limits: { fileSize: maxUploadBytes + 1, files: 100_000, fieldSize: 16 * 1024 * 1024 },
   });
   app.addContentTypeParser("application/octet-stream", (_request, payload, done) => done(null, payload));
 
@@ -180,6 +185,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     adminToken: options.adminToken,
     joinToken: options.joinToken,
     health: () => broker.health(),
+    maxUploadBytes,
     pools: () => pools.status(),
     explainPools: (job) => pools.explain(job),
   });

@@ -27,13 +27,19 @@ import {
 import type { BlobStore } from "../../store/blobs.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
+import { limitUpload } from "../upload-limit.ts";
 
 const octetStream = (description: string) => ({
   description,
   content: { "application/octet-stream": { schema: fileBytes } },
 });
 
-export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs: BlobStore): void {
+export function registerAgentFileRoutes(
+  app: FastifyInstance,
+  core: Core,
+  blobs: BlobStore,
+  maxUploadBytes: number,
+): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.get(
@@ -89,7 +95,7 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
         );
       }
       // An empty upload comes without a body stream.
-      const body = request.body ?? Readable.from([]);
+      const body = limitUpload(request.body ?? Readable.from([]), maxUploadBytes, `output ${path}`);
       const info = await blobs.write(outputKey(id, task, attempt, path), body);
       return { bytes: info.bytes };
     },
@@ -178,8 +184,9 @@ export function registerAgentFileRoutes(app: FastifyInstance, core: Core, blobs:
           done(null, chunk);
         },
       });
-      body.on("error", (error) => hashed.destroy(error));
-      body.pipe(hashed);
+      const limited = limitUpload(body, maxUploadBytes, "a checkpoint file");
+      limited.on("error", (error) => hashed.destroy(error));
+      limited.pipe(hashed);
       const info = await blobs.write(key, hashed);
       if (hash.digest("hex") !== sha) {
         await blobs.deletePrefix(key);

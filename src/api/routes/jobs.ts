@@ -22,12 +22,15 @@ import {
   outputFileSchema,
   removedSchema,
 } from "../schemas.ts";
+import { limitUpload, UploadTooLargeError, uploadTooLarge } from "../upload-limit.ts";
 import { jobSummaryView, jobView } from "../views.ts";
 
 export interface JobRouteDeps {
   core: Core;
   store: Store;
   blobs: BlobStore;
+  /** The largest input file a submit may bring, in bytes. */
+  maxUploadBytes: number;
 }
 
 const LOG_POLL_MS = 250;
@@ -89,7 +92,10 @@ const logQuery = z.object({
   rank: wholeNumber().default(0).meta({ description: "a multi-node job's rank (0 by default)" }),
 });
 
-export function registerJobRoutes(app: FastifyInstance, { core, store, blobs }: JobRouteDeps): void {
+export function registerJobRoutes(
+  app: FastifyInstance,
+  { core, store, blobs, maxUploadBytes }: JobRouteDeps,
+): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.post(
@@ -111,7 +117,7 @@ export function registerJobRoutes(app: FastifyInstance, { core, store, blobs }: 
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
       const job = request.isMultipart()
-        ? await submitMultipart(request, core, blobs, owner, key)
+        ? await submitMultipart(request, { core, blobs, maxUploadBytes }, owner, key)
         : await submitJson(request.body, core, owner, key);
       const events = await store.events(job.id);
       reply.code(201);
@@ -376,8 +382,7 @@ async function submitJson(body: unknown, core: Core, owner: string, key: string 
 /** Multipart: a field `job` (the job file as JSON) first, then one file part per input, named by its path. */
 async function submitMultipart(
   request: FastifyRequest,
-  core: Core,
-  blobs: BlobStore,
+  { core, blobs, maxUploadBytes }: { core: Core; blobs: BlobStore; maxUploadBytes: number },
   owner: string,
   key: string | null,
 ) {
@@ -419,8 +424,12 @@ async function submitMultipart(
         broken = error;
       });
       try {
-        await blobs.write(inputKey(id, path), part.file);
+        await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
       } catch (error) {
+        if (error instanceof UploadTooLargeError) throw error;
+        // The parser's own size limit (the same number) says so with a 413 of its own.
+        if ((broken as { statusCode?: number } | null)?.statusCode === 413)
+          throw uploadTooLarge(`input ${path}`, maxUploadBytes);
         if (broken) throw malformedMultipart(broken);
         throw error;
       }

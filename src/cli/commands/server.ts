@@ -1,12 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
-import { number, onShutdown, policyOptions } from "../options.ts";
+import { integer, number, onShutdown, policyOptions } from "../options.ts";
 
 export function registerServer(program: Command): void {
   policyOptions(
@@ -30,6 +31,12 @@ export function registerServer(program: Command): void {
       .option(
         "--log-format <format>",
         "json, or text (one readable line per event); default text on a terminal",
+      )
+      .option(
+        "--max-upload-mb <n>",
+        "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
+        integer("--max-upload-mb", 1),
+        DEFAULT_MAX_UPLOAD_MB,
       )
       .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
       .option("--tls-key <file>", "the PEM private key of --tls-cert")
