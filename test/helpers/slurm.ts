@@ -4,6 +4,7 @@
 
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { test } from "vitest";
 import { waitFor } from "./steward.ts";
 
 const run = promisify(execFile);
@@ -42,6 +43,25 @@ export const JOB_END_STATES = [
  * says it is up. Otherwise a missing cluster skips them with a message.
  */
 export const slurmRequired = Boolean(process.env.CI || process.env.STEWARD_SLURM);
+
+/**
+ * Defines a file's Slurm tests: they run when the test cluster answers; without it they fail under
+ * CI or STEWARD_SLURM=1 (the cluster should be up there) and skip with a message otherwise.
+ */
+export function slurmTests(what: string, unavailable: string | null, define: () => void): void {
+  if (unavailable && slurmRequired) {
+    test("Slurm is available", () => {
+      throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
+    });
+    return;
+  }
+  if (unavailable) {
+    console.warn(`skipping ${what} (start a cluster with bash scripts/slurm-local.sh): ${unavailable}`);
+    test.skip(`${what}: ${unavailable}`, () => {});
+    return;
+  }
+  define();
+}
 
 /** Null when sbatch is installed and the controller answers, otherwise why not. */
 export async function slurmUnavailable(): Promise<string | null> {

@@ -5,10 +5,10 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { DriverError } from "../../src/drivers/driver.ts";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmRequired, slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
+import { slurmTests, slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
 import { waitFor } from "../helpers/steward.ts";
 
 const unavailable = await slurmUnavailable();
@@ -21,16 +21,7 @@ afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
 
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(
-    `skipping the Slurm driver tests (start one with bash scripts/slurm-local.sh): ${unavailable}`,
-  );
-  test.skip(`Slurm driver: ${unavailable}`, () => {});
-} else {
+slurmTests("Slurm driver", unavailable, () => {
   it("submits a pilot, lists it under its pool, and cancels it", async () => {
     const logDir = await mkdtemp(join(tmpdir(), "steward-pilots-"));
     folders.push(logDir);
@@ -78,4 +69,4 @@ if (unavailable && slurmRequired) {
     await expect(refused).rejects.toBeInstanceOf(DriverError);
     await expect(refused).rejects.toThrow(/sbatch: .*invalid partition/i);
   });
-}
+});

@@ -4,9 +4,9 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -30,14 +30,7 @@ afterAll(async () => {
   cleanup(data);
 });
 
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the Slurm pool tests (start one with bash scripts/slurm-local.sh): ${unavailable}`);
-  test.skip(`Slurm pools: ${unavailable}`, () => {});
-} else {
+slurmTests("Slurm pools", unavailable, () => {
   it("runs an array of 20 tasks on pilots that sbatch started; the pilots leave when idle", async () => {
     const poolsFile = join(data, "pools.yaml");
     writeFileSync(
@@ -170,4 +163,4 @@ if (unavailable && slurmRequired) {
       cleanup(brokenData);
     }
   });
-}
+});

@@ -8,9 +8,9 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -48,14 +48,7 @@ interface PoolView {
   reason: string | null;
 }
 
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the queue-wait test (start Slurm with bash scripts/slurm-local.sh): ${unavailable}`);
-  test.skip(`queue wait: ${unavailable}`, () => {});
-} else {
+slurmTests("queue wait", unavailable, () => {
   it("work leaves a pool whose partition is down for the next pool, and comes back once it is up", async () => {
     const poolsFile = join(data, "pools.yaml");
     writeFileSync(
@@ -128,4 +121,4 @@ if (unavailable && slurmRequired) {
     expect(seconds).toBeLessThan(60);
     console.log(`queue wait: far pool used again ${seconds.toFixed(1)} s after its partition came up`);
   }, 240_000);
-}
+});

@@ -7,10 +7,10 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -39,14 +39,22 @@ interface TaskView {
   attempts: { number: number; host: string; state: string; outcome: string | null }[];
 }
 
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the scancel test (start Slurm with bash scripts/slurm-local.sh): ${unavailable}`);
-  test.skip(`scancel: ${unavailable}`, () => {});
-} else {
+/** The task's running attempt once the task has stored two checkpoints. */
+function runningWithCheckpoint(s: StewardProcess, id: string) {
+  return waitFor(
+    "the task to run on a pilot with a checkpoint stored",
+    async () => {
+      const job = (await api(s, "GET", `/api/v1/jobs/${id}`)) as { tasks: TaskView[] };
+      const task = job.tasks[0];
+      const running = task.attempts.find((attempt) => attempt.state === "running");
+      return running && (task.checkpoint?.generation ?? 0) >= 2 ? running : null;
+    },
+    90_000,
+    250,
+  );
+}
+
+slurmTests("scancel", unavailable, () => {
   it("a pilot cancelled mid-task: the task resumes on a new pilot from its checkpoint", async () => {
     const poolsFile = join(data, "pools.yaml");
     writeFileSync(
@@ -70,17 +78,7 @@ if (unavailable && slurmRequired) {
       command: ["bash", script],
       checkpoint: { intervalSeconds: 1, graceSeconds: 5 },
     })) as { id: string };
-    const first = await waitFor(
-      "the task to run on a pilot with a checkpoint stored",
-      async () => {
-        const job = (await api(s, "GET", `/api/v1/jobs/${submitted.id}`)) as { tasks: TaskView[] };
-        const task = job.tasks[0];
-        const running = task.attempts.find((attempt) => attempt.state === "running");
-        return running && (task.checkpoint?.generation ?? 0) >= 2 ? running : null;
-      },
-      90_000,
-      250,
-    );
+    const first = await runningWithCheckpoint(s, submitted.id);
     expect(first.host.startsWith(`${pool}-`)).toBe(true);
     const pilotId = first.host.slice(pool.length + 1);
     await driver.cancel(pilotId);
@@ -117,17 +115,7 @@ if (unavailable && slurmRequired) {
       command: ["bash", script],
       checkpoint: { intervalSeconds: 1, graceSeconds: 5 },
     })) as { id: string };
-    const first = await waitFor(
-      "the task to run on a pilot with a checkpoint stored",
-      async () => {
-        const job = (await api(s, "GET", `/api/v1/jobs/${submitted.id}`)) as { tasks: TaskView[] };
-        const task = job.tasks[0];
-        const running = task.attempts.find((attempt) => attempt.state === "running");
-        return running && (task.checkpoint?.generation ?? 0) >= 2 ? running : null;
-      },
-      90_000,
-      250,
-    );
+    const first = await runningWithCheckpoint(s, submitted.id);
     const pilotId = first.host.slice(pool.length + 1);
     const { stdout } = await run("pgrep", ["-f", `agent .*--name ${first.host} `]);
     const pids = stdout.trim().split("\n").filter(Boolean).map(Number);
@@ -154,4 +142,4 @@ if (unavailable && slurmRequired) {
       } catch {}
     }
   }, 240_000);
-}
+});

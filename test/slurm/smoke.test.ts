@@ -1,16 +1,16 @@
 // The test Slurm cluster runs a real batch job: the ground the Slurm pilots stand on. Without Slurm the
-// file skips with a message, or fails when STEWARD_SLURM=1 (`.ci/run` starts the cluster with
+// file skips with a message, or fails under CI or STEWARD_SLURM=1 (`.ci/run` starts the cluster with
 // scripts/slurm-local.sh and sets STEWARD_SLURM=1 when it is up).
 
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import {
   NODE_UP_STATES,
   nodeStates,
   slurm,
-  slurmRequired,
+  slurmTests,
   slurmUnavailable,
   waitForSlurmJobEnd,
 } from "../helpers/slurm.ts";
@@ -22,16 +22,7 @@ afterAll(async () => {
   await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
 
-// Nothing of Steward needs Slurm yet (the pilot agents of the next issue will): until then a CI run
-// whose cluster did not come up skips this check rather than fail; with the cluster up it must pass.
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the Slurm smoke test (start one with bash scripts/slurm-local.sh): ${unavailable}`);
-  test.skip(`Slurm smoke test: ${unavailable}`, () => {});
-} else {
+slurmTests("Slurm smoke test", unavailable, () => {
   it("reports the node up", async () => {
     const states = await nodeStates();
     expect(states.length).toBeGreaterThan(0);
@@ -66,4 +57,4 @@ if (unavailable && slurmRequired) {
     expect(job.ExitCode).toBe("0:0");
     expect((await readFile(output, "utf8")).split("\n")).toEqual(["steward-slurm-ok", folder, ""]);
   });
-}
+});

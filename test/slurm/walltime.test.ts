@@ -4,10 +4,10 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, expect, it, test } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmRequired, slurmUnavailable } from "../helpers/slurm.ts";
+import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -29,16 +29,7 @@ afterAll(async () => {
   cleanup(data);
 });
 
-if (unavailable && slurmRequired) {
-  test("Slurm is available", () => {
-    throw new Error(`no Slurm cluster (run scripts/slurm-local.sh): ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(
-    `skipping the pilot walltime test (start Slurm with bash scripts/slurm-local.sh): ${unavailable}`,
-  );
-  test.skip(`pilot walltime: ${unavailable}`, () => {});
-} else {
+slurmTests("pilot walltime", unavailable, () => {
   it("a 90 s task on 60 s pilots migrates before each walltime with its checkpoint and finishes", async () => {
     const poolsFile = join(data, "pools.yaml");
     writeFileSync(
@@ -91,4 +82,4 @@ if (unavailable && slurmRequired) {
       `walltime: 90 s task on 60 s pilots finished in ${seconds.toFixed(1)} s over ${attempts.length} attempts, resumed at ${starts.slice(1).join(", ")}`,
     );
   }, 300_000);
-}
+});
