@@ -117,23 +117,17 @@ export function gangRestartPlan(
 }
 
 /**
- * The restart plan of a gang whose attempt ended `lost`, from the attempt record alone (after a
- * server restart): the rank its reason names (`rank R on HOST: ...`) is replaced, and so is any rank
- * whose host is not healthy now; null when the attempt did not end lost.
+ * The restart plan of a gang whose attempt ended `lost`, from the attempt record and the hosts as
+ * they are now (after a server restart): the ranks of hosts that are not healthy are replaced;
+ * null when the attempt did not end lost.
  */
 export function restartPlanOfEnded(
-  attempt: {
-    outcome: string | null;
-    reason: string | null;
-    placement: readonly { host: string; rank: number }[];
-  },
+  attempt: { outcome: string | null; placement: readonly { host: string; rank: number }[] },
   healthy: (host: string) => boolean,
 ): { previous: (string | null)[]; avoid: string[] } | null {
   if (attempt.outcome !== "lost" || attempt.placement.length < 2) return null;
-  const named = /^rank (\d+) on /.exec(attempt.reason ?? "");
-  const failed = named ? attempt.placement.find((entry) => entry.rank === Number(named[1]))?.host : undefined;
   return gangRestartPlan(
     attempt.placement.map((entry) => entry.host),
-    (host) => host !== failed && healthy(host),
+    healthy,
   );
 }

@@ -190,9 +190,7 @@ export class PoolManager {
         const { spec } = pool;
         const counts = pilotCounts(pool.pilots);
         const submitting = now >= pool.nextSubmitAt && now >= pool.stalledUntil;
-        const allowed = submitting
-          ? pilotsAllowed({ ...spec, pilots: counts, slotsPerPilot: spec.slotsPerPilot })
-          : 0;
+        const allowed = submitting ? pilotsAllowed({ ...spec, pilots: counts }) : 0;
         // Pilots still to bring their slots: pending ones, and running ones whose agent has not joined yet.
         const joining = pool.pilots.filter(
           (pilot) => pilot.state === "running" && !state.hosts.has(pilotHostName(spec.name, pilot.id)),

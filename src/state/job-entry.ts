@@ -44,6 +44,7 @@ export class JobEntry implements JobView {
     this.requirements = requirements ? compileExpression(requirements) : null;
     this.rank = record.spec.rank ? compileExpression(record.spec.rank) : null;
     for (const task of tasks) {
+      if (task.checkpoint !== null) this.#checkpoints = true;
       this.counts[countBucket(task.state)]++;
       if (task.state === "pending") this.addPending(task);
     }
@@ -178,10 +179,17 @@ export class JobEntry implements JobView {
     return this.record.spec.maxQueueWaitSeconds ?? null;
   }
 
-  /** Whether the job's tasks checkpoint: one of them has stored a checkpoint. */
+  /**
+   * Whether the job's tasks checkpoint: one of them has stored a checkpoint. Read by every plan pass
+   * (batches.ts), so it is kept, not searched for: set at start and when a checkpoint is committed.
+   */
   get checkpoints(): boolean {
-    this.#checkpoints ||= this.tasks.some((task) => task.checkpoint !== null);
     return this.#checkpoints;
+  }
+
+  /** A task of the job committed a checkpoint. */
+  checkpointCommitted(): void {
+    this.#checkpoints = true;
   }
 
   attempt(taskIndex: number, number: number): AttemptRecord | undefined {

@@ -11,7 +11,7 @@ import {
   taskAfterAttempt,
   taskAfterSystemFailure,
 } from "../../model/task-outcome.ts";
-import type { ServerMessage } from "../../protocol/messages.ts";
+import type { ServerMessage, StartMessage } from "../../protocol/messages.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { refreshJobState } from "./job-state.ts";
@@ -19,7 +19,7 @@ import { refreshJobState } from "./job-state.ts";
 /** The reason a winning replica gives the others it stops. */
 export const REPLICA_LOST_REASON = "replica lost the race";
 
-export function startMessage(job: JobEntry, attempt: AttemptRecord): ServerMessage {
+export function startMessage(job: JobEntry, attempt: AttemptRecord): StartMessage {
   const spec = job.record.spec;
   return {
     type: "start",

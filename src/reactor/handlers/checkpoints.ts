@@ -26,6 +26,7 @@ export function commitCheckpoint(step: Step, commit: CheckpointCommit): number |
     throw new ConflictError(`checkpoint generation ${commit.generation} is not after ${previous}`);
   }
   task.checkpoint = { generation: commit.generation, bytes: commit.bytes, at: step.now };
+  job.checkpointCommitted();
   step.change({ op: "putTasks", tasks: [task] });
   return previous;
 }

@@ -32,7 +32,6 @@ export function rankStartMessage(
   const hosts = hostsOf(attempt);
   const nodes = hosts.map((host) => ({ host, address: step.state.hosts.get(host)?.address ?? host }));
   const start = startMessage(job, attempt);
-  if (start.type !== "start") return start;
   const all = job.record.spec.outputsFrom === "all";
   return {
     ...start,

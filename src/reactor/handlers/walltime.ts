@@ -3,21 +3,25 @@
 // system kills none of them and none is charged to its task's retry budget.
 
 import { applyPlan } from "../../planner/apply-plan.ts";
-import { type AttemptOnHost, walltimeAt, walltimeStops } from "../../scheduler/walltime.ts";
+import {
+  type AttemptOnHost,
+  pastWalltimeMargin,
+  walltimeAt,
+  walltimeStops,
+} from "../../scheduler/walltime.ts";
 import type { Step } from "../step.ts";
 
-/** Whether the host is a pilot within its walltime margin with work still to move. */
+/** Whether the host is a pilot within its walltime margin with work still to move (cheap: every heartbeat asks). */
 export function walltimeDue(
   step: Pick<Step, "state" | "now">,
   hostName: string,
   marginSeconds: number,
 ): boolean {
   const host = step.state.hosts.get(hostName);
-  if (!host || host.record.endsAt === null || host.active.size === 0) return false;
-  return (
-    walltimeStops(walltimeAt(host.record.endsAt, step.now, marginSeconds), attemptsOn(step, hostName))
-      .length > 0
-  );
+  if (!host || host.record.endsAt === null) return false;
+  if (!pastWalltimeMargin(walltimeAt(host.record.endsAt, step.now, marginSeconds))) return false;
+  for (const { attempt } of host.active.values()) if (attempt.state !== "stopping") return true;
+  return false;
 }
 
 /** Moves the live attempts off a pilot within its walltime margin. */
