@@ -21,6 +21,7 @@ import { HttpClient } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
+import { readHostCredential, writeHostCredential } from "./host-credential.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
@@ -98,6 +99,8 @@ export class Agent {
   private stopped = false;
   /** Leaving (a pilot's batch job ends): said in every hello from now on. */
   private leaving = false;
+  /** The host credential the server gave at the first join (host-credential in the work folder). */
+  private credential: string | null = null;
   private readonly log: Logger;
 
   constructor(options: AgentOptions) {
@@ -113,7 +116,11 @@ export class Agent {
       workDir: options.workDir,
     };
     this.context = {
-      http: new HttpClient({ baseUrl: () => this.serverUrl(), token: options.joinToken }),
+      // The host credential once it has one; the join token before.
+      http: new HttpClient({
+        baseUrl: () => this.serverUrl(),
+        token: () => this.credential ?? options.joinToken,
+      }),
       hostName: this.name,
       workDir: options.workDir,
     };
@@ -121,6 +128,7 @@ export class Agent {
 
   async start(): Promise<void> {
     await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
+    this.credential = await readHostCredential(this.options.workDir);
     this.launcher.on("started", (dir, pid) => this.started(dir, pid));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
     this.launcher.start();
@@ -369,6 +377,7 @@ export class Agent {
       v: PROTOCOL_VERSION,
       name: this.name,
       token: this.options.joinToken,
+      ...(this.credential ? { credential: this.credential } : {}),
       pool: this.fixed.pool,
       slots: this.slots,
       labels: this.fixed.labels,
@@ -387,6 +396,10 @@ export class Agent {
   private async handle(ws: WebSocket, message: ServerMessage): Promise<void> {
     switch (message.type) {
       case "welcome": {
+        if (message.credential) {
+          await writeHostCredential(this.options.workDir, message.credential);
+          this.credential = message.credential;
+        }
         for (const stale of message.kill) {
           if (stale.rank === undefined) this.outbox.dropAttempt(stale.jobId, stale.taskIndex, stale.attempt);
           for (const attempt of this.ranksOf(stale)) {

@@ -1,12 +1,13 @@
-// Bearer tokens: the admin token for the API, the join token for agents.
+// Bearer tokens: who presents one. The admin token given at server start and stored API tokens
+// (with a role) for the API; the server's join token, pools' tokens, stored join tokens and host
+// credentials for agents.
 
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { safeEqual } from "../model/tokens.ts";
+import { joinTokenScope } from "../pools/pool-token.ts";
+import type { Principal, Refusal, TokenRegistry } from "../state/token-registry.ts";
 
-export function safeEqual(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
+export { safeEqual } from "../model/tokens.ts";
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -16,4 +17,43 @@ export function bearerToken(header: string | undefined): string | null {
 
 export function newToken(): string {
   return randomBytes(24).toString("base64url");
+}
+
+/** A request's caller once its token is known. */
+export type Caller = { kind: "user"; principal: Principal } | { kind: "agent"; host: string | null };
+
+export interface Credentials {
+  /** The admin token given at server start (`--admin-token` / the data dir's admin-token). */
+  adminToken: string;
+  /** The server's own join token (any pool); pools' derived tokens come from it. */
+  joinToken: string;
+  tokens: TokenRegistry;
+  now: number;
+}
+
+/** The admin token given at server start speaks for this user. */
+export const START_ADMIN: Principal = { user: "admin", role: "admin", tokenId: null };
+
+/**
+ * Who presents `token` on an API route: the start admin token or a stored API token. A refusal
+ * names why (revoked, expired); null is a token this server does not know.
+ */
+export function identifyUser(token: string, credentials: Credentials): Principal | Refusal | null {
+  if (safeEqual(token, credentials.adminToken)) return START_ADMIN;
+  return credentials.tokens.principal(token, credentials.now);
+}
+
+/**
+ * Whether `token` may use the agents' file routes: the server's join token, a pool's, a stored
+ * join token, or a host credential. A refusal names why; null is a token this server does not know.
+ */
+export function identifyAgent(token: string, credentials: Credentials): Caller | Refusal | null {
+  if (joinTokenScope(credentials.joinToken, token) !== null) return { kind: "agent", host: null };
+  for (const kind of ["join", "host"] as const) {
+    const found = credentials.tokens.match(token, kind, credentials.now);
+    if (found === null) continue;
+    if ("refused" in found) return found;
+    return { kind: "agent", host: kind === "host" ? found.subject : null };
+  }
+  return null;
 }

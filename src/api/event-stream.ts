@@ -25,13 +25,21 @@ export class EventStream {
   readonly #sink: EventSink;
   readonly #job: string | null;
   readonly #page: number;
+  readonly #visible: (event: EventRecord) => boolean;
   #buffer: EventRecord[] | null = [];
   #closed = false;
 
-  constructor(sink: EventSink, job: string | null, page = EVENT_PAGE) {
+  /** `visible` leaves out events the client may not see (another user's jobs). */
+  constructor(
+    sink: EventSink,
+    job: string | null,
+    page = EVENT_PAGE,
+    visible: (event: EventRecord) => boolean = () => true,
+  ) {
     this.#sink = sink;
     this.#job = job;
     this.#page = page;
+    this.#visible = visible;
   }
 
   /** A live event, as the reactor emits it once committed. */
@@ -74,7 +82,7 @@ export class EventStream {
   }
 
   #write(event: EventRecord): boolean {
-    if (this.#closed) return true;
+    if (this.#closed || !this.#visible(event)) return true;
     const data: StreamEvent = { jobId: event.jobId, ...eventView(event) };
     return this.#sink.write(`event: job\nid: ${event.id}\ndata: ${JSON.stringify(data)}\n\n`);
   }

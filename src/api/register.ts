@@ -2,7 +2,7 @@
 // provider, the bearer tokens, the error shape, the OpenAPI document, and the routes.
 // src/server/server.ts builds the fastify instance and calls registerApi.
 
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
   isResponseSerializationError,
@@ -12,14 +12,15 @@ import {
 import type { Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
-import { joinTokenScope } from "../pools/pool-token.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
 import type { JobEntry } from "../state/job-entry.ts";
+import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { StaleTermError } from "../store/store.ts";
-import { bearerToken, safeEqual } from "./auth.ts";
+import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
+import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { validationAnswer } from "./requests.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
@@ -27,6 +28,7 @@ import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
+import { registerTokenRoutes } from "./routes/tokens.ts";
 import type { ErrorAnswer, Health } from "./schemas.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "./upload-limit.ts";
 
@@ -47,26 +49,59 @@ export interface ApiDeps {
   health: () => Omit<Health, "ok">;
 }
 
-/** Paths that answer without a token. */
-const OPEN_PATHS = new Set(["/api/v1/openapi.json"]);
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Who sent the request (API routes); null on open and agents' routes. */
+    principal: Principal | null;
+  }
+}
 
 export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const { core, store, blobs } = deps;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
+  app.decorateRequest("principal", null);
+
+  // Every route is in the one table of route x role (access.ts), or it is not registered at all.
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) if (method !== "HEAD") accessOf(method, route.url);
+  });
 
   app.addHook("onRequest", async (request, reply) => {
+    const url = request.routeOptions.url;
     const path = request.url.split("?")[0];
-    if (!path.startsWith("/api/v1/") || OPEN_PATHS.has(path)) return;
+    // No such route: the 404 handler answers, but under /api/v1 only to a caller with a token.
+    const access =
+      url === undefined ? null : accessOf(request.method === "HEAD" ? "GET" : request.method, url);
+    if (access === "open" || (access === null && !path.startsWith("/api/v1/"))) return;
     const token = bearerToken(request.headers.authorization);
-    // Agents' routes take the join token or a pool's (pools/pool-token.ts); the rest the admin token.
-    const agentRoute = path.startsWith("/api/v1/agent/");
-    const allowed = agentRoute
-      ? token !== null && joinTokenScope(deps.joinToken, token) !== null
-      : token !== null && safeEqual(token, deps.adminToken);
-    if (!allowed) {
-      reply.code(401).send(answer("unauthorized", "missing or wrong bearer token"));
+    if (token === null) return unauthorized(reply, "missing bearer token (Authorization: Bearer TOKEN)");
+    const credentials = {
+      adminToken: deps.adminToken,
+      joinToken: deps.joinToken,
+      tokens: core.tokens,
+      now: Date.now(),
+    };
+    if (access === "agent" || (access === null && path.startsWith("/api/v1/agent/"))) {
+      const agent = identifyAgent(token, credentials);
+      if (agent === null) return unauthorized(reply, "wrong join token or host credential");
+      if ("refused" in agent) return unauthorized(reply, agent.refused);
+      return;
+    }
+    const principal = identifyUser(token, credentials);
+    if (principal === null) return unauthorized(reply, "wrong bearer token");
+    if ("refused" in principal) return unauthorized(reply, principal.refused);
+    request.principal = principal;
+    if (access === null) return;
+    const allowed = roleAllows(access, principal.role);
+    if (allowed !== true) return reply.code(403).send(answer("forbidden", allowed));
+    // A user's own jobs only: another's answers as if it did not exist.
+    if ((access === "job-read" || access === "job-write") && !seesAllJobs(principal.role)) {
+      const { id } = request.params as { id?: string };
+      const job = id === undefined ? undefined : core.findJob(id);
+      if (job && job.record.owner !== principal.user)
+        return reply.code(404).send(answer("not_found", `no job ${id}`));
     }
   });
 
@@ -110,6 +145,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   });
   registerHostRoutes(app, core, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
+  registerTokenRoutes(app, core);
   registerAgentFileRoutes(app, core, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerSystemRoutes(app, {
     core,
@@ -119,6 +155,10 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // The document's interface has no index signature, so it reads as a plain JSON object here.
     openApi: () => app.swagger() as unknown as Record<string, unknown>,
   });
+}
+
+function unauthorized(reply: FastifyReply, message: string): FastifyReply {
+  return reply.code(401).send(answer("unauthorized", message));
 }
 
 function answer(code: string, message: string): ErrorAnswer {

@@ -16,6 +16,9 @@ export const flag = (fallback: boolean, description: string) =>
 /** A task index, an attempt number: a whole number in a path or a query. */
 export const wholeNumber = (min = 0) => z.coerce.number<string>().int().min(min);
 
+/** A user's name: a local account's name may be mapped from it (agents' --run-as-owner). */
+export const USER_NAME = /^[A-Za-z0-9_][\w.@-]{0,63}$/;
+
 export const jobParams = z.object({ id: z.string().min(1).meta({ description: "job id" }) });
 
 export const taskParams = jobParams.extend({ task: wholeNumber().meta({ description: "task index" }) });

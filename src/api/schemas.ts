@@ -250,9 +250,12 @@ export const fileBytes = z
 
 const ERROR_DESCRIPTIONS = {
   400: "a parameter, the query or the body is not valid: the message names the field",
-  401: "missing or wrong bearer token",
-  404: "no such job, task, host or file",
+  401: "missing, wrong, revoked or expired bearer token",
+  403: "the token's role may not do this (a reader changes nothing; only admins manage hosts and tokens)",
+  404: "no such job, task, host or file (or a job of another user)",
   409: "the request conflicts with the current state (for example an attempt that is no longer current)",
+  413: "a file or the body is larger than the server allows",
+  429: "too many submits from this token: the message and Retry-After say when to try again",
 } as const;
 
 /** A JSON answer with what it is: for a route's response schema, and so for the OpenAPI document. */
@@ -266,3 +269,40 @@ export function errors<const Code extends keyof typeof ERROR_DESCRIPTIONS>(...co
   for (const code of codes) answers[code] = json(errorSchema, ERROR_DESCRIPTIONS[code]);
   return answers;
 }
+
+// ---- tokens
+
+export const ROLES = ["admin", "user", "reader"] as const;
+
+export const tokenSchema = z
+  .object({
+    id: z.string().meta({ description: "the token's public id: what list shows and revoke takes" }),
+    kind: z.enum(["api", "join", "host"]),
+    user: z
+      .string()
+      .meta({ description: "an API token's user; a host credential's host; a join token's maker" }),
+    role: z.enum(ROLES).nullable(),
+    pool: z.string().nullable().meta({ description: "a join token's pool (null: any pool)" }),
+    state: z.enum(["active", "revoked", "expired"]),
+    createdAt: isoTime,
+    createdBy: z.string(),
+    expiresAt: isoTime.nullable(),
+    revokedAt: isoTime.nullable(),
+  })
+  .meta({ id: "Token" });
+export type TokenView = z.infer<typeof tokenSchema>;
+
+export const newTokenSchema = tokenSchema
+  .extend({ token: z.string().meta({ description: "the token itself: shown this once, never again" }) })
+  .meta({ id: "NewToken" });
+export type NewTokenView = z.infer<typeof newTokenSchema>;
+
+export const whoamiSchema = z
+  .object({
+    user: z.string(),
+    role: z.enum(ROLES),
+    tokenId: z.string().nullable().meta({ description: "null for the admin token given at server start" }),
+    expiresAt: isoTime.nullable(),
+  })
+  .meta({ id: "WhoAmI" });
+export type WhoAmI = z.infer<typeof whoamiSchema>;

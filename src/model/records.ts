@@ -143,3 +143,33 @@ export interface HostFacts {
    */
   secondsLeft?: number;
 }
+
+/** What a token lets its holder do: API tokens carry a role; join tokens bring agents; host credentials are a joined host's. */
+export type TokenKind = "api" | "join" | "host";
+
+/** The API's roles: `admin` everything, `user` submits and controls their own jobs, `reader` reads all and changes nothing. */
+export type Role = "admin" | "user" | "reader";
+
+/**
+ * A token the server gave out. Only a hash of its secret is kept (SHA-256 of a random 192-bit
+ * secret): the token itself is printed once, at creation, and cannot be read back.
+ */
+export interface TokenRecord {
+  /** Short public name, part of the token (`stw.ID.SECRET`); what `token list` and `revoke` name. */
+  id: string;
+  kind: TokenKind;
+  /** The user of an API token; the host of a host credential; who created a join token. */
+  subject: string;
+  /** An API token's role; null for the other kinds. */
+  role: Role | null;
+  /** A join token's pool (null: any pool); a host credential's host pool. */
+  pool: string | null;
+  /** A host credential: the join token it was given under (null: the server's --join-token or a pilot's pool token). */
+  parent: string | null;
+  /** Hex SHA-256 of the secret. */
+  hash: string;
+  createdAt: number;
+  createdBy: string;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}

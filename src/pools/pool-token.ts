@@ -5,7 +5,7 @@
 // broker that shares the join token accepts it and nothing has to be stored.
 
 import { createHmac } from "node:crypto";
-import { safeEqual } from "../api/auth.ts";
+import { safeEqual } from "../model/tokens.ts";
 
 const PREFIX = "pool.";
 

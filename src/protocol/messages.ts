@@ -46,7 +46,10 @@ export const helloMessage = z.object({
   type: z.literal("hello"),
   v: z.literal(PROTOCOL_VERSION),
   name: z.string().min(1),
+  /** The join token: what a host that has no credential yet joins with. */
   token: z.string(),
+  /** The host credential its first welcome gave it: it speaks for this host name from then on. */
+  credential: z.string().optional(),
   pool: z.string(),
   slots: z.int().min(1),
   labels: z.record(z.string(), z.string()),
@@ -139,6 +142,8 @@ export const welcomeMessage = z.object({
   heartbeatSeconds: z.number().positive(),
   /** Attempts named in hello that are no longer current: kill them, report nothing more of them. */
   kill: z.array(z.object(attemptRef)),
+  /** A new host credential (the agent joined with a join token): keep it and present it from now on. */
+  credential: z.string().optional(),
 });
 
 export const rejectMessage = z.object({ type: z.literal("reject"), reason: z.string() });

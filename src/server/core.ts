@@ -2,7 +2,8 @@
 // handler run by the reactor (src/reactor/), queries read the cluster state (src/state/).
 
 import type { JobSpec } from "../model/jobfile.ts";
-import type { HostFacts, HostRecord } from "../model/records.ts";
+import type { HostFacts, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
+import { newTokenOf } from "../model/tokens.ts";
 import { runningView } from "../planner/plan-pass.ts";
 import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../protocol/messages.ts";
 import type { AgentLinks } from "../reactor/effects.ts";
@@ -26,6 +27,12 @@ import {
 } from "../reactor/handlers/control.ts";
 import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
 import { submitJob } from "../reactor/handlers/submit.ts";
+import {
+  createToken,
+  issueHostCredential,
+  revokeToken,
+  type TokenRequest,
+} from "../reactor/handlers/tokens.ts";
 import { leaveBeforeWalltime, walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
@@ -43,6 +50,7 @@ import { ClusterState, submissionKey } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { recoverState } from "../state/recover.ts";
+import type { TokenRegistry } from "../state/token-registry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
 
@@ -108,10 +116,20 @@ export class Core {
 
   // ---- queries
 
+  /** The job of that id, or undefined. */
+  findJob(id: string): JobEntry | undefined {
+    return this.state.jobs.get(id);
+  }
+
   job(id: string): JobEntry {
     const job = this.state.jobs.get(id);
     if (!job) throw new NotFoundError(`no job ${id}`);
     return job;
+  }
+
+  /** The tokens this server gave out (API tokens, join tokens, host credentials). */
+  get tokens(): TokenRegistry {
+    return this.state.tokens;
   }
 
   listJobs(): JobEntry[] {
@@ -248,22 +266,22 @@ export class Core {
     return job;
   }
 
-  cancel(id: string): Promise<JobEntry> {
-    return this.reactor.run((step) => cancelJob(step, id));
+  cancel(id: string, by?: string): Promise<JobEntry> {
+    return this.reactor.run((step) => cancelJob(step, id, by));
   }
 
   /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */
-  hold(id: string): Promise<JobEntry> {
-    return this.reactor.run((step) => holdJob(step, id));
+  hold(id: string, by?: string): Promise<JobEntry> {
+    return this.reactor.run((step) => holdJob(step, id, by));
   }
 
-  release(id: string): Promise<JobEntry> {
-    return this.reactor.run((step) => releaseJob(step, id));
+  release(id: string, by?: string): Promise<JobEntry> {
+    return this.reactor.run((step) => releaseJob(step, id, by));
   }
 
   /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
-  migrate(id: string, to: string | null): Promise<JobEntry> {
-    return this.reactor.run((step) => migrateJob(step, id, to));
+  migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
+    return this.reactor.run((step) => migrateJob(step, id, to, by));
   }
 
   drain(name: string): Promise<HostRecord> {
@@ -287,12 +305,36 @@ export class Core {
     );
   }
 
+  // ---- tokens
+
+  /** Stores a new token (its hash); resolves once durable. */
+  createToken(request: TokenRequest): Promise<TokenRecord> {
+    return this.reactor.run((step) => createToken(step, request));
+  }
+
+  /** Revokes a token of one of `kinds` (a join token with its hosts' credentials; their agents are disconnected). */
+  revokeToken(id: string, kinds: readonly TokenKind[]): Promise<TokenRecord> {
+    return this.reactor.run((step) => revokeToken(step, id, kinds));
+  }
+
   // ---- agents
 
-  /** An agent said hello. Returns the attempts it must kill (no longer live). */
-  async attachHost(message: HelloMessage): Promise<{ kill: AttemptRef[] }> {
-    const kill = await this.reactor.run((step) => attachHost(step, message));
-    return { kill };
+  /**
+   * An agent said hello. Returns the attempts it must kill (no longer live) and, when it joined
+   * with a join token (`credential` given), the text of the host credential it gets, durable
+   * before it is answered.
+   */
+  async attachHost(
+    message: HelloMessage,
+    credential?: { parent: string | null },
+  ): Promise<{ kill: AttemptRef[]; credential?: string }> {
+    const token = credential ? newTokenOf("host") : undefined;
+    const kill = await this.reactor.run((step) => {
+      if (credential && token)
+        issueHostCredential(step, message.name, message.pool, credential.parent, token);
+      return attachHost(step, message);
+    });
+    return { kill, credential: token?.text };
   }
 
   /**
@@ -331,6 +373,12 @@ export class Core {
       if (!host || host.connected || host.active.size > 0) return;
       step.state.hosts.delete(name);
       step.change({ op: "deleteHost", name });
+      // Its name may be taken again by a new agent with a join token.
+      const credential = step.state.tokens.credentialOf(name, step.now);
+      if (credential) {
+        credential.revokedAt = step.now;
+        step.change({ op: "putToken", token: credential });
+      }
     });
   }
 

@@ -5,7 +5,6 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocket, WebSocketServer } from "ws";
-import { joinTokenScope } from "../pools/pool-token.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -15,6 +14,7 @@ import {
   type ServerMessage,
 } from "../protocol/messages.ts";
 import type { BlobStore } from "../store/blobs.ts";
+import { admitAgent } from "./agent-admission.ts";
 import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
 
@@ -183,28 +183,30 @@ export class AgentGateway implements AgentLinks {
       ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
       return false;
     }
-    const scope = joinTokenScope(this.options.joinToken, message.token);
-    const refused =
-      scope === null
-        ? "bad join token"
-        : scope !== "any" && scope.pool !== message.pool
-          ? `the join token is for pool ${scope.pool}, not ${message.pool}`
-          : null;
-    if (refused) {
-      ws.send(JSON.stringify({ type: "reject", reason: refused }));
-      ws.close(4001, refused);
+    const admission = admitAgent(message, {
+      adminToken: "",
+      joinToken: this.options.joinToken,
+      tokens: core.tokens,
+      now: Date.now(),
+    });
+    if (!admission.admitted) {
+      log.warn({ host: message.name, reason: admission.reason }, "agent refused");
+      ws.send(JSON.stringify({ type: "reject", reason: admission.reason }));
+      // A close reason is at most 123 bytes.
+      ws.close(4001, Buffer.from(admission.reason).subarray(0, 123).toString());
       return false;
     }
     const previous = this.sockets.get(message.name);
     if (previous && previous !== ws) previous.terminate();
     this.sockets.set(message.name, ws);
-    const { kill } = await core.attachHost(message);
+    const { kill, credential } = await core.attachHost(message, admission.issue ?? undefined);
     ws.send(
       JSON.stringify({
         type: "welcome",
         v: PROTOCOL_VERSION,
         heartbeatSeconds: this.options.heartbeatSeconds,
         kill,
+        ...(credential ? { credential } : {}),
       } satisfies ServerMessage),
     );
     log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");

@@ -13,6 +13,7 @@ import type { HostEntry, LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { JobQueue } from "./job-queue.ts";
 import { OwnerUsage } from "./owner-usage.ts";
+import { TokenRegistry } from "./token-registry.ts";
 
 export class ClusterState {
   readonly jobs = new Map<string, JobEntry>();
@@ -22,6 +23,8 @@ export class ClusterState {
   readonly queue = new JobQueue();
   /** Cpus and recent cpu-seconds per owner, for fair share. */
   readonly owners = new OwnerUsage();
+  /** API tokens, join tokens and host credentials the server gave out. */
+  readonly tokens = new TokenRegistry();
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
   /** Preemptions made for a job whose room it has not taken yet: its next attempts count as started by one. */

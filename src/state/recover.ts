@@ -17,6 +17,7 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
     if (list) list.push(task);
     else tasksByJob.set(task.jobId, [task]);
   }
+  for (const token of snapshot.tokens) state.tokens.put(token);
   for (const host of snapshot.hosts) {
     state.hosts.set(host.name, newHostEntry({ ...host, lastSeen: now }, false));
   }

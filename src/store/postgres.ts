@@ -8,7 +8,14 @@
 
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
-import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import type {
+  AttemptRecord,
+  EventRecord,
+  HostRecord,
+  JobRecord,
+  TaskRecord,
+  TokenRecord,
+} from "../model/records.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import {
@@ -27,6 +34,7 @@ import {
   selectColumns,
   TASKS,
   type Table,
+  TOKENS,
 } from "./schema.ts";
 import {
   type Change,
@@ -67,6 +75,7 @@ const CODEC = {
   attempts: rowCodec(ATTEMPTS, DIALECT),
   events: rowCodec(EVENTS, DIALECT),
   hosts: rowCodec(HOSTS, DIALECT),
+  tokens: rowCodec(TOKENS, DIALECT),
   meta: rowCodec(META, DIALECT),
 };
 
@@ -103,6 +112,7 @@ const SQL = {
     `INSERT INTO events (${EVENT_NAMES}) SELECT ${EVENT_NAMES} FROM unnest(${arrays(EVENTS.columns)}) ` +
     `WITH ORDINALITY AS u(${EVENT_NAMES}, n) ORDER BY n RETURNING id`,
   putHosts: upsertUnnest(HOSTS),
+  putTokens: upsertUnnest(TOKENS),
   setMeta: upsertUnnest(META),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
   // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all four.
@@ -113,6 +123,7 @@ const SQL = {
   loadTasks: selectAll(TASKS),
   loadAttempts: selectAll(ATTEMPTS),
   loadHosts: selectAll(HOSTS),
+  loadTokens: selectAll(TOKENS),
   loadMeta: selectAll(META),
   events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
   eventsAfter: `${EVENT_SELECT} WHERE id > $1 ORDER BY id LIMIT $2`,
@@ -215,6 +226,7 @@ export class PostgresStore implements Store, Elections {
       tasks: (await rows(client, "loadTasks")).map(CODEC.tasks.decode),
       attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
+      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
     }));
   }
@@ -359,6 +371,7 @@ class PendingPuts {
   tasks = new Rounds<TaskRecord>((task) => `${task.jobId}\0${task.index}`);
   attempts = new Rounds<AttemptRecord>((a) => `${a.jobId}\0${a.taskIndex}\0${a.number}`);
   hosts = new Rounds<HostRecord>((host) => host.name);
+  tokens = new Rounds<TokenRecord>((token) => token.id);
   meta = new Rounds<MetaEntry>((entry) => entry.key);
   /** Inserted in the order they were added: their ids keep that order for events(jobId). */
   events: EventRecord[] = [];
@@ -381,6 +394,9 @@ class PendingPuts {
         return;
       case "putHost":
         this.hosts.add(change.host);
+        return;
+      case "putToken":
+        this.tokens.add(change.token);
         return;
       case "setMeta":
         this.meta.add({ key: change.key, value: change.value });
@@ -408,6 +424,7 @@ class PendingPuts {
       });
     }
     await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
+    await write(client, "putTokens", this.tokens.take(), CODEC.tokens);
     await write(client, "setMeta", this.meta.take(), CODEC.meta);
   }
 }

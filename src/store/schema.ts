@@ -3,7 +3,14 @@
 // selects) and their row codecs; the SQL migrations create the same columns, which a conformance
 // test checks against this file. A new field is a line here and a migration for each database.
 
-import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import type {
+  AttemptRecord,
+  EventRecord,
+  HostRecord,
+  JobRecord,
+  TaskRecord,
+  TokenRecord,
+} from "../model/records.ts";
 
 /** The types a column may have; each database says how it keeps them (see Dialect). */
 export type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
@@ -135,6 +142,26 @@ export const HOSTS: Table<HostRecord> = {
   loadOrder: "name",
 };
 
+export const TOKENS: Table<TokenRecord> = {
+  name: "tokens",
+  key: ["id"],
+  columns: [
+    column("id", "id", "text"),
+    column("kind", "kind", "text"),
+    column("subject", "subject", "text"),
+    column("role", "role", "text", true),
+    column("pool", "pool", "text", true),
+    column("parent", "parent", "text", true),
+    column("hash", "hash", "text"),
+    column("created_at", "createdAt", "bigint"),
+    column("created_by", "createdBy", "text"),
+    column("expires_at", "expiresAt", "bigint", true),
+    column("revoked_at", "revokedAt", "bigint", true),
+  ],
+  generated: [],
+  loadOrder: "created_at, id",
+};
+
 export const META: Table<MetaEntry> = {
   name: "meta",
   key: ["key"],
@@ -152,7 +179,7 @@ export interface TableShape {
 }
 
 /** Every table of records, for the check that the migrations made what this file says. */
-export const TABLES: readonly TableShape[] = [JOBS, TASKS, ATTEMPTS, EVENTS, HOSTS, META];
+export const TABLES: readonly TableShape[] = [JOBS, TASKS, ATTEMPTS, EVENTS, HOSTS, TOKENS, META];
 
 // ---- codecs
 

@@ -18,6 +18,7 @@ import {
   selectColumns,
   TASKS,
   type Table,
+  TOKENS,
 } from "./schema.ts";
 import { type Change, StaleTermError, type Store, type StoreSnapshot } from "./store.ts";
 
@@ -41,6 +42,7 @@ const CODEC = {
   attempts: rowCodec(ATTEMPTS, DIALECT),
   events: rowCodec(EVENTS, DIALECT),
   hosts: rowCodec(HOSTS, DIALECT),
+  tokens: rowCodec(TOKENS, DIALECT),
   meta: rowCodec(META, DIALECT),
 };
 
@@ -72,6 +74,7 @@ const SQL = {
   putTaskChunk: upsert(TASKS, TASKS_PER_STATEMENT),
   putAttempt: upsert(ATTEMPTS),
   putHost: upsert(HOSTS),
+  putToken: upsert(TOKENS),
   setMeta: upsert(META),
   addEvent: `INSERT INTO events (${columnNames(EVENTS.columns)}) VALUES (${EVENTS.columns.map(() => "?").join(", ")}) RETURNING id`,
   deleteHost: "DELETE FROM hosts WHERE name = ?",
@@ -83,6 +86,7 @@ const SQL = {
   loadTasks: selectAll(TASKS),
   loadAttempts: selectAll(ATTEMPTS),
   loadHosts: selectAll(HOSTS),
+  loadTokens: selectAll(TOKENS),
   loadMeta: selectAll(META),
   events: `${EVENT_SELECT} WHERE job_id = ? ORDER BY at, id`,
   eventsAfter: `${EVENT_SELECT} WHERE id > ? ORDER BY id LIMIT ?`,
@@ -133,6 +137,7 @@ export class SqliteStore implements Store {
         tasks: this.#rows("loadTasks").map(CODEC.tasks.decode),
         attempts: this.#rows("loadAttempts").map(CODEC.attempts.decode),
         hosts: this.#rows("loadHosts").map(CODEC.hosts.decode),
+        tokens: this.#rows("loadTokens").map(CODEC.tokens.decode),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
       };
     } finally {
@@ -245,6 +250,9 @@ export class SqliteStore implements Store {
         return;
       case "deleteHost":
         this.#run("deleteHost", change.name);
+        return;
+      case "putToken":
+        this.#run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
         return;
       case "deleteJob":
         this.#run("deleteJobAttempts", change.jobId);

@@ -6,7 +6,14 @@
 // commit; the store refuses, in the same transaction, a commit whose term is older than the newest
 // it has seen, so two servers on one database never both change it.
 
-import type { AttemptRecord, EventRecord, HostRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import type {
+  AttemptRecord,
+  EventRecord,
+  HostRecord,
+  JobRecord,
+  TaskRecord,
+  TokenRecord,
+} from "../model/records.ts";
 
 /** One change. Puts are upserts keyed by the record's identity, so replaying a batch is harmless. */
 export type Change =
@@ -17,6 +24,8 @@ export type Change =
   | { op: "addEvent"; event: EventRecord }
   | { op: "putHost"; host: HostRecord }
   | { op: "deleteHost"; name: string }
+  /** Tokens are never deleted: a revoked one is kept with its revokedAt. */
+  | { op: "putToken"; token: TokenRecord }
   /** Removes the job with its tasks, attempts and events. */
   | { op: "deleteJob"; jobId: string }
   | { op: "setMeta"; key: string; value: string };
@@ -27,6 +36,7 @@ export interface StoreSnapshot {
   tasks: TaskRecord[];
   attempts: AttemptRecord[];
   hosts: HostRecord[];
+  tokens: TokenRecord[];
   meta: Record<string, string>;
 }
 

@@ -79,7 +79,7 @@ export interface HttpClientOptions {
    */
   baseUrl: string | readonly string[] | (() => string);
   /** Sent as `Authorization: Bearer ...` (an API token, or an agent's join token). */
-  token?: string | null;
+  token?: string | null | (() => string | null);
   /** Sent with every request. */
   headers?: Record<string, string>;
   retry?: Partial<RetryPolicy>;
@@ -168,7 +168,7 @@ type TryResult = { response: Response } | { failure: HttpFailure; detail: string
 
 export class HttpClient {
   private readonly bases: readonly string[] | (() => string);
-  private readonly token: string | null;
+  private readonly token: string | null | (() => string | null);
   private readonly headers: Record<string, string>;
   private readonly retry: RetryPolicy;
   private readonly answerTimeoutMs: number;
@@ -195,7 +195,8 @@ export class HttpClient {
     const policy: RetryPolicy =
       request.retry === false ? { ...this.retry, maxTries: 1 } : { ...this.retry, ...request.retry };
     const headers: Record<string, string> = { ...this.headers, ...request.headers };
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    const token = typeof this.token === "function" ? this.token() : this.token;
+    if (token) headers.authorization = `Bearer ${token}`;
     if (request.json !== undefined) headers["content-type"] = "application/json";
     const { signal } = request;
     const started = Date.now();

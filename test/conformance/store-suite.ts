@@ -12,6 +12,7 @@ import type {
   HostRecord,
   JobRecord,
   TaskRecord,
+  TokenRecord,
 } from "../../src/model/records.ts";
 import { ATTEMPT_OUTCOMES, JOB_STATES } from "../../src/model/states.ts";
 import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/store/store.ts";
@@ -139,6 +140,23 @@ export function host(name: string, overrides: Partial<HostRecord> = {}): HostRec
   };
 }
 
+export function token(id: string, overrides: Partial<TokenRecord> = {}): TokenRecord {
+  return {
+    id,
+    kind: "api",
+    subject: "alice",
+    role: "user",
+    pool: null,
+    parent: null,
+    hash: "ab".repeat(32),
+    createdAt: 1,
+    createdBy: "admin",
+    expiresAt: 86_400_000,
+    revokedAt: null,
+    ...overrides,
+  };
+}
+
 export function event(
   jobId: string,
   at: number,
@@ -152,7 +170,7 @@ export function event(
 /** The term the suite's commits name: a fresh store's newest term is 0, so 1 is accepted. */
 export const TERM = 1;
 
-const EMPTY: StoreSnapshot = { jobs: [], tasks: [], attempts: [], hosts: [], meta: {} };
+const EMPTY: StoreSnapshot = { jobs: [], tasks: [], attempts: [], hosts: [], tokens: [], meta: {} };
 
 /** Values a schema must refuse (NOT NULL, CHECK): each makes its whole batch fail. */
 const BAD_CHANGES: { name: string; change: Change }[] = [
@@ -581,6 +599,34 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "deleteHost", name: "never-there" },
         ]);
         expect((await store.load()).hosts).toStrictEqual([host("b")]);
+      });
+
+      test("a token is kept with its hash; revoking puts it again with revokedAt, in one commit or two", async () => {
+        const api = token("a1", { createdAt: 1 });
+        const join = token("j1", { kind: "join", subject: "admin", role: null, pool: "gpu", createdAt: 2 });
+        const credential = token("h1", {
+          kind: "host",
+          subject: "node-7",
+          role: null,
+          pool: "gpu",
+          parent: "j1",
+          createdAt: 3,
+          expiresAt: null,
+        });
+        await store.commit(TERM, [
+          { op: "putToken", token: api },
+          { op: "putToken", token: join },
+        ]);
+        await store.commit(TERM, [
+          { op: "putToken", token: credential },
+          { op: "putToken", token: { ...join, revokedAt: 10 } },
+          { op: "putToken", token: { ...credential, revokedAt: 10 } },
+        ]);
+        expect((await store.load()).tokens).toStrictEqual([
+          api,
+          { ...join, revokedAt: 10 },
+          { ...credential, revokedAt: 10 },
+        ]);
       });
 
       test("meta is set and overwritten", async () => {

@@ -35,7 +35,7 @@ export function registerHostRoutes(
         summary: "Let a host finish its work and take no more",
         params: z.object({ name: z.string().min(1).meta({ description: "the agent's --name" }) }),
         body: z.object({}).nullish(),
-        response: { 200: json(hostSchema, "the host, draining"), ...errors(400, 401, 404) },
+        response: { 200: json(hostSchema, "the host, draining"), ...errors(400, 401, 403, 404) },
       },
     },
     async (request) => {

@@ -12,7 +12,9 @@ import { type Core, InvalidRequestError, NotFoundError } from "../../server/core
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
-import { filePath, flag, jobParams, taskParams, wholeNumber } from "../requests.ts";
+import { seesAllJobs } from "../access.ts";
+import { START_ADMIN } from "../auth.ts";
+import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
   errors,
   fileBytes,
@@ -53,6 +55,7 @@ const listQuery = z.object({
     .min(1)
     .optional()
     .meta({ description: "a job id: only the jobs after it in id order (the next page)" }),
+  user: z.string().min(1).optional().meta({ description: "only this owner's jobs" }),
 });
 
 /**
@@ -108,7 +111,7 @@ export function registerJobRoutes(
         body: submitBody,
         response: {
           201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
-          ...errors(400, 401),
+          ...errors(400, 401, 403, 413, 429),
         },
       },
     },
@@ -137,8 +140,12 @@ export function registerJobRoutes(
     },
     async (request, reply) => {
       const { all, state, limit, after } = request.query;
+      // A user lists their own jobs only, whatever `user` says; admins and readers whoever they ask.
+      const principal = request.principal;
+      const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
       const listed = core
         .listJobs()
+        .filter((job) => user === undefined || job.record.owner === user)
         .filter((job) => (state ? job.record.state === state : all || !isEndedState(job.record.state)))
         .sort((a, b) => compareJobIds(a.id, b.id));
       const start = after === undefined ? 0 : firstAfter(listed, after);
@@ -147,6 +154,7 @@ export function registerJobRoutes(
         const next = new URLSearchParams();
         if (all) next.set("all", "1");
         if (state) next.set("state", state);
+        if (request.query.user) next.set("user", request.query.user);
         next.set("limit", String(limit));
         next.set("after", page[page.length - 1].id);
         reply.header("link", `</api/v1/jobs?${next}>; rel="next"`);
@@ -182,7 +190,7 @@ export function registerJobRoutes(
       schema: {
         summary: "Remove an ended job with its files and checkpoints",
         params: jobParams,
-        response: { 200: json(removedSchema, "removed"), ...errors(401, 404, 409) },
+        response: { 200: json(removedSchema, "removed"), ...errors(401, 403, 404, 409) },
       },
     },
     async (request) => {
@@ -193,18 +201,18 @@ export function registerJobRoutes(
     },
   );
 
-  const controls: [string, string, (id: string) => Promise<JobEntry>][] = [
+  const controls: [string, string, (id: string, by: string) => Promise<JobEntry>][] = [
     [
       "cancel",
       "Cancel a job: pending tasks never start, running attempts are stopped",
-      (id) => core.cancel(id),
+      (id, by) => core.cancel(id, by),
     ],
     [
       "hold",
       "Hold a job: it does not start; running attempts stop (preempted, reason held)",
-      (id) => core.hold(id),
+      (id, by) => core.hold(id, by),
     ],
-    ["release", "Release a held job", (id) => core.release(id)],
+    ["release", "Release a held job", (id, by) => core.release(id, by)],
   ];
   for (const [action, summary, control] of controls) {
     api.post(
@@ -214,11 +222,18 @@ export function registerJobRoutes(
           summary,
           params: jobParams,
           body: emptyBody,
-          response: { 200: json(jobSchema, "the job, without its tasks"), ...errors(400, 401, 404, 409) },
+          response: {
+            200: json(jobSchema, "the job, without its tasks"),
+            ...errors(400, 401, 403, 404, 409),
+          },
         },
       },
       async (request) =>
-        jobView(await control(request.params.id), await store.events(request.params.id), false),
+        jobView(
+          await control(request.params.id, actorOf(request)),
+          await store.events(request.params.id),
+          false,
+        ),
     );
   }
 
@@ -229,12 +244,15 @@ export function registerJobRoutes(
         summary: "Move a running job to another host (or the one named), resuming from its checkpoint",
         params: jobParams,
         body: migrateBody,
-        response: { 200: json(jobSchema, "the job, without its tasks"), ...errors(400, 401, 404, 409) },
+        response: {
+          200: json(jobSchema, "the job, without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
+        },
       },
     },
     async (request) => {
       const { id } = request.params;
-      const job = await core.migrate(id, request.body?.to ?? null);
+      const job = await core.migrate(id, request.body?.to ?? null, actorOf(request));
       return jobView(job, await store.events(id), false);
     },
   );
@@ -351,10 +369,22 @@ function firstAfter(jobs: readonly JobEntry[], after: string): number {
   return low;
 }
 
+/**
+ * A new job's owner: the user of the token that submits it. An admin may submit for another user
+ * by naming them in `x-steward-user` (the CLI names the local account it runs as); any other
+ * role's header is ignored.
+ */
 function ownerOf(request: FastifyRequest): string {
+  const principal = request.principal ?? START_ADMIN;
+  if (principal.role !== "admin") return principal.user;
   const header = request.headers["x-steward-user"];
   const user = Array.isArray(header) ? header[0] : header;
-  return user && /^[\w.@-]{1,64}$/.test(user) ? user : "admin";
+  return user && USER_NAME.test(user) ? user : principal.user;
+}
+
+/** Who asked for a change, for the job's events ("cancel requested by alice"). */
+function actorOf(request: FastifyRequest): string {
+  return (request.principal ?? START_ADMIN).user;
 }
 
 /** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */

@@ -7,6 +7,7 @@ import { z } from "zod";
 import type { EventRecord } from "../../model/records.ts";
 import type { Core } from "../../server/core.ts";
 import type { Store } from "../../store/store.ts";
+import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";
 import { wholeNumber } from "../requests.ts";
 import { errors, type Health, healthSchema, json, streamEventSchema } from "../schemas.ts";
@@ -108,7 +109,13 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
         connection: "keep-alive",
       });
       raw.write(": steward events\n\n");
-      const stream = new EventStream(raw, job ?? null);
+      // A user sees the events of their own jobs only.
+      const principal = request.principal;
+      const visible =
+        principal && !seesAllJobs(principal.role)
+          ? (event: EventRecord) => core.findJob(event.jobId)?.record.owner === principal.user
+          : undefined;
+      const stream = new EventStream(raw, job ?? null, undefined, visible);
       const listener = (event: EventRecord) => stream.live(event);
       const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
       // Live events are listened to before the backlog is read, so none committed meanwhile is lost.

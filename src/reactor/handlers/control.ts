@@ -25,7 +25,7 @@ function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boo
   return stops;
 }
 
-export function cancelJob(step: Step, id: string): JobEntry {
+export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) return job;
   job.record.cancelRequested = true;
@@ -38,31 +38,31 @@ export function cancelJob(step: Step, id: string): JobEntry {
   }
   if (dirty.length) step.change({ op: "putTasks", tasks: dirty });
   step.change({ op: "putJob", job: job.record });
-  step.event(job, "cancel", "cancel requested");
+  step.event(job, "cancel", `cancel requested by ${by}`, { by });
   applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }) });
   refreshJobState(step, job);
   return job;
 }
 
 /** Holds a job: pending tasks do not start; running attempts stop (ended `preempted`, reason `held`). */
-export function holdJob(step: Step, id: string): JobEntry {
+export function holdJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
   if (job.record.held) return job;
   job.record.held = true;
-  step.event(job, "hold", "held by user");
+  step.event(job, "hold", `held by ${by}`, { by });
   applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "preempted", reason: "held" }) });
   step.change({ op: "putJob", job: job.record });
   refreshJobState(step, job);
   return job;
 }
 
-export function releaseJob(step: Step, id: string): JobEntry {
+export function releaseJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (!job.record.held) return job;
   job.record.held = false;
   step.change({ op: "putJob", job: job.record });
-  step.event(job, "release", "released by user");
+  step.event(job, "release", `released by ${by}`, { by });
   refreshJobState(step, job);
   step.state.queue.add(job);
   step.schedule = true;
@@ -73,7 +73,7 @@ export function releaseJob(step: Step, id: string): JobEntry {
  * Stops the job's running attempts with a checkpoint; their tasks restart on another host (or on
  * `to`). The target is recorded on the task with the stop, so a server restart keeps it.
  */
-export function migrateJob(step: Step, id: string, to: string | null): JobEntry {
+export function migrateJob(step: Step, id: string, to: string | null, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (to !== null) {
     const host = step.state.hosts.get(to);
@@ -90,7 +90,7 @@ export function migrateJob(step: Step, id: string, to: string | null): JobEntry 
   ).map((stop) => ({ ...stop, migrateTo: { to } }));
   if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
   applyPlan(step, { place: [], stop: stops });
-  step.event(job, "migrate", `migration ${where} requested`, { to });
+  step.event(job, "migrate", `migration ${where} requested by ${by}`, { to, by });
   return job;
 }
 

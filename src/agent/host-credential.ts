@@ -1,0 +1,24 @@
+// The host credential an agent gets when it first joins: kept in its work folder, mode 0600,
+// written whole (temporary file, then rename) so a crash never leaves half of one.
+
+import { readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+export const HOST_CREDENTIAL_FILE = "host-credential";
+
+export async function readHostCredential(workDir: string): Promise<string | null> {
+  try {
+    const text = (await readFile(join(workDir, HOST_CREDENTIAL_FILE), "utf8")).trim();
+    return text === "" ? null : text;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+export async function writeHostCredential(workDir: string, credential: string): Promise<void> {
+  const path = join(workDir, HOST_CREDENTIAL_FILE);
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeFile(temporary, `${credential}\n`, { mode: 0o600 });
+  await rename(temporary, path);
+}
