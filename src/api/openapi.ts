@@ -24,7 +24,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           bearer: {
             type: "http",
             scheme: "bearer",
-            description: "the admin token; the routes under /api/v1/agent/ take the agents' join token",
+            description:
+              "an API token (`steward token create`: a user with a role, admin, user or reader) or the admin token given at server start; " +
+              "the routes under /api/v1/agent/ take a join token or a host credential. Who may call what: src/api/access.ts",
           },
         },
       },

@@ -16,6 +16,7 @@ import { registerPs } from "./commands/ps.ts";
 import { registerServer } from "./commands/server.ts";
 import { registerShow } from "./commands/show.ts";
 import { registerSubmit } from "./commands/submit.ts";
+import { registerTokens } from "./commands/tokens.ts";
 import { registerUp } from "./commands/up.ts";
 import { registerWait } from "./commands/wait.ts";
 
@@ -50,6 +51,7 @@ registerFetch(program);
 registerHosts(program);
 registerExplain(program);
 registerPools(program);
+registerTokens(program);
 
 program.addHelpText(
   "after",

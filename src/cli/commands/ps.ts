@@ -9,10 +9,11 @@ export function registerPs(program: Command): void {
     .description("list jobs (those not ended, unless --all)")
     .option("--all", "include ended jobs")
     .option("--state <state>", "only jobs in this state")
+    .option("--user <name>", "only this owner's jobs (a user's token lists only their own anyway)")
     .option("--json", "print JSON")
-    .action(async (options: { all?: boolean; state?: string; json?: boolean }) => {
+    .action(async (options: { all?: boolean; state?: string; user?: string; json?: boolean }) => {
       const jobs = await new ApiClient().json<JobSummary[]>("GET", "/api/v1/jobs", {
-        query: { all: options.all ? 1 : undefined, state: options.state },
+        query: { all: options.all ? 1 : undefined, state: options.state, user: options.user },
       });
       if (options.json) return printJson(jobs);
       if (jobs.length === 0) return void process.stdout.write("no jobs\n");

@@ -1,0 +1,139 @@
+// steward token create|list|revoke, steward join-token create|list|revoke, steward whoami.
+
+import { type Command, InvalidArgumentError } from "commander";
+import type { NewTokenView, TokenView, WhoAmI } from "../../api/schemas.ts";
+import { parseLifetime } from "../../model/tokens.ts";
+import { ApiClient } from "../client.ts";
+import { printJson, shortTime, table } from "../format.ts";
+
+function lifetimeSeconds(text: string): number {
+  const ms = parseLifetime(text);
+  if (ms === null) throw new InvalidArgumentError("a lifetime such as 30d, 12h, 90m, 45s or 2w");
+  return ms / 1000;
+}
+
+function tokenRows(tokens: TokenView[]): string {
+  const rows = tokens.map((token) => [
+    token.id,
+    token.kind,
+    token.user,
+    token.role ?? token.pool ?? "",
+    token.state,
+    shortTime(token.createdAt),
+    token.expiresAt ? shortTime(token.expiresAt) : "never",
+  ]);
+  return `${table(["ID", "KIND", "USER", "ROLE/POOL", "STATE", "CREATED", "EXPIRES"], rows)}\n`;
+}
+
+function printNew(token: NewTokenView, what: string): void {
+  process.stderr.write(
+    `${what} ${token.id} made${token.expiresAt ? `, expires ${token.expiresAt}` : ""}; it is shown this once:\n`,
+  );
+  process.stdout.write(`${token.token}\n`);
+}
+
+export function registerTokens(program: Command): void {
+  const token = program
+    .command("token")
+    .description("API tokens: each speaks for a user with a role (admin only)");
+  token
+    .command("create")
+    .description("make a token for a user; prints it once (only its hash is kept)")
+    .requiredOption("--user <name>", "the user it speaks for: the owner of the jobs it submits")
+    .option(
+      "--role <role>",
+      "admin (everything), user (own jobs; sees hosts), reader (reads all, changes nothing)",
+      "user",
+    )
+    .option(
+      "--expires <lifetime>",
+      "expire after this long (30d, 12h, 90m, 45s, 2w); without it, never",
+      lifetimeSeconds,
+    )
+    .option("--json", "print JSON")
+    .action(async (options: { user: string; role: string; expires?: number; json?: boolean }) => {
+      const made = await new ApiClient().json<NewTokenView>("POST", "/api/v1/tokens", {
+        json: { user: options.user, role: options.role, expiresInSeconds: options.expires },
+      });
+      if (options.json) return printJson(made);
+      printNew(made, `token for ${made.user} (${made.role})`);
+    });
+  token
+    .command("list")
+    .description("API tokens and host credentials (never the tokens themselves)")
+    .option("--json", "print JSON")
+    .action(async (options: { json?: boolean }) => {
+      const tokens = await new ApiClient().json<TokenView[]>("GET", "/api/v1/tokens");
+      if (options.json) return printJson(tokens);
+      process.stdout.write(tokens.length === 0 ? "no tokens\n" : tokenRows(tokens));
+    });
+  token
+    .command("revoke")
+    .description("revoke a token or a host credential: refused from now on")
+    .argument("<id>", "the token's id (steward token list)")
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const revoked = await new ApiClient().json<TokenView>(
+        "DELETE",
+        `/api/v1/tokens/${encodeURIComponent(id)}`,
+      );
+      if (options.json) return printJson(revoked);
+      process.stdout.write(
+        `${revoked.kind === "host" ? "host credential" : "token"} ${revoked.id} of ${revoked.user}: revoked\n`,
+      );
+    });
+
+  const join = program.command("join-token").description("join tokens for agents, per pool (admin only)");
+  join
+    .command("create")
+    .description("make a join token for agents of a pool; prints it once")
+    .option("--pool <pool>", "the pool its agents join (without it, any pool)")
+    .option(
+      "--expires <lifetime>",
+      "expire after this long (30d, 12h, ...); without it, never",
+      lifetimeSeconds,
+    )
+    .option("--json", "print JSON")
+    .action(async (options: { pool?: string; expires?: number; json?: boolean }) => {
+      const made = await new ApiClient().json<NewTokenView>("POST", "/api/v1/join-tokens", {
+        json: { pool: options.pool, expiresInSeconds: options.expires },
+      });
+      if (options.json) return printJson(made);
+      printNew(made, `join token for ${made.pool ? `pool ${made.pool}` : "any pool"}`);
+    });
+  join
+    .command("list")
+    .description("join tokens (never the tokens themselves)")
+    .option("--json", "print JSON")
+    .action(async (options: { json?: boolean }) => {
+      const tokens = await new ApiClient().json<TokenView[]>("GET", "/api/v1/join-tokens");
+      if (options.json) return printJson(tokens);
+      process.stdout.write(tokens.length === 0 ? "no join tokens\n" : tokenRows(tokens));
+    });
+  join
+    .command("revoke")
+    .description("revoke a join token: its agents are disconnected and refused, with their host credentials")
+    .argument("<id>", "the join token's id (steward join-token list)")
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const revoked = await new ApiClient().json<TokenView>(
+        "DELETE",
+        `/api/v1/join-tokens/${encodeURIComponent(id)}`,
+      );
+      if (options.json) return printJson(revoked);
+      process.stdout.write(`join token ${revoked.id}: revoked\n`);
+    });
+
+  program
+    .command("whoami")
+    .description("the user and role of the token this command uses (STEWARD_TOKEN)")
+    .option("--json", "print JSON")
+    .action(async (options: { json?: boolean }) => {
+      const me = await new ApiClient().json<WhoAmI>("GET", "/api/v1/whoami");
+      if (options.json) return printJson(me);
+      const token = me.tokenId === null ? "the admin token given at server start" : `token ${me.tokenId}`;
+      process.stdout.write(
+        `${me.user} (${me.role}), ${token}${me.expiresAt ? `, expires ${me.expiresAt}` : ""}\n`,
+      );
+    });
+}
