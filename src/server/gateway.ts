@@ -64,6 +64,8 @@ export class AgentGateway implements AgentLinks {
     if (!ws) return;
     this.sockets.delete(host);
     ws.terminate();
+    // The socket's close handler no longer knows it (taken out above): the host is detached here.
+    this.options.core.detachHost(host);
   }
 
   close(): void {
