@@ -22,6 +22,12 @@ import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerOpenApi } from "./openapi.ts";
+import {
+  DEFAULT_SUBMIT_BURST,
+  DEFAULT_SUBMIT_RATE,
+  type RateLimit,
+  SubmitRateLimiter,
+} from "./rate-limit.ts";
 import { validationAnswer } from "./requests.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
@@ -30,7 +36,7 @@ import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
 import type { ErrorAnswer, Health } from "./schemas.ts";
-import { DEFAULT_MAX_UPLOAD_MB } from "./upload-limit.ts";
+import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
   core: Core;
@@ -43,6 +49,8 @@ export interface ApiDeps {
   pools?: () => PoolStatus[];
   /** The largest file a request may bring, in bytes (`--max-upload-mb`). */
   maxUploadBytes?: number;
+  /** Submits per user token (`--submit-rate`, `--submit-burst`). */
+  submitLimit?: RateLimit;
   /** What each batch-backed pool does for a job (`steward explain`). */
   explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
@@ -120,6 +128,18 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     if (error instanceof NotLeaderError || error instanceof StaleTermError) {
       return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));
     }
+    // The body limit of a submit (the job file) or of any request.
+    if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      const submit = request.method === "POST" && request.url.split("?")[0] === "/api/v1/jobs";
+      return reply
+        .code(413)
+        .send(
+          answer(
+            "too_large",
+            submit ? jobFileTooLarge().message : `the request body is too large: ${error.message}`,
+          ),
+        );
+    }
     if (error instanceof NotFoundError) return reply.code(404).send(answer("not_found", error.message));
     if (error instanceof ConflictError) return reply.code(409).send(answer("conflict", error.message));
     // (The library knows its error by a `method` field alone, so the code is checked too.)
@@ -137,10 +157,17 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     return reply.code(500).send(answer("internal", error.message));
   });
 
+  const submitLimiter = new SubmitRateLimiter(
+    deps.submitLimit ?? { ratePerSecond: DEFAULT_SUBMIT_RATE, burst: DEFAULT_SUBMIT_BURST },
+  );
+  const sweep = setInterval(() => submitLimiter.sweep(Date.now()), 60_000);
+  sweep.unref();
+  app.addHook("onClose", async () => clearInterval(sweep));
   registerJobRoutes(app, {
     core,
     store,
     blobs,
+    submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
   });
   registerHostRoutes(app, core, deps.explainPools ?? (() => []));

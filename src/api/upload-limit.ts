@@ -7,6 +7,15 @@ import { type Readable, Transform } from "node:stream";
 /** The default of `--max-upload-mb`: 4 GiB per file. */
 export const DEFAULT_MAX_UPLOAD_MB = 4096;
 
+/** The largest job file a submit may bring (JSON body or the multipart `job` field): 1 MiB. */
+export const MAX_JOB_FILE_BYTES = 1024 * 1024;
+
+export function jobFileTooLarge(): UploadTooLargeError {
+  return new UploadTooLargeError(
+    `the job file is larger than ${MAX_JOB_FILE_BYTES / 1024 / 1024} MiB; send big data as input files, not in the job file`,
+  );
+}
+
 export class UploadTooLargeError extends Error {
   readonly statusCode = 413;
   readonly code = "too_large";

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import { newToken } from "../api/auth.ts";
+import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../api/rate-limit.ts";
 import type { ServerOptions } from "../server/server.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { DiskBlobStore } from "../store/disk-blobs.ts";
@@ -87,6 +88,8 @@ export function serverOptions(
     tlsCert?: string;
     tlsKey?: string;
     maxUploadMb?: number;
+    submitRate?: number;
+    submitBurst?: number;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -102,6 +105,14 @@ export function serverOptions(
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
+    ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
+      ? {
+          submitLimit: {
+            ratePerSecond: flags.submitRate ?? DEFAULT_SUBMIT_RATE,
+            burst: flags.submitBurst ?? DEFAULT_SUBMIT_BURST,
+          },
+        }
+      : {}),
     ...(flags.tlsCert || flags.tlsKey ? { tls: readTls(flags.tlsCert, flags.tlsKey) } : {}),
     log,
   };

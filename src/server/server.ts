@@ -6,8 +6,9 @@ import multipart from "@fastify/multipart";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
-import { DEFAULT_MAX_UPLOAD_MB } from "../api/upload-limit.ts";
+import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
@@ -42,6 +43,8 @@ export interface ServerOptions {
   pilotDir?: string;
   /** The largest file a request may bring (`--max-upload-mb`, default 4096). */
   maxUploadMb?: number;
+  /** Submits per user token (`--submit-rate`, `--submit-burst`); admins are not limited. */
+  submitLimit?: RateLimit;
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
   log: Logger;
@@ -119,7 +122,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   await app.register(multipart, {
     // A file over the limit is refused by the route (413, naming the limit), before the parser's own.
-    limits: { fileSize: maxUploadBytes + 1, files: 100_000, fieldSize: 16 * 1024 * 1024 },
+    limits: { fileSize: maxUploadBytes + 1, files: 100_000, fieldSize: MAX_JOB_FILE_BYTES },
   });
   app.addContentTypeParser("application/octet-stream", (_request, payload, done) => done(null, payload));
 
@@ -186,6 +189,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     joinToken: options.joinToken,
     health: () => broker.health(),
     maxUploadBytes,
+    submitLimit: options.submitLimit,
     pools: () => pools.status(),
     explainPools: (job) => pools.explain(job),
   });

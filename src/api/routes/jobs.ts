@@ -14,6 +14,7 @@ import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { START_ADMIN } from "../auth.ts";
+import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
   errors,
@@ -24,7 +25,13 @@ import {
   outputFileSchema,
   removedSchema,
 } from "../schemas.ts";
-import { limitUpload, UploadTooLargeError, uploadTooLarge } from "../upload-limit.ts";
+import {
+  jobFileTooLarge,
+  limitUpload,
+  MAX_JOB_FILE_BYTES,
+  UploadTooLargeError,
+  uploadTooLarge,
+} from "../upload-limit.ts";
 import { jobSummaryView, jobView } from "../views.ts";
 
 export interface JobRouteDeps {
@@ -33,6 +40,8 @@ export interface JobRouteDeps {
   blobs: BlobStore;
   /** The largest input file a submit may bring, in bytes. */
   maxUploadBytes: number;
+  /** Submits per user token (admins are not limited). */
+  submitLimiter: SubmitRateLimiter;
 }
 
 const LOG_POLL_MS = 250;
@@ -97,13 +106,14 @@ const logQuery = z.object({
 
 export function registerJobRoutes(
   app: FastifyInstance,
-  { core, store, blobs, maxUploadBytes }: JobRouteDeps,
+  { core, store, blobs, maxUploadBytes, submitLimiter }: JobRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.post(
     "/api/v1/jobs",
     {
+      bodyLimit: MAX_JOB_FILE_BYTES,
       schema: {
         summary:
           "Submit a job (the job file as JSON, or multipart with a `job` field and one part per input)",
@@ -116,6 +126,22 @@ export function registerJobRoutes(
       },
     },
     async (request, reply) => {
+      const principal = request.principal ?? START_ADMIN;
+      if (principal.role !== "admin") {
+        const wait = submitLimiter.take(principal.tokenId ?? principal.user, Date.now());
+        if (wait > 0) {
+          const { ratePerSecond, burst } = submitLimiter.limit;
+          return reply
+            .code(429)
+            .header("retry-after", String(Math.max(1, Math.ceil(wait))))
+            .send({
+              error: {
+                code: "rate_limited",
+                message: `too many submits from ${principal.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
+              },
+            });
+        }
+      }
       const owner = ownerOf(request);
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
@@ -429,6 +455,7 @@ async function submitMultipart(
     for await (const part of multipartParts(request)) {
       if (part.type === "field") {
         if (part.fieldname !== "job") continue;
+        if (part.valueTruncated) throw jobFileTooLarge();
         let parsed: unknown;
         try {
           parsed = JSON.parse(String(part.value));

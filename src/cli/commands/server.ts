@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { startServer } from "../../server/server.ts";
@@ -37,6 +38,18 @@ export function registerServer(program: Command): void {
         "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
         integer("--max-upload-mb", 1),
         DEFAULT_MAX_UPLOAD_MB,
+      )
+      .option(
+        "--submit-rate <n>",
+        "submits a second each user token may make, sustained (admin tokens are not limited); more get 429",
+        number("--submit-rate"),
+        DEFAULT_SUBMIT_RATE,
+      )
+      .option(
+        "--submit-burst <n>",
+        "submits a user token may make at once after a quiet spell",
+        integer("--submit-burst", 1),
+        DEFAULT_SUBMIT_BURST,
       )
       .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
       .option("--tls-key <file>", "the PEM private key of --tls-cert")

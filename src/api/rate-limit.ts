@@ -1,0 +1,49 @@
+// Submits per user token: a token bucket per key (the token's id), refilled at `ratePerSecond`
+// up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in.
+
+/** The default of `--submit-rate`: submits a second per user token, sustained. */
+export const DEFAULT_SUBMIT_RATE = 50;
+/** The default of `--submit-burst`: submits a user token may send at once after a quiet spell. */
+export const DEFAULT_SUBMIT_BURST = 500;
+
+export interface RateLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class SubmitRateLimiter {
+  readonly limit: RateLimit;
+  readonly #buckets = new Map<string, Bucket>();
+
+  constructor(limit: RateLimit) {
+    if (!(limit.ratePerSecond > 0) || !(limit.burst >= 1))
+      throw new RangeError("the rate and the burst must be positive");
+    this.limit = limit;
+  }
+
+  /** Takes one submit for `key` at `now` (ms): 0 when allowed, else the seconds until one is. */
+  take(key: string, now: number): number {
+    const { ratePerSecond, burst } = this.limit;
+    const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond);
+    bucket.at = now;
+    this.#buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return (1 - bucket.tokens) / ratePerSecond;
+  }
+
+  /** Forgets buckets that have filled up again (a full bucket is the same as none; call now and then). */
+  sweep(now: number): void {
+    const { ratePerSecond, burst } = this.limit;
+    for (const [key, bucket] of this.#buckets)
+      if (bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond >= burst) this.#buckets.delete(key);
+  }
+}
