@@ -9,6 +9,7 @@ import {
   api,
   cleanup,
   cli,
+  openEventStream,
   type StewardProcess,
   startAgentProcess,
   startServerProcess,
@@ -139,6 +140,31 @@ describe("ownership", () => {
     expect((await cli(server, ["logs", bobJob])).stdout).toContain("from-bob");
   });
 
+  it("a user's event stream carries only their own jobs' events, stored and live", async () => {
+    const stream = await openEventStream(as(bob), { query: "after=0" });
+    const adminStream = await openEventStream(server, { query: "after=0" });
+    try {
+      const live = await submit(bob, "bobs-live", "true");
+      await api(as(alice), "POST", "/api/v1/jobs", { name: "alices-live", command: "true" });
+      await stream.until("bob's live job to end", (got) =>
+        got.some((e) => e.jobId === live && e.message.includes("succeeded")),
+      );
+      await adminStream.until("both live jobs", (got) => new Set(got.map((e) => e.jobId)).size >= 4);
+      const seen = new Set(stream.received.map((event) => event.jobId));
+      expect(seen.has(bobJob) && seen.has(live)).toBe(true);
+      expect(seen.has(aliceJob)).toBe(false);
+      const owners = await Promise.all(
+        [...seen].map(
+          async (id) => ((await api(server, "GET", `/api/v1/jobs/${id}`)) as { owner: string }).owner,
+        ),
+      );
+      expect(new Set(owners)).toEqual(new Set(["bob"]));
+    } finally {
+      stream.close();
+      adminStream.close();
+    }
+  });
+
   it("the events of a job say who changed it", async () => {
     const result = await cli(as(alice), ["cancel", aliceJob]);
     expect(result.code, result.stderr).toBe(0);
@@ -208,6 +234,11 @@ describe("revocation and expiry", () => {
     await sleep(Math.max(0, expiresAt - Date.now()) + 100);
     expect(await status(brief, "GET", "/api/v1/jobs")).toBe(401);
     expect((await cli(as(brief), ["ps"])).stderr).toMatch(/token [0-9a-f]{10} expired at /);
+  });
+
+  it("no token appears in the server's log", () => {
+    for (const token of [alice, bob, reader, server.token, server.joinToken])
+      expect(server.output()).not.toContain(token.split("_").pop());
   });
 
   it("tokens are stored as hashes only", async () => {
