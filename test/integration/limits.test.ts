@@ -21,7 +21,7 @@ afterAll(async () => {
 
 async function post(
   token: string,
-  body: BodyInit,
+  body: string | FormData,
   type?: string,
 ): Promise<{ status: number; retryAfter: string | null; body: { error?: { message: string } } }> {
   const response = await fetch(`${server.url}/api/v1/jobs`, {
