@@ -14,6 +14,7 @@ import { JobFileError } from "../model/jobfile.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
+import { registerDashboard } from "../server/dashboard.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -182,6 +183,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // The document's interface has no index signature, so it reads as a plain JSON object here.
     openApi: () => app.swagger() as unknown as Record<string, unknown>,
   });
+  await registerDashboard(app);
 }
 
 function unauthorized(reply: FastifyReply, message: string): FastifyReply {

@@ -10,6 +10,7 @@ import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
 import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
+import { parseJobFileText } from "../model/jobfile.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
@@ -125,6 +126,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: { fileSize: maxUploadBytes + 1, files: 100_000, fieldSize: MAX_JOB_FILE_BYTES },
   });
   app.addContentTypeParser("application/octet-stream", (_request, payload, done) => done(null, payload));
+  // A job file as YAML, as on disk (the dashboard sends what was pasted); a bad one answers 400.
+  app.addContentTypeParser(
+    ["application/yaml", "application/x-yaml", "text/yaml"],
+    { parseAs: "string" },
+    (_request, body, done) => {
+      try {
+        done(null, parseJobFileText(String(body)));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    },
+  );
 
   app.addHook("onResponse", async (request, reply) => {
     if (request.method === "POST" && request.url === "/api/v1/jobs" && reply.statusCode === 201)

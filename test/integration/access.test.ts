@@ -27,6 +27,8 @@ const EXPECTED: Record<string, Rule> = {
   "GET /api/v1/jobs/{id}/outputs": "job",
   "GET /api/v1/jobs/{id}/outputs/{task}/{*}": "job",
   "GET /api/v1/jobs/{id}/explain": "job",
+  "GET /api/v1/jobs/{id}/task-states": "job",
+  "GET /api/v1/jobs/{id}/tasks/{task}": "job",
   "GET /api/v1/hosts": "any",
   "POST /api/v1/hosts/{name}/drain": "admin",
   "GET /api/v1/pools": "any",

@@ -24,6 +24,9 @@ import {
   json,
   outputFileSchema,
   removedSchema,
+  TASK_STATE_LETTERS,
+  taskSchema,
+  taskStatesSchema,
 } from "../schemas.ts";
 import {
   jobFileTooLarge,
@@ -32,7 +35,7 @@ import {
   UploadTooLargeError,
   uploadTooLarge,
 } from "../upload-limit.ts";
-import { jobSummaryView, jobView } from "../views.ts";
+import { jobSummaryView, jobView, taskView } from "../views.ts";
 
 export interface JobRouteDeps {
   core: Core;
@@ -75,6 +78,7 @@ const listQuery = z.object({
 const submitBody = z.unknown().meta({
   content: {
     "application/json": { schema: { $ref: "#/components/schemas/JobFileInput" } },
+    "application/yaml": { schema: { type: "string", description: "the job file as YAML, as on disk" } },
     "multipart/form-data": {
       schema: {
         type: "object",
@@ -116,8 +120,8 @@ export function registerJobRoutes(
       bodyLimit: MAX_JOB_FILE_BYTES,
       schema: {
         summary:
-          "Submit a job (the job file as JSON, or multipart with a `job` field and one part per input)",
-        consumes: ["application/json", "multipart/form-data"],
+          "Submit a job (the job file as JSON or YAML, or multipart with a `job` field and one part per input)",
+        consumes: ["application/json", "application/yaml", "multipart/form-data"],
         body: submitBody,
         response: {
           201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
@@ -280,6 +284,42 @@ export function registerJobRoutes(
       const { id } = request.params;
       const job = await core.migrate(id, request.body?.to ?? null, actorOf(request));
       return jobView(job, await store.events(id), false);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/tasks/:task",
+    {
+      schema: {
+        summary: "One task with its attempts (without the whole job: for big arrays)",
+        params: taskParams,
+        response: { 200: json(taskSchema, "the task"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id, task } = request.params;
+      const job = core.job(id);
+      const record = job.tasks[task];
+      if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
+      return taskView(job, record);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/task-states",
+    {
+      schema: {
+        summary:
+          "Every task's state as one letter, in index order: the compact form of a big array's tasks (100,000 tasks in 100 kB)",
+        params: jobParams,
+        response: { 200: json(taskStatesSchema, "the states"), ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const job = core.job(request.params.id);
+      const letters = new Array<string>(job.tasks.length);
+      for (let i = 0; i < job.tasks.length; i++) letters[i] = TASK_STATE_LETTERS[job.tasks[i].state];
+      return { count: job.tasks.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
     },
   );
 

@@ -1,0 +1,125 @@
+// The dashboard's way to the public API: the same bearer token as the CLI, kept in this tab's
+// session storage. The event stream is read with fetch (EventSource cannot send a header).
+
+const TOKEN_KEY = "steward-token";
+
+export function savedToken() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function saveToken(token) {
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export class ApiError extends Error {
+  constructor(status, answer) {
+    super(answer?.error?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = answer?.error?.code ?? null;
+    this.field = answer?.error?.field ?? null;
+  }
+}
+
+/** A request with the saved token (or `token`); JSON back, or an ApiError. */
+export async function call(method, path, { json, text, type, token, signal } = {}) {
+  const headers = { authorization: `Bearer ${token ?? savedToken() ?? ""}` };
+  let body;
+  if (json !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(json);
+  } else if (text !== undefined) {
+    headers["content-type"] = type ?? "text/plain";
+    body = text;
+  }
+  const response = await fetch(path, { method, headers, body, signal });
+  const answer = await response.text();
+  const parsed = answer ? JSON.parse(answer) : null;
+  if (!response.ok) throw new ApiError(response.status, parsed);
+  return parsed;
+}
+
+/**
+ * Job events as they come (GET /api/v1/events), read with fetch; comes back after a broken
+ * connection with Last-Event-ID, so none is missed. Returns a function that stops it.
+ */
+export function followEvents(query, onEvent, onState = () => {}) {
+  const controller = new AbortController();
+  let last = null;
+  const run = async () => {
+    while (!controller.signal.aborted) {
+      try {
+        const headers = { authorization: `Bearer ${savedToken() ?? ""}` };
+        if (last !== null) headers["last-event-id"] = String(last);
+        const response = await fetch(`/api/v1/events${query ? `?${query}` : ""}`, {
+          headers,
+          signal: controller.signal,
+        });
+        if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+        onState("live");
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end = buffer.indexOf("\n\n");
+          while (end >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            end = buffer.indexOf("\n\n");
+            const fields = {};
+            for (const line of block.split("\n")) {
+              if (line.startsWith(":")) continue;
+              const colon = line.indexOf(": ");
+              fields[line.slice(0, colon)] = line.slice(colon + 2);
+            }
+            if (fields.event !== "job") continue;
+            last = Number(fields.id);
+            onEvent(JSON.parse(fields.data));
+          }
+        }
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        onState(error instanceof ApiError ? error.message : "reconnecting");
+      }
+      if (!controller.signal.aborted) await new Promise((done) => setTimeout(done, 1000));
+    }
+  };
+  run();
+  return () => controller.abort();
+}
+
+/** A task's log, followed until its attempt ends: `onText` gets each piece. Returns a stop function. */
+export function followLog(jobId, task, onText) {
+  const controller = new AbortController();
+  (async () => {
+    const response = await fetch(`/api/v1/jobs/${encodeURIComponent(jobId)}/logs?task=${task}&follow=1`, {
+      headers: { authorization: `Bearer ${savedToken() ?? ""}` },
+      signal: controller.signal,
+    });
+    if (!response.ok) {
+      onText(`(no log: ${(await response.json().catch(() => null))?.error?.message ?? response.status})\n`);
+      return;
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      onText(value);
+    }
+  })().catch(() => {});
+  return () => controller.abort();
+}
+
+/** Calls `fn` at most once per `ms`, the last call winning (events come in bursts). */
+export function debounce(fn, ms) {
+  let timer = null;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      fn();
+    }, ms);
+  };
+}

@@ -1,0 +1,485 @@
+// The Steward dashboard: jobs (live through the event stream), a job with its task map, attempt
+// timeline, events and task detail, hosts and pools, actions, and submitting a job file.
+// Preact with htm (no build step); every request goes through the public API with the user's token.
+
+import { render } from "preact";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { ApiError, call, debounce, followEvents, followLog, savedToken, saveToken } from "./api.js";
+import { html } from "./html.js";
+import { TaskMap } from "./taskmap.js";
+import { Timeline } from "./timeline.js";
+import { toYaml } from "./yaml.js";
+
+const JOB_STATES = ["held", "waiting", "pending", "running", "succeeded", "failed", "cancelled"];
+/** Above this many tasks a job's page loads the compact task states, not every task. */
+const FULL_TASKS_UP_TO = 500;
+
+function useRoute() {
+  const [hash, setHash] = useState(location.hash || "#/jobs");
+  useEffect(() => {
+    const changed = () => setHash(location.hash || "#/jobs");
+    addEventListener("hashchange", changed);
+    return () => removeEventListener("hashchange", changed);
+  }, []);
+  return hash.slice(1).split("/").filter(Boolean);
+}
+
+function when(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+function bytes(n) {
+  return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1048576).toFixed(1)} MB`;
+}
+
+function Problem({ error }) {
+  return error ? html`<p class="problem" role="alert">${error}</p>` : null;
+}
+
+// ---- sign-in
+
+function SignIn({ onSignedIn, reason }) {
+  const [error, setError] = useState(reason ?? null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event) => {
+    event.preventDefault();
+    const token = new FormData(event.target).get("token").trim();
+    setBusy(true);
+    try {
+      const me = await call("GET", "/api/v1/whoami", { token });
+      saveToken(token);
+      onSignedIn(me);
+    } catch (failure) {
+      setError(
+        failure instanceof ApiError && failure.status === 401
+          ? `The server refused this token: ${failure.message}.`
+          : `Could not reach the server: ${failure.message}`,
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<main class="signin">
+    <h1>Steward</h1>
+    <form onSubmit=${submit}>
+      <label for="token">Token</label>
+      <input id="token" name="token" type="password" autocomplete="off" required autofocus
+        aria-describedby="token-help" aria-invalid=${error ? "true" : "false"} />
+      <p id="token-help" class="muted">The same bearer token the CLI uses (STEWARD_TOKEN, or <code>steward token create</code>). It is kept in this tab only.</p>
+      <button type="submit" disabled=${busy}>Sign in</button>
+      <${Problem} error=${error} />
+    </form>
+  </main>`;
+}
+
+// ---- jobs
+
+function progressOf(job) {
+  const done = job.counts.succeeded + job.counts.failed + job.counts.cancelled;
+  return { done, total: job.taskCount };
+}
+
+function Jobs({ live }) {
+  const [jobs, setJobs] = useState(null);
+  const [error, setError] = useState(null);
+  const [state, setState] = useState("");
+  const [owner, setOwner] = useState("");
+  const [search, setSearch] = useState("");
+  const load = useCallback(async () => {
+    try {
+      setJobs(await call("GET", "/api/v1/jobs?all=1"));
+      setError(null);
+    } catch (failure) {
+      setError(failure.message);
+    }
+  }, []);
+  useEffect(() => {
+    load();
+    const refresh = debounce(load, 250);
+    return live.subscribe(() => refresh());
+  }, [load, live]);
+  if (!jobs) return html`<${Problem} error=${error} /><p class="muted">Loading jobs…</p>`;
+  const counts = {};
+  for (const job of jobs) counts[job.state] = (counts[job.state] ?? 0) + 1;
+  const shown = jobs
+    .filter(
+      (job) =>
+        !state ||
+        job.state === state ||
+        (state === "active" && !["succeeded", "failed", "cancelled"].includes(job.state)),
+    )
+    .filter((job) => !owner || job.owner === owner)
+    .filter((job) => !search || job.name.toLowerCase().includes(search.toLowerCase()))
+    .reverse();
+  const owners = [...new Set(jobs.map((job) => job.owner))].sort();
+  return html`<section aria-labelledby="jobs-title">
+    <h2 id="jobs-title">Jobs</h2>
+    <${Problem} error=${error} />
+    <ul class="counts" aria-label="jobs by state">
+      ${JOB_STATES.map((name) => html`<li class=${`state-${name}`}><span class="count">${counts[name] ?? 0}</span> ${name}</li>`)}
+    </ul>
+    <div class="filters">
+      <label>State <select value=${state} onChange=${(e) => setState(e.target.value)}>
+        <option value="">all</option><option value="active">not ended</option>
+        ${JOB_STATES.map((name) => html`<option value=${name}>${name}</option>`)}
+      </select></label>
+      <label>Owner <select value=${owner} onChange=${(e) => setOwner(e.target.value)}>
+        <option value="">anyone</option>
+        ${owners.map((name) => html`<option value=${name}>${name}</option>`)}
+      </select></label>
+      <label>Name <input type="search" value=${search} onInput=${(e) => setSearch(e.target.value)} placeholder="search by name" /></label>
+    </div>
+    <table class="jobs">
+      <thead><tr><th scope="col">ID</th><th scope="col">Name</th><th scope="col">Owner</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col">Running</th><th scope="col">Submitted</th></tr></thead>
+      <tbody>
+        ${shown.map((job) => {
+          const { done, total } = progressOf(job);
+          return html`<tr data-job=${job.id} class=${`state-${job.state}`}>
+            <td><a href=${`#/jobs/${job.id}`}>${job.id}</a></td>
+            <td>${job.name}</td>
+            <td>${job.owner}</td>
+            <td><span class=${`badge state-${job.state}`}>${job.state}</span></td>
+            <td><progress max=${total} value=${done} aria-label=${`job ${job.id}: ${done} of ${total} tasks ended`}></progress> <span class="muted">${done}/${total}</span></td>
+            <td>${job.counts.running}</td>
+            <td>${when(job.createdAt)}</td>
+          </tr>`;
+        })}
+      </tbody>
+    </table>
+    ${shown.length === 0 ? html`<p class="muted">No jobs${jobs.length ? " match" : " yet"}.</p>` : null}
+  </section>`;
+}
+
+// ---- one job
+
+function Actions({ job, hosts, onDone }) {
+  const [error, setError] = useState(null);
+  const [target, setTarget] = useState("");
+  const act = async (label, path, body) => {
+    if (!confirm(`${label} job ${job.id} (${job.name})?`)) return;
+    try {
+      await call("POST", `/api/v1/jobs/${job.id}/${path}`, { json: body ?? {} });
+      setError(null);
+      onDone();
+    } catch (failure) {
+      setError(`${label}: ${failure.message}`);
+    }
+  };
+  const ended = ["succeeded", "failed", "cancelled"].includes(job.state);
+  return html`<div class="actions" role="group" aria-label="actions">
+    <button onClick=${() => act("Cancel", "cancel")} disabled=${ended}>Cancel</button>
+    <button onClick=${() => act("Hold", "hold")} disabled=${ended || job.state === "held"}>Hold</button>
+    <button onClick=${() => act("Release", "release")} disabled=${job.state !== "held"}>Release</button>
+    <label>to <select value=${target} onChange=${(e) => setTarget(e.target.value)} aria-label="migrate to host">
+      <option value="">any other host</option>
+      ${hosts.filter((host) => host.state === "ready" && host.connected).map((host) => html`<option value=${host.name}>${host.name}</option>`)}
+    </select></label>
+    <button onClick=${() => act("Migrate", "migrate", target ? { to: target } : {})} disabled=${job.counts.running === 0}>Migrate</button>
+    <${Problem} error=${error} />
+  </div>`;
+}
+
+function TaskDetail({ jobId, index, onClose }) {
+  const [task, setTask] = useState(null);
+  const [log, setLog] = useState("");
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    let stopped = false;
+    call("GET", `/api/v1/jobs/${jobId}/tasks/${index}`).then(
+      (t) => !stopped && setTask(t),
+      (e) => setError(e.message),
+    );
+    setLog("");
+    const stop = followLog(jobId, index, (text) => !stopped && setLog((previous) => previous + text));
+    return () => {
+      stopped = true;
+      stop();
+    };
+  }, [jobId, index]);
+  return html`<section class="task-detail" aria-labelledby="task-title">
+    <h3 id="task-title">Task ${index} <button class="link" onClick=${onClose} aria-label="close the task">×</button></h3>
+    <${Problem} error=${error} />
+    ${
+      task
+        ? html`<p>
+        <span class=${`badge state-${task.state}`}>${task.state}</span>
+        ${task.progress ? html` progress ${(task.progress.fraction * 100).toFixed(0)}%` : null}
+        ${task.checkpoint ? html` · checkpoint generation ${task.checkpoint.generation}, ${bytes(task.checkpoint.bytes)}, ${when(task.checkpoint.at)}` : " · no checkpoint"}
+      </p>
+      <table class="attempts">
+        <thead><tr><th scope="col">#</th><th scope="col">Host</th><th scope="col">State</th><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col">Exit</th><th scope="col">Started</th><th scope="col">Ended</th></tr></thead>
+        <tbody>${task.attempts.map(
+          (a) =>
+            html`<tr><td>${a.number}${a.restarted ? " ↺" : ""}</td><td>${a.host}</td><td>${a.state}</td><td>${a.outcome ?? ""}</td><td>${a.reason ?? ""}</td><td>${a.exitCode ?? ""}</td><td>${when(a.startedAt)}</td><td>${when(a.endedAt)}</td></tr>`,
+        )}</tbody>
+      </table>`
+        : null
+    }
+    <h4>Log (stdout, followed)</h4>
+    <pre class="log" aria-live="off">${log || "(nothing yet)"}</pre>
+  </section>`;
+}
+
+function JobPage({ id, live }) {
+  const [job, setJob] = useState(null);
+  const [states, setStates] = useState(null);
+  const [hosts, setHosts] = useState([]);
+  const [error, setError] = useState(null);
+  const [task, setTask] = useState(null);
+  const load = useCallback(async () => {
+    try {
+      const head = await call("GET", `/api/v1/jobs/${id}?tasks=0`);
+      if (head.taskCount <= FULL_TASKS_UP_TO) {
+        const full = await call("GET", `/api/v1/jobs/${id}`);
+        setJob(full);
+        setStates(
+          full.tasks.length > 1
+            ? full.tasks
+                .map(
+                  (t) =>
+                    ({
+                      waiting: "w",
+                      held: "h",
+                      pending: "p",
+                      running: "r",
+                      succeeded: "s",
+                      failed: "f",
+                      cancelled: "c",
+                    })[t.state],
+                )
+                .join("")
+            : null,
+        );
+      } else {
+        const compact = await call("GET", `/api/v1/jobs/${id}/task-states`);
+        window.stewardTaskStatesArrivedAt = performance.now();
+        setJob(head);
+        setStates(compact.states);
+      }
+      setError(null);
+    } catch (failure) {
+      setError(failure.status === 404 ? `No job ${id} (or it is not yours).` : failure.message);
+    }
+  }, [id]);
+  useEffect(() => {
+    load();
+    call("GET", "/api/v1/hosts").then(setHosts, () => {});
+    const refresh = debounce(load, 300);
+    return live.subscribe((event) => event.jobId === id && refresh());
+  }, [id, load, live]);
+  const timelineTasks = useMemo(() => {
+    if (!job) return [];
+    if (job.tasks) return job.tasks;
+    return [];
+  }, [job]);
+  if (!job)
+    return html`<${Problem} error=${error} />${error ? null : html`<p class="muted">Loading job ${id}…</p>`}`;
+  const { done, total } = progressOf(job);
+  return html`<article class="job" aria-labelledby="job-title">
+    <h2 id="job-title">Job ${job.id} <span class="muted">${job.name}</span></h2>
+    <${Problem} error=${error} />
+    <p class="job-state">
+      <span class=${`badge state-${job.state}`} data-state=${job.state}>${job.state}</span>
+      owner ${job.owner} · priority ${job.priority} · submitted ${when(job.createdAt)}${job.endedAt ? ` · ended ${when(job.endedAt)}` : ""}
+      · <progress max=${total} value=${done} aria-label=${`${done} of ${total} tasks ended`}></progress> ${done}/${total}
+    </p>
+    <${Actions} job=${job} hosts=${hosts} onDone=${load} />
+    ${states ? html`<${TaskMap} states=${states} onOpen=${setTask} />` : null}
+    ${job.tasks ? html`<${Timeline} tasks=${timelineTasks} />` : html`<p class="muted">The timeline shows the attempts of a task you open on the map (the job has ${total.toLocaleString()} tasks).</p>`}
+    ${task === null && job.tasks?.length === 1 ? html`<${TaskDetail} jobId=${job.id} index=${0} onClose=${() => {}} />` : null}
+    ${task !== null ? html`<${TaskDetail} jobId=${job.id} index=${task} onClose=${() => setTask(null)} />` : null}
+    <details>
+      <summary>Job file</summary>
+      <pre class="spec">${toYaml(job.spec)}</pre>
+    </details>
+    ${
+      job.events
+        ? html`<section aria-labelledby="events-title"><h3 id="events-title">Events</h3>
+      <ol class="events">${[...job.events].reverse().map((e) => html`<li><time>${when(e.at)}</time> <span class="kind">${e.kind}</span> ${e.message}</li>`)}</ol>
+    </section>`
+        : null
+    }
+  </article>`;
+}
+
+// ---- hosts
+
+function Hosts({ live, me }) {
+  const [hosts, setHosts] = useState(null);
+  const [pools, setPools] = useState([]);
+  const [error, setError] = useState(null);
+  const load = useCallback(async () => {
+    try {
+      setHosts(await call("GET", "/api/v1/hosts"));
+      setPools(await call("GET", "/api/v1/pools"));
+      setError(null);
+    } catch (failure) {
+      setError(failure.message);
+    }
+  }, []);
+  useEffect(() => {
+    load();
+    const refresh = debounce(load, 500);
+    const stop = live.subscribe(() => refresh());
+    // Heartbeats are not events: the facts are read again every few seconds while the page is open.
+    const timer = setInterval(load, 5000);
+    return () => {
+      stop();
+      clearInterval(timer);
+    };
+  }, [load, live]);
+  const drain = async (name) => {
+    if (!confirm(`Drain host ${name}? It finishes its work and takes no more.`)) return;
+    try {
+      await call("POST", `/api/v1/hosts/${encodeURIComponent(name)}/drain`, { json: {} });
+      load();
+    } catch (failure) {
+      setError(`Drain ${name}: ${failure.message}`);
+    }
+  };
+  if (!hosts) return html`<${Problem} error=${error} /><p class="muted">Loading hosts…</p>`;
+  return html`<section aria-labelledby="hosts-title">
+    <h2 id="hosts-title">Hosts</h2>
+    <${Problem} error=${error} />
+    <table class="hosts">
+      <thead><tr><th scope="col">Name</th><th scope="col">Pool</th><th scope="col">State</th><th scope="col">Slots used</th><th scope="col">Load</th><th scope="col">Speed</th><th scope="col">Labels</th><th scope="col">Last heartbeat</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+      <tbody>${hosts.map((host) => {
+        const flag = !host.connected ? "disconnected" : host.state !== "ready" ? host.state : "";
+        return html`<tr data-host=${host.name} class=${`host-${host.state}${host.connected ? "" : " host-disconnected"}`}>
+          <td>${host.name}</td><td>${host.pool}</td>
+          <td><span class=${`badge host-${host.state}`}>${host.state}</span>${flag && flag !== host.state ? html` <span class="badge host-lost">${flag}</span>` : null}</td>
+          <td><progress max=${host.slots} value=${host.slots - host.slotsFree} aria-label=${`${host.slots - host.slotsFree} of ${host.slots} slots used`}></progress> ${host.slots - host.slotsFree}/${host.slots}</td>
+          <td>${host.facts.load1.toFixed(2)}</td><td>${host.facts.speed.toFixed(2)}</td>
+          <td>${Object.entries(host.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(", ")}</td>
+          <td>${when(host.lastSeen)}</td>
+          <td>${me.role === "admin" && host.state === "ready" ? html`<button onClick=${() => drain(host.name)}>Drain</button>` : null}</td>
+        </tr>`;
+      })}</tbody>
+    </table>
+    ${hosts.length === 0 ? html`<p class="muted">No hosts have joined.</p>` : null}
+    ${
+      pools.length
+        ? html`<h3>Pools</h3><table class="pools"><thead><tr><th scope="col">Name</th><th scope="col">Driver</th><th scope="col">State</th><th scope="col">Pending</th><th scope="col">Running</th><th scope="col">Reason</th></tr></thead>
+      <tbody>${pools.map((pool) => html`<tr><td>${pool.name}</td><td>${pool.driver}</td><td>${pool.state}</td><td>${pool.pilots.pending}</td><td>${pool.pilots.running}</td><td>${pool.reason ?? ""}</td></tr>`)}</tbody></table>`
+        : null
+    }
+  </section>`;
+}
+
+// ---- submit
+
+const EXAMPLE = "name: hello\ncommand: echo hello from Steward\n";
+
+function Submit() {
+  const [text, setText] = useState(EXAMPLE);
+  const [problem, setProblem] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const area = useRef(null);
+  const submit = async (event) => {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      const job = await call("POST", "/api/v1/jobs", { text, type: "application/yaml" });
+      setProblem(null);
+      location.hash = `#/jobs/${job.id}`;
+    } catch (failure) {
+      const field = failure.field || null;
+      // The line of the field's first key, to point at.
+      const key = field ? field.split(/[.[]/)[0] : null;
+      const line = key ? text.split("\n").findIndex((l) => l.startsWith(`${key}:`)) + 1 : 0;
+      setProblem({ field, message: failure.message, line });
+      area.current?.focus();
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<section aria-labelledby="submit-title">
+    <h2 id="submit-title">Submit a job</h2>
+    <form onSubmit=${submit} class="submit">
+      <label for="jobfile">Job file (YAML)</label>
+      <textarea id="jobfile" ref=${area} rows="14" spellcheck="false" value=${text} onInput=${(e) => setText(e.target.value)}
+        aria-invalid=${problem ? "true" : "false"} aria-describedby="jobfile-error"></textarea>
+      <div id="jobfile-error" class="field-error" role="alert">
+        ${problem ? html`${problem.field ? html`<strong class="field-name">${problem.field}</strong>${problem.line ? ` (line ${problem.line})` : ""}: ` : null}${problem.message}` : null}
+      </div>
+      <button type="submit" disabled=${busy}>Submit</button>
+    </form>
+  </section>`;
+}
+
+// ---- the shell
+
+/** One event stream for the whole page; views subscribe to it. */
+function useLive(signedIn) {
+  const listeners = useRef(new Set());
+  const [state, setState] = useState("connecting");
+  useEffect(() => {
+    if (!signedIn) return;
+    const stop = followEvents(
+      "",
+      (event) => {
+        for (const listener of listeners.current) listener(event);
+      },
+      setState,
+    );
+    return stop;
+  }, [signedIn]);
+  return useMemo(
+    () => ({
+      state,
+      subscribe(listener) {
+        listeners.current.add(listener);
+        return () => listeners.current.delete(listener);
+      },
+    }),
+    [state],
+  );
+}
+
+function App() {
+  const [me, setMe] = useState(undefined);
+  const [reason, setReason] = useState(null);
+  const route = useRoute();
+  useEffect(() => {
+    if (!savedToken()) return setMe(null);
+    call("GET", "/api/v1/whoami").then(setMe, (failure) => {
+      saveToken(null);
+      setReason(
+        failure.status === 401 ? `The server refused the saved token: ${failure.message}.` : failure.message,
+      );
+      setMe(null);
+    });
+  }, []);
+  const live = useLive(Boolean(me));
+  if (me === undefined) return html`<p class="muted">Loading…</p>`;
+  if (me === null) return html`<${SignIn} onSignedIn=${setMe} reason=${reason} />`;
+  const [page, id] = route;
+  const view =
+    page === "jobs" && id
+      ? html`<${JobPage} id=${id} live=${live} />`
+      : page === "hosts"
+        ? html`<${Hosts} live=${live} me=${me} />`
+        : page === "submit"
+          ? html`<${Submit} />`
+          : html`<${Jobs} live=${live} />`;
+  return html`<header>
+      <nav aria-label="main">
+        <strong class="brand">Steward</strong>
+        <a href="#/jobs" aria-current=${page === "jobs" ? "page" : null}>Jobs</a>
+        <a href="#/hosts" aria-current=${page === "hosts" ? "page" : null}>Hosts</a>
+        ${me.role === "reader" ? null : html`<a href="#/submit" aria-current=${page === "submit" ? "page" : null}>Submit</a>`}
+        <span class="spacer"></span>
+        <span class=${`live live-${live.state === "live" ? "on" : "off"}`} title="the event stream">${live.state === "live" ? "● live" : `○ ${live.state}`}</span>
+        <span class="me">${me.user} (${me.role})</span>
+        <button class="link" onClick=${() => {
+          saveToken(null);
+          setMe(null);
+        }}>Sign out</button>
+      </nav>
+    </header>
+    <main>${view}</main>`;
+}
+
+render(html`<${App} />`, document.getElementById("app"));
