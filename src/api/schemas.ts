@@ -104,6 +104,12 @@ export const countsSchema = z.object({
   cancelled: z.int(),
 });
 
+/** What `GET /api/v1/events` sends as `event: progress`: a job's task counts (not stored). */
+export const progressEventSchema = z
+  .object({ jobId: z.string(), state: z.enum(JOB_STATES), taskCount: z.int(), counts: countsSchema })
+  .meta({ id: "JobProgress" });
+export type ProgressEvent = z.infer<typeof progressEventSchema>;
+
 /**
  * The job file (DESIGN.md "Job file"): the document's JobFileInput is what a submit takes,
  * JobFile what it became, with every default filled in.

@@ -31,7 +31,11 @@ export interface ReactorOptions {
 const TICK_MS = 250;
 
 export class Reactor {
-  readonly events = new EventEmitter<{ event: [EventRecord]; job: [JobEntry] }>();
+  /**
+   * `event`: a stored job event, once committed; `job`: a job's state changed; `progress`: tasks of
+   * the job (its id) changed state in a commit (not stored: the dashboard's progress bars).
+   */
+  readonly events = new EventEmitter<{ event: [EventRecord]; job: [JobEntry]; progress: [string] }>();
   state: ClusterState;
   readonly options: ReactorOptions;
   readonly #committer: GroupCommitter;
@@ -83,6 +87,12 @@ export class Reactor {
       }
       for (const change of step.changes)
         if (change.op === "addEvent") this.events.emit("event", change.event);
+      if (this.events.listenerCount("progress") > 0) {
+        const changed = new Set<string>();
+        for (const change of step.changes)
+          if (change.op === "putTasks") for (const task of change.tasks) changed.add(task.jobId);
+        for (const jobId of changed) this.events.emit("progress", jobId);
+      }
     }
     for (const effect of step.effects) this.#perform(effect);
   }

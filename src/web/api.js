@@ -41,7 +41,8 @@ export async function call(method, path, { json, text, type, token, signal } = {
 
 /**
  * Job events as they come (GET /api/v1/events), read with fetch; comes back after a broken
- * connection with Last-Event-ID, so none is missed. Returns a function that stops it.
+ * connection with Last-Event-ID, so none is missed. Each has `type`: "job" (a stored event) or
+ * "progress" (a job's task counts). Returns a function that stops it.
  */
 export function followEvents(query, onEvent, onState = () => {}) {
   const controller = new AbortController();
@@ -74,9 +75,10 @@ export function followEvents(query, onEvent, onState = () => {}) {
               const colon = line.indexOf(": ");
               fields[line.slice(0, colon)] = line.slice(colon + 2);
             }
-            if (fields.event !== "job") continue;
-            last = Number(fields.id);
-            onEvent(JSON.parse(fields.data));
+            // `job`: a stored event (with an id to come back from); `progress`: a job's task counts.
+            if (fields.event === "job") last = Number(fields.id);
+            else if (fields.event !== "progress") continue;
+            onEvent({ type: fields.event, ...JSON.parse(fields.data) });
           }
         }
       } catch (error) {

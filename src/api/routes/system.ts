@@ -10,9 +10,19 @@ import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";
 import { wholeNumber } from "../requests.ts";
-import { errors, type Health, healthSchema, json, streamEventSchema } from "../schemas.ts";
+import {
+  errors,
+  type Health,
+  healthSchema,
+  json,
+  type ProgressEvent,
+  streamEventSchema,
+} from "../schemas.ts";
+import { jobSummaryView } from "../views.ts";
 
 const KEEP_ALIVE_MS = 15_000;
+/** A job's task counts go out at most this often on one event stream. */
+const PROGRESS_MS = 200;
 
 export interface SystemRouteDeps {
   core: Core;
@@ -74,7 +84,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
     {
       schema: {
         summary:
-          "Job events as server-sent events: `event: job`, `id: N`, `data: JobEvent`. With Last-Event-ID (or after=N) the stored events after N come first, then the live ones",
+          "Job events as server-sent events: `event: job`, `id: N`, `data: JobEvent`. With Last-Event-ID (or after=N) the stored events after N come first, then the live ones. Also `event: progress` (no id, not stored): a job's task counts when its tasks change state, at most every 200 ms per job",
         querystring: z.object({
           job: z.string().min(1).optional().meta({ description: "only this job's events" }),
           after: wholeNumber()
@@ -117,12 +127,37 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
           : undefined;
       const stream = new EventStream(raw, job ?? null, undefined, visible);
       const listener = (event: EventRecord) => stream.live(event);
+      // Task counts as they change (not stored, no id): at most one line per job every PROGRESS_MS.
+      const pendingProgress = new Map<string, NodeJS.Timeout>();
+      const progress = (jobId: string) => {
+        if (pendingProgress.has(jobId) || (job !== undefined && jobId !== job)) return;
+        pendingProgress.set(
+          jobId,
+          setTimeout(() => {
+            pendingProgress.delete(jobId);
+            const entry = core.findJob(jobId);
+            if (!entry) return;
+            if (principal && !seesAllJobs(principal.role) && entry.record.owner !== principal.user) return;
+            const summary = jobSummaryView(entry);
+            const data: ProgressEvent = {
+              jobId,
+              state: summary.state,
+              taskCount: summary.taskCount,
+              counts: summary.counts,
+            };
+            raw.write(`event: progress\ndata: ${JSON.stringify(data)}\n\n`);
+          }, PROGRESS_MS),
+        );
+      };
       const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
       // Live events are listened to before the backlog is read, so none committed meanwhile is lost.
       core.events.on("event", listener);
+      core.events.on("progress", progress);
       request.raw.on("close", () => {
         clearInterval(keepAlive);
         core.events.off("event", listener);
+        core.events.off("progress", progress);
+        for (const timer of pendingProgress.values()) clearTimeout(timer);
         stream.close();
       });
       if (after === null) {

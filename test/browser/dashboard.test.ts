@@ -1,0 +1,185 @@
+// The dashboard in a real browser (Chromium through playwright-core) against a real server and
+// agents: sign-in, the live jobs list, a migration on the timeline, cancelling from the page, a bad
+// job file, and the task map of a 100,000-task array.
+
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Job } from "../../src/api/schemas.ts";
+import { browserTests, launchBrowser } from "../helpers/browser.ts";
+import {
+  type AgentProcess,
+  api,
+  cleanup,
+  cli,
+  getJob,
+  type StewardProcess,
+  startAgentProcess,
+  startServerProcess,
+  tempDir,
+  waitFor,
+} from "../helpers/steward.ts";
+
+browserTests(() => {
+  let server: StewardProcess & { joinToken: string };
+  const agents: AgentProcess[] = [];
+  let browser: Browser;
+  let page: Page;
+  const dir = tempDir("steward-dashboard-");
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    for (const name of ["b1", "b2"])
+      agents.push(
+        await startAgentProcess({ name, slots: 1, servers: [server.url], joinToken: server.joinToken }),
+      );
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const agent of agents) await agent.crash();
+    await server?.stop();
+    cleanup(dir, server?.data ?? "", ...agents.map((agent) => agent.work));
+  });
+
+  async function submit(body: object): Promise<string> {
+    return ((await api(server, "POST", "/api/v1/jobs", body)) as { id: string }).id;
+  }
+
+  it("a wrong token gets a clear message; the right one signs in", async () => {
+    await page.goto(server.url);
+    await page.fill("#token", "not-the-token");
+    await page.click("button[type=submit]");
+    await expect
+      .poll(() => page.textContent(".problem"))
+      .toBe("The server refused this token: wrong bearer token.");
+    await page.fill("#token", server.token);
+    await page.click("button[type=submit]");
+    await page.waitForSelector("nav >> text=admin (admin)");
+    await page.waitForSelector("nav >> text=● live");
+  });
+
+  it("a job submitted through the CLI appears without a reload and its progress bar moves", async () => {
+    await page.evaluate(() => {
+      (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;
+    });
+    const file = `${dir}/six.yaml`;
+    await import("node:fs").then((fs) =>
+      fs.writeFileSync(file, "name: six\ncommand: sleep 1\narray:\n  count: 6\n"),
+    );
+    const submitted = await cli(server, ["submit", file, "--json"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const id = (JSON.parse(submitted.stdout) as Job).id;
+    const row = `tr[data-job="${id}"] progress`;
+    await page.waitForSelector(row, { timeout: 10_000 });
+    const seen = new Set<number>();
+    await waitFor(
+      "the progress bar to reach 6 of 6",
+      async () => {
+        const value = Number(await page.getAttribute(row, "value"));
+        seen.add(value);
+        return value === 6;
+      },
+      30_000,
+      50,
+    );
+    // It moved through values between, not only from nothing to all.
+    expect(
+      [...seen].some((value) => value > 0 && value < 6),
+      `values seen: ${[...seen]}`,
+    ).toBe(true);
+    expect(await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded)).toBe(
+      true,
+    );
+  });
+
+  let moved: string;
+  it("a migration from the CLI shows as two attempts on two hosts with an arrow", async () => {
+    moved = await submit({ name: "mover", command: "sleep 120" });
+    await waitFor(
+      "it to run",
+      async () => (await getJob(server, moved)).tasks[0].attempts[0]?.state === "running",
+      20_000,
+    );
+    await page.goto(`${server.url}/#/jobs/${moved}`);
+    await page.waitForSelector(".timeline g.bar");
+    const migrated = await cli(server, ["migrate", moved]);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    // Live: the page follows the job's events, no reload.
+    await page.waitForSelector(".timeline path.arrow.migrated", { state: "attached", timeout: 20_000 });
+    const bars = await page.$$eval(".timeline g.bar", (nodes) =>
+      nodes.map((node) => ({
+        attempt: node.getAttribute("data-attempt"),
+        host: node.getAttribute("data-host"),
+      })),
+    );
+    expect(bars.map((bar) => bar.attempt)).toEqual(["1", "2"]);
+    expect(new Set(bars.map((bar) => bar.host)).size).toBe(2);
+    expect(await page.getAttribute(".timeline g.bar[data-attempt='1']", "class")).toContain(
+      "outcome-migrated",
+    );
+  });
+
+  it("cancelling from the page (after confirming) ends the job", async () => {
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(".actions button:text('Cancel')");
+    await page.waitForSelector(".job-state .badge[data-state='cancelled']", { timeout: 20_000 });
+    expect((await getJob(server, moved)).state).toBe("cancelled");
+    const events = (await getJob(server, moved)).events.map((event) => event.message);
+    expect(events).toContain("cancel requested by admin");
+  });
+
+  it("a bad job file submitted from the page shows the field's error and creates nothing", async () => {
+    const before = ((await api(server, "GET", "/api/v1/jobs?all=1")) as unknown[]).length;
+    await page.goto(`${server.url}/#/submit`);
+    await page.fill("#jobfile", "name: bad\ncommand: true\nbogus: 1\n");
+    await page.click("form.submit button[type=submit]");
+    await expect.poll(() => page.textContent("#jobfile-error")).toBe("bogus (line 3): unknown key");
+    expect(await page.getAttribute("#jobfile", "aria-invalid")).toBe("true");
+    expect(((await api(server, "GET", "/api/v1/jobs?all=1")) as unknown[]).length).toBe(before);
+    // A good one goes to its job's page.
+    await page.fill("#jobfile", "name: good\ncommand: echo fine\n");
+    await page.click("form.submit button[type=submit]");
+    await page.waitForSelector("#job-title >> text=good");
+  });
+
+  it("a 100,000-task array's task map is drawn in under 1 s after its data arrives", async () => {
+    // Pending for good (no host has that much memory): the map shows 100,000 pending cells.
+    const id = await submit({
+      name: "big",
+      command: "true",
+      array: { count: 100_000 },
+      requirements: "host.memoryMb > 1e12",
+    });
+    await page.goto(`${server.url}/#/jobs/${id}`);
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as { stewardTaskMap?: { count: number } }).stewardTaskMap?.count === 100_000,
+      null,
+      {
+        timeout: 30_000,
+      },
+    );
+    const figures = await page.evaluate(() => {
+      const w = globalThis as unknown as {
+        stewardTaskMap: { drawMs: number; drawnAt: number };
+        stewardTaskStatesArrivedAt: number;
+      };
+      return {
+        drawMs: w.stewardTaskMap.drawMs,
+        sinceArrival: w.stewardTaskMap.drawnAt - w.stewardTaskStatesArrivedAt,
+      };
+    });
+    console.log(
+      `task map of 100,000 tasks: drawn in ${figures.drawMs.toFixed(1)} ms, ${figures.sinceArrival.toFixed(1)} ms after the data arrived`,
+    );
+    expect(figures.sinceArrival).toBeLessThan(1000);
+    // Hovering a cell names its task.
+    const box = await page.locator(".taskmap canvas").boundingBox();
+    if (!box) throw new Error("no task map");
+    await page.mouse.move(box.x + 1, box.y + 1);
+    await expect.poll(() => page.textContent(".taskmap .hover")).toBe("task 0: pending");
+  });
+});
