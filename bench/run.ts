@@ -17,6 +17,7 @@ import {
 } from "./benchmark.ts";
 import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
+import { dashboardBenchmark } from "./dashboard.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
 import { gangBenchmark } from "./gang.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
@@ -41,6 +42,7 @@ const BENCHMARKS: Benchmark[] = [
   replayLcgBenchmark,
   postgresBenchmark,
   slurmPoolBenchmark,
+  dashboardBenchmark,
 ];
 
 const USAGE = `usage: npm run bench [-- options]

@@ -58,6 +58,7 @@ export interface Cluster {
   url: string;
   root: string;
   api: Api;
+  adminToken: string;
   joinToken: string;
   agents: AgentProcess[];
   agent(name: string): AgentProcess;
@@ -272,6 +273,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       url,
       root,
       api,
+      adminToken,
       joinToken,
       agents,
       agent(name: string) {

@@ -11,6 +11,16 @@ import { Timeline } from "./timeline.js";
 import { toYaml } from "./yaml.js";
 
 const JOB_STATES = ["held", "waiting", "pending", "running", "succeeded", "failed", "cancelled"];
+/** Task states as the compact form's letters (GET /api/v1/jobs/:id/task-states). */
+const LETTERS = {
+  waiting: "w",
+  held: "h",
+  pending: "p",
+  running: "r",
+  succeeded: "s",
+  failed: "f",
+  cancelled: "c",
+};
 /** Above this many tasks a job's page loads the compact task states, not every task. */
 const FULL_TASKS_UP_TO = 500;
 
@@ -231,6 +241,7 @@ function TaskDetail({ jobId, index, onClose }) {
 function JobPage({ id, live }) {
   const [job, setJob] = useState(null);
   const [states, setStates] = useState(null);
+  const [arrivedAt, setArrivedAt] = useState(null);
   const [hosts, setHosts] = useState([]);
   const [error, setError] = useState(null);
   const [task, setTask] = useState(null);
@@ -240,27 +251,11 @@ function JobPage({ id, live }) {
       if (head.taskCount <= FULL_TASKS_UP_TO) {
         const full = await call("GET", `/api/v1/jobs/${id}`);
         setJob(full);
-        setStates(
-          full.tasks.length > 1
-            ? full.tasks
-                .map(
-                  (t) =>
-                    ({
-                      waiting: "w",
-                      held: "h",
-                      pending: "p",
-                      running: "r",
-                      succeeded: "s",
-                      failed: "f",
-                      cancelled: "c",
-                    })[t.state],
-                )
-                .join("")
-            : null,
-        );
+        setArrivedAt(performance.now());
+        setStates(full.tasks.length > 1 ? full.tasks.map((task) => LETTERS[task.state]).join("") : null);
       } else {
         const compact = await call("GET", `/api/v1/jobs/${id}/task-states`);
-        window.stewardTaskStatesArrivedAt = performance.now();
+        setArrivedAt(performance.now());
         setJob(head);
         setStates(compact.states);
       }
@@ -293,7 +288,7 @@ function JobPage({ id, live }) {
       · <progress max=${total} value=${done} aria-label=${`${done} of ${total} tasks ended`}></progress> ${done}/${total}
     </p>
     <${Actions} job=${job} hosts=${hosts} onDone=${load} />
-    ${states ? html`<${TaskMap} states=${states} onOpen=${setTask} />` : null}
+    ${states ? html`<${TaskMap} states=${states} arrivedAt=${arrivedAt} onOpen=${setTask} />` : null}
     ${job.tasks ? html`<${Timeline} tasks=${timelineTasks} />` : html`<p class="muted">The timeline shows the attempts of a task you open on the map (the job has ${total.toLocaleString()} tasks).</p>`}
     ${task === null && job.tasks?.length === 1 ? html`<${TaskDetail} jobId=${job.id} index=${0} onClose=${() => {}} />` : null}
     ${task !== null ? html`<${TaskDetail} jobId=${job.id} index=${task} onClose=${() => setTask(null)} />` : null}
@@ -319,7 +314,8 @@ function Hosts({ live, me }) {
   const [error, setError] = useState(null);
   const load = useCallback(async () => {
     try {
-      setHosts(await call("GET", "/api/v1/hosts"));
+      const listed = await call("GET", "/api/v1/hosts");
+      setHosts(listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
       setPools(await call("GET", "/api/v1/pools"));
       setError(null);
     } catch (failure) {

@@ -17,7 +17,7 @@ export const OUTCOMES = {
 };
 const MOVES = new Set(["migrated", "preempted", "lost"]);
 
-const LANE = 34;
+const ROW = 20;
 const LEFT = 110;
 const WIDTH = 900;
 
@@ -46,16 +46,36 @@ export function timelineOf(tasks, now) {
   const checkpoints = tasks
     .filter((task) => task.checkpoint)
     .map((task) => ({ task: task.index, ...task.checkpoint }));
-  return { hosts, bars, arrows, checkpoints, start, end: Math.max(end, start + 1000) };
+  // Attempts that overlap on a host (its slots) go on rows of its lane, each in the first row free.
+  const rows = {};
+  for (const host of hosts) {
+    const ends = [];
+    for (const bar of bars.filter((each) => each.attempt.host === host).sort((a, b) => a.from - b.from)) {
+      let row = ends.findIndex((rowEnd) => rowEnd <= bar.from);
+      if (row < 0) row = ends.push(0) - 1;
+      ends[row] = bar.to;
+      bar.row = row;
+    }
+    rows[host] = Math.max(1, ends.length);
+  }
+  return { hosts, rows, bars, arrows, checkpoints, start, end: Math.max(end, start + 1000) };
 }
 
 export function Timeline({ tasks, now = Date.now() }) {
-  const { hosts, bars, arrows, checkpoints, start, end } = timelineOf(tasks, now);
+  const { hosts, rows, bars, arrows, checkpoints, start, end } = timelineOf(tasks, now);
   if (bars.length === 0) return html`<p class="muted">No attempt yet.</p>`;
   const x = (ms) => LEFT + ((ms - start) / (end - start)) * (WIDTH - LEFT - 10);
-  const y = (host) => 20 + hosts.indexOf(host) * LANE;
+  const tops = {};
+  let top = 14;
+  for (const host of hosts) {
+    tops[host] = top;
+    top += rows[host] * ROW + 12;
+  }
+  const y = (host) => tops[host];
+  /** The top of a bar's row. */
+  const rowY = (bar) => tops[bar.attempt.host] + bar.row * ROW;
   const barOf = (attempt) => bars.find((bar) => bar.attempt === attempt);
-  const height = 30 + hosts.length * LANE;
+  const height = top + 6;
   return html`<section class="timeline" aria-label="attempt timeline">
     <h3>Attempts by host</h3>
     <ul class="legend">
@@ -76,24 +96,25 @@ export function Timeline({ tasks, now = Date.now() }) {
       ${hosts.map(
         (host) => html`<g class="lane" data-host=${host}>
           <text x="4" y=${y(host) + 14} class="lane-name">${host}</text>
-          <line x1=${LEFT} x2=${WIDTH - 10} y1=${y(host) + 22} y2=${y(host) + 22} class="lane-line"></line>
+          <line x1=${LEFT} x2=${WIDTH - 10} y1=${y(host) + rows[host] * ROW + 4} y2=${y(host) + rows[host] * ROW + 4} class="lane-line"></line>
         </g>`,
       )}
-      ${bars.map(({ task, attempt, from, to }) => {
+      ${bars.map((bar) => {
+        const { task, attempt, from, to } = bar;
         const outcome = attempt.outcome ?? "running";
         const [colour, name] = OUTCOMES[outcome] ?? ["#999", outcome];
         const title = `task ${task} attempt ${attempt.number} on ${attempt.host}: ${name}${attempt.reason ? ` (${attempt.reason})` : ""}${attempt.exitCode !== null ? `, exit ${attempt.exitCode}` : ""}`;
         return html`<g class=${`bar outcome-${outcome}`} data-task=${task} data-attempt=${attempt.number} data-host=${attempt.host}>
           <title>${title}</title>
-          <rect x=${x(from)} y=${y(attempt.host) + 4} width=${Math.max(3, x(to) - x(from))} height="16" rx="3" fill=${colour}></rect>
-          ${attempt.restarted ? html`<circle class="restored" cx=${x(from) + 4} cy=${y(attempt.host) + 12} r="4" fill="white" stroke="#222"><title>restored from a checkpoint</title></circle>` : null}
+          <rect x=${x(from)} y=${rowY(bar) + 2} width=${Math.max(3, x(to) - x(from))} height="16" rx="3" fill=${colour}></rect>
+          ${attempt.restarted ? html`<circle class="restored" cx=${x(from) + 4} cy=${rowY(bar) + 10} r="4" fill="white" stroke="#222"><title>restored from a checkpoint</title></circle>` : null}
         </g>`;
       })}
       ${checkpoints.map((point) => {
         const at = Date.parse(point.at);
         const bar = bars.find((each) => each.task === point.task && each.from <= at && at <= each.to + 1000);
         if (!bar) return null;
-        return html`<path class="checkpoint" d=${`M ${x(at)} ${y(bar.attempt.host) + 6} l 5 6 l -5 6 l -5 -6 z`} fill="#ffd34d" stroke="#333">
+        return html`<path class="checkpoint" d=${`M ${x(at)} ${rowY(bar) + 4} l 5 6 l -5 6 l -5 -6 z`} fill="#ffd34d" stroke="#333">
           <title>checkpoint generation ${point.generation}, ${point.bytes} bytes, at ${point.at}</title>
         </path>`;
       })}
@@ -104,7 +125,7 @@ export function Timeline({ tasks, now = Date.now() }) {
         return html`<path
           class=${`arrow ${from.outcome}`}
           data-task=${task}
-          d=${`M ${x(a.to)} ${y(from.host) + 12} L ${x(b.from)} ${y(to.host) + 12}`}
+          d=${`M ${x(a.to)} ${rowY(a) + 10} L ${x(b.from)} ${rowY(b) + 10}`}
           stroke="#333"
           stroke-width="1.5"
           stroke-dasharray=${from.outcome === "migrated" ? "" : "4 3"}

@@ -164,12 +164,11 @@ browserTests(() => {
     );
     const figures = await page.evaluate(() => {
       const w = globalThis as unknown as {
-        stewardTaskMap: { drawMs: number; drawnAt: number };
-        stewardTaskStatesArrivedAt: number;
+        stewardTaskMap: { drawMs: number; sinceArrivalMs: number };
       };
       return {
         drawMs: w.stewardTaskMap.drawMs,
-        sinceArrival: w.stewardTaskMap.drawnAt - w.stewardTaskStatesArrivedAt,
+        sinceArrival: w.stewardTaskMap.sinceArrivalMs,
       };
     });
     console.log(
