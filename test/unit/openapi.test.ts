@@ -1,5 +1,5 @@
 // The OpenAPI document is generated from the route schemas: every route the API registers is in
-// it, and every operation describes its answer.
+// it (but the dashboard's files, hidden), and every operation describes its answer.
 
 import Fastify from "fastify";
 import { Registry } from "prom-client";
@@ -17,6 +17,8 @@ async function apiWithRoutes() {
   const app = Fastify();
   const routes: { method: string; url: string }[] = [];
   app.addHook("onRoute", (route) => {
+    // The dashboard's files are hidden from the document: pages, not API.
+    if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   // Registering routes calls nothing on these: the document is all this test asks for.
