@@ -8,18 +8,13 @@ import tls from "node:tls";
 import type { ErrorAnswer } from "../api/schemas.ts";
 import { HttpClient, HttpError } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
+import { CliError } from "./cli-error.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
 export const CLI_RETRY_BUDGET_MS = 5_000;
 
-export class CliError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode = 3) {
-    super(message);
-    this.exitCode = exitCode;
-  }
-}
+export { CliError } from "./cli-error.ts";
 
 export interface RequestOptions {
   json?: unknown;
@@ -123,8 +118,8 @@ async function errorFrom(response: Response): Promise<CliError> {
     if (body?.error?.message) message = body.error.message;
   } catch {}
   if (response.status === 401)
-    return new CliError(`the server refused the token: ${message} (set STEWARD_TOKEN)`);
-  return new CliError(message);
+    return new CliError(`the server refused the token: ${message} (set STEWARD_TOKEN)`, 3, 401);
+  return new CliError(message, 3, response.status);
 }
 
 /** Whether something at the URL's host and port completes a TLS handshake (an HTTPS server asked in plain HTTP). */

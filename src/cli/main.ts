@@ -2,23 +2,12 @@
 // except server, agent and up, which run the daemons.
 
 import { Command, CommanderError } from "commander";
-import { JobFileError } from "../model/jobfile.ts";
-import { trustAuthority } from "../transport/trust.ts";
-import { CliError } from "./client.ts";
-import { registerAgent } from "./commands/agent.ts";
-import { registerControl } from "./commands/control.ts";
-import { registerExplain } from "./commands/explain.ts";
-import { registerFetch } from "./commands/fetch.ts";
-import { registerHosts } from "./commands/hosts.ts";
-import { registerLogs } from "./commands/logs.ts";
-import { registerPools } from "./commands/pools.ts";
-import { registerPs } from "./commands/ps.ts";
-import { registerServer } from "./commands/server.ts";
-import { registerShow } from "./commands/show.ts";
-import { registerSubmit } from "./commands/submit.ts";
-import { registerTokens } from "./commands/tokens.ts";
-import { registerUp } from "./commands/up.ts";
-import { registerWait } from "./commands/wait.ts";
+import { JobFileError } from "../model/jobfile-error.ts";
+import { CliError } from "./cli-error.ts";
+import { registerCommands } from "./commands/index.ts";
+
+// bin/steward turned Node's compile cache on for this process; what it starts does not inherit it.
+delete process.env.NODE_COMPILE_CACHE;
 
 const program = new Command("steward")
   .description("Steward: a fault-tolerant grid job manager")
@@ -28,35 +17,34 @@ const program = new Command("steward")
   .exitOverride();
 
 // A private authority for HTTPS/WSS: `steward --ca FILE ...`, `steward agent --ca FILE`, or STEWARD_CA.
-program.hook("preAction", (_root, action) => {
+program.hook("preAction", async (_root, action) => {
   const ca: string | undefined = action.opts().ca ?? program.opts().ca ?? process.env.STEWARD_CA;
   if (!ca) return;
   try {
+    const { trustAuthority } = await import("../transport/trust.ts");
     trustAuthority(ca);
   } catch (error) {
     throw new CliError(`--ca ${ca}: ${(error as Error).message}`, 2);
   }
 });
 
-registerUp(program);
-registerServer(program);
-registerAgent(program);
-registerSubmit(program);
-registerPs(program);
-registerShow(program);
-registerLogs(program);
-registerWait(program);
-registerControl(program);
-registerFetch(program);
-registerHosts(program);
-registerExplain(program);
-registerPools(program);
-registerTokens(program);
+await registerCommands(program, commandNamed(process.argv.slice(2)));
 
 program.addHelpText(
   "after",
   "\nEnvironment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present), STEWARD_CA (as --ca).",
 );
+
+/** The command the arguments name (`help X` names X), past the global options; null for none. */
+function commandNamed(args: string[]): string | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--ca") i++;
+    else if (arg === "help") return args[i + 1] ?? null;
+    else if (!arg.startsWith("-")) return arg;
+  }
+  return null;
+}
 
 try {
   await program.parseAsync(process.argv);

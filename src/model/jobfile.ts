@@ -2,9 +2,9 @@
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { posix } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { checkExpression } from "./cel.ts";
+import { JobFileError } from "./jobfile-error.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
 
 /** Ranks a multi-node job may ask for. */
@@ -92,14 +92,7 @@ export const jobSpecSchema = z.strictObject({
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
 
-export class JobFileError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(field ? `${field}: ${message}` : message);
-    this.name = "JobFileError";
-    this.field = field;
-  }
-}
+export { JobFileError } from "./jobfile-error.ts";
 
 /** Validates a parsed job file. Throws JobFileError naming the first bad field. */
 export function validateJobSpec(input: unknown): JobSpec {
@@ -143,13 +136,7 @@ function formatPath(path: string[]): string {
 }
 
 /** Parses YAML or JSON text (JSON is YAML). */
-export function parseJobFileText(text: string): unknown {
-  try {
-    return parseYaml(text);
-  } catch (error) {
-    throw new JobFileError("", `not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
-  }
-}
+export { parseJobFileText } from "./jobfile-text.ts";
 
 export function taskCount(spec: JobSpec): number {
   return spec.array?.count ?? 1;

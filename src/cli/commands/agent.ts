@@ -6,11 +6,12 @@ import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
+import { describe } from "./index.ts";
 
 export function registerAgent(program: Command): void {
   program
     .command("agent")
-    .description("run one host's agent")
+    .description(describe("agent"))
     .requiredOption("--server <urls>", "server URL, or a comma-separated list of servers")
     .option("--token <token>", "the servers' join token (shows in the process list: prefer --token-file)")
     .option("--token-file <file>", "read the join token from this file (or set STEWARD_JOIN_TOKEN)")

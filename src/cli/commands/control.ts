@@ -2,18 +2,14 @@ import type { Command } from "commander";
 import type { Job, Removed } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
+import { describe } from "./index.ts";
 
 /** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}. */
 export function registerControl(program: Command): void {
-  const actions: [string, string][] = [
-    ["cancel", "cancel a job: pending tasks never start, running attempts are stopped"],
-    ["hold", "hold a job: it does not start; running attempts stop and it resumes on release"],
-    ["release", "release a held job"],
-  ];
-  for (const [action, description] of actions) {
+  for (const action of ["cancel", "hold", "release"]) {
     program
       .command(action)
-      .description(description)
+      .description(describe(action))
       .argument("<id>", "job id")
       .option("--json", "print the job as JSON")
       .action(async (id: string, options: { json?: boolean }) => {
@@ -28,7 +24,7 @@ export function registerControl(program: Command): void {
   }
   program
     .command("migrate")
-    .description("move a running job to another host (or the one named), resuming from its checkpoint")
+    .description(describe("migrate"))
     .argument("<id>", "job id")
     .option("--to <host>", "the host to move to")
     .option("--json", "print the job as JSON")
@@ -41,7 +37,7 @@ export function registerControl(program: Command): void {
     });
   program
     .command("rm")
-    .description("remove an ended job with its files and checkpoints")
+    .description(describe("rm"))
     .argument("<id>", "job id")
     .option("--json", "print the answer as JSON")
     .action(async (id: string, options: { json?: boolean }) => {

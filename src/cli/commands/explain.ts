@@ -2,13 +2,12 @@ import type { Command } from "commander";
 import type { Explanation } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerExplain(program: Command): void {
   program
     .command("explain")
-    .description(
-      "why a job is not running: held, dependencies, back-off, whom it waits behind, then host by host (the requirements clause by clause)",
-    )
+    .description(describe("explain"))
     .argument("<id>", "job id")
     .option("--json", "print JSON")
     .action(async (id: string, options: { json?: boolean }) => {

@@ -7,11 +7,12 @@ import type { Command } from "commander";
 import type { Job, OutputFile } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerFetch(program: Command): void {
   program
     .command("fetch")
-    .description("download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array")
+    .description(describe("fetch"))
     .argument("<id>", "job id")
     .option("--to <dir>", "where to write", ".")
     .option("--json", "print the files written as JSON")

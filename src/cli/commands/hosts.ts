@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import type { Host } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerHosts(program: Command): void {
   program
     .command("hosts")
-    .description("hosts with their facts and state")
+    .description(describe("hosts"))
     .option("--json", "print JSON")
     .action(async (options: { json?: boolean }) => {
       const hosts = await new ApiClient().json<Host[]>("GET", "/api/v1/hosts");
@@ -29,7 +30,7 @@ export function registerHosts(program: Command): void {
     });
   program
     .command("drain")
-    .description("let a host finish its work and take no more")
+    .description(describe("drain"))
     .argument("<host>", "host name")
     .option("--json", "print the host as JSON")
     .action(async (name: string, options: { json?: boolean }) => {

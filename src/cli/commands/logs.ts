@@ -2,11 +2,12 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import { ApiClient } from "../client.ts";
+import { describe } from "./index.ts";
 
 export function registerLogs(program: Command): void {
   program
     .command("logs")
-    .description("stdout (or stderr) of a task's latest attempt")
+    .description(describe("logs"))
     .argument("<id>", "job id")
     .option("--task <n>", "task index", "0")
     .option("-f, --follow", "follow the running attempt until it ends")

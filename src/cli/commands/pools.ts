@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import type { Pool } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerPools(program: Command): void {
   program
     .command("pools")
-    .description("pools backed by a batch system, with their state and pilots")
+    .description(describe("pools"))
     .option("--json", "print JSON")
     .action(async (options: { json?: boolean }) => {
       const pools = await new ApiClient().json<Pool[]>("GET", "/api/v1/pools");

@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import type { JobSummary } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerPs(program: Command): void {
   program
     .command("ps")
-    .description("list jobs (those not ended, unless --all)")
+    .description(describe("ps"))
     .option("--all", "include ended jobs")
     .option("--state <state>", "only jobs in this state")
     .option("--user <name>", "only this owner's jobs (a user's token lists only their own anyway)")

@@ -9,12 +9,13 @@ import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { describe } from "./index.ts";
 
 export function registerServer(program: Command): void {
   policyOptions(
     program
       .command("server")
-      .description("run the broker alone (agents connect to it)")
+      .description(describe("server"))
       .option(
         "--data <dir>",
         "data folder: tokens, SQLite database (unless --store), files (unless --store or --blobs)",

@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 export function registerShow(program: Command): void {
   program
     .command("show")
-    .description("one job with its tasks, attempts and events")
+    .description(describe("show"))
     .argument("<id>", "job id")
     .option("--json", "print JSON")
     .action(async (id: string, options: { json?: boolean }) => {

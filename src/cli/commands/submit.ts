@@ -1,15 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
-import { ApiClient } from "../client.ts";
+import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { loadJobFile, submissionBody } from "../job-file.ts";
+import { describe } from "./index.ts";
 import { waitForJobs } from "./wait.ts";
 
 export function registerSubmit(program: Command): void {
   program
     .command("submit")
-    .description("submit a job file (YAML or JSON); prints the job id")
+    .description(describe("submit"))
     .argument("<file>", "the job file")
     .option("--wait", "wait for the job to end; exit 0 only if it succeeded")
     .option("--json", "print the whole job as JSON")
@@ -18,11 +19,19 @@ export function registerSubmit(program: Command): void {
       const client = new ApiClient();
       // One key per submit: if the answer is lost (a broker dies, a connection breaks), the request
       // is sent again, to the next server too, and finds the job the first one made.
-      const created = await client.json<Job>("POST", "/api/v1/jobs", {
-        ...(await submissionBody(job)),
-        headers: { "idempotency-key": randomUUID() },
-        idempotent: true,
-      });
+      let created: Job;
+      try {
+        created = await client.json<Job>("POST", "/api/v1/jobs", {
+          ...(await submissionBody(job)),
+          headers: { "idempotency-key": randomUUID() },
+          idempotent: true,
+        });
+      } catch (error) {
+        // The server checks the job file: its 400 names the field, as a local check would.
+        if (error instanceof CliError && error.status === 400)
+          throw new CliError(`${file}: ${error.message}`, 2);
+        throw error;
+      }
       if (options.json) printJson(created);
       else process.stdout.write(`${created.id}\n`);
       if (options.wait) process.exitCode = await waitForJobs(client, [created.id], null, !options.json);

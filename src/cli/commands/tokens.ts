@@ -5,6 +5,7 @@ import type { NewTokenView, TokenView, WhoAmI } from "../../api/schemas.ts";
 import { parseLifetime } from "../../model/tokens.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
+import { describe } from "./index.ts";
 
 function lifetimeSeconds(text: string): number {
   const ms = parseLifetime(text);
@@ -33,9 +34,7 @@ function printNew(token: NewTokenView, what: string): void {
 }
 
 export function registerTokens(program: Command): void {
-  const token = program
-    .command("token")
-    .description("API tokens: each speaks for a user with a role (admin only)");
+  const token = program.command("token").description(describe("token"));
   token
     .command("create")
     .description("make a token for a user; prints it once (only its hash is kept)")
@@ -83,7 +82,7 @@ export function registerTokens(program: Command): void {
       );
     });
 
-  const join = program.command("join-token").description("join tokens for agents, per pool (admin only)");
+  const join = program.command("join-token").description(describe("join-token"));
   join
     .command("create")
     .description("make a join token for agents of a pool; prints it once")
@@ -126,7 +125,7 @@ export function registerTokens(program: Command): void {
 
   program
     .command("whoami")
-    .description("the user and role of the token this command uses (STEWARD_TOKEN)")
+    .description(describe("whoami"))
     .option("--json", "print JSON")
     .action(async (options: { json?: boolean }) => {
       const me = await new ApiClient().json<WhoAmI>("GET", "/api/v1/whoami");

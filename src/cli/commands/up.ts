@@ -6,12 +6,13 @@ import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { describe } from "./index.ts";
 
 export function registerUp(program: Command): void {
   policyOptions(
     program
       .command("up")
-      .description("run the server and N local agents in one process, on an embedded SQLite store")
+      .description(describe("up"))
       .option("--data <dir>", "data folder", ".steward")
       .option("--port <n>", "port", integer("--port"), 4780)
       .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
+import { describe } from "./index.ts";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 
@@ -49,9 +50,7 @@ export async function waitForJobs(
 export function registerWait(program: Command): void {
   program
     .command("wait")
-    .description(
-      "wait for jobs to end: exit 0 if all succeeded, 1 if any failed or was cancelled, 2 on timeout, 3 on error",
-    )
+    .description(describe("wait"))
     .argument("<ids...>", "job ids")
     .option("--timeout <seconds>", "give up after this many seconds", parseFloat)
     .action(async (ids: string[], options: { timeout?: number }) => {

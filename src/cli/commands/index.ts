@@ -1,0 +1,115 @@
+// Every command of the CLI with its one-line description, and the module that defines it. The CLI
+// loads only the module of the command it runs (a command's module may load the whole server);
+// `steward --help` loads none: it lists this table.
+
+import type { Command } from "commander";
+
+type Register = (program: Command) => void;
+
+const MODULES = {
+  up: () => import("./up.ts").then((m) => m.registerUp),
+  server: () => import("./server.ts").then((m) => m.registerServer),
+  agent: () => import("./agent.ts").then((m) => m.registerAgent),
+  submit: () => import("./submit.ts").then((m) => m.registerSubmit),
+  ps: () => import("./ps.ts").then((m) => m.registerPs),
+  show: () => import("./show.ts").then((m) => m.registerShow),
+  logs: () => import("./logs.ts").then((m) => m.registerLogs),
+  wait: () => import("./wait.ts").then((m) => m.registerWait),
+  control: () => import("./control.ts").then((m) => m.registerControl),
+  fetch: () => import("./fetch.ts").then((m) => m.registerFetch),
+  hosts: () => import("./hosts.ts").then((m) => m.registerHosts),
+  explain: () => import("./explain.ts").then((m) => m.registerExplain),
+  pools: () => import("./pools.ts").then((m) => m.registerPools),
+  tokens: () => import("./tokens.ts").then((m) => m.registerTokens),
+} satisfies Record<string, () => Promise<Register>>;
+
+export interface CommandEntry {
+  name: string;
+  description: string;
+  module: keyof typeof MODULES;
+}
+
+/** In the order `steward --help` lists them. */
+export const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: "up",
+    module: "up",
+    description: "run the server and N local agents in one process, on an embedded SQLite store",
+  },
+  { name: "server", module: "server", description: "run the broker alone (agents connect to it)" },
+  { name: "agent", module: "agent", description: "run one host's agent" },
+  { name: "submit", module: "submit", description: "submit a job file (YAML or JSON); prints the job id" },
+  { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
+  { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
+  { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
+  {
+    name: "wait",
+    module: "wait",
+    description:
+      "wait for jobs to end: exit 0 if all succeeded, 1 if any failed or was cancelled, 2 on timeout, 3 on error",
+  },
+  {
+    name: "cancel",
+    module: "control",
+    description: "cancel a job: pending tasks never start, running attempts are stopped",
+  },
+  {
+    name: "hold",
+    module: "control",
+    description: "hold a job: it does not start; running attempts stop and it resumes on release",
+  },
+  { name: "release", module: "control", description: "release a held job" },
+  {
+    name: "migrate",
+    module: "control",
+    description: "move a running job to another host (or the one named), resuming from its checkpoint",
+  },
+  { name: "rm", module: "control", description: "remove an ended job with its files and checkpoints" },
+  {
+    name: "fetch",
+    module: "fetch",
+    description: "download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array",
+  },
+  { name: "hosts", module: "hosts", description: "hosts with their facts and state" },
+  { name: "drain", module: "hosts", description: "let a host finish its work and take no more" },
+  {
+    name: "explain",
+    module: "explain",
+    description:
+      "why a job is not running: held, dependencies, back-off, whom it waits behind, then host by host (the requirements clause by clause)",
+  },
+  {
+    name: "pools",
+    module: "pools",
+    description: "pools backed by a batch system, with their state and pilots",
+  },
+  {
+    name: "token",
+    module: "tokens",
+    description: "API tokens: each speaks for a user with a role (admin only)",
+  },
+  { name: "join-token", module: "tokens", description: "join tokens for agents, per pool (admin only)" },
+  {
+    name: "whoami",
+    module: "tokens",
+    description: "the user and role of the token this command uses (STEWARD_TOKEN)",
+  },
+];
+
+/** A command's description, from the table. */
+export function describe(name: string): string {
+  const entry = COMMANDS.find((each) => each.name === name);
+  if (!entry) throw new Error(`no command ${name} in src/cli/commands/index.ts`);
+  return entry.description;
+}
+
+/**
+ * Adds the commands to `program`: the ones of `wanted`'s module in full, the others as names and
+ * descriptions only (enough for `--help` and for commander to name an unknown command).
+ */
+export async function registerCommands(program: Command, wanted: string | null): Promise<void> {
+  const entry = COMMANDS.find((each) => each.name === wanted);
+  if (entry) (await MODULES[entry.module]())(program);
+  for (const each of COMMANDS)
+    if (each.module !== entry?.module) program.command(each.name).description(each.description);
+}
