@@ -16,6 +16,7 @@ import {
   round,
 } from "./benchmark.ts";
 import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
+import { cliBenchmark } from "./cli.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
 import { dashboardBenchmark } from "./dashboard.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
@@ -33,6 +34,7 @@ import { xargsBenchmark } from "./xargs.ts";
 const BENCHMARKS: Benchmark[] = [
   planPassBenchmark,
   submitBenchmark,
+  cliBenchmark,
   xargsBenchmark,
   endToEndBenchmark,
   crashRestartBenchmark,
