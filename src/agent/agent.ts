@@ -3,7 +3,7 @@
 // resent until acknowledged. Attempts outlive the agent: a restarted agent with the same work
 // folder re-adopts them, and learns the exit of those that ended while it was away.
 
-import { mkdir, open, readdir, stat } from "node:fs/promises";
+import { chmod, mkdir, open, readdir, stat } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -25,6 +25,7 @@ import { readHostCredential, writeHostCredential } from "./host-credential.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
+import { type Account, accountFor, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
 import { hostSpeed } from "./speed.ts";
 
 /** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
@@ -50,6 +51,8 @@ export interface AgentOptions {
   endsAt?: number;
   /** Where other hosts reach this one (multi-node jobs); default: its first external IPv4 address. */
   address?: string;
+  /** Whom jobs run as (--run-as, --run-as-owner; see run-as.ts); default: the agent's own account. */
+  runAs?: RunAs;
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
@@ -99,6 +102,7 @@ export class Agent {
   private stopped = false;
   /** Leaving (a pilot's batch job ends): said in every hello from now on. */
   private leaving = false;
+  private readonly runAs: RunAs;
   /** The host credential the server gave at the first join (host-credential in the work folder). */
   private credential: string | null = null;
   private readonly log: Logger;
@@ -108,6 +112,7 @@ export class Agent {
     this.name = options.name ?? os.hostname();
     this.slots = options.slots ?? os.availableParallelism();
     this.log = options.log.child({ agent: this.name });
+    this.runAs = options.runAs ?? { kind: "self" };
     this.fixed = {
       name: this.name,
       pool: options.pool ?? "default",
@@ -128,6 +133,14 @@ export class Agent {
 
   async start(): Promise<void> {
     await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
+    const notice = runAsNotice(this.runAs);
+    if (notice.warn) this.log.warn(notice.message);
+    else this.log.info(notice.message);
+    // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
+    if (this.runAs.kind !== "self") {
+      await chmod(this.options.workDir, 0o711);
+      await chmod(join(this.options.workDir, "attempts"), 0o711);
+    }
     this.credential = await readHostCredential(this.options.workDir);
     this.launcher.on("started", (dir, pid) => this.started(dir, pid));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
@@ -241,9 +254,26 @@ export class Agent {
       });
       return;
     }
+    // Whom it runs as (--run-as, --run-as-owner): an owner with no local account fails it, never root.
+    let account: Account | null;
+    try {
+      account = accountFor(this.runAs, spec.owner);
+    } catch (error) {
+      if (!(error instanceof RunAsError)) throw error;
+      this.log.warn({ job: spec.jobId, owner: spec.owner, reason: error.message }, "attempt refused");
+      this.report({
+        ...ref(attempt),
+        kind: "ended",
+        outcome: "failed",
+        exitCode: null,
+        reason: error.message,
+        outputs: [],
+      });
+      return;
+    }
     this.track(attempt);
     try {
-      await attempt.prepare();
+      await attempt.prepare(account);
     } catch (error) {
       attempt.ended = true;
       this.report({

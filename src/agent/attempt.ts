@@ -4,7 +4,19 @@
 // re-adopts attempts from these folders; a folder goes away once the server has the attempt's end.
 
 import { createWriteStream, openAsBlob } from "node:fs";
-import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lchown,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -14,9 +26,18 @@ import type { HttpClient } from "../transport/http-client.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { jobScript } from "./job-script.ts";
+import type { Account } from "./run-as.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
 export const GANG_CHECKPOINT_POLL_MS = 250;
+
+/** The attempt folder and all in it become the account's; nobody else may look in. */
+async function giveTo(dir: string, account: Account): Promise<void> {
+  const entries = await readdir(dir, { recursive: true });
+  await chown(dir, account.uid, account.gid);
+  for (const entry of entries) await lchown(join(dir, entry), account.uid, account.gid);
+  await chmod(dir, 0o700);
+}
 
 export interface AttemptContext {
   /** The server's files (inputs, outputs, checkpoints), through the server the agent is connected to. */
@@ -111,8 +132,11 @@ export class Attempt {
     return join(this.dir, "checkpoint");
   }
 
-  /** Creates the folder, stages the inputs in and writes job.sh. Throws when staging fails. */
-  async prepare(): Promise<void> {
+  /**
+   * Creates the folder, stages the inputs in and writes job.sh. Throws when staging fails. With an
+   * account, the folder becomes that account's (mode 0700) and job.sh drops to it.
+   */
+  async prepare(account: Account | null = null): Promise<void> {
     await mkdir(this.runDir, { recursive: true });
     await mkdir(this.checkpointDir, { recursive: true });
     const gang = this.spec.gang;
@@ -134,8 +158,10 @@ export class Attempt {
         requirementsFile: join(this.dir, "requirements"),
         hostName: this.context.hostName,
         nodesFile: join(this.dir, "nodes"),
+        account,
       }),
     );
+    if (account) await giveTo(this.dir, account);
   }
 
   /** Re-adopts an attempt from its folder after an agent restart; null when the folder is unusable. */

@@ -3,6 +3,7 @@
 
 import { join } from "node:path";
 import type { StartMessage } from "../protocol/messages.ts";
+import type { Account } from "./run-as.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
 export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
@@ -20,6 +21,8 @@ export interface JobPaths {
   hostName: string;
   /** A rank's nodes file (multi-node jobs). */
   nodesFile?: string;
+  /** The account the job runs as (--run-as, --run-as-owner); absent: the agent's own. */
+  account?: Account | null;
 }
 
 export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
@@ -47,11 +50,20 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
 
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
-  for (const [name, value] of Object.entries(jobEnvironment(spec, paths))) {
+  const account = paths.account;
+  const environment = {
+    ...jobEnvironment(spec, paths),
+    ...(account ? { HOME: account.home, USER: account.name, LOGNAME: account.name } : {}),
+  };
+  for (const [name, value] of Object.entries(environment)) {
     lines.push(`export ${name}=${shellQuote(value)}`);
   }
   const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
-  // Sourced by the supervisor's subshell: setsid gives the job a session and process group of its own.
-  lines.push(`exec setsid ${argv.map(shellQuote).join(" ")}`);
+  // Sourced by the supervisor's subshell: setsid gives the job a session and process group of its
+  // own; setpriv (util-linux) drops to the account first, groups included.
+  const drop = account
+    ? `setpriv --reuid=${account.uid} --regid=${account.gid} ${account.groups.length ? `--groups=${account.groups.join(",")}` : "--clear-groups"} `
+    : "";
+  lines.push(`exec ${drop}setsid ${argv.map(shellQuote).join(" ")}`);
   return `${lines.join("\n")}\n`;
 }

@@ -3,6 +3,7 @@ import os from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
+import { chooseRunAs, type RunAs, RunAsError } from "../../agent/run-as.ts";
 import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
@@ -30,6 +31,11 @@ export function registerAgent(program: Command): void {
       "--address <address>",
       "where other hosts reach this one (multi-node jobs; default: first external IPv4)",
     )
+    .option("--run-as <user>", "run every job as this local account (the agent runs as root)")
+    .option(
+      "--run-as-owner",
+      "run each job as the local account named like its owner; a job whose owner has none fails (the agent runs as root)",
+    )
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .option(
       "--ends-at <time>",
@@ -38,7 +44,15 @@ export function registerAgent(program: Command): void {
       endsAt,
     )
     .action(async (options) => {
+      let runAs: RunAs;
+      try {
+        runAs = chooseRunAs({ runAs: options.runAs, runAsOwner: options.runAsOwner });
+      } catch (error) {
+        if (error instanceof RunAsError) throw new CliError(error.message, 2);
+        throw error;
+      }
       const agent = new Agent({
+        runAs,
         servers: String(options.server)
           .split(",")
           .map((url) => url.trim())

@@ -26,6 +26,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord): StartMessag
     jobId: job.id,
     taskIndex: attempt.taskIndex,
     attempt: attempt.number,
+    owner: job.record.owner,
     restarted: attempt.restarted,
     command: spec.command,
     env: spec.env,
