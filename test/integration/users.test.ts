@@ -237,8 +237,8 @@ describe("revocation and expiry", () => {
   });
 
   it("no token appears in the server's log", () => {
+    // A stored token's secret is its third part; the start tokens are secrets whole.
     for (const token of [alice, bob, reader, server.token, server.joinToken])
-      // A stored token's secret is its third part; the start tokens are secrets whole.
       expect(server.output()).not.toContain(/^st[ajh]_/.test(token) ? token.split("_")[2] : token);
   });
 
