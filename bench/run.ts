@@ -21,6 +21,7 @@ import { crashRestartBenchmark } from "./crash-restart.ts";
 import { dashboardBenchmark } from "./dashboard.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
 import { gangBenchmark } from "./gang.ts";
+import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
@@ -42,6 +43,7 @@ const BENCHMARKS: Benchmark[] = [
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,
   replayLcgBenchmark,
+  manyHostsBenchmark,
   postgresBenchmark,
   slurmPoolBenchmark,
   dashboardBenchmark,
