@@ -64,7 +64,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     module: "control",
     description: "move a running job to another host (or the one named), resuming from its checkpoint",
   },
-  { name: "rm", module: "control", description: "remove an ended job with its files and checkpoints" },
+  {
+    name: "rm",
+    module: "control",
+    description:
+      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than",
+  },
   {
     name: "fetch",
     module: "fetch",
