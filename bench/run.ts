@@ -29,6 +29,7 @@ import { replayLcgBenchmark } from "./replay-lcg.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
+import { vsSlurmBenchmark } from "./vs-slurm.ts";
 import { xargsBenchmark } from "./xargs.ts";
 
 /** In run order; a benchmark's `needs` come before it. */
@@ -46,6 +47,7 @@ const BENCHMARKS: Benchmark[] = [
   manyHostsBenchmark,
   postgresBenchmark,
   slurmPoolBenchmark,
+  vsSlurmBenchmark,
   dashboardBenchmark,
 ];
 
