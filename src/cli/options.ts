@@ -9,24 +9,9 @@ import {
 import { GANG_RESERVE_SECONDS } from "../scheduler/stages/gang.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../scheduler/walltime.ts";
 
-export function number(flag: string) {
-  return (value: string): number => {
-    const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < 0)
-      throw new InvalidArgumentError(`${flag} needs a number, not ${value}`);
-    return parsed;
-  };
-}
+import { integer, number } from "./numbers.ts";
 
-export function integer(flag: string, min = 0) {
-  return (value: string): number => {
-    const parsed = Number(value);
-    if (!Number.isInteger(parsed) || parsed < min) {
-      throw new InvalidArgumentError(`${flag} needs a whole number of at least ${min}, not ${value}`);
-    }
-    return parsed;
-  };
-}
+export { integer, number };
 
 export function labels(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const match = /^([^=]+)=(.*)$/.exec(value);

@@ -83,3 +83,21 @@ it("a user's run removes only their own old jobs", async () => {
   expect(left.map((job) => job.id)).toContain(admins);
   expect(left.map((job) => job.id)).not.toContain(hers);
 });
+
+it("ps pages through a long list with --limit and --after, saying how to get the next page", async () => {
+  const all = (JSON.parse((await cli(server, ["ps", "--all", "--json"])).stdout) as JobSummary[]).map(
+    (job) => job.id,
+  );
+  expect(all.length).toBeGreaterThan(3);
+  const first = await cli(server, ["ps", "--all", "--limit", "2", "--json"]);
+  expect((JSON.parse(first.stdout) as JobSummary[]).map((job) => job.id)).toEqual(all.slice(0, 2));
+  const table = await cli(server, ["ps", "--all", "--limit", "2"]);
+  expect(table.stderr).toBe(`more jobs follow: steward ps ... --after ${all[1]}\n`);
+  const next = await cli(server, ["ps", "--all", "--limit", "2", "--after", all[1], "--json"]);
+  expect((JSON.parse(next.stdout) as JobSummary[]).map((job) => job.id)).toEqual(all.slice(2, 4));
+  const last = await cli(server, ["ps", "--all", "--after", all[all.length - 2]]);
+  expect(last.stderr).toBe("");
+  expect((await cli(server, ["ps", "--limit", "0"])).stderr).toContain(
+    "--limit needs a whole number of at least 1",
+  );
+});
