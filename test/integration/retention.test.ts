@@ -85,6 +85,7 @@ it("a user's run removes only their own old jobs", async () => {
 });
 
 it("ps pages through a long list with --limit and --after, saying how to get the next page", async () => {
+  for (let i = 0; i < 4; i++) await submit({ name: `page-${i}`, command: "true" });
   const all = (JSON.parse((await cli(server, ["ps", "--all", "--json"])).stdout) as JobSummary[]).map(
     (job) => job.id,
   );
