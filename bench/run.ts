@@ -25,6 +25,7 @@ import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
+import { recoveryBenchmark } from "./recovery.ts";
 import { replayLcgBenchmark } from "./replay-lcg.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
@@ -45,6 +46,7 @@ const BENCHMARKS: Benchmark[] = [
   checkpointOverheadBenchmark,
   replayLcgBenchmark,
   manyHostsBenchmark,
+  recoveryBenchmark,
   postgresBenchmark,
   slurmPoolBenchmark,
   vsSlurmBenchmark,
