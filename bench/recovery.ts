@@ -129,7 +129,9 @@ export const recoveryBenchmark: Benchmark = {
       progress(`recovery: store filled in ${round((performance.now() - fillStart) / 1000, 1)} s`);
       const port = await freePort();
       const start = performance.now();
+      const profile = process.env.STEWARD_BENCH_RECOVERY_PROFILE;
       child = spawn(join(REPOSITORY, "bin", "steward"), ["server", "--data", data, "--port", String(port)], {
+        env: { ...process.env, ...(profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profile}` } : {}) },
         stdio: ["ignore", "ignore", "ignore"],
       });
       const started = child;
@@ -156,7 +158,8 @@ export const recoveryBenchmark: Benchmark = {
         },
       };
     } finally {
-      child?.kill("SIGKILL");
+      child?.kill(process.env.STEWARD_BENCH_RECOVERY_PROFILE ? "SIGINT" : "SIGKILL");
+      await new Promise((done) => setTimeout(done, process.env.STEWARD_BENCH_RECOVERY_PROFILE ? 3000 : 0));
       rmSync(root, { recursive: true, force: true });
     }
   },

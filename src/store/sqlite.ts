@@ -14,6 +14,7 @@ import {
   HOSTS,
   JOBS,
   META,
+  type RowCodec,
   rowCodec,
   selectColumns,
   TASKS,
@@ -133,11 +134,11 @@ export class SqliteStore implements Store {
     db.exec("BEGIN");
     try {
       return {
-        jobs: this.#rows("loadJobs").map(CODEC.jobs.decode),
-        tasks: this.#rows("loadTasks").map(CODEC.tasks.decode),
-        attempts: this.#rows("loadAttempts").map(CODEC.attempts.decode),
-        hosts: this.#rows("loadHosts").map(CODEC.hosts.decode),
-        tokens: this.#rows("loadTokens").map(CODEC.tokens.decode),
+        jobs: this.#decoded("loadJobs", CODEC.jobs),
+        tasks: this.#decoded("loadTasks", CODEC.tasks),
+        attempts: this.#decoded("loadAttempts", CODEC.attempts),
+        hosts: this.#decoded("loadHosts", CODEC.hosts),
+        tokens: this.#decoded("loadTokens", CODEC.tokens),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
       };
     } finally {
@@ -304,6 +305,16 @@ export class SqliteStore implements Store {
 
   #run(name: StatementName, ...values: SqlValue[]): void {
     this.#statement(name).run(...values);
+  }
+
+  /**
+   * Every row of a load, decoded as it is read: a row array lives only until its record is made,
+   * so a million rows are not all held twice (the garbage collector's work at start was most of it).
+   */
+  #decoded<R>(name: StatementName, codec: RowCodec<R>): R[] {
+    const records: R[] = [];
+    for (const row of this.#statement(name).iterate()) records.push(codec.decode(row as unknown as Row));
+    return records;
   }
 
   #rows(name: StatementName, ...values: SqlValue[]): Row[] {
