@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { validateJobSpec } from "../src/model/jobfile.ts";
+import { newAttempt, newTask } from "../src/model/new-records.ts";
 import type { AttemptRecord, JobRecord, TaskRecord } from "../src/model/records.ts";
 import { SqliteStore } from "../src/store/sqlite.ts";
 import type { Change } from "../src/store/store.ts";
@@ -56,33 +57,14 @@ async function fillStore(path: string, progress: (message: string) => void): Pro
     const tasks: TaskRecord[] = [];
     const changes: Change[] = [{ op: "putJob", job: jobOf(id, "succeeded", TASKS_PER_JOB) }];
     for (let i = 0; i < TASKS_PER_JOB; i++) {
-      tasks.push({
-        jobId: id,
-        index: i,
-        state: "succeeded",
-        attempts: 1,
-        failures: 0,
-        losses: 0,
-        systemFailures: 0,
-        notBefore: null,
-        resultAttempt: 1,
-        checkpoint: null,
-        migration: null,
-      });
+      const task = { ...newTask(id, i, "succeeded"), attempts: 1, resultAttempt: 1 };
+      tasks.push(task);
       const attempt: AttemptRecord = {
-        jobId: id,
-        taskIndex: i,
-        number: 1,
-        host: `node-${i % 50}`,
-        placement: [{ host: `node-${i % 50}`, rank: 0 }],
+        ...newAttempt(task, `node-${i % 50}`, at + 1000),
         state: "ended",
         outcome: "succeeded",
-        reason: null,
         exitCode: 0,
-        restarted: false,
-        startedAt: at + 1000,
         endedAt: at + 2000,
-        stop: null,
       };
       changes.push({ op: "putAttempt", attempt });
     }
@@ -92,20 +74,7 @@ async function fillStore(path: string, progress: (message: string) => void): Pro
   }
   const live = String(ENDED_JOBS + 1);
   const pending: TaskRecord[] = [];
-  for (let i = 0; i < LIVE_TASKS; i++)
-    pending.push({
-      jobId: live,
-      index: i,
-      state: "pending",
-      attempts: 0,
-      failures: 0,
-      losses: 0,
-      systemFailures: 0,
-      notBefore: null,
-      resultAttempt: null,
-      checkpoint: null,
-      migration: null,
-    });
+  for (let i = 0; i < LIVE_TASKS; i++) pending.push(newTask(live, i, "pending"));
   await store.commit(term, [
     { op: "putJob", job: jobOf(live, "pending", LIVE_TASKS) },
     { op: "putTasks", tasks: pending },

@@ -14,7 +14,8 @@ const run = promisify(execFile);
 const TASKS = 1000;
 const POOL = "benchpool";
 
-async function slurmUp(): Promise<string | null> {
+/** Null when the Slurm cluster answers; else why not. */
+export async function slurmUp(): Promise<string | null> {
   try {
     const { stdout } = await run("scontrol", ["ping"], { timeout: 5000 });
     return /\bUP\b/.test(stdout) ? null : stdout.trim();
@@ -31,12 +32,12 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   }
 }
 
-/** Seconds for TASKS `true` jobs as one Slurm array, submit to the last one gone from the queue. */
-async function slurmArraySeconds(dir: string): Promise<number> {
+/** Seconds for `count` `true` jobs as one Slurm array, submit to the last one gone from the queue. */
+export async function slurmArraySeconds(dir: string, count = TASKS): Promise<number> {
   const start = performance.now();
   const { stdout } = await run("sbatch", [
     "--parsable",
-    `--array=1-${TASKS}`,
+    `--array=1-${count}`,
     "--job-name=steward-bench-array",
     `--output=${join(dir, "array-%A_%a.log")}`,
     "--wrap=true",

@@ -4,32 +4,21 @@
 // task/none, batch_sched_delay=0) and through `steward up --agents 1 --slots 4`, in one run.
 // Printed beside the xargs ratio of the end-to-end benchmark when it ran.
 
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { type Benchmark, figure, pollUntil, round, since } from "./benchmark.ts";
+import { slurmArraySeconds, slurmUp } from "./slurm-pool.ts";
 import { startSteward } from "./steward-process.ts";
 
-const run = promisify(execFile);
 const TASKS = 400;
 const SLOTS = 4;
-
-async function slurmDown(): Promise<string | null> {
-  try {
-    const { stdout } = await run("scontrol", ["ping"], { timeout: 5000 });
-    return /\bUP\b/.test(stdout) ? null : stdout.trim();
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
 
 export const vsSlurmBenchmark: Benchmark = {
   name: "vs-slurm",
   description: `${TASKS} \`true\` tasks through one-node Slurm (a job array) and through Steward (1 agent, ${SLOTS} slots), in one run`,
   async run({ options, results, progress }) {
-    const down = await slurmDown();
+    const down = await slurmUp();
     if (down) {
       progress(`vs-slurm: no Slurm cluster (bash scripts/slurm-local.sh): ${down}; skipped`);
       return { vsSlurm: { skipped: down } };
@@ -37,33 +26,14 @@ export const vsSlurmBenchmark: Benchmark = {
     const dir = mkdtempSync(join(tmpdir(), "steward-bench-vs-slurm-"));
     try {
       // Slurm: submit to the last array task gone from the queue.
-      let start = performance.now();
-      const { stdout } = await run("sbatch", [
-        "--parsable",
-        `--array=1-${TASKS}`,
-        "--job-name=steward-bench-vs-slurm",
-        `--output=${join(dir, "slurm-%A_%a.log")}`,
-        "--wrap=true",
-      ]);
-      const arrayId = stdout.trim().split(";")[0];
-      await pollUntil(
-        "vs-slurm: the Slurm array done",
-        async () => {
-          const queue = await run("squeue", ["--noheader", `--jobs=${arrayId}`, "--format=%i"]).catch(() => ({
-            stdout: "x",
-          }));
-          return queue.stdout.trim() === "" ? true : undefined;
-        },
-        { intervalMs: 50, timeoutMs: 30 * 60_000 },
-      );
-      const slurmSeconds = since(start) / 1000;
+      const slurmSeconds = await slurmArraySeconds(dir, TASKS);
       progress(`vs-slurm: Slurm ran ${TASKS} tasks in ${round(slurmSeconds, 2)} s`);
 
       // Steward: submit to every task succeeded.
       const steward = await startSteward({ label: "vs-slurm", agents: 1, slots: SLOTS, keep: options.keep });
       let stewardSeconds: number;
       try {
-        start = performance.now();
+        const start = performance.now();
         const id = await steward.api.submit({
           name: "bench-vs-slurm",
           command: ["true"],
