@@ -2,7 +2,6 @@
 // and STEWARD_TOKEN; errors become one clear line and a non-zero exit.
 
 import { existsSync, readFileSync } from "node:fs";
-import os from "node:os";
 import { join } from "node:path";
 import tls from "node:tls";
 import type { ErrorAnswer } from "../api/schemas.ts";
@@ -60,7 +59,8 @@ export class ApiClient {
       if (value !== undefined && value !== false) query.set(key, String(value));
     }
     const suffix = query.size ? `?${query}` : "";
-    const headers: Record<string, string> = { "x-steward-user": os.userInfo().username, ...options.headers };
+    // A job's owner is the user of the token (DESIGN "Users"): no claim of a name goes with it.
+    const headers: Record<string, string> = { ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let body: FormData | string | undefined = options.body;
     if (options.json !== undefined) {

@@ -436,9 +436,9 @@ function firstAfter(jobs: readonly JobEntry[], after: string): number {
 }
 
 /**
- * A new job's owner: the user of the token that submits it. An admin may submit for another user
- * by naming them in `x-steward-user` (the CLI names the local account it runs as); any other
- * role's header is ignored.
+ * A new job's owner: the user of the token that submits it (the start admin token's is `admin`).
+ * An admin may submit on another user's behalf by naming them in `x-steward-user` (the API only;
+ * the CLI sends no such header); any other role's header is ignored.
  */
 function ownerOf(request: FastifyRequest): string {
   const principal = request.principal ?? START_ADMIN;
