@@ -49,7 +49,8 @@ export function registerUp(program: Command): void {
     }
     process.stderr.write(
       `steward up at ${server.url} with ${options.agents} agent${options.agents === 1 ? "" : "s"} of ${options.slots} slots\n` +
-        `  data: ${data.root}\n  export STEWARD_URL=${server.url} STEWARD_TOKEN=$(cat ${data.root}/admin-token)\n`,
+        `  data: ${data.root}\n  export STEWARD_URL=${server.url} STEWARD_TOKEN=$(cat ${data.root}/admin-token)\n` +
+        `  dashboard: ${server.url}/ (sign in with that token)\n`,
     );
     onShutdown(async () => {
       for (const agent of agents) await agent.stop();
