@@ -27,6 +27,7 @@ import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
 import { recoveryBenchmark } from "./recovery.ts";
 import { replayLcgBenchmark } from "./replay-lcg.ts";
+import { replayLcgRealBenchmark } from "./replay-lcg-real.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
@@ -45,6 +46,7 @@ const BENCHMARKS: Benchmark[] = [
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,
   replayLcgBenchmark,
+  replayLcgRealBenchmark,
   manyHostsBenchmark,
   recoveryBenchmark,
   postgresBenchmark,

@@ -1,0 +1,130 @@
+// The real trace on real processes: the first 20,000 jobs of LCG-2005-1 (STEWARD_BENCH_LCG_JOBS=N
+// for another number, `all` for all 188,041: about 26 minutes) submitted one by one in trace order to `steward up --agents 1 --slots 4`,
+// their submit times compressed to a steady RATE a second (below the end-to-end throughput, so the
+// queue does not grow without bound) and their run times capped to nothing (`true`). Figures: every
+// job's end, the broker's RSS at 10 % of the submissions and at the end, its CPU, submit latency
+// (p50/p99 of the requests), and scheduling latency (p50/p99 of an attempt's start after its job
+// was accepted: the attempt record is made when the task is placed, read from the store).
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { type Benchmark, percentile, pollUntil, REPOSITORY, round } from "./benchmark.ts";
+import { readTrace } from "./replay-lcg.ts";
+import { startSteward } from "./steward-process.ts";
+
+const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "../shared/workloads/LCG-2005-1.swf.gz");
+const JOBS =
+  process.env.STEWARD_BENCH_LCG_JOBS === "all"
+    ? Number.POSITIVE_INFINITY
+    : Number(process.env.STEWARD_BENCH_LCG_JOBS ?? 20_000);
+/** Submissions a second: the trace's order, compressed to this pace. */
+const RATE = 120;
+const CLIENTS = 8;
+
+function rssMb(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? round(Number(match[1]) / 1024, 1) : null;
+  } catch {
+    return null;
+  }
+}
+
+export const replayLcgRealBenchmark: Benchmark = {
+  name: "replay-lcg-real",
+  description: `LCG-2005-1 on real local processes (1 agent, 4 slots): ${Number.isFinite(JOBS) ? JOBS : "all"} jobs submitted in trace order at ${RATE}/s, run times capped to \`true\`: RSS, CPU, submit and scheduling latency`,
+  async run({ options, progress }) {
+    const trace = readTrace(TRACE, JOBS);
+    const steward = await startSteward({ label: "lcg-real", agents: 1, slots: 4, keep: options.keep });
+    try {
+      const cpuBefore = steward.cpuSeconds();
+      const started = performance.now();
+      const latencies: number[] = [];
+      let next = 0;
+      let rssAt10: number | null = null;
+      const tenth = Math.max(1, Math.floor(trace.length / 10));
+      const client = async () => {
+        for (;;) {
+          const index = next++;
+          if (index >= trace.length) return;
+          // Paced: job i goes at i / RATE seconds into the run.
+          const due = started + (index / RATE) * 1000;
+          const wait = due - performance.now();
+          if (wait > 0) await new Promise((done) => setTimeout(done, wait));
+          const t0 = performance.now();
+          await steward.api.submit({ name: `lcg-${index}`, command: ["true"] });
+          latencies.push(performance.now() - t0);
+          if (index === tenth) rssAt10 = rssMb(steward.pid);
+          if (index > 0 && index % 10_000 === 0)
+            progress(`replay-lcg-real: ${index} of ${trace.length} submitted`);
+        }
+      };
+      await Promise.all(Array.from({ length: CLIENTS }, client));
+      const submittedSeconds = (performance.now() - started) / 1000;
+      await pollUntil(
+        "replay-lcg-real: every job ended",
+        async () => {
+          const pending = (await steward.api.request<unknown[]>("GET", "/api/v1/jobs?limit=1")).body;
+          return Array.isArray(pending) && pending.length === 0 ? true : undefined;
+        },
+        { intervalMs: 500, timeoutMs: 60 * 60_000 },
+      );
+      const seconds = (performance.now() - started) / 1000;
+      const cpuAfter = steward.cpuSeconds();
+      const rssAtEnd = rssMb(steward.pid);
+      // Scheduling latency and the outcome of every job, from the store (a WAL reader beside the server).
+      const db = new DatabaseSync(join(steward.dataDir, "steward.db"), { readOnly: true });
+      let schedulingMs: number[];
+      let states: Record<string, number>;
+      try {
+        schedulingMs = (
+          db
+            .prepare(
+              "SELECT a.started_at - j.created_at AS ms FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.number = 1",
+            )
+            .all() as { ms: number }[]
+        )
+          .map((row) => Number(row.ms))
+          .sort((a, b) => a - b);
+        states = Object.fromEntries(
+          (
+            db.prepare("SELECT state, count(*) AS n FROM jobs GROUP BY state").all() as {
+              state: string;
+              n: number;
+            }[]
+          ).map((row) => [row.state, Number(row.n)]),
+        );
+      } finally {
+        db.close();
+      }
+      latencies.sort((a, b) => a - b);
+      const figures = {
+        jobs: trace.length,
+        submitRatePerSecond: RATE,
+        submittedSeconds: round(submittedSeconds, 1),
+        seconds: round(seconds, 1),
+        states,
+        rssMb: { atTenthOfSubmissions: rssAt10, atEnd: rssAtEnd },
+        cpuSeconds:
+          cpuBefore && cpuAfter
+            ? round(cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system, 1)
+            : null,
+        submitLatencyMs: {
+          p50: round(percentile(latencies, 0.5), 2),
+          p99: round(percentile(latencies, 0.99), 2),
+        },
+        schedulingLatencyMs: {
+          p50: round(percentile(schedulingMs, 0.5), 1),
+          p99: round(percentile(schedulingMs, 0.99), 1),
+        },
+      };
+      progress(
+        `replay-lcg-real: ${trace.length} jobs in ${figures.seconds} s (${JSON.stringify(states)}); RSS ${rssAt10} -> ${rssAtEnd} MB; submit p99 ${figures.submitLatencyMs.p99} ms; scheduling p50 ${figures.schedulingLatencyMs.p50} ms, p99 ${figures.schedulingLatencyMs.p99} ms`,
+      );
+      return { replayLcgReal: figures };
+    } finally {
+      await steward.stop();
+    }
+  },
+};
