@@ -9,6 +9,12 @@ import { registerCommands } from "./commands/index.ts";
 // bin/steward turned Node's compile cache on for this process; what it starts does not inherit it.
 delete process.env.NODE_COMPILE_CACHE;
 
+// Output piped into a reader that stops early (`steward ps | head -3`) is not an error.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 const program = new Command("steward")
   .description("Steward: a fault-tolerant grid job manager")
   .version("0.1.0")
