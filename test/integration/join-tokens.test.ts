@@ -3,7 +3,7 @@
 // token alone cannot take its name over; a revoked join token's agents are disconnected within one
 // heartbeat and refused when they come back.
 
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Host } from "../../src/api/schemas.ts";
@@ -72,7 +72,9 @@ it("a pool's join token lets agents into that pool and no other", async () => {
     15_000,
     100,
   );
+  // The server counts the host joined before its agent has written the credential down.
   const credential = join(g1.work, "host-credential");
+  await waitFor("the host credential kept", () => existsSync(credential), 5_000, 20);
   expect(statSync(credential).mode & 0o777).toBe(0o600);
 
   const wrongPool = await agent("c1", gpuToken, "cpu");

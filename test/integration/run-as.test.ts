@@ -150,6 +150,8 @@ if (unavailable && process.env.CI) {
       );
       const keeperDir = join(agent.work, "attempts", attemptDirName(keeper, 0, 1));
       await waitFor("its file", () => existsSync(join(keeperDir, "run", "kept.txt")), 10_000);
+      // What the probe must not read is there to read.
+      expect(existsSync(tokenFile) && existsSync(join(agent.work, "host-credential"))).toBe(true);
       const probe = await runAs(
         OWNER,
         [
