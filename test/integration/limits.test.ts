@@ -8,7 +8,8 @@ let server: StewardProcess & { joinToken: string };
 let user: string;
 
 beforeAll(async () => {
-  server = await startServerProcess({ args: ["--submit-rate", "2", "--submit-burst", "3"] });
+  // One submit in 4 s after a burst of 3: a slow machine cannot refill the bucket between the test's posts.
+  server = await startServerProcess({ args: ["--submit-rate", "0.25", "--submit-burst", "3"] });
   const made = await cli(server, ["token", "create", "--user", "limited", "--role", "user"]);
   expect(made.code, made.stderr).toBe(0);
   user = made.stdout.trim();
@@ -74,7 +75,7 @@ it("a user token's submits over the rate get 429 with a retry hint; the admin to
   const refused = answers[3];
   expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
   expect(refused.body.error?.message).toMatch(
-    /^too many submits from limited's token: at most 2 a second \(bursts of 3\); try again in 0\.\d\d s$/,
+    /^too many submits from limited's token: at most 0\.25 a second \(bursts of 3\); try again in \d\.\d\d s$/,
   );
   for (let i = 0; i < 10; i++) expect((await post(server.token, job, "application/json")).status).toBe(201);
   // After the hint, the user may submit again.
