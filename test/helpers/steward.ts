@@ -68,10 +68,32 @@ export interface UpOptions {
   args?: string[];
 }
 
-/** `steward up` as a real process; resolves once /healthz answers and the agents are attached. */
+/** A Steward process that exited while it was starting (its output is in the message). */
+export class ProcessExitedError extends Error {}
+
+/**
+ * Starts a process on a free port, and again on another one if the port was taken between the
+ * asking and the listening (EADDRINUSE); a port given by the caller is tried once.
+ */
+async function onFreePort<T>(given: number | undefined, start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = given ?? (await freePort());
+    try {
+      return await start(port);
+    } catch (error) {
+      const taken = error instanceof ProcessExitedError && error.message.includes("EADDRINUSE");
+      if (!taken || given !== undefined || attempt >= 3) throw error;
+    }
+  }
+}
+
+/** `steward up` as a real process; resolves once it answers with its admin token and the agents are attached. */
 export async function startUp(options: UpOptions = {}): Promise<StewardProcess> {
   const data = options.data ?? tempDir();
-  const port = options.port ?? (await freePort());
+  return onFreePort(options.port, (port) => startUpOn(data, port, options));
+}
+
+async function startUpOn(data: string, port: number, options: UpOptions): Promise<StewardProcess> {
   const agents = options.agents ?? 1;
   const args = [
     "up",
@@ -101,7 +123,14 @@ export async function startServerProcess(
   options: ServerProcessOptions = {},
 ): Promise<StewardProcess & { joinToken: string }> {
   const data = options.data ?? tempDir();
-  const port = options.port ?? (await freePort());
+  return onFreePort(options.port, (port) => startServerOn(data, port, options));
+}
+
+async function startServerOn(
+  data: string,
+  port: number,
+  options: ServerProcessOptions,
+): Promise<StewardProcess & { joinToken: string }> {
   const args = [
     "server",
     "--data",
@@ -277,15 +306,25 @@ async function startProcess(
 ): Promise<StewardProcess> {
   const { child, output, exited } = spawnCaptured(STEWARD, args, "warn");
   const url = `${args.includes("--tls-cert") ? "https" : "http"}://127.0.0.1:${at.port}`;
-  await waitFor(
+  const state = await waitFor(
     `steward at ${url}`,
     async () => {
-      if (child.exitCode !== null) throw new Error(`steward exited ${child.exitCode}: ${output()}`);
-      const response = await fetch(`${url}/healthz`);
-      return response.ok;
+      if (child.exitCode !== null || child.signalCode !== null) return "exited";
+      // Its own answer: this data folder's admin token is accepted. A port taken meanwhile by another
+      // process (the free port was free when asked) would answer otherwise, and this one exits.
+      const token = readFileSync(join(at.data, "admin-token"), "utf8").trim();
+      // A standby answers 307 (to its leader) or 503 (none yet): up too; only a stranger says 401.
+      const response = await fetch(`${url}/api/v1/whoami`, {
+        headers: { authorization: `Bearer ${token}` },
+        redirect: "manual",
+      });
+      await response.arrayBuffer();
+      return response.status === 401 ? null : "up";
     },
     30_000,
   );
+  if (state === "exited")
+    throw new ProcessExitedError(`steward exited ${child.exitCode ?? child.signalCode}: ${output()}`);
   const token = readFileSync(join(at.data, "admin-token"), "utf8").trim();
   const processHandle: StewardProcess = {
     url,

@@ -14,6 +14,7 @@ import {
   startAgentProcess,
   startServerProcess,
   tempDir,
+  waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
@@ -61,20 +62,42 @@ async function status(token: string, method: string, path: string, body?: unknow
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  agent = await startAgentProcess({
-    name: "u1",
-    servers: [server.url],
-    joinToken: server.joinToken,
-    slots: 4,
-  });
-  alice = await makeToken("alice", "user");
-  bob = await makeToken("bob", "user");
-  reader = await makeToken("rita", "reader");
-  aliceJob = await submit(alice, "alices", "echo from-alice; sleep 30");
-  bobJob = await submit(bob, "bobs", "echo from-bob");
-  await waitForJobEnd(server, bobJob);
-}, 60_000);
+  // Each stage has its own deadline inside the hook's, so a slow one says which it was and what
+  // the server and the agent said meanwhile.
+  let stage = "starting the server";
+  try {
+    server = await startServerProcess();
+    stage = "starting the agent";
+    agent = await startAgentProcess({
+      name: "u1",
+      servers: [server.url],
+      joinToken: server.joinToken,
+      slots: 4,
+    });
+    stage = "the agent joining";
+    await waitFor(
+      "the agent to join",
+      async () =>
+        ((await api(server, "GET", "/api/v1/hosts")) as { connected: boolean }[]).some((h) => h.connected),
+      30_000,
+      100,
+    );
+    stage = "making tokens";
+    alice = await makeToken("alice", "user");
+    bob = await makeToken("bob", "user");
+    reader = await makeToken("rita", "reader");
+    stage = "submitting";
+    aliceJob = await submit(alice, "alices", "echo from-alice; sleep 30");
+    bobJob = await submit(bob, "bobs", "echo from-bob");
+    stage = "bob's job ending";
+    await waitForJobEnd(server, bobJob, 30_000);
+  } catch (error) {
+    const tail = (text: string) => text.split("\n").slice(-25).join("\n");
+    throw new Error(
+      `users test set-up failed while ${stage}: ${error}\n--- server:\n${tail(server?.output() ?? "")}\n--- agent:\n${tail(agent?.output() ?? "")}`,
+    );
+  }
+}, 120_000);
 
 afterAll(async () => {
   await agent?.crash();
