@@ -3,7 +3,7 @@
 // resent until acknowledged. Attempts outlive the agent: a restarted agent with the same work
 // folder re-adopts them, and learns the exit of those that ended while it was away.
 
-import { chmod, mkdir, open, readdir, stat } from "node:fs/promises";
+import { mkdir, open, readdir, stat } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -20,12 +20,13 @@ import {
 import { HttpClient } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
+import { lockWorkFolder } from "./attempt-folder.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
-import { type Account, accountFor, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
+import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
 import { hostSpeed } from "./speed.ts";
 
 /** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
@@ -137,10 +138,7 @@ export class Agent {
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
-    if (this.runAs.kind !== "self") {
-      await chmod(this.options.workDir, 0o711);
-      await chmod(join(this.options.workDir, "attempts"), 0o711);
-    }
+    if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
     this.launcher.on("started", (dir, pid) => this.started(dir, pid));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
@@ -254,26 +252,21 @@ export class Agent {
       });
       return;
     }
-    // Whom it runs as (--run-as, --run-as-owner): an owner with no local account fails it, never root.
-    let account: Account | null;
+    this.track(attempt);
+    // Whom it runs as (--run-as, --run-as-owner): an owner with no local account fails it (like a
+    // command that cannot run: the job's retries, not the system's), and it never runs as root.
+    let user: JobUser | null;
     try {
-      account = accountFor(this.runAs, spec.owner);
+      user = await accountFor(this.runAs, spec.owner);
     } catch (error) {
-      if (!(error instanceof RunAsError)) throw error;
-      this.log.warn({ job: spec.jobId, owner: spec.owner, reason: error.message }, "attempt refused");
-      this.report({
-        ...ref(attempt),
-        kind: "ended",
-        outcome: "failed",
-        exitCode: null,
-        reason: error.message,
-        outputs: [],
-      });
+      const reason = error instanceof RunAsError ? error.message : `no account to run as: ${String(error)}`;
+      attempt.ended = true;
+      this.log.warn({ job: spec.jobId, owner: spec.owner, reason }, "attempt refused");
+      this.report({ ...ref(attempt), kind: "ended", outcome: "failed", exitCode: null, reason, outputs: [] });
       return;
     }
-    this.track(attempt);
     try {
-      await attempt.prepare(account);
+      await attempt.prepare(user);
     } catch (error) {
       attempt.ended = true;
       this.report({

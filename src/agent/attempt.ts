@@ -1,43 +1,31 @@
 // One attempt on this host. Its folder is its durable record: start.json (what the server asked),
 // job.sh (the command with its environment), pid and exit (written by the supervisor), stop (a
-// stop request), stdout and stderr, run/ (the working folder) and checkpoint/. A restarted agent
-// re-adopts attempts from these folders; a folder goes away once the server has the attempt's end.
+// stop request), stdout and stderr, run/ (the working folder), checkpoint/, notes/ (the progress
+// and requirements the job writes) and, for a rank, nodes. A restarted agent re-adopts attempts
+// from these folders; a folder goes away once the server has the attempt's end. A job run as
+// another account owns only its parts of the folder (attempt-folder.ts), and what it wrote is read
+// through job-file.ts.
 
 import { createWriteStream, openAsBlob } from "node:fs";
-import {
-  chmod,
-  chown,
-  lchown,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from "node:fs/promises";
+import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
+import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
+import { openJobFile, readJobFile } from "./job-file.ts";
 import { jobScript } from "./job-script.ts";
-import type { Account } from "./run-as.ts";
+import type { JobUser } from "./run-as.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
 export const GANG_CHECKPOINT_POLL_MS = 250;
 
-/** The attempt folder and all in it become the account's; nobody else may look in. */
-async function giveTo(dir: string, account: Account): Promise<void> {
-  const entries = await readdir(dir, { recursive: true });
-  await chown(dir, account.uid, account.gid);
-  for (const entry of entries) await lchown(join(dir, entry), account.uid, account.gid);
-  await chmod(dir, 0o700);
-}
+/** A progress file is a number: longer ones are read no further. */
+const PROGRESS_MAX_BYTES = 64;
 
 export interface AttemptContext {
   /** The server's files (inputs, outputs, checkpoints), through the server the agent is connected to. */
@@ -82,9 +70,13 @@ export class Attempt {
   readonly spec: StartMessage;
   readonly dir: string;
   readonly runDir: string;
+  /** The job's progress and requirements files. */
+  readonly notesDir: string;
   readonly stdoutPath: string;
   readonly stderrPath: string;
   pid: number | null = null;
+  /** The uid the job runs as when it is not the agent's: only its own files are read from the job's parts. */
+  private owner: number | null = null;
   /** The job's start time in /proc terms, as the supervisor recorded it beside the pid. */
   private pidStartTime: string | null = null;
   /** When the job process started (ms), for the time limit. */
@@ -112,6 +104,7 @@ export class Attempt {
       attemptDirName(spec.jobId, spec.taskIndex, spec.attempt, spec.gang?.rank),
     );
     this.runDir = join(this.dir, "run");
+    this.notesDir = join(this.dir, "notes");
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
     this.checkpoint = new CheckpointSync({
@@ -133,12 +126,17 @@ export class Attempt {
   }
 
   /**
-   * Creates the folder, stages the inputs in and writes job.sh. Throws when staging fails. With an
-   * account, the folder becomes that account's (mode 0700) and job.sh drops to it.
+   * Creates the folder, stages the inputs in and writes job.sh. Throws when staging fails. With
+   * another account, the job's parts of the folder become that account's and job.sh drops to it.
    */
-  async prepare(account: Account | null = null): Promise<void> {
-    await mkdir(this.runDir, { recursive: true });
-    await mkdir(this.checkpointDir, { recursive: true });
+  async prepare(user: JobUser | null = null): Promise<void> {
+    // What a start that never got this far left (no start.json: no agent took it up) goes first.
+    await removeAttemptFolder(this.dir);
+    // Nobody else sees it while it is prepared; the job's account sees its parts once handed over.
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    for (const dir of [this.runDir, this.checkpointDir, this.notesDir]) await mkdir(dir, { mode: 0o700 });
+    // Made here, private, for the supervisor to append to: the environment is in job.sh, the logs here.
+    for (const path of [this.stdoutPath, this.stderrPath]) await writeFile(path, "", { mode: 0o600 });
     const gang = this.spec.gang;
     if (gang) {
       // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
@@ -146,7 +144,7 @@ export class Attempt {
         gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
       await writeFile(join(this.dir, "nodes"), nodesFile(gang.nodes));
     }
-    await writeFile(join(this.dir, "start.json"), JSON.stringify(this.spec));
+    await writeFile(join(this.dir, "start.json"), JSON.stringify(this.spec), { mode: 0o600 });
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
     await writeFile(
@@ -154,14 +152,23 @@ export class Attempt {
       jobScript(this.spec, {
         runDir: this.runDir,
         checkpointDir: this.checkpointDir,
-        progressFile: join(this.dir, "progress"),
-        requirementsFile: join(this.dir, "requirements"),
+        progressFile: join(this.notesDir, "progress"),
+        requirementsFile: join(this.notesDir, "requirements"),
         hostName: this.context.hostName,
         nodesFile: join(this.dir, "nodes"),
-        account,
+        user,
       }),
+      { mode: 0o600 },
     );
-    if (account) await giveTo(this.dir, account);
+    if (user) {
+      await handOver(this.dir, user.account);
+      this.ownedBy(user.account.uid);
+    }
+  }
+
+  private ownedBy(uid: number | null): void {
+    this.owner = uid;
+    this.checkpoint.owner = uid;
   }
 
   /** Re-adopts an attempt from its folder after an agent restart; null when the folder is unusable. */
@@ -174,6 +181,7 @@ export class Attempt {
     }
     const attempt = new Attempt(spec, context);
     attempt.adopted = true;
+    attempt.ownedBy((await jobOwner(dir))?.uid ?? null);
     attempt.stopRequest = await readJson<StopRequest>(join(dir, "stop"));
     await attempt.readPid();
     const exit = await readWhole(join(dir, "exit"));
@@ -183,7 +191,7 @@ export class Attempt {
 
   /** The fraction the job last wrote in its progress file, or null. */
   async readProgress(): Promise<number | null> {
-    const text = await readFile(join(this.dir, "progress"), "utf8").catch(() => null);
+    const text = await readJobFile(join(this.notesDir, "progress"), this.owner, PROGRESS_MAX_BYTES);
     const fraction = text === null ? Number.NaN : Number.parseFloat(text);
     return Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : null;
   }
@@ -193,17 +201,7 @@ export class Attempt {
    * of a long file is read: enough to be longer than the server accepts, whatever the encoding.
    */
   async readRequirements(): Promise<string | null> {
-    const handle = await open(join(this.dir, "requirements"), "r").catch(() => null);
-    if (!handle) return null;
-    try {
-      const buffer = Buffer.alloc(REQUIREMENTS_MAX_CHARS * 4 + 1);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      return buffer.subarray(0, bytesRead).toString("utf8");
-    } catch {
-      return null;
-    } finally {
-      await handle.close();
-    }
+    return readJobFile(join(this.notesDir, "requirements"), this.owner, REQUIREMENTS_MAX_CHARS * 4 + 1);
   }
 
   /** Reads the pid the supervisor recorded, if it has. */
@@ -299,7 +297,16 @@ export class Attempt {
       return { outcome: "failed", exitCode, reason, outputs: [] };
     }
     try {
-      return { outcome: "succeeded", exitCode: 0, reason: null, outputs: await this.stageOut() };
+      const { uploaded, refused } = await this.stageOut();
+      // Only the job could have put them there: its failure, like a missing output.
+      if (refused.length)
+        return {
+          outcome: "failed",
+          exitCode: 0,
+          reason: `output file${refused.length > 1 ? "s" : ""} not the job's own, not taken: ${refused.join(", ")}`,
+          outputs: uploaded,
+        };
+      return { outcome: "succeeded", exitCode: 0, reason: null, outputs: uploaded };
     } catch (error) {
       return {
         outcome: "lost",
@@ -313,7 +320,7 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
-    await rm(this.dir, { recursive: true, force: true });
+    await removeAttemptFolder(this.dir);
   }
 
   private clearTimers(): void {
@@ -347,33 +354,42 @@ export class Attempt {
     }
   }
 
-  private async stageOut(): Promise<string[]> {
+  /** Uploads the outputs; `refused`: files that are there but not the job's own (links to others' files). */
+  private async stageOut(): Promise<{ uploaded: string[]; refused: string[] }> {
     const { spec, context } = this;
     const uploaded: string[] = [];
+    const refused: string[] = [];
     const under = spec.gang?.outputsUnder ?? null;
     for (const file of spec.outputs) {
-      const source = join(this.runDir, file);
-      const info = await stat(source).catch(() => null);
-      if (!info?.isFile()) continue;
+      const source = await openJobFile(join(this.runDir, file), this.owner);
+      if (!source) {
+        // stat opens nothing: it tells a file that is there, but another's, from a missing one.
+        if ((await stat(join(this.runDir, file)).catch(() => null))?.isFile()) refused.push(file);
+        continue;
+      }
       const path = under ? `${under}/${file}` : file;
-      // The file is opened anew for each try, so that a try cut halfway is sent again whole.
-      const response = await context.http.request({
-        method: "PUT",
-        path: agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
-        headers: { "content-type": "application/octet-stream" },
-        body: () => openAsBlob(source),
-        idempotent: true,
-      });
-      if (!response.ok)
-        throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);
+      try {
+        // The file is read anew for each try, so that a try cut halfway is sent again whole.
+        const response = await context.http.request({
+          method: "PUT",
+          path: agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
+          headers: { "content-type": "application/octet-stream" },
+          body: () => openAsBlob(source.path),
+          idempotent: true,
+        });
+        if (!response.ok)
+          throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);
+      } finally {
+        await source.close();
+      }
       uploaded.push(path);
     }
-    return uploaded;
+    return { uploaded, refused };
   }
 }
 
 async function writeAtomic(path: string, content: string): Promise<void> {
-  await writeFile(`${path}.tmp`, content);
+  await writeFile(`${path}.tmp`, content, { mode: 0o600 });
   await rename(`${path}.tmp`, path);
 }
 

@@ -2,16 +2,18 @@
 // objects named by their SHA-256 (content-addressed, so an unchanged file is never sent twice),
 // then a manifest naming them all is committed. A restarted attempt, on any host, gets the folder
 // back from the last committed manifest. Files whose names end in .tmp or start with a dot are
-// the job's half-written temporaries (it writes, then renames) and are left out.
+// the job's half-written temporaries (it writes, then renames) and are left out. A job run as
+// another account owns this folder: only files of that account's are taken (job-file.ts).
 
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
-import { copyFile, link, mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
+import { copyFile, link, lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { agentFileRoutes, type CheckpointManifest, checkpointManifest } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
+import { openJobFile, readJobFile } from "./job-file.ts";
 
 export interface CheckpointTarget {
   /** The agent's client of the server it is connected to, with its join token. */
@@ -59,6 +61,8 @@ export class CheckpointSync {
   /** Snapshots made so far (their names). */
   private snapshots = 0;
   private running: Promise<number | null> | null = null;
+  /** The uid of the job's account when it is not the agent's: the files taken must be its own. */
+  owner: number | null = null;
 
   constructor(target: CheckpointTarget) {
     this.target = target;
@@ -98,7 +102,7 @@ export class CheckpointSync {
 
   /** The generation a gang's rank declared in its folder, or null when it has declared none. */
   async declaredGeneration(): Promise<number | null> {
-    const text = await readFile(join(this.target.dir, GENERATION_FILE), "utf8").catch(() => null);
+    const text = await readJobFile(join(this.target.dir, GENERATION_FILE), this.owner, 64);
     const generation = text === null ? Number.NaN : Number(text.trim());
     return Number.isSafeInteger(generation) && generation >= 1 ? generation : null;
   }
@@ -134,18 +138,25 @@ export class CheckpointSync {
     for (const file of manifest.files) {
       if (this.uploaded.has(file.sha256)) continue;
       // Named by its hash, an object is the same whoever sends it and however often.
-      const path = this.known.get(file.path)?.snapshot ?? join(this.target.dir, file.path);
-      const response = await this.target.http.request({
-        method: "PUT",
-        path: agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
-        headers: { "content-type": "application/octet-stream" },
-        body: () => openAsBlob(path),
-        idempotent: true,
-      });
-      if (!response.ok)
-        throw new Error(
-          `PUT checkpoint object ${file.path}: HTTP ${response.status} ${await response.text()}`,
-        );
+      const snapshot = this.known.get(file.path)?.snapshot;
+      const source = snapshot ? null : await openJobFile(join(this.target.dir, file.path), this.owner);
+      const path = snapshot ?? source?.path;
+      if (!path) throw new Error(`checkpoint file ${file.path} is gone`);
+      try {
+        const response = await this.target.http.request({
+          method: "PUT",
+          path: agentFileRoutes.uploadObject(jobId, taskIndex, attempt, file.sha256),
+          headers: { "content-type": "application/octet-stream" },
+          body: () => openAsBlob(path),
+          idempotent: true,
+        });
+        if (!response.ok)
+          throw new Error(
+            `PUT checkpoint object ${file.path}: HTTP ${response.status} ${await response.text()}`,
+          );
+      } finally {
+        await source?.close();
+      }
       this.uploaded.add(file.sha256);
     }
     // Committing the same manifest twice makes one more generation of the same files: harmless.
@@ -183,24 +194,38 @@ export class CheckpointSync {
     return `${this.target.dir}.snapshots`;
   }
 
-  /** A hard link to the file as it is now (a copy where links are refused), or null when it is gone. */
+  /**
+   * A hard link to the file as it is now (a copy where links are refused), or null when it is gone
+   * or is not the job's own: the folder beside this one is the agent's, where the job cannot reach.
+   */
   private async snapshot(path: string): Promise<string | null> {
-    await mkdir(this.snapshotDir, { recursive: true });
+    await mkdir(this.snapshotDir, { recursive: true, mode: 0o700 });
     const target = join(this.snapshotDir, `${++this.snapshots}`);
     try {
       await link(path, target);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-      await copyFile(path, target).catch(() => null);
+      const source = await openJobFile(path, this.owner);
+      if (!source) return null;
+      const copied = await copyFile(source.path, target).then(
+        () => true,
+        () => false,
+      );
+      await source.close();
+      return copied ? target : null;
     }
-    return (await stat(target).catch(() => null)) ? target : null;
+    // The link was made by name: through a folder the job swapped for a link, it may be someone else's file.
+    const taken = await lstat(target).catch(() => null);
+    if (taken?.isFile() && (this.owner === null || taken.uid === this.owner)) return target;
+    await rm(target, { force: true });
+    return null;
   }
 
   private async scan(): Promise<CheckpointManifest> {
     const files: CheckpointManifest["files"] = [];
     const seen = new Set<string>();
     for (const path of await listFiles(this.target.dir)) {
-      const info = await stat(path).catch(() => null);
+      const info = await lstat(path).catch(() => null);
       if (!info?.isFile()) continue;
       const name = relative(this.target.dir, path).split(sep).join("/");
       seen.add(name);

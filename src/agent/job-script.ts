@@ -3,7 +3,7 @@
 
 import { join } from "node:path";
 import type { StartMessage } from "../protocol/messages.ts";
-import type { Account } from "./run-as.ts";
+import type { JobUser } from "./run-as.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
 export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
@@ -22,7 +22,7 @@ export interface JobPaths {
   /** A rank's nodes file (multi-node jobs). */
   nodesFile?: string;
   /** The account the job runs as (--run-as, --run-as-owner); absent: the agent's own. */
-  account?: Account | null;
+  user?: JobUser | null;
 }
 
 export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
@@ -50,20 +50,33 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
 
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
-  const account = paths.account;
+  const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
+  const command = `setsid ${argv.map(shellQuote).join(" ")}`;
+  const user = paths.user;
+  if (!user) {
+    // Sourced by the supervisor's subshell: setsid gives the job a session and process group of
+    // its own.
+    for (const [name, value] of Object.entries(jobEnvironment(spec, paths))) {
+      lines.push(`export ${name}=${shellQuote(value)}`);
+    }
+    lines.push(`exec ${command}`);
+    return `${lines.join("\n")}\n`;
+  }
+  // Nothing of the job's runs as root, its environment neither (PATH, LD_PRELOAD): setpriv, by the
+  // full path the agent found, drops to the account, groups included, with a fresh environment
+  // (the account's HOME, SHELL, USER, LOGNAME and PATH, none of the agent's variables such as
+  // STEWARD_JOIN_TOKEN); env, run as the account, then adds the job's.
+  const { account } = user;
   const environment = {
     ...jobEnvironment(spec, paths),
-    ...(account ? { HOME: account.home, USER: account.name, LOGNAME: account.name } : {}),
+    HOME: account.home,
+    USER: account.name,
+    LOGNAME: account.name,
   };
-  for (const [name, value] of Object.entries(environment)) {
-    lines.push(`export ${name}=${shellQuote(value)}`);
-  }
-  const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
-  // Sourced by the supervisor's subshell: setsid gives the job a session and process group of its
-  // own; setpriv (util-linux) drops to the account first, groups included.
-  const drop = account
-    ? `setpriv --reuid=${account.uid} --regid=${account.gid} ${account.groups.length ? `--groups=${account.groups.join(",")}` : "--clear-groups"} `
-    : "";
-  lines.push(`exec ${drop}setsid ${argv.map(shellQuote).join(" ")}`);
+  const groups = account.groups.length ? `--groups=${account.groups.join(",")}` : "--clear-groups";
+  const assignments = Object.entries(environment).map(([name, value]) => shellQuote(`${name}=${value}`));
+  lines.push(
+    `exec ${shellQuote(user.setpriv)} --reuid=${account.uid} --regid=${account.gid} ${groups} --reset-env -- env -- ${assignments.join(" ")} ${command}`,
+  );
   return `${lines.join("\n")}\n`;
 }

@@ -2,10 +2,16 @@
 // `--run-as USER` (one account for every job) or `--run-as-owner` (the job's owner, mapped to the
 // local account of the same name; no such account fails the attempt, it never runs as root). An
 // agent not run as root runs jobs as itself. Accounts are read with `getent passwd` (local files,
-// LDAP or whatever NSS is set up for) and their groups with `id -G`.
+// LDAP or whatever NSS is set up for) and their groups with `id -G`; jobs drop to them through
+// util-linux's setpriv (job-script.ts), found at start by its full path.
 
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
+import { accessSync, constants } from "node:fs";
 import os from "node:os";
+import { delimiter, isAbsolute, join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
 
 export interface Account {
   name: string;
@@ -18,7 +24,13 @@ export interface Account {
 
 export type RunAs =
   /** Jobs run as the agent's own account (not root, or root with neither flag). */
-  { kind: "self" } | { kind: "user"; account: Account } | { kind: "owner" };
+  { kind: "self" } | { kind: "user"; account: Account; setpriv: string } | { kind: "owner"; setpriv: string };
+
+/** An attempt's account when it is not the agent's own, and the setpriv that drops to it. */
+export interface JobUser {
+  account: Account;
+  setpriv: string;
+}
 
 /** The line of `getent passwd NAME` as an account; null when there is no such account. */
 export function parsePasswdLine(line: string): Omit<Account, "groups"> | null {
@@ -26,60 +38,92 @@ export function parsePasswdLine(line: string): Omit<Account, "groups"> | null {
   if (fields.length < 7) return null;
   const uid = Number(fields[2]);
   const gid = Number(fields[3]);
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) return null;
+  if (fields[2] === "" || fields[3] === "" || !Number.isInteger(uid) || !Number.isInteger(gid)) return null;
   return { name: fields[0], uid, gid, home: fields[5] };
 }
 
 /** A local account by name, or null. Names are checked first: they reach a command line. */
-export function lookupAccount(name: string): Account | null {
+export async function lookupAccount(name: string): Promise<Account | null> {
   if (!/^[A-Za-z0-9_][\w.@-]{0,63}$/.test(name)) return null;
-  let line: string;
-  try {
-    line = execFileSync("getent", ["passwd", name], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-  } catch {
-    return null;
-  }
-  const found = parsePasswdLine(line.split("\n")[0]);
+  const line = await run("getent", ["passwd", name]).then(
+    ({ stdout }) => stdout.split("\n")[0],
+    () => null,
+  );
+  const found = line === null ? null : parsePasswdLine(line);
   if (!found) return null;
-  let groups: number[] = [found.gid];
-  try {
-    groups = execFileSync("id", ["-G", name], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
-      .trim()
-      .split(/\s+/)
-      .map(Number)
-      .filter(Number.isInteger);
-  } catch {}
+  const groups = await run("id", ["-G", name]).then(
+    ({ stdout }) => stdout.trim().split(/\s+/).map(Number).filter(Number.isInteger),
+    () => [found.gid],
+  );
   return { ...found, groups };
 }
 
+/** Why an account will not do for a job (it is root, or its group is), or null. */
+export function rootReason(account: Account): string | null {
+  if (account.uid === 0) return "that account is root";
+  if (account.gid === 0) return "that account's group is root's";
+  return null;
+}
+
+/**
+ * The full path of an executable named `name` in a PATH-like list of folders, or null. Jobs must not
+ * choose the setpriv that runs as root, so it is found once, in the agent's own PATH.
+ */
+export function findExecutable(name: string, searchPath: string): string | null {
+  for (const dir of searchPath.split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const path = join(dir, name);
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {}
+  }
+  return null;
+}
+
 export class RunAsError extends Error {}
+
+/** setpriv with --reset-env (util-linux 2.35 or later), by its full path; throws RunAsError without it. */
+async function findSetpriv(flag: string): Promise<string> {
+  const setpriv = findExecutable("setpriv", `${process.env.PATH ?? ""}${delimiter}/usr/bin${delimiter}/bin`);
+  if (!setpriv)
+    throw new RunAsError(`${flag} needs setpriv (util-linux) to start jobs as an account: it is not on PATH`);
+  const help = await run(setpriv, ["--help"]).then(
+    ({ stdout }) => stdout,
+    () => "",
+  );
+  if (!help.includes("--reset-env"))
+    throw new RunAsError(
+      `${flag} needs setpriv with --reset-env (util-linux 2.35 or later); ${setpriv} has none`,
+    );
+  return setpriv;
+}
 
 /**
  * The agent's choice from its flags, checked at start: the flags need root; --run-as names an
  * account that exists; they do not go together.
  */
-export function chooseRunAs(
+export async function chooseRunAs(
   flags: { runAs?: string; runAsOwner?: boolean },
   uid = process.getuid?.() ?? 0,
-): RunAs {
+): Promise<RunAs> {
   if (flags.runAs !== undefined && flags.runAsOwner)
     throw new RunAsError(
       "--run-as and --run-as-owner do not go together: one account for all jobs, or each job's owner",
     );
+  const flag = flags.runAs !== undefined ? "--run-as" : "--run-as-owner";
   if ((flags.runAs !== undefined || flags.runAsOwner) && uid !== 0)
     throw new RunAsError(
-      `${flags.runAs !== undefined ? "--run-as" : "--run-as-owner"} needs the agent to run as root (it runs as ${os.userInfo().username}); without it, jobs run as the agent's own account`,
+      `${flag} needs the agent to run as root (it runs as ${os.userInfo().username}); without it, jobs run as the agent's own account`,
     );
   if (flags.runAs !== undefined) {
-    const account = lookupAccount(flags.runAs);
+    const account = await lookupAccount(flags.runAs);
     if (!account) throw new RunAsError(`--run-as ${flags.runAs}: no such local account`);
-    if (account.uid === 0) throw new RunAsError(`--run-as ${flags.runAs}: that account is root`);
-    return { kind: "user", account };
+    const notFit = rootReason(account);
+    if (notFit) throw new RunAsError(`--run-as ${flags.runAs}: ${notFit}`);
+    return { kind: "user", account, setpriv: await findSetpriv(flag) };
   }
-  return flags.runAsOwner ? { kind: "owner" } : { kind: "self" };
+  return flags.runAsOwner ? { kind: "owner", setpriv: await findSetpriv(flag) } : { kind: "self" };
 }
 
 /** What the agent says at start about whom jobs run as; `warn` when that is root. */
@@ -103,25 +147,26 @@ export function runAsNotice(runAs: RunAs, uid = process.getuid?.() ?? 0): { warn
   }
 }
 
-/** The account an attempt of `owner` runs as; null for the agent's own. Throws RunAsError naming a missing account. */
-export function accountFor(runAs: RunAs, owner: string | undefined): Account | null {
+/** Whom an attempt of `owner` runs as; null for the agent's own. Throws RunAsError naming a missing account. */
+export async function accountFor(runAs: RunAs, owner: string | undefined): Promise<JobUser | null> {
   switch (runAs.kind) {
     case "self":
       return null;
     case "user":
-      return runAs.account;
+      return { account: runAs.account, setpriv: runAs.setpriv };
     case "owner": {
       const name = owner ?? "";
-      const account = lookupAccount(name);
+      const account = await lookupAccount(name);
       if (!account)
         throw new RunAsError(
           `no local account "${name}" for the job's owner (this agent runs jobs as their owners: --run-as-owner)`,
         );
-      if (account.uid === 0)
+      const notFit = rootReason(account);
+      if (notFit)
         throw new RunAsError(
-          `the job's owner "${name}" maps to root, and this agent never runs jobs as root`,
+          `the job's owner "${name}" maps to a local account this agent never runs jobs as: ${notFit}`,
         );
-      return account;
+      return { account, setpriv: runAs.setpriv };
     }
   }
 }

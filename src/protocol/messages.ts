@@ -152,7 +152,7 @@ export const startMessage = z.object({
   type: z.literal("start"),
   ...attemptRef,
   /** The job's owner: an agent with --run-as-owner runs the job as the local account of that name. */
-  owner: z.string().optional(),
+  owner: z.string(),
   restarted: z.boolean(),
   command: z.union([z.string(), z.array(z.string())]),
   env: z.record(z.string(), z.string()),

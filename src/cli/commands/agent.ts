@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
@@ -31,10 +31,13 @@ export function registerAgent(program: Command): void {
       "--address <address>",
       "where other hosts reach this one (multi-node jobs; default: first external IPv4)",
     )
-    .option("--run-as <user>", "run every job as this local account (the agent runs as root)")
+    .option(
+      "--run-as <user>",
+      "run every job as this local account (needs root; an agent run as root with neither flag runs jobs as root)",
+    )
     .option(
       "--run-as-owner",
-      "run each job as the local account named like its owner; a job whose owner has none fails (the agent runs as root)",
+      "run each job as the local account named like its owner; a job whose owner has none fails (needs root)",
     )
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .option(
@@ -46,25 +49,28 @@ export function registerAgent(program: Command): void {
     .action(async (options) => {
       let runAs: RunAs;
       try {
-        runAs = chooseRunAs({ runAs: options.runAs, runAsOwner: options.runAsOwner });
+        runAs = await chooseRunAs({ runAs: options.runAs, runAsOwner: options.runAsOwner });
       } catch (error) {
         if (error instanceof RunAsError) throw new CliError(error.message, 2);
         throw error;
       }
+      const joinToken = joinTokenOf(options);
+      const log = daemonLogger(options.logFormat);
+      if (runAs.kind !== "self") for (const warning of tokenWarnings(options)) log.warn(warning);
       const agent = new Agent({
         runAs,
         servers: String(options.server)
           .split(",")
           .map((url) => url.trim())
           .filter(Boolean),
-        joinToken: joinTokenOf(options),
+        joinToken,
         name: options.name,
         pool: options.pool,
         slots: options.slots,
         workDir: options.work ?? join(os.tmpdir(), `steward-agent-${options.name}`),
         labels: options.label,
         speed: options.speed,
-        log: daemonLogger(options.logFormat),
+        log,
         idleSeconds: options.idleSeconds,
         endsAt: options.endsAt,
         address: options.address,
@@ -77,11 +83,31 @@ export function registerAgent(program: Command): void {
           process.exit(3);
         },
       });
-      await agent.start();
+      try {
+        await agent.start();
+      } catch (error) {
+        if (error instanceof RunAsError) throw new CliError(error.message, 2);
+        throw error;
+      }
       // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
       // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
       onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
     });
+}
+
+/** Where jobs of other accounts could read the join token: --token (the process list), a token file others may read. */
+function tokenWarnings(options: { token?: string; tokenFile?: string }): string[] {
+  if (options.token)
+    return [
+      "--token shows in the process list, where jobs of other accounts read it: give it as --token-file FILE (mode 0600) or STEWARD_JOIN_TOKEN",
+    ];
+  if (!options.tokenFile) return [];
+  const mode = statSync(options.tokenFile, { throwIfNoEntry: false })?.mode ?? 0;
+  return mode & 0o077
+    ? [
+        `--token-file ${options.tokenFile} has mode 0${(mode & 0o777).toString(8)}: jobs of other accounts may read the join token; chmod 600 it`,
+      ]
+    : [];
 }
 
 /** The join token: --token, else --token-file, else STEWARD_JOIN_TOKEN; one of them is needed. */

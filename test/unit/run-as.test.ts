@@ -1,0 +1,177 @@
+// Whom an agent runs jobs as: the passwd line read with `getent passwd NAME`, the flags' checks at
+// start, the start log line, the account of one attempt, and the job.sh that drops to it.
+
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { jobScript } from "../../src/agent/job-script.ts";
+import {
+  type Account,
+  accountFor,
+  chooseRunAs,
+  findExecutable,
+  parsePasswdLine,
+  rootReason,
+  runAsNotice,
+} from "../../src/agent/run-as.ts";
+import type { StartMessage } from "../../src/protocol/messages.ts";
+import { cleanup, tempDir } from "../helpers/steward.ts";
+
+const alice: Account = { name: "alice", uid: 1001, gid: 1002, groups: [1002, 27], home: "/home/alice" };
+
+describe("parsePasswdLine", () => {
+  it.each([
+    [
+      "alice:x:1001:1002:Alice:/home/alice:/bin/bash",
+      { name: "alice", uid: 1001, gid: 1002, home: "/home/alice" },
+    ],
+    [
+      "svc:x:999:999::/nonexistent:/usr/sbin/nologin\n",
+      { name: "svc", uid: 999, gid: 999, home: "/nonexistent" },
+    ],
+    ["broken:x:abc:1::/:/bin/sh", null],
+    ["empty:x::1::/:/bin/sh", null],
+    ["short:x:1", null],
+    ["", null],
+  ])("%j", (line, account) => expect(parsePasswdLine(line)).toEqual(account));
+});
+
+describe("rootReason", () => {
+  it("refuses root and root's group, takes anyone else", () => {
+    expect(rootReason({ ...alice, uid: 0 })).toBe("that account is root");
+    expect(rootReason({ ...alice, gid: 0 })).toBe("that account's group is root's");
+    expect(rootReason(alice)).toBeNull();
+  });
+});
+
+describe("findExecutable", () => {
+  const dir = tempDir("steward-find-");
+  afterAll(() => cleanup(dir));
+
+  it("finds an executable by its full path, skipping files that are not and relative folders", () => {
+    const first = join(dir, "a");
+    const second = join(dir, "b");
+    mkdirSync(first);
+    mkdirSync(second);
+    writeFileSync(join(first, "tool"), "#!/bin/sh\n");
+    chmodSync(join(first, "tool"), 0o644);
+    writeFileSync(join(second, "tool"), "#!/bin/sh\n");
+    chmodSync(join(second, "tool"), 0o755);
+    expect(findExecutable("tool", ["relative", first, second].join(":"))).toBe(join(second, "tool"));
+    expect(findExecutable("none", [first, second].join(":"))).toBeNull();
+    expect(findExecutable("tool", "")).toBeNull();
+  });
+});
+
+describe("chooseRunAs", () => {
+  it("refuses the flags without root, together, or naming no account or root", async () => {
+    await expect(chooseRunAs({ runAsOwner: true }, 1000)).rejects.toThrow(
+      "--run-as-owner needs the agent to run as root",
+    );
+    await expect(chooseRunAs({ runAs: "alice" }, 1000)).rejects.toThrow(
+      "--run-as needs the agent to run as root",
+    );
+    await expect(chooseRunAs({ runAs: "x", runAsOwner: true }, 0)).rejects.toThrow("do not go together");
+    await expect(chooseRunAs({ runAs: "no-such-account-here" }, 0)).rejects.toThrow(
+      "--run-as no-such-account-here: no such local account",
+    );
+    await expect(chooseRunAs({ runAs: "bad name;" }, 0)).rejects.toThrow("no such local account");
+    await expect(chooseRunAs({ runAs: "root" }, 0)).rejects.toThrow("--run-as root: that account is root");
+  });
+
+  it("runs jobs as the agent's own account with neither flag, as root or not", async () => {
+    expect(await chooseRunAs({}, 1000)).toEqual({ kind: "self" });
+    expect(await chooseRunAs({}, 0)).toEqual({ kind: "self" });
+  });
+});
+
+describe("runAsNotice", () => {
+  it("says whom jobs run as, and warns when that is root", () => {
+    expect(runAsNotice({ kind: "self" }, 1000)).toEqual({
+      warn: false,
+      message: `jobs run as ${os.userInfo().username} (the agent's own account)`,
+    });
+    const root = runAsNotice({ kind: "self" }, 0);
+    expect(root.warn).toBe(true);
+    expect(root.message).toMatch(/^jobs run as root: .*neither --run-as USER nor --run-as-owner/);
+    expect(runAsNotice({ kind: "user", account: alice, setpriv: "/usr/bin/setpriv" }, 0)).toEqual({
+      warn: false,
+      message: "jobs run as alice (uid 1001): --run-as",
+    });
+    expect(runAsNotice({ kind: "owner", setpriv: "/usr/bin/setpriv" }, 0).message).toBe(
+      "jobs run as the local account named like their owner: --run-as-owner",
+    );
+  });
+});
+
+describe("accountFor", () => {
+  it("is the agent's own, the one account, or the owner's, which must exist and not be root", async () => {
+    expect(await accountFor({ kind: "self" }, "bob")).toBeNull();
+    expect(await accountFor({ kind: "user", account: alice, setpriv: "/s" }, "bob")).toEqual({
+      account: alice,
+      setpriv: "/s",
+    });
+    const owner = { kind: "owner", setpriv: "/s" } as const;
+    await expect(accountFor(owner, "nosuchstwuser")).rejects.toThrow(
+      'no local account "nosuchstwuser" for the job\'s owner (this agent runs jobs as their owners: --run-as-owner)',
+    );
+    await expect(accountFor(owner, undefined)).rejects.toThrow('no local account ""');
+    await expect(accountFor(owner, "root")).rejects.toThrow(
+      'the job\'s owner "root" maps to a local account this agent never runs jobs as: that account is root',
+    );
+  });
+});
+
+describe("jobScript", () => {
+  const spec: StartMessage = {
+    type: "start",
+    jobId: "j1",
+    taskIndex: 0,
+    attempt: 1,
+    owner: "alice",
+    restarted: false,
+    command: "echo 'hi'",
+    env: { PATH: "/home/alice/bin", LD_PRELOAD: "/home/alice/evil.so" },
+    inputs: [],
+    outputs: [],
+    cpus: 1,
+    timeLimitSeconds: null,
+    graceSeconds: 30,
+    checkpointIntervalSeconds: 60,
+  };
+  const paths = {
+    runDir: "/w/attempts/j1.0.1/run",
+    checkpointDir: "/w/attempts/j1.0.1/checkpoint",
+    progressFile: "/w/attempts/j1.0.1/notes/progress",
+    requirementsFile: "/w/attempts/j1.0.1/notes/requirements",
+    hostName: "h1",
+  };
+
+  it("exports the job's environment and execs it in a session of its own, as the agent's account", () => {
+    const lines = jobScript(spec, paths).trimEnd().split("\n");
+    expect(lines[0]).toBe("cd '/w/attempts/j1.0.1/run' || exit 126");
+    expect(lines).toContain("export PATH='/home/alice/bin'");
+    expect(lines.at(-1)).toBe(`exec setsid '/bin/sh' '-c' 'echo '\\''hi'\\'''`);
+  });
+
+  it("drops to the account with setpriv by its full path before any of the job's environment takes effect", () => {
+    const lines = jobScript(spec, { ...paths, user: { account: alice, setpriv: "/usr/bin/setpriv" } })
+      .trimEnd()
+      .split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toBe("cd '/w/attempts/j1.0.1/run' || exit 126");
+    const drop = "exec '/usr/bin/setpriv' --reuid=1001 --regid=1002 --groups=1002,27 --reset-env -- env -- ";
+    expect(lines[1].startsWith(drop)).toBe(true);
+    const assignments = lines[1].slice(drop.length);
+    expect(assignments).toContain("'PATH=/home/alice/bin' 'LD_PRELOAD=/home/alice/evil.so'");
+    expect(assignments).toContain("'STEWARD_PROGRESS_FILE=/w/attempts/j1.0.1/notes/progress'");
+    expect(assignments).toContain("'HOME=/home/alice' 'USER=alice' 'LOGNAME=alice'");
+    expect(assignments.endsWith(`setsid '/bin/sh' '-c' 'echo '\\''hi'\\'''`)).toBe(true);
+    const noGroups = jobScript(spec, {
+      ...paths,
+      user: { account: { ...alice, groups: [] }, setpriv: "/usr/bin/setpriv" },
+    });
+    expect(noGroups).toContain("--regid=1002 --clear-groups --reset-env");
+  });
+});
