@@ -7,8 +7,6 @@ import { safeEqual } from "../model/tokens.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
 import type { Principal, Refusal, TokenRegistry } from "../state/token-registry.ts";
 
-export { safeEqual } from "../model/tokens.ts";
-
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^Bearer\s+(.+)$/i.exec(header.trim());

@@ -58,12 +58,14 @@ export class TokenRegistry {
     return { user: found.subject, role: found.role ?? "reader", tokenId: found.id };
   }
 
+  /** Every credential given to a host, revoked ones too. */
+  credentialsOf(host: string): TokenRecord[] {
+    return [...this.#tokens.values()].filter((each) => each.kind === "host" && each.subject === host);
+  }
+
   /** The usable credential of a host, if it has one. */
   credentialOf(host: string, now: number): TokenRecord | undefined {
-    for (const record of this.#tokens.values())
-      if (record.kind === "host" && record.subject === host && this.#unusable(record, now) === null)
-        return record;
-    return undefined;
+    return this.credentialsOf(host).find((record) => this.#unusable(record, now) === null);
   }
 
   /** The credentials given under a join token (revoked with it). */

@@ -11,16 +11,6 @@ import { Timeline } from "./timeline.js";
 import { toYaml } from "./yaml.js";
 
 const JOB_STATES = ["held", "waiting", "pending", "running", "succeeded", "failed", "cancelled"];
-/** Task states as the compact form's letters (GET /api/v1/jobs/:id/task-states). */
-const LETTERS = {
-  waiting: "w",
-  held: "h",
-  pending: "p",
-  running: "r",
-  succeeded: "s",
-  failed: "f",
-  cancelled: "c",
-};
 /** Above this many tasks a job's page loads the compact task states, not every task. */
 const FULL_TASKS_UP_TO = 500;
 
@@ -248,17 +238,13 @@ function JobPage({ id, live }) {
   const load = useCallback(async () => {
     try {
       const head = await call("GET", `/api/v1/jobs/${id}?tasks=0`);
-      if (head.taskCount <= FULL_TASKS_UP_TO) {
-        const full = await call("GET", `/api/v1/jobs/${id}`);
-        setJob(full);
-        setArrivedAt(performance.now());
-        setStates(full.tasks.length > 1 ? full.tasks.map((task) => LETTERS[task.state]).join("") : null);
-      } else {
-        const compact = await call("GET", `/api/v1/jobs/${id}/task-states`);
-        setArrivedAt(performance.now());
-        setJob(head);
-        setStates(compact.states);
-      }
+      // Small jobs come whole (the timeline needs every attempt); an array's map always reads the
+      // compact states, the one place that says which letter is which state.
+      const full = head.taskCount <= FULL_TASKS_UP_TO ? await call("GET", `/api/v1/jobs/${id}`) : head;
+      const compact = head.taskCount > 1 ? await call("GET", `/api/v1/jobs/${id}/task-states`) : null;
+      setArrivedAt(performance.now());
+      setJob(full);
+      setStates(compact?.states ?? null);
       setError(null);
     } catch (failure) {
       setError(failure.status === 404 ? `No job ${id} (or it is not yours).` : failure.message);

@@ -71,8 +71,8 @@ export function issueHostCredential(
   parent: string | null,
   token: NewToken,
 ): TokenRecord {
-  for (const old of step.state.tokens.list("host"))
-    if (old.subject === host && old.revokedAt === null) {
+  for (const old of step.state.tokens.credentialsOf(host))
+    if (old.revokedAt === null) {
       old.revokedAt = step.now;
       step.change({ op: "putToken", token: old });
     }
