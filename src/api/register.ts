@@ -108,8 +108,8 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // A user's own jobs only: another's answers as if it did not exist.
     if ((access === "job-read" || access === "job-write") && !seesAllJobs(principal.role)) {
       const { id } = request.params as { id?: string };
-      const job = id === undefined ? undefined : core.findJob(id);
-      if (job && job.record.owner !== principal.user)
+      const owner = id === undefined ? undefined : core.jobOwner(id);
+      if (owner !== undefined && owner !== principal.user)
         return reply.code(404).send(answer("not_found", `no job ${id}`));
     }
   });

@@ -3,6 +3,7 @@
 
 import type { AttemptRecord, EventRecord, HostRecord, TaskRecord } from "../model/records.ts";
 import type { JobEntry } from "../state/job-entry.ts";
+import { headerOf, type JobHeader } from "../state/job-header.ts";
 import type { Attempt, Event, Host, Job, JobSummary, Task } from "./schemas.ts";
 
 function iso(ms: number): string;
@@ -39,24 +40,23 @@ export function taskView(job: JobEntry, task: TaskRecord): Task {
   };
 }
 
-export function jobSummaryView(job: JobEntry): JobSummary {
-  const { record } = job;
+export function jobSummaryView(job: JobHeader): JobSummary {
   return {
-    id: record.id,
-    name: record.name,
-    owner: record.owner,
-    state: record.state,
-    priority: record.priority,
-    createdAt: iso(record.createdAt),
-    endedAt: iso(record.endedAt),
-    taskCount: job.tasks.length,
+    id: job.id,
+    name: job.name,
+    owner: job.owner,
+    state: job.state,
+    priority: job.priority,
+    createdAt: iso(job.createdAt),
+    endedAt: iso(job.endedAt),
+    taskCount: job.taskCount,
     counts: { ...job.counts },
   };
 }
 
 export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
   return {
-    ...jobSummaryView(job),
+    ...jobSummaryView(headerOf(job)),
     spec: job.record.spec,
     ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
     ...(events ? { events: events.map(eventView) } : {}),

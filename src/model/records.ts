@@ -1,6 +1,7 @@
 // The durable records: what the store keeps and what the server recovers from at start.
 // Times are milliseconds since the epoch; the API turns them into ISO-8601.
 
+import type { TaskCounts } from "./job-state.ts";
 import type { JobSpec } from "./jobfile.ts";
 import type { AttemptOutcome, AttemptState, HostState, JobState, StopOutcome, TaskState } from "./states.ts";
 
@@ -33,6 +34,36 @@ export interface JobRecord {
    * whose answer it lost.
    */
   submitKey: string | null;
+}
+
+/**
+ * A job's header (state/job-header.ts): what the server keeps in memory of a job that has ended,
+ * and what it reads of one at start instead of its tasks and attempts.
+ */
+export interface JobHeader {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string;
+  readonly state: JobState;
+  readonly priority: number;
+  readonly createdAt: number;
+  readonly endedAt: number | null;
+  readonly taskCount: number;
+  readonly counts: TaskCounts;
+}
+
+/**
+ * Cpu time of ended attempts, summed by owner, cpus and minute of their end: fair share's history
+ * as the store hands it over at start, instead of every attempt that ever ended.
+ */
+export interface UsageSample {
+  owner: string;
+  /** Cpus the attempts held (the job's cpus times its hosts). */
+  cpus: number;
+  /** The minute they ended in (ms since the epoch). */
+  endedAt: number;
+  /** Their run times added up (ms). */
+  ms: number;
 }
 
 export interface CheckpointInfo {

@@ -10,6 +10,7 @@ import { planPass } from "../planner/plan-pass.ts";
 import { DISCOVERY_SECONDS, type MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
+import { mayRetire } from "../state/job-header.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, Effect } from "./effects.ts";
@@ -95,6 +96,24 @@ export class Reactor {
       }
     }
     for (const effect of step.effects) this.#perform(effect);
+    this.#retireEnded(step);
+  }
+
+  /**
+   * Jobs this step ended (or whose last attempt it ended) leave memory, their headers staying:
+   * only now, with the end durable, so a reader sent to the store finds the job ended there.
+   */
+  #retireEnded(step: Step): void {
+    let seen: Set<string> | null = null;
+    for (const change of step.changes) {
+      const id =
+        change.op === "putJob" ? change.job.id : change.op === "putAttempt" ? change.attempt.jobId : null;
+      if (id === null || seen?.has(id)) continue;
+      seen ??= new Set();
+      seen.add(id);
+      const job = this.state.jobs.get(id);
+      if (job && mayRetire(job)) this.state.retire(job);
+    }
   }
 
   #perform(effect: Effect): void {

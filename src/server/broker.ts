@@ -160,7 +160,7 @@ export class Broker {
   async #lead(term: number): Promise<void> {
     const { store, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
     this.#renewedAt = Date.now();
-    const snapshot = await store.load();
+    const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
     const core = new Core(committer, {
       heartbeatSeconds,

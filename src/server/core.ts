@@ -7,7 +7,7 @@ import { newTokenOf } from "../model/tokens.ts";
 import { runningView } from "../planner/plan-pass.ts";
 import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../protocol/messages.ts";
 import type { AgentLinks } from "../reactor/effects.ts";
-import { NotFoundError } from "../reactor/errors.ts";
+import { ConflictError, NotFoundError } from "../reactor/errors.ts";
 import {
   type AttemptRef,
   attachHost,
@@ -47,7 +47,8 @@ import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import { ClusterState, submissionKey } from "../state/cluster-state.ts";
-import type { JobEntry } from "../state/job-entry.ts";
+import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
+import type { JobHeader } from "../state/job-header.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { recoverState } from "../state/recover.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
@@ -116,15 +117,40 @@ export class Core {
 
   // ---- queries
 
-  /** The job of that id, or undefined. */
+  /** The job of that id if it is in memory (live, or ended and not yet retired), or undefined. */
   findJob(id: string): JobEntry | undefined {
     return this.state.jobs.get(id);
   }
 
+  /** A job in memory (the agents' routes: only a live job's attempts move files). */
   job(id: string): JobEntry {
     const job = this.state.jobs.get(id);
     if (!job) throw new NotFoundError(`no job ${id}`);
     return job;
+  }
+
+  /** Any job with its tasks and attempts: from memory, or from the store once it has ended and left. */
+  async readJob(id: string): Promise<JobEntry> {
+    const job = this.state.jobs.get(id);
+    if (job) return job;
+    if (this.state.ended.has(id)) {
+      const stored = await this.#committer.store.loadJob(id);
+      if (stored) return entryOfStored(stored);
+    }
+    // Retired meanwhile: it is in the store now.
+    const again = this.state.jobs.get(id);
+    if (again) return again;
+    throw new NotFoundError(`no job ${id}`);
+  }
+
+  /** A job's header (the line `ps` prints), live or ended; undefined when there is no such job. */
+  header(id: string): JobHeader | undefined {
+    return this.state.header(id);
+  }
+
+  /** A job's owner, live or ended. */
+  jobOwner(id: string): string | undefined {
+    return this.state.jobOwner(id);
   }
 
   /** The tokens this server gave out (API tokens, join tokens, host credentials). */
@@ -132,8 +158,15 @@ export class Core {
     return this.state.tokens;
   }
 
-  listJobs(): JobEntry[] {
-    return [...this.state.jobs.values()];
+  /** Every job's header: those in memory, then those that ended and left it. */
+  listJobs(): JobHeader[] {
+    const headers: JobHeader[] = [];
+    for (const id of this.state.jobs.keys()) {
+      const header = this.state.header(id);
+      if (header) headers.push(header);
+    }
+    for (const header of this.state.ended.values()) headers.push(header);
+    return headers;
   }
 
   listHosts(): (HostRecord & { slotsFree: number; connected: boolean })[] {
@@ -141,8 +174,8 @@ export class Core {
   }
 
   /** Why a job's tasks wait (job-level reasons, then host by host), and what its running tasks face. */
-  explain(id: string): { reasons: string[] } & Explanation {
-    const job = this.job(id);
+  async explain(id: string): Promise<{ reasons: string[] } & Explanation> {
+    const job = await this.readJob(id);
     const now = this.reactor.now();
     const state = this.state;
     // Each running task with the rescheduling estimate and the preemption verdict as of now.
@@ -233,9 +266,17 @@ export class Core {
     return (this.job(jobId).tasks[taskIndex].checkpoint?.generation ?? 0) + 1;
   }
 
-  /** The job an earlier submit with this owner's key made, if any. */
-  findSubmission(owner: string, submitKey: string | null): JobEntry | undefined {
-    return submitKey === null ? undefined : this.state.submissions.get(submissionKey(owner, submitKey));
+  /** The job an earlier submit with this owner's key made, if any (one that ended is read from the store). */
+  async findSubmission(owner: string, submitKey: string | null): Promise<JobEntry | undefined> {
+    if (submitKey === null) return undefined;
+    const live = this.state.submissions.get(submissionKey(owner, submitKey));
+    if (live) return live;
+    const id = await this.#committer.store.findSubmission(owner, submitKey);
+    if (id === null) return undefined;
+    return this.readJob(id).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    });
   }
 
   // ---- user requests: each resolves once its changes are durable
@@ -253,7 +294,7 @@ export class Core {
     submitKey: string | null = null,
   ): Promise<JobEntry> {
     // A repeated submit answers the job the first one made, once that is durable too.
-    const known = this.findSubmission(owner, submitKey);
+    const known = await this.findSubmission(owner, submitKey);
     if (known) {
       await this.#committer.flush();
       return known;
@@ -266,22 +307,34 @@ export class Core {
     return job;
   }
 
+  /** Cancels a job; one that has ended is answered as it is. */
   cancel(id: string, by?: string): Promise<JobEntry> {
+    if (this.#retired(id)) return this.readJob(id);
     return this.reactor.run((step) => cancelJob(step, id, by));
   }
 
   /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */
-  hold(id: string, by?: string): Promise<JobEntry> {
+  async hold(id: string, by?: string): Promise<JobEntry> {
+    const ended = this.state.ended.get(id);
+    if (ended && !this.state.jobs.has(id)) throw new ConflictError(`job ${id} is ${ended.state}`);
     return this.reactor.run((step) => holdJob(step, id, by));
   }
 
+  /** Releases a held job; one that has ended is answered as it is. */
   release(id: string, by?: string): Promise<JobEntry> {
+    if (this.#retired(id)) return this.readJob(id);
     return this.reactor.run((step) => releaseJob(step, id, by));
   }
 
   /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
-  migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
+  async migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
+    if (this.#retired(id)) throw new ConflictError(`job ${id} has no running attempt to migrate`);
     return this.reactor.run((step) => migrateJob(step, id, to, by));
+  }
+
+  /** Whether the job ended and left memory (only its header is here). */
+  #retired(id: string): boolean {
+    return !this.state.jobs.has(id) && this.state.ended.has(id);
   }
 
   drain(name: string): Promise<HostRecord> {

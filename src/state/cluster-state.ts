@@ -11,12 +11,16 @@ import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import type { HostEntry, LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
+import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { OwnerUsage } from "./owner-usage.ts";
 import { TokenRegistry } from "./token-registry.ts";
 
 export class ClusterState {
+  /** Jobs in memory with their tasks and attempts: every live job, and ended ones not yet retired. */
   readonly jobs = new Map<string, JobEntry>();
+  /** Jobs that ended and left memory: their headers only (the store has the rest). */
+  readonly ended = new Map<string, JobHeader>();
   readonly hosts = new Map<string, HostEntry>();
   /** Every live attempt by its key: fencing looks here. */
   readonly live = new Map<string, LiveAttempt>();
@@ -56,6 +60,36 @@ export class ClusterState {
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
     this.queue.delete(job);
+  }
+
+  /**
+   * An ended job leaves memory, its header staying (state/job-header.ts): called once the commit
+   * that ended it is durable, so a reader sent to the store finds it ended there.
+   */
+  retire(job: JobEntry): void {
+    this.removeJob(job);
+    this.ended.set(job.id, headerOf(job));
+    this.preemptionsFor.delete(job.id);
+    if (this.movedAt.size > 0) {
+      const prefix = `${job.id}/`;
+      for (const key of this.movedAt.keys()) if (key.startsWith(prefix)) this.movedAt.delete(key);
+    }
+  }
+
+  /** A job's header, in memory or retired; undefined when there is no such job. */
+  header(id: string): JobHeader | undefined {
+    const job = this.jobs.get(id);
+    return job ? headerOf(job) : this.ended.get(id);
+  }
+
+  /** A job's state, in memory or retired; undefined when there is no such job (never was, or removed). */
+  jobState(id: string): JobHeader["state"] | undefined {
+    return this.jobs.get(id)?.record.state ?? this.ended.get(id)?.state;
+  }
+
+  /** A job's owner, in memory or retired. */
+  jobOwner(id: string): string | undefined {
+    return this.jobs.get(id)?.record.owner ?? this.ended.get(id)?.owner;
   }
 
   /** Moves a task to a new state and keeps the queue and back-off indexes right. */
@@ -137,7 +171,7 @@ export class ClusterState {
   }
 
   dependenciesMet(dependsOn: readonly string[]): boolean {
-    return dependsOn.every((id) => this.jobs.get(id)?.record.state === "succeeded");
+    return dependsOn.every((id) => this.jobState(id) === "succeeded");
   }
 
   hostList(): (HostRecord & { slotsFree: number; connected: boolean })[] {

@@ -9,6 +9,7 @@ import type { AttemptRecord, JobRecord, TaskRecord } from "../model/records.ts";
 import { mayAddReplica } from "../model/replicas.ts";
 import type { TaskState } from "../model/states.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
+import type { StoredJob } from "../store/store.ts";
 
 export class JobEntry implements JobView {
   readonly record: JobRecord;
@@ -215,4 +216,11 @@ export class JobEntry implements JobView {
     const { succeeded, failed, cancelled } = this.counts;
     return succeeded + failed + cancelled === this.tasks.length;
   }
+}
+
+/** A job read back from the store (one that has left memory), with its attempts; not part of any state. */
+export function entryOfStored({ job, tasks, attempts }: StoredJob): JobEntry {
+  const entry = new JobEntry(job, 0, tasks);
+  for (const attempt of attempts) entry.addAttempt(attempt);
+  return entry;
 }

@@ -9,13 +9,9 @@ export function jobReasons(state: ClusterState, job: JobEntry, now: number): str
   if (job.isEnded()) return [`the job has ended: ${record.state}`];
   if (record.cancelRequested) reasons.push("cancel was requested: nothing starts again");
   if (record.held) reasons.push("held by a user: `steward release` puts it back in the queue");
-  const unmet = record.spec.dependsOn.filter(
-    (dependency) => state.jobs.get(dependency)?.record.state !== "succeeded",
-  );
+  const unmet = record.spec.dependsOn.filter((dependency) => state.jobState(dependency) !== "succeeded");
   if (unmet.length) {
-    const states = unmet.map(
-      (dependency) => `${dependency} (${state.jobs.get(dependency)?.record.state ?? "removed"})`,
-    );
+    const states = unmet.map((dependency) => `${dependency} (${state.jobState(dependency) ?? "removed"})`);
     reasons.push(
       `waiting for ${unmet.length === 1 ? "its dependency" : "dependencies"} ${states.join(", ")} to succeed`,
     );

@@ -1,5 +1,7 @@
 // Rebuilds the cluster state from the store at start (GridWay's gw_job_recover). Hosts come back
 // unattached with a fresh lease: they get one host timeout to re-attach before they count as lost.
+// Ended jobs come back as headers only (state/job-header.ts): from the store's loadLive they come
+// as headers already, with fair share's history as sums; from a full load they are retired here.
 
 import { restartPlanOfEnded } from "../model/gang.ts";
 import { hostsOf, isLive } from "../model/ids.ts";
@@ -8,6 +10,7 @@ import type { StoreSnapshot } from "../store/store.ts";
 import { ClusterState } from "./cluster-state.ts";
 import { newHostEntry } from "./host-entry.ts";
 import { JobEntry } from "./job-entry.ts";
+import { mayRetire } from "./job-header.ts";
 
 export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState {
   const state = new ClusterState();
@@ -24,12 +27,17 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
   for (const job of snapshot.jobs) {
     state.addJob(new JobEntry(job, state.nextSeq++, tasksByJob.get(job.id) ?? []));
   }
+  for (const header of snapshot.ended ?? []) state.ended.set(header.id, header);
+  // The usage sums cover every ended attempt, of live jobs too.
+  const usageSummed = snapshot.usage !== undefined;
+  for (const sample of snapshot.usage ?? [])
+    state.owners.used(sample.owner, sample.cpus, sample.endedAt - sample.ms, sample.endedAt);
   for (const attempt of snapshot.attempts) {
     const job = state.jobs.get(attempt.jobId);
     if (!job) continue;
     job.addAttempt(attempt);
     if (isLive(attempt)) state.activate(job, attempt);
-    else if (attempt.endedAt !== null) {
+    else if (attempt.endedAt !== null && !usageSummed) {
       state.owners.used(
         job.record.owner,
         job.cpus * hostsOf(attempt).length,
@@ -38,6 +46,7 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
       );
     }
   }
+  for (const job of [...state.jobs.values()]) if (mayRetire(job)) state.retire(job);
   // A gang that lost a rank before the restart goes back to its healthy hosts, as it would have.
   for (const job of state.jobs.values()) {
     const last = job.gang && job.tasks[0]?.state === "pending" ? job.latestAttempt(0) : undefined;

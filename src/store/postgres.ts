@@ -18,6 +18,7 @@ import type {
 } from "../model/records.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { inTransaction } from "./pg-transaction.ts";
+import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
   type Column,
@@ -42,6 +43,7 @@ import {
   type LeadershipInfo,
   StaleTermError,
   type Store,
+  type StoredJob,
   type StoreSnapshot,
 } from "./store.ts";
 
@@ -103,7 +105,15 @@ function selectAll<R>(table: Table<R>): string {
 const EVENT_NAMES = columnNames(EVENTS.columns);
 const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
 
+const RECOVERY = recoverySql({
+  countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
+  specCpus: "coalesce((j.spec->'resources'->>'cpus')::float8, 1)",
+  placementHosts: "greatest(1, coalesce(json_array_length(a.placement), 1))",
+  param: (n) => `$${n}`,
+});
+
 const SQL = {
+  ...RECOVERY,
   putJobs: upsertUnnest(JOBS),
   putTasks: upsertUnnest(TASKS),
   putAttempts: upsertUnnest(ATTEMPTS),
@@ -231,6 +241,36 @@ export class PostgresStore implements Store, Elections {
     }));
   }
 
+  async loadLive(): Promise<StoreSnapshot> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
+      jobs: (await rows(client, "liveJobs")).map(CODEC.jobs.decode),
+      tasks: (await rows(client, "liveTasks")).map(CODEC.tasks.decode),
+      attempts: (await rows(client, "liveAttempts")).map(CODEC.attempts.decode),
+      ended: (await rows(client, "endedHeaders")).map(decodeHeader),
+      usage: (await rows(client, "usage")).map(decodeUsage),
+      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
+      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
+      meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
+    }));
+  }
+
+  async loadJob(id: string): Promise<StoredJob | null> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+      const row = (await rows(client, "job", [id]))[0];
+      if (!row) return null;
+      return {
+        job: CODEC.jobs.decode(row),
+        tasks: (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+        attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
+      };
+    });
+  }
+
+  async findSubmission(owner: string, submitKey: string): Promise<string | null> {
+    const result = await this.#connected().query(query("submission", [owner, submitKey]));
+    return result.rows[0] ? (result.rows[0][0] as string) : null;
+  }
+
   async beginTerm(): Promise<number> {
     return this.#transaction("BEGIN", async (client) => {
       const term = (await termOf(client, "lockTerm")) + 1;
@@ -356,8 +396,8 @@ async function run(client: PoolClient, name: StatementName, values: unknown[]): 
   await client.query(query(name, values));
 }
 
-async function rows(client: PoolClient, name: StatementName): Promise<Row[]> {
-  return (await client.query(query(name, []))).rows;
+async function rows(client: PoolClient, name: StatementName, values: unknown[] = []): Promise<Row[]> {
+  return (await client.query(query(name, values))).rows;
 }
 
 /**

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { EventRecord, TaskRecord } from "../model/records.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
   columnNames,
@@ -21,7 +22,7 @@ import {
   type Table,
   TOKENS,
 } from "./schema.ts";
-import { type Change, StaleTermError, type Store, type StoreSnapshot } from "./store.ts";
+import { type Change, StaleTermError, type Store, type StoredJob, type StoreSnapshot } from "./store.ts";
 
 /** What SQLite binds: booleans go in as 0/1 (see DIALECT). */
 type SqlValue = string | number | null;
@@ -69,7 +70,15 @@ function selectAll<R>(table: Table<R>): string {
 
 const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
 
+const RECOVERY = recoverySql({
+  countIf: (condition) => `sum(${condition})`,
+  specCpus: "coalesce(json_extract(j.spec, '$.resources.cpus'), 1)",
+  placementHosts: "max(1, coalesce(json_array_length(a.placement), 1))",
+  param: () => "?",
+});
+
 const SQL = {
+  ...RECOVERY,
   putJob: upsert(JOBS),
   putTask: upsert(TASKS),
   putTaskChunk: upsert(TASKS, TASKS_PER_STATEMENT),
@@ -144,6 +153,47 @@ export class SqliteStore implements Store {
     } finally {
       db.exec("COMMIT");
     }
+  }
+
+  async loadLive(): Promise<StoreSnapshot> {
+    const db = this.#database();
+    db.exec("BEGIN");
+    try {
+      return {
+        jobs: this.#decoded("liveJobs", CODEC.jobs),
+        tasks: this.#decoded("liveTasks", CODEC.tasks),
+        attempts: this.#decoded("liveAttempts", CODEC.attempts),
+        ended: this.#rows("endedHeaders").map(decodeHeader),
+        usage: this.#rows("usage").map(decodeUsage),
+        hosts: this.#decoded("loadHosts", CODEC.hosts),
+        tokens: this.#decoded("loadTokens", CODEC.tokens),
+        meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
+      };
+    } finally {
+      db.exec("COMMIT");
+    }
+  }
+
+  async loadJob(id: string): Promise<StoredJob | null> {
+    const db = this.#database();
+    db.exec("BEGIN");
+    try {
+      const row = this.#rows("job", id)[0];
+      if (!row) return null;
+      return {
+        job: CODEC.jobs.decode(row),
+        tasks: this.#rows("jobTasks", id).map(CODEC.tasks.decode),
+        attempts: this.#rows("jobAttempts", id).map(CODEC.attempts.decode),
+      };
+    } finally {
+      db.exec("COMMIT");
+    }
+  }
+
+  async findSubmission(owner: string, submitKey: string): Promise<string | null> {
+    this.#database();
+    const row = this.#rows("submission", owner, submitKey)[0];
+    return row ? (row[0] as string) : null;
   }
 
   async beginTerm(): Promise<number> {

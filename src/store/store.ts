@@ -10,9 +10,11 @@ import type {
   AttemptRecord,
   EventRecord,
   HostRecord,
+  JobHeader,
   JobRecord,
   TaskRecord,
   TokenRecord,
+  UsageSample,
 } from "../model/records.ts";
 
 /** One change. Puts are upserts keyed by the record's identity, so replaying a batch is harmless. */
@@ -30,7 +32,11 @@ export type Change =
   | { op: "deleteJob"; jobId: string }
   | { op: "setMeta"; key: string; value: string };
 
-/** Everything the server needs to recover at start (GridWay's gw_job_recover). */
+/**
+ * Everything the server needs to recover at start (GridWay's gw_job_recover). From `load()`, every
+ * record; from `loadLive()`, `jobs`, `tasks` and `attempts` hold the live jobs only (not ended, or
+ * with an attempt not ended), and `ended` and `usage` stand for the rest.
+ */
 export interface StoreSnapshot {
   jobs: JobRecord[];
   tasks: TaskRecord[];
@@ -38,6 +44,17 @@ export interface StoreSnapshot {
   hosts: HostRecord[];
   tokens: TokenRecord[];
   meta: Record<string, string>;
+  /** Headers of the jobs left out of `jobs` (loadLive only). */
+  ended?: JobHeader[];
+  /** Every ended attempt's cpu time, summed (loadLive only): fair share's history. */
+  usage?: UsageSample[];
+}
+
+/** One job as stored, with its tasks (by index) and attempts (by task, then number). */
+export interface StoredJob {
+  job: JobRecord;
+  tasks: TaskRecord[];
+  attempts: AttemptRecord[];
 }
 
 /** A commit or reservation named a term older than one the store has seen: this server is no longer leader. */
@@ -57,6 +74,15 @@ export interface Store {
   open(): Promise<void>;
   /** All records; jobs ordered by createdAt then id, tasks by job then index, attempts by job, task, number. */
   load(): Promise<StoreSnapshot>;
+  /**
+   * What a server starts from: the live jobs whole, the ended ones as headers, the ended attempts
+   * as usage sums, and every host, token and meta entry; one consistent read.
+   */
+  loadLive(): Promise<StoreSnapshot>;
+  /** One job with its tasks and attempts, or null when there is no such job. */
+  loadJob(id: string): Promise<StoredJob | null>;
+  /** The id of the job this owner submitted with this Idempotency-Key, or null. */
+  findSubmission(owner: string, submitKey: string): Promise<string | null>;
   /** The newest term seen plus one, recorded as the newest in its own transaction; returns it. */
   beginTerm(): Promise<number>;
   /** The newest term the store has seen (0 for a new store). */

@@ -406,6 +406,148 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
     });
 
+    describe("a start from a long history: loadLive, loadJob, findSubmission", () => {
+      const FOUR_CPUS = validateJobSpec({ command: "true", resources: { cpus: 4 } });
+      const minute = 60_000;
+      const t0 = 1_700_000_040_000; // a whole minute
+      async function history(): Promise<void> {
+        await store.commit(TERM, [
+          // Ended: two tasks, one attempt each, 4 cpus, owner bob.
+          {
+            op: "putJob",
+            job: job("done", {
+              state: "failed",
+              owner: "bob",
+              endedAt: t0 + 9000,
+              spec: FOUR_CPUS,
+              submitKey: "k-done",
+            }),
+          },
+          {
+            op: "putTasks",
+            tasks: [task("done", 0, { state: "succeeded" }), task("done", 1, { state: "failed" })],
+          },
+          {
+            op: "putAttempt",
+            attempt: attempt("done", 0, 1, {
+              state: "ended",
+              outcome: "succeeded",
+              startedAt: t0,
+              endedAt: t0 + 5000,
+            }),
+          },
+          {
+            op: "putAttempt",
+            attempt: attempt("done", 1, 1, {
+              state: "ended",
+              outcome: "failed",
+              startedAt: t0 + 1000,
+              endedAt: t0 + 9000,
+            }),
+          },
+          // Live: pending, with an ended attempt of a two-host gang (1 cpu) and a running one.
+          { op: "putJob", job: job("live", { state: "running", createdAt: 1_700_000_000_001 }) },
+          { op: "putTasks", tasks: [task("live", 0, { state: "running" }), task("live", 1)] },
+          {
+            op: "putAttempt",
+            attempt: attempt("live", 0, 1, {
+              state: "ended",
+              outcome: "lost",
+              placement: [
+                { host: "a", rank: 0 },
+                { host: "b", rank: 1 },
+              ],
+              startedAt: t0 + minute,
+              endedAt: t0 + minute + 2000,
+            }),
+          },
+          { op: "putAttempt", attempt: attempt("live", 0, 2) },
+          // Ended, but a replica of it still stopping: live until that attempt ends.
+          {
+            op: "putJob",
+            job: job("stopping", { state: "succeeded", endedAt: t0, createdAt: 1_700_000_000_002 }),
+          },
+          { op: "putTasks", tasks: [task("stopping", 0, { state: "succeeded" })] },
+          {
+            op: "putAttempt",
+            attempt: attempt("stopping", 0, 1, {
+              state: "ended",
+              outcome: "succeeded",
+              startedAt: t0,
+              endedAt: t0 + 1000,
+            }),
+          },
+          { op: "putAttempt", attempt: attempt("stopping", 0, 2, { state: "stopping" }) },
+          { op: "putHost", host: host("a") },
+          { op: "setMeta", key: "m", value: "1" },
+        ]);
+      }
+
+      test("loadLive holds the live jobs whole and the ended ones as headers", async () => {
+        await history();
+        const live = await store.loadLive();
+        expect(live.jobs.map((each) => each.id)).toStrictEqual(["live", "stopping"]);
+        expect(live.tasks.map((each) => `${each.jobId}/${each.index}`)).toStrictEqual([
+          "live/0",
+          "live/1",
+          "stopping/0",
+        ]);
+        expect(live.attempts.map((each) => `${each.jobId}/${each.taskIndex}/${each.number}`)).toStrictEqual([
+          "live/0/1",
+          "live/0/2",
+          "stopping/0/1",
+          "stopping/0/2",
+        ]);
+        expect(live.ended).toStrictEqual([
+          {
+            id: "done",
+            name: "job done",
+            owner: "bob",
+            state: "failed",
+            priority: 0,
+            createdAt: 1_700_000_000_000,
+            endedAt: t0 + 9000,
+            taskCount: 2,
+            counts: { pending: 0, running: 0, succeeded: 1, failed: 1, cancelled: 0 },
+          },
+        ]);
+        expect(live.hosts.map((each) => each.name)).toStrictEqual(["a"]);
+        expect(live.meta).toStrictEqual({ m: "1" });
+      });
+
+      test("loadLive sums every ended attempt's cpu time by owner, cpus and minute", async () => {
+        await history();
+        const usage = [...((await store.loadLive()).usage ?? [])].sort(
+          (a, b) => a.owner.localeCompare(b.owner) || a.endedAt - b.endedAt,
+        );
+        expect(usage).toStrictEqual([
+          { owner: "alice", cpus: 1, endedAt: t0, ms: 1000 },
+          { owner: "alice", cpus: 2, endedAt: t0 + minute, ms: 2000 },
+          { owner: "bob", cpus: 4, endedAt: t0, ms: 13_000 },
+        ]);
+      });
+
+      test("loadJob reads one job whole; findSubmission finds a job by its owner's key", async () => {
+        await history();
+        const done = await store.loadJob("done");
+        expect(done?.job.state).toBe("failed");
+        expect(done?.job.spec).toStrictEqual(FOUR_CPUS);
+        expect(done?.tasks.map((each) => each.state)).toStrictEqual(["succeeded", "failed"]);
+        expect(done?.attempts.map((each) => [each.taskIndex, each.number, each.outcome])).toStrictEqual([
+          [0, 1, "succeeded"],
+          [1, 1, "failed"],
+        ]);
+        expect(await store.loadJob("nope")).toBeNull();
+        expect(await store.findSubmission("bob", "k-done")).toBe("done");
+        expect(await store.findSubmission("alice", "k-done")).toBeNull();
+        expect(await store.findSubmission("bob", "other")).toBeNull();
+      });
+
+      test("a fresh store's loadLive is empty", async () => {
+        expect(await store.loadLive()).toStrictEqual({ ...EMPTY, ended: [], usage: [] });
+      });
+    });
+
     describe("terms fence a deposed server", () => {
       test("a fresh store's term is 0; beginTerm takes the next one each time", async () => {
         expect(await store.currentTerm()).toBe(0);

@@ -84,7 +84,7 @@ export class Harness {
       },
       disconnect: (host) => this.disconnected.push(host),
     });
-    core.recover(await this.store.load());
+    core.recover(await this.store.loadLive());
     this.core = core;
     return core;
   }

@@ -184,18 +184,18 @@ describe("Core", () => {
       [],
     );
     await settle();
-    expect(core.explain(second.id).reasons).toEqual([
+    expect((await core.explain(second.id)).reasons).toEqual([
       `waiting for its dependency ${first.id} (running) to succeed`,
     ]);
     await core.attemptEnded("h1", ended(first.id, 1, "failed"));
-    expect(core.explain(first.id).reasons).toEqual([
+    expect((await core.explain(first.id)).reasons).toEqual([
       "1 task back off after a failure (the last for 30.0 s more)",
     ]);
     await core.hold(second.id);
-    expect(core.explain(second.id).reasons[0]).toBe(
+    expect((await core.explain(second.id)).reasons[0]).toBe(
       "held by a user: `steward release` puts it back in the queue",
     );
-    expect(core.explain(second.id).hosts).toEqual([
+    expect((await core.explain(second.id)).hosts).toEqual([
       { host: "h1", eligible: true, reason: "matches and has room: the job starts at the next pass" },
     ]);
   });

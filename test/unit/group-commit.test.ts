@@ -25,6 +25,15 @@ class SlowStore implements Store {
   load() {
     return this.inner.load();
   }
+  loadLive() {
+    return this.inner.loadLive();
+  }
+  loadJob(id: string) {
+    return this.inner.loadJob(id);
+  }
+  findSubmission(owner: string, key: string) {
+    return this.inner.findSubmission(owner, key);
+  }
   events(jobId: string) {
     return this.inner.events(jobId);
   }

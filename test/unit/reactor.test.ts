@@ -96,7 +96,7 @@ describe("recorded migration target", () => {
     await core.attachHost(hello("h1", [held(job)]));
     await core.attachHost(hello("h2"));
     await core.attachHost(hello("h3"));
-    expect(core.explain(job.id).reasons).toContain("task 0 is migrating to h3");
+    expect((await core.explain(job.id)).reasons).toContain("task 0 is migrating to h3");
     harness.sent = [];
     await core.attemptEnded("h1", ended(job.id, 1, "migrated", { reason: "migrating to h3" }));
     await settle();

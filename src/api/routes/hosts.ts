@@ -58,8 +58,8 @@ export function registerHostRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = core.job(id);
-      return { id, state: job.record.state, ...core.explain(id), pools: explainPools(job) };
+      const job = await core.readJob(id);
+      return { id, state: job.record.state, ...(await core.explain(id)), pools: explainPools(job) };
     },
   );
 }

@@ -10,6 +10,7 @@ import { isEndedState, JOB_STATES } from "../../model/states.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
 import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
+import type { JobHeader } from "../../state/job-header.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
@@ -175,8 +176,8 @@ export function registerJobRoutes(
       const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
       const listed = core
         .listJobs()
-        .filter((job) => user === undefined || job.record.owner === user)
-        .filter((job) => (state ? job.record.state === state : all || !isEndedState(job.record.state)))
+        .filter((job) => user === undefined || job.owner === user)
+        .filter((job) => (state ? job.state === state : all || !isEndedState(job.state)))
         .sort((a, b) => compareJobIds(a.id, b.id));
       const start = after === undefined ? 0 : firstAfter(listed, after);
       const page = listed.slice(start, limit === undefined ? undefined : start + limit);
@@ -208,7 +209,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = core.job(id);
+      const job = await core.readJob(id);
       const events = request.query.events ? await store.events(id) : null;
       return jobView(job, events, request.query.tasks);
     },
@@ -298,7 +299,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id, task } = request.params;
-      const job = core.job(id);
+      const job = await core.readJob(id);
       const record = job.tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       return taskView(job, record);
@@ -316,7 +317,7 @@ export function registerJobRoutes(
       },
     },
     async (request) => {
-      const job = core.job(request.params.id);
+      const job = await core.readJob(request.params.id);
       const letters = new Array<string>(job.tasks.length);
       for (let i = 0; i < job.tasks.length; i++) letters[i] = TASK_STATE_LETTERS[job.tasks[i].state];
       return { count: job.tasks.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
@@ -339,13 +340,11 @@ export function registerJobRoutes(
     async (request, reply) => {
       const { id } = request.params;
       const { task, stream, follow, attempt, rank } = request.query;
-      const job = core.job(id);
+      const job = await core.readJob(id);
       if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (rank >= nodesOf(job.record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
       reply.header("content-type", "text/plain; charset=utf-8");
-      return Readable.from(
-        followLog(core, blobs, job, { task, stream, rank }, follow, attempt ?? null, request),
-      );
+      return Readable.from(followLog(blobs, job, { task, stream, rank }, follow, attempt ?? null, request));
     },
   );
 
@@ -360,7 +359,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = core.job(id);
+      const job = await core.readJob(id);
       const files: z.infer<typeof outputFileSchema>[] = [];
       for (const task of job.tasks) {
         if (task.resultAttempt === null) continue;
@@ -395,7 +394,7 @@ export function registerJobRoutes(
     },
     async (request, reply) => {
       const { id, task: index, "*": path } = request.params;
-      const job = core.job(id);
+      const job = await core.readJob(id);
       const record = job.tasks[index];
       if (!record || record.resultAttempt === null)
         throw new NotFoundError(`task ${index} of job ${id} has no result`);
@@ -424,7 +423,7 @@ export function compareJobIds(a: string, b: string): number {
 }
 
 /** Index of the first job whose id comes after `after` (binary search over the sorted list). */
-function firstAfter(jobs: readonly JobEntry[], after: string): number {
+function firstAfter(jobs: readonly JobHeader[], after: string): number {
   let low = 0;
   let high = jobs.length;
   while (low < high) {
@@ -482,7 +481,7 @@ async function submitMultipart(
   owner: string,
   key: string | null,
 ) {
-  const known = core.findSubmission(owner, key);
+  const known = await core.findSubmission(owner, key);
   if (known) {
     // Its inputs are in already: the parts are read past, not stored again.
     for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
@@ -568,7 +567,6 @@ async function* multipartParts(request: FastifyRequest) {
 
 /** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
 async function* followLog(
-  core: Core,
   blobs: BlobStore,
   job: JobEntry,
   { task: taskIndex, stream, rank }: { task: number; stream: "stdout" | "stderr"; rank: number },
@@ -584,7 +582,7 @@ async function* followLog(
   for (;;) {
     const attempt = wanted === null ? job.latestAttempt(taskIndex) : job.attempt(taskIndex, wanted);
     if (!attempt) {
-      if (!follow || closed || core.job(job.id).tasks[taskIndex].state !== "pending") return;
+      if (!follow || closed || job.tasks[taskIndex].state !== "pending") return;
       await sleep(LOG_POLL_MS);
       continue;
     }

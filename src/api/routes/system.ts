@@ -123,7 +123,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       const principal = request.principal;
       const visible =
         principal && !seesAllJobs(principal.role)
-          ? (event: EventRecord) => core.findJob(event.jobId)?.record.owner === principal.user
+          ? (event: EventRecord) => core.jobOwner(event.jobId) === principal.user
           : undefined;
       const stream = new EventStream(raw, job ?? null, undefined, visible);
       const listener = (event: EventRecord) => stream.live(event);
@@ -135,9 +135,9 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
           jobId,
           setTimeout(() => {
             pendingProgress.delete(jobId);
-            const entry = core.findJob(jobId);
+            const entry = core.header(jobId);
             if (!entry) return;
-            if (principal && !seesAllJobs(principal.role) && entry.record.owner !== principal.user) return;
+            if (principal && !seesAllJobs(principal.role) && entry.owner !== principal.user) return;
             const summary = jobSummaryView(entry);
             const data: ProgressEvent = {
               jobId,

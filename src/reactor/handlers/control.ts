@@ -105,6 +105,11 @@ export function drainHost(step: Step, name: string): HostRecord {
 }
 
 export function removeJob(step: Step, id: string): void {
+  // An ended job that has left memory: its header goes, the store removes the rest.
+  if (step.state.ended.delete(id)) {
+    step.change({ op: "deleteJob", jobId: id });
+    return;
+  }
   const job = findJob(step, id);
   if (!job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}: cancel it first`);
   step.state.removeJob(job);

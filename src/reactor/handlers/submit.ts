@@ -27,7 +27,7 @@ export function submitJob(
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
   spec.dependsOn.forEach((dependency, index) => {
-    if (!state.jobs.has(dependency))
+    if (state.jobState(dependency) === undefined)
       throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
   });
   const count = taskCount(spec);

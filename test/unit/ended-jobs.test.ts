@@ -1,0 +1,96 @@
+// Ended jobs leave memory (issue: a long history): once the commit that ended a job is durable,
+// its entry goes and its header stays; its tasks and attempts are read from the store when asked
+// for, and a restart reads only the live jobs whole. Real SQLite store, recording link.
+
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { ConflictError } from "../../src/server/core.ts";
+import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
+
+let harness: Harness;
+
+beforeEach(async () => {
+  harness = new Harness();
+  await harness.start();
+});
+
+afterEach(async () => {
+  await harness.close();
+});
+
+async function runToEnd(command = "true", outcome: "succeeded" | "failed" = "succeeded", submitKey?: string) {
+  const core = harness.core;
+  const job = await core.submit(validateJobSpec({ command }), "alice", [], undefined, submitKey ?? null);
+  await settle();
+  const start = harness.starts().find((each) => each.jobId === job.id);
+  if (!start) throw new Error(`job ${job.id} did not start`);
+  await core.attemptStarted(start.host, job.id, 0, start.attempt);
+  harness.now += 10_000;
+  await core.attemptEnded(start.host, ended(job.id, start.attempt, outcome));
+  return job.id;
+}
+
+describe("ended jobs", () => {
+  beforeEach(async () => {
+    await harness.core.attachHost(hello("h1"));
+  });
+
+  it("leave memory once their end is durable, keeping a header; the rest is read from the store", async () => {
+    const core = harness.core;
+    const id = await runToEnd();
+    expect(core.findJob(id)).toBeUndefined();
+    expect(core.reactor.state.ended.get(id)).toMatchObject({
+      id,
+      owner: "alice",
+      state: "succeeded",
+      taskCount: 1,
+      counts: { pending: 0, running: 0, succeeded: 1, failed: 0, cancelled: 0 },
+    });
+    const job = await core.readJob(id);
+    expect(job.record.state).toBe("succeeded");
+    expect(job.attempt(0, 1)).toMatchObject({ host: "h1", state: "ended", outcome: "succeeded" });
+    expect(core.listJobs().map((each) => [each.id, each.state])).toStrictEqual([[id, "succeeded"]]);
+    expect(core.jobOwner(id)).toBe("alice");
+  });
+
+  it("still release the jobs that depend on them, and answer controls as ended jobs do", async () => {
+    const core = harness.core;
+    const first = await runToEnd();
+    const second = await core.submit(validateJobSpec({ command: "true", dependsOn: [first] }), "alice", []);
+    expect(second.record.state).not.toBe("waiting");
+    expect((await core.cancel(first)).record.state).toBe("succeeded");
+    await expect(core.hold(first)).rejects.toBeInstanceOf(ConflictError);
+    await expect(core.migrate(first, null)).rejects.toBeInstanceOf(ConflictError);
+    // A late report of its attempt changes nothing.
+    await core.attemptEnded("h1", ended(first, 1, "failed"));
+    expect((await core.readJob(first)).attempt(0, 1)?.outcome).toBe("succeeded");
+  });
+
+  it("answer a repeated submit with the same key, and go whole with rm", async () => {
+    const core = harness.core;
+    const id = await runToEnd("true", "succeeded", "key-1");
+    const again = await core.submit(validateJobSpec({ command: "true" }), "alice", [], undefined, "key-1");
+    expect(again.id).toBe(id);
+    await core.remove(id);
+    expect(core.header(id)).toBeUndefined();
+    expect(await harness.store.loadJob(id)).toBeNull();
+    await expect(core.readJob(id)).rejects.toThrow(`no job ${id}`);
+  });
+
+  it("come back from a restart as headers, with the same fair-share usage", async () => {
+    const done = await runToEnd("true", "failed");
+    const running = await harness.core.submit(validateJobSpec({ command: "sleep 100" }), "bob", []);
+    await settle();
+    const before = harness.core.reactor.state.owners.shares(harness.now);
+    const core = await harness.restart();
+    expect(core.findJob(done)).toBeUndefined();
+    expect(core.header(done)).toMatchObject({ state: "failed", counts: { failed: 1 } });
+    expect(core.findJob(running.id)?.record.state).toBe("running");
+    const after = core.reactor.state.owners.shares(harness.now);
+    expect(after.get("bob")).toStrictEqual(before.get("bob"));
+    // Summed by the minute of their end: within a minute's decay (2^(-1/1440)) of the exact figure.
+    const exact = before.get("alice")?.recentCpuSeconds ?? 0;
+    expect(exact).toBeGreaterThan(9);
+    expect(Math.abs((after.get("alice")?.recentCpuSeconds ?? 0) - exact)).toBeLessThan(exact * 0.001);
+  });
+});
