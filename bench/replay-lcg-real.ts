@@ -4,13 +4,16 @@
 // queue does not grow without bound) and their run times capped to nothing (`true`). Figures: every
 // job's end, the broker's RSS at 10 % of the submissions and at the end, its CPU, submit latency
 // (p50/p99 of the requests), and scheduling latency (p50/p99 of an attempt's start after its job
-// was accepted: the attempt record is made when the task is placed, read from the store).
+// was accepted: the attempt record is made when the task is placed, read from the store), in all
+// and counting only the time a slot was free for the job (slot-free-wait.ts: waiting for a busy
+// slot is capacity, not the scheduler). RSS is also sampled at every tenth of the submissions.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { type Benchmark, percentile, pollUntil, REPOSITORY, round } from "./benchmark.ts";
 import { readTrace } from "./replay-lcg.ts";
+import { waitsWithSlotFree } from "./slot-free-wait.ts";
 import { startSteward } from "./steward-process.ts";
 
 const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "../shared/workloads/LCG-2005-1.swf.gz");
@@ -21,6 +24,7 @@ const JOBS =
 /** Submissions a second: the trace's order, compressed to this pace. */
 const RATE = 120;
 const CLIENTS = 8;
+const SLOTS = 4;
 
 function rssMb(pid: number): number | null {
   try {
@@ -36,13 +40,14 @@ export const replayLcgRealBenchmark: Benchmark = {
   description: `LCG-2005-1 on real local processes (1 agent, 4 slots): ${Number.isFinite(JOBS) ? JOBS : "all"} jobs submitted in trace order at ${RATE}/s, run times capped to \`true\`: RSS, CPU, submit and scheduling latency`,
   async run({ options, progress }) {
     const trace = readTrace(TRACE, JOBS);
-    const steward = await startSteward({ label: "lcg-real", agents: 1, slots: 4, keep: options.keep });
+    const steward = await startSteward({ label: "lcg-real", agents: 1, slots: SLOTS, keep: options.keep });
     try {
       const cpuBefore = steward.cpuSeconds();
       const started = performance.now();
       const latencies: number[] = [];
       let next = 0;
       let rssAt10: number | null = null;
+      const rssSamples: (number | null)[] = [];
       const tenth = Math.max(1, Math.floor(trace.length / 10));
       const client = async () => {
         for (;;) {
@@ -56,6 +61,7 @@ export const replayLcgRealBenchmark: Benchmark = {
           await steward.api.submit({ name: `lcg-${index}`, command: ["true"] });
           latencies.push(performance.now() - t0);
           if (index === tenth) rssAt10 = rssMb(steward.pid);
+          if (index > 0 && index % tenth === 0) rssSamples.push(rssMb(steward.pid));
           if (index > 0 && index % 10_000 === 0)
             progress(`replay-lcg-real: ${index} of ${trace.length} submitted`);
         }
@@ -76,6 +82,7 @@ export const replayLcgRealBenchmark: Benchmark = {
       // Scheduling latency and the outcome of every job, from the store (a WAL reader beside the server).
       const db = new DatabaseSync(join(steward.dataDir, "steward.db"), { readOnly: true });
       let schedulingMs: number[];
+      let slotFreeMs: number[];
       let states: Record<string, number>;
       try {
         schedulingMs = (
@@ -87,6 +94,19 @@ export const replayLcgRealBenchmark: Benchmark = {
         )
           .map((row) => Number(row.ms))
           .sort((a, b) => a - b);
+        const times = db
+          .prepare(
+            "SELECT j.created_at AS c, a.started_at AS s, a.ended_at AS e FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.task_index = 0 AND a.number = 1 ORDER BY j.created_at, length(j.id), j.id",
+          )
+          .all() as { c: number; s: number; e: number | null }[];
+        slotFreeMs = waitsWithSlotFree(
+          times.map((row) => ({
+            createdAt: Number(row.c),
+            startedAt: Number(row.s),
+            endedAt: row.e === null ? null : Number(row.e),
+          })),
+          SLOTS,
+        ).sort((a, b) => a - b);
         states = Object.fromEntries(
           (
             db.prepare("SELECT state, count(*) AS n FROM jobs GROUP BY state").all() as {
@@ -105,7 +125,12 @@ export const replayLcgRealBenchmark: Benchmark = {
         submittedSeconds: round(submittedSeconds, 1),
         seconds: round(seconds, 1),
         states,
-        rssMb: { atTenthOfSubmissions: rssAt10, atEnd: rssAtEnd },
+        rssMb: {
+          atTenthOfSubmissions: rssAt10,
+          atEnd: rssAtEnd,
+          endOverTenth: rssAt10 && rssAtEnd ? round(rssAtEnd / rssAt10, 2) : null,
+          everyTenth: rssSamples,
+        },
         cpuSeconds:
           cpuBefore && cpuAfter
             ? round(cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system, 1)
@@ -118,9 +143,14 @@ export const replayLcgRealBenchmark: Benchmark = {
           p50: round(percentile(schedulingMs, 0.5), 1),
           p99: round(percentile(schedulingMs, 0.99), 1),
         },
+        schedulingLatencyWithSlotFreeMs: {
+          p50: round(percentile(slotFreeMs, 0.5), 1),
+          p99: round(percentile(slotFreeMs, 0.99), 1),
+          max: round(slotFreeMs[slotFreeMs.length - 1] ?? Number.NaN, 1),
+        },
       };
       progress(
-        `replay-lcg-real: ${trace.length} jobs in ${figures.seconds} s (${JSON.stringify(states)}); RSS ${rssAt10} -> ${rssAtEnd} MB; submit p99 ${figures.submitLatencyMs.p99} ms; scheduling p50 ${figures.schedulingLatencyMs.p50} ms, p99 ${figures.schedulingLatencyMs.p99} ms`,
+        `replay-lcg-real: ${trace.length} jobs in ${figures.seconds} s (${JSON.stringify(states)}); RSS ${rssAt10} -> ${rssAtEnd} MB; submit p99 ${figures.submitLatencyMs.p99} ms; scheduling p50 ${figures.schedulingLatencyMs.p50} ms, p99 ${figures.schedulingLatencyMs.p99} ms; with a slot free p50 ${figures.schedulingLatencyWithSlotFreeMs.p50} ms, p99 ${figures.schedulingLatencyWithSlotFreeMs.p99} ms`,
       );
       return { replayLcgReal: figures };
     } finally {
