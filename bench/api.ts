@@ -113,6 +113,14 @@ export class Api {
     await this.request("POST", `/api/v1/jobs/${id}/${action}`, body);
   }
 
+  /** The server's Prometheus metrics, as text. */
+  async metrics(): Promise<string> {
+    const response = await fetch(`${this.url}/metrics`, { headers: { authorization: this.#authorization } });
+    const text = await response.text();
+    if (!response.ok) throw new ApiError("GET", "/metrics", response.status, text);
+    return text;
+  }
+
   /** stdout of an attempt (the latest one without `attempt`), as far as the server has it. */
   async logs(id: string, options: { task?: number; attempt?: number; stream?: "stderr" } = {}) {
     const query = new URLSearchParams({ task: String(options.task ?? 0) });

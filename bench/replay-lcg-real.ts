@@ -1,5 +1,5 @@
 // The real trace on real processes: the first 20,000 jobs of LCG-2005-1 (STEWARD_BENCH_LCG_JOBS=N
-// for another number, `all` for all 188,041: about 26 minutes) submitted one by one in trace order to `steward up --agents 1 --slots 4`,
+// for another number, `all` for all 188,041, those without a run time too: about 26 minutes) submitted one by one in trace order to `steward up --agents 1 --slots 4`,
 // their submit times compressed to a steady RATE a second (below the end-to-end throughput, so the
 // queue does not grow without bound) and their run times capped to nothing (`true`). Figures: every
 // job's end, the broker's RSS at 10 % of the submissions and at the end, its CPU, submit latency
@@ -11,6 +11,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import type { Api } from "./api.ts";
 import { type Benchmark, percentile, pollUntil, REPOSITORY, round } from "./benchmark.ts";
 import { readTrace } from "./replay-lcg.ts";
 import { waitsWithSlotFree } from "./slot-free-wait.ts";
@@ -25,6 +26,21 @@ const JOBS =
 const RATE = 120;
 const CLIENTS = 8;
 const SLOTS = 4;
+/** How long the broker idles after the last job before its memory is read "at rest". */
+const REST_MS = 20_000;
+
+/** The broker's V8 heap (used and total, MB) from its /metrics. */
+async function heapMb(api: Api) {
+  const text = await api.metrics();
+  const read = (name: string) => {
+    const match = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+    return match ? round(Number(match[1]) / 1048576, 1) : null;
+  };
+  const spaces: Record<string, number> = {};
+  for (const match of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm))
+    spaces[match[1]] = round(Number(match[2]) / 1048576, 1);
+  return { used: read("nodejs_heap_size_used_bytes"), total: read("nodejs_heap_size_total_bytes"), spaces };
+}
 
 function rssMb(pid: number): number | null {
   try {
@@ -39,7 +55,7 @@ export const replayLcgRealBenchmark: Benchmark = {
   name: "replay-lcg-real",
   description: `LCG-2005-1 on real local processes (1 agent, 4 slots): ${Number.isFinite(JOBS) ? JOBS : "all"} jobs submitted in trace order at ${RATE}/s, run times capped to \`true\`: RSS, CPU, submit and scheduling latency`,
   async run({ options, progress }) {
-    const trace = readTrace(TRACE, JOBS);
+    const trace = readTrace(TRACE, JOBS, true);
     const steward = await startSteward({ label: "lcg-real", agents: 1, slots: SLOTS, keep: options.keep });
     try {
       const cpuBefore = steward.cpuSeconds();
@@ -79,6 +95,10 @@ export const replayLcgRealBenchmark: Benchmark = {
       const seconds = (performance.now() - started) / 1000;
       const cpuAfter = steward.cpuSeconds();
       const rssAtEnd = rssMb(steward.pid);
+      // And once it has been idle a while (V8's memory reducer gives back heap it no longer needs).
+      await new Promise((done) => setTimeout(done, REST_MS));
+      const rssAtRest = rssMb(steward.pid);
+      const heap = await heapMb(steward.api);
       // Scheduling latency and the outcome of every job, from the store (a WAL reader beside the server).
       const db = new DatabaseSync(join(steward.dataDir, "steward.db"), { readOnly: true });
       let schedulingMs: number[];
@@ -129,6 +149,9 @@ export const replayLcgRealBenchmark: Benchmark = {
           atTenthOfSubmissions: rssAt10,
           atEnd: rssAtEnd,
           endOverTenth: rssAt10 && rssAtEnd ? round(rssAtEnd / rssAt10, 2) : null,
+          atRest: rssAtRest,
+          restOverTenth: rssAt10 && rssAtRest ? round(rssAtRest / rssAt10, 2) : null,
+          heapAtRest: heap,
           everyTenth: rssSamples,
         },
         cpuSeconds:

@@ -35,14 +35,18 @@ interface TraceJob {
 }
 
 /** The first `count` jobs with a run time, submit times from 0 (SWF fields 2 and 4). */
-export function readTrace(path: string, count: number): TraceJob[] {
+/**
+ * The trace's jobs in submit order, at most `count`; those without a run time (0 or -1: cancelled
+ * before they ran) are left out unless `withoutRunTime` (a replay that runs `true` takes them all).
+ */
+export function readTrace(path: string, count: number, withoutRunTime = false): TraceJob[] {
   const text = gunzipSync(readFileSync(path)).toString("utf8");
   const jobs: TraceJob[] = [];
   for (const line of text.split("\n")) {
     if (line.startsWith(";") || line.trim() === "") continue;
     const fields = line.trim().split(/\s+/).map(Number);
-    if (fields[3] <= 0) continue;
-    jobs.push({ submitAt: fields[1], runSeconds: fields[3] });
+    if (fields[3] <= 0 && !withoutRunTime) continue;
+    jobs.push({ submitAt: fields[1], runSeconds: Math.max(0, fields[3]) });
     if (jobs.length === count) break;
   }
   const first = jobs[0]?.submitAt ?? 0;

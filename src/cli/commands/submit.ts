@@ -21,9 +21,10 @@ export function registerSubmit(program: Command): void {
       // is sent again, to the next server too, and finds the job the first one made.
       let created: Job;
       try {
+        const body = await submissionBody(job);
         created = await client.json<Job>("POST", "/api/v1/jobs", {
-          ...(await submissionBody(job)),
-          headers: { "idempotency-key": randomUUID() },
+          ...body,
+          headers: { ...body.headers, "idempotency-key": randomUUID() },
           idempotent: true,
         });
       } catch (error) {
