@@ -21,17 +21,23 @@ import type { HostView, JobView, Placement, Plan, RunningTaskView, SchedulerStat
 /** A job's place in its owner's turn: the hosts it may use and what is left to place. */
 interface JobCursor {
   job: JobView;
+  /** Its batch key (batches.ts), made when the job's turn comes: most queued jobs get none in a pass. */
   key: string;
   scored: ScoredHost[] | null;
   /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
   tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
 }
 
-/** An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. */
+/**
+ * An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. The
+ * cursor of the job whose turn it is is made when needed: a queue of 100,000 jobs with four free
+ * slots makes four cursors, not 100,000.
+ */
 interface Lane {
   share: OwnerShare;
-  jobs: JobCursor[];
+  jobs: JobView[];
   next: number;
+  cursor: JobCursor | null;
 }
 
 export function schedule(state: SchedulerState): Plan {
@@ -131,16 +137,18 @@ export function schedule(state: SchedulerState): Plan {
   for (let start = 0; start < jobs.length && totalSlotsFree > 0; ) {
     let end = start + 1;
     while (end < jobs.length && jobs[end].priority === jobs[start].priority) end++;
-    const lanes = lanesOf(jobs.slice(start, end), state.owners);
+    const lanes = lanesOf(jobs, start, end, state.owners);
     while (lanes.length > 0 && totalSlotsFree > 0) {
       const turn = nextTurn(lanes);
       const lane = lanes[turn];
-      const cursor = lane.jobs[lane.next];
-      if (placeNext(cursor)) {
-        const cpus = cursor.job.cpus * Math.max(1, cursor.job.gang?.nodes ?? 1);
+      const job = lane.jobs[lane.next];
+      lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
+      if (placeNext(lane.cursor)) {
+        const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
         lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
-      } else if (++lane.next >= lane.jobs.length) {
-        lanes.splice(turn, 1);
+      } else {
+        lane.cursor = null;
+        if (++lane.next >= lane.jobs.length) lanes.splice(turn, 1);
       }
     }
     start = end;
@@ -177,16 +185,27 @@ function lazyRunning(build: () => readonly RunningTaskView[]): () => readonly Ru
 }
 
 /** One lane per owner, each with its jobs in queue order. */
-function lanesOf(jobs: readonly JobView[], owners: ReadonlyMap<string, OwnerShare> | undefined): Lane[] {
+function lanesOf(
+  jobs: readonly JobView[],
+  start: number,
+  end: number,
+  owners: ReadonlyMap<string, OwnerShare> | undefined,
+): Lane[] {
   const byOwner = new Map<string, Lane>();
-  for (const job of jobs) {
+  let last: Lane | null = null;
+  let lastOwner: string | null = null;
+  for (let i = start; i < end; i++) {
+    const job = jobs[i];
     const owner = job.owner ?? "";
-    let lane = byOwner.get(owner);
+    // Runs of one owner's jobs (the common queue) need no lookup.
+    let lane: Lane | null | undefined = owner === lastOwner ? last : byOwner.get(owner);
     if (!lane) {
-      lane = { share: owners?.get(owner) ?? NO_SHARE, jobs: [], next: 0 };
+      lane = { share: owners?.get(owner) ?? NO_SHARE, jobs: [], next: 0, cursor: null };
       byOwner.set(owner, lane);
     }
-    lane.jobs.push({ job, key: batchKey(job), scored: null, tasks: null });
+    lane.jobs.push(job);
+    last = lane;
+    lastOwner = owner;
   }
   return [...byOwner.values()];
 }
@@ -197,8 +216,7 @@ function nextTurn(lanes: readonly Lane[]): number {
   for (let i = 1; i < lanes.length; i++) {
     const a = lanes[i];
     const b = lanes[best];
-    const order =
-      compareOwnerShares(a.share, b.share) || compareQueueOrder(a.jobs[a.next].job, b.jobs[b.next].job);
+    const order = compareOwnerShares(a.share, b.share) || compareQueueOrder(a.jobs[a.next], b.jobs[b.next]);
     if (order < 0) best = i;
   }
   return best;

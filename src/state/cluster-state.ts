@@ -9,6 +9,7 @@ import type { TaskState } from "../model/states.ts";
 import type { HostView } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
+import { EndedJobs } from "./ended-jobs.ts";
 import type { HostEntry, LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
@@ -20,7 +21,7 @@ export class ClusterState {
   /** Jobs in memory with their tasks and attempts: every live job, and ended ones not yet retired. */
   readonly jobs = new Map<string, JobEntry>();
   /** Jobs that ended and left memory: their headers only (the store has the rest). */
-  readonly ended = new Map<string, JobHeader>();
+  readonly ended = new EndedJobs();
   readonly hosts = new Map<string, HostEntry>();
   /** Every live attempt by its key: fencing looks here. */
   readonly live = new Map<string, LiveAttempt>();

@@ -7,15 +7,19 @@ import type { JobEntry } from "./job-entry.ts";
 export class JobQueue {
   #jobs: JobEntry[] = [];
   readonly #members = new Set<JobEntry>();
+  /** Jobs deleted but still in #jobs: the next pass drops them (a delete does not walk the queue). */
+  readonly #deleted = new Set<JobEntry>();
 
   get size(): number {
-    return this.#jobs.length;
+    return this.#members.size;
   }
 
   /** Adds a job at its place in the order; a job already queued stays where it is. */
   add(job: JobEntry): void {
     if (this.#members.has(job)) return;
     this.#members.add(job);
+    // Deleted and back before a pass dropped it: it is still at its place.
+    if (this.#deleted.delete(job)) return;
     const jobs = this.#jobs;
     // Most jobs arrive last in the order (new, same priority): check the end before searching.
     if (jobs.length === 0 || compareQueueOrder(jobs[jobs.length - 1], job) <= 0) {
@@ -37,6 +41,10 @@ export class JobQueue {
     const kept: JobEntry[] = [];
     let dropped = false;
     for (const job of this.#jobs) {
+      if (this.#deleted.size > 0 && this.#deleted.delete(job)) {
+        dropped = true;
+        continue;
+      }
       if (job.schedulable) kept.push(job);
       else if (job.pending.size === 0 || job.isEnded()) {
         this.#members.delete(job);
@@ -48,7 +56,6 @@ export class JobQueue {
   }
 
   delete(job: JobEntry): void {
-    if (!this.#members.delete(job)) return;
-    this.#jobs = this.#jobs.filter((each) => each !== job);
+    if (this.#members.delete(job)) this.#deleted.add(job);
   }
 }

@@ -57,6 +57,27 @@ async function replicated(spec: Record<string, unknown> = {}): Promise<JobEntry>
 }
 
 describe("replicas through the reactor", () => {
+  it("a job whose losing replica is still stopping stays in memory until that replica ends", async () => {
+    const job = await replicated();
+    const { core } = harness;
+    await core.attemptEnded("fast", succeeded(job.id, 2));
+    expect(job.record.state).toBe("succeeded");
+    expect(core.findJob(job.id)).toBe(job);
+    // A restart meanwhile brings it back whole (its attempt is not ended), not as a header.
+    const restarted = await harness.restart();
+    expect(restarted.findJob(job.id)?.attempt(0, 1)?.state).toBe("stopping");
+    await restarted.attachHost(
+      host("slow", 0.1, [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
+    );
+    await restarted.attemptEnded("slow", ended(job.id, 1, "cancelled", { reason: REPLICA_LOST_REASON }));
+    expect(restarted.findJob(job.id)).toBeUndefined();
+    expect(restarted.header(job.id)?.state).toBe("succeeded");
+    expect((await restarted.readJob(job.id)).attempt(0, 1)).toMatchObject({
+      state: "ended",
+      outcome: "cancelled",
+    });
+  });
+
   it("an idle host gets a replica of the running task; the task stays running and is counted once", async () => {
     const job = await replicated();
     expect(job.liveAttempts(0).map((attempt) => [attempt.number, attempt.host, attempt.state])).toEqual([
