@@ -18,6 +18,9 @@ export function planPass(
   const freeSlot = state.hasFreeSlot();
   // Without a free slot or live work, nothing can be placed, stopped or moved: the queue is not walked.
   if (!freeSlot && state.live.size === 0) return null;
+  // Without a free slot only a preemption could change anything, and only a queued job of a higher
+  // priority than some running task could make one: a long queue is not walked at every submit.
+  if (!freeSlot && (policy.preempt === false || !mayPreempt(state))) return null;
   const jobs = state.queue.schedulable();
   const preempting = policy.preempt !== false && jobs.length > 0 && state.live.size > 0;
   const rescheduling = policy.reschedule !== false && freeSlot && state.live.size > 0;
@@ -39,6 +42,14 @@ export function planPass(
   });
   const empty = plan.place.length === 0 && plan.stop.length === 0 && plan.recheckAt === undefined;
   return empty ? null : plan;
+}
+
+/** Whether the queue's first priority is above the lowest priority running (the queue is in priority order). */
+function mayPreempt(state: ClusterState): boolean {
+  const top = state.queue.topPriority();
+  if (top === null) return false;
+  for (const live of state.live.values()) if (live.job.priority < top) return true;
+  return false;
 }
 
 function runningViews(state: ClusterState): RunningTaskView[] {

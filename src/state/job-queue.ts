@@ -36,6 +36,11 @@ export class JobQueue {
     jobs.splice(low, 0, job);
   }
 
+  /** The highest priority queued (an upper bound: a job deleted since may still count), or null. */
+  topPriority(): number | null {
+    return this.#jobs.length > 0 ? this.#jobs[0].priority : null;
+  }
+
   /** The queued jobs that have ready work now, in order; the others leave the queue. */
   schedulable(): JobEntry[] {
     const kept: JobEntry[] = [];
