@@ -48,7 +48,7 @@ import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import { ClusterState, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
-import type { JobHeader } from "../state/job-header.ts";
+import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { recoverState } from "../state/recover.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
@@ -133,14 +133,9 @@ export class Core {
   async readJob(id: string): Promise<JobEntry> {
     const job = this.state.jobs.get(id);
     if (job) return job;
-    if (this.state.ended.has(id)) {
-      const stored = await this.#committer.store.loadJob(id);
-      if (stored) return entryOfStored(stored);
-    }
-    // Retired meanwhile: it is in the store now.
-    const again = this.state.jobs.get(id);
-    if (again) return again;
-    throw new NotFoundError(`no job ${id}`);
+    const stored = this.state.ended.has(id) ? await this.#committer.store.loadJob(id) : null;
+    if (!stored) throw new NotFoundError(`no job ${id}`);
+    return entryOfStored(stored);
   }
 
   /** A job's header (the line `ps` prints), live or ended; undefined when there is no such job. */
@@ -161,10 +156,7 @@ export class Core {
   /** Every job's header: those in memory, then those that ended and left it. */
   listJobs(): JobHeader[] {
     const headers: JobHeader[] = [];
-    for (const id of this.state.jobs.keys()) {
-      const header = this.state.header(id);
-      if (header) headers.push(header);
-    }
+    for (const job of this.state.jobs.values()) headers.push(headerOf(job));
     for (const header of this.state.ended.values()) headers.push(header);
     return headers;
   }

@@ -69,7 +69,7 @@ export class ClusterState {
    */
   retire(job: JobEntry): void {
     this.removeJob(job);
-    this.ended.set(job.id, headerOf(job));
+    this.ended.set(headerOf(job));
     this.preemptionsFor.delete(job.id);
     if (this.movedAt.size > 0) {
       const prefix = `${job.id}/`;

@@ -1,7 +1,7 @@
 // The headers of the jobs that ended and left memory (state/job-header.ts), kept in columns rather
 // than as one object each: a broker that has run a million jobs holds a million headers, and as
-// objects (a header, its counts, two times as heap numbers, a map entry, the id) each costs about
-// 300 bytes; here about 100 (the name string and a few numbers). Ids the server gives out are
+// objects each would be a header, its counts, two times as heap numbers, a map entry and the id;
+// here a row is the name string and a few numbers in typed arrays. Ids the server gives out are
 // whole numbers, found through a table indexed by the number; other ids go through a map.
 
 import type { TaskCounts } from "../model/job-state.ts";
@@ -43,7 +43,8 @@ export class EndedJobs {
     return row === NONE ? undefined : this.#header(row);
   }
 
-  set(id: string, header: JobHeader): void {
+  set(header: JobHeader): void {
+    const { id } = header;
     this.delete(id);
     const row = this.#rows++;
     this.#grow(this.#rows);

@@ -27,7 +27,7 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
   for (const job of snapshot.jobs) {
     state.addJob(new JobEntry(job, state.nextSeq++, tasksByJob.get(job.id) ?? []));
   }
-  for (const header of snapshot.ended ?? []) state.ended.set(header.id, header);
+  for (const header of snapshot.ended ?? []) state.ended.set(header);
   // The usage sums cover every ended attempt, of live jobs too.
   const usageSummed = snapshot.usage !== undefined;
   for (const sample of snapshot.usage ?? [])

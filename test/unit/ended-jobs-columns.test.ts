@@ -35,7 +35,7 @@ describe("EndedJobs", () => {
     ["a cancelled job, a big priority", header("900000000001", { state: "cancelled", priority: 1e6 })],
   ])("gives back %s as it was put", (_name, put) => {
     const ended = new EndedJobs();
-    ended.set(put.id, put);
+    ended.set(put);
     expect(ended.get(put.id)).toStrictEqual(put);
     expect(ended.has(put.id)).toBe(true);
     expect(ended.size).toBe(1);
@@ -43,10 +43,9 @@ describe("EndedJobs", () => {
 
   it("holds many, in the order put; a header put again replaces the first; delete removes", () => {
     const ended = new EndedJobs();
-    for (let i = 1; i <= 5000; i++)
-      ended.set(String(i), header(String(i), { owner: i % 2 ? "alice" : "bob" }));
-    ended.set("x", header("x"));
-    ended.set("17", header("17", { state: "failed" }));
+    for (let i = 1; i <= 5000; i++) ended.set(header(String(i), { owner: i % 2 ? "alice" : "bob" }));
+    ended.set(header("x"));
+    ended.set(header("17", { state: "failed" }));
     expect(ended.size).toBe(5001);
     expect(ended.get("4999")).toStrictEqual(header("4999", { owner: "alice" }));
     expect(ended.get("17")?.state).toBe("failed");
