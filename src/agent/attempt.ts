@@ -14,7 +14,7 @@ import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
-import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
+import { handOver, jobOwner, removeAttemptFolder, removeOwnAttemptFolder } from "./attempt-folder.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
@@ -320,7 +320,8 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
-    await removeAttemptFolder(this.dir);
+    if (this.owner === null) await removeOwnAttemptFolder(this.dir);
+    else await removeAttemptFolder(this.dir);
   }
 
   private clearTimers(): void {

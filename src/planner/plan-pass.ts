@@ -21,16 +21,19 @@ export function planPass(
   // Without a free slot only a preemption could change anything, and only a queued job of a higher
   // priority than some running task could make one: a long queue is not walked at every submit.
   if (!freeSlot && (policy.preempt === false || !mayPreempt(state))) return null;
-  const jobs = state.queue.schedulable();
-  const preempting = policy.preempt !== false && jobs.length > 0 && state.live.size > 0;
+  // Read lazily: a pass looks no further into the queue than it places (state/job-queue.ts).
+  const jobs = state.queue.readyJobs();
+  const queued = state.queue.hasReady();
+  const preempting = policy.preempt !== false && queued && state.live.size > 0;
   const rescheduling = policy.reschedule !== false && freeSlot && state.live.size > 0;
   // Running tasks that may take idle slots as replicas (stages/replicas.ts).
   const replicable = freeSlot ? replicableTasks(state) : [];
   // Nothing can be placed without a free slot, and nothing moved or preempted without live work.
-  if (!(freeSlot && (jobs.length > 0 || replicable.length > 0)) && !preempting && !rescheduling) return null;
+  if (!(freeSlot && (queued || replicable.length > 0)) && !preempting && !rescheduling) return null;
   const plan = schedule({
     now,
     jobs,
+    ownerQueues: () => state.queue.ownerQueues(),
     hosts: state.hostViews(now, policy.walltimeMarginSeconds),
     owners: state.owners.shares(now),
     replicable,

@@ -16,7 +16,15 @@ import { type Capacity, fitsCapacity } from "./stages/fit.ts";
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
 import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
-import type { HostView, JobView, Placement, Plan, RunningTaskView, SchedulerState } from "./view.ts";
+import type {
+  HostView,
+  JobView,
+  OwnerQueue,
+  Placement,
+  Plan,
+  RunningTaskView,
+  SchedulerState,
+} from "./view.ts";
 
 /** A job's place in its owner's turn: the hosts it may use and what is left to place. */
 interface JobCursor {
@@ -31,12 +39,11 @@ interface JobCursor {
 /**
  * An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. The
  * cursor of the job whose turn it is is made when needed: a queue of 100,000 jobs with four free
- * slots makes four cursors, not 100,000.
+ * slots makes four cursors, not 100,000, and the owner's queue is read no further than that.
  */
 interface Lane {
   share: OwnerShare;
-  jobs: JobView[];
-  next: number;
+  queue: OwnerQueue;
   cursor: JobCursor | null;
 }
 
@@ -133,25 +140,33 @@ export function schedule(state: SchedulerState): Plan {
     }
   };
 
-  const jobs = state.jobs;
-  for (let start = 0; start < jobs.length && totalSlotsFree > 0; ) {
-    let end = start + 1;
-    while (end < jobs.length && jobs[end].priority === jobs[start].priority) end++;
-    const lanes = lanesOf(jobs, start, end, state.owners);
+  const queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
+  while (totalSlotsFree > 0) {
+    // The next band: the highest priority at the head of an owner's queue.
+    let priority = Number.NEGATIVE_INFINITY;
+    for (const queue of queues) {
+      const head = queue.peek();
+      if (head && head.priority > priority) priority = head.priority;
+    }
+    if (priority === Number.NEGATIVE_INFINITY) break;
+    const lanes: Lane[] = [];
+    for (const queue of queues)
+      if (queue.peek()?.priority === priority)
+        lanes.push({ share: state.owners?.get(queue.owner) ?? NO_SHARE, queue, cursor: null });
     while (lanes.length > 0 && totalSlotsFree > 0) {
       const turn = nextTurn(lanes);
       const lane = lanes[turn];
-      const job = lane.jobs[lane.next];
+      const job = lane.queue.peek()!;
       lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
       if (placeNext(lane.cursor)) {
         const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
         lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
       } else {
         lane.cursor = null;
-        if (++lane.next >= lane.jobs.length) lanes.splice(turn, 1);
+        lane.queue.advance();
+        if (lane.queue.peek()?.priority !== priority) lanes.splice(turn, 1);
       }
     }
-    start = end;
   }
   // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
   if (totalSlotsFree > 0) {
@@ -184,30 +199,33 @@ function lazyRunning(build: () => readonly RunningTaskView[]): () => readonly Ru
   };
 }
 
-/** One lane per owner, each with its jobs in queue order. */
-function lanesOf(
-  jobs: readonly JobView[],
-  start: number,
-  end: number,
-  owners: ReadonlyMap<string, OwnerShare> | undefined,
-): Lane[] {
-  const byOwner = new Map<string, Lane>();
-  let last: Lane | null = null;
+/** Each owner's jobs in queue order, from jobs in queue order (a state without the queue's own lists). */
+function ownerQueuesOf(jobs: Iterable<JobView>): OwnerQueue[] {
+  const byOwner = new Map<string, JobView[]>();
+  let last: JobView[] | null = null;
   let lastOwner: string | null = null;
-  for (let i = start; i < end; i++) {
-    const job = jobs[i];
+  for (const job of jobs) {
     const owner = job.owner ?? "";
     // Runs of one owner's jobs (the common queue) need no lookup.
-    let lane: Lane | null | undefined = owner === lastOwner ? last : byOwner.get(owner);
-    if (!lane) {
-      lane = { share: owners?.get(owner) ?? NO_SHARE, jobs: [], next: 0, cursor: null };
-      byOwner.set(owner, lane);
+    let list: JobView[] | null | undefined = owner === lastOwner ? last : byOwner.get(owner);
+    if (!list) {
+      list = [];
+      byOwner.set(owner, list);
     }
-    lane.jobs.push(job);
-    last = lane;
+    list.push(job);
+    last = list;
     lastOwner = owner;
   }
-  return [...byOwner.values()];
+  return [...byOwner].map(([owner, list]) => {
+    let next = 0;
+    return {
+      owner,
+      peek: () => list[next] ?? null,
+      advance: () => {
+        next++;
+      },
+    };
+  });
 }
 
 /** The lane whose turn it is: the owner with the smallest share, then the job first in queue order. */
@@ -216,7 +234,7 @@ function nextTurn(lanes: readonly Lane[]): number {
   for (let i = 1; i < lanes.length; i++) {
     const a = lanes[i];
     const b = lanes[best];
-    const order = compareOwnerShares(a.share, b.share) || compareQueueOrder(a.jobs[a.next], b.jobs[b.next]);
+    const order = compareOwnerShares(a.share, b.share) || compareQueueOrder(a.queue.peek()!, b.queue.peek()!);
     if (order < 0) best = i;
   }
   return best;

@@ -93,10 +93,23 @@ export interface HostView {
   walltime?: Walltime;
 }
 
+/** One owner's queued jobs with ready work, in queue order, read one at a time. */
+export interface OwnerQueue {
+  owner: string;
+  /** The owner's next job, or null when none is left. */
+  peek(): JobView | null;
+  advance(): void;
+}
+
 export interface SchedulerState {
   now: number;
-  /** Jobs with ready tasks, in queue order (see compareQueueOrder). */
-  jobs: readonly JobView[];
+  /** Jobs with ready tasks, in queue order (see compareQueueOrder); read as far as a stage needs. */
+  jobs: Iterable<JobView>;
+  /**
+   * The same jobs, each owner's in queue order (state/job-queue.ts keeps them so): a pass reads each
+   * owner's first jobs only. Absent: made from `jobs`.
+   */
+  ownerQueues?: () => OwnerQueue[];
   hosts: readonly HostView[];
   /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
   owners?: ReadonlyMap<string, OwnerShare>;

@@ -5,11 +5,11 @@ import { JobEntry } from "../../src/state/job-entry.ts";
 import { JobQueue } from "../../src/state/job-queue.ts";
 
 let seq = 0;
-function entry(id: string, priority: number, createdAt: number, tasks = 1): JobEntry {
+function entry(id: string, priority: number, createdAt: number, tasks = 1, owner = "alice"): JobEntry {
   const record: JobRecord = {
     id,
     name: id,
-    owner: "alice",
+    owner,
     state: "pending",
     priority,
     held: false,
@@ -86,5 +86,60 @@ describe("JobQueue", () => {
     expect(queue.size).toBe(2);
     c.record.held = false;
     expect(queue.schedulable().map((job) => job.id)).toEqual(["a", "c"]);
+  });
+
+  it("finds a job that left (its task started) and came back (its host lost), at its place, before and after a compaction", () => {
+    const queue = new JobQueue();
+    const jobs = Array.from({ length: 5 }, (_, i) => entry(`j${i}`, 0, i));
+    for (const job of jobs) queue.add(job);
+    // j0 (the head) and j2 (in the middle) start: the next read drops them.
+    for (const job of [jobs[0], jobs[2]]) job.setTaskState(job.tasks[0], "running");
+    expect(queue.schedulable().map((job) => job.id)).toEqual(["j1", "j3", "j4"]);
+    expect(queue.topPriority()).toBe(0);
+    for (const job of [jobs[0], jobs[2]]) {
+      job.setTaskState(job.tasks[0], "pending");
+      queue.add(job);
+    }
+    expect(queue.schedulable().map((job) => job.id)).toEqual(["j0", "j1", "j2", "j3", "j4"]);
+    expect(queue.ownerQueues().map((own) => own.peek()?.id)).toEqual(["j0"]);
+    expect(queue.size).toBe(5);
+    // Enough jobs leave for a compaction; the rest keep their order, and a job back after it too.
+    const many = Array.from({ length: 3000 }, (_, i) => entry(`m${i}`, 0, 100 + i));
+    for (const job of many) queue.add(job);
+    for (const job of many) queue.delete(job);
+    queue.delete(jobs[3]);
+    queue.add(entry("late", 0, 2.5));
+    queue.add(jobs[3]);
+    expect(queue.schedulable().map((job) => job.id)).toEqual(["j0", "j1", "j2", "late", "j3", "j4"]);
+    expect(queue.size).toBe(6);
+  });
+
+  it("gives each owner's jobs in queue order and reads an owner's queue only as far as it is asked", () => {
+    const queue = new JobQueue();
+    const looked = new Set<string>();
+    const watched = (job: JobEntry) =>
+      new Proxy(job, {
+        get(target, property, receiver) {
+          if (property === "schedulable") looked.add(target.id);
+          return Reflect.get(target, property, target ?? receiver);
+        },
+      });
+    for (let i = 0; i < 10_000; i++) queue.add(watched(entry(`a${i}`, 0, i, 1, "alice")));
+    queue.add(watched(entry("b0", 0, 5, 1, "bob")));
+    queue.add(watched(entry("b1", 3, 20_000, 1, "bob")));
+    const owners = queue.ownerQueues();
+    expect(owners.map((own) => [own.owner, own.peek()?.id])).toEqual([
+      ["alice", "a0"],
+      ["bob", "b1"],
+    ]);
+    const bob = owners[1];
+    bob.advance();
+    expect(bob.peek()?.id).toBe("b0");
+    bob.advance();
+    expect(bob.peek()).toBeNull();
+    // Alice's first job only, not her 10,000.
+    expect([...looked].filter((id) => id.startsWith("a"))).toEqual(["a0"]);
+    expect(queue.hasReady()).toBe(true);
+    expect(queue.topPriority()).toBe(3);
   });
 });

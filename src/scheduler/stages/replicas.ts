@@ -16,7 +16,7 @@ import { type ScoredHost, scoreHosts } from "./rank.ts";
 export interface ReplicaInput {
   now: number;
   /** The queued jobs with ready work, as the pass saw them. */
-  jobs: readonly JobView[];
+  jobs: Iterable<JobView>;
   hosts: readonly HostView[];
   /** What the pass has placed so far. */
   placed: readonly Placement[];
