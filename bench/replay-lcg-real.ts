@@ -22,8 +22,13 @@ const JOBS =
   process.env.STEWARD_BENCH_LCG_JOBS === "all"
     ? Number.POSITIVE_INFINITY
     : Number(process.env.STEWARD_BENCH_LCG_JOBS ?? 20_000);
-/** Submissions a second: the trace's order, compressed to this pace. */
-const RATE = 120;
+/**
+ * Submissions a second: the trace's order, compressed to this pace (STEWARD_BENCH_LCG_RATE for
+ * another: a machine whose processes start slowly runs fewer `true` jobs a second than 120).
+ */
+const RATE = Number(process.env.STEWARD_BENCH_LCG_RATE ?? 120);
+if (!(RATE > 0))
+  throw new Error(`STEWARD_BENCH_LCG_RATE=${process.env.STEWARD_BENCH_LCG_RATE}: expected a positive number`);
 const CLIENTS = 8;
 const SLOTS = 4;
 /** How long the broker idles after the last job before its memory is read "at rest". */

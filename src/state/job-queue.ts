@@ -48,7 +48,12 @@ class OrderedJobs {
     const items = this.items;
     while (this.head < items.length && !members.has(items[this.head]))
       this.present.delete(items[this.head++]);
-    return this.head < items.length ? items[this.head] : null;
+    // The jobs before the head are let go once they are half the list (an ended job leaves memory).
+    if (this.head > QUEUE_COMPACTION_SLACK && this.head * 2 > items.length) {
+      this.items = items.slice(this.head);
+      this.head = 0;
+    }
+    return this.head < this.items.length ? this.items[this.head] : null;
   }
 
   keepOnly(members: ReadonlySet<JobEntry>): void {
