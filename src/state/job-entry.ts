@@ -11,6 +11,15 @@ import type { TaskState } from "../model/states.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
 import type { StoredJob } from "../store/store.ts";
 
+/** A running task's last reported progress. */
+export interface TaskProgress {
+  fraction: number;
+  at: number;
+}
+
+const NO_INDEXES: ReadonlySet<number> = new Set();
+const NO_PROGRESS: ReadonlyMap<number, TaskProgress> = new Map();
+
 export class JobEntry implements JobView {
   readonly record: JobRecord;
   readonly seq: number;
@@ -22,15 +31,15 @@ export class JobEntry implements JobView {
   readonly pending = new Set<number>();
   /** Pending tasks that may start now, in the order they should start. */
   readonly ready = new Set<number>();
-  /** Pending tasks waiting out a retry back-off (notBefore in the future when they were put back). */
-  readonly delayed = new Set<number>();
-  /** The last progress each running task reported (fraction 0..1, when), from heartbeats. */
-  readonly progress = new Map<number, { fraction: number; at: number }>();
+  /** Pending tasks waiting out a retry back-off: made when the first one is (most jobs have none). */
+  #delayed: Set<number> | null = null;
+  /** The last progress each running task reported: made when the first report comes. */
+  #progress: Map<number, TaskProgress> | null = null;
   /** The job file's requirements, or those the job wrote for itself since (setDynamicRequirements). */
   requirements: CompiledExpression | null;
   readonly rank: CompiledExpression | null;
-  /** Requirements texts the job wrote that were refused (invalid), each reported once per server run. */
-  readonly refusedRequirements = new Set<string>();
+  /** Requirements texts the job wrote that were refused (invalid): made when the first is. */
+  #refusedRequirements: Set<string> | null = null;
   /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
   #finished = { count: 0, seconds: 0 };
   #checkpoints = false;
@@ -53,6 +62,36 @@ export class JobEntry implements JobView {
 
   get id(): string {
     return this.record.id;
+  }
+
+  /** Pending tasks waiting out a retry back-off (notBefore in the future when they were put back). */
+  get delayed(): ReadonlySet<number> {
+    return this.#delayed ?? NO_INDEXES;
+  }
+
+  /** The last progress each running task reported (fraction 0..1, when), from heartbeats. */
+  get progress(): ReadonlyMap<number, TaskProgress> {
+    return this.#progress ?? NO_PROGRESS;
+  }
+
+  setProgress(taskIndex: number, sample: TaskProgress): void {
+    this.#progress ??= new Map();
+    this.#progress.set(taskIndex, sample);
+  }
+
+  clearProgress(taskIndex: number): void {
+    this.#progress?.delete(taskIndex);
+  }
+
+  /**
+   * Notes requirements the job wrote that were refused (invalid); false when this text was refused
+   * before (each is reported once per server run).
+   */
+  refuseRequirements(text: string): boolean {
+    this.#refusedRequirements ??= new Set();
+    if (this.#refusedRequirements.has(text)) return false;
+    this.#refusedRequirements.add(text);
+    return true;
   }
   get priority(): number {
     return this.record.priority;
@@ -136,7 +175,7 @@ export class JobEntry implements JobView {
     if (task.state === "pending") {
       this.pending.delete(task.index);
       this.ready.delete(task.index);
-      this.delayed.delete(task.index);
+      this.#delayed?.delete(task.index);
     }
     task.state = state;
     if (state === "pending") this.addPending(task);
@@ -144,13 +183,17 @@ export class JobEntry implements JobView {
 
   /** A delayed task whose back-off is over becomes ready. */
   promote(task: TaskRecord): void {
-    if (this.delayed.delete(task.index)) this.ready.add(task.index);
+    if (this.#delayed?.delete(task.index)) this.ready.add(task.index);
   }
 
   private addPending(task: TaskRecord): void {
     this.pending.add(task.index);
-    if (task.notBefore === null) this.ready.add(task.index);
-    else this.delayed.add(task.index);
+    if (task.notBefore === null) {
+      this.ready.add(task.index);
+      return;
+    }
+    this.#delayed ??= new Set();
+    this.#delayed.add(task.index);
   }
 
   addAttempt(attempt: AttemptRecord): void {

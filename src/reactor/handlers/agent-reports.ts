@@ -135,7 +135,7 @@ export function recordHeartbeat(
     const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
     if (!active) continue;
     const sample = { fraction: report.fraction, at: now };
-    active.job.progress.set(report.taskIndex, sample);
+    active.job.setProgress(report.taskIndex, sample);
     // A restarted attempt resumes where its checkpoint left off: its first report is its baseline.
     active.progress ??= { baseline: active.attempt.restarted ? sample : null, last: null };
     active.progress.last = sample;

@@ -145,7 +145,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
     refreshJobState(step, job);
     return;
   }
-  job.progress.delete(attempt.taskIndex);
+  job.clearProgress(attempt.taskIndex);
   const systemFailure = end.outcome === "lost" && end.cause !== undefined && end.cause !== "host";
   const attemptEnd = { number: attempt.number, outcome: end.outcome, reason: end.reason };
   let next: TaskAfterAttempt;

@@ -39,8 +39,7 @@ export function followRequirementsFiles(
         ? `longer than ${REQUIREMENTS_MAX_CHARS} characters`
         : checkExpression(text, "requirements");
     if (problem !== null) {
-      if (job.refusedRequirements.has(text)) continue;
-      job.refusedRequirements.add(text);
+      if (!job.refuseRequirements(text)) continue;
       step.event(job, "requirements.refused", `requirements file: ${problem}`, {
         ...where,
         requirements: text.slice(0, REQUIREMENTS_MAX_CHARS),
