@@ -115,6 +115,9 @@ async function main(): Promise<number> {
   const options: BenchOptions = { cpuProf: values["cpu-prof"], keep: values.keep };
 
   const at = new Date().toISOString();
+  // Read before the benchmarks start: the processes they start run this source (a commit made
+  // while a long benchmark runs is not what it measured).
+  const source = sourceState();
   const loadAtStart = os.loadavg().map((x) => round(x, 2));
   // Two cores: anything else running (tests, another `steward up`) shows in the figures.
   if (loadAtStart[0] > 0.5)
@@ -139,7 +142,7 @@ async function main(): Promise<number> {
       memoryMb: Math.round(os.totalmem() / 2 ** 20),
       loadAverage: { atStart: loadAtStart, atEnd: os.loadavg().map((x) => round(x, 2)) },
     },
-    source: sourceState(),
+    source,
     benchmarks: chosen.map((b) => b.name),
     durationSeconds: round((performance.now() - started) / 1000),
     ...results,
