@@ -77,6 +77,11 @@ export class JobQueue {
     return this.#members.size;
   }
 
+  /** Jobs the queue's order still holds a reference to, queued or left (what a compaction bounds). */
+  get held(): number {
+    return this.#all.items.length;
+  }
+
   /** Adds a job at its place in the order; a job already queued stays where it is. */
   add(job: JobEntry): void {
     if (this.#members.has(job)) return;

@@ -142,4 +142,17 @@ describe("JobQueue", () => {
     expect(queue.hasReady()).toBe(true);
     expect(queue.topPriority()).toBe(3);
   });
+
+  it("lets go of the jobs that left at its head (an ended job must be free to leave memory)", () => {
+    const queue = new JobQueue();
+    const jobs = Array.from({ length: 5000 }, (_, i) => entry(`j${i}`, 0, i));
+    for (const job of jobs) queue.add(job);
+    for (const job of jobs) job.setTaskState(job.tasks[0], "running");
+    expect(queue.schedulable()).toEqual([]);
+    expect(queue.topPriority()).toBeNull();
+    expect(queue.held).toBe(0);
+    queue.add(entry("next", 0, 10_000));
+    expect(queue.held).toBe(1);
+    expect(queue.schedulable().map((job) => job.id)).toEqual(["next"]);
+  });
 });
