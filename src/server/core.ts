@@ -3,6 +3,7 @@
 
 import type { JobSpec } from "../model/jobfile.ts";
 import type { HostFacts, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
+import type { JobState } from "../model/states.ts";
 import { newTokenOf } from "../model/tokens.ts";
 import { runningView } from "../planner/plan-pass.ts";
 import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../protocol/messages.ts";
@@ -154,11 +155,23 @@ export class Core {
   }
 
   /** Every job's header: those in memory, then those that ended and left it. */
-  listJobs(): JobHeader[] {
+  /**
+   * Every job's header; without `withRetired`, only the jobs held in memory (every job not ended is:
+   * a listing of those does not walk the history).
+   */
+  listJobs(withRetired = true): JobHeader[] {
     const headers: JobHeader[] = [];
     for (const job of this.state.jobs.values()) headers.push(headerOf(job));
-    for (const header of this.state.ended.values()) headers.push(header);
+    if (withRetired) for (const header of this.state.ended.values()) headers.push(header);
     return headers;
+  }
+
+  /** How many jobs there are in each state, the retired ones counted from their columns. */
+  jobCountsByState(): Map<JobState, number> {
+    const counts = this.state.ended.countByState();
+    for (const job of this.state.jobs.values())
+      counts.set(job.record.state, (counts.get(job.record.state) ?? 0) + 1);
+    return counts;
   }
 
   listHosts(): (HostRecord & { slotsFree: number; connected: boolean })[] {

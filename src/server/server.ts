@@ -92,7 +92,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     registers: [metrics],
     collect() {
       this.reset();
-      if (broker.isLeader) for (const job of core.listJobs()) this.inc({ state: job.state });
+      if (broker.isLeader) for (const [state, count] of core.jobCountsByState()) this.set({ state }, count);
     },
   });
   new Gauge({

@@ -29,6 +29,8 @@ export class EndedJobs {
   #byNumber = new Int32Array(INITIAL_ROWS).fill(NONE);
   readonly #byOtherId = new Map<string, number>();
   readonly #otherIds = new Map<number, string>();
+  /** Headers by JOB_STATES index, kept as they come and go: /metrics counts without a walk. */
+  readonly #byState = new Array<number>(JOB_STATES.length).fill(0);
 
   get size(): number {
     return this.#live;
@@ -61,6 +63,7 @@ export class EndedJobs {
     this.#names[row] = header.name;
     this.#owners[row] = this.#owner(header.owner);
     this.#states[row] = JOB_STATES.indexOf(header.state);
+    this.#byState[this.#states[row]]++;
     this.#numbers[row * 3] = header.priority;
     this.#numbers[row * 3 + 1] = header.createdAt;
     this.#numbers[row * 3 + 2] = header.endedAt ?? Number.NaN;
@@ -77,6 +80,7 @@ export class EndedJobs {
   delete(id: string): boolean {
     const row = this.#row(id);
     if (row === NONE) return false;
+    this.#byState[this.#states[row]]--;
     this.#states[row] = 255;
     this.#names[row] = "";
     this.#live--;
@@ -86,6 +90,15 @@ export class EndedJobs {
       this.#otherIds.delete(row);
     } else this.#byNumber[number] = NONE;
     return true;
+  }
+
+  /** How many headers there are in each state (states with none left out). */
+  countByState(): Map<JobState, number> {
+    const counts = new Map<JobState, number>();
+    this.#byState.forEach((count, index) => {
+      if (count > 0) counts.set(JOB_STATES[index] as JobState, count);
+    });
+    return counts;
   }
 
   *values(): IterableIterator<JobHeader> {

@@ -62,4 +62,17 @@ describe("EndedJobs", () => {
     expect(ids[ids.length - 1]).toBe("17");
     expect(ids).not.toContain("18");
   });
+
+  it("counts its headers by state as they are put, replaced and removed", () => {
+    const ended = new EndedJobs();
+    ended.set(header("1"));
+    ended.set(header("2"));
+    ended.set(header("j-3", { state: "failed" }));
+    ended.set(header("2", { state: "cancelled" }));
+    expect(Object.fromEntries(ended.countByState())).toEqual({ succeeded: 1, failed: 1, cancelled: 1 });
+    ended.delete("1");
+    ended.delete("j-3");
+    ended.delete("nothing");
+    expect(Object.fromEntries(ended.countByState())).toEqual({ cancelled: 1 });
+  });
 });

@@ -50,6 +50,14 @@ describe("ended jobs", () => {
     expect(job.record.state).toBe("succeeded");
     expect(job.attempt(0, 1)).toMatchObject({ host: "h1", state: "ended", outcome: "succeeded" });
     expect(core.listJobs().map((each) => [each.id, each.state])).toStrictEqual([[id, "succeeded"]]);
+    // The jobs in memory only (what a listing of jobs not ended reads), and the counts /metrics shows.
+    const pending = await core.submit(
+      validateJobSpec({ command: "true", requirements: 'host.name == "nowhere"' }),
+      "alice",
+      [],
+    );
+    expect(core.listJobs(false).map((each) => each.id)).toStrictEqual([pending.id]);
+    expect(Object.fromEntries(core.jobCountsByState())).toEqual({ succeeded: 1, pending: 1 });
     expect(core.jobOwner(id)).toBe("alice");
   });
 

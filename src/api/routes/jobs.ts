@@ -174,8 +174,9 @@ export function registerJobRoutes(
       // A user lists their own jobs only, whatever `user` says; admins and readers whoever they ask.
       const principal = request.principal;
       const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
+      // Retired jobs have ended: a listing of the others leaves the history alone.
       const listed = core
-        .listJobs()
+        .listJobs(all || (state !== undefined && isEndedState(state)))
         .filter((job) => user === undefined || job.owner === user)
         .filter((job) => (state ? job.state === state : all || !isEndedState(job.state)))
         .sort((a, b) => compareJobIds(a.id, b.id));
