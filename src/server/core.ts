@@ -154,10 +154,9 @@ export class Core {
     return this.state.tokens;
   }
 
-  /** Every job's header: those in memory, then those that ended and left it. */
   /**
-   * Every job's header; without `withRetired`, only the jobs held in memory (every job not ended is:
-   * a listing of those does not walk the history).
+   * Every job's header: those in memory, then those that ended and left it. Without `withRetired`,
+   * only those in memory (every job not ended is: a listing of those does not walk the history).
    */
   listJobs(withRetired = true): JobHeader[] {
     const headers: JobHeader[] = [];

@@ -8,17 +8,12 @@ import { nodesOf } from "../model/jobfile.ts";
 import type { AttemptRecord, JobRecord, TaskRecord } from "../model/records.ts";
 import { mayAddReplica } from "../model/replicas.ts";
 import type { TaskState } from "../model/states.ts";
+import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
 import type { StoredJob } from "../store/store.ts";
 
-/** A running task's last reported progress. */
-export interface TaskProgress {
-  fraction: number;
-  at: number;
-}
-
 const NO_INDEXES: ReadonlySet<number> = new Set();
-const NO_PROGRESS: ReadonlyMap<number, TaskProgress> = new Map();
+const NO_PROGRESS: ReadonlyMap<number, ProgressSample> = new Map();
 
 export class JobEntry implements JobView {
   readonly record: JobRecord;
@@ -34,7 +29,7 @@ export class JobEntry implements JobView {
   /** Pending tasks waiting out a retry back-off: made when the first one is (most jobs have none). */
   #delayed: Set<number> | null = null;
   /** The last progress each running task reported: made when the first report comes. */
-  #progress: Map<number, TaskProgress> | null = null;
+  #progress: Map<number, ProgressSample> | null = null;
   /** The job file's requirements, or those the job wrote for itself since (setDynamicRequirements). */
   requirements: CompiledExpression | null;
   readonly rank: CompiledExpression | null;
@@ -70,11 +65,11 @@ export class JobEntry implements JobView {
   }
 
   /** The last progress each running task reported (fraction 0..1, when), from heartbeats. */
-  get progress(): ReadonlyMap<number, TaskProgress> {
+  get progress(): ReadonlyMap<number, ProgressSample> {
     return this.#progress ?? NO_PROGRESS;
   }
 
-  setProgress(taskIndex: number, sample: TaskProgress): void {
+  setProgress(taskIndex: number, sample: ProgressSample): void {
     this.#progress ??= new Map();
     this.#progress.set(taskIndex, sample);
   }
@@ -93,6 +88,7 @@ export class JobEntry implements JobView {
     this.#refusedRequirements.add(text);
     return true;
   }
+
   get priority(): number {
     return this.record.priority;
   }

@@ -119,9 +119,10 @@ describe("JobQueue", () => {
     const looked = new Set<string>();
     const watched = (job: JobEntry) =>
       new Proxy(job, {
-        get(target, property, receiver) {
+        get(target, property) {
           if (property === "schedulable") looked.add(target.id);
-          return Reflect.get(target, property, target ?? receiver);
+          // The entry's own fields are private (#): its getters run on it, not on the proxy.
+          return Reflect.get(target, property, target);
         },
       });
     for (let i = 0; i < 10_000; i++) queue.add(watched(entry(`a${i}`, 0, i, 1, "alice")));
