@@ -3,7 +3,8 @@
 // resent until acknowledged. Attempts outlive the agent: a restarted agent with the same work
 // folder re-adopts them, and learns the exit of those that ended while it was away.
 
-import { mkdir, open, readdir, stat } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { mkdir, open, readdir } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
@@ -531,7 +532,8 @@ export class Agent {
     }
     for (const stream of ["stdout", "stderr"] as const) {
       const path = stream === "stdout" ? attempt.stdoutPath : attempt.stderrPath;
-      const info = await stat(path).catch(() => null);
+      // Synchronous, like the folder's making: most ends have nothing new to send.
+      const info = statSync(path, { throwIfNoEntry: false });
       if (!info || info.size <= attempt.sent[stream]) continue;
       const ws = this.ws;
       if (!ws || !this.welcomed || ws.readyState !== WebSocket.OPEN) return;

@@ -9,6 +9,7 @@
 // changing (a process of the job's that left its group lives on).
 
 import { execFile } from "node:child_process";
+import { rmSync } from "node:fs";
 import { chmod, chown, lchown, lstat, readdir, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -53,10 +54,12 @@ export async function jobOwner(dir: string): Promise<{ uid: number; gid: number 
 /**
  * Removes the folder of an attempt whose job ran as the agent's own account: nothing in it is
  * another account's, so it goes at once (start.json first, as below), without a look at each part.
+ * Synchronous: Node removes a tree in one native call, where the asynchronous rm takes a round
+ * trip through the thread pool for each file (most of the agent's work for a short task).
  */
-export async function removeOwnAttemptFolder(dir: string): Promise<void> {
-  await rm(join(dir, "start.json"), { force: true });
-  await rm(dir, { recursive: true, force: true });
+export function removeOwnAttemptFolder(dir: string): void {
+  rmSync(join(dir, "start.json"), { force: true });
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /**
