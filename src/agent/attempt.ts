@@ -138,8 +138,10 @@ export class Attempt {
     // Nobody else sees it while it is prepared; the job's account sees its parts once handed over.
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     for (const dir of [this.runDir, this.checkpointDir, this.notesDir]) mkdirSync(dir, { mode: 0o700 });
-    // Made here, private, for the supervisor to append to: the environment is in job.sh, the logs here.
-    for (const path of [this.stdoutPath, this.stderrPath]) writeFileSync(path, "", { mode: 0o600 });
+    // A job run as another account: its logs are made here, the agent's and private, for the
+    // supervisor to append to. A job of the agent's own account: the supervisor's append makes
+    // them, inside this private folder (two files fewer for each short task).
+    if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeFileSync(path, "", { mode: 0o600 });
     const gang = this.spec.gang;
     if (gang) {
       // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
