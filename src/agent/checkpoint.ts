@@ -100,11 +100,18 @@ export class CheckpointSync {
     return manifest.files.length;
   }
 
-  /** The generation a gang's rank declared in its folder, or null when it has declared none. */
-  async declaredGeneration(): Promise<number | null> {
-    const text = await readJobFile(join(this.target.dir, GENERATION_FILE), this.owner, 64);
+  /**
+   * The generation a gang's rank declared in its folder (null when it has declared none), with
+   * the identity of the file that says it (inode and change time): the SDK replaces the file for
+   * each declaration, and removes it before it saves a new state.
+   */
+  private async declaration(): Promise<{ generation: number; identity: string } | null> {
+    const path = join(this.target.dir, GENERATION_FILE);
+    const text = await readJobFile(path, this.owner, 64);
     const generation = text === null ? Number.NaN : Number(text.trim());
-    return Number.isSafeInteger(generation) && generation >= 1 ? generation : null;
+    if (!Number.isSafeInteger(generation) || generation < 1) return null;
+    const info = await stat(path).catch(() => null);
+    return info ? { generation, identity: `${info.ino}:${info.ctimeMs}` } : null;
   }
 
   /**
@@ -124,9 +131,17 @@ export class CheckpointSync {
   private async syncOnce(): Promise<number | null> {
     const { rank } = this.target;
     // A gang's rank commits only the states the job declared, each once.
-    const generation = rank === undefined ? null : await this.declaredGeneration();
+    const declared = rank === undefined ? null : await this.declaration();
+    const generation = declared?.generation ?? null;
     if (rank !== undefined && (generation === null || generation === this.lastGeneration)) return null;
     const manifest = await this.scan();
+    if (declared) {
+      // The files are this generation's only if the declaration stood all through the scan: a
+      // job that went on to save the next state meanwhile took it back first (the SDK does), or
+      // declared the next one. Then this round commits nothing, and a later one the newer state.
+      const after = await this.declaration();
+      if (after?.generation !== declared.generation || after.identity !== declared.identity) return null;
+    }
     const key = manifestKey(manifest);
     if (
       rank === undefined &&

@@ -2,10 +2,21 @@
 // Restart_Value, Read). Plain JavaScript with types beside it (index.d.ts), so that a job runs it
 // on whatever Node.js its host has. Jobs started by Steward find this file at $STEWARD_SDK.
 
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 
 const DEFAULT_NAME = "state.json";
+/** Where a multi-node job's rank declares the generation of the state it saved. */
+const GENERATION_FILE = ".generation";
 let stopRequested = false;
 const stopHandlers = [];
 
@@ -38,6 +49,10 @@ export function loadCheckpoint(name = DEFAULT_NAME) {
 export function saveCheckpoint(data, name = DEFAULT_NAME) {
   const path = join(checkpointDir(), name);
   const bytes = typeof data === "string" || data instanceof Uint8Array ? data : JSON.stringify(data);
+  // A multi-node job's declared generation is taken back first: until checkpointGeneration says
+  // the next one, the folder is no generation's, and the agent commits none of it (it would mix
+  // one generation's files with the next's).
+  rmSync(join(checkpointDir(), GENERATION_FILE), { force: true });
   writeAtomically(path, bytes);
 }
 
@@ -50,7 +65,7 @@ export function saveCheckpoint(data, name = DEFAULT_NAME) {
 export function checkpointGeneration(generation) {
   if (!Number.isSafeInteger(generation) || generation < 1)
     throw new TypeError("checkpointGeneration needs a whole number from 1");
-  writeAtomically(join(checkpointDir(), ".generation"), String(generation));
+  writeAtomically(join(checkpointDir(), GENERATION_FILE), String(generation));
 }
 
 /** The rank of this process in a multi-node job (0 in a single-host one), and the number of ranks. */
