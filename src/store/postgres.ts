@@ -31,7 +31,7 @@ import {
   type MetaEntry,
   type RowCodec,
   type RowValue,
-  rowCodec,
+  rowCodecs,
   selectColumns,
   TASKS,
   type Table,
@@ -71,15 +71,7 @@ const DIALECT: Dialect = {
   readJson: (value) => value,
 };
 
-const CODEC = {
-  jobs: rowCodec(JOBS, DIALECT),
-  tasks: rowCodec(TASKS, DIALECT),
-  attempts: rowCodec(ATTEMPTS, DIALECT),
-  events: rowCodec(EVENTS, DIALECT),
-  hosts: rowCodec(HOSTS, DIALECT),
-  tokens: rowCodec(TOKENS, DIALECT),
-  meta: rowCodec(META, DIALECT),
-};
+const CODEC = rowCodecs(DIALECT);
 
 /** The column arrays $1..$n, typed, for UNNEST. */
 function arrays<R>(columns: readonly Column<R>[]): string {

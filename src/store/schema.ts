@@ -270,3 +270,16 @@ export function rowCodec<R>(table: Table<R>, dialect: Dialect): RowCodec<R> {
     },
   };
 }
+
+/** A row codec of every table, for one dialect: what each store encodes and decodes with. */
+export function rowCodecs(dialect: Dialect) {
+  return {
+    jobs: rowCodec(JOBS, dialect),
+    tasks: rowCodec(TASKS, dialect),
+    attempts: rowCodec(ATTEMPTS, dialect),
+    events: rowCodec(EVENTS, dialect),
+    hosts: rowCodec(HOSTS, dialect),
+    tokens: rowCodec(TOKENS, dialect),
+    meta: rowCodec(META, dialect),
+  };
+}

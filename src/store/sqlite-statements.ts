@@ -13,7 +13,7 @@ import {
   HOSTS,
   JOBS,
   META,
-  rowCodec,
+  rowCodecs,
   selectColumns,
   TASKS,
   type Table,
@@ -34,15 +34,7 @@ const DIALECT: Dialect = {
   readJson: (value) => JSON.parse(value as string),
 };
 
-export const CODEC = {
-  jobs: rowCodec(JOBS, DIALECT),
-  tasks: rowCodec(TASKS, DIALECT),
-  attempts: rowCodec(ATTEMPTS, DIALECT),
-  events: rowCodec(EVENTS, DIALECT),
-  hosts: rowCodec(HOSTS, DIALECT),
-  tokens: rowCodec(TOKENS, DIALECT),
-  meta: rowCodec(META, DIALECT),
-};
+export const CODEC = rowCodecs(DIALECT);
 
 // putTasks binds this many rows per statement: half the time of one row per statement at 100,000
 // tasks, and 1,100 parameters stay under SQLite's limit (32,766 since 3.32).
