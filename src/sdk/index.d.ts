@@ -4,7 +4,10 @@ export function restarted(): boolean;
 export function checkpointDir(): string;
 /** The last saved state (parsed JSON for .json names, bytes otherwise), or null when there is none. */
 export function loadCheckpoint<T = unknown>(name?: string): T | Buffer | null;
-/** Saves state atomically (temporary file, flush, rename). Objects are stored as JSON. */
+/**
+ * Saves state atomically (temporary file, flush, rename). Objects are stored as JSON. A rank of a
+ * multi-node job has its declared generation taken back first, until checkpointGeneration.
+ */
 export function saveCheckpoint(data: unknown, name?: string): void;
 /** Multi-node jobs: the state this rank saved is generation N of the gang's coordinated checkpoint. */
 export function checkpointGeneration(generation: number): void;
