@@ -25,7 +25,7 @@ export type SqlValue = string | number | null;
 export type Row = readonly unknown[];
 
 export const SQLITE_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "sqlite");
-export const BUSY_TIMEOUT_MS = 10_000;
+const BUSY_TIMEOUT_MS = 10_000;
 
 /** SQLite keeps booleans as 0/1 and JSON as text. */
 const DIALECT: Dialect = {
@@ -65,7 +65,7 @@ const RECOVERY = recoverySql({
   param: () => "?",
 });
 
-export const SQL = {
+const SQL = {
   ...RECOVERY,
   putJob: upsert(JOBS),
   putTask: upsert(TASKS),

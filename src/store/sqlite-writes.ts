@@ -85,42 +85,41 @@ export class SqliteWrites {
   }
 
   #apply(change: Change, eventIds: number[]): void {
-    const run = (name: Parameters<Statements["run"]>[0], ...values: SqlValue[]) =>
-      this.#statements.run(name, ...values);
+    const statements = this.#statements;
     switch (change.op) {
       case "putJob":
-        run("putJob", ...(CODEC.jobs.encode(change.job) as SqlValue[]));
+        statements.run("putJob", ...(CODEC.jobs.encode(change.job) as SqlValue[]));
         return;
       case "putTasks":
         this.#putTasks(change.tasks);
         return;
       case "putAttempt":
-        run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
+        statements.run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
         return;
       case "addEvent": {
-        const row = this.#statements
+        const row = statements
           .get("addEvent")
           .get(...(CODEC.events.encode(change.event) as SqlValue[])) as unknown as Row;
         eventIds.push(Number(row[0]));
         return;
       }
       case "putHost":
-        run("putHost", ...(CODEC.hosts.encode(change.host) as SqlValue[]));
+        statements.run("putHost", ...(CODEC.hosts.encode(change.host) as SqlValue[]));
         return;
       case "deleteHost":
-        run("deleteHost", change.name);
+        statements.run("deleteHost", change.name);
         return;
       case "putToken":
-        run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
+        statements.run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
         return;
       case "deleteJob":
-        run("deleteJobAttempts", change.jobId);
-        run("deleteJobTasks", change.jobId);
-        run("deleteJobEvents", change.jobId);
-        run("deleteJob", change.jobId);
+        statements.run("deleteJobAttempts", change.jobId);
+        statements.run("deleteJobTasks", change.jobId);
+        statements.run("deleteJobEvents", change.jobId);
+        statements.run("deleteJob", change.jobId);
         return;
       case "setMeta":
-        run("setMeta", change.key, change.value);
+        statements.run("setMeta", change.key, change.value);
         return;
       default: {
         const unknown: never = change;

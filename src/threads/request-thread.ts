@@ -16,7 +16,7 @@ export interface ThreadFailure {
 
 type Answer = { id: number; value: unknown } | { id: number; failure: ThreadFailure };
 
-export function failureOf(error: unknown): ThreadFailure {
+function failureOf(error: unknown): ThreadFailure {
   if (!(error instanceof Error)) return { name: "Error", message: String(error), fields: {} };
   const fields: ThreadFailure["fields"] = {};
   for (const [key, value] of Object.entries(error))
@@ -26,7 +26,7 @@ export function failureOf(error: unknown): ThreadFailure {
 }
 
 /** An Error with the failure's message, name and fields; `revive` may give a class back first. */
-export function errorOf(failure: ThreadFailure, revive?: (failure: ThreadFailure) => Error | null): Error {
+function errorOf(failure: ThreadFailure, revive?: (failure: ThreadFailure) => Error | null): Error {
   const revived = revive?.(failure);
   if (revived) return revived;
   const error = failure.name === "RangeError" ? new RangeError(failure.message) : new Error(failure.message);
