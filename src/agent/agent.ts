@@ -28,6 +28,7 @@ import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
+import { SpareFolders } from "./spare-folders.ts";
 import { hostSpeed } from "./speed.ts";
 
 /** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
@@ -130,11 +131,13 @@ export class Agent {
       }),
       hostName: this.name,
       workDir: options.workDir,
+      spares: new SpareFolders(options.workDir),
     };
   }
 
   async start(): Promise<void> {
     await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
+    this.context.spares?.load();
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);

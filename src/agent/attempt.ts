@@ -1,12 +1,13 @@
 // One attempt on this host. Its folder is its durable record: start.json (what the server asked),
-// job.sh (the command with its environment), pid and exit (written by the supervisor), stop (a
+// job.sh (the command with its environment), pid and exit (written by the supervisor; the agent
+// adds the job's start time to pid), stop (a
 // stop request), stdout and stderr, run/ (the working folder), checkpoint/, notes/ (the progress
 // and requirements the job writes) and, for a rank, nodes. A restarted agent re-adopts attempts
 // from these folders; a folder goes away once the server has the attempt's end. A job run as
 // another account owns only its parts of the folder (attempt-folder.ts), and what it wrote is read
 // through job-file.ts.
 
-import { createWriteStream, lstatSync, mkdirSync, openAsBlob, writeFileSync } from "node:fs";
+import { appendFileSync, createWriteStream, lstatSync, mkdirSync, openAsBlob, writeFileSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
@@ -18,8 +19,10 @@ import { handOver, jobOwner, removeAttemptFolder, removeOwnAttemptFolder } from 
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
+import { bootTimeMs, isSameJob, parsePidFile, readProcStat } from "./job-process.ts";
 import { jobScript } from "./job-script.ts";
 import type { JobUser } from "./run-as.ts";
+import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
 export const GANG_CHECKPOINT_POLL_MS = 250;
@@ -32,6 +35,8 @@ export interface AttemptContext {
   http: HttpClient;
   hostName: string;
   workDir: string;
+  /** Kept attempt folders for jobs of the agent's own account; without it, each is made and removed. */
+  spares?: SpareFolders;
 }
 
 export interface AttemptResult {
@@ -77,8 +82,10 @@ export class Attempt {
   pid: number | null = null;
   /** The uid the job runs as when it is not the agent's: only its own files are read from the job's parts. */
   private owner: number | null = null;
-  /** The job's start time in /proc terms, as the supervisor recorded it beside the pid. */
+  /** The job's start time in /proc terms, as the agent recorded it beside the pid (job-process.ts). */
   private pidStartTime: string | null = null;
+  /** When the supervisor wrote the pid file: stands in for a start time the agent could not record. */
+  private pidWrittenMs: number | null = null;
   /** When the job process started (ms), for the time limit. */
   startedAt: number | null = null;
   exitCode: number | null = null;
@@ -136,23 +143,25 @@ export class Attempt {
     // of a dozen round trips through the thread pool (the agent's CPU per short task went mostly
     // there), and block the event loop for well under a millisecond.
     // Nobody else sees it while it is prepared; the job's account sees its parts once handed over.
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const gang = this.spec.gang;
+    // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
+    if (gang && gang.rank === 0 && gang.coordinator === null)
+      gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
+    const startJson = JSON.stringify(this.spec);
+    // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),
+    // its start.json already written; the job's parts are new either way.
+    const reused = user === null && this.context.spares?.reuseAs(this.dir, startJson) === true;
+    if (!reused) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     for (const dir of [this.runDir, this.checkpointDir, this.notesDir]) mkdirSync(dir, { mode: 0o700 });
     // A job run as another account: its logs are made here, the agent's and private, for the
     // supervisor to append to. A job of the agent's own account: the supervisor's append makes
     // them, inside this private folder (two files fewer for each short task).
     if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeFileSync(path, "", { mode: 0o600 });
-    const gang = this.spec.gang;
-    if (gang) {
-      // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
-      if (gang.rank === 0 && gang.coordinator === null)
-        gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
-      writeFileSync(join(this.dir, "nodes"), nodesFile(gang.nodes));
-    }
-    writeFileSync(join(this.dir, "start.json"), JSON.stringify(this.spec), { mode: 0o600 });
+    if (gang) writeFileSync(join(this.dir, "nodes"), nodesFile(gang.nodes));
+    if (!reused) writeFileSync(join(this.dir, "start.json"), startJson, { mode: 0o600 });
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
-    writeFileSync(
+    writeInPlace(
       join(this.dir, "job.sh"),
       jobScript(this.spec, {
         runDir: this.runDir,
@@ -163,7 +172,6 @@ export class Attempt {
         nodesFile: join(this.dir, "nodes"),
         user,
       }),
-      { mode: 0o600 },
     );
     if (user) {
       await handOver(this.dir, user.account);
@@ -209,26 +217,31 @@ export class Attempt {
     return readJobFile(join(this.notesDir, "requirements"), this.owner, REQUIREMENTS_MAX_CHARS * 4 + 1);
   }
 
-  /** Reads the pid the supervisor recorded, if it has. */
+  /** Reads the pid the supervisor recorded, if it has, and the start time the agent added. */
   async readPid(): Promise<void> {
-    const pidLine = await readWhole(join(this.dir, "pid"));
-    if (!pidLine) return;
-    const [pid, start] = pidLine.trim().split(" ");
-    this.pid = Number(pid) || null;
-    this.pidStartTime = start ?? null;
-    this.startedAt ??= (await stat(join(this.dir, "pid"))).mtimeMs;
+    const path = join(this.dir, "pid");
+    const text = await readWhole(path);
+    if (!text) return;
+    const { pid, startTicks } = parsePidFile(text);
+    this.pid = pid;
+    this.pidStartTime = startTicks;
+    // The folder may go meanwhile (the attempt ended): the time is then not needed.
+    const written = (await stat(path).catch(() => null))?.mtimeMs;
+    if (written === undefined) return;
+    this.pidWrittenMs = written;
+    this.startedAt ??= written;
   }
 
-  /** The start time the supervisor recorded, to tell our job from a process that reused its pid. */
+  /** Whether the job still runs: its pid is held by the process that started as the job. */
   async isAlive(): Promise<boolean> {
     if (this.pid === null) return false;
-    if (this.pidStartTime === null) await this.readPid();
-    const recorded = this.pidStartTime;
-    const stat = await readFile(`/proc/${this.pid}/stat`, "utf8").catch(() => null);
-    if (!stat) return false;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (fields[0] === "Z") return false;
-    return !recorded || fields[19] === recorded;
+    if (this.pidStartTime === null && this.pidWrittenMs === null) await this.readPid();
+    if (this.pid === null) return false;
+    return isSameJob(readProcStat(this.pid), {
+      recordedStartTicks: this.pidStartTime,
+      pidWrittenMs: this.pidWrittenMs ?? Date.now(),
+      bootMs: bootTimeMs(),
+    });
   }
 
   async readExitFile(): Promise<number | null> {
@@ -238,10 +251,26 @@ export class Attempt {
 
   markStarted(pid: number, onCheckpointError?: (error: unknown) => void): void {
     this.pid = pid;
+    this.noteStartTime(pid);
     this.startedAt ??= Date.now();
     if (this.stopRequest) this.signal("SIGTERM");
     this.armTimeLimit();
     this.armCheckpoints(onCheckpointError);
+  }
+
+  /**
+   * Adds the job's start time to the pid file (job-process.ts): what tells the job from a process
+   * that reuses its pid later. A job gone already needs none: its exit is on its way.
+   */
+  private noteStartTime(pid: number): void {
+    const job = readProcStat(pid);
+    if (!job || job.state === "Z") return;
+    this.pidStartTime = job.startTicks;
+    try {
+      appendFileSync(join(this.dir, "pid"), `${job.startTicks}\n`);
+    } catch {
+      // The folder went (the attempt ended meanwhile): nothing to keep it for.
+    }
   }
 
   /** Uploads the checkpoint folder's changes every checkpoint interval while the job runs. */
@@ -325,8 +354,9 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
-    if (this.owner === null) removeOwnAttemptFolder(this.dir);
-    else await removeAttemptFolder(this.dir);
+    if (this.owner !== null) await removeAttemptFolder(this.dir);
+    else if (this.context.spares) this.context.spares.retire(this.dir);
+    else removeOwnAttemptFolder(this.dir);
   }
 
   private clearTimers(): void {
@@ -399,10 +429,13 @@ async function writeAtomic(path: string, content: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
-/** A file the supervisor wrote in one short write: whole once it ends in a newline, else not there yet. */
+/**
+ * A file the supervisor wrote in one short write: whole once it ends in a newline, else not there
+ * yet; blank in a kept folder (spare-folders.ts) until it is written.
+ */
 async function readWhole(path: string): Promise<string | null> {
   const text = await readFile(path, "utf8").catch(() => null);
-  return text?.endsWith("\n") ? text : null;
+  return text?.endsWith("\n") && text.trim() !== "" ? text : null;
 }
 
 async function readJson<T>(path: string): Promise<T | null> {

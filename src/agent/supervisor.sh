@@ -1,8 +1,8 @@
 # The supervisor of one attempt: a tiny forked copy of the launcher's sh between the launcher and
 # the job, outside the job's process group so that a stop signal to the job does not reach it, and
-# detached from the agent so that it outlives an agent crash. It records the job's pid (with its
-# start time, since a re-adopted pid is not a child and pids are reused) and its exit code in the
-# attempt folder, and tells the agent on stdout while the agent is there to hear it.
+# detached from the agent so that it outlives an agent crash. It records the job's pid (the agent
+# adds its start time, since a re-adopted pid is not a child and pids are reused) and its exit code
+# in the attempt folder, and tells the agent on stdout while the agent is there to hear it.
 # Sourced by launcher.sh, which runs `supervise DIR &` for each attempt folder DIR holding job.sh.
 supervise() {
   dir=$1
@@ -13,18 +13,14 @@ supervise() {
   # Only now, so that the job keeps the default SIGPIPE and SIGHUP: the supervisor must outlive
   # the agent and the pipe to it.
   trap '' PIPE HUP INT
-  start=
-  if read -r stat <"/proc/$pid/stat"; then
-    rest=${stat##*) }
-    # shellcheck disable=SC2086
-    set -- $rest
-    start=${20}
-  fi
-  # One short write each: a reader takes a file as whole once it ends in a newline.
-  echo "$pid $start" >"$dir/pid"
+  # One short write each: a reader takes a file as whole once it ends in a newline. Written over
+  # in place (1<>, no truncation): in a kept folder (spare-folders.ts) pid and exit hold a blank
+  # line until then. The agent adds the job's start time (job-process.ts): a shell would read
+  # /proc one byte a call.
+  echo "$pid" 1<>"$dir/pid"
   echo "started $pid $dir" 2>/dev/null
   wait "$pid"
   code=$?
-  echo "$code" >"$dir/exit"
+  echo "$code" 1<>"$dir/exit"
   echo "exited $code $dir" 2>/dev/null
 }

@@ -1,0 +1,135 @@
+// Attempt folders kept for the next attempts of jobs run as the agent's own account. A short task
+// otherwise makes and removes ten files and folders; on some filesystems that costs more than the
+// task (ext4 without a journal passes over every inode freed in the last seconds for each new one,
+// and frees data blocks with a discard). A retired folder keeps the parts only the agent and the
+// supervisor write (start.json, job.sh, pid, exit: rewritten in place, without truncating to
+// nothing, which would make ext4 allocate their blocks at once); the parts a job touches (run/,
+// checkpoint/, notes/, stdout, stderr and whatever else it left) go, and the next attempt gets new
+// ones, so that a process the job left behind that still holds one of them never reaches the next
+// job's.
+// Kept folders live in spare/, beside attempts/: a restarted agent never takes one for an attempt.
+
+import {
+  closeSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { basename, join } from "node:path";
+
+/** How many retired folders the agent keeps: more than a host runs at once needs no new folder. */
+export const SPARE_FOLDERS_MAX = 64;
+
+/** The files a kept folder keeps: only the agent and the supervisor write them. */
+export const KEPT_FILES = ["start.json", "job.sh", "pid", "exit"] as const;
+
+/** What the supervisor's records (pid, exit) read while nothing is recorded: blank, not a value. */
+export const BLANK_RECORD = "\n";
+
+/**
+ * Writes `content` over a kept file in place: no truncation to nothing (ext4 would allocate the
+ * file's blocks at once on close), only down to the new length. Makes the file when there is none.
+ */
+export function writeInPlace(path: string, content: string | Buffer): void {
+  const bytes = typeof content === "string" ? Buffer.from(content) : content;
+  let fd: number;
+  try {
+    fd = openSync(path, "r+");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    fd = openSync(path, "wx", 0o600);
+  }
+  try {
+    writeSync(fd, bytes, 0, bytes.length, 0);
+    ftruncateSync(fd, bytes.length);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Empties a folder down to its kept files: everything else goes, and so does a kept name that is
+ * no longer a plain file of its own (a job of the agent's account could swap one for a link);
+ * pid and exit read blank again.
+ */
+export function emptyForReuse(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const kept = (KEPT_FILES as readonly string[]).includes(name);
+    const info = kept ? lstatSync(path, { throwIfNoEntry: false }) : undefined;
+    if (!kept || !info?.isFile() || info.nlink !== 1) {
+      rmSync(path, { recursive: true, force: true });
+      continue;
+    }
+    if (name === "pid" || name === "exit") writeInPlace(path, BLANK_RECORD);
+  }
+}
+
+export class SpareFolders {
+  readonly #root: string;
+  readonly #max: number;
+  readonly #spares: string[] = [];
+  #named = 0;
+
+  constructor(workDir: string, max = SPARE_FOLDERS_MAX) {
+    this.#root = join(workDir, "spare");
+    this.#max = max;
+  }
+
+  /** Takes up the folders an earlier run of the agent kept, emptied again (it may have stopped midway). */
+  load(): void {
+    mkdirSync(this.#root, { recursive: true, mode: 0o700 });
+    for (const name of readdirSync(this.#root)) {
+      const dir = join(this.#root, name);
+      if (this.#spares.length >= this.#max || !lstatSync(dir).isDirectory()) {
+        rmSync(dir, { recursive: true, force: true });
+        continue;
+      }
+      emptyForReuse(dir);
+      this.#spares.push(dir);
+    }
+  }
+
+  get size(): number {
+    return this.#spares.length;
+  }
+
+  /**
+   * Moves a kept folder to `dir` with `startJson` written in it first (a restarted agent must never
+   * find an earlier attempt's start.json there), or returns false when none is kept.
+   */
+  reuseAs(dir: string, startJson: string): boolean {
+    const spare = this.#spares.pop();
+    if (spare === undefined) return false;
+    try {
+      writeInPlace(join(spare, "start.json"), startJson);
+      renameSync(spare, dir);
+      return true;
+    } catch {
+      // Not usable (removed by hand, the disk full): a new folder then.
+      rmSync(spare, { recursive: true, force: true });
+      return false;
+    }
+  }
+
+  /**
+   * Takes an ended attempt's folder out of attempts/ (at once, in one rename) and keeps it emptied,
+   * or removes it when enough are kept.
+   */
+  retire(dir: string): void {
+    if (this.#spares.length >= this.#max) {
+      rmSync(join(dir, "start.json"), { force: true });
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    }
+    const spare = join(this.#root, `${basename(dir)}.${this.#named++}`);
+    renameSync(dir, spare);
+    emptyForReuse(spare);
+    this.#spares.push(spare);
+  }
+}
