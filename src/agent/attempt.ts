@@ -19,7 +19,7 @@ import { handOver, jobOwner, removeAttemptFolder, removeOwnAttemptFolder } from 
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
-import { bootTimeMs, isSameJob, parsePidFile, readProcStat } from "./job-process.ts";
+import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { jobScript } from "./job-script.ts";
 import type { JobUser } from "./run-as.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
@@ -369,12 +369,7 @@ export class Attempt {
   }
 
   private signal(signal: NodeJS.Signals): void {
-    if (this.pid === null) return;
-    try {
-      process.kill(-this.pid, signal);
-    } catch {
-      // The group is gone already.
-    }
+    if (this.pid !== null) signalGroup(this.pid, signal);
   }
 
   private async stageIn(): Promise<void> {

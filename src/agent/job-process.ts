@@ -4,7 +4,7 @@
 // the agent go down before it could, the pid file's time stands in: the job started before its
 // supervisor wrote the pid, a process that reused the pid after.
 
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 
 /** Clock ticks a second in /proc's times (USER_HZ: 100 on every architecture Linux runs agents on). */
 export const PROC_TICKS_PER_SECOND = 100;
@@ -28,12 +28,43 @@ export function parseProcStat(line: string): ProcStat | null {
   return { state: fields[0], startTicks };
 }
 
+/** A stat line is a few hundred bytes: one read into this. */
+const statBuffer = Buffer.alloc(4096);
+
 /** /proc/PID/stat of a live (or not yet reaped) process, or null when there is none. */
 export function readProcStat(pid: number): ProcStat | null {
+  let fd: number;
   try {
-    return parseProcStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    fd = openSync(`/proc/${pid}/stat`, "r");
   } catch {
     return null;
+  }
+  try {
+    const length = readSync(fd, statBuffer, 0, statBuffer.length, 0);
+    return parseProcStat(statBuffer.toString("latin1", 0, length));
+  } catch {
+    // Gone between the open and the read.
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Sends `signal` to the process group `pid` leads; false when there is none. Most often there is
+ * none (a short job's group is gone when it ends): the error that says so is made without the
+ * stack trace that would cost more than the signal.
+ */
+export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 

@@ -17,7 +17,9 @@ import {
   openSync,
   readdirSync,
   renameSync,
+  rmdirSync,
   rmSync,
+  unlinkSync,
   writeSync,
 } from "node:fs";
 import { basename, join } from "node:path";
@@ -58,15 +60,27 @@ export function writeInPlace(path: string, content: string | Buffer): void {
  * pid and exit read blank again.
  */
 export function emptyForReuse(dir: string): void {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const kept = (KEPT_FILES as readonly string[]).includes(name);
-    const info = kept ? lstatSync(path, { throwIfNoEntry: false }) : undefined;
-    if (!kept || !info?.isFile() || info.nlink !== 1) {
-      rmSync(path, { recursive: true, force: true });
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    const kept = (KEPT_FILES as readonly string[]).includes(entry.name);
+    if (!kept || !entry.isFile() || lstatSync(path).nlink !== 1) {
+      remove(path, entry.isDirectory());
       continue;
     }
-    if (name === "pid" || name === "exit") writeInPlace(path, BLANK_RECORD);
+    if (entry.name === "pid" || entry.name === "exit") writeInPlace(path, BLANK_RECORD);
+  }
+}
+
+/**
+ * Removes a file or folder: most are a file or an empty folder, each gone in one call; a folder the
+ * job filled goes by the recursive removal.
+ */
+function remove(path: string, isDirectory: boolean): void {
+  try {
+    if (isDirectory) rmdirSync(path);
+    else unlinkSync(path);
+  } catch {
+    rmSync(path, { recursive: true, force: true });
   }
 }
 

@@ -40,7 +40,7 @@ function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
   if (!live || live.attempt.state === "stopping") return null;
   if (entry.migrateTo) {
     const task = live.job.tasks[entry.taskIndex];
-    task.migration = { to: entry.migrateTo.to, from: live.attempt.host };
+    live.job.setMigration(task, { to: entry.migrateTo.to, from: live.attempt.host });
     step.change({ op: "putTasks", tasks: [task] });
     step.state.movedAt.set(`${entry.jobId}/${entry.taskIndex}`, step.now);
   }
@@ -73,7 +73,7 @@ function applyPlacement(step: Step, placement: Placement): { job: JobEntry; atte
   task.attempts += 1;
   task.notBefore = null;
   const migration = task.migration;
-  task.migration = null;
+  job.setMigration(task, null);
   const attempt = newAttempt(task, ranks, now);
   state.setTaskState(job, task, "running");
   job.addAttempt(attempt);

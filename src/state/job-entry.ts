@@ -5,7 +5,7 @@ import { type CompiledExpression, compileExpression } from "../model/cel.ts";
 import { isLive } from "../model/ids.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../model/job-state.ts";
 import { nodesOf } from "../model/jobfile.ts";
-import type { AttemptRecord, JobRecord, TaskRecord } from "../model/records.ts";
+import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../model/records.ts";
 import { mayAddReplica } from "../model/replicas.ts";
 import type { TaskState } from "../model/states.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
@@ -38,6 +38,8 @@ export class JobEntry implements JobView {
   /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
   #finished = { count: 0, seconds: 0 };
   #checkpoints = false;
+  /** Tasks with a migration rule (TaskRecord.migration): made when the first gets one (they are few). */
+  #migrating: Set<number> | null = null;
   /** A multi-node job's next attempt after a lost rank: back to the healthy hosts, the lost avoided. */
   gangRestart: { previous: (string | null)[]; avoid: string[] } | null = null;
 
@@ -50,6 +52,7 @@ export class JobEntry implements JobView {
     this.rank = record.spec.rank ? compileExpression(record.spec.rank) : null;
     for (const task of tasks) {
       if (task.checkpoint !== null) this.#checkpoints = true;
+      if (task.migration !== null) (this.#migrating ??= new Set()).add(task.index);
       this.counts[countBucket(task.state)]++;
       if (task.state === "pending") this.addPending(task);
     }
@@ -154,13 +157,23 @@ export class JobEntry implements JobView {
     }
   }
 
+  /** Ready tasks with a migration rule, each with the hosts it allows: found without a pass over every ready task. */
   *constrainedTasks(now: number): Iterable<ConstrainedTask> {
-    for (const index of this.ready) {
+    if (!this.#migrating) return;
+    for (const index of this.#migrating) {
       const task = this.tasks[index];
       const rule = task.migration;
-      if (rule === null || (task.notBefore !== null && task.notBefore > now)) continue;
+      if (rule === null || !this.ready.has(index) || (task.notBefore !== null && task.notBefore > now))
+        continue;
       yield { index, allows: (host) => (rule.to ? host === rule.to : host !== rule.from) };
     }
+  }
+
+  /** Records where a task's next attempt may go (a migration), or that it may go anywhere again. */
+  setMigration(task: TaskRecord, rule: MigrationIntent | null): void {
+    task.migration = rule;
+    if (rule) (this.#migrating ??= new Set()).add(task.index);
+    else this.#migrating?.delete(task.index);
   }
 
   /** Moves a task to a new state, keeping the counts and the pending sets right. */

@@ -157,3 +157,30 @@ describe("JobQueue", () => {
     expect(queue.schedulable().map((job) => job.id)).toEqual(["next"]);
   });
 });
+
+describe("JobEntry.constrainedTasks", () => {
+  const found = (job: JobEntry, now = 0) => [...job.constrainedTasks(now)].map((task) => task.index);
+
+  it("finds the ready tasks with a migration rule, set on the entry or loaded with the task, and only those", () => {
+    const job = entry("m", 0, 1, 5);
+    expect(found(job)).toEqual([]);
+    job.setMigration(job.tasks[3], { to: "h2", from: "h1" });
+    job.setMigration(job.tasks[1], { to: null, from: "h1" });
+    expect(found(job).sort()).toEqual([1, 3]);
+    const [toH2] = [...job.constrainedTasks(0)].filter((task) => task.index === 3);
+    expect([toH2.allows("h2"), toH2.allows("h1"), toH2.allows("h3")]).toEqual([true, false, false]);
+    // A task placed again may go anywhere; one not ready (running, or backing off) is not offered.
+    job.setMigration(job.tasks[3], null);
+    job.setTaskState(job.tasks[1], "running");
+    expect(found(job)).toEqual([]);
+    job.setTaskState(job.tasks[1], "pending");
+    expect(found(job)).toEqual([1]);
+    job.tasks[1].notBefore = 50;
+    expect(found(job, 10)).toEqual([]);
+    expect(found(job, 50)).toEqual([1]);
+    // Recovered from the store with the rule on the record.
+    job.tasks[1].notBefore = null;
+    const recovered = new JobEntry(job.record, ++seq, job.tasks);
+    expect(found(recovered)).toEqual([1]);
+  });
+});
