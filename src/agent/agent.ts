@@ -90,7 +90,7 @@ export class Agent {
   private readonly attempts = new Map<string, Attempt>();
   private readonly byDir = new Map<string, Attempt>();
   private readonly outbox = new Outbox();
-  private readonly launcher = new Launcher();
+  private readonly launcher: Launcher;
   private readonly missingSince = new Map<string, number>();
   private ws: WebSocket | null = null;
   private serverIndex = 0;
@@ -133,6 +133,7 @@ export class Agent {
       workDir: options.workDir,
       spares: new SpareFolders(options.workDir),
     };
+    this.launcher = new Launcher(join(options.workDir, "attempts"));
   }
 
   async start(): Promise<void> {

@@ -1,11 +1,11 @@
 // One attempt on this host. Its folder is its durable record: start.json (what the server asked),
 // job.sh (the command with its environment), pid and exit (written by the supervisor; the agent
-// adds the job's start time to pid), stop (a
-// stop request), stdout and stderr, run/ (the working folder), checkpoint/, notes/ (the progress
-// and requirements the job writes) and, for a rank, nodes. A restarted agent re-adopts attempts
-// from these folders; a folder goes away once the server has the attempt's end. A job run as
-// another account owns only its parts of the folder (attempt-folder.ts), and what it wrote is read
-// through job-file.ts.
+// adds the job's start time to pid), stop (a stop request), stdout and stderr, run/ (the working
+// folder), checkpoint/, the progress and requirements files the job writes (in notes/ for a job
+// run as another account, which owns that folder) and, for a rank, nodes. A restarted agent
+// re-adopts attempts from these folders; once the server has the attempt's end its folder goes, or
+// is kept for a later attempt (spare-folders.ts). A job run as another account owns only its parts
+// of the folder (attempt-folder.ts), and what it wrote is read through job-file.ts.
 
 import { appendFileSync, createWriteStream, lstatSync, mkdirSync, openAsBlob, writeFileSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
@@ -75,8 +75,8 @@ export class Attempt {
   readonly spec: StartMessage;
   readonly dir: string;
   readonly runDir: string;
-  /** The job's progress and requirements files. */
-  readonly notesDir: string;
+  /** Where the job writes its progress and requirements: notes/ when another account runs it (set by prepare or adopt). */
+  #notes: string | null = null;
   readonly stdoutPath: string;
   readonly stderrPath: string;
   pid: number | null = null;
@@ -111,7 +111,6 @@ export class Attempt {
       attemptDirName(spec.jobId, spec.taskIndex, spec.attempt, spec.gang?.rank),
     );
     this.runDir = join(this.dir, "run");
-    this.notesDir = join(this.dir, "notes");
     this.stdoutPath = join(this.dir, "stdout");
     this.stderrPath = join(this.dir, "stderr");
     this.checkpoint = new CheckpointSync({
@@ -130,6 +129,11 @@ export class Attempt {
 
   get checkpointDir(): string {
     return join(this.dir, "checkpoint");
+  }
+
+  /** The folder of the job's progress and requirements files: the attempt's own, for a job of the agent's account. */
+  get notesDir(): string {
+    return this.#notes ?? this.dir;
   }
 
   /**
@@ -152,7 +156,11 @@ export class Attempt {
     // its start.json already written; the job's parts are new either way.
     const reused = user === null && this.context.spares?.reuseAs(this.dir, startJson) === true;
     if (!reused) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    for (const dir of [this.runDir, this.checkpointDir, this.notesDir]) mkdirSync(dir, { mode: 0o700 });
+    // Another account's job writes its notes in a folder of its own; one of the agent's account in
+    // the attempt's (one folder fewer to make and remove for each short task).
+    if (user) this.#notes = join(this.dir, "notes");
+    for (const dir of [this.runDir, this.checkpointDir, this.#notes])
+      if (dir) mkdirSync(dir, { mode: 0o700 });
     // A job run as another account: its logs are made here, the agent's and private, for the
     // supervisor to append to. A job of the agent's own account: the supervisor's append makes
     // them, inside this private folder (two files fewer for each short task).
@@ -195,6 +203,8 @@ export class Attempt {
     const attempt = new Attempt(spec, context);
     attempt.adopted = true;
     attempt.ownedBy((await jobOwner(dir))?.uid ?? null);
+    if (lstatSync(join(dir, "notes"), { throwIfNoEntry: false })?.isDirectory())
+      attempt.#notes = join(dir, "notes");
     attempt.stopRequest = await readJson<StopRequest>(join(dir, "stop"));
     await attempt.readPid();
     const exit = await readWhole(join(dir, "exit"));

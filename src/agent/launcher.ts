@@ -1,9 +1,10 @@
 // Starts attempts through one long-lived sh (launcher.sh), which forks a supervisor (supervisor.sh)
-// per attempt. The supervisors tell us on the launcher's stdout when a job started and exited.
+// per attempt. The supervisors tell us on the launcher's stdout when a job started and exited. The
+// launcher works in the attempts folder: it hears and tells attempts by their folder's name.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 
 const LAUNCHER = join(import.meta.dirname, "launcher.sh");
@@ -12,11 +13,19 @@ const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
 export class Launcher extends EventEmitter<{ started: [string, number]; exited: [string, number] }> {
   private child: ChildProcess | null = null;
   private closed = false;
+  /** The folder of the attempt folders: the launcher works there, and is told only their names. */
+  private readonly root: string;
+
+  constructor(root: string) {
+    super();
+    this.root = root;
+  }
 
   start(): void {
     this.closed = false;
     // Its own session: a terminal's Ctrl-C to the agent does not reach the supervisors.
     const child = spawn("/bin/sh", [LAUNCHER, SUPERVISOR], {
+      cwd: this.root,
       stdio: ["pipe", "pipe", "ignore"],
       detached: true,
     });
@@ -30,9 +39,11 @@ export class Launcher extends EventEmitter<{ started: [string, number]; exited: 
     child.unref();
   }
 
+  /** Starts the attempt of folder `dir`, one in the root. */
   launch(dir: string): void {
     if (!this.child) this.start();
-    this.child!.stdin!.write(`${dir}\n`);
+    // Its name alone: the launcher's shell reads its input one byte a call.
+    this.child!.stdin!.write(`${relative(this.root, dir)}\n`);
   }
 
   close(): void {
@@ -44,7 +55,8 @@ export class Launcher extends EventEmitter<{ started: [string, number]; exited: 
   private parse(line: string): void {
     const match = /^(started|exited) (\d+) (.+)$/.exec(line);
     if (!match) return;
-    if (match[1] === "started") this.emit("started", match[3], Number(match[2]));
-    else this.emit("exited", match[3], Number(match[2]));
+    const dir = join(this.root, match[3]);
+    if (match[1] === "started") this.emit("started", dir, Number(match[2]));
+    else this.emit("exited", dir, Number(match[2]));
   }
 }
