@@ -28,7 +28,7 @@ import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
-import { SpareFolders } from "./spare-folders.ts";
+import { SPARE_FOLDERS_MAX, SpareFolders } from "./spare-folders.ts";
 import { hostSpeed } from "./speed.ts";
 
 /** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
@@ -131,7 +131,7 @@ export class Agent {
       }),
       hostName: this.name,
       workDir: options.workDir,
-      spares: new SpareFolders(options.workDir),
+      spares: new SpareFolders(options.workDir, Math.max(SPARE_FOLDERS_MAX, 2 * this.slots)),
     };
     this.launcher = new Launcher(join(options.workDir, "attempts"));
   }

@@ -24,7 +24,7 @@ import {
 } from "node:fs";
 import { basename, join } from "node:path";
 
-/** How many retired folders the agent keeps: more than a host runs at once needs no new folder. */
+/** How many retired folders the agent keeps at least (twice its slots when that is more): as many as run at once make no new folder. */
 export const SPARE_FOLDERS_MAX = 64;
 
 /** The files a kept folder keeps: only the agent and the supervisor write them. */
