@@ -52,7 +52,7 @@ export class JobEntry implements JobView {
     this.rank = record.spec.rank ? compileExpression(record.spec.rank) : null;
     for (const task of tasks) {
       if (task.checkpoint !== null) this.#checkpoints = true;
-      if (task.migration !== null) (this.#migrating ??= new Set()).add(task.index);
+      if (task.migration !== null) this.#migratingTasks().add(task.index);
       this.counts[countBucket(task.state)]++;
       if (task.state === "pending") this.addPending(task);
     }
@@ -172,8 +172,13 @@ export class JobEntry implements JobView {
   /** Records where a task's next attempt may go (a migration), or that it may go anywhere again. */
   setMigration(task: TaskRecord, rule: MigrationIntent | null): void {
     task.migration = rule;
-    if (rule) (this.#migrating ??= new Set()).add(task.index);
+    if (rule) this.#migratingTasks().add(task.index);
     else this.#migrating?.delete(task.index);
+  }
+
+  #migratingTasks(): Set<number> {
+    this.#migrating ??= new Set();
+    return this.#migrating;
   }
 
   /** Moves a task to a new state, keeping the counts and the pending sets right. */
