@@ -13,6 +13,7 @@ import {
   type StewardProcess,
   startUp,
   tempDir,
+  waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
@@ -38,33 +39,40 @@ describe("kept attempt folders", () => {
     const spare = join(steward.data, "agents", "local-1", "spare");
     // Job A leaves a process in a session of its own, which waits for job B to run, then writes to
     // its stdout, its working folder and its checkpoint folder, and notes whether each took.
+    // Each wait gives up after 20 s, so that a failure shows as one rather than as a hang.
+    const waitFile = (name: string) =>
+      `i=0; while [ ! -e ${shared}/${name} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`;
     const leftBehind = [
-      `while [ ! -e ${shared}/b-started ]; do sleep 0.05; done`,
+      `touch ${shared}/escaped`,
+      waitFile("b-started"),
       "echo leaked",
       `echo leaked > leaked.txt 2>/dev/null && echo run-wrote >> ${shared}/where || echo run-refused >> ${shared}/where`,
       `echo leaked > "$STEWARD_CHECKPOINT_DIR/leaked" 2>/dev/null && echo checkpoint-wrote >> ${shared}/where || echo checkpoint-refused >> ${shared}/where`,
       `touch ${shared}/leaked-done`,
     ].join("; ");
     const a = await api(steward, "POST", "/api/v1/jobs", {
-      command: `setsid sh -c '${leftBehind}' & echo first`,
+      // A ends only once that process has a session of its own: the group kill at A's end misses it.
+      command: `setsid sh -c '${leftBehind}' & ${waitFile("escaped")}; echo first`,
     });
     expect((await waitForJobEnd(steward, a.id)).state).toBe("succeeded");
-    expect(readdirSync(spare)).toHaveLength(1);
+    // The agent keeps the folder once the server has the end.
+    await waitFor("A's folder kept", () => readdirSync(spare).length === 1);
     const b = await api(steward, "POST", "/api/v1/jobs", {
       command: [
         `touch ${shared}/b-started`,
-        `while [ ! -e ${shared}/leaked-done ]; do sleep 0.05; done`,
+        waitFile("leaked-done"),
         "ls -A",
         'ls -A "$STEWARD_CHECKPOINT_DIR"',
+        // B runs in the folder A left: none is kept meanwhile.
+        `echo kept: $(ls -A ${spare} | wc -l)`,
         "echo second",
       ].join("; "),
     });
     expect((await waitForJobEnd(steward, b.id)).state).toBe("succeeded");
     expect(readFileSync(join(shared, "where"), "utf8")).toBe("run-refused\ncheckpoint-refused\n");
-    expect(await logOf(b.id)).toBe("second\n");
+    expect(await logOf(b.id)).toBe("kept: 0\nsecond\n");
     expect(await logOf(a.id)).toBe("first\n");
-    // B ran in the folder A left (one kept folder, not two), and went back there after.
-    expect(readdirSync(spare)).toHaveLength(1);
+    await waitFor("B's folder kept", () => readdirSync(spare).length === 1);
     expect(existsSync(join(shared, "leaked-done"))).toBe(true);
   });
 });
