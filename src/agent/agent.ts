@@ -138,7 +138,7 @@ export class Agent {
 
   async start(): Promise<void> {
     await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
-    this.context.spares?.load();
+    this.context.spares.load();
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);

@@ -52,8 +52,9 @@ export async function jobOwner(dir: string): Promise<{ uid: number; gid: number 
 }
 
 /**
- * Removes the folder of an attempt whose job ran as the agent's own account: nothing in it is
- * another account's, so it goes at once (start.json first, as below), without a look at each part.
+ * Removes the folder of an attempt whose job ran as the agent's own account, when no more folders
+ * are kept (spare-folders.ts): nothing in it is another account's, so it goes at once (start.json
+ * first, as below), without a look at each part.
  * Synchronous: Node removes a tree in one native call, where the asynchronous rm takes a round
  * trip through the thread pool for each file (most of the agent's work for a short task).
  */

@@ -15,7 +15,7 @@ import { pipeline } from "node:stream/promises";
 import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
-import { handOver, jobOwner, removeAttemptFolder, removeOwnAttemptFolder } from "./attempt-folder.ts";
+import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
@@ -35,8 +35,8 @@ export interface AttemptContext {
   http: HttpClient;
   hostName: string;
   workDir: string;
-  /** Kept attempt folders for jobs of the agent's own account; without it, each is made and removed. */
-  spares?: SpareFolders;
+  /** Kept attempt folders for jobs of the agent's own account. */
+  spares: SpareFolders;
 }
 
 export interface AttemptResult {
@@ -154,7 +154,7 @@ export class Attempt {
     const startJson = JSON.stringify(this.spec);
     // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),
     // its start.json already written; the job's parts are new either way.
-    const reused = user === null && this.context.spares?.reuseAs(this.dir, startJson) === true;
+    const reused = user === null && this.context.spares.reuseAs(this.dir, startJson);
     if (!reused) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     // Another account's job writes its notes in a folder of its own; one of the agent's account in
     // the attempt's (one folder fewer to make and remove for each short task).
@@ -365,8 +365,7 @@ export class Attempt {
   async cleanup(): Promise<void> {
     this.clearTimers();
     if (this.owner !== null) await removeAttemptFolder(this.dir);
-    else if (this.context.spares) this.context.spares.retire(this.dir);
-    else removeOwnAttemptFolder(this.dir);
+    else this.context.spares.retire(this.dir);
   }
 
   private clearTimers(): void {

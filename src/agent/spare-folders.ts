@@ -23,6 +23,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, join } from "node:path";
+import { removeOwnAttemptFolder } from "./attempt-folder.ts";
 
 /** How many retired folders the agent keeps at least (twice its slots when that is more): as many as run at once make no new folder. */
 export const SPARE_FOLDERS_MAX = 64;
@@ -137,8 +138,7 @@ export class SpareFolders {
    */
   retire(dir: string): void {
     if (this.#spares.length >= this.#max) {
-      rmSync(join(dir, "start.json"), { force: true });
-      rmSync(dir, { recursive: true, force: true });
+      removeOwnAttemptFolder(dir);
       return;
     }
     const spare = join(this.#root, `${basename(dir)}.${this.#named++}`);
