@@ -68,6 +68,13 @@ export function defaultAddress(): string {
 /** Why a leaving pilot's attempts end `migrated`. */
 export const LEAVING_REASON = "pilot ended by its batch system";
 
+/**
+ * How long a pilot holds the end of a job killed by a signal the agent did not send. A batch system
+ * ending the pilot (scancel) signals the job and the agent at once, and the job's end may be heard
+ * first: told to leave meanwhile, the agent reports a migration, not the job's failure.
+ */
+export const SIGNALLED_END_HOLD_MS = 1000;
+
 /** How long a leaving pilot waits for its attempts to stop and their reports to be acknowledged. */
 export const LEAVE_TIMEOUT_MS = 25_000;
 
@@ -105,6 +112,7 @@ export class Agent {
   private stopped = false;
   /** Leaving (a pilot's batch job ends): said in every hello from now on. */
   private leaving = false;
+  private leavingReason = LEAVING_REASON;
   private readonly runAs: RunAs;
   /** The host credential the server gave at the first join (host-credential in the work folder). */
   private credential: string | null = null;
@@ -178,6 +186,7 @@ export class Agent {
     // First the server hears it: the host is drained before its attempts' ends arrive (and from
     // its hello on, if it has to connect again: a pilot frozen, then woken by its batch system).
     this.leaving = true;
+    this.leavingReason = reason;
     this.report({ kind: "leaving", reason });
     for (const attempt of [...this.attempts.values()]) {
       if (!attempt.ended) await attempt.stop("migrated", reason, attempt.spec.graceSeconds);
@@ -304,6 +313,11 @@ export class Agent {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.ended) return;
     attempt.ended = true;
+    const pilot = this.options.endsAt !== undefined;
+    if (pilot && !this.leaving && code !== null && code > 128 && !attempt.stopping) {
+      await new Promise((resolve) => setTimeout(resolve, SIGNALLED_END_HOLD_MS));
+      if (this.leaving) await attempt.stop("migrated", this.leavingReason, 0);
+    }
     const result = await attempt.finish(code);
     await this.flushAttemptLogs(attempt);
     this.report({ kind: "ended", ...ref(attempt), ...result });

@@ -307,6 +307,11 @@ export class Attempt {
     this.limitTimer.unref();
   }
 
+  /** Whether the agent asked the job to stop (a migration, preemption, cancel, time limit). */
+  get stopping(): boolean {
+    return this.stopRequest !== null;
+  }
+
   /** Stop request: SIGTERM to the process group, then SIGKILL after the grace period. Kept on disk. */
   async stop(outcome: StopOutcome, reason: string, graceSeconds: number): Promise<void> {
     if (this.stopRequest || this.exitCode !== null) return;
