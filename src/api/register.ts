@@ -15,6 +15,7 @@ import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
 import { registerDashboard } from "../server/dashboard.ts";
+import { internalErrorAnswer } from "../server/last-resort.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -154,8 +155,9 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     if (error.statusCode && error.statusCode < 500) {
       return reply.code(error.statusCode).send(answer(error.code ?? "bad_request", error.message));
     }
+    // The log has the details, under the request's id; the answer has only the id.
     request.log.error({ err: error }, "request failed");
-    return reply.code(500).send(answer("internal", error.message));
+    return reply.code(500).send(internalErrorAnswer(request.id));
   });
 
   const submitLimiter = new SubmitRateLimiter(

@@ -2,7 +2,7 @@
 // checkpoint objects from agents. A larger one is refused with 413 and a message that names the
 // limit; what was stored of it is dropped by the blob store (a write that fails leaves nothing).
 
-import { type Readable, Transform } from "node:stream";
+import { finished, type Readable, Transform } from "node:stream";
 
 /** The default of `--max-upload-mb`: 4 GiB per file. */
 export const DEFAULT_MAX_UPLOAD_MB = 4096;
@@ -27,20 +27,42 @@ export function uploadTooLarge(what: string, maxBytes: number): UploadTooLargeEr
   );
 }
 
-/** The body, failing with UploadTooLargeError once more than `maxBytes` have come. */
-export function limitUpload(body: Readable, maxBytes: number, what: string): Readable {
+/**
+ * The body, failing with UploadTooLargeError once more than `maxBytes` have come; `observe` sees
+ * each chunk on its way (a checksum). An error of the
+ * body (cut short, malformed), even one it had before this call, fails the result, and its reader
+ * sees it whenever it starts reading: a failed upload never hangs its request, and never emits an
+ * 'error' nobody hears (which would end the process). Once the result is done with (read, failed
+ * or given up by its reader), the rest of the body is read past, so that the request can be
+ * answered; the body itself is not destroyed (it may be the request, which carries the answer).
+ */
+export function limitUpload(
+  body: Readable,
+  maxBytes: number,
+  what: string,
+  observe: (chunk: Buffer) => void = () => {},
+): Readable {
   let seen = 0;
   const limited = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       seen += chunk.length;
       if (seen > maxBytes) {
-        body.resume();
         done(uploadTooLarge(what, maxBytes));
         return;
       }
+      observe(chunk);
       done(null, chunk);
     },
   });
-  body.on("error", (error) => limited.destroy(error));
+  finished(body, (error) => {
+    if (error) limited.destroy(error);
+  });
+  // pipe() re-emits a destination's error when nothing else listens: the reader, who may not have
+  // started yet, learns of it from the stream's state instead.
+  limited.on("error", () => {});
+  limited.on("close", () => {
+    body.unpipe(limited);
+    if (!body.readableEnded && !body.destroyed) body.resume();
+  });
   return body.pipe(limited);
 }

@@ -88,6 +88,7 @@ export function serverOptions(
     tlsCert?: string;
     tlsKey?: string;
     maxUploadMb?: number;
+    bodyTimeoutSeconds?: number;
     submitRate?: number;
     submitBurst?: number;
   } & PolicyFlags,
@@ -105,6 +106,7 @@ export function serverOptions(
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
+    bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {
           submitLimit: {

@@ -6,6 +6,7 @@ import multipart from "@fastify/multipart";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-timeout.ts";
 import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
 import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
@@ -19,6 +20,7 @@ import type { Store } from "../store/store.ts";
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, NotLeaderError } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
+import { trackRequests } from "./last-resort.ts";
 
 export const DEFAULT_PORT = 4780;
 /** The `steward` executable pilots run (this checkout's). */
@@ -46,6 +48,8 @@ export interface ServerOptions {
   maxUploadMb?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`); admins are not limited. */
   submitLimit?: RateLimit;
+  /** A request body that pauses this long is dropped with 408 (`--body-timeout-seconds`, default 60). */
+  bodyTimeoutSeconds?: number;
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
   log: Logger;
@@ -121,6 +125,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024 * 1024,
   });
+  trackRequests(app);
+  const bodyTimeoutSeconds = options.bodyTimeoutSeconds ?? DEFAULT_BODY_TIMEOUT_SECONDS;
+  watchBodyTimeouts(app.server, bodyTimeoutSeconds, (request) =>
+    log.warn(
+      { method: request.method, url: request.url, remote: request.socket.remoteAddress },
+      `request body stopped arriving for ${bodyTimeoutSeconds} s: answered 408 and closed`,
+    ),
+  );
   await app.register(multipart, {
     // A file over the limit is refused by the route (413, naming the limit), before the parser's own.
     limits: { fileSize: maxUploadBytes + 1, files: 100_000, fieldSize: MAX_JOB_FILE_BYTES },

@@ -2,7 +2,7 @@
 // current attempt may upload.
 
 import { createHash } from "node:crypto";
-import { Readable, Transform } from "node:stream";
+import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
@@ -178,15 +178,7 @@ export function registerAgentFileRoutes(
       // From the request's arrival to the last byte stored: the transfer rate moves are priced with.
       const startedAt = performance.now();
       const hash = createHash("sha256");
-      const hashed = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          hash.update(chunk);
-          done(null, chunk);
-        },
-      });
-      const limited = limitUpload(body, maxUploadBytes, "a checkpoint file");
-      limited.on("error", (error) => hashed.destroy(error));
-      limited.pipe(hashed);
+      const hashed = limitUpload(body, maxUploadBytes, "a checkpoint file", (chunk) => hash.update(chunk));
       const info = await blobs.write(key, hashed);
       if (hash.digest("hex") !== sha) {
         await blobs.deletePrefix(key);

@@ -515,20 +515,10 @@ async function submitMultipart(
         part.file.resume();
         throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
       }
-      // A body cut short or malformed fails the file's stream: the request's fault, not the store's.
-      let broken: Error | null = null;
-      part.file.once("error", (error: Error) => {
-        broken = error;
-      });
       try {
         await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
       } catch (error) {
-        if (error instanceof UploadTooLargeError) throw error;
-        // The parser's own size limit (the same number) says so with a 413 of its own.
-        if ((broken as { statusCode?: number } | null)?.statusCode === 413)
-          throw uploadTooLarge(`input ${path}`, maxUploadBytes);
-        if (broken) throw malformedMultipart(broken);
-        throw error;
+        throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
       }
       received.add(path);
     }
@@ -542,6 +532,21 @@ async function submitMultipart(
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;
   }
+}
+
+/**
+ * Why an input's upload failed: too large (413), a body cut short or malformed (400, the request's
+ * fault: the file's stream failed, before or while it was read), or else the blob store's (500).
+ */
+function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
+  if (error instanceof UploadTooLargeError) return error;
+  const broken = file.errored;
+  // The parser's own size limit (the same number) says so with a 413 of its own.
+  if ((broken as { statusCode?: number } | null)?.statusCode === 413)
+    return uploadTooLarge(what, maxUploadBytes);
+  if (broken) return malformedMultipart(broken);
+  if (file.destroyed && !file.readableEnded) return malformedMultipart(error);
+  return error as Error;
 }
 
 /** A multipart body the parser could not read: a 400 that says so. */

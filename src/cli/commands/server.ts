@@ -1,9 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
+import { installLastResortGuard } from "../../server/last-resort.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
@@ -59,6 +61,12 @@ export function registerServer(program: Command): void {
       .option("--join-token <token>", "token agents present (default: generated and kept in the data folder)")
       .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
       .option(
+        "--body-timeout-seconds <s>",
+        "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
+        number("--body-timeout-seconds"),
+        DEFAULT_BODY_TIMEOUT_SECONDS,
+      )
+      .option(
         "--pools <file>",
         "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
       )
@@ -102,6 +110,7 @@ export function registerServer(program: Command): void {
       );
       const pools = options.pools === undefined ? [] : readPoolsFile(options.pools);
       const log = daemonLogger(options.logFormat);
+      installLastResortGuard(log);
       const server = await startServer({
         ...serverOptions(data, options, log),
         pools,

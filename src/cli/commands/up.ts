@@ -2,6 +2,8 @@ import os from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent } from "../../agent/agent.ts";
+import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
+import { installLastResortGuard } from "../../server/last-resort.ts";
 import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
@@ -24,6 +26,12 @@ export function registerUp(program: Command): void {
       )
       .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
       .option(
+        "--body-timeout-seconds <s>",
+        "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
+        number("--body-timeout-seconds"),
+        DEFAULT_BODY_TIMEOUT_SECONDS,
+      )
+      .option(
         "--host-timeout-seconds <s>",
         "a host silent this long is lost",
         number("--host-timeout-seconds"),
@@ -32,6 +40,7 @@ export function registerUp(program: Command): void {
   ).action(async (options) => {
     const data = openDataDir(options.data, { admin: options.token });
     const log = daemonLogger(options.logFormat);
+    installLastResortGuard(log);
     const server = await startServer(serverOptions(data, options, log));
     const agents: Agent[] = [];
     for (let i = 1; i <= options.agents; i++) {
