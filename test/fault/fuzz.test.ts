@@ -1,17 +1,23 @@
 // Malformed requests (bad JSON, wrong types, huge or empty bodies, unknown fields, path traversal in
 // inputs, outputs and fetch, bad multipart, bad agent messages): 1,000 of them, built from a seeded
-// generator. Every answer is a 4xx with a message, the server keeps running, no file appears outside
-// its folders, and no job is created.
+// generator; then multipart bodies cut short at seeded places (with a correct Content-Length) and
+// bodies that stop before their Content-Length, written on a socket. Every answer is a 4xx with a
+// message, the server keeps running, no file appears outside its folders, and no job is created.
 
 import { existsSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import WebSocket from "ws";
+import { multipartBody, rawRequest } from "../helpers/raw-http.ts";
 import { cleanup, type StewardProcess, startServerProcess } from "../helpers/steward.ts";
 
 const SEED = Number(process.env.STEWARD_FUZZ_SEED ?? Date.now() % 100_000);
 const COUNT = 1000;
+/** Multipart bodies cut short at seeded places, and bodies that stop before their Content-Length. */
+const CUT_COUNT = 60;
+const STALLED_COUNT = 3;
+const BODY_TIMEOUT_SECONDS = 1;
 const ESCAPE = `steward-fuzz-escape-${process.pid}`;
 
 let server: (StewardProcess & { joinToken: string }) | undefined;
@@ -224,7 +230,7 @@ function badRequests(seed: number): Bad[] {
 }
 
 it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps running`, async () => {
-  server = await startServerProcess();
+  server = await startServerProcess({ args: ["--body-timeout-seconds", String(BODY_TIMEOUT_SECONDS)] });
   const s = server;
   const before = new Set(readdirSync(tmpdir()));
   console.log(`fuzz seed ${SEED} (replay with STEWARD_FUZZ_SEED=${SEED})`);
@@ -243,6 +249,45 @@ it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps runn
     if (response.status < 400 || response.status >= 500 || typeof message !== "string" || !message) {
       unexpected.push(`${bad.method} ${bad.path} -> ${response.status} ${text.slice(0, 200)}`);
     }
+  }
+  expect(unexpected.slice(0, 10), `seed ${SEED}`).toStrictEqual([]);
+
+  // Bodies written on a socket: a correct Content-Length for a multipart body that ends inside a
+  // part (the job field, a file part, a part's headers, right after a boundary line): each a 4xx
+  // within 2 s; and bodies that stop short of their Content-Length: a 408 after the body timeout.
+  const random = generator(SEED + 1);
+  const whole = multipartBody("fz", [
+    { name: "job", data: JSON.stringify({ command: "cat in", inputs: ["in"] }) },
+    { name: "in", filename: "in", data: "input data ".repeat(50) },
+  ]);
+  const boundaryLine = whole.indexOf("--fz\r\n", 1) + "--fz\r\n".length;
+  const cuts = [
+    boundaryLine,
+    ...Array.from({ length: CUT_COUNT - 1 }, () => 1 + Math.floor(random.next() * (whole.length - 8))),
+  ];
+  const raw = async (body: string, contentLength?: number) =>
+    rawRequest(s.url, {
+      method: "POST",
+      path: "/api/v1/jobs",
+      headers: { authorization: `Bearer ${s.token}`, "content-type": "multipart/form-data; boundary=fz" },
+      body,
+      contentLength,
+      timeoutMs: 5000,
+    });
+  for (const cut of cuts) {
+    const answer = await raw(whole.slice(0, cut));
+    if (answer.status === null || answer.status < 400 || answer.status >= 500 || answer.ms > 2000)
+      unexpected.push(
+        `multipart cut at ${cut} of ${whole.length} -> ${answer.status} in ${answer.ms} ms ${answer.body.slice(0, 200)}`,
+      );
+  }
+  for (let i = 0; i < STALLED_COUNT; i++) {
+    const cut = 1 + Math.floor(random.next() * (whole.length - 1));
+    const answer = await raw(whole.slice(0, cut), whole.length);
+    if (answer.status !== 408 || answer.ms > BODY_TIMEOUT_SECONDS * 1000 + 2000)
+      unexpected.push(
+        `body stalled at ${cut} of ${whole.length} -> ${answer.status} in ${answer.ms} ms ${answer.body.slice(0, 200)}`,
+      );
   }
   expect(unexpected.slice(0, 10), `seed ${SEED}`).toStrictEqual([]);
 
