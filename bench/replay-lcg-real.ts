@@ -17,7 +17,7 @@ import { readTrace } from "./replay-lcg.ts";
 import { waitsWithSlotFree } from "./slot-free-wait.ts";
 import { startSteward } from "./steward-process.ts";
 
-const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "../shared/workloads/LCG-2005-1.swf.gz");
+const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "bench/workloads/LCG-2005-1.swf.gz");
 const JOBS =
   process.env.STEWARD_BENCH_LCG_JOBS === "all"
     ? Number.POSITIVE_INFINITY

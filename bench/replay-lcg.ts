@@ -18,7 +18,7 @@ import { GroupCommitter } from "../src/store/group-commit.ts";
 import { SqliteStore } from "../src/store/sqlite.ts";
 import { type Benchmark, REPOSITORY, round } from "./benchmark.ts";
 
-const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "../shared/workloads/LCG-2005-1.swf.gz");
+const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "bench/workloads/LCG-2005-1.swf.gz");
 const JOBS = 2000;
 const HOSTS = 40;
 const SLOTS = 2;
