@@ -120,11 +120,13 @@ if (unreachable && process.env.CI) {
       const second = await startBroker(at);
       expect(await health(first)).toMatchObject({ ok: true, role: "leader", leader: first.url });
       expect(await health(second)).toMatchObject({ ok: true, role: "standby", leader: first.url });
-      // The CLI pointed at the standby alone follows its redirect, token and all.
+      // The CLI that tries the standby first follows its redirect to the leader, token and all (the
+      // leader is in STEWARD_URL too: a redirect elsewhere is refused, test/security/redirects.test.ts).
       const file = join(at.data, "true.json");
       writeFileSync(file, JSON.stringify({ command: "true" }));
-      const submitted = await cli({ url: second.url, token: second.token }, ["submit", file, "--json"]);
-      const viaStandby = await cli({ url: second.url, token: second.token }, ["ps", "--all", "--json"]);
+      const standbyFirst = many([second, first]);
+      const submitted = await cli(standbyFirst, ["submit", file, "--json"]);
+      const viaStandby = await cli(standbyFirst, ["ps", "--all", "--json"]);
       expect(viaStandby.code, viaStandby.stderr).toBe(0);
       expect(submitted.code, submitted.stderr).toBe(0);
       const id = (JSON.parse(submitted.stdout) as { id: string }).id;
