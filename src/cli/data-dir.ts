@@ -90,6 +90,7 @@ export function serverOptions(
     maxUploadMb?: number;
     submitRate?: number;
     submitBurst?: number;
+    metricsOpen?: boolean;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -105,6 +106,7 @@ export function serverOptions(
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
+    metricsOpen: flags.metricsOpen === true,
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {
           submitLimit: {

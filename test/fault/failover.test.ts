@@ -131,6 +131,13 @@ if (unreachable && process.env.CI) {
       expect(submitted.code, submitted.stderr).toBe(0);
       const id = (JSON.parse(submitted.stdout) as { id: string }).id;
       expect((JSON.parse(viaStandby.stdout) as { id: string }[]).map((job) => job.id)).toContain(id);
+      // A standby serves its own /metrics, to the admin token (it holds no registry of the others).
+      const scrape = (token?: string) =>
+        fetch(`${second.url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      expect((await scrape()).status).toBe(401);
+      const scraped = await scrape(second.token);
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toContain("steward_");
     });
 
     it("kill -9 of the leader: the standby leads within 5 s, running tasks finish once, no acknowledged submit is lost", async () => {

@@ -24,6 +24,10 @@ export function registerUp(program: Command): void {
       )
       .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
       .option(
+        "--metrics-open",
+        "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+      )
+      .option(
         "--host-timeout-seconds <s>",
         "a host silent this long is lost",
         number("--host-timeout-seconds"),
