@@ -338,7 +338,8 @@ export async function startSteward(options: StewardOptions): Promise<Steward> {
       api,
       cpuSeconds: () => (child.pid && !exited(child) ? processCpuSeconds(child.pid) : null),
       async metric(name: string) {
-        const response = await fetch(`${url}/metrics`);
+        // /metrics takes a token of any role (unless the server runs with --metrics-open).
+        const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
         const text = await response.text();
         const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text);
         return match ? Number(match[1]) : null;

@@ -136,6 +136,9 @@ export class Agent {
       http: new HttpClient({
         baseUrl: () => this.serverUrl(),
         token: () => this.credential ?? options.joinToken,
+        // A standby's redirect is followed to another server of the list only: the token stays among them.
+        redirectOrigins: options.servers,
+        serversName: "--server",
       }),
       hostName: this.name,
       workDir: options.workDir,

@@ -7,7 +7,9 @@ import type { Role } from "../model/records.ts";
 
 /**
  * What a route needs:
- * - `open`: nothing (health, metrics, the OpenAPI document);
+ * - `open`: nothing (health, the OpenAPI document, the dashboard's files);
+ * - `metrics`: any API token (admin, user or reader), or nothing on a server started with
+ *   `--metrics-open` (a scraper that cannot send one): the figures tell how busy the grid is;
  * - `agent`: a join token or a host credential (the agents' file routes);
  * - `read`: any API token (a user's lists show only their own jobs);
  * - `submit`: admin or user;
@@ -15,12 +17,12 @@ import type { Role } from "../model/records.ts";
  * - `job-write`: admin, or a user for their own job (404 for another's); a reader gets 403;
  * - `admin`: the admin role only.
  */
-export type Access = "open" | "agent" | "read" | "submit" | "job-read" | "job-write" | "admin";
+export type Access = "open" | "metrics" | "agent" | "read" | "submit" | "job-read" | "job-write" | "admin";
 
 /** Every route, as `METHOD /url` with fastify's `:param` form, and what it needs. */
 export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /healthz": "open",
-  "GET /metrics": "open",
+  "GET /metrics": "metrics",
   "GET /api/v1/openapi.json": "open",
   // The dashboard's static files (its data comes through the API, with the user's token).
   "GET /": "open",
@@ -74,6 +76,7 @@ export function accessOf(method: string, url: string): Access {
 export function roleAllows(access: Access, role: Role): true | string {
   switch (access) {
     case "open":
+    case "metrics":
     case "read":
     case "job-read":
       return true;

@@ -57,6 +57,8 @@ export interface ApiDeps {
   explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
+  /** /metrics answers without a token (`--metrics-open`); by default it takes one of any role. */
+  metricsOpen?: boolean;
 }
 
 declare module "fastify" {
@@ -84,13 +86,18 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // No such route: the 404 handler answers, but under /api/v1 only to a caller with a token.
     const access =
       url === undefined ? null : accessOf(request.method === "HEAD" ? "GET" : request.method, url);
-    if (access === "open" || (access === null && !path.startsWith("/api/v1/"))) return;
+    const open = access === "open" || (access === "metrics" && deps.metricsOpen === true);
+    if (open || (access === null && !path.startsWith("/api/v1/"))) return;
     const token = bearerToken(request.headers.authorization);
     if (token === null) return unauthorized(reply, "missing bearer token (Authorization: Bearer TOKEN)");
     const credentials = {
       adminToken: deps.adminToken,
       joinToken: deps.joinToken,
-      tokens: core.tokens,
+      // Read only past the admin and join tokens: a standby has no registry (its core is the
+      // leader's), so its /metrics takes the admin token, and a stored token answers 503 there.
+      get tokens() {
+        return core.tokens;
+      },
       now: Date.now(),
     };
     if (access === "agent" || (access === null && path.startsWith("/api/v1/agent/"))) {

@@ -178,7 +178,12 @@ export const explanationSchema = z.object({
     description: "the requirements clause by clause: on how many hosts each holds, and why not elsewhere",
   }),
   ahead: z.array(z.object({ id: z.string(), priority: z.int(), owner: z.string().nullable() })).meta({
-    description: "jobs that get their turn first and want the hosts this job matches, in turn order",
+    description:
+      "jobs that get their turn first and want the hosts this job matches, in turn order (for a user's token, their own jobs only)",
+  }),
+  othersAhead: z.int().meta({
+    description:
+      "how many jobs of other users are ahead besides those in `ahead`, which a user's token does not see (0 for an admin or a reader, who see them all)",
   }),
   running: z
     .array(

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
 import type { ErrorAnswer } from "../api/schemas.ts";
-import { HttpClient, HttpError } from "../transport/http-client.ts";
+import { HttpClient, HttpError, RedirectRefusedError } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { CliError } from "./cli-error.ts";
 
@@ -50,6 +50,8 @@ export class ApiClient {
       retry: { budgetMs: CLI_RETRY_BUDGET_MS },
       // With several servers, one that does not answer (paused, cut off) is skipped instead of waited for.
       answerTimeoutMs: this.urls.length > 1 ? CLI_SKIP_SILENT_SERVER_MS : undefined,
+      // A standby's redirect is followed to its leader only when the leader is in the list too.
+      serversName: "STEWARD_URL",
     });
   }
 
@@ -79,6 +81,7 @@ export class ApiClient {
         timeoutMs: options.query?.follow ? null : undefined,
       });
     } catch (error) {
+      if (error instanceof RedirectRefusedError) throw new CliError(error.message);
       const reason = error instanceof HttpError ? error.detail : error instanceof Error ? error.message : "";
       if (error instanceof HttpError && error.uncertain) {
         throw new CliError(

@@ -91,6 +91,7 @@ export function serverOptions(
     bodyTimeoutSeconds?: number;
     submitRate?: number;
     submitBurst?: number;
+    metricsOpen?: boolean;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -107,6 +108,7 @@ export function serverOptions(
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
+    metricsOpen: flags.metricsOpen === true,
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {
           submitLimit: {

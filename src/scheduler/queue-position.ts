@@ -56,11 +56,19 @@ export function jobsAhead(
     .sort((a, b) => (comesBefore(a, b, owners) ? -1 : comesBefore(b, a, owners) ? 1 : 0));
 }
 
-/** `behind 3 jobs in the queue: 12, 15 (priority 5), 16 (priority 0)`. */
+/**
+ * `behind 3 jobs in the queue: 12, 15 (priority 5), 16 (priority 0)`; with `hidden` jobs of other
+ * users counted but not named (a user's explain): `behind 4 jobs in the queue: 12 (priority 5) and
+ * 1 job of other users`, or `behind 2 jobs of other users in the queue`.
+ */
 export function describeAhead(
   ahead: readonly Pick<JobView, "id" | "priority">[],
   namedAtMost: number = AHEAD_NAMED_AT_MOST,
+  hidden = 0,
 ): string {
+  const total = ahead.length + hidden;
+  const jobs = (count: number) => `${count} job${count === 1 ? "" : "s"}`;
+  if (ahead.length === 0) return `behind ${jobs(hidden)} of other users in the queue`;
   const named = ahead.slice(0, namedAtMost);
   const parts = named.map((job, i) =>
     i + 1 === named.length || named[i + 1].priority !== job.priority
@@ -68,5 +76,6 @@ export function describeAhead(
       : job.id,
   );
   const more = ahead.length > named.length ? ` and ${ahead.length - named.length} more` : "";
-  return `behind ${ahead.length} job${ahead.length === 1 ? "" : "s"} in the queue: ${parts.join(", ")}${more}`;
+  const others = hidden > 0 ? ` and ${jobs(hidden)} of other users` : "";
+  return `behind ${jobs(total)} in the queue: ${parts.join(", ")}${more}${others}`;
 }

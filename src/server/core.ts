@@ -177,8 +177,15 @@ export class Core {
     return this.state.hostList();
   }
 
-  /** Why a job's tasks wait (job-level reasons, then host by host), and what its running tasks face. */
-  async explain(id: string): Promise<{ reasons: string[] } & Explanation> {
+  /**
+   * Why a job's tasks wait (job-level reasons, then host by host), and what its running tasks face.
+   * For a `viewer` (a user, who sees only their own jobs) other users' jobs are neither named nor
+   * described: those ahead in the queue are counted (`othersAhead`), a dependency's state is not told.
+   */
+  async explain(
+    id: string,
+    viewer: string | null = null,
+  ): Promise<{ reasons: string[]; othersAhead: number } & Explanation> {
     const job = await this.readJob(id);
     const now = this.reactor.now();
     const state = this.state;
@@ -224,7 +231,8 @@ export class Core {
       owners: state.owners.shares(now),
       running,
     });
-    const reasons = jobReasons(state, job, now);
+    const visible = (other: string | undefined) => viewer === null || other === undefined || other === viewer;
+    const reasons = jobReasons(state, job, now, (dependency) => visible(state.jobOwner(dependency)));
     // A gang waits for all its hosts at once: how many match and have room now.
     const gang = job.gang;
     if (gang && job.tasks[0].state === "pending")
@@ -235,8 +243,10 @@ export class Core {
           explanation.summary.withRoom,
         ),
       );
-    if (explanation.ahead.length > 0) reasons.push(describeAhead(explanation.ahead));
-    return { reasons, ...explanation };
+    const ahead = explanation.ahead.filter((other) => visible(other.owner ?? undefined));
+    const othersAhead = explanation.ahead.length - ahead.length;
+    if (explanation.ahead.length > 0) reasons.push(describeAhead(ahead, undefined, othersAhead));
+    return { reasons, ...explanation, ahead, othersAhead };
   }
 
   /** The rank `host` ran of an attempt (0 for a single-host one), or null when the attempt is unknown. */
@@ -289,13 +299,17 @@ export class Core {
     return String(await this.#jobIds.next());
   }
 
-  /** Creates a job; resolves once it is durable. `inputs` are the input files already stored. */
+  /**
+   * Creates a job; resolves once it is durable. `inputs` are the input files already stored;
+   * `dependencyOwner` is the one owner whose jobs `dependsOn` may name (null: any).
+   */
   async submit(
     spec: JobSpec,
     owner: string,
     inputs: string[],
     id?: string,
     submitKey: string | null = null,
+    dependencyOwner: string | null = null,
   ): Promise<JobEntry> {
     // A repeated submit answers the job the first one made, once that is durable too.
     const known = await this.findSubmission(owner, submitKey);
@@ -305,7 +319,7 @@ export class Core {
     }
     const jobId = id ?? (await this.allocateJobId());
     const job = await this.reactor.run((step) =>
-      submitJob(step, { id: jobId, spec, owner, inputs, submitKey }),
+      submitJob(step, { id: jobId, spec, owner, inputs, submitKey, dependencyOwner }),
     );
     if (job.id !== jobId) await this.#committer.flush();
     return job;

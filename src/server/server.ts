@@ -52,6 +52,8 @@ export interface ServerOptions {
   bodyTimeoutSeconds?: number;
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
+  /** /metrics without a token (`--metrics-open`); by default it takes an API token of any role. */
+  metricsOpen?: boolean;
   log: Logger;
 }
 
@@ -157,7 +159,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   // A standby sends API requests to the leader (307, the client follows with its token), or answers
-  // 503 while no leader is known; health, metrics and the OpenAPI document answer everywhere.
+  // 503 while no leader is known; health, metrics and the OpenAPI document answer everywhere (metrics
+  // with a token, unless --metrics-open).
   // Until the first election round is done (the store loaded, the lead taken or not), requests wait
   // for it: a server that is about to lead does not answer "standby" to its first callers.
   let firstRoundDone: () => void = () => {};
@@ -217,6 +220,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     submitLimit: options.submitLimit,
     pools: () => pools.status(),
     explainPools: (job) => pools.explain(job),
+    metricsOpen: options.metricsOpen,
   });
 
   app.server.on("upgrade", (request, socket, head) => {

@@ -3,7 +3,16 @@
 import type { ClusterState } from "./cluster-state.ts";
 import type { JobEntry } from "./job-entry.ts";
 
-export function jobReasons(state: ClusterState, job: JobEntry, now: number): string[] {
+/**
+ * `canSee` says whether the reader may learn a dependency's state (a user: their own jobs only);
+ * another's dependency is named (its id is in the job file) but its state is not told.
+ */
+export function jobReasons(
+  state: ClusterState,
+  job: JobEntry,
+  now: number,
+  canSee: (dependency: string) => boolean = () => true,
+): string[] {
   const reasons: string[] = [];
   const { record } = job;
   if (job.isEnded()) return [`the job has ended: ${record.state}`];
@@ -11,7 +20,10 @@ export function jobReasons(state: ClusterState, job: JobEntry, now: number): str
   if (record.held) reasons.push("held by a user: `steward release` puts it back in the queue");
   const unmet = record.spec.dependsOn.filter((dependency) => state.jobState(dependency) !== "succeeded");
   if (unmet.length) {
-    const states = unmet.map((dependency) => `${dependency} (${state.jobState(dependency) ?? "removed"})`);
+    const states = unmet.map(
+      (dependency) =>
+        `${dependency} (${canSee(dependency) ? (state.jobState(dependency) ?? "removed") : "another user's job"})`,
+    );
     reasons.push(
       `waiting for ${unmet.length === 1 ? "its dependency" : "dependencies"} ${states.join(", ")} to succeed`,
     );

@@ -13,6 +13,11 @@
 //   passes a factory that makes it again.
 // With several base URLs, a failed try moves on to the next URL at once, and the back-off comes
 // after a round of all of them.
+//
+// A redirect (a standby naming its leader) is followed with the token and the body, but only to
+// one of the servers the client was given (same scheme, host and port), and never from HTTPS to
+// plain HTTP: anywhere else it would hand the bearer token to whoever the Location names. Such a
+// redirect stops the request with a RedirectRefusedError naming the target.
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { CERTIFICATE_ERROR_CODES } from "./trust.ts";
@@ -85,6 +90,13 @@ export interface HttpClientOptions {
   retry?: Partial<RetryPolicy>;
   /** Time a server has to start answering, before the body's allowance (default REQUEST_TIMEOUT_MS). */
   answerTimeoutMs?: number;
+  /**
+   * The servers a redirect may lead to (compared by origin: scheme, host and port). Default: the
+   * base URLs; with a base URL function, the server it names at the time.
+   */
+  redirectOrigins?: readonly string[];
+  /** Where the servers were given, for a refused redirect's message (`STEWARD_URL`, `--server`). */
+  serversName?: string;
 }
 
 /**
@@ -164,6 +176,45 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
+/** A redirect that would take the request (and its token) away from the servers the client was given. */
+export class RedirectRefusedError extends Error {
+  /** Where the redirect led, without its query. */
+  readonly target: string;
+
+  constructor(target: string, why: string) {
+    super(`refusing to follow a redirect to ${target}: ${why}`);
+    this.name = "RedirectRefusedError";
+    this.target = target;
+  }
+}
+
+/**
+ * Why the redirect from `from` to `to` must not be followed, or null when it may: it must stay on
+ * HTTPS when it started there, and lead to the same origin or one of `allowed`.
+ */
+export function redirectRefusal(
+  from: URL,
+  to: URL,
+  allowed: ReadonlySet<string>,
+  serversName: string,
+): string | null {
+  if (from.protocol === "https:" && to.protocol !== "https:") return "it leaves HTTPS for plain HTTP";
+  // The same server again: the token goes nowhere new.
+  if (to.origin === from.origin || allowed.has(to.origin)) return null;
+  return `not one of the servers in ${serversName}`;
+}
+
+/** A URL as a message shows it: without its query or fragment, which may carry more than a path. */
+function withoutQuery(url: URL): string {
+  return url.href.replace(/[?#].*$/, "");
+}
+
+/** A URL's origin (scheme, host, port as URL normalises them), or null for one without (not http(s)). */
+function originOf(url: string): string | null {
+  const origin = URL.parse(url)?.origin;
+  return origin === undefined || origin === "null" ? null : origin;
+}
+
 type TryResult = { response: Response } | { failure: HttpFailure; detail: string };
 
 export class HttpClient {
@@ -172,6 +223,9 @@ export class HttpClient {
   private readonly headers: Record<string, string>;
   private readonly retry: RetryPolicy;
   private readonly answerTimeoutMs: number;
+  /** Origins a redirect may lead to; null: the base URL function's answer at the time. */
+  private readonly redirectOrigins: ReadonlySet<string> | null;
+  private readonly serversName: string;
   /** With several base URLs: the one that answered last, tried first. */
   private preferred = 0;
 
@@ -182,6 +236,9 @@ export class HttpClient {
     this.headers = options.headers ?? {};
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.answerTimeoutMs = options.answerTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    const origins = options.redirectOrigins ?? (typeof this.bases === "function" ? null : this.bases);
+    this.redirectOrigins = origins === null ? null : new Set(origins.flatMap((url) => originOf(url) ?? []));
+    this.serversName = options.serversName ?? "the client's server list";
   }
 
   /**
@@ -235,10 +292,17 @@ export class HttpClient {
           redirects < MAX_REDIRECTS &&
           replayable(request)
         ) {
-          // fetch would drop the token on a redirect to another origin: follow it here, token and all.
-          redirects++;
-          redirectTo = new URL(location, url).toString();
+          // fetch would drop the token on a redirect to another origin: follow it here, token and
+          // all, but only to a server the client was given.
+          const from = new URL(url);
+          const target = URL.parse(location, url);
           await response.body?.cancel().catch(() => {});
+          if (target === null) throw new RedirectRefusedError(location, "not a URL");
+          const allowed = this.redirectOrigins ?? new Set([new URL(base).origin]);
+          const refusal = redirectRefusal(from, target, allowed, this.serversName);
+          if (refusal !== null) throw new RedirectRefusedError(withoutQuery(target), refusal);
+          redirects++;
+          redirectTo = target.toString();
           continue;
         }
         // A redirect is a standby saying "not here": nothing was done, so any request may go round

@@ -1,5 +1,8 @@
 // The dashboard's way to the public API: the same bearer token as the CLI, kept in this tab's
 // session storage. The event stream is read with fetch (EventSource cannot send a header).
+// Every request goes to the page's own server and follows no redirect: a standby's 307 names its
+// leader, another origin, and the token must not go wherever a Location says (the dashboard is
+// opened on the leader instead; /healthz names it).
 
 const TOKEN_KEY = "steward-token";
 
@@ -21,6 +24,26 @@ export class ApiError extends Error {
   }
 }
 
+/** A redirect the dashboard does not follow, as an ApiError that says what to do. */
+const REDIRECTED = {
+  error: {
+    code: "redirected",
+    message:
+      "this server sends its API elsewhere (a standby sends it to its leader): open the dashboard on the leading server",
+  },
+};
+
+/**
+ * fetch on the page's own server, without following a redirect: a browser answers one as an
+ * opaque redirect (status 0), which becomes an ApiError here.
+ */
+async function fetchHere(path, init) {
+  const response = await fetch(path, { ...init, redirect: "manual" });
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400))
+    throw new ApiError(response.status, REDIRECTED);
+  return response;
+}
+
 /** A request with the saved token (or `token`); JSON back, or an ApiError. */
 export async function call(method, path, { json, text, type, token, signal } = {}) {
   const headers = { authorization: `Bearer ${token ?? savedToken() ?? ""}` };
@@ -32,7 +55,7 @@ export async function call(method, path, { json, text, type, token, signal } = {
     headers["content-type"] = type ?? "text/plain";
     body = text;
   }
-  const response = await fetch(path, { method, headers, body, signal });
+  const response = await fetchHere(path, { method, headers, body, signal });
   const answer = await response.text();
   const parsed = answer ? JSON.parse(answer) : null;
   if (!response.ok) throw new ApiError(response.status, parsed);
@@ -52,7 +75,7 @@ export function followEvents(query, onEvent, onState = () => {}) {
       try {
         const headers = { authorization: `Bearer ${savedToken() ?? ""}` };
         if (last !== null) headers["last-event-id"] = String(last);
-        const response = await fetch(`/api/v1/events${query ? `?${query}` : ""}`, {
+        const response = await fetchHere(`/api/v1/events${query ? `?${query}` : ""}`, {
           headers,
           signal: controller.signal,
         });
@@ -96,7 +119,7 @@ export function followEvents(query, onEvent, onState = () => {}) {
 export function followLog(jobId, task, onText) {
   const controller = new AbortController();
   (async () => {
-    const response = await fetch(`/api/v1/jobs/${encodeURIComponent(jobId)}/logs?task=${task}&follow=1`, {
+    const response = await fetchHere(`/api/v1/jobs/${encodeURIComponent(jobId)}/logs?task=${task}&follow=1`, {
       headers: { authorization: `Bearer ${savedToken() ?? ""}` },
       signal: controller.signal,
     });
@@ -110,7 +133,9 @@ export function followLog(jobId, task, onText) {
       if (done) return;
       onText(value);
     }
-  })().catch(() => {});
+  })().catch((error) => {
+    if (error instanceof ApiError) onText(`(no log: ${error.message})\n`);
+  });
   return () => controller.abort();
 }
 

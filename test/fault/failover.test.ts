@@ -120,15 +120,24 @@ if (unreachable && process.env.CI) {
       const second = await startBroker(at);
       expect(await health(first)).toMatchObject({ ok: true, role: "leader", leader: first.url });
       expect(await health(second)).toMatchObject({ ok: true, role: "standby", leader: first.url });
-      // The CLI pointed at the standby alone follows its redirect, token and all.
+      // The CLI that tries the standby first follows its redirect to the leader, token and all (the
+      // leader is in STEWARD_URL too: a redirect elsewhere is refused, test/security/redirects.test.ts).
       const file = join(at.data, "true.json");
       writeFileSync(file, JSON.stringify({ command: "true" }));
-      const submitted = await cli({ url: second.url, token: second.token }, ["submit", file, "--json"]);
-      const viaStandby = await cli({ url: second.url, token: second.token }, ["ps", "--all", "--json"]);
+      const standbyFirst = many([second, first]);
+      const submitted = await cli(standbyFirst, ["submit", file, "--json"]);
+      const viaStandby = await cli(standbyFirst, ["ps", "--all", "--json"]);
       expect(viaStandby.code, viaStandby.stderr).toBe(0);
       expect(submitted.code, submitted.stderr).toBe(0);
       const id = (JSON.parse(submitted.stdout) as { id: string }).id;
       expect((JSON.parse(viaStandby.stdout) as { id: string }[]).map((job) => job.id)).toContain(id);
+      // A standby serves its own /metrics, to the admin token (it holds no registry of the others).
+      const scrape = (token?: string) =>
+        fetch(`${second.url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      expect((await scrape()).status).toBe(401);
+      const scraped = await scrape(second.token);
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toContain("steward_");
     });
 
     it("kill -9 of the leader: the standby leads within 5 s, running tasks finish once, no acknowledged submit is lost", async () => {

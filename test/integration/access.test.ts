@@ -46,7 +46,7 @@ const EXPECTED: Record<string, Rule> = {
   "PUT /api/v1/agent/jobs/{id}/tasks/{task}/attempts/{attempt}/checkpoint/objects/{sha}": "agent",
   "POST /api/v1/agent/jobs/{id}/tasks/{task}/attempts/{attempt}/checkpoint": "agent",
   "GET /healthz": "open",
-  "GET /metrics": "open",
+  "GET /metrics": "any",
   "GET /api/v1/openapi.json": "open",
   "GET /api/v1/events": "any",
 };

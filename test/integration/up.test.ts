@@ -302,7 +302,10 @@ describe("steward up", () => {
     });
     const openapi = (await (await fetch(`${steward.url}/api/v1/openapi.json`)).json()) as { paths: object };
     expect(Object.keys(openapi.paths)).toContain("/api/v1/jobs");
-    const metrics = await (await fetch(`${steward.url}/metrics`)).text();
+    // /metrics takes a token of any role (test/security/metrics.test.ts).
+    const metrics = await (
+      await fetch(`${steward.url}/metrics`, { headers: { authorization: `Bearer ${steward.token}` } })
+    ).text();
     expect(metrics).toContain("steward_jobs_submitted_total");
     expect((await fetch(`${steward.url}/api/v1/jobs`)).status).toBe(401);
   });

@@ -321,6 +321,20 @@ describe("describeAhead", () => {
   ] as const)("%o", (ahead, namedAtMost, sentence) => {
     expect(describeAhead(ahead, namedAtMost)).toBe(sentence);
   });
+
+  // A user's explain: other users' jobs ahead are counted, never named.
+  it.each([
+    [[p("12", 5)], 1, "behind 2 jobs in the queue: 12 (priority 5) and 1 job of other users"],
+    [[], 1, "behind 1 job of other users in the queue"],
+    [[], 3, "behind 3 jobs of other users in the queue"],
+    [
+      [p("1", 0), p("2", 0), p("3", 0)],
+      4,
+      "behind 7 jobs in the queue: 1, 2 (priority 0) and 1 more and 4 jobs of other users",
+    ],
+  ] as const)("%o with %d of other users", (ahead, hidden, sentence) => {
+    expect(describeAhead(ahead, 2, hidden)).toBe(sentence);
+  });
 });
 
 describe("explainRunningTask", () => {

@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { type Core, NotFoundError } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
+import { seesAllJobs } from "../access.ts";
 import { jobParams } from "../requests.ts";
 import { errors, explanationSchema, hostSchema, json } from "../schemas.ts";
 import { hostView } from "../views.ts";
@@ -59,7 +60,10 @@ export function registerHostRoutes(
     async (request) => {
       const { id } = request.params;
       const job = await core.readJob(id);
-      return { id, state: job.record.state, ...(await core.explain(id)), pools: explainPools(job) };
+      // A user sees other users' jobs neither named nor described (admins and readers see all).
+      const { principal } = request;
+      const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
+      return { id, state: job.record.state, ...(await core.explain(id, viewer)), pools: explainPools(job) };
     },
   );
 }

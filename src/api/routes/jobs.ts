@@ -147,12 +147,12 @@ export function registerJobRoutes(
             });
         }
       }
-      const owner = ownerOf(request);
+      const submitter = submitterOf(request);
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
       const job = request.isMultipart()
-        ? await submitMultipart(request, { core, blobs, maxUploadBytes }, owner, key)
-        : await submitJson(request.body, core, owner, key);
+        ? await submitMultipart(request, { core, blobs, maxUploadBytes }, submitter, key)
+        : await submitJson(request.body, core, submitter, key);
       const events = await store.events(job.id);
       reply.code(201);
       return jobView(job, events, job.tasks.length === 1);
@@ -448,6 +448,18 @@ function ownerOf(request: FastifyRequest): string {
   return user && USER_NAME.test(user) ? user : principal.user;
 }
 
+/** A new job's owner, and whose jobs its dependsOn may name. */
+interface Submitter {
+  owner: string;
+  /** A user's dependencies are their own jobs only (another's is answered as no job); null for an admin's. */
+  dependencyOwner: string | null;
+}
+
+function submitterOf(request: FastifyRequest): Submitter {
+  const principal = request.principal ?? START_ADMIN;
+  return { owner: ownerOf(request), dependencyOwner: principal.role === "admin" ? null : principal.user };
+}
+
 /** Who asked for a change, for the job's events ("cancel requested by alice"). */
 function actorOf(request: FastifyRequest): string {
   return (request.principal ?? START_ADMIN).user;
@@ -464,7 +476,12 @@ function submitKeyOf(request: FastifyRequest): string | null {
   return key;
 }
 
-async function submitJson(body: unknown, core: Core, owner: string, key: string | null): Promise<JobEntry> {
+async function submitJson(
+  body: unknown,
+  core: Core,
+  { owner, dependencyOwner }: Submitter,
+  key: string | null,
+): Promise<JobEntry> {
   const spec = validateJobSpec(body);
   if (spec.inputs.length > 0) {
     throw new InvalidRequestError(
@@ -472,21 +489,21 @@ async function submitJson(body: unknown, core: Core, owner: string, key: string 
       `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
-  return core.submit(spec, owner, [], undefined, key);
+  return core.submit(spec, owner, [], undefined, key, dependencyOwner);
 }
 
 /** Multipart: a field `job` (the job file as JSON) first, then one file part per input, named by its path. */
 async function submitMultipart(
   request: FastifyRequest,
   { core, blobs, maxUploadBytes }: { core: Core; blobs: BlobStore; maxUploadBytes: number },
-  owner: string,
+  { owner, dependencyOwner }: Submitter,
   key: string | null,
 ) {
   const known = await core.findSubmission(owner, key);
   if (known) {
     // Its inputs are in already: the parts are read past, not stored again.
     for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
-    return core.submit(known.record.spec, owner, [], undefined, key);
+    return core.submit(known.record.spec, owner, [], undefined, key, dependencyOwner);
   }
   let spec: JobSpec | null = null;
   let id: string | null = null;
@@ -527,7 +544,7 @@ async function submitMultipart(
     if (missing >= 0) {
       throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
     }
-    return await core.submit(spec, owner, [...spec.inputs], id, key);
+    return await core.submit(spec, owner, [...spec.inputs], id, key, dependencyOwner);
   } catch (error) {
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;

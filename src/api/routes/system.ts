@@ -54,8 +54,8 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
     "/metrics",
     {
       schema: {
-        summary: "Metrics in the Prometheus text format (no token needed)",
-        security: [],
+        summary:
+          "Metrics in the Prometheus text format (a token of any role, reader included; none on a server started with --metrics-open)",
         response: {
           200: { description: "Prometheus metrics", content: { "text/plain": { schema: z.string() } } },
         },

@@ -54,6 +54,10 @@ export function registerServer(program: Command): void {
         integer("--submit-burst", 1),
         DEFAULT_SUBMIT_BURST,
       )
+      .option(
+        "--metrics-open",
+        "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+      )
       .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
       .option("--tls-key <file>", "the PEM private key of --tls-cert")
       .option("--port <n>", "port", number("--port"), 4780)

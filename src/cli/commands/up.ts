@@ -32,6 +32,10 @@ export function registerUp(program: Command): void {
         DEFAULT_BODY_TIMEOUT_SECONDS,
       )
       .option(
+        "--metrics-open",
+        "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+      )
+      .option(
         "--host-timeout-seconds <s>",
         "a host silent this long is lost",
         number("--host-timeout-seconds"),

@@ -16,18 +16,25 @@ export interface SubmitRequest {
   inputs: string[];
   /** The client's Idempotency-Key, if it sent one. */
   submitKey?: string | null;
+  /**
+   * The one owner whose jobs `dependsOn` may name (a user submitting sees only their own jobs);
+   * null for any job (an admin).
+   */
+  dependencyOwner?: string | null;
 }
 
 export function submitJob(
   step: Step,
-  { id, spec, owner, inputs, submitKey = null }: SubmitRequest,
+  { id, spec, owner, inputs, submitKey = null, dependencyOwner = null }: SubmitRequest,
 ): JobEntry {
   const { state, now } = step;
   // The same submit again (its answer was lost): the job it made, unchanged.
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
+  // Another user's job is answered as no job at all: a dependency on it would tell its state.
   spec.dependsOn.forEach((dependency, index) => {
-    if (state.jobState(dependency) === undefined)
+    const dependencyOf = state.jobOwner(dependency);
+    if (dependencyOf === undefined || (dependencyOwner !== null && dependencyOf !== dependencyOwner))
       throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
   });
   const count = taskCount(spec);
