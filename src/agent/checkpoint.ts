@@ -1,7 +1,8 @@
 // The checkpoint folder of an attempt, kept on the server side: changed files are uploaded as
 // objects named by their SHA-256 (content-addressed, so an unchanged file is never sent twice),
 // then a manifest naming them all is committed. A restarted attempt, on any host, gets the folder
-// back from the last committed manifest. Files whose names end in .tmp or start with a dot are
+// back from the last committed manifest, checked first (no path that could leave the folder) and
+// written without following links. Files whose names end in .tmp or start with a dot are
 // the job's half-written temporaries (it writes, then renames) and are left out. A job run as
 // another account owns this folder: only files of that account's are taken (job-file.ts).
 
