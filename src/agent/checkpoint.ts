@@ -1,19 +1,21 @@
 // The checkpoint folder of an attempt, kept on the server side: changed files are uploaded as
 // objects named by their SHA-256 (content-addressed, so an unchanged file is never sent twice),
 // then a manifest naming them all is committed. A restarted attempt, on any host, gets the folder
-// back from the last committed manifest. Files whose names end in .tmp or start with a dot are
+// back from the last committed manifest, checked first (no path that could leave the folder) and
+// written without following links. Files whose names end in .tmp or start with a dot are
 // the job's half-written temporaries (it writes, then renames) and are left out. A job run as
 // another account owns this folder: only files of that account's are taken (job-file.ts).
 
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, openAsBlob } from "node:fs";
+import { createReadStream, openAsBlob } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { agentFileRoutes, type CheckpointManifest, checkpointManifest } from "../protocol/messages.ts";
+import { checkpointPathProblem } from "../model/checkpoint-paths.ts";
+import { agentFileRoutes, type CheckpointManifest, readCheckpointManifest } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
+import { NoFollowError, NoFollowFolder } from "./no-follow-folder.ts";
 
 export interface CheckpointTarget {
   /** The agent's client of the server it is connected to, with its join token. */
@@ -68,25 +70,53 @@ export class CheckpointSync {
     this.target = target;
   }
 
-  /** Fetches the task's last checkpoint into the folder. Returns its file count, or null when there is none. */
+  /**
+   * Fetches the task's last checkpoint into the folder (new and empty: the attempt's). Returns its
+   * file count, or null when there is none. The manifest is checked first, whatever server sent it:
+   * one path that could leave the folder, or named twice, refuses it all before a byte is written
+   * (checkpoint-paths.ts). Files are written without following links (no-follow-folder.ts).
+   */
   async restore(): Promise<number | null> {
     const { jobId, taskIndex, rank } = this.target;
     const response = await this.target.http.request({
       path: agentFileRoutes.checkpoint(jobId, taskIndex, rank),
     });
     if (response.status === 404) return null;
-    if (!response.ok) throw new Error(`GET checkpoint: HTTP ${response.status}`);
-    const manifest = checkpointManifest.parse(await response.json());
-    for (const file of manifest.files) {
-      const target = join(this.target.dir, file.path);
-      await mkdir(dirname(target), { recursive: true });
+    if (!response.ok) throw new Error(`GET checkpoint: HTTP ${response.status}${await errorOf(response)}`);
+    const manifest = readCheckpointManifest(await response.json());
+    const folder = await NoFollowFolder.open(this.target.dir);
+    try {
+      for (const file of manifest.files) await this.restoreFile(folder, file);
+    } catch (error) {
+      if (error instanceof NoFollowError) throw new Error(`restoring the checkpoint: ${error.message}`);
+      throw error;
+    } finally {
+      await folder.close();
+    }
+    this.lastCommitted = manifestKey(manifest);
+    if (manifest.gang) this.lastGeneration = manifest.gang.generation;
+    return manifest.files.length;
+  }
+
+  private async restoreFile(
+    folder: NoFollowFolder,
+    file: CheckpointManifest["files"][number],
+  ): Promise<void> {
+    const { jobId, taskIndex } = this.target;
+    const handle = await folder.createFile(file.path);
+    try {
       const object = await this.target.http.request({
         path: agentFileRoutes.checkpointObject(jobId, taskIndex, file.sha256),
       });
       if (!object.ok || !object.body)
         throw new Error(`GET checkpoint object ${file.path}: HTTP ${object.status}`);
-      await pipeline(Readable.fromWeb(object.body), createWriteStream(target));
-      const info = await stat(target);
+      // Written through the handle made without following links; it stays open for the size check.
+      await handle.writeFile(Readable.fromWeb(object.body));
+      const info = await handle.stat();
+      if (info.size !== file.bytes)
+        throw new Error(
+          `checkpoint object ${file.path}: ${info.size} bytes where the manifest says ${file.bytes}`,
+        );
       this.known.set(file.path, {
         size: info.size,
         mtimeMs: info.mtimeMs,
@@ -94,10 +124,9 @@ export class CheckpointSync {
         sha256: file.sha256,
       });
       this.uploaded.add(file.sha256);
+    } finally {
+      await handle.close();
     }
-    this.lastCommitted = manifestKey(manifest);
-    if (manifest.gang) this.lastGeneration = manifest.gang.generation;
-    return manifest.files.length;
   }
 
   /**
@@ -243,6 +272,9 @@ export class CheckpointSync {
       const info = await lstat(path).catch(() => null);
       if (!info?.isFile()) continue;
       const name = relative(this.target.dir, path).split(sep).join("/");
+      // A name the server would refuse (it could be read as leaving the folder: `..\x`) is left
+      // out, as a temporary is, rather than have every commit of the folder refused.
+      if (checkpointPathProblem(name)) continue;
       seen.add(name);
       let known = this.known.get(name);
       if (!known || known.size !== info.size || known.mtimeMs !== info.mtimeMs || known.ino !== info.ino) {
@@ -273,6 +305,16 @@ export class CheckpointSync {
     files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { files };
   }
+}
+
+/** The message of an error answer, after a colon; empty when there is none. */
+async function errorOf(response: Response): Promise<string> {
+  const text = await response.text().catch(() => "");
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === "string") return `: ${message}`;
+  } catch {}
+  return text ? `: ${text.slice(0, 500)}` : "";
 }
 
 function manifestKey(manifest: CheckpointManifest): string {

@@ -1,11 +1,13 @@
 // The job file (DESIGN.md "Job file"): strict at every level, defaults filled in, CEL type-checked.
 // Every error names the field it is about; a job that fails here creates nothing.
 
-import { posix } from "node:path";
 import { z } from "zod";
 import { checkExpression } from "./cel.ts";
 import { JobFileError } from "./jobfile-error.ts";
+import { relativePathProblem } from "./relative-path.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
+
+export { relativePathProblem };
 
 /** Ranks a multi-node job may ask for. */
 export const MAX_NODES = 1024;
@@ -13,18 +15,6 @@ export const MAX_NODES = 1024;
 /** Ranks of a job: `nodes`, 1 for a single-host job. */
 export function nodesOf(spec: { nodes?: number }): number {
   return spec.nodes ?? 1;
-}
-
-/** Relative, normalised, and not leaving its folder. */
-export function relativePathProblem(path: string): string | null {
-  if (path.length === 0) return "must not be empty";
-  if (path.includes("\0")) return "must not contain NUL";
-  if (path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path)) return "must be a relative path";
-  const normal = posix.normalize(path.replaceAll("\\", "/"));
-  if (normal.startsWith("/")) return "must be a relative path";
-  if (normal === ".." || normal.startsWith("../")) return "leaves its folder";
-  if (normal === ".") return "must name a file";
-  return null;
 }
 
 const relativePath = z.string().superRefine((path, context) => {

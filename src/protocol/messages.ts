@@ -2,6 +2,7 @@
 // This file (with model/) is the only thing the server and the agent share.
 
 import { z } from "zod";
+import { checkpointPathIssues } from "../model/checkpoint-paths.ts";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -208,22 +209,50 @@ export type StopMessage = z.infer<typeof stopMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 
-/** A checkpoint: the files of the checkpoint folder, each named by the SHA-256 of its content. */
-export const checkpointManifest = z.object({
-  files: z.array(
-    z.object({
-      path: z.string().min(1),
-      sha256: z.string().regex(/^[0-9a-f]{64}$/),
-      bytes: z.int().min(0),
-    }),
-  ),
-  /**
-   * A multi-node job's rank: its rank, and the generation the job declared for this state (the
-   * same on every rank for one coordinated checkpoint). Absent for a single-host attempt.
-   */
-  gang: z.object({ rank: z.int().min(0), generation: z.int().min(1) }).optional(),
-});
+/**
+ * A checkpoint: the files of the checkpoint folder, each named by the SHA-256 of its content. Its
+ * paths are where a restarted attempt's agent writes (checkpoint-paths.ts): the server refuses a
+ * manifest with one that could leave the folder, and so does the agent.
+ */
+export const checkpointManifest = z
+  .object({
+    files: z.array(
+      z.object({
+        path: z.string().min(1),
+        sha256: z.string().regex(/^[0-9a-f]{64}$/),
+        bytes: z.int().min(0),
+      }),
+    ),
+    /**
+     * A multi-node job's rank: its rank, and the generation the job declared for this state (the
+     * same on every rank for one coordinated checkpoint). Absent for a single-host attempt.
+     */
+    gang: z.object({ rank: z.int().min(0), generation: z.int().min(1) }).optional(),
+  })
+  .superRefine((manifest, context) => {
+    for (const { index, message } of checkpointPathIssues(manifest.files.map((file) => file.path)))
+      context.addIssue({ code: "custom", path: ["files", index, "path"], message });
+  });
 export type CheckpointManifest = z.infer<typeof checkpointManifest>;
+
+/** A checkpoint manifest that does not fit the schema (a path that could leave its folder, say). */
+export class CheckpointManifestError extends Error {}
+
+/**
+ * A manifest from a server or a store, checked: throws CheckpointManifestError naming the first
+ * field at fault (`files[1].path: "../x" leaves its folder`).
+ */
+export function readCheckpointManifest(value: unknown): CheckpointManifest {
+  const parsed = checkpointManifest.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue.path.reduce<string>(
+    (out, part) =>
+      typeof part === "number" ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part),
+    "",
+  );
+  throw new CheckpointManifestError(`checkpoint manifest refused: ${field || "manifest"}: ${issue.message}`);
+}
 
 /** Paths of the HTTP routes agents use to move files (join-token auth). */
 export const agentFileRoutes = {

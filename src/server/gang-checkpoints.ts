@@ -5,7 +5,7 @@
 // objects no kept manifest names, go.
 
 import { Readable } from "node:stream";
-import { type CheckpointManifest, checkpointManifest } from "../protocol/messages.ts";
+import { type CheckpointManifest, readCheckpointManifest } from "../protocol/messages.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { checkpointObjectKey, checkpointPrefix, gangManifestKey } from "./blob-keys.ts";
 
@@ -69,7 +69,9 @@ export async function readRankManifest(
   if (!(await blobs.stat(key))) return null;
   const chunks: Buffer[] = [];
   for await (const chunk of blobs.read(key)) chunks.push(chunk as Buffer);
-  return checkpointManifest.parse(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+  // Checked again as it is read: a store written before paths were checked, or tampered with, must
+  // not hand an agent a path out of its folder.
+  return readCheckpointManifest(JSON.parse(Buffer.concat(chunks).toString("utf8")));
 }
 
 /** Drops each rank's manifests older than the complete generation, and objects no kept manifest names. */

@@ -8,7 +8,11 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { nodesOf } from "../../model/jobfile.ts";
-import { type CheckpointManifest, checkpointManifest } from "../../protocol/messages.ts";
+import {
+  type CheckpointManifest,
+  checkpointManifest,
+  readCheckpointManifest,
+} from "../../protocol/messages.ts";
 import {
   checkpointManifestKey,
   checkpointObjectKey,
@@ -131,7 +135,9 @@ export function registerAgentFileRoutes(
       const manifest = await text(
         blobs.read(checkpointManifestKey(id, record.index, record.checkpoint.generation)),
       );
-      return checkpointManifest.parse(JSON.parse(manifest));
+      // Checked again as it is read: a store written before paths were checked, or tampered with,
+      // must not hand an agent a path out of its folder (a 500: the server's own record is at fault).
+      return readCheckpointManifest(JSON.parse(manifest));
     },
   );
 
