@@ -8,7 +8,8 @@ import type { Role } from "../model/records.ts";
 /**
  * What a route needs:
  * - `open`: nothing (health, metrics, the OpenAPI document);
- * - `agent`: a join token or a host credential (the agents' file routes);
+ * - `agent`: a join token or a host credential (the agents' file routes); the route then serves
+ *   only the attempts placed on the credential's host, and a join token nothing (agent-files.ts);
  * - `read`: any API token (a user's lists show only their own jobs);
  * - `submit`: admin or user;
  * - `job-read`: any API token; a user only for their own job (another's answers 404, as if absent);
