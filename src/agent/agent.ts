@@ -442,8 +442,9 @@ export class Agent {
     switch (message.type) {
       case "welcome": {
         if (message.credential) {
-          await writeHostCredential(this.options.workDir, message.credential);
+          // Taken at once: the file requests of a start handled while it is being written need it.
           this.credential = message.credential;
+          await writeHostCredential(this.options.workDir, message.credential);
         }
         for (const stale of message.kill) {
           if (stale.rank === undefined) this.outbox.dropAttempt(stale.jobId, stale.taskIndex, stale.attempt);

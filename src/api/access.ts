@@ -10,7 +10,8 @@ import type { Role } from "../model/records.ts";
  * - `open`: nothing (health, the OpenAPI document, the dashboard's files);
  * - `metrics`: any API token (admin, user or reader), or nothing on a server started with
  *   `--metrics-open` (a scraper that cannot send one): the figures tell how busy the grid is;
- * - `agent`: a join token or a host credential (the agents' file routes);
+ * - `agent`: a join token or a host credential (the agents' file routes); the route then serves
+ *   only the attempts placed on the credential's host, and a join token nothing (agent-files.ts);
  * - `read`: any API token (a user's lists show only their own jobs);
  * - `submit`: admin or user;
  * - `job-read`: any API token; a user only for their own job (another's answers 404, as if absent);

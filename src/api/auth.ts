@@ -17,8 +17,14 @@ export function newToken(): string {
   return randomBytes(24).toString("base64url");
 }
 
+/**
+ * An agent's caller: the host its credential speaks for, or null for a join token (the server's,
+ * a pool's or a stored one), which may only join: the file routes serve hosts, not tokens.
+ */
+export type AgentCaller = { kind: "agent"; host: string | null };
+
 /** A request's caller once its token is known. */
-export type Caller = { kind: "user"; principal: Principal } | { kind: "agent"; host: string | null };
+export type Caller = { kind: "user"; principal: Principal } | AgentCaller;
 
 export interface Credentials {
   /** The admin token given at server start (`--admin-token` / the data dir's admin-token). */
@@ -42,10 +48,11 @@ export function identifyUser(token: string, credentials: Credentials): Principal
 }
 
 /**
- * Whether `token` may use the agents' file routes: the server's join token, a pool's, a stored
- * join token, or a host credential. A refusal names why; null is a token this server does not know.
+ * Who presents `token` on the agents' routes: a host credential's host, or (host null) the server's
+ * join token, a pool's, or a stored join token. A refusal names why; null is a token this server
+ * does not know.
  */
-export function identifyAgent(token: string, credentials: Credentials): Caller | Refusal | null {
+export function identifyAgent(token: string, credentials: Credentials): AgentCaller | Refusal | null {
   if (joinTokenScope(credentials.joinToken, token) !== null) return { kind: "agent", host: null };
   for (const kind of ["join", "host"] as const) {
     const found = credentials.tokens.match(token, kind, credentials.now);

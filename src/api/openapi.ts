@@ -26,7 +26,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: "bearer",
             description:
               "an API token (`steward token create`: a user with a role, admin, user or reader) or the admin token given at server start; " +
-              "the routes under /api/v1/agent/ take a join token or a host credential. Who may call what: src/api/access.ts",
+              "the routes under /api/v1/agent/ take a host credential and serve only the attempts placed on its host (a join token may only join). Who may call what: src/api/access.ts",
           },
         },
       },

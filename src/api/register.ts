@@ -65,6 +65,11 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Who sent the request (API routes); null on open and agents' routes. */
     principal: Principal | null;
+    /**
+     * The host whose credential an agents' route was called with; null for a join token, which
+     * may only join (src/api/routes/agent-files.ts answers it as it answers an absent attempt).
+     */
+    agentHost: string | null;
   }
 }
 
@@ -74,6 +79,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
   app.decorateRequest("principal", null);
+  app.decorateRequest("agentHost", null);
 
   // Every route is in the one table of route x role (access.ts), or it is not registered at all.
   app.addHook("onRoute", (route) => {
@@ -104,6 +110,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
       const agent = identifyAgent(token, credentials);
       if (agent === null) return unauthorized(reply, "wrong join token or host credential");
       if ("refused" in agent) return unauthorized(reply, agent.refused);
+      request.agentHost = agent.host;
       return;
     }
     const principal = identifyUser(token, credentials);

@@ -283,7 +283,7 @@ const ERROR_DESCRIPTIONS = {
   400: "a parameter, the query or the body is not valid: the message names the field",
   401: "missing, wrong, revoked or expired bearer token",
   403: "the token's role may not do this (a reader changes nothing; only admins manage hosts and tokens)",
-  404: "no such job, task, host or file (or a job of another user)",
+  404: "no such job, task, host or file (or a job of another user; on agents' routes, an attempt not on the calling host)",
   409: "the request conflicts with the current state (for example an attempt that is no longer current)",
   413: "a file or the body is larger than the server allows",
   429: "too many submits from this token: the message and Retry-After say when to try again",

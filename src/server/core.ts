@@ -47,6 +47,7 @@ import { gangShortfall } from "../scheduler/stages/gang.ts";
 import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
+import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { ClusterState, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
@@ -249,12 +250,17 @@ export class Core {
     return { reasons, ...explanation, ahead, othersAhead };
   }
 
-  /** The rank `host` ran of an attempt (0 for a single-host one), or null when the attempt is unknown. */
-  rankOf(host: string, jobId: string, taskIndex: number, number: number): number | null {
-    const attempt = this.state.jobs.get(jobId)?.attempt(taskIndex, number);
-    if (!attempt) return null;
-    if (attempt.placement.length <= 1) return 0;
-    return attempt.placement.find((each) => each.host === host)?.rank ?? null;
+  /**
+   * The ranks `host` runs of an attempt in memory (live or ended): none when the attempt is
+   * unknown or placed elsewhere. What a host may write of an attempt (outputs, logs, checkpoints).
+   */
+  ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[] {
+    return attemptRanksOn(this.state, host, jobId, taskIndex, number);
+  }
+
+  /** The ranks `host` runs of a job's live attempts (of one task, if given): what it may read of the job. */
+  liveRanksOn(host: string, jobId: string, taskIndex?: number): number[] {
+    return liveRanksOn(this.state, host, jobId, taskIndex);
   }
 
   /** Whether an attempt is live (fencing by attempt identity): only a live attempt may upload or commit. */

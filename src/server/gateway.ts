@@ -38,6 +38,11 @@ export class AgentGateway implements AgentLinks {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
   private readonly sockets = new Map<string, WebSocket>();
   private readonly logWrites = new Map<string, Promise<unknown>>();
+  /**
+   * Messages for a connection whose welcome is not sent yet, sent right after it: a start must not
+   * reach an agent before the welcome that brings its host credential, which its file requests need.
+   */
+  private readonly beforeWelcome = new Map<WebSocket, ServerMessage[]>();
   private readonly options: GatewayOptions;
 
   constructor(options: GatewayOptions) {
@@ -55,7 +60,9 @@ export class AgentGateway implements AgentLinks {
   send(host: string, message: ServerMessage): boolean {
     const ws = this.sockets.get(host);
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(JSON.stringify(message));
+    const held = this.beforeWelcome.get(ws);
+    if (held) held.push(message);
+    else ws.send(JSON.stringify(message));
     return true;
   }
 
@@ -201,7 +208,15 @@ export class AgentGateway implements AgentLinks {
     const previous = this.sockets.get(message.name);
     if (previous && previous !== ws) previous.terminate();
     this.sockets.set(message.name, ws);
-    const { kill, credential } = await core.attachHost(message, admission.issue ?? undefined);
+    const held: ServerMessage[] = [];
+    this.beforeWelcome.set(ws, held);
+    let attached: Awaited<ReturnType<Core["attachHost"]>>;
+    try {
+      attached = await core.attachHost(message, admission.issue ?? undefined);
+    } finally {
+      this.beforeWelcome.delete(ws);
+    }
+    const { kill, credential } = attached;
     ws.send(
       JSON.stringify({
         type: "welcome",
@@ -211,15 +226,24 @@ export class AgentGateway implements AgentLinks {
         ...(credential ? { credential } : {}),
       } satisfies ServerMessage),
     );
+    for (const each of held) ws.send(JSON.stringify(each));
     log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");
     return true;
   }
 
   private appendLog(host: string, message: LogMessage): void {
     const { core, blobs, log } = this.options;
-    const known = core.rankOf(host, message.jobId, message.taskIndex, message.attempt);
-    if (known === null) return;
-    const rank = message.rank ?? known;
+    // A log has one writer: the host that runs the attempt, for a rank it runs. Anyone else's
+    // bytes would land in another job's log, and shift the offsets its real agent appends at.
+    const ranks = core.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
+    const rank = message.rank ?? ranks[0];
+    if (rank === undefined || !ranks.includes(rank)) {
+      log.debug(
+        { host, jobId: message.jobId, taskIndex: message.taskIndex },
+        "log of an attempt not on this host",
+      );
+      return;
+    }
     const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
     const previous = this.logWrites.get(key) ?? Promise.resolve();
     const next = previous

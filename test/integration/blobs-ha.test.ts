@@ -4,7 +4,7 @@
 // second restores the checkpoint written through the first. Once with the blobs in PostgreSQL (the
 // default with --store), once in a --blobs folder both mount.
 
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -201,7 +201,12 @@ if (unreachable && process.env.CI) {
     const dir = mkdtempSync(join(tmpdir(), "steward-ha-job-"));
     folders.push(dir);
     writeFileSync(join(dir, "data.bin"), content);
-    writeFileSync(join(dir, "job.yaml"), stringify({ command: "true", inputs: ["data.bin"] }));
+    // The job succeeds only with the input whole: an agent of the second broker stages it.
+    const sum = createHash("sha256").update(content).digest("hex");
+    writeFileSync(
+      join(dir, "job.yaml"),
+      stringify({ command: `echo "${sum}  data.bin" | sha256sum -c -`, inputs: ["data.bin"] }),
+    );
     const submitted = await cli(a, ["submit", join(dir, "job.yaml")]);
     expect(submitted.code, submitted.stderr).toBe(0);
     const id = submitted.stdout.trim();
@@ -209,12 +214,10 @@ if (unreachable && process.env.CI) {
 
     const b = await startServerProcess({ args: brokerFlags(schema, ["--blobs", shared]) });
     servers.push(b);
-    const response = await fetch(`${b.url}/api/v1/agent/jobs/${id}/inputs/data.bin`, {
-      headers: { authorization: "Bearer join-ha-test" },
-    });
-    expect(response.status).toBe(200);
-    expect(Buffer.from(await response.arrayBuffer()).equals(content)).toBe(true);
     expect(readFileSync(join(shared, "jobs", id, "inputs", "data.bin")).equals(content)).toBe(true);
+    const agent = await startAgentProcess({ name: "ha-files", servers: [b.url], joinToken: "join-ha-test" });
+    agents.push(agent);
+    expect((await waitForJobEnd(b, id)).state).toBe("succeeded");
     expect(existsSync(join(a.data, "blobs"))).toBe(false);
     expect(await blobKeys(schema)).toStrictEqual([]);
   }, 60_000);

@@ -1,10 +1,14 @@
-// Files agents move: inputs down, outputs up, checkpoints both ways. Join-token auth; only the
-// current attempt may upload.
+// Files agents move: inputs down, outputs up, checkpoints both ways. Each request is bound to the
+// host whose credential it carries: a host reads the inputs and checkpoint of the live attempts
+// placed on it, and writes outputs and checkpoints of its own attempts only (its own ranks of a
+// multi-node one); only the current attempt may upload. Anything else (another host's attempt, an
+// absent one, a join token, which may only join) answers the same 404, so a host learns nothing
+// of the work of others, not even whether it exists.
 
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { nodesOf } from "../../model/jobfile.ts";
@@ -38,6 +42,36 @@ const octetStream = (description: string) => ({
   content: { "application/octet-stream": { schema: fileBytes } },
 });
 
+/** The one answer to a request for files the calling host has no attempt of (see the head of this file). */
+export const NOT_ON_THIS_HOST = "no such attempt on this host";
+
+/** The ranks the caller runs of the job's (task's) live attempts: what it may read; none is a 404. */
+function readableRanks(core: Core, request: FastifyRequest, jobId: string, taskIndex?: number): number[] {
+  const host = request.agentHost;
+  const ranks = host === null ? [] : core.liveRanksOn(host, jobId, taskIndex);
+  if (ranks.length === 0) throw new NotFoundError(NOT_ON_THIS_HOST);
+  return ranks;
+}
+
+/**
+ * The ranks the caller runs of one attempt (live or not: its own ended attempt hears 409 from the
+ * fencing after this); none is a 404, and the body of the refused upload is let go.
+ */
+function writableRanks(
+  core: Core,
+  request: FastifyRequest,
+  at: { id: string; task: number; attempt: number },
+  body?: Readable | null,
+): number[] {
+  const host = request.agentHost;
+  const ranks = host === null ? [] : core.ranksOn(host, at.id, at.task, at.attempt);
+  if (ranks.length === 0) {
+    body?.resume();
+    throw new NotFoundError(NOT_ON_THIS_HOST);
+  }
+  return ranks;
+}
+
 export function registerAgentFileRoutes(
   app: FastifyInstance,
   core: Core,
@@ -57,6 +91,7 @@ export function registerAgentFileRoutes(
     },
     async (request, reply) => {
       const { id, "*": path } = request.params;
+      readableRanks(core, request, id);
       const job = core.job(id);
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
       const key = inputKey(id, path);
@@ -81,16 +116,23 @@ export function registerAgentFileRoutes(
     },
     async (request) => {
       const { id, task, attempt, "*": path } = request.params;
+      const ranks = writableRanks(core, request, { id, task, attempt }, request.body);
       const job = core.job(id);
       // With `outputsFrom: all`, each rank's outputs come under rank-R/.
       const spec = job.record.spec;
       const rankOutput = /^rank-(\d+)\/(.+)$/.exec(path);
-      const declared =
-        spec.outputsFrom === "all" && rankOutput
-          ? Number(rankOutput[1]) < nodesOf(spec) && spec.outputs.includes(rankOutput[2])
-          : spec.outputs.includes(path);
+      const all = spec.outputsFrom === "all" && rankOutput !== null;
+      const declared = all
+        ? Number(rankOutput[1]) < nodesOf(spec) && spec.outputs.includes(rankOutput[2])
+        : spec.outputs.includes(path);
       if (!declared) {
+        request.body?.resume();
         throw new NotFoundError(`job ${id} declares no output ${path}`);
+      }
+      // A rank's outputs come from its own host; the job's plain outputs from rank 0's.
+      if (!ranks.includes(all ? Number(rankOutput[1]) : 0)) {
+        request.body?.resume();
+        throw new NotFoundError(NOT_ON_THIS_HOST);
       }
       if (!core.acceptsOutputs(id, task, attempt)) {
         request.body?.resume();
@@ -121,10 +163,13 @@ export function registerAgentFileRoutes(
     },
     async (request) => {
       const { id, task } = request.params;
+      const { rank } = request.query;
+      const ranks = readableRanks(core, request, id, task);
+      // A gang's rank reads its own state: another rank's is another host's.
+      if (rank !== undefined && !ranks.includes(rank)) throw new NotFoundError(NOT_ON_THIS_HOST);
       const record = core.job(id).tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (!record.checkpoint) throw new NotFoundError(`task ${task} of job ${id} has no checkpoint`);
-      const { rank } = request.query;
       if (rank !== undefined) {
         // A gang's rank gets its own state of the newest complete generation.
         const manifest = await readRankManifest(blobs, id, task, rank, record.checkpoint.generation);
@@ -152,7 +197,7 @@ export function registerAgentFileRoutes(
     },
     async (request, reply) => {
       const { id, task, sha } = request.params;
-      core.job(id);
+      readableRanks(core, request, id, task);
       const key = checkpointObjectKey(id, task, sha);
       const info = await blobs.stat(key);
       if (!info) throw new NotFoundError(`no checkpoint object ${sha}`);
@@ -170,11 +215,12 @@ export function registerAgentFileRoutes(
         consumes: ["application/octet-stream"],
         params: attemptParams.extend({ sha: sha256 }),
         body: fileBytes.nullish(),
-        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 409) },
+        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409) },
       },
     },
     async (request) => {
       const { id, task, attempt, sha } = request.params;
+      writableRanks(core, request, { id, task, attempt }, request.body);
       const body = request.body ?? Readable.from([]);
       if (!core.isCurrent(id, task, attempt)) {
         body.resume();
@@ -211,9 +257,12 @@ export function registerAgentFileRoutes(
     async (request) => {
       const { id, task, attempt } = request.params;
       const manifest = request.body;
+      const own = writableRanks(core, request, { id, task, attempt });
       if (!core.isCurrent(id, task, attempt)) {
         throw new ConflictError(`attempt ${attempt} of task ${task} is not current: checkpoint ignored`);
       }
+      // A gang's rank commits its own state: another rank's is another host's to give.
+      if (manifest.gang && !own.includes(manifest.gang.rank)) throw new NotFoundError(NOT_ON_THIS_HOST);
       let bytes = 0;
       for (const file of manifest.files) {
         const info = await blobs.stat(checkpointObjectKey(id, task, file.sha256));
