@@ -17,7 +17,7 @@ const BODY_TIMEOUT_SECONDS = 1;
 let server: StewardProcess;
 
 beforeAll(async () => {
-  server = await startServerProcess();
+  server = await startServerProcess({ args: ["--body-timeout-seconds", String(BODY_TIMEOUT_SECONDS)] });
 });
 
 afterAll(async () => {
