@@ -11,6 +11,7 @@ import {
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
+import { CheckpointManifestError } from "../protocol/messages.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
@@ -168,6 +169,13 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     }
     if (error.statusCode && error.statusCode < 500) {
       return reply.code(error.statusCode).send(answer(error.code ?? "bad_request", error.message));
+    }
+    // A stored checkpoint manifest that its own check refuses: the store was written before the
+    // check, or tampered with. The message names a path of the caller's own checkpoint, nothing of
+    // the server's, and the agent's attempt reports it.
+    if (error instanceof CheckpointManifestError) {
+      request.log.error({ err: error }, "a stored checkpoint manifest is refused");
+      return reply.code(500).send(answer("bad_checkpoint", error.message));
     }
     // The log has the details, under the request's id; the answer has only the id.
     request.log.error({ err: error }, "request failed");

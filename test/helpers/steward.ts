@@ -512,3 +512,14 @@ export async function jobPages(
   }
   return { pages, links };
 }
+
+/** The host credential an agent keeps in its work folder, once it has joined (it writes it after its welcome). */
+export function hostCredentialOf(workDir: string): Promise<string> {
+  return waitFor(`the host credential in ${workDir}`, () => {
+    try {
+      return readFileSync(join(workDir, "host-credential"), "utf8").trim() || null;
+    } catch {
+      return null;
+    }
+  });
+}

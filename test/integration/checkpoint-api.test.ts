@@ -3,10 +3,17 @@
 // alone is kept. Calls carry the host credential of the agent running the job, as the agent's own do.
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { api, cleanup, getJob, type StewardProcess, startUp, waitFor } from "../helpers/steward.ts";
+import {
+  api,
+  cleanup,
+  getJob,
+  hostCredentialOf,
+  type StewardProcess,
+  startUp,
+  waitFor,
+} from "../helpers/steward.ts";
 
 let steward: StewardProcess;
 let hostCredential: string;
@@ -14,7 +21,7 @@ let id: string;
 
 beforeAll(async () => {
   steward = await startUp({ agents: 1, slots: 1 });
-  hostCredential = readFileSync(join(steward.data, "agents", "local-1", "host-credential"), "utf8").trim();
+  hostCredential = await hostCredentialOf(join(steward.data, "agents", "local-1"));
   ({ id } = await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" }));
   await waitFor("running", async () => (await getJob(steward, id)).tasks[0].attempts[0]?.state === "running");
 });

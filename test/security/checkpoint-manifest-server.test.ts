@@ -4,13 +4,21 @@
 // answers 400 naming the path, and nothing is committed.
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { api, cleanup, getJob, type StewardProcess, startUp, waitFor } from "../helpers/steward.ts";
+import {
+  api,
+  cleanup,
+  getJob,
+  hostCredentialOf,
+  type StewardProcess,
+  startUp,
+  waitFor,
+} from "../helpers/steward.ts";
 
 let steward: StewardProcess;
-let joinToken: string;
+/** The agent's host credential: the agent routes serve the attempts of its host only. */
+let hostCredential: string;
 let id: string;
 
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -18,7 +26,7 @@ const STATE = { sha256: sha("state"), bytes: 5 };
 
 beforeAll(async () => {
   steward = await startUp({ agents: 1, slots: 1 });
-  joinToken = readFileSync(join(steward.data, "join-token"), "utf8").trim();
+  hostCredential = await hostCredentialOf(join(steward.data, "agents", "local-1"));
   ({ id } = await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" }));
   await waitFor("running", async () => (await getJob(steward, id)).tasks[0].attempts[0]?.state === "running");
   const upload = await agentCall("PUT", `/attempts/1/checkpoint/objects/${STATE.sha256}`, "state");
@@ -34,7 +42,7 @@ afterAll(async () => {
 function agentCall(method: string, path: string, body?: string, type = "application/octet-stream") {
   return fetch(`${steward.url}/api/v1/agent/jobs/${id}/tasks/0${path}`, {
     method,
-    headers: { authorization: `Bearer ${joinToken}`, "content-type": type },
+    headers: { authorization: `Bearer ${hostCredential}`, "content-type": type },
     body,
   });
 }

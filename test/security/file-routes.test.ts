@@ -6,9 +6,7 @@
 // they are (fetch would normalise them), answer 4xx.
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawRequest } from "../helpers/raw-http.ts";
@@ -17,6 +15,7 @@ import {
   api,
   cleanup,
   getJob,
+  hostCredentialOf,
   type StewardProcess,
   startAgentProcess,
   startServerProcess,
@@ -39,13 +38,7 @@ let checkpointSha: string;
 beforeAll(async () => {
   server = await startServerProcess();
   agent = await startAgentProcess({ name: "h1", servers: [server.url], joinToken: server.joinToken });
-  hostToken = await waitFor("the host credential", () => {
-    try {
-      return readFileSync(join(agent.work, "host-credential"), "utf8").trim();
-    } catch {
-      return null;
-    }
-  });
+  hostToken = await hostCredentialOf(agent.work);
   const form = new FormData();
   form.append(
     "job",
