@@ -11,8 +11,8 @@ import {
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
-import { CheckpointManifestError } from "../protocol/messages.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
+import { CheckpointManifestError } from "../protocol/messages.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
 import { registerDashboard } from "../server/dashboard.ts";
