@@ -2,15 +2,17 @@
 // inputs, outputs and fetch, bad multipart, bad agent messages): 1,000 of them, built from a seeded
 // generator; then multipart bodies cut short at seeded places (with a correct Content-Length) and
 // bodies that stop before their Content-Length, written on a socket. Every answer is a 4xx with a
-// message, the server keeps running, no file appears outside its folders, and no job is created.
+// message, the server keeps running, no file appears outside its folders, and no job is created
+// (but the one the agent routes are tried on, placed on a host joined by hand).
 
 import { existsSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import WebSocket from "ws";
+import { credentialOf, rawHello } from "../helpers/raw-agent.ts";
 import { multipartBody, rawRequest } from "../helpers/raw-http.ts";
-import { cleanup, type StewardProcess, startServerProcess } from "../helpers/steward.ts";
+import { cleanup, type StewardProcess, startServerProcess, waitFor } from "../helpers/steward.ts";
 
 const SEED = Number(process.env.STEWARD_FUZZ_SEED ?? Date.now() % 100_000);
 const COUNT = 1000;
@@ -172,11 +174,11 @@ function badRequests(seed: number): Bad[] {
     () => ({ method: "GET", path: `/api/v1/jobs/1/logs?task=${random.pick(["-1", "x", "99999999999"])}` }),
     () => ({
       method: "POST",
-      path: `/api/v1/jobs/${random.pick(["1", "nope"])}/${random.pick(["cancel", "hold", "release", "migrate", "explode"])}`,
+      path: `/api/v1/jobs/${random.pick(["999999", "nope"])}/${random.pick(["cancel", "hold", "release", "migrate", "explode"])}`,
       body: random.pick(["{", "[]", '{"to": 5}']),
       contentType: "application/json",
     }),
-    () => ({ method: "DELETE", path: `/api/v1/jobs/${random.pick(["1", "nope", "%2e%2e"])}` }),
+    () => ({ method: "DELETE", path: `/api/v1/jobs/${random.pick(["999999", "nope", "%2e%2e"])}` }),
     () => ({
       method: "POST",
       path: `/api/v1/hosts/${random.pick(["nope", "..", "%00"])}/drain`,
@@ -235,9 +237,37 @@ it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps runn
   const before = new Set(readdirSync(tmpdir()));
   console.log(`fuzz seed ${SEED} (replay with STEWARD_FUZZ_SEED=${SEED})`);
   const unexpected: string[] = [];
+  // Two hosts join by hand: job 1 is placed on the first (which never runs it, so its attempt 1
+  // stays live), the second runs nothing of it. The agent routes are tried with the right host's
+  // credential, the other host's and the join token, in turn: malformed requests get a 4xx
+  // whoever sends them, and a well-formed one from the wrong host a 404.
+  const right = await rawHello(s.url, { name: "fuzz-host", token: s.joinToken });
+  const wrong = await rawHello(s.url, { name: "fuzz-intruder", token: s.joinToken });
+  const submitted = await fetch(`${s.url}/api/v1/jobs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      command: "true",
+      inputs: [],
+      outputs: ["out"],
+      requirements: 'host.name == "fuzz-host"',
+    }),
+  });
+  expect(submitted.status).toBe(201);
+  const job = ((await submitted.json()) as { id: string }).id;
+  expect(job).toBe("1");
+  await waitFor("job 1 placed on fuzz-host", async () => {
+    const found = (await (
+      await fetch(`${s.url}/api/v1/jobs/1`, { headers: { authorization: `Bearer ${s.token}` } })
+    ).json()) as { tasks: { attempts: { host: string }[] }[] };
+    return found.tasks[0].attempts[0]?.host === "fuzz-host";
+  });
+  const agentTokens = [s.joinToken, credentialOf(right.answer), credentialOf(wrong.answer)];
+  expect(agentTokens.every(Boolean)).toBe(true);
+  let agentCalls = 0;
   for (const bad of badRequests(SEED)) {
     const headers: Record<string, string> = {
-      authorization: `Bearer ${bad.agent ? s.joinToken : s.token}`,
+      authorization: `Bearer ${bad.agent ? agentTokens[agentCalls++ % agentTokens.length] : s.token}`,
     };
     if (bad.contentType) headers["content-type"] = bad.contentType;
     const response = await fetch(`${s.url}${bad.path}`, { method: bad.method, headers, body: bad.body });
@@ -314,9 +344,11 @@ it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps runn
   const health = await fetch(`${s.url}/healthz`);
   expect(health.ok).toBe(true);
   const jobs = (await (
-    await fetch(`${s.url}/api/v1/jobs`, { headers: { authorization: `Bearer ${s.token}` } })
-  ).json()) as unknown[];
-  expect(jobs).toStrictEqual([]);
+    await fetch(`${s.url}/api/v1/jobs?all=1`, { headers: { authorization: `Bearer ${s.token}` } })
+  ).json()) as { id: string }[];
+  expect(jobs.map((found) => found.id)).toStrictEqual(["1"]);
+  right.ws.terminate();
+  wrong.ws.terminate();
   // Nothing was written outside the server's folders.
   const appeared = readdirSync(tmpdir()).filter((name) => !before.has(name) && name.includes(ESCAPE));
   expect(appeared).toStrictEqual([]);

@@ -9,11 +9,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { WebSocket } from "ws";
 import { stringify } from "yaml";
 import { poolJoinToken } from "../../src/pools/pool-token.ts";
-import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/protocol/messages.ts";
-import { facts } from "../helpers/core-harness.ts";
+import type { ServerMessage } from "../../src/protocol/messages.ts";
+import { type RawHello, rawHello } from "../helpers/raw-agent.ts";
 import {
   type AgentProcess,
   cleanup,
@@ -40,39 +39,7 @@ const go = join(dir, "go");
 const INPUT = "the input of someone else's job\n";
 const sha = (text: string) => createHash("sha256").update(text).digest("hex");
 
-/** Opens an agent connection and says hello; resolves with the server's first answer and the socket. */
-async function hello(fields: {
-  name: string;
-  token: string;
-  credential?: string;
-  pool?: string;
-}): Promise<{ ws: WebSocket; answer: ServerMessage }> {
-  const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}${AGENT_CONNECT_PATH}`);
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
-  });
-  const answer = new Promise<ServerMessage>((resolve) =>
-    ws.once("message", (data) => resolve(JSON.parse(String(data)) as ServerMessage)),
-  );
-  const pool = fields.pool ?? "default";
-  ws.send(
-    JSON.stringify({
-      type: "hello",
-      v: 1,
-      name: fields.name,
-      token: fields.token,
-      ...(fields.credential ? { credential: fields.credential } : {}),
-      pool,
-      // Nothing is placed here: the one job is already running on its own host and has one task.
-      slots: 1,
-      labels: {},
-      facts: facts(fields.name, { pool }),
-      attempts: [],
-    }),
-  );
-  return { ws, answer: await answer };
-}
+const hello = (fields: RawHello) => rawHello(server.url, fields);
 
 beforeAll(async () => {
   server = await startServerProcess({ hostTimeoutSeconds: 30 });
