@@ -3,7 +3,7 @@
 
 import { posix } from "node:path";
 import { z } from "zod";
-import { checkExpression } from "./cel.ts";
+import { expressionProblem } from "./cel.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
 
@@ -34,8 +34,13 @@ const relativePath = z.string().superRefine((path, context) => {
 
 const celSource = (purpose: "requirements" | "rank") =>
   z.string().superRefine((source, context) => {
-    const problem = checkExpression(source, purpose);
-    if (problem) context.addIssue({ code: "custom", message: `CEL: ${problem}` });
+    // Evaluated on every host at every scheduling pass: one that would hold the broker is refused
+    // (`estimated cost N steps is over the limit of M`, which needs no "CEL:" before it).
+    const problem = expressionProblem(source, purpose);
+    if (problem) {
+      const message = problem.kind === "cel" ? `CEL: ${problem.message}` : problem.message;
+      context.addIssue({ code: "custom", message });
+    }
   });
 
 export const jobSpecSchema = z.strictObject({
