@@ -1,7 +1,11 @@
 // CEL requirements and rank over the declared host facts (DESIGN.md "Host facts").
-// Expressions are type-checked at submit, compiled once per job, evaluated per host.
+// Expressions are type-checked and their cost estimated at submit (cel-cost.ts), compiled once per
+// job, evaluated per host under a guard that stops any evaluation after a few milliseconds
+// (cel-guard.ts), the evaluation of an expression stored before the cost limit included.
 
 import { type ASTNode, Environment } from "@marcbachmann/cel-js";
+import { costProblem } from "./cel-cost.ts";
+import { EvaluationLimitError, guardTree, runGuarded } from "./cel-guard.ts";
 import type { HostFacts } from "./records.ts";
 
 const HOST_SCHEMA = {
@@ -30,24 +34,50 @@ const environment = new Environment({ homogeneousAggregateLiterals: false }).reg
 
 export type CelPurpose = "requirements" | "rank";
 
-/** Returns an error message, or null when the expression compiles and has the right type for its purpose. */
+/**
+ * Returns an error message, or null when the expression compiles, has the right type for its
+ * purpose and its estimated cost is within the budget (CEL_COST_BUDGET).
+ */
 export function checkExpression(source: string, purpose: CelPurpose): string | null {
-  let result: { valid: boolean; type?: string; error?: { message?: string } };
+  return expressionProblem(source, purpose)?.message ?? null;
+}
+
+/**
+ * What is wrong with an expression: it does not compile or has the wrong type (`kind: "cel"`), or
+ * its estimated cost is over the budget (`kind: "cost"`, `estimated cost N steps is over the limit
+ * of M`). Parsed once; the cost comes first, so that a long expression over the budget is not
+ * type-checked as well.
+ */
+export function expressionProblem(
+  source: string,
+  purpose: CelPurpose,
+): { kind: "cel" | "cost"; message: string } | null {
+  let parsed: ReturnType<typeof environment.parse>;
   try {
-    result = environment.check(source) as typeof result;
+    parsed = environment.parse(source);
   } catch (error) {
-    return firstLine(error);
+    return { kind: "cel", message: firstLine(error) };
   }
-  if (!result.valid) return firstLine(result.error);
+  const cost = costProblem(parsed.ast);
+  if (cost) return { kind: "cost", message: cost };
+  let result: CheckResult;
+  try {
+    result = parsed.check() as CheckResult;
+  } catch (error) {
+    return { kind: "cel", message: firstLine(error) };
+  }
+  if (!result.valid) return { kind: "cel", message: firstLine(result.error) };
   const type = result.type ?? "dyn";
   if (purpose === "requirements" && type !== "bool" && type !== "dyn") {
-    return `must be a boolean expression, but it is ${type}`;
+    return { kind: "cel", message: `must be a boolean expression, but it is ${type}` };
   }
   if (purpose === "rank" && !["int", "uint", "double", "dyn"].includes(type)) {
-    return `must be a number, but it is ${type}`;
+    return { kind: "cel", message: `must be a number, but it is ${type}` };
   }
   return null;
 }
+
+type CheckResult = { valid: boolean; type?: string; error?: { message?: string } };
 
 /** An expression ready to evaluate against a host, with the text it came from and its syntax tree. */
 export type CompiledExpression = ((host: HostFacts) => unknown) & {
@@ -55,9 +85,35 @@ export type CompiledExpression = ((host: HostFacts) => unknown) & {
   readonly ast?: ASTNode;
 };
 
+/**
+ * Compiles an expression to evaluate under the guard. One that does not type-check, or whose
+ * estimated cost is over the budget (stored before there was one), throws at every evaluation
+ * without being evaluated; one that trips the guard (the estimate was wrong) out of steps or size
+ * throws the same from then on, so that it costs the event loop its few milliseconds once, not once a host and pass.
+ */
 export function compileExpression(source: string): CompiledExpression {
   const evaluate = environment.parse(source);
-  return Object.assign((host: HostFacts) => evaluate({ host }), { source, ast: evaluate.ast });
+  const ast = evaluate.ast;
+  const checked = evaluate.check() as CheckResult;
+  let refusal: Error | null = checked.valid ? null : new Error(firstLine(checked.error));
+  if (!refusal) {
+    const problem = costProblem(ast);
+    if (problem) refusal = new EvaluationLimitError(problem);
+  }
+  // The type check has set what each node evaluates to: the guard wraps that.
+  if (!refusal) guardTree(ast);
+  const guarded = (host: HostFacts) => {
+    if (refusal) throw refusal;
+    try {
+      return runGuarded(() => evaluate({ host }));
+    } catch (error) {
+      // Out of steps or size depends only on the expression and the host's facts; out of time may be
+      // the machine's doing (a busy core, code not yet optimised), so it fails this evaluation only.
+      if (error instanceof EvaluationLimitError && !error.outOfTime) refusal = error;
+      throw error;
+    }
+  };
+  return Object.assign(guarded, { source, ast });
 }
 
 export type RequirementResult = { ok: true } | { ok: false; reason: string };
@@ -93,4 +149,18 @@ export function firstLine(error: unknown): string {
   const message =
     error && typeof error === "object" && "message" in error ? String(error.message) : String(error);
   return message.split("\n")[0].trim();
+}
+
+/**
+ * Runs the parser, the type check, the estimate and a guarded evaluation over an expression of
+ * some size a few times, for a server to call before it listens: the first submit of a long
+ * expression otherwise pays for compiling that code, some 100 ms of the event loop here.
+ */
+export function warmUpExpressions(host: HostFacts): void {
+  const list = `[${Array.from({ length: 200 }, (_, i) => i).join(", ")}]`;
+  const source = `${list}.exists(a, a < 0) || host.labels.exists(k, k.startsWith("x")) || host.name.matches("^n[0-9]+$") && host.speed * 2.0 > 1.0`;
+  for (let round = 0; round < 5; round++) {
+    checkExpression(source, "requirements");
+    evaluateRequirement(compileExpression(source), host);
+  }
 }

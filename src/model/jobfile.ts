@@ -2,7 +2,7 @@
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { z } from "zod";
-import { checkExpression } from "./cel.ts";
+import { expressionProblem } from "./cel.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
@@ -24,8 +24,13 @@ const relativePath = z.string().superRefine((path, context) => {
 
 const celSource = (purpose: "requirements" | "rank") =>
   z.string().superRefine((source, context) => {
-    const problem = checkExpression(source, purpose);
-    if (problem) context.addIssue({ code: "custom", message: `CEL: ${problem}` });
+    // Evaluated on every host at every scheduling pass: one that would hold the broker is refused
+    // (`estimated cost N steps is over the limit of M`, which needs no "CEL:" before it).
+    const problem = expressionProblem(source, purpose);
+    if (problem) {
+      const message = problem.kind === "cel" ? `CEL: ${problem.message}` : problem.message;
+      context.addIssue({ code: "custom", message });
+    }
   });
 
 export const jobSpecSchema = z.strictObject({

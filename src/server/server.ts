@@ -11,6 +11,7 @@ import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
 import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
+import { warmUpExpressions } from "../model/cel.ts";
 import { parseJobFileText } from "../model/jobfile.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
@@ -227,6 +228,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!gateway.handleUpgrade(request, socket, head)) socket.destroy();
   });
 
+  warmUpExpressions({
+    name: "warm-up",
+    pool: "default",
+    os: "linux",
+    arch: "x86_64",
+    cpus: 1,
+    memoryMb: 1,
+    memFreeMb: 1,
+    load1: 0,
+    cpuFree: 1,
+    diskFreeMb: 1,
+    speed: 1,
+    labels: {},
+    slotsFree: 1,
+  });
   await app.listen({ host: options.host ?? "127.0.0.1", port: options.port ?? DEFAULT_PORT });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : (options.port ?? DEFAULT_PORT);
