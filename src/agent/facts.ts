@@ -1,4 +1,4 @@
-// Host facts (DESIGN.md "Host facts"), read from the operating system at each heartbeat.
+// Host facts (the `host` of requirements and rank), read from the operating system at each heartbeat.
 
 import { statfs } from "node:fs/promises";
 import os from "node:os";

@@ -1,4 +1,4 @@
-// The API's JSON shapes (DESIGN.md "JSON shapes") as zod schemas. Routes name them in their
+// The API's JSON shapes as zod schemas. Routes name them in their
 // schemas, the OpenAPI document is generated from them, and the CLI and the tests take their
 // TypeScript types from here instead of typing the answers again.
 
@@ -111,7 +111,7 @@ export const progressEventSchema = z
 export type ProgressEvent = z.infer<typeof progressEventSchema>;
 
 /**
- * The job file (DESIGN.md "Job file"): the document's JobFileInput is what a submit takes,
+ * The job file: the document's JobFileInput is what a submit takes,
  * JobFile what it became, with every default filled in.
  */
 export const jobFileSchema = jobSpecSchema.meta({ id: "JobFile", description: "the job file" });

@@ -1,4 +1,4 @@
-// The JSON shapes of DESIGN.md ("JSON shapes"), from the records: what `--json` prints and the API
+// The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
 // answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
 
 import type { AttemptRecord, EventRecord, HostRecord, TaskRecord } from "../model/records.ts";

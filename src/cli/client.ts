@@ -61,7 +61,7 @@ export class ApiClient {
       if (value !== undefined && value !== false) query.set(key, String(value));
     }
     const suffix = query.size ? `?${query}` : "";
-    // A job's owner is the user of the token (DESIGN "Users"): no claim of a name goes with it.
+    // A job's owner is the user of the token (README "Users, tokens and roles"): no claim of a name goes with it.
     const headers: Record<string, string> = { ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let body: FormData | string | undefined = options.body;

@@ -1,4 +1,4 @@
-// CEL requirements and rank over the declared host facts (DESIGN.md "Host facts").
+// CEL requirements and rank over the declared host facts (the `host` of requirements and rank).
 // Expressions are type-checked and their cost estimated at submit (cel-cost.ts), compiled once per
 // job, evaluated per host under a guard that stops any evaluation after a few milliseconds
 // (cel-guard.ts), the evaluation of an expression stored before the cost limit included.

@@ -1,4 +1,4 @@
-// The job file (DESIGN.md "Job file"): strict at every level, defaults filled in, CEL type-checked.
+// The job file (README "A job file"): strict at every level, defaults filled in, CEL type-checked.
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { z } from "zod";

@@ -153,7 +153,7 @@ export interface HostRecord {
   endsAt: number | null;
 }
 
-/** The host facts of DESIGN.md ("Host facts"); `host` in CEL. Numbers are CEL doubles. */
+/** The host facts; `host` in CEL. Numbers are CEL doubles. */
 export interface HostFacts {
   name: string;
   pool: string;

@@ -1,4 +1,4 @@
-// The state vocabularies of DESIGN.md ("JSON shapes"). Tests outside the repository rely on these words.
+// The state vocabularies of the JSON shapes (jobs, tasks, attempts, hosts). Tests outside the repository rely on these words.
 
 export const JOB_STATES = [
   "held",

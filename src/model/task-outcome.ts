@@ -3,7 +3,7 @@
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome, TaskState } from "./states.ts";
 
-/** A task lost this many times is failed as a poison task (DESIGN.md, guarantee 5). */
+/** A task lost this many times is failed as a poison task (README, "What survives what": failures are told apart). */
 export const POISON_LOSS_LIMIT = 5;
 /** A task whose inputs could not be staged (or whose start never arrived) this many times is failed. */
 export const SYSTEM_FAILURE_LIMIT = 5;

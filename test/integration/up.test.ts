@@ -293,7 +293,7 @@ describe("steward up", () => {
   });
 
   it("answers health, OpenAPI and metrics", async () => {
-    // DESIGN.md's health shape: {ok, role, leader, term}; a single server leads from its start.
+    // The health shape: {ok, role, leader, term}; a single server leads from its start.
     expect(await (await fetch(`${steward.url}/healthz`)).json()).toEqual({
       ok: true,
       role: "leader",

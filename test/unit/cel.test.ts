@@ -28,7 +28,7 @@ function host(overrides: Partial<HostFacts> = {}): HostFacts {
 }
 
 describe("HOST_FACT_NAMES", () => {
-  it("declares the host facts of DESIGN.md", () => {
+  it("declares the documented host facts", () => {
     expect([...HOST_FACT_NAMES].sort()).toEqual(
       [
         "name",

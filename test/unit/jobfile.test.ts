@@ -60,7 +60,7 @@ describe("validateJobSpec defaults", () => {
     expect(validateJobSpec({ command }).command).toEqual(command);
   });
 
-  it("keeps every field of the DESIGN.md example", () => {
+  it("keeps every field of the full example", () => {
     const spec = validateJobSpec({
       name: "cfd",
       command: ["./ns3d", "input"],

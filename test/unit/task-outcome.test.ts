@@ -24,7 +24,7 @@ function end(number: number, outcome: AttemptOutcome, reason: string | null = nu
 }
 
 describe("constants", () => {
-  it("match DESIGN.md and the back-off policy", () => {
+  it("match the documented defaults and the back-off policy", () => {
     expect(POISON_LOSS_LIMIT).toBe(5);
     expect(MAX_RETRY_BACKOFF_SECONDS).toBe(600);
     expect(RETRY_JITTER).toBe(0.2);
