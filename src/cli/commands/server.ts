@@ -5,6 +5,7 @@ import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
+import { PoolAccountError } from "../../pools/pilot-account.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
@@ -119,6 +120,11 @@ export function registerServer(program: Command): void {
         ...serverOptions(data, options, log),
         pools,
         pilotDir: join(data.root, "pilots"),
+        privateDirs: [data.root, ...(data.blobsWhere.startsWith("/") ? [data.blobsWhere] : [])],
+      }).catch((error: unknown) => {
+        if (error instanceof PoolAccountError)
+          throw new CliError(`--pools ${options.pools}: ${error.message}`);
+        throw error;
       });
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
