@@ -13,8 +13,10 @@ import {
   resolvePoolAccounts,
 } from "../../src/pools/pilot-account.ts";
 import { pilotsToStart, poolRetrySeconds, queueWaitExceeded } from "../../src/pools/pilot-demand.ts";
-import { parseLedgerEntry } from "../../src/pools/pilot-ledger.ts";
+import { metaLedger, parseLedgerEntry } from "../../src/pools/pilot-ledger.ts";
 import { pilotJobName } from "../../src/pools/pool-token.ts";
+import { SqliteStore } from "../../src/store/sqlite.ts";
+import { Harness } from "../helpers/core-harness.ts";
 
 describe("the pools file", () => {
   it("fills in the defaults", () => {
@@ -283,6 +285,25 @@ describe("the pilots' account", () => {
 });
 
 describe("the pilots this broker submitted", () => {
+  it("are kept in the store: a restarted broker knows them, per pool", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "steward-ledger-"));
+    const harness = new Harness(new SqliteStore(join(dir, "steward.db")));
+    try {
+      const ledger = metaLedger(await harness.start());
+      expect([...ledger.ids("hpc")]).toStrictEqual([]);
+      await ledger.record("hpc", ["13", "12"]);
+      await ledger.record("gpu", ["40"]);
+      const again = metaLedger(await harness.restart());
+      expect([...again.ids("hpc")]).toStrictEqual(["12", "13"]);
+      expect([...again.ids("gpu")]).toStrictEqual(["40"]);
+      await again.record("hpc", ["13"]);
+      expect([...metaLedger(await harness.restart()).ids("hpc")]).toStrictEqual(["13"]);
+    } finally {
+      await harness.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [undefined, []],
     ['["12","13"]', ["12", "13"]],
