@@ -4,7 +4,7 @@
 
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { type Benchmark, round, since } from "./benchmark.ts";
@@ -56,6 +56,18 @@ export async function slurmArraySeconds(dir: string, count = TASKS): Promise<num
   return since(start) / 1000;
 }
 
+/** Cancels this account's pilots of the bench pool (named steward-pilot-TAG-benchpool, TAG the cluster's). */
+async function cancelPilots(): Promise<void> {
+  const user = userInfo().username;
+  const { stdout } = await run("squeue", ["-h", `--user=${user}`, "--format=%i %j"]);
+  const ids = stdout
+    .split("\n")
+    .map((line) => line.trim().split(" "))
+    .filter(([, name]) => name?.startsWith("steward-pilot-") && name.endsWith(`-${POOL}`))
+    .map(([id]) => id);
+  if (ids.length > 0) await run("scancel", [`--user=${user}`, ...ids]);
+}
+
 export const slurmPoolBenchmark: Benchmark = {
   name: "slurm",
   description: `a Slurm pool: submit to the first task running on an empty pool; ${TASKS} tasks through 2 pilots against one Slurm array`,
@@ -69,7 +81,7 @@ export const slurmPoolBenchmark: Benchmark = {
     const poolsFile = join(dir, "pools.yaml");
     writeFileSync(
       poolsFile,
-      `pools:\n  - name: ${POOL}\n    driver: slurm\n    maxPilots: 2\n    backlog: 2\n    slotsPerPilot: 2\n    walltime: 1800\n    idleSeconds: 10\n`,
+      `pools:\n  - name: ${POOL}\n    driver: slurm\n    maxPilots: 2\n    backlog: 2\n    slotsPerPilot: 2\n    walltime: 1800\n    idleSeconds: 10\n    allowBrokerAccount: true\n`,
     );
     const cluster = await startCluster({
       label: "slurm",
@@ -109,7 +121,7 @@ export const slurmPoolBenchmark: Benchmark = {
       };
     } finally {
       await cluster.stop();
-      await run("scancel", ["--name=steward-pilot-benchpool"]).catch(() => {});
+      await cancelPilots().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     }
   },

@@ -55,7 +55,8 @@ export function openDataDir(
   blobsDir?: string,
 ): DataDir {
   const root = resolve(dir);
-  mkdirSync(root, { recursive: true });
+  // 0700: the tokens, the database and the files are the broker's alone (pilots of other accounts must not reach them).
+  mkdirSync(root, { recursive: true, mode: 0o700 });
   const blobs = chooseBlobs(root, storeUrl, blobsDir);
   return {
     root,

@@ -14,15 +14,30 @@ export interface PilotStatus {
   reason: string;
 }
 
+/**
+ * Whose pilots a command is about: a pool's pilots under one broker carry a batch job name unique
+ * to both, and are submitted, listed and cancelled as the pool's account only, so that jobs of other
+ * accounts (however they are named) are never taken for pilots, nor cancelled.
+ */
+export interface PilotOwner {
+  /** The batch job name of the pool's pilots (pools/pool-token.ts pilotJobName). */
+  jobName: string;
+  /** The local account the pilots run as. */
+  account: string;
+  /** Prefix that runs a command as `account` ([] when it is the broker's own). */
+  runAs: readonly string[];
+}
+
 /** What a pilot asks the batch system for. */
 export interface PilotRequest {
   /** The pool it belongs to (its agent's --pool). */
   pool: string;
+  owner: PilotOwner;
   cpus: number;
   walltimeSeconds: number;
   /** The command the pilot runs (a Steward agent), as one shell command line. */
   command: string;
-  /** A folder the batch system writes the pilot's output into. */
+  /** The pilot's folder (the account's): its working directory, and where its output is written. */
   logDir: string;
   partition?: string;
   extraArgs?: readonly string[];
@@ -41,10 +56,10 @@ export interface BatchDriver {
   /** Submits one pilot; its batch job id. Throws DriverError with the batch system's message. */
   submit(request: PilotRequest): Promise<string>;
   /**
-   * The pool's pilots the batch system still knows (queued, running, ending). Throws DriverError
-   * when it cannot tell: a failed listing is not an empty one.
+   * The owner's jobs of the pilots' name the batch system still knows (queued, running, ending).
+   * Throws DriverError when it cannot tell: a failed listing is not an empty one.
    */
-  list(pool: string): Promise<PilotStatus[]>;
-  /** Cancels a pilot; a pilot already gone is not an error. */
-  cancel(id: string): Promise<void>;
+  list(owner: PilotOwner): Promise<PilotStatus[]>;
+  /** Cancels a pilot of the owner's (never a job of another account); one already gone is not an error. */
+  cancel(id: string, owner: PilotOwner): Promise<void>;
 }

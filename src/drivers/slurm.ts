@@ -1,11 +1,20 @@
-// Pilots through Slurm's own commands: sbatch to submit, squeue to list, scancel to cancel. Each
-// pilot is a batch job named `steward-pilot-POOL`, so a pool's pilots are found by name.
+// Pilots through Slurm's own commands: sbatch to submit, squeue to list, scancel to cancel, each
+// run as the pool's account. A pool's pilots are the jobs of that account (squeue --user) under a
+// name unique to the broker and the pool; scancel names the account too, so a job of another
+// account is never cancelled. The commands get a short environment of their own: sbatch exports
+// its environment to the pilot, and the broker's (STEWARD_TOKEN, database passwords) is not the
+// pilot's business.
 
 import { execFile } from "node:child_process";
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type BatchDriver, DriverError, type PilotRequest, type PilotStatus } from "./driver.ts";
+import {
+  type BatchDriver,
+  DriverError,
+  type PilotOwner,
+  type PilotRequest,
+  type PilotStatus,
+} from "./driver.ts";
 
 const run = promisify(execFile);
 
@@ -28,10 +37,6 @@ const STATES: Record<string, PilotStatus["state"]> = {
   STOPPED: "ending",
 };
 
-export function pilotJobName(pool: string): string {
-  return `steward-pilot-${pool}`;
-}
-
 /** Seconds as sbatch --time wants them: D-HH:MM:SS, rounded up to whole minutes (Slurm's unit). */
 export function slurmTime(seconds: number): string {
   const minutes = Math.max(1, Math.ceil(seconds / 60));
@@ -45,10 +50,11 @@ export function slurmTime(seconds: number): string {
 export function sbatchArgs(request: PilotRequest): string[] {
   return [
     "--parsable",
-    `--job-name=${pilotJobName(request.pool)}`,
+    `--job-name=${request.owner.jobName}`,
     `--cpus-per-task=${request.cpus}`,
     "--ntasks=1",
     `--time=${slurmTime(request.walltimeSeconds)}`,
+    `--chdir=${request.logDir}`,
     `--output=${join(request.logDir, "pilot-%j.log")}`,
     // Slurm would requeue a pilot whose node failed; the pool starts a new one itself.
     "--no-requeue",
@@ -84,9 +90,34 @@ export function parseSqueue(output: string): PilotStatus[] {
   return pilots;
 }
 
-async function command(name: string, args: string[], input?: string): Promise<string> {
+/** What the broker's environment passes to Slurm's commands (and so, through sbatch, to its pilots). */
+const PASSED_ENV = [
+  "PATH",
+  "LANG",
+  "LC_ALL",
+  "TZ",
+  "SLURM_CONF",
+  "STEWARD_CA",
+  "STEWARD_LOG_LEVEL",
+  "STEWARD_LOG_FORMAT",
+  "STEWARD_COMPILE_CACHE",
+  "STEWARD_DAEMON_FLAGS",
+];
+
+export function batchEnv(from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of PASSED_ENV) {
+    const value = from[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+/** Runs a Slurm command as the owner's account. */
+async function command(owner: PilotOwner, name: string, args: string[], input?: string): Promise<string> {
   try {
-    const child = run(name, args, { timeout: SLURM_COMMAND_TIMEOUT_MS });
+    const [program, ...rest] = [...owner.runAs, name, ...args];
+    const child = run(program, rest, { timeout: SLURM_COMMAND_TIMEOUT_MS, env: batchEnv() });
     if (input !== undefined) {
       child.child.stdin?.end(input);
     }
@@ -103,20 +134,20 @@ export class SlurmDriver implements BatchDriver {
   readonly name = "slurm";
 
   async submit(request: PilotRequest): Promise<string> {
-    // Slurm does not make the output's folder: a pilot whose log cannot be opened fails at once.
-    await mkdir(request.logDir, { recursive: true });
+    // The pilot's folder is made beforehand, by its account (pools/pilot-files.ts).
     const script = `#!/bin/sh\nexec ${request.command}\n`;
-    const out = await command("sbatch", sbatchArgs(request), script);
+    const out = await command(request.owner, "sbatch", sbatchArgs(request), script);
     // --parsable prints "ID" or "ID;CLUSTER".
     const id = out.trim().split(";")[0];
     if (!/^\d+$/.test(id)) throw new DriverError(`sbatch: unexpected answer ${JSON.stringify(out.trim())}`);
     return id;
   }
 
-  async list(pool: string): Promise<PilotStatus[]> {
-    const out = await command("squeue", [
+  async list(owner: PilotOwner): Promise<PilotStatus[]> {
+    const out = await command(owner, "squeue", [
       "--noheader",
-      `--name=${pilotJobName(pool)}`,
+      `--user=${owner.account}`,
+      `--name=${owner.jobName}`,
       "--format=%i|%T|%r",
       // All states squeue still holds, not only pending and running.
       "--states=all",
@@ -124,9 +155,11 @@ export class SlurmDriver implements BatchDriver {
     return parseSqueue(out);
   }
 
-  async cancel(id: string): Promise<void> {
+  async cancel(id: string, owner: PilotOwner): Promise<void> {
+    if (!/^\d+$/.test(id)) throw new DriverError(`scancel: ${JSON.stringify(id)} is no Slurm job id`);
     try {
-      await command("scancel", [id]);
+      // --user: Slurm cancels the job only if it is the account's (and the account may cancel no other).
+      await command(owner, "scancel", [`--user=${owner.account}`, id]);
     } catch (error) {
       // A job Slurm no longer knows is gone already.
       if (/Invalid job id|already completing or completed/i.test((error as Error).message)) return;

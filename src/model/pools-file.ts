@@ -35,6 +35,28 @@ export const poolSchema = z.strictObject({
   maxQueueWaitSeconds: z.int().min(1).default(300),
   /** More sbatch arguments, as given. */
   sbatchArgs: z.array(z.string()).default([]),
+  /**
+   * The local account the pilots run as (the broker submits, lists and cancels them as it): the
+   * jobs on a pilot run as this account, so it must not be the broker's own (pools/pilot-account.ts).
+   */
+  account: z
+    .string()
+    .regex(
+      /^[a-z_][a-z0-9_.-]{0,31}$/i,
+      "must be a local account name (letters, digits, _, . or -, not starting with a digit, . or -)",
+    )
+    .optional(),
+  /** Lets the pilots run as the broker's own account: their jobs can read the broker's data folder. */
+  allowBrokerAccount: z.boolean().default(false),
+  /**
+   * Where the pilots' token file, logs and work folders go (absolute; a file system the batch
+   * nodes reach, writable by `account`). Default: ACCOUNT's home/.steward-pilots/POOL with
+   * `account`, else DATA/pilots/POOL.
+   */
+  pilotDir: z
+    .string()
+    .regex(/^\/[^\0]*$/, "must be an absolute path")
+    .optional(),
 });
 
 export type PoolSpec = z.output<typeof poolSchema>;

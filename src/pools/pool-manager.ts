@@ -5,15 +5,19 @@
 // off; after 3 in a row the pool is `unavailable` with the batch system's message until a pilot of
 // it joins again. Pilots pending longer than maxQueueWaitSeconds (the pool's, or a job's shorter
 // one) are cancelled and the pool takes no new work for a back-off: its work goes to other pools.
-// Hosts of pilots that have left are removed.
+// Hosts of pilots that have left are removed. A pool's pilots are the jobs of its account, under
+// its pilots' name, whose ids this broker recorded when it submitted them (pools/pilot-ledger.ts):
+// no other job is counted or cancelled. Pilots run as the pool's account and get the pool token
+// in a file of that account's (pools/pilot-account.ts, pools/pilot-files.ts).
 
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { type BatchDriver, DriverError, type PilotStatus } from "../drivers/driver.ts";
+import { type BatchDriver, DriverError, type PilotOwner, type PilotStatus } from "../drivers/driver.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
+import { type PilotAccount, poolPilotDir } from "./pilot-account.ts";
 import {
   type PilotCounts,
   POOL_FAILURES_UNAVAILABLE,
@@ -22,8 +26,10 @@ import {
   poolRetrySeconds,
   queueWaitExceeded,
 } from "./pilot-demand.ts";
+import { poolTokenFile, preparePilotFiles } from "./pilot-files.ts";
+import type { PilotLedger } from "./pilot-ledger.ts";
 import { freeCpusOf, offerWork, type PoolOffer, pilotProbe } from "./pool-demand.ts";
-import { poolJoinToken } from "./pool-token.ts";
+import { pilotJobName, poolJoinToken } from "./pool-token.ts";
 
 /** How often pools are looked after. */
 export const POOL_TICK_MS = 2000;
@@ -47,6 +53,13 @@ export interface PoolNote {
 interface PoolRuntime {
   spec: PoolSpec;
   driver: BatchDriver;
+  /** Its pilots' job name and account. */
+  owner: PilotOwner;
+  account: PilotAccount;
+  /** Its pilots' folder: the token file, their logs and work folders. */
+  dir: string;
+  /** Jobs of its pilots' name and account it did not submit, already logged (logged once each). */
+  ignored: Set<string>;
   pilots: PilotStatus[];
   /** Failed submissions (and pilots that ended before their agent joined) in a row. */
   failures: number;
@@ -70,9 +83,13 @@ export interface PoolManagerOptions {
   serverUrl: () => string;
   /** The server's join token: each pool's pilots carry a token derived from it (pools/pool-token.ts). */
   joinToken: string;
+  /** Each pool's pilot account, by pool name (pools/pilot-account.ts resolvePoolAccounts). */
+  accounts: ReadonlyMap<string, PilotAccount>;
+  /** The ids of the pilots this broker submitted, while it leads (else null). */
+  ledger: () => PilotLedger | null;
   /** The `steward` executable a pilot runs. */
   steward: string;
-  /** Where pilots write their logs and work folders (a file system the batch nodes reach). */
+  /** Where pilots of pools run as the broker's own account write their logs and work folders. */
   pilotDir: string;
   /** Pilots take no work this long before their walltime (scheduler/walltime.ts). */
   walltimeMarginSeconds: number;
@@ -103,9 +120,26 @@ export class PoolManager {
 
   constructor(options: PoolManagerOptions) {
     this.#options = options;
-    this.#pools = options.pools.map((spec) => ({
+    this.#pools = options.pools.map((spec) => {
+      const account = options.accounts.get(spec.name);
+      if (!account) throw new Error(`pool ${spec.name}: no account resolved`);
+      return this.#runtime(spec, account);
+    });
+  }
+
+  #runtime(spec: PoolSpec, account: PilotAccount): PoolRuntime {
+    const options = this.#options;
+    return {
       spec,
       driver: options.drivers[spec.driver],
+      owner: {
+        jobName: pilotJobName(options.joinToken, spec.name),
+        account: account.name,
+        runAs: account.runAs,
+      },
+      account,
+      dir: poolPilotDir(spec, account, options.pilotDir),
+      ignored: new Set(),
       pilots: [],
       failures: 0,
       reason: null,
@@ -115,7 +149,7 @@ export class PoolManager {
       stallReason: null,
       waits: new Map(),
       cancelled: new Set(),
-    }));
+    };
   }
 
   start(): void {
@@ -183,8 +217,9 @@ export class PoolManager {
     try {
       const now = Date.now();
       const state = this.#options.state();
-      for (const pool of this.#pools) await this.#refresh(pool, state, now);
-      if (!state) return;
+      const ledger = this.#options.ledger();
+      if (!state || !ledger) return;
+      for (const pool of this.#pools) await this.#refresh(pool, state, ledger, now);
       const margin = this.#options.walltimeMarginSeconds;
       const offers: PoolOffer[] = this.#pools.map((pool) => {
         const { spec } = pool;
@@ -214,10 +249,10 @@ export class PoolManager {
   }
 
   /** Reads the pool's pilots from the batch system and acts on what changed. */
-  async #refresh(pool: PoolRuntime, state: ClusterState | null, now: number): Promise<void> {
+  async #refresh(pool: PoolRuntime, state: ClusterState, ledger: PilotLedger, now: number): Promise<void> {
     let listed: PilotStatus[];
     try {
-      listed = await pool.driver.list(pool.spec.name);
+      listed = await pool.driver.list(pool.owner);
     } catch (error) {
       this.#options.log.warn(
         { pool: pool.spec.name, err: error },
@@ -225,7 +260,8 @@ export class PoolManager {
       );
       return;
     }
-    if (state) this.#countFailedStarts(pool, listed, state);
+    listed = await this.#ownPilots(pool, listed, ledger);
+    this.#countFailedStarts(pool, listed, state);
     pool.pilots = listed;
     const ids = new Set(listed.map((pilot) => pilot.id));
     for (const id of pool.waits.keys()) if (!ids.has(id)) pool.waits.delete(id);
@@ -234,10 +270,42 @@ export class PoolManager {
       if (pilot.state === "pending" && !pool.waits.has(pilot.id))
         pool.waits.set(pilot.id, { since: now, limitSeconds: pool.spec.maxQueueWaitSeconds });
     }
-    if (!state) return;
     await this.#leaveLongQueue(pool, now);
     await this.#cancelLostPilots(pool, state);
     await this.#forgetDeparted(pool, ids, state);
+  }
+
+  /**
+   * The listed jobs this broker submitted (recorded in the ledger); the others are logged once and
+   * left alone. Recorded ids the batch system no longer lists have ended: they are forgotten.
+   */
+  async #ownPilots(pool: PoolRuntime, listed: PilotStatus[], ledger: PilotLedger): Promise<PilotStatus[]> {
+    const recorded = ledger.ids(pool.spec.name);
+    const own = listed.filter((pilot) => recorded.has(pilot.id));
+    for (const pilot of listed) {
+      if (recorded.has(pilot.id) || pool.ignored.has(pilot.id)) continue;
+      pool.ignored.add(pilot.id);
+      this.#options.log.warn(
+        { pool: pool.spec.name, job: pilot.id, account: pool.owner.account },
+        "a batch job named like the pool's pilots that this broker did not submit: not counted, not cancelled",
+      );
+    }
+    const listedIds = new Set(listed.map((pilot) => pilot.id));
+    for (const id of pool.ignored) if (!listedIds.has(id)) pool.ignored.delete(id);
+    if (own.length !== recorded.size) {
+      await ledger
+        .record(
+          pool.spec.name,
+          own.map((pilot) => pilot.id),
+        )
+        .catch((error: unknown) => {
+          this.#options.log.warn(
+            { pool: pool.spec.name, err: error },
+            "ended pilots not forgotten in the store",
+          );
+        });
+    }
+    return own;
   }
 
   /**
@@ -251,7 +319,7 @@ export class PoolManager {
       const host = state.hosts.get(pilotHostName(pool.spec.name, pilot.id));
       if (host?.record.state !== "lost") continue;
       try {
-        await pool.driver.cancel(pilot.id);
+        await pool.driver.cancel(pilot.id, pool.owner);
         pool.cancelled.add(pilot.id);
         pilot.state = "ending";
         this.#options.log.warn(
@@ -290,7 +358,7 @@ export class PoolManager {
     );
     for (const pilot of pending) {
       try {
-        await pool.driver.cancel(pilot.id);
+        await pool.driver.cancel(pilot.id, pool.owner);
         pool.cancelled.add(pilot.id);
         pilot.state = "ending";
       } catch (error) {
@@ -328,28 +396,51 @@ export class PoolManager {
       slotsPerPilot: spec.slotsPerPilot,
     });
     const limitSeconds = Math.min(spec.maxQueueWaitSeconds, jobWaitSeconds ?? Number.POSITIVE_INFINITY);
+    if (wanted <= 0) return;
+    const ledger = this.#options.ledger();
+    if (!ledger) return;
+    try {
+      await preparePilotFiles(
+        pool.dir,
+        poolJoinToken(this.#options.joinToken, spec.name),
+        pool.account.runAs,
+      );
+    } catch (error) {
+      this.#failedSubmission(pool, error);
+      return;
+    }
     for (let i = 0; i < wanted; i++) {
       try {
         const id = await pool.driver.submit({
           pool: spec.name,
+          owner: pool.owner,
           cpus: spec.slotsPerPilot,
           walltimeSeconds: spec.walltime,
-          command: this.#pilotCommand(spec),
-          logDir: join(this.#options.pilotDir, spec.name),
+          command: this.#pilotCommand(pool),
+          logDir: pool.dir,
           partition: spec.partition,
           extraArgs: spec.sbatchArgs,
         });
         pool.pilots.push({ id, state: "pending", batchState: "SUBMITTED", reason: "" });
         pool.waits.set(id, { since: now, limitSeconds });
         log.info({ pool: spec.name, pilot: id }, "pilot submitted");
+        // Recorded before the next round lists it: only recorded ids count as the pool's pilots.
+        await ledger.record(spec.name, [...ledger.ids(spec.name), id]);
       } catch (error) {
-        pool.failures++;
-        pool.reason = error instanceof DriverError ? error.message : String(error);
-        pool.nextSubmitAt = Date.now() + poolRetrySeconds(pool.failures) * 1000;
-        log.warn({ pool: spec.name, failures: pool.failures, reason: pool.reason }, "pilot not submitted");
+        this.#failedSubmission(pool, error);
         return;
       }
     }
+  }
+
+  #failedSubmission(pool: PoolRuntime, error: unknown): void {
+    pool.failures++;
+    pool.reason = error instanceof DriverError ? error.message : String(error);
+    pool.nextSubmitAt = Date.now() + poolRetrySeconds(pool.failures) * 1000;
+    this.#options.log.warn(
+      { pool: pool.spec.name, failures: pool.failures, reason: pool.reason },
+      "pilot not submitted",
+    );
   }
 
   /**
@@ -383,15 +474,18 @@ export class PoolManager {
     }
   }
 
-  /** The agent a pilot runs: in its pool, with its slots, named after its batch job, leaving when idle. */
-  #pilotCommand(spec: PoolSpec): string {
-    const { steward, joinToken, pilotDir } = this.#options;
-    const work = join(pilotDir, spec.name, "work-");
+  /**
+   * The agent a pilot runs: in its pool, with its slots, named after its batch job, leaving when
+   * idle. The pool token is read from its file: a command line is in every process list.
+   */
+  #pilotCommand(pool: PoolRuntime): string {
+    const { spec } = pool;
+    const work = join(pool.dir, "work-");
     return [
-      quote(steward),
+      quote(this.#options.steward),
       "agent",
       `--server ${quote(this.#options.serverUrl())}`,
-      `--token ${quote(poolJoinToken(joinToken, spec.name))}`,
+      `--token-file ${quote(poolTokenFile(pool.dir))}`,
       `--pool ${quote(spec.name)}`,
       `--slots ${spec.slotsPerPilot}`,
       `--name ${quote(pilotHostName(spec.name, ""))}"$SLURM_JOB_ID"`,

@@ -27,3 +27,15 @@ export function joinTokenScope(joinToken: string, presented: string): "any" | { 
   const pool = presented.slice(PREFIX.length, dot);
   return safeEqual(presented, poolJoinToken(joinToken, pool)) ? { pool } : null;
 }
+
+/**
+ * The batch job name of `pool`'s pilots: `steward-pilot-TAG-POOL`, TAG a hash of the join token, so
+ * that brokers of one deployment (which share the join token) agree on it, and pilots of another
+ * deployment on the same cluster never share it. It tells pilots apart from other jobs of the
+ * account; it is no secret (squeue shows it), so pilots are also told by the account (squeue
+ * --user) and the job ids this broker recorded (pools/pilot-ledger.ts).
+ */
+export function pilotJobName(joinToken: string, pool: string): string {
+  const tag = createHmac("sha256", joinToken).update("steward pilot job name").digest("hex").slice(0, 12);
+  return `steward-pilot-${tag}-${pool}`;
+}

@@ -73,6 +73,8 @@ export class Core {
   readonly reactor: Reactor;
   readonly #jobIds: IdBlock;
   readonly #committer: GroupCommitter;
+  /** The store's meta entries (small records of the broker's own, e.g. the pilots it submitted). */
+  #meta = new Map<string, string>();
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#committer = committer;
@@ -107,6 +109,18 @@ export class Core {
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
     this.reactor.state = recoverState(snapshot, this.reactor.now());
+    this.#meta = new Map(Object.entries(snapshot.meta));
+  }
+
+  /** A meta entry as last set (recovered from the store), or undefined. */
+  meta(key: string): string | undefined {
+    return this.#meta.get(key);
+  }
+
+  /** Sets a meta entry; durable when the promise resolves. */
+  async setMeta(key: string, value: string): Promise<void> {
+    this.#meta.set(key, value);
+    await this.#committer.push([{ op: "setMeta", key, value }]);
   }
 
   start(): void {

@@ -14,6 +14,8 @@ import { SlurmDriver } from "../drivers/slurm.ts";
 import { warmUpExpressions } from "../model/cel.ts";
 import { parseJobFileText } from "../model/jobfile.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
+import { resolvePoolAccounts } from "../pools/pilot-account.ts";
+import { metaLedger } from "../pools/pilot-ledger.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -45,6 +47,11 @@ export interface ServerOptions {
   /** Pools backed by a batch system (`--pools FILE`), and where their pilots keep logs and work. */
   pools?: readonly PoolSpec[];
   pilotDir?: string;
+  /**
+   * Folders no pilot account may reach (the data folder, the blobs folder): a pool whose pilots run
+   * as another account is refused while one of them is open to other accounts.
+   */
+  privateDirs?: readonly string[];
   /** The largest file a request may bring (`--max-upload-mb`, default 4096). */
   maxUploadMb?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`); admins are not limited. */
@@ -70,6 +77,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const heartbeatSeconds = options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS;
   const hostTimeoutSeconds = options.hostTimeoutSeconds ?? DEFAULT_HOST_TIMEOUT_SECONDS;
   const { store, blobs, log } = options;
+  // Before anything starts: a pool whose pilots would run as this broker's account is refused.
+  const poolAccounts = resolvePoolAccounts(options.pools ?? [], options.privateDirs ?? []);
+  for (const warning of poolAccounts.warnings) log.warn({ pool: warning.pool }, warning.message);
 
   await store.open();
   // The core runs only while this server leads (always on SQLite; on PostgreSQL, by election).
@@ -192,6 +202,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     state: () => (broker.isLeader ? broker.core().reactor.state : null),
     serverUrl: () => listening,
     joinToken: options.joinToken,
+    accounts: poolAccounts.accounts,
+    ledger: () => (broker.isLeader ? metaLedger(broker.core()) : null),
     steward: STEWARD_BIN,
     pilotDir: options.pilotDir ?? join(tmpdir(), "steward-pilots"),
     walltimeMarginSeconds: policyOf(options.policy).walltimeMarginSeconds,

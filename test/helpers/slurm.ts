@@ -3,8 +3,11 @@
 // job to its end through `scontrol show job` (there is no slurmdbd, so no sacct).
 
 import { execFile } from "node:child_process";
+import { userInfo } from "node:os";
 import { promisify } from "node:util";
 import { test } from "vitest";
+import type { PilotOwner } from "../../src/drivers/driver.ts";
+import { pilotJobName } from "../../src/pools/pool-token.ts";
 import { waitFor } from "./steward.ts";
 
 const run = promisify(execFile);
@@ -116,4 +119,9 @@ export async function waitForSlurmJobEnd(id: string, timeoutMs = 12_000): Promis
     await slurm("scancel", [id]).catch(() => undefined);
     throw new Error(`${(error as Error).message} (last JobState ${last}; cancelled)`);
   }
+}
+
+/** The pilots of `pool` under the broker of that join token, as the broker's own account (this process's) sees them. */
+export function ownPilots(joinToken: string, pool: string): PilotOwner {
+  return { jobName: pilotJobName(joinToken, pool), account: userInfo().username, runAs: [] };
 }

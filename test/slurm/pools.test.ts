@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
+import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -21,12 +21,15 @@ import {
 const unavailable = await slurmUnavailable();
 const pool = `p${process.pid}`;
 const driver = new SlurmDriver();
-let server: StewardProcess | undefined;
+let server: (StewardProcess & { joinToken: string }) | undefined;
 const data = tempDir("steward-pools-");
 
 afterAll(async () => {
   await server?.stop();
-  for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  if (server) {
+    const owner = ownPilots(server.joinToken, pool);
+    for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
+  }
   cleanup(data);
 });
 
@@ -45,6 +48,7 @@ slurmTests("Slurm pools", unavailable, () => {
         "    slotsPerPilot: 2",
         "    walltime: 600",
         "    idleSeconds: 4",
+        "    allowBrokerAccount: true",
       ].join("\n"),
     );
     server = await startServerProcess({ data, args: ["--pools", poolsFile] });
@@ -83,7 +87,7 @@ slurmTests("Slurm pools", unavailable, () => {
     // Idle pilots leave, and Slurm's queue holds none of them.
     await waitFor(
       "the pilots to leave Slurm's queue",
-      async () => (await driver.list(pool)).length === 0,
+      async () => (await driver.list(ownPilots(s.joinToken, pool))).length === 0,
       30_000,
       500,
     );
@@ -102,7 +106,13 @@ slurmTests("Slurm pools", unavailable, () => {
     const poolsFile = join(data, "bad-pools.yaml");
     writeFileSync(
       poolsFile,
-      ["pools:", `  - name: ${bad}`, "    driver: slurm", "    partition: nowhere"].join("\n"),
+      [
+        "pools:",
+        `  - name: ${bad}`,
+        "    driver: slurm",
+        "    partition: nowhere",
+        "    allowBrokerAccount: true",
+      ].join("\n"),
     );
     const badData = tempDir("steward-pools-bad-");
     const s = await startServerProcess({ data: badData, args: ["--pools", poolsFile] });
@@ -140,6 +150,7 @@ slurmTests("Slurm pools", unavailable, () => {
         `  - name: ${broken}`,
         "    driver: slurm",
         '    sbatchArgs: ["--output=/nonexistent-steward/pilot.log"]',
+        "    allowBrokerAccount: true",
       ].join("\n"),
     );
     const brokenData = tempDir("steward-pools-broken-");
@@ -159,7 +170,8 @@ slurmTests("Slurm pools", unavailable, () => {
       expect(listed.reason).toMatch(/ended before its agent joined/);
     } finally {
       await s.stop();
-      for (const pilot of await driver.list(broken).catch(() => [])) await driver.cancel(pilot.id);
+      const owner = ownPilots(s.joinToken, broken);
+      for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
       cleanup(brokenData);
     }
   });

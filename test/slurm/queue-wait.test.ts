@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
-import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
+import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -28,7 +28,7 @@ const far = `far${process.pid}`;
 const near = `near${process.pid}`;
 const SPARE = "spare";
 const driver = new SlurmDriver();
-let server: StewardProcess | undefined;
+let server: (StewardProcess & { joinToken: string }) | undefined;
 const data = tempDir("steward-queue-wait-");
 
 const partition = (state: "UP" | "DOWN") =>
@@ -37,8 +37,11 @@ const partition = (state: "UP" | "DOWN") =>
 afterAll(async () => {
   await partition("UP").catch(() => {});
   await server?.stop();
-  for (const pool of [far, near])
-    for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  for (const pool of [far, near]) {
+    if (!server) break;
+    const owner = ownPilots(server.joinToken, pool);
+    for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
+  }
   cleanup(data);
 });
 
@@ -55,8 +58,8 @@ slurmTests("queue wait", unavailable, () => {
       poolsFile,
       [
         "pools:",
-        `  - {name: ${far}, driver: slurm, partition: ${SPARE}, maxPilots: 2, backlog: 2, slotsPerPilot: 1, idleSeconds: 3, maxQueueWaitSeconds: 8}`,
-        `  - {name: ${near}, driver: slurm, partition: debug, maxPilots: 2, backlog: 2, slotsPerPilot: 1, idleSeconds: 3}`,
+        `  - {name: ${far}, driver: slurm, partition: ${SPARE}, maxPilots: 2, backlog: 2, slotsPerPilot: 1, idleSeconds: 3, maxQueueWaitSeconds: 8, allowBrokerAccount: true}`,
+        `  - {name: ${near}, driver: slurm, partition: debug, maxPilots: 2, backlog: 2, slotsPerPilot: 1, idleSeconds: 3, allowBrokerAccount: true}`,
       ].join("\n"),
     );
     await partition("DOWN");
@@ -102,14 +105,14 @@ slurmTests("queue wait", unavailable, () => {
     for (const task of job.tasks) {
       for (const attempt of task.attempts) expect(attempt.host.startsWith(`${near}-`)).toBe(true);
     }
-    expect(await driver.list(far)).toStrictEqual([]);
+    expect(await driver.list(ownPilots(s.joinToken, far))).toStrictEqual([]);
 
     // Up again: once the near pool's pilots have left, new work goes to the far pool again.
     await partition("UP");
     const upAt = Date.now();
     await waitFor(
       "the near pool's pilots to leave",
-      async () => (await driver.list(near)).length === 0,
+      async () => (await driver.list(ownPilots(s.joinToken, near))).length === 0,
       30_000,
       500,
     );

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
+import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -25,12 +25,15 @@ const run = promisify(execFile);
 const unavailable = await slurmUnavailable();
 const pool = `c${process.pid}`;
 const driver = new SlurmDriver();
-let server: StewardProcess | undefined;
+let server: (StewardProcess & { joinToken: string }) | undefined;
 const data = tempDir("steward-scancel-");
 
 afterAll(async () => {
   await server?.stop();
-  for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  if (server) {
+    const owner = ownPilots(server.joinToken, pool);
+    for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
+  }
   cleanup(data);
 });
 
@@ -69,6 +72,7 @@ slurmTests("scancel", unavailable, () => {
         "    slotsPerPilot: 1",
         "    walltime: 600",
         "    idleSeconds: 3",
+        "    allowBrokerAccount: true",
       ].join("\n"),
     );
     server = await startServerProcess({ data, args: ["--pools", poolsFile, "--no-reschedule"] });
@@ -81,7 +85,7 @@ slurmTests("scancel", unavailable, () => {
     const first = await runningWithCheckpoint(s, submitted.id);
     expect(first.host.startsWith(`${pool}-`)).toBe(true);
     const pilotId = first.host.slice(pool.length + 1);
-    await driver.cancel(pilotId);
+    await driver.cancel(pilotId, ownPilots(s.joinToken, pool));
 
     const job = await waitForJobEnd(s, submitted.id, 120_000);
     const attempts = job.tasks[0].attempts;
@@ -125,7 +129,7 @@ slurmTests("scancel", unavailable, () => {
     // Lost after the host timeout; the pool cancels the pilot, and the task goes on elsewhere.
     await waitFor(
       "the lost pilot to be cancelled",
-      async () => (await driver.list(pool)).every((pilot) => pilot.id !== pilotId),
+      async () => (await driver.list(ownPilots(s.joinToken, pool))).every((pilot) => pilot.id !== pilotId),
       30_000,
       500,
     );

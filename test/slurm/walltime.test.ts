@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
+import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -20,12 +20,15 @@ import {
 const unavailable = await slurmUnavailable();
 const pool = `w${process.pid}`;
 const driver = new SlurmDriver();
-let server: StewardProcess | undefined;
+let server: (StewardProcess & { joinToken: string }) | undefined;
 const data = tempDir("steward-walltime-");
 
 afterAll(async () => {
   await server?.stop();
-  for (const pilot of await driver.list(pool).catch(() => [])) await driver.cancel(pilot.id);
+  if (server) {
+    const owner = ownPilots(server.joinToken, pool);
+    for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
+  }
   cleanup(data);
 });
 
@@ -44,6 +47,7 @@ slurmTests("pilot walltime", unavailable, () => {
         "    slotsPerPilot: 1",
         "    walltime: 60",
         "    idleSeconds: 3",
+        "    allowBrokerAccount: true",
       ].join("\n"),
     );
     server = await startServerProcess({

@@ -5,6 +5,7 @@ import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
+import { PoolAccountError } from "../../pools/pilot-account.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
@@ -101,6 +102,19 @@ export function registerServer(program: Command): void {
         "  Several servers on one store elect a leader; the others are standby: they redirect API",
         "  requests to the leader (307) and turn agents away, and take over once its lease runs out.",
         "  example: steward server --store 'postgres://steward@db:5432/grid?schema=steward' --data /srv/steward",
+        "",
+        "Pools file (--pools):",
+        "  pools: a list; each pool has name, driver (slurm) and optionally partition, maxPilots (4),",
+        "  backlog (2), slotsPerPilot (1), walltime (3600 s), idleSeconds (120), maxQueueWaitSeconds (300),",
+        "  sbatchArgs ([]), and:",
+        "    account: NAME             the local account its pilots run as (and every job on them); the",
+        "                              broker runs sbatch, squeue and scancel as it (runuser as root,",
+        "                              sudo -n otherwise); the broker's data and blobs folders must then be 0700.",
+        "    allowBrokerAccount: true  let the pilots run as the broker's own account (no account, or the",
+        "                              broker's): refused otherwise, since jobs on them could read the",
+        "                              broker's data folder (admin token, database, files).",
+        "    pilotDir: /PATH           the pilots' token file, logs and work folders (default:",
+        "                              ~ACCOUNT/.steward-pilots/POOL, or DATA/pilots/POOL without account).",
       ].join("\n"),
     )
     .action(async (options) => {
@@ -119,6 +133,11 @@ export function registerServer(program: Command): void {
         ...serverOptions(data, options, log),
         pools,
         pilotDir: join(data.root, "pilots"),
+        privateDirs: [data.root, ...(data.blobsWhere.startsWith("/") ? [data.blobsWhere] : [])],
+      }).catch((error: unknown) => {
+        if (error instanceof PoolAccountError)
+          throw new CliError(`--pools ${options.pools}: ${error.message}`);
+        throw error;
       });
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
