@@ -93,12 +93,9 @@ export function privateFolder(dir: string, role: FolderRole): { path: string; ti
   }
   if (!folderTightened && entries.length === 0) return { path, tightened: null };
   const what = folderTightened
-    ? `the ${role.what} ${path} (mode ${before}, now ${modeOf(lstatSync(path).mode)})${entries.length ? ` and ${entries.join(", ")} in it` : ""}`
+    ? `the ${role.what} ${path} (mode ${before}, now ${modeOf(lstatSync(path).mode)}${entries.length ? `; and ${entries.join(", ")} in it` : ""})`
     : `${entries.join(", ")} in the ${role.what} ${path}`;
-  return {
-    path,
-    tightened: `tightened ${what}: other accounts could read them (as an older Steward left them); nothing here is for them`,
-  };
+  return { path, tightened: `tightened ${what}: an older Steward left them readable by other accounts` };
 }
 
 /** Takes group and other bits off `path`, but `keep`; whether it had any. */
