@@ -56,6 +56,11 @@ export interface AgentOptions {
   address?: string;
   /** Whom jobs run as (--run-as, --run-as-owner; see run-as.ts); default: the agent's own account. */
   runAs?: RunAs;
+  /**
+   * The umask jobs start with: the one the agent was started with, which the daemons tighten to
+   * 077 for their own files (cli/private-folder.ts). Default: the agent's own at the time.
+   */
+  jobUmask?: number;
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
@@ -142,13 +147,14 @@ export class Agent {
       }),
       hostName: this.name,
       workDir: options.workDir,
+      ...(options.jobUmask !== undefined ? { jobUmask: options.jobUmask } : {}),
       spares: new SpareFolders(options.workDir, Math.max(SPARE_FOLDERS_MAX, 2 * this.slots)),
     };
     this.launcher = new Launcher(join(options.workDir, "attempts"));
   }
 
   async start(): Promise<void> {
-    await mkdir(join(this.options.workDir, "attempts"), { recursive: true });
+    await mkdir(join(this.options.workDir, "attempts"), { recursive: true, mode: 0o700 });
     this.context.spares.load();
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);

@@ -7,8 +7,17 @@
 // is kept for a later attempt (spare-folders.ts). A job run as another account owns only its parts
 // of the folder (attempt-folder.ts), and what it wrote is read through job-file.ts.
 
-import { appendFileSync, createWriteStream, lstatSync, mkdirSync, openAsBlob, writeFileSync } from "node:fs";
-import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import {
+  closeSync,
+  constants,
+  createWriteStream,
+  lstatSync,
+  mkdirSync,
+  openAsBlob,
+  openSync,
+  writeSync,
+} from "node:fs";
+import { chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -21,11 +30,14 @@ import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { jobScript } from "./job-script.ts";
+import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
 export const GANG_CHECKPOINT_POLL_MS = 250;
+
+const PID_APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
 
 /** A progress file is a number: longer ones are read no further. */
 const PROGRESS_MAX_BYTES = 64;
@@ -37,6 +49,8 @@ export interface AttemptContext {
   workDir: string;
   /** Kept attempt folders for jobs of the agent's own account. */
   spares: SpareFolders;
+  /** The umask jobs start with (the agent's own when absent). */
+  jobUmask?: number;
 }
 
 export interface AttemptResult {
@@ -164,9 +178,10 @@ export class Attempt {
     // A job run as another account: its logs are made here, the agent's and private, for the
     // supervisor to append to. A job of the agent's own account: the supervisor's append makes
     // them, inside this private folder (two files fewer for each short task).
-    if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeFileSync(path, "", { mode: 0o600 });
-    if (gang) writeFileSync(join(this.dir, "nodes"), nodesFile(gang.nodes));
-    if (!reused) writeFileSync(join(this.dir, "start.json"), startJson, { mode: 0o600 });
+    // New files, never through a link at their name (new-file.ts).
+    if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeNewFile(path, "");
+    if (gang) writeNewFile(join(this.dir, "nodes"), nodesFile(gang.nodes));
+    if (!reused) writeNewFile(join(this.dir, "start.json"), startJson);
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
     writeInPlace(
@@ -179,6 +194,7 @@ export class Attempt {
         hostName: this.context.hostName,
         nodesFile: join(this.dir, "nodes"),
         user,
+        umask: this.context.jobUmask,
       }),
     );
     if (user) {
@@ -277,7 +293,13 @@ export class Attempt {
     if (!job || job.state === "Z") return;
     this.pidStartTime = job.startTicks;
     try {
-      appendFileSync(join(this.dir, "pid"), `${job.startTicks}\n`);
+      // Appended to the supervisor's file, never through a link in its place.
+      const fd = openSync(join(this.dir, "pid"), PID_APPEND);
+      try {
+        writeSync(fd, `${job.startTicks}\n`);
+      } finally {
+        closeSync(fd);
+      }
     } catch {
       // The folder went (the attempt ended meanwhile): nothing to keep it for.
     }
@@ -434,7 +456,7 @@ export class Attempt {
 }
 
 async function writeAtomic(path: string, content: string): Promise<void> {
-  await writeFile(`${path}.tmp`, content, { mode: 0o600 });
+  writeNewFile(`${path}.tmp`, content);
   await rename(`${path}.tmp`, path);
 }
 

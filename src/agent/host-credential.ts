@@ -1,8 +1,10 @@
 // The host credential an agent gets when it first joins: kept in its work folder, mode 0600,
-// written whole (temporary file, then rename) so a crash never leaves half of one.
+// written whole (temporary file, then rename) so a crash never leaves half of one. The temporary
+// file is a new one, never a link found at its name (new-file.ts).
 
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { writeNewFile } from "./new-file.ts";
 
 export const HOST_CREDENTIAL_FILE = "host-credential";
 
@@ -19,6 +21,6 @@ export async function readHostCredential(workDir: string): Promise<string | null
 export async function writeHostCredential(workDir: string, credential: string): Promise<void> {
   const path = join(workDir, HOST_CREDENTIAL_FILE);
   const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, `${credential}\n`, { mode: 0o600 });
+  writeNewFile(temporary, `${credential}\n`);
   await rename(temporary, path);
 }

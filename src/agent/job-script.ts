@@ -23,6 +23,8 @@ export interface JobPaths {
   nodesFile?: string;
   /** The account the job runs as (--run-as, --run-as-owner); absent: the agent's own. */
   user?: JobUser | null;
+  /** The umask the job starts with; absent: the supervisor's (the agent's). */
+  umask?: number;
 }
 
 export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
@@ -50,6 +52,9 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
 
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
+  // The agent makes its own files with umask 077; the job gets the umask the agent was started
+  // with, as if run by hand (and setpriv keeps it for a job of another account).
+  if (paths.umask !== undefined) lines.push(`umask ${paths.umask.toString(8).padStart(4, "0")}`);
   const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
   const command = `setsid ${argv.map(shellQuote).join(" ")}`;
   const user = paths.user;

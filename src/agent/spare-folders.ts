@@ -11,6 +11,8 @@
 
 import {
   closeSync,
+  constants,
+  fstatSync,
   ftruncateSync,
   lstatSync,
   mkdirSync,
@@ -24,6 +26,9 @@ import {
 } from "node:fs";
 import { basename, join } from "node:path";
 import { removeOwnAttemptFolder } from "./attempt-folder.ts";
+import { writeNewFile } from "./new-file.ts";
+
+const { O_RDWR, O_NOFOLLOW, O_NONBLOCK } = constants;
 
 /** How many retired folders the agent keeps at least (twice its slots when that is more): as many as run at once make no new folder. */
 export const SPARE_FOLDERS_MAX = 64;
@@ -37,21 +42,33 @@ export const BLANK_RECORD = "\n";
 /**
  * Writes `content` over a kept file in place: no truncation to nothing (ext4 would allocate the
  * file's blocks at once on close), only down to the new length. Makes the file when there is none.
+ * What is not a plain file of its own there (a link, a hard link to another file, a fifo: a job of
+ * the agent's account may leave one in a kept folder) is never written through: it is replaced by
+ * a new file (new-file.ts).
  */
 export function writeInPlace(path: string, content: string | Buffer): void {
   const bytes = typeof content === "string" ? Buffer.from(content) : content;
   let fd: number;
   try {
-    fd = openSync(path, "r+");
+    fd = openSync(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    fd = openSync(path, "wx", 0o600);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT" && code !== "ELOOP") throw error;
+    writeNewFile(path, bytes);
+    return;
   }
   try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.nlink !== 1) {
+      closeSync(fd);
+      fd = -1;
+      writeNewFile(path, bytes);
+      return;
+    }
     writeSync(fd, bytes, 0, bytes.length, 0);
     ftruncateSync(fd, bytes.length);
   } finally {
-    closeSync(fd);
+    if (fd >= 0) closeSync(fd);
   }
 }
 

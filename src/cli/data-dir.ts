@@ -1,9 +1,10 @@
 // The data folder of `steward up` and `steward server`: the SQLite database, the blobs, the tokens.
 // With a PostgreSQL store the records live there instead, and so do the blobs (every broker on the
 // store reaches them), unless --blobs names a folder on a file system the brokers share; the data
-// folder then keeps the tokens.
+// folder then keeps the tokens. The data folder and a --blobs folder are the broker's account's
+// alone (private-folder.ts).
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import { newToken } from "../api/auth.ts";
@@ -17,6 +18,7 @@ import { SqliteStore } from "../store/sqlite.ts";
 import type { Store } from "../store/store.ts";
 import { CliError } from "./client.ts";
 import { type PolicyFlags, policyFrom } from "./options.ts";
+import { BLOBS_FOLDER, DATA_FOLDER, privateFolder } from "./private-folder.ts";
 
 export interface DataDir {
   root: string;
@@ -26,6 +28,8 @@ export interface DataDir {
   blobsWhere: string;
   adminToken: string;
   joinToken: string;
+  /** What was tightened at start (folders an older Steward left readable by others), for the log. */
+  notices: string[];
   /** Closes what the folder opened besides the store (the server closes the store). */
   close(): Promise<void>;
 }
@@ -54,11 +58,18 @@ export function openDataDir(
   storeUrl?: string,
   blobsDir?: string,
 ): DataDir {
-  const root = resolve(dir);
-  // 0700: the tokens, the database and the files are the broker's alone (pilots of other accounts must not reach them).
-  mkdirSync(root, { recursive: true, mode: 0o700 });
-  const blobs = chooseBlobs(root, storeUrl, blobsDir);
+  const data = privateFolder(resolve(dir), DATA_FOLDER);
+  const root = data.path;
+  const notices = data.tightened ? [data.tightened] : [];
+  let blobsRoot: string | undefined;
+  if (blobsDir !== undefined) {
+    const blobsFolder = privateFolder(resolve(blobsDir), BLOBS_FOLDER);
+    blobsRoot = blobsFolder.path;
+    if (blobsFolder.tightened) notices.push(blobsFolder.tightened);
+  }
+  const blobs = chooseBlobs(root, storeUrl, blobsRoot);
   return {
+    notices,
     root,
     store: storeUrl ? new PostgresStore(storeUrl) : new SqliteStore(join(root, "steward.db")),
     blobs,
@@ -72,7 +83,7 @@ export function openDataDir(
 }
 
 function chooseBlobs(root: string, storeUrl: string | undefined, blobsDir: string | undefined): BlobStore {
-  if (blobsDir !== undefined) return new DiskBlobStore(resolve(blobsDir));
+  if (blobsDir !== undefined) return new DiskBlobStore(blobsDir);
   if (storeUrl) return new PostgresBlobStore(storeUrl);
   return new DiskBlobStore(join(root, "blobs"));
 }

@@ -1,12 +1,13 @@
 import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
-import { join } from "node:path";
 import type { Command } from "commander";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/run-as.ts";
 import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
+import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
+import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
 import { describe } from "./index.ts";
 
 export function registerAgent(program: Command): void {
@@ -19,7 +20,10 @@ export function registerAgent(program: Command): void {
     .option("--name <name>", "host name", os.hostname())
     .option("--pool <pool>", "pool name", "default")
     .option("--slots <n>", "cpus to offer", integer("--slots", 1), os.availableParallelism())
-    .option("--work <dir>", "work folder for attempts")
+    .option(
+      "--work <dir>",
+      "work folder for attempts, the agent's account's alone (default: /var/lib/steward/agent/NAME for root, else $XDG_STATE_HOME/steward/agent/NAME, ~/.local/state without it)",
+    )
     .option("--label <k=v>", "a label (repeatable)", labels, {})
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .option(
@@ -55,7 +59,18 @@ export function registerAgent(program: Command): void {
         throw error;
       }
       const joinToken = joinTokenOf(options);
+      // What the agent makes in its work folder is its account's alone; jobs get the umask the
+      // agent was started with back (job-script.ts), as if run by hand.
+      const jobUmask = privateUmask();
+      const uid = process.geteuid?.() ?? 0;
+      let workDir: string = options.work;
+      if (workDir === undefined) {
+        workDir = defaultWorkFolder(options.name, { uid, env: process.env, home: os.homedir() });
+        if (uid === 0) makeRootStateFolders();
+      }
+      const work = privateFolder(workDir, workFolderRole(runAs.kind !== "self"));
       const log = daemonLogger(options.logFormat);
+      if (work.tightened) log.warn(work.tightened);
       if (runAs.kind !== "self") for (const warning of tokenWarnings(options)) log.warn(warning);
       const agent = new Agent({
         runAs,
@@ -67,7 +82,8 @@ export function registerAgent(program: Command): void {
         name: options.name,
         pool: options.pool,
         slots: options.slots,
-        workDir: options.work ?? join(os.tmpdir(), `steward-agent-${options.name}`),
+        workDir: work.path,
+        jobUmask,
         labels: options.label,
         speed: options.speed,
         log,

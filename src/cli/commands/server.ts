@@ -12,6 +12,7 @@ import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { privateUmask } from "../private-folder.ts";
 import { describe } from "./index.ts";
 
 export function registerServer(program: Command): void {
@@ -120,6 +121,8 @@ export function registerServer(program: Command): void {
     .action(async (options) => {
       if (options.store !== undefined && !/^postgres(ql)?:\/\//.test(options.store))
         throw new CliError(`--store needs a postgres:// or postgresql:// URL, not ${redact(options.store)}`);
+      // Everything the broker makes (database, blobs, tokens, pilots' logs) is its account's alone.
+      privateUmask();
       const data = openDataDir(
         options.data,
         { admin: options.token, join: options.joinToken },
@@ -129,6 +132,7 @@ export function registerServer(program: Command): void {
       const pools = options.pools === undefined ? [] : readPoolsFile(options.pools);
       const log = daemonLogger(options.logFormat);
       installLastResortGuard(log);
+      for (const notice of data.notices) log.warn(notice);
       const server = await startServer({
         ...serverOptions(data, options, log),
         pools,

@@ -8,6 +8,7 @@ import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { describe } from "./index.ts";
 
 export function registerUp(program: Command): void {
@@ -42,19 +43,26 @@ export function registerUp(program: Command): void {
         10,
       ),
   ).action(async (options) => {
+    // The broker's files and its agents' are this account's alone; jobs get the umask `up` was
+    // started with back (job-script.ts), as if run by hand.
+    const jobUmask = privateUmask();
     const data = openDataDir(options.data, { admin: options.token });
     const log = daemonLogger(options.logFormat);
     installLastResortGuard(log);
+    for (const notice of data.notices) log.warn(notice);
     const server = await startServer(serverOptions(data, options, log));
     const agents: Agent[] = [];
     for (let i = 1; i <= options.agents; i++) {
       const name = `local-${i}`;
+      const work = privateFolder(join(data.root, "agents", name), workFolderRole(false));
+      if (work.tightened) log.warn(work.tightened);
       const agent = new Agent({
         servers: [server.url],
         joinToken: data.joinToken,
         name,
         slots: options.slots,
-        workDir: join(data.root, "agents", name),
+        workDir: work.path,
+        jobUmask,
         log,
       });
       await agent.start();
