@@ -78,8 +78,8 @@ if (unavailable && process.env.CI) {
     beforeAll(() => {
       for (const name of [OWNER, OTHER]) {
         execFileSync("sh", ["-c", `userdel ${name} 2>/dev/null; true`]);
+        // Ordinary accounts (not --system): agents run no job as one below UID_MIN.
         execFileSync("useradd", [
-          "--system",
           "--no-create-home",
           "--home-dir",
           "/nonexistent",
