@@ -55,7 +55,12 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
 /** `export NAME='value'` lines, for a shell to run. */
 function exports(environment: Record<string, string>): string {
   return Object.entries(environment)
-    .map(([name, value]) => `export ${name}=${shellQuote(value)}\n`)
+    .map(([name, value]) => {
+      // The server checks the names at submit; a name is not quoted, so it is checked again here.
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        throw new Error(`not a valid variable name in the job's env: ${name}`);
+      return `export ${name}=${shellQuote(value)}\n`;
+    })
     .join("");
 }
 
