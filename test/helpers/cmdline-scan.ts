@@ -3,8 +3,9 @@
 // string, each the command lines that held it. The strings come in its environment (SCAN_NEEDLES,
 // one a line), never on its own command line. Run as a process of its own (a tight synchronous
 // loop): a full scan of /proc takes a few milliseconds, and a command line that is exec'd over at
-// once (setpriv, env) lives less than that, so between full scans it keeps reading the processes
-// that appeared since it started and the next few pids to come, which catches those too.
+// once (setpriv, env) lives less than that, so between full scans it watches each process made
+// since it started (the pids up to /proc/sys/kernel/ns_last_pid) for its first seconds, through a
+// descriptor opened as soon as the process is there, which reads its command line after each exec.
 
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 
