@@ -1,5 +1,6 @@
 // One attempt on this host. Its folder is its durable record: start.json (what the server asked),
-// job.sh (the command with its environment), pid and exit (written by the supervisor; the agent
+// job.sh (the command with its environment; for a job run as another account, the environment is
+// in `environment` beside it), pid and exit (written by the supervisor; the agent
 // adds the job's start time to pid), stop (a stop request), stdout and stderr, run/ (the working
 // folder), checkpoint/, the progress and requirements files the job writes (in notes/ for a job
 // run as another account, which owns that folder) and, for a rank, nodes. A restarted agent
@@ -29,7 +30,7 @@ import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { openJobFile, readJobFile } from "./job-file.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
-import { jobScript } from "./job-script.ts";
+import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
@@ -184,19 +185,20 @@ export class Attempt {
     if (!reused) writeNewFile(join(this.dir, "start.json"), startJson);
     await this.stageIn();
     if (this.spec.restarted) await this.checkpoint.restore();
-    writeInPlace(
-      join(this.dir, "job.sh"),
-      jobScript(this.spec, {
-        runDir: this.runDir,
-        checkpointDir: this.checkpointDir,
-        progressFile: join(this.notesDir, "progress"),
-        requirementsFile: join(this.notesDir, "requirements"),
-        hostName: this.context.hostName,
-        nodesFile: join(this.dir, "nodes"),
-        user,
-        umask: this.context.jobUmask,
-      }),
-    );
+    const paths: JobPaths = {
+      runDir: this.runDir,
+      checkpointDir: this.checkpointDir,
+      progressFile: join(this.notesDir, "progress"),
+      requirementsFile: join(this.notesDir, "requirements"),
+      hostName: this.context.hostName,
+      nodesFile: join(this.dir, "nodes"),
+      user,
+      umask: this.context.jobUmask,
+      ...(user ? { environmentFile: join(this.dir, "environment") } : {}),
+    };
+    // Root's alone, like job.sh: the job's shell reads it through a descriptor root opens.
+    if (paths.environmentFile) writeNewFile(paths.environmentFile, jobEnvironmentFile(this.spec, paths));
+    writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
     if (user) {
       await handOver(this.dir, user.account);
       this.ownedBy(user.account.uid);

@@ -1,5 +1,7 @@
 // job.sh: the attempt's command with its environment (DESIGN.md "What a job sees"), run by the
 // supervisor in a session of its own. A string command runs through /bin/sh -c; a list is exec'd.
+// The environment is never on a command line (/proc/PID/cmdline is anyone's to read): job.sh
+// exports it, or, for a job run as another account, a file beside it does (jobEnvironmentFile).
 
 import { join } from "node:path";
 import type { StartMessage } from "../protocol/messages.ts";
@@ -25,6 +27,8 @@ export interface JobPaths {
   user?: JobUser | null;
   /** The umask the job starts with; absent: the supervisor's (the agent's). */
   umask?: number;
+  /** Where the environment of a job run as another account is (jobEnvironmentFile): root's, 0600. */
+  environmentFile?: string;
 }
 
 export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
@@ -50,38 +54,62 @@ export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<stri
   };
 }
 
+/** `export NAME='value'` lines, for a shell to run. */
+function exports(environment: Record<string, string>): string {
+  return Object.entries(environment)
+    .map(([name, value]) => {
+      // The server checks the names at submit; a name is not quoted, so it is checked again here.
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        throw new Error(`not a valid variable name in the job's env: ${name}`);
+      return `export ${name}=${shellQuote(value)}\n`;
+    })
+    .join("");
+}
+
+/**
+ * The environment of a job run as another account, as `export` lines: the job's `env`, the
+ * STEWARD_* variables and the account's HOME, USER and LOGNAME. Kept in a file of root's that
+ * only root reads (mode 0600), which job.sh opens for the job to read (jobScript).
+ */
+export function jobEnvironmentFile(spec: StartMessage, paths: JobPaths): string {
+  const account = paths.user?.account;
+  return exports({
+    ...jobEnvironment(spec, paths),
+    ...(account ? { HOME: account.home, USER: account.name, LOGNAME: account.name } : {}),
+  });
+}
+
+/**
+ * What the job's account runs first, under setpriv: it reads its environment from descriptor 3
+ * (the environment file, opened by root: the account could not open it), closes it, and execs the
+ * command. Its own command line holds none of the environment.
+ */
+const TAKE_ENVIRONMENT =
+  'environment=$(cat <&3) || exit 126; exec 3<&-; eval "$environment" || exit 126; unset environment; exec setsid "$@"';
+
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
   // The agent makes its own files with umask 077; the job gets the umask the agent was started
   // with, as if run by hand (and setpriv keeps it for a job of another account).
   if (paths.umask !== undefined) lines.push(`umask ${paths.umask.toString(8).padStart(4, "0")}`);
   const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
-  const command = `setsid ${argv.map(shellQuote).join(" ")}`;
   const user = paths.user;
   if (!user) {
     // Sourced by the supervisor's subshell: setsid gives the job a session and process group of
     // its own.
-    for (const [name, value] of Object.entries(jobEnvironment(spec, paths))) {
-      lines.push(`export ${name}=${shellQuote(value)}`);
-    }
-    lines.push(`exec ${command}`);
-    return `${lines.join("\n")}\n`;
+    return `${lines.join("\n")}\n${exports(jobEnvironment(spec, paths))}exec setsid ${argv.map(shellQuote).join(" ")}\n`;
   }
   // Nothing of the job's runs as root, its environment neither (PATH, LD_PRELOAD): setpriv, by the
   // full path the agent found, drops to the account, groups included, with a fresh environment
   // (the account's HOME, SHELL, USER, LOGNAME and PATH, none of the agent's variables such as
-  // STEWARD_JOIN_TOKEN); env, run as the account, then adds the job's.
+  // STEWARD_JOIN_TOKEN); a shell run as the account then takes the job's from the environment
+  // file, on descriptor 3, not from a command line other accounts could read.
+  if (!paths.environmentFile) throw new Error("a job run as another account needs its environment file");
   const { account } = user;
-  const environment = {
-    ...jobEnvironment(spec, paths),
-    HOME: account.home,
-    USER: account.name,
-    LOGNAME: account.name,
-  };
   const groups = account.groups.length ? `--groups=${account.groups.join(",")}` : "--clear-groups";
-  const assignments = Object.entries(environment).map(([name, value]) => shellQuote(`${name}=${value}`));
+  const take = ["/bin/sh", "-c", TAKE_ENVIRONMENT, "steward-job", ...argv].map(shellQuote).join(" ");
   lines.push(
-    `exec ${shellQuote(user.setpriv)} --reuid=${account.uid} --regid=${account.gid} ${groups} --reset-env -- env -- ${assignments.join(" ")} ${command}`,
+    `exec ${shellQuote(user.setpriv)} --reuid=${account.uid} --regid=${account.gid} ${groups} --reset-env -- ${take} 3<${shellQuote(paths.environmentFile)}`,
   );
   return `${lines.join("\n")}\n`;
 }

@@ -78,8 +78,8 @@ if (unavailable && process.env.CI) {
     beforeAll(() => {
       for (const name of [OWNER, OTHER]) {
         execFileSync("sh", ["-c", `userdel ${name} 2>/dev/null; true`]);
+        // Ordinary accounts (not --system): agents run no job as one below UID_MIN.
         execFileSync("useradd", [
-          "--system",
           "--no-create-home",
           "--home-dir",
           "/nonexistent",
@@ -188,7 +188,7 @@ if (unavailable && process.env.CI) {
       });
 
       it("the job cannot turn what the agent writes and reads as root against it", async () => {
-        const replaced = ["exit", "pid", "stop", "stop.tmp", "stdout", "job.sh", "start.json"];
+        const replaced = ["exit", "pid", "stop", "stop.tmp", "stdout", "job.sh", "environment", "start.json"];
         const id = await submit(server, OWNER, {
           outputs: ["own.txt", "leak.txt"],
           command: [

@@ -54,8 +54,8 @@ if (unavailable && process.env.CI) {
 
     beforeAll(async () => {
       execFileSync("sh", ["-c", `userdel ${OWNER} 2>/dev/null; true`]);
+      // An ordinary account (not --system): agents run no job as one below UID_MIN.
       execFileSync("useradd", [
-        "--system",
         "--no-create-home",
         "--home-dir",
         "/nonexistent",

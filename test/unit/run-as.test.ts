@@ -1,11 +1,12 @@
 // Whom an agent runs jobs as: the passwd line read with `getent passwd NAME`, the flags' checks at
 // start, the start log line, the account of one attempt, and the job.sh that drops to it.
 
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { jobScript } from "../../src/agent/job-script.ts";
+import { jobEnvironmentFile, jobScript } from "../../src/agent/job-script.ts";
 import {
   type Account,
   accountFor,
@@ -14,9 +15,12 @@ import {
   parsePasswdLine,
   rootReason,
   runAsNotice,
+  unfitReason,
 } from "../../src/agent/run-as.ts";
 import type { StartMessage } from "../../src/protocol/messages.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
+
+const binUid = Number(execFileSync("id", ["-u", "bin"], { encoding: "utf8" }).trim());
 
 const alice: Account = { name: "alice", uid: 1001, gid: 1002, groups: [1002, 27], home: "/home/alice" };
 
@@ -43,6 +47,46 @@ describe("rootReason", () => {
     expect(rootReason({ ...alice, gid: 0 })).toBe("that account's group is root's");
     expect(rootReason(alice)).toBeNull();
   });
+
+  it("refuses an account with root's group among its supplementary groups", () => {
+    expect(rootReason({ ...alice, groups: [1002, 0, 27] })).toBe(
+      "alice (uid 1001) has root's group (gid 0) among its groups",
+    );
+  });
+});
+
+describe("unfitReason", () => {
+  const system = { min: 1000, source: "login.defs" } as const;
+  it.each([
+    ["root", { ...alice, uid: 0, gid: 0, groups: [0] }, system, "that account is root"],
+    [
+      "in root's group",
+      { ...alice, groups: [1002, 0] },
+      system,
+      "alice (uid 1001) has root's group (gid 0) among its groups",
+    ],
+    [
+      "a system account",
+      { ...alice, uid: 1, gid: 1, groups: [1] },
+      system,
+      "alice (uid 1) is a system account, below uid 1000 (UID_MIN in /etc/login.defs; --run-as-min-uid N to change)",
+    ],
+    [
+      "just below",
+      { ...alice, uid: 999 },
+      { min: 1000, source: "flag" } as const,
+      "alice (uid 999) is a system account, below uid 1000 (--run-as-min-uid)",
+    ],
+    ["at the limit", { ...alice, uid: 1000 }, system, null],
+    ["above it", alice, system, null],
+    ["a lowered limit", { ...alice, uid: 1 }, { min: 1, source: "flag" } as const, null],
+    [
+      "root, whatever the limit",
+      { ...alice, uid: 0 },
+      { min: 0, source: "flag" } as const,
+      "that account is root",
+    ],
+  ])("%s", (_what, account, limit, reason) => expect(unfitReason(account, limit)).toBe(reason));
 });
 
 describe("findExecutable", () => {
@@ -80,6 +124,19 @@ describe("chooseRunAs", () => {
     await expect(chooseRunAs({ runAs: "root" }, 0)).rejects.toThrow("--run-as root: that account is root");
   });
 
+  it("refuses --run-as-min-uid alone, and a system account for --run-as unless the limit allows it", async () => {
+    await expect(chooseRunAs({ runAsMinUid: 100 }, 0)).rejects.toThrow(
+      "--run-as-min-uid goes with --run-as USER or --run-as-owner",
+    );
+    // bin is there on every Linux system, with a uid below 100 (2 on Debian, 1 on Red Hat).
+    await expect(chooseRunAs({ runAs: "bin" }, 0)).rejects.toThrow(
+      new RegExp(`^--run-as bin: bin \\(uid ${binUid}\\) is a system account, below uid \\d+ \\(`),
+    );
+    await expect(chooseRunAs({ runAs: "bin", runAsMinUid: binUid + 1 }, 0)).rejects.toThrow(
+      `--run-as bin: bin (uid ${binUid}) is a system account, below uid ${binUid + 1} (--run-as-min-uid)`,
+    );
+  });
+
   it("runs jobs as the agent's own account with neither flag, as root or not", async () => {
     expect(await chooseRunAs({}, 1000)).toEqual({ kind: "self" });
     expect(await chooseRunAs({}, 0)).toEqual({ kind: "self" });
@@ -102,6 +159,12 @@ describe("runAsNotice", () => {
     expect(runAsNotice({ kind: "owner", setpriv: "/usr/bin/setpriv" }, 0).message).toBe(
       "jobs run as the local account named like their owner: --run-as-owner",
     );
+    expect(
+      runAsNotice({ kind: "owner", setpriv: "/usr/bin/setpriv", limit: { min: 500, source: "flag" } }, 0)
+        .message,
+    ).toBe(
+      "jobs run as the local account named like their owner: --run-as-owner; none below uid 500 (--run-as-min-uid)",
+    );
   });
 });
 
@@ -119,6 +182,9 @@ describe("accountFor", () => {
     await expect(accountFor(owner, undefined)).rejects.toThrow('no local account ""');
     await expect(accountFor(owner, "root")).rejects.toThrow(
       'the job\'s owner "root" maps to a local account this agent never runs jobs as: that account is root',
+    );
+    await expect(accountFor({ ...owner, limit: { min: binUid + 1, source: "flag" } }, "bin")).rejects.toThrow(
+      `the job's owner "bin" maps to a local account this agent never runs jobs as: bin (uid ${binUid}) is a system account, below uid ${binUid + 1} (--run-as-min-uid)`,
     );
   });
 });
@@ -156,22 +222,88 @@ describe("jobScript", () => {
   });
 
   it("drops to the account with setpriv by its full path before any of the job's environment takes effect", () => {
-    const lines = jobScript(spec, { ...paths, user: { account: alice, setpriv: "/usr/bin/setpriv" } })
+    const user = { account: alice, setpriv: "/usr/bin/setpriv" };
+    const environmentFile = "/w/attempts/j1.0.1/environment";
+    const lines = jobScript(spec, { ...paths, user, environmentFile })
       .trimEnd()
       .split("\n");
     expect(lines).toHaveLength(2);
     expect(lines[0]).toBe("cd '/w/attempts/j1.0.1/run' || exit 126");
-    const drop = "exec '/usr/bin/setpriv' --reuid=1001 --regid=1002 --groups=1002,27 --reset-env -- env -- ";
+    const drop =
+      "exec '/usr/bin/setpriv' --reuid=1001 --regid=1002 --groups=1002,27 --reset-env -- '/bin/sh' '-c' ";
     expect(lines[1].startsWith(drop)).toBe(true);
-    const assignments = lines[1].slice(drop.length);
-    expect(assignments).toContain("'PATH=/home/alice/bin' 'LD_PRELOAD=/home/alice/evil.so'");
-    expect(assignments).toContain("'STEWARD_PROGRESS_FILE=/w/attempts/j1.0.1/notes/progress'");
-    expect(assignments).toContain("'HOME=/home/alice' 'USER=alice' 'LOGNAME=alice'");
-    expect(assignments.endsWith(`setsid '/bin/sh' '-c' 'echo '\\''hi'\\'''`)).toBe(true);
+    // The environment is on no command line: the account's shell reads it on descriptor 3.
+    expect(lines[1]).not.toContain("PATH");
+    expect(lines[1]).not.toContain("evil.so");
+    expect(lines[1]).not.toContain("STEWARD_");
+    expect(lines[1].endsWith(`'steward-job' '/bin/sh' '-c' 'echo '\\''hi'\\''' 3<'${environmentFile}'`)).toBe(
+      true,
+    );
     const noGroups = jobScript(spec, {
       ...paths,
       user: { account: { ...alice, groups: [] }, setpriv: "/usr/bin/setpriv" },
+      environmentFile,
     });
     expect(noGroups).toContain("--regid=1002 --clear-groups --reset-env");
+    expect(() => jobScript(spec, { ...paths, user })).toThrow("needs its environment file");
+  });
+
+  it("the environment file holds the job's env, the STEWARD_* variables and the account's names, last", () => {
+    const lines = jobEnvironmentFile(spec, { ...paths, user: { account: alice, setpriv: "/s" } })
+      .trimEnd()
+      .split("\n");
+    expect(lines.slice(0, 2)).toEqual([
+      "export PATH='/home/alice/bin'",
+      "export LD_PRELOAD='/home/alice/evil.so'",
+    ]);
+    expect(lines).toContain("export STEWARD_PROGRESS_FILE='/w/attempts/j1.0.1/notes/progress'");
+    expect(lines.slice(-3)).toEqual([
+      "export HOME='/home/alice'",
+      "export USER='alice'",
+      "export LOGNAME='alice'",
+    ]);
+  });
+
+  describe("the account's shell takes the environment from descriptor 3, whatever the values hold", () => {
+    const dir = tempDir("steward-job-env-");
+    afterAll(() => cleanup(dir));
+
+    it("quotes, newlines, dollars and backquotes come through as they were; nothing else is run", () => {
+      const env = {
+        QUOTED: `it's "here"`,
+        LINES: "one\ntwo\n\nexport INJECTED=1\n",
+        DOLLAR: "$HOME `id` $(id) \\ ;|&",
+        EMPTY: "",
+      };
+      const environmentFile = join(dir, "environment");
+      const user = { account: alice, setpriv: "/s" };
+      writeFileSync(environmentFile, jobEnvironmentFile({ ...spec, env }, { ...paths, user }), {
+        mode: 0o600,
+      });
+      const show = [
+        `for n in QUOTED LINES DOLLAR EMPTY INJECTED; do printf '%s=[%s]\\n' $n "$(printenv $n)"; done`,
+        // The descriptor is closed before the command runs.
+        "[ -e /proc/self/fd/3 ] && echo fd3-open || echo fd3-closed",
+      ].join("; ");
+      const script = jobScript(
+        { ...spec, env, command: ["/bin/sh", "-c", show] },
+        { ...paths, runDir: dir, user, environmentFile },
+      );
+      // What follows setpriv's `--`, run as this account: the part that takes the environment.
+      const take = script.slice(script.indexOf(" -- ") + 4);
+      const output = execFileSync("/bin/sh", ["-c", `cd ${dir} && exec ${take}`], { encoding: "utf8" });
+      expect(output).toBe(
+        [
+          `QUOTED=[${env.QUOTED}]`,
+          // $(...) drops the last newlines.
+          "LINES=[one\ntwo\n\nexport INJECTED=1]",
+          `DOLLAR=[${env.DOLLAR}]`,
+          "EMPTY=[]",
+          "INJECTED=[]",
+          "fd3-closed",
+          "",
+        ].join("\n"),
+      );
+    });
   });
 });

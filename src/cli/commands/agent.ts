@@ -43,6 +43,11 @@ export function registerAgent(program: Command): void {
       "--run-as-owner",
       "run each job as the local account named like its owner; a job whose owner has none fails (needs root)",
     )
+    .option(
+      "--run-as-min-uid <n>",
+      "the lowest uid --run-as or --run-as-owner runs jobs as (default: UID_MIN of /etc/login.defs, else 1000)",
+      integer("--run-as-min-uid"),
+    )
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .option(
       "--ends-at <time>",
@@ -53,7 +58,11 @@ export function registerAgent(program: Command): void {
     .action(async (options) => {
       let runAs: RunAs;
       try {
-        runAs = await chooseRunAs({ runAs: options.runAs, runAsOwner: options.runAsOwner });
+        runAs = await chooseRunAs({
+          runAs: options.runAs,
+          runAsOwner: options.runAsOwner,
+          runAsMinUid: options.runAsMinUid,
+        });
       } catch (error) {
         if (error instanceof RunAsError) throw new CliError(error.message, 2);
         throw error;
