@@ -88,6 +88,7 @@ export function serverOptions(
     tlsCert?: string;
     tlsKey?: string;
     maxUploadMb?: number;
+    maxLogMb?: number;
     bodyTimeoutSeconds?: number;
     submitRate?: number;
     submitBurst?: number;
@@ -107,6 +108,7 @@ export function serverOptions(
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
+    maxLogMb: flags.maxLogMb,
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     metricsOpen: flags.metricsOpen === true,
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined

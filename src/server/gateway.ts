@@ -19,6 +19,7 @@ import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
 import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
+import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
 
 export interface GatewayOptions {
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   blobs: BlobStore;
   joinToken: string;
   heartbeatSeconds: number;
+  /** An attempt's log (each of stdout and stderr) is kept up to this many MB (`--max-log-mb`). */
+  maxLogMb?: number;
   log: Logger;
   /**
    * Null while this server leads; otherwise the leader's URL ("" when none is known yet): a
@@ -49,9 +52,14 @@ export class AgentGateway implements AgentLinks {
    */
   private readonly beforeWelcome = new Map<WebSocket, ServerMessage[]>();
   private readonly options: GatewayOptions;
+  private readonly maxLogBytes: number;
+  private readonly logMarker: Buffer;
 
   constructor(options: GatewayOptions) {
     this.options = options;
+    const maxLogMb = options.maxLogMb ?? DEFAULT_MAX_LOG_MB;
+    this.maxLogBytes = maxLogMb * 1024 * 1024;
+    this.logMarker = truncationMarker(maxLogMb);
     options.core.setLinks(this);
   }
 
@@ -251,6 +259,7 @@ export class AgentGateway implements AgentLinks {
         type: "welcome",
         v: PROTOCOL_VERSION,
         heartbeatSeconds: this.options.heartbeatSeconds,
+        maxLogBytes: this.maxLogBytes,
         kill,
         ...(credential ? { credential } : {}),
       } satisfies ServerMessage),
@@ -275,9 +284,16 @@ export class AgentGateway implements AgentLinks {
       return;
     }
     const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
+    const data = Buffer.from(message.data, "base64");
+    // Past the limit the bytes are dropped, yet taken as appended: the agent moves on. The marker
+    // is written at the limit each time (the same bytes: only the first write adds them).
+    const { kept, past } = keptUnderLimit(message.offset, data.length, this.maxLogBytes);
     const previous = this.logWrites.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => blobs.append(key, message.offset, Buffer.from(message.data, "base64")))
+      .then(async () => {
+        if (kept > 0) await blobs.append(key, message.offset, data.subarray(0, kept));
+        if (past) await blobs.append(key, this.maxLogBytes, this.logMarker);
+      })
       .catch((error) => log.warn({ err: error, key }, "log append refused"))
       .finally(() => {
         if (this.logWrites.get(key) === next) this.logWrites.delete(key);
