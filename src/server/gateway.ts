@@ -76,9 +76,7 @@ export class AgentGateway implements AgentLinks {
     }
     // The callback runs at once, within this call: the count of unwelcomed connections and the
     // room checked above cannot drift apart.
-    this.wss.handleUpgrade(request, socket, head, (ws) =>
-      this.accept(ws, this.unwelcomed.watch(ws, socket, head)),
-    );
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws, this.unwelcomed.watch(ws, socket)));
     return true;
   }
 

@@ -49,11 +49,6 @@ export class UnwelcomedConnections {
     this.limits = limits;
   }
 
-  /** Connections not welcomed yet, now. */
-  get open(): number {
-    return this.#open;
-  }
-
   /** Whether one more may be upgraded; otherwise answer `refuseUpgrade`. */
   hasRoom(): boolean {
     return this.#open < this.limits.connections;
@@ -71,14 +66,15 @@ export class UnwelcomedConnections {
   }
 
   /**
-   * Watches a connection just upgraded (`head`: what came with the upgrade request) until its welcome
-   * or its close, whichever comes first; it counts from now.
+   * Watches a connection just upgraded until its welcome or its close, whichever comes first; it
+   * counts from now. What came with the upgrade request is counted too: `ws` puts it back into the
+   * socket, which emits it again.
    */
-  watch(ws: WebSocket, socket: Duplex, head: Buffer): UnwelcomedWatch {
+  watch(ws: WebSocket, socket: Duplex): UnwelcomedWatch {
     const { bytes, helloMs } = this.limits;
     this.#open++;
     let counted = true;
-    let received = head.length;
+    let received = 0;
     const leave = () => {
       if (!counted) return;
       counted = false;
@@ -99,8 +95,7 @@ export class UnwelcomedConnections {
     const timer = setTimeout(() => refuse(`no hello within ${helloMs / 1000} s`), helloMs);
     timer.unref();
     ws.once("close", leave);
-    if (received > bytes) ws.terminate();
-    else socket.on("data", count);
+    socket.on("data", count);
     return {
       helloArrived: () => clearTimeout(timer),
       welcomed: () => {
