@@ -114,6 +114,8 @@ export class Agent {
   private readonly logFlushes = new Map<string, Promise<void>>();
   private awaitingPongs = 0;
   private welcomed = false;
+  /** The server's limit of a log (its welcome's maxLogBytes): bytes past it are not sent. */
+  private maxLogBytes = Number.POSITIVE_INFINITY;
   private stopped = false;
   /** Leaving (a pilot's batch job ends): said in every hello from now on. */
   private leaving = false;
@@ -461,6 +463,7 @@ export class Agent {
           }
         }
         this.welcomed = true;
+        this.maxLogBytes = message.maxLogBytes ?? Number.POSITIVE_INFINITY;
         this.failures = 0;
         this.awaitingPongs = 0;
         if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
@@ -562,16 +565,18 @@ export class Agent {
       const path = stream === "stdout" ? attempt.stdoutPath : attempt.stderrPath;
       // Synchronous, like the folder's making: most ends have nothing new to send.
       const info = statSync(path, { throwIfNoEntry: false });
-      if (!info || info.size <= attempt.sent[stream]) continue;
+      // One byte past the server's limit tells it the log went on (it writes its marker then).
+      const size = Math.min(info?.size ?? 0, this.maxLogBytes + 1);
+      if (size <= attempt.sent[stream]) continue;
       const ws = this.ws;
       if (!ws || !this.welcomed || ws.readyState !== WebSocket.OPEN) return;
       const handle = await open(path, "r");
       try {
-        while (attempt.sent[stream] < info.size) {
+        while (attempt.sent[stream] < size) {
           // The offset is taken before the read: another flush of this attempt (a reconnect's
           // resend, an end) may move `sent` meanwhile, and these bytes belong where they were read.
           const offset = attempt.sent[stream];
-          const length = Math.min(LOG_CHUNK_BYTES, info.size - offset);
+          const length = Math.min(LOG_CHUNK_BYTES, size - offset);
           const buffer = Buffer.alloc(length);
           const { bytesRead } = await handle.read(buffer, 0, length, offset);
           if (bytesRead === 0) break;

@@ -100,6 +100,7 @@ export function serverOptions(
     tlsCert?: string;
     tlsKey?: string;
     maxUploadMb?: number;
+    maxLogMb?: number;
     bodyTimeoutSeconds?: number;
     submitRate?: number;
     submitBurst?: number;
@@ -119,6 +120,7 @@ export function serverOptions(
     policy: policyFrom(flags),
     leaseSeconds: flags.leaseSeconds,
     maxUploadMb: flags.maxUploadMb,
+    maxLogMb: flags.maxLogMb,
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     metricsOpen: flags.metricsOpen === true,
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined

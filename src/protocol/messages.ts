@@ -141,6 +141,11 @@ export const welcomeMessage = z.object({
   type: z.literal("welcome"),
   v: z.literal(PROTOCOL_VERSION),
   heartbeatSeconds: z.number().positive(),
+  /**
+   * The server keeps an attempt's stdout and stderr up to this many bytes each (`--max-log-mb`):
+   * the agent sends no more of a log than one byte past it (absent: no limit).
+   */
+  maxLogBytes: z.int().min(1).optional(),
   /** Attempts named in hello that are no longer current: kill them, report nothing more of them. */
   kill: z.array(z.object(attemptRef)),
   /** A new host credential (the agent joined with a join token): keep it and present it from now on. */

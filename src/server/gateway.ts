@@ -1,5 +1,7 @@
 // The agent gateway: one WebSocket per agent. Reports are applied in the order they arrive and
-// acknowledged only after their commit; logs go straight to the blob store.
+// acknowledged only after their commit; logs go straight to the blob store. A connection must say
+// hello first, within a few seconds and in a few bytes (unwelcomed.ts); only then are its
+// messages read at the full size.
 
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
@@ -17,12 +19,16 @@ import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
 import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
+import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
+import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
 
 export interface GatewayOptions {
   core: Core;
   blobs: BlobStore;
   joinToken: string;
   heartbeatSeconds: number;
+  /** An attempt's log (each of stdout and stderr) is kept up to this many MB (`--max-log-mb`). */
+  maxLogMb?: number;
   log: Logger;
   /**
    * Null while this server leads; otherwise the leader's URL ("" when none is known yet): a
@@ -35,7 +41,9 @@ export interface GatewayOptions {
 export const STANDBY_CLOSE_CODE = 4003;
 
 export class AgentGateway implements AgentLinks {
+  /** The size limit of one message of a welcomed agent (log chunks, hellos of big hosts). */
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
+  private readonly unwelcomed = new UnwelcomedConnections();
   private readonly sockets = new Map<string, WebSocket>();
   private readonly logWrites = new Map<string, Promise<unknown>>();
   /**
@@ -44,16 +52,31 @@ export class AgentGateway implements AgentLinks {
    */
   private readonly beforeWelcome = new Map<WebSocket, ServerMessage[]>();
   private readonly options: GatewayOptions;
+  private readonly maxLogBytes: number;
+  private readonly logMarker: Buffer;
 
   constructor(options: GatewayOptions) {
     this.options = options;
+    const maxLogMb = options.maxLogMb ?? DEFAULT_MAX_LOG_MB;
+    this.maxLogBytes = maxLogMb * 1024 * 1024;
+    this.logMarker = truncationMarker(maxLogMb);
     options.core.setLinks(this);
   }
 
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const path = (request.url ?? "").split("?")[0];
     if (path !== AGENT_CONNECT_PATH) return false;
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws));
+    if (!this.unwelcomed.hasRoom()) {
+      this.options.log.warn(
+        { limit: this.unwelcomed.limits.connections },
+        "agent connection refused: too many waiting for their welcome",
+      );
+      this.unwelcomed.refuseUpgrade(socket);
+      return true;
+    }
+    // The callback runs at once, within this call: the count of unwelcomed connections and the
+    // room checked above cannot drift apart.
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws, this.unwelcomed.watch(ws, socket)));
     return true;
   }
 
@@ -90,9 +113,10 @@ export class AgentGateway implements AgentLinks {
     for (const ws of this.wss.clients) ws.close(STANDBY_CLOSE_CODE, "standby");
   }
 
-  private accept(ws: WebSocket): void {
+  private accept(ws: WebSocket, watch: UnwelcomedWatch): void {
     const { core, log } = this.options;
     let name: string | null = null;
+    let helloArrived = false;
     // One chain per connection: reports are applied one after another, in arrival order.
     let chain: Promise<void> = Promise.resolve();
     ws.on("message", (data) => {
@@ -106,11 +130,14 @@ export class AgentGateway implements AgentLinks {
         message = agentMessage.parse(JSON.parse(String(data)));
       } catch (error) {
         log.warn({ err: error }, "malformed agent message");
+        if (!helloArrived) watch.refuse("the first message must be a hello");
         return;
       }
       if (message.type === "hello") {
+        helloArrived = true;
+        watch.helloArrived();
         chain = chain
-          .then(() => this.hello(ws, message))
+          .then(() => this.hello(ws, message, watch))
           .then((accepted) => {
             if (accepted) name = message.name;
           })
@@ -118,6 +145,10 @@ export class AgentGateway implements AgentLinks {
             log.warn({ err: error }, "hello not applied");
             ws.close(STANDBY_CLOSE_CODE, "not applied");
           });
+        return;
+      }
+      if (!helloArrived) {
+        watch.refuse("the first message must be a hello");
         return;
       }
       if (!name) return;
@@ -185,7 +216,11 @@ export class AgentGateway implements AgentLinks {
     ws.on("error", () => {});
   }
 
-  private async hello(ws: WebSocket, message: Extract<AgentMessage, { type: "hello" }>): Promise<boolean> {
+  private async hello(
+    ws: WebSocket,
+    message: Extract<AgentMessage, { type: "hello" }>,
+    watch: UnwelcomedWatch,
+  ): Promise<boolean> {
     const { core, log } = this.options;
     const leader = this.options.leading?.() ?? null;
     if (leader !== null) {
@@ -222,11 +257,13 @@ export class AgentGateway implements AgentLinks {
         type: "welcome",
         v: PROTOCOL_VERSION,
         heartbeatSeconds: this.options.heartbeatSeconds,
+        maxLogBytes: this.maxLogBytes,
         kill,
         ...(credential ? { credential } : {}),
       } satisfies ServerMessage),
     );
     for (const each of held) ws.send(JSON.stringify(each));
+    watch.welcomed();
     log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");
     return true;
   }
@@ -245,9 +282,16 @@ export class AgentGateway implements AgentLinks {
       return;
     }
     const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
+    const data = Buffer.from(message.data, "base64");
+    // Past the limit the bytes are dropped, yet taken as appended: the agent moves on. The marker
+    // is written at the limit each time (the same bytes: only the first write adds them).
+    const { kept, past } = keptUnderLimit(message.offset, data.length, this.maxLogBytes);
     const previous = this.logWrites.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => blobs.append(key, message.offset, Buffer.from(message.data, "base64")))
+      .then(async () => {
+        if (kept > 0) await blobs.append(key, message.offset, data.subarray(0, kept));
+        if (past) await blobs.append(key, this.maxLogBytes, this.logMarker);
+      })
       .catch((error) => log.warn({ err: error, key }, "log append refused"))
       .finally(() => {
         if (this.logWrites.get(key) === next) this.logWrites.delete(key);

@@ -54,6 +54,8 @@ export interface ServerOptions {
   privateDirs?: readonly string[];
   /** The largest file a request may bring (`--max-upload-mb`, default 4096). */
   maxUploadMb?: number;
+  /** An attempt's stdout and stderr are kept up to this many MB each (`--max-log-mb`, default 1024). */
+  maxLogMb?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`); admins are not limited. */
   submitLimit?: RateLimit;
   /** A request body that pauses this long is dropped with 408 (`--body-timeout-seconds`, default 60). */
@@ -218,6 +220,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     blobs,
     joinToken: options.joinToken,
     heartbeatSeconds,
+    maxLogMb: options.maxLogMb,
     log,
     leading: () => (broker.isLeader ? null : (broker.leader ?? "")),
   });

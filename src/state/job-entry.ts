@@ -15,6 +15,9 @@ import type { StoredJob } from "../store/store.ts";
 const NO_INDEXES: ReadonlySet<number> = new Set();
 const NO_PROGRESS: ReadonlyMap<number, ProgressSample> = new Map();
 
+/** Refused requirements texts a job remembers, so as not to report the same one again. */
+const REFUSED_KEPT = 64;
+
 export class JobEntry implements JobView {
   readonly record: JobRecord;
   readonly seq: number;
@@ -33,7 +36,10 @@ export class JobEntry implements JobView {
   /** The job file's requirements, or those the job wrote for itself since (setDynamicRequirements). */
   requirements: CompiledExpression | null;
   readonly rank: CompiledExpression | null;
-  /** Requirements texts the job wrote that were refused (invalid): made when the first is. */
+  /**
+   * Requirements texts the job wrote that were refused (invalid), the latest REFUSED_KEPT, oldest
+   * first: made when the first is. A job writing a new text every time must not grow the server.
+   */
   #refusedRequirements: Set<string> | null = null;
   /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
   #finished = { count: 0, seconds: 0 };
@@ -83,12 +89,16 @@ export class JobEntry implements JobView {
 
   /**
    * Notes requirements the job wrote that were refused (invalid); false when this text was refused
-   * before (each is reported once per server run).
+   * before (each of the latest REFUSED_KEPT is reported once per server run).
    */
   refuseRequirements(text: string): boolean {
     this.#refusedRequirements ??= new Set();
     if (this.#refusedRequirements.has(text)) return false;
     this.#refusedRequirements.add(text);
+    if (this.#refusedRequirements.size > REFUSED_KEPT) {
+      const oldest = this.#refusedRequirements.values().next().value;
+      if (oldest !== undefined) this.#refusedRequirements.delete(oldest);
+    }
     return true;
   }
 

@@ -20,6 +20,8 @@ function sink(full = false) {
   const listeners = new Map<string, () => void>();
   const target: EventSink & { written: string[]; drain(): void } = {
     written,
+    writableLength: 0,
+    destroy() {},
     write(chunk) {
       written.push(chunk);
       return !full;
@@ -123,6 +125,54 @@ describe("EventStream", () => {
     out.drain();
     await caughtUp;
     stream.live(event(4));
+    expect(ids(out.written)).toEqual([1, 2]);
+  });
+
+  it("lets go of live events past the cap during the catch-up, reads them from the store, and sends each once", async () => {
+    const stored = Array.from({ length: 4 }, (_, i) => event(i + 1));
+    const out = sink();
+    const stream = new EventStream(out, null, 20, undefined, { queuedBytes: 1e9, heldEvents: 3 });
+    // Right after the first read (which saw 1-4 only), 10 events are committed and emitted: more
+    // than the 3 it may hold. The page was short, yet it reads again.
+    const from = store(stored, (call) => {
+      if (call !== 1) return;
+      queueMicrotask(() => {
+        for (let id = 5; id <= 14; id++) {
+          stored.push(event(id));
+          stream.live(event(id));
+        }
+      });
+    });
+    await stream.catchUp(from, 0);
+    expect(from.calls()).toBe(2);
+    stream.live(event(15));
+    expect(ids(out.written)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+  });
+
+  it("drops a client once more than the cap waits for it to read, and writes nothing more", () => {
+    const out = Object.assign(sink(), { queued: 0, destroyed: false });
+    Object.defineProperty(out, "writableLength", { get: () => out.queued });
+    out.destroy = () => {
+      out.destroyed = true;
+    };
+    const dropped: number[] = [];
+    const stream = new EventStream(
+      out,
+      null,
+      10,
+      undefined,
+      { queuedBytes: 1000, heldEvents: 10 },
+      (queued) => dropped.push(queued),
+    );
+    stream.liveOnly();
+    stream.live(event(1));
+    out.queued = 1001;
+    stream.live(event(2));
+    expect(out.destroyed).toBe(true);
+    expect(dropped).toEqual([1001]);
+    expect(stream.closed).toBe(true);
+    stream.live(event(3));
+    stream.send(": keep-alive\n\n");
     expect(ids(out.written)).toEqual([1, 2]);
   });
 });

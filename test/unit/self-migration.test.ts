@@ -157,6 +157,21 @@ describe("self-migration", () => {
     expect(harness.stops()).toEqual([expect.objectContaining({ outcome: "migrated" })]);
   });
 
+  it("remembers the latest 64 refused texts only: a job writing new ones does not grow the server", async () => {
+    const job = await runningInZoneA();
+    for (let i = 0; i <= 64; i++) await write("za", job, 1, `"${i}"`);
+    // "0" was let go for the 65th text and is reported again; "64" is remembered.
+    await write("za", job, 1, '"0"');
+    await write("za", job, 1, '"64"');
+    const refused = (await harness.store.events(job.id)).filter(
+      (event) => event.kind === "requirements.refused",
+    );
+    expect(refused.map((event) => event.data.requirements)).toEqual([
+      ...Array.from({ length: 65 }, (_, i) => `"${i}"`),
+      '"0"',
+    ]);
+  });
+
   it("an empty file is ignored", async () => {
     const job = await runningInZoneA();
     await write("za", job, 1, "  \n");

@@ -23,6 +23,8 @@ import { jobSummaryView } from "../views.ts";
 const KEEP_ALIVE_MS = 15_000;
 /** A job's task counts go out at most this often on one event stream. */
 const PROGRESS_MS = 200;
+/** Event streams one token may hold open at once (each holds buffers and listeners). */
+export const MAX_STREAMS_PER_TOKEN = 8;
 
 export interface SystemRouteDeps {
   core: Core;
@@ -37,6 +39,8 @@ export interface SystemRouteDeps {
 export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps): void {
   const { core, store, metrics } = deps;
   const api = app.withTypeProvider<ZodTypeProvider>();
+  /** Open event streams by token (its id; the start admin token has none). */
+  const streamsOf = new Map<string, number>();
 
   api.get(
     "/healthz",
@@ -84,7 +88,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
     {
       schema: {
         summary:
-          "Job events as server-sent events: `event: job`, `id: N`, `data: JobEvent`. With Last-Event-ID (or after=N) the stored events after N come first, then the live ones. Also `event: progress` (no id, not stored): a job's task counts when its tasks change state, at most every 200 ms per job",
+          "Job events as server-sent events: `event: job`, `id: N`, `data: JobEvent`. With Last-Event-ID (or after=N) the stored events after N come first, then the live ones. Also `event: progress` (no id, not stored): a job's task counts when its tasks change state, at most every 200 ms per job. A client that stops reading is cut once 8 MiB wait for it (it comes back with Last-Event-ID); a token holds at most 8 streams at once (429)",
         querystring: z.object({
           job: z.string().min(1).optional().meta({ description: "only this job's events" }),
           after: wholeNumber()
@@ -103,7 +107,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
             description: "an event stream; each event's data is a JobEvent",
             content: { "text/event-stream": { schema: streamEventSchema } },
           },
-          ...errors(400, 401),
+          ...errors(400, 401, 429),
         },
       },
     },
@@ -111,6 +115,19 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       const { job } = request.query;
       const header = request.headers["last-event-id"];
       const after = header !== undefined ? Number(header) : (request.query.after ?? null);
+      const principal = request.principal;
+      const streamKey = principal ? (principal.tokenId ?? `start:${principal.user}`) : "";
+      const holding = streamsOf.get(streamKey) ?? 0;
+      if (holding >= MAX_STREAMS_PER_TOKEN) {
+        reply.code(429).send({
+          error: {
+            code: "too_many_streams",
+            message: `at most ${MAX_STREAMS_PER_TOKEN} event streams at once per token; close one first`,
+          },
+        });
+        return;
+      }
+      streamsOf.set(streamKey, holding + 1);
       reply.hijack();
       const raw = reply.raw;
       raw.writeHead(200, {
@@ -120,12 +137,13 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       });
       raw.write(": steward events\n\n");
       // A user sees the events of their own jobs only.
-      const principal = request.principal;
       const visible =
         principal && !seesAllJobs(principal.role)
           ? (event: EventRecord) => core.jobOwner(event.jobId) === principal.user
           : undefined;
-      const stream = new EventStream(raw, job ?? null, undefined, visible);
+      const stream = new EventStream(raw, job ?? null, undefined, visible, undefined, (queued) =>
+        app.log.info({ user: principal?.user, queued }, "event stream cut: its client stopped reading"),
+      );
       const listener = (event: EventRecord) => stream.live(event);
       // Task counts as they change (not stored, no id): at most one line per job every PROGRESS_MS.
       const pendingProgress = new Map<string, NodeJS.Timeout>();
@@ -145,15 +163,18 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
               taskCount: summary.taskCount,
               counts: summary.counts,
             };
-            raw.write(`event: progress\ndata: ${JSON.stringify(data)}\n\n`);
+            stream.send(`event: progress\ndata: ${JSON.stringify(data)}\n\n`);
           }, PROGRESS_MS),
         );
       };
-      const keepAlive = setInterval(() => raw.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
+      const keepAlive = setInterval(() => stream.send(": keep-alive\n\n"), KEEP_ALIVE_MS);
       // Live events are listened to before the backlog is read, so none committed meanwhile is lost.
       core.events.on("event", listener);
       core.events.on("progress", progress);
       request.raw.on("close", () => {
+        const left = (streamsOf.get(streamKey) ?? 1) - 1;
+        if (left > 0) streamsOf.set(streamKey, left);
+        else streamsOf.delete(streamKey);
         clearInterval(keepAlive);
         core.events.off("event", listener);
         core.events.off("progress", progress);

@@ -7,6 +7,7 @@ import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { PoolAccountError } from "../../pools/pilot-account.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
+import { DEFAULT_MAX_LOG_MB } from "../../server/log-limit.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
@@ -43,6 +44,12 @@ export function registerServer(program: Command): void {
         "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
         integer("--max-upload-mb", 1),
         DEFAULT_MAX_UPLOAD_MB,
+      )
+      .option(
+        "--max-log-mb <n>",
+        "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
+        integer("--max-log-mb", 1),
+        DEFAULT_MAX_LOG_MB,
       )
       .option(
         "--submit-rate <n>",

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
+import { DEFAULT_MAX_LOG_MB } from "../../server/log-limit.ts";
 import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
@@ -31,6 +32,12 @@ export function registerUp(program: Command): void {
         "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
         number("--body-timeout-seconds"),
         DEFAULT_BODY_TIMEOUT_SECONDS,
+      )
+      .option(
+        "--max-log-mb <n>",
+        "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
+        integer("--max-log-mb", 1),
+        DEFAULT_MAX_LOG_MB,
       )
       .option(
         "--metrics-open",
