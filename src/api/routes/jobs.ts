@@ -5,8 +5,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { JobFileError } from "../../model/jobfile-error.ts";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../model/jobfile.ts";
+import { JobFileError } from "../../model/jobfile-error.ts";
 import { isEndedState, JOB_STATES } from "../../model/states.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
 import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
@@ -148,7 +148,10 @@ export function registerJobRoutes(
       // client that cannot parse YAML learns the inputs to upload from it.
       if (request.query.dryRun) {
         if (request.isMultipart())
-          throw new InvalidRequestError("dryRun", "a dry run takes the job file as JSON or YAML, not multipart");
+          throw new InvalidRequestError(
+            "dryRun",
+            "a dry run takes the job file as JSON or YAML, not multipart",
+          );
         return { spec: validateJobSpec(request.body) };
       }
       const principal = request.principal ?? START_ADMIN;
