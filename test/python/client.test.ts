@@ -4,6 +4,7 @@
 
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import type { ErrorAnswer, Job } from "../../src/api/schemas.ts";
 import {
   type AgentProcess,
   api,
@@ -15,6 +16,7 @@ import {
   startServerProcess,
   tempDir,
   waitFor,
+  waitForJobEnd,
 } from "../helpers/steward.ts";
 import { describePython, runPython, SCRIPTS, startPython } from "./python.ts";
 
@@ -55,6 +57,53 @@ describePython("the Python client", () => {
     expect(run.stderr + run.stdout).toContain("all done");
     expect(run.code).toBe(0);
   }, 120_000);
+
+  it("reads a job file for a client without a YAML parser: a dry run, and a multipart job field as YAML", async () => {
+    const headers = { authorization: `Bearer ${server.token}` };
+    const before = (await api(server, "GET", "/api/v1/jobs?all=1")).length;
+    const yaml = "name: staged\ncommand: cat data.txt\ninputs: [data.txt]\n";
+    const dry = await fetch(`${server.url}/api/v1/jobs?dryRun=1`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/yaml" },
+      body: yaml,
+    });
+    expect(dry.status).toBe(200);
+    const { spec } = (await dry.json()) as { spec: Record<string, unknown> };
+    expect(spec).toMatchObject({ name: "staged", inputs: ["data.txt"], retry: { maxAttempts: 1 } });
+    const bad = await fetch(`${server.url}/api/v1/jobs?dryRun=1`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/yaml" },
+      body: "name: x\ncommand: echo\nrank: [1\n",
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as ErrorAnswer).error.message).toMatch(/not valid YAML or JSON/);
+    const form = new FormData();
+    form.set("job", yaml);
+    form.append("data.txt", new Blob(["staged bytes\n"]), "data.txt");
+    const dryMultipart = await fetch(`${server.url}/api/v1/jobs?dryRun=1`, {
+      method: "POST",
+      headers,
+      body: form,
+    });
+    expect(dryMultipart.status).toBe(400);
+    expect(((await dryMultipart.json()) as ErrorAnswer).error.field).toBe("dryRun");
+    // A dry run made nothing.
+    expect((await api(server, "GET", "/api/v1/jobs?all=1")).length).toBe(before);
+    const submitted = await fetch(`${server.url}/api/v1/jobs`, { method: "POST", headers, body: form });
+    expect(submitted.status).toBe(201);
+    const job = (await submitted.json()) as Job;
+    expect(job.spec.inputs).toEqual(["data.txt"]);
+    const ended = await waitForJobEnd(server, job.id);
+    expect(ended.state).toBe("succeeded");
+    const neither = new FormData();
+    neither.set("job", "name: [unclosed\n");
+    const refused = await fetch(`${server.url}/api/v1/jobs`, { method: "POST", headers, body: neither });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as ErrorAnswer).error).toMatchObject({
+      field: "job",
+      message: expect.stringMatching(/^job: not valid YAML or JSON: /),
+    });
+  });
 
   it("follows events across a restart of the server, resuming with Last-Event-ID", async () => {
     const { id } = await api(server, "POST", "/api/v1/jobs", {
