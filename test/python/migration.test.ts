@@ -1,12 +1,21 @@
 // The Python job SDK in real jobs: examples/python (a Monte Carlo pi that checkpoints after each
 // chunk) migrated mid-run to the other host resumes from its checkpoint and ends with the very
-// estimate of a run that was never stopped.
+// estimate of a run that was never stopped; a gang of Python ranks commits the generations they
+// declare.
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { parse } from "yaml";
-import { cleanup, ROOT, type StewardProcess, startUp, tempDir } from "../helpers/steward.ts";
+import {
+  api,
+  cleanup,
+  ROOT,
+  type StewardProcess,
+  startUp,
+  tempDir,
+  waitForJobEnd,
+} from "../helpers/steward.ts";
 import { describePython, runPython, SCRIPTS } from "./python.ts";
 
 const EXAMPLE = join(ROOT, "examples/python");
@@ -59,4 +68,34 @@ describePython("a Python job that checkpoints", () => {
     expect(seen.result).toBe(readFileSync(join(alone, "pi.txt"), "utf8"));
     expect(seen.result).toMatch(/^3\.1\d+ from \d+ hits of 1600000 points\n$/);
   }, 120_000);
+
+  it("a gang's ranks declare their checkpoint generations with checkpoint_generation", async () => {
+    const rankScript = [
+      "import json, time",
+      "from steward import job",
+      "g = job.gang()",
+      "for generation in (1, 2, 3):",
+      "    job.save_checkpoint({'rank': g['rank'], 'generation': generation})",
+      "    job.checkpoint_generation(generation)",
+      "    time.sleep(0.8)",
+      "print(json.dumps(g))",
+    ].join("\n");
+    const { id } = await api(server, "POST", "/api/v1/jobs", {
+      name: "py-gang",
+      command: ["python3", "-c", rankScript],
+      nodes: 2,
+      checkpoint: { intervalSeconds: 1 },
+    });
+    const job = await waitForJobEnd(server, id, 60_000);
+    expect(job.state).toBe("succeeded");
+    expect(job.tasks[0].checkpoint?.generation).toBe(3);
+    for (const rank of [0, 1]) {
+      const response = await fetch(`${server.url}/api/v1/jobs/${id}/logs?rank=${rank}`, {
+        headers: { authorization: `Bearer ${server.token}` },
+      });
+      const seen = JSON.parse(await response.text());
+      expect(seen).toMatchObject({ rank, count: 2, coordinator: expect.stringMatching(/:\d+$/) });
+      expect(seen.nodes).toHaveLength(2);
+    }
+  }, 90_000);
 });
