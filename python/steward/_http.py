@@ -137,10 +137,13 @@ class Transport:
         body: Body = None,
         idempotent: Optional[bool] = None,
         read_timeout: Optional[float] = -1.0,
+        answer_timeout: Optional[float] = -1.0,
     ) -> Answer:
         """Sends the request, trying again as the rules above allow, and answers whatever status
         came (a 503 that outlasted the budget too). `read_timeout` is the socket's timeout once the
-        answer's headers are in (None: none, for a followed log); by default the answer timeout."""
+        answer's headers are in (None: none, for a followed log); by default the answer timeout.
+        `answer_timeout` overrides the client's wait for the headers (None: no limit)."""
+        wait = self.answer_timeout if answer_timeout == -1.0 else answer_timeout
         method = method.upper()
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
@@ -161,7 +164,7 @@ class Transport:
             answer: Optional[Answer] = None
             try:
                 for _ in range(MAX_REDIRECTS + 1):
-                    answer = self._try(method, url, sent_headers, body)
+                    answer = self._try(method, url, sent_headers, body, wait)
                     location = answer.header("Location")
                     if answer.status not in REDIRECT_STATUSES or not location:
                         break
@@ -215,7 +218,7 @@ class Transport:
             if delay > 0:
                 time.sleep(delay)
 
-    def _try(self, method: str, url: str, headers: dict, body: Body) -> Answer:
+    def _try(self, method: str, url: str, headers: dict, body: Body, wait: Optional[float]) -> Answer:
         parts = urlsplit(url)
         target = parts.path or "/"
         if parts.query:
@@ -242,6 +245,9 @@ class Transport:
             # No connection: nothing was sent.
             connection.close()
             raise _Failure("refused", describe(error))
+        # Connecting takes the client's usual time; the answer may be given longer (a followed log).
+        if connection.sock is not None:
+            connection.sock.settimeout(wait)
         try:
             sent = dict(headers)
             if body is None:
@@ -270,7 +276,7 @@ class Transport:
             response = connection.getresponse()
         except socket.timeout as error:
             connection.close()
-            raise _Failure("timeout", f"no answer within {self.answer_timeout:g} s ({error})")
+            raise _Failure("timeout", f"no answer within {wait or 0:g} s ({error})")
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             raise _Failure("lost", describe(error))

@@ -232,7 +232,7 @@ class Client:
         if not follow:
             return self._request("GET", path, query).read()
         # A followed log answers only when the job writes: no time limit on reading it.
-        return self._request("GET", path, query, read_timeout=None).chunks()
+        return self._request("GET", path, query, read_timeout=None, answer_timeout=None).chunks()
 
     def fetch(self, job_id: str, dest: str = ".") -> List[str]:
         """Writes the job's output files as DEST/PATH, or DEST/TASK/PATH for an array (as
