@@ -361,8 +361,10 @@ export class Attempt {
     // Whatever the job left running in its group goes with it.
     this.signal("SIGKILL");
     const stop = this.stopRequest;
-    // Once more when the attempt stops short of success: the next attempt resumes from here.
-    if (exitCode !== 0) await this.checkpoint.sync().catch(() => null);
+    // Once more when the attempt stops short of success: the next attempt resumes from here. A
+    // job asked to stop stops short of success even when it exits 0 (the SDKs' examples save their
+    // state at SIGTERM and exit 0): without this, what it saved then would be lost.
+    if (exitCode !== 0 || stop) await this.checkpoint.sync().catch(() => null);
     if (stop) return { outcome: stop.outcome, exitCode, reason: stop.reason, outputs: [] };
     if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
     if (exitCode !== 0) {

@@ -9,6 +9,12 @@ import type { JobUser } from "./run-as.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
 export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
+/**
+ * The Python package `steward` (standard library only) is in this folder: it leads the job's
+ * PYTHONPATH, so that `import steward` works in a job on any host with no install, in the version
+ * that speaks this agent's file protocol.
+ */
+export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "python");
 
 export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
@@ -31,9 +37,27 @@ export interface JobPaths {
   environmentFile?: string;
 }
 
-export function jobEnvironment(spec: StartMessage, paths: JobPaths): Record<string, string> {
+/**
+ * The job's PYTHONPATH: the Python SDK's folder first, then the job's own PYTHONPATH (from its job
+ * file's env, else the one it would inherit).
+ */
+export function jobPythonPath(own: string | undefined): string {
+  return own ? `${PYTHON_SDK_PATH}:${own}` : PYTHON_SDK_PATH;
+}
+
+/**
+ * The variables the agent gives the job. `inherited` is the environment the job would otherwise
+ * get from the agent (none for a job run as another account, which starts from a fresh one).
+ */
+export function jobEnvironment(
+  spec: StartMessage,
+  paths: JobPaths,
+  inherited: Record<string, string | undefined> = {},
+): Record<string, string> {
   return {
     ...spec.env,
+    PYTHONPATH: jobPythonPath(spec.env.PYTHONPATH ?? inherited.PYTHONPATH),
+    STEWARD_PYTHONPATH: PYTHON_SDK_PATH,
     STEWARD_JOB_ID: spec.jobId,
     STEWARD_TASK_INDEX: String(spec.taskIndex),
     STEWARD_ATTEMPT: String(spec.attempt),
@@ -97,7 +121,7 @@ export function jobScript(spec: StartMessage, paths: JobPaths): string {
   if (!user) {
     // Sourced by the supervisor's subshell: setsid gives the job a session and process group of
     // its own.
-    return `${lines.join("\n")}\n${exports(jobEnvironment(spec, paths))}exec setsid ${argv.map(shellQuote).join(" ")}\n`;
+    return `${lines.join("\n")}\n${exports(jobEnvironment(spec, paths, process.env))}exec setsid ${argv.map(shellQuote).join(" ")}\n`;
   }
   // Nothing of the job's runs as root, its environment neither (PATH, LD_PRELOAD): setpriv, by the
   // full path the agent found, drops to the account, groups included, with a fresh environment

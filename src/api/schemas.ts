@@ -151,6 +151,12 @@ export const jobSchema = jobSummarySchema
   .meta({ id: "Job" });
 export type Job = z.infer<typeof jobSchema>;
 
+/** What a dry run of a submit answers: the job file as the server reads it, nothing created. */
+export const checkedJobFileSchema = z
+  .object({ spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }) })
+  .meta({ id: "CheckedJobFile" });
+export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
+
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;
 

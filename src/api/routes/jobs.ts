@@ -5,7 +5,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type JobSpec, nodesOf, validateJobSpec } from "../../model/jobfile.ts";
+import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../model/jobfile.ts";
+import { JobFileError } from "../../model/jobfile-error.ts";
 import { isEndedState, JOB_STATES } from "../../model/states.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
 import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
@@ -18,6 +19,7 @@ import { START_ADMIN } from "../auth.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
+  checkedJobFileSchema,
   errors,
   fileBytes,
   jobSchema,
@@ -83,7 +85,9 @@ const submitBody = z.unknown().meta({
     "multipart/form-data": {
       schema: {
         type: "object",
-        properties: { job: { type: "string", description: "the job file as JSON; comes first" } },
+        properties: {
+          job: { type: "string", description: "the job file as JSON (or as YAML, as on disk); comes first" },
+        },
         required: ["job"],
         additionalProperties: {
           type: "string",
@@ -93,6 +97,13 @@ const submitBody = z.unknown().meta({
       },
     },
   },
+});
+
+const submitQuery = z.object({
+  dryRun: flag(
+    false,
+    "1: check the job file (JSON or YAML) and answer it as the server reads it, with its defaults; nothing is created",
+  ),
 });
 
 const migrateBody = z
@@ -123,14 +134,26 @@ export function registerJobRoutes(
         summary:
           "Submit a job (the job file as JSON or YAML, or multipart with a `job` field and one part per input)",
         consumes: ["application/json", "application/yaml", "multipart/form-data"],
+        querystring: submitQuery,
         body: submitBody,
         response: {
+          200: json(checkedJobFileSchema, "a dry run: the job file is valid, and this is how it reads"),
           201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
           ...errors(400, 401, 403, 413, 429),
         },
       },
     },
     async (request, reply) => {
+      // A dry run creates nothing (no job, no blob, no rate), so it needs the job file alone: a
+      // client that cannot parse YAML learns the inputs to upload from it.
+      if (request.query.dryRun) {
+        if (request.isMultipart())
+          throw new InvalidRequestError(
+            "dryRun",
+            "a dry run takes the job file as JSON or YAML, not multipart",
+          );
+        return { spec: validateJobSpec(request.body) };
+      }
       const principal = request.principal ?? START_ADMIN;
       if (principal.role !== "admin") {
         const wait = submitLimiter.take(principal.tokenId ?? principal.user, Date.now());
@@ -492,7 +515,27 @@ async function submitJson(
   return core.submit(spec, owner, [], undefined, key, dependencyOwner);
 }
 
-/** Multipart: a field `job` (the job file as JSON) first, then one file part per input, named by its path. */
+/**
+ * The multipart `job` field as data: JSON, or else YAML (the job file's text as on disk, which a
+ * client without a YAML parser sends as it is).
+ */
+function parseJobField(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    try {
+      return parseJobFileText(text);
+    } catch (error) {
+      // "job: not valid YAML or JSON: ..."
+      throw new InvalidRequestError("job", error instanceof JobFileError ? error.message : String(error));
+    }
+  }
+}
+
+/**
+ * Multipart: a field `job` (the job file as JSON or YAML) first, then one file part per input,
+ * named by its path.
+ */
 async function submitMultipart(
   request: FastifyRequest,
   { core, blobs, maxUploadBytes }: { core: Core; blobs: BlobStore; maxUploadBytes: number },
@@ -513,13 +556,7 @@ async function submitMultipart(
       if (part.type === "field") {
         if (part.fieldname !== "job") continue;
         if (part.valueTruncated) throw jobFileTooLarge();
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(String(part.value));
-        } catch {
-          throw new InvalidRequestError("job", "the job field is not JSON");
-        }
-        spec = validateJobSpec(parsed);
+        spec = validateJobSpec(parseJobField(String(part.value)));
         id = await core.allocateJobId();
         continue;
       }

@@ -1,0 +1,51 @@
+"""Steward from Python: a client of the HTTP API (`steward.Client`) and the job SDK (`steward.job`).
+
+Standard library only, Python 3.9 and later. A job started by Steward finds this package on its
+PYTHONPATH (the agent puts it there), so `from steward import job` works with no install.
+"""
+
+from importlib import import_module
+
+from .errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    RateLimited,
+    RedirectRefused,
+    ServerError,
+    StewardError,
+    TooLarge,
+    Unauthorized,
+    Unreachable,
+    WaitTimeout,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Conflict",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "RateLimited",
+    "RedirectRefused",
+    "ServerError",
+    "StewardError",
+    "TooLarge",
+    "Unauthorized",
+    "Unreachable",
+    "WaitTimeout",
+    "job",
+]
+
+
+def __getattr__(name):
+    # The client loads http.client and ssl: a job that only checkpoints does not pay for them.
+    # (import_module: `from . import job` here would ask this function again, endlessly.)
+    if name == "Client":
+        return import_module(".client", __name__).Client
+    if name == "job":
+        return import_module(".job", __name__)
+    raise AttributeError(f"module 'steward' has no attribute {name!r}")
