@@ -4,7 +4,12 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobEnvironment, jobScript, PYTHON_SDK_PATH } from "../../src/agent/job-script.ts";
+import {
+  jobEnvironment,
+  jobEnvironmentFile,
+  jobScript,
+  PYTHON_SDK_PATH,
+} from "../../src/agent/job-script.ts";
 import type { StartMessage } from "../../src/protocol/messages.ts";
 import { ROOT } from "../helpers/steward.ts";
 
@@ -54,7 +59,13 @@ describe("the Python SDK on a job's PYTHONPATH", () => {
 
   it("reaches a job run as another account, whose environment starts afresh", () => {
     const account = { name: "alice", uid: 1001, gid: 1002, groups: [], home: "/home/alice" };
-    const script = jobScript(spec, { ...paths, user: { account, setpriv: "/usr/bin/setpriv" } });
-    expect(script).toContain(`'PYTHONPATH=${PYTHON_SDK_PATH}'`);
+    // Its environment goes in the environment file job.sh hands it, not on a command line.
+    const runAs = {
+      ...paths,
+      user: { account, setpriv: "/usr/bin/setpriv" },
+      environmentFile: "/w/a/environment",
+    };
+    expect(jobScript(spec, runAs)).not.toContain("PYTHONPATH");
+    expect(jobEnvironmentFile(spec, runAs)).toContain(`export PYTHONPATH='${PYTHON_SDK_PATH}'\n`);
   });
 });
