@@ -1,18 +1,45 @@
-// Real local accounts for the run-as tests: made with useradd as root, removed after. Without
-// root, useradd or setpriv, a test file fails under CI and skips with a message elsewhere.
+// Real local accounts for the tests about who a process runs as (jobs run as another account,
+// Slurm pilots under a pool's `account:`): made with useradd as root, removed after. Without root
+// or the tools, a test file fails under CI and skips with a message elsewhere.
 
 import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
-/** What the run-as tests lack on this machine, or null. */
-export function runAsUnavailable(): string | null {
-  if (process.getuid?.() !== 0) return "not root";
-  for (const tool of ["useradd", "userdel", "setpriv", "getent", "runuser"])
+export interface LocalAccount {
+  name: string;
+  uid: number;
+  home: string;
+}
+
+/** The first of `tools` this machine lacks, or null. */
+function missingTool(tools: string[]): string | null {
+  for (const tool of tools)
     try {
       execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
     } catch {
       return `no ${tool}`;
     }
   return null;
+}
+
+/** Why these tests cannot make accounts here (not root, no useradd), or null. */
+export function accountsUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return "not root";
+  return missingTool(["useradd", "userdel", "runuser", "getent"]);
+}
+
+/** What the run-as tests lack on this machine (accounts, and setpriv), or null. */
+export function runAsUnavailable(): string | null {
+  return accountsUnavailable() ?? missingTool(["setpriv"]);
+}
+
+/** A new account named `name` (one left by an earlier run is removed first), with a home of its own under the temp folder. */
+export function createAccount(name: string): LocalAccount {
+  removeAccount(name);
+  const home = join(tmpdir(), `steward-home-${name}`);
+  execFileSync("useradd", ["--create-home", "--home-dir", home, "--shell", "/bin/sh", name]);
+  return { name, uid: uidOf(name), home };
 }
 
 /** A new account without a home (any left by an earlier run goes first); `extra`: more useradd flags. */
@@ -30,8 +57,9 @@ export function makeAccount(name: string, extra: string[] = []): number {
   return uidOf(name);
 }
 
+/** Removes the account and the home it was made with, if any (its processes must have ended). */
 export function removeAccount(name: string): void {
-  execFileSync("sh", ["-c", `userdel ${name} 2>/dev/null; true`]);
+  execFileSync("sh", ["-c", 'userdel --remove "$1" 2>/dev/null; true', "sh", name]);
 }
 
 export function uidOf(name: string): number {

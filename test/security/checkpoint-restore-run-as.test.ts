@@ -5,10 +5,10 @@
 // and nothing appears outside the checkpoint folder. Needs root, useradd and setpriv (as
 // test/integration/run-as.test.ts): without them the file fails under CI and skips elsewhere.
 
-import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
+import { makeAccount, removeAccount, runAsUnavailable } from "../helpers/local-accounts.ts";
 import {
   type AgentProcess,
   cleanup,
@@ -23,18 +23,7 @@ import {
 // An account of this file's own: the run-as tests of other files make and remove theirs.
 const OWNER = "stwmanifest1";
 
-function missing(): string | null {
-  if (process.getuid?.() !== 0) return "not root";
-  for (const tool of ["useradd", "userdel", "setpriv", "getent"])
-    try {
-      execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
-    } catch {
-      return `no ${tool}`;
-    }
-  return null;
-}
-
-const unavailable = missing();
+const unavailable = runAsUnavailable();
 if (unavailable && process.env.CI) {
   test("root, useradd and setpriv are available", () => {
     throw new Error(`the run-as tests need root, useradd and setpriv: ${unavailable}`);
@@ -53,16 +42,8 @@ if (unavailable && process.env.CI) {
     const escaped = join(dir, "escaped");
 
     beforeAll(async () => {
-      execFileSync("sh", ["-c", `userdel ${OWNER} 2>/dev/null; true`]);
       // An ordinary account (not --system): agents run no job as one below UID_MIN.
-      execFileSync("useradd", [
-        "--no-create-home",
-        "--home-dir",
-        "/nonexistent",
-        "--shell",
-        "/usr/sbin/nologin",
-        OWNER,
-      ]);
+      makeAccount(OWNER);
       server = await startServerProcess();
       agent = await startAgentProcess({
         name: "manifest",
@@ -81,7 +62,7 @@ if (unavailable && process.env.CI) {
     afterAll(async () => {
       await agent?.crash();
       await server?.stop();
-      execFileSync("sh", ["-c", `userdel ${OWNER} 2>/dev/null; true`]);
+      removeAccount(OWNER);
       cleanup(dir, server?.data ?? "", agent?.work ?? "");
     });
 

@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
 import type { Host } from "../../src/api/schemas.ts";
+import { accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import {
   api,
   cleanup,
@@ -37,17 +38,6 @@ import {
 
 // An account of this file's own: the run-as tests of other files make and remove theirs.
 const OTHER = "stwperms1";
-
-function missing(): string | null {
-  if (process.getuid?.() !== 0) return "not root";
-  for (const tool of ["useradd", "userdel"])
-    try {
-      execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
-    } catch {
-      return `no ${tool}`;
-    }
-  return null;
-}
 
 function idOf(flag: "-u" | "-g", name: string): number {
   return Number(execFileSync("id", [flag, name], { encoding: "utf8" }).trim());
@@ -145,7 +135,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-const unavailable = missing();
+const unavailable = accountsUnavailable();
 if (unavailable && process.env.CI) {
   test("root and useradd are available", () => {
     throw new Error(`the private-folder tests need root and useradd: ${unavailable}`);
@@ -161,20 +151,11 @@ if (unavailable && process.env.CI) {
     chmodSync(dir, 0o755);
 
     beforeAll(() => {
-      execFileSync("sh", ["-c", `userdel ${OTHER} 2>/dev/null; true`]);
-      execFileSync("useradd", [
-        "--system",
-        "--no-create-home",
-        "--home-dir",
-        "/nonexistent",
-        "--shell",
-        "/usr/sbin/nologin",
-        OTHER,
-      ]);
+      makeAccount(OTHER, ["--system"]);
     });
 
     afterAll(() => {
-      execFileSync("sh", ["-c", `userdel ${OTHER} 2>/dev/null; true`]);
+      removeAccount(OTHER);
       cleanup(dir);
     });
 

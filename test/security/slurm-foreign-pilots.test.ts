@@ -13,7 +13,7 @@ import {
   createAccount,
   type LocalAccount,
   removeAccount,
-} from "../helpers/local-account.ts";
+} from "../helpers/local-accounts.ts";
 import { ownPilots, slurm, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
