@@ -39,7 +39,11 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "server", module: "server", description: "run the broker alone (agents connect to it)" },
   { name: "agent", module: "agent", description: "run one host's agent" },
-  { name: "submit", module: "submit", description: "submit a job file (YAML or JSON; - reads standard input); prints the job id" },
+  {
+    name: "submit",
+    module: "submit",
+    description: "submit a job file (YAML or JSON; - reads standard input); prints the job id",
+  },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
   { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
   { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
