@@ -55,8 +55,23 @@ function commandSection(command: Command, parents: string[], depth: number): str
   const args = command.registeredArguments;
   if (args.length > 0) lines.push(...argumentTable(args), "");
   if (command.options.length > 0) lines.push(...optionTable(command.options), "");
+  const after = helpAfter(command);
+  if (after) lines.push("```", after, "```", "");
   for (const sub of command.commands) lines.push(...commandSection(sub, path, depth + 1));
   return lines;
+}
+
+/** What the command's --help prints after the generated part (examples, how to install). */
+function helpAfter(command: Command): string {
+  let help = "";
+  command.configureOutput({
+    writeOut: (text) => {
+      help += text;
+    },
+  });
+  command.outputHelp();
+  const generated = command.helpInformation();
+  return help.slice(help.indexOf(generated) + generated.length).trim();
 }
 
 function argumentTable(args: readonly Argument[]): string[] {
