@@ -82,7 +82,10 @@ function bashFunction(root: CommandWords): string {
     .join("\n");
   return `_steward_job_ids() {
   # The ids of \`steward ps --json\`: each job's top-level "id" (printed with two-space indents).
-  command steward ps "$@" --json 2>/dev/null | sed -n 's/^    "id": "\\([^"]*\\)".*/\\1/p'
+  # A server that does not answer would hold the TAB for the client's 5 s of retries: 3 s at most.
+  local run=(command steward)
+  if command -v timeout >/dev/null; then run=(timeout 3 steward); fi
+  "\${run[@]}" ps "$@" --json 2>/dev/null | sed -n 's/^    "id": "\\([^"]*\\)".*/\\1/p'
 }
 
 _steward() {
@@ -134,7 +137,9 @@ function fishScript(root: CommandWords): string {
     "# steward completion for fish: steward completion fish | source",
     "function __steward_job_ids",
     "  command -q steward; or return",
-    `  command steward ps $argv --json 2>/dev/null | string replace -rf '^    "id": "([^"]*)".*' '$1'`,
+    "  set -l run steward",
+    "  command -q timeout; and set run timeout 3 steward",
+    `  command $run ps $argv --json 2>/dev/null | string replace -rf '^    "id": "([^"]*)".*' '$1'`,
     "end",
     "complete -c steward -f",
     ...fishOptions(root, `not __fish_seen_subcommand_from ${names}`),

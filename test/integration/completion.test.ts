@@ -6,7 +6,16 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { api, cleanup, cli, ROOT, type StewardProcess, startUp, tempDir } from "../helpers/steward.ts";
+import {
+  api,
+  cleanup,
+  cli,
+  freePort,
+  ROOT,
+  type StewardProcess,
+  startUp,
+  tempDir,
+} from "../helpers/steward.ts";
 
 let steward: StewardProcess;
 let work: string;
@@ -33,13 +42,13 @@ afterAll(async () => {
 });
 
 /** Runs bash with the completion script sourced and `steward` (bin/) on the PATH. */
-function bash(script: string): { status: number | null; stdout: string; stderr: string } {
+function bash(script: string, url = steward.url): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync("bash", ["-c", `source "$1"\n${script}`, "bash", scripts.bash], {
     encoding: "utf8",
     env: {
       ...process.env,
       PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
-      STEWARD_URL: steward.url,
+      STEWARD_URL: url,
       STEWARD_TOKEN: steward.token,
     },
   });
@@ -48,9 +57,14 @@ function bash(script: string): { status: number | null; stdout: string; stderr: 
 
 /** The words bash's completion function offers for `words`, the last one being completed. */
 function offered(...words: string[]): string[] {
+  return offeredWith(steward.url, words);
+}
+
+function offeredWith(url: string, words: string[]): string[] {
   const quoted = words.map((word) => `'${word}'`).join(" ");
   const result = bash(
     `COMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _steward; printf '%s\\n' "\${COMPREPLY[@]}"`,
+    url,
   );
   expect(result.status, result.stderr).toBe(0);
   return result.stdout.split("\n").filter(Boolean);
@@ -58,7 +72,7 @@ function offered(...words: string[]): string[] {
 
 describe("steward completion", () => {
   it("bash: the script registers a completion for steward", () => {
-    const result = bash("complete -p steward");
+    const result = bash("source <(steward completion bash) && complete -p steward");
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toContain("-F _steward steward");
   });
@@ -79,10 +93,31 @@ describe("steward completion", () => {
       expect(offered("steward", "show", running.id)).toEqual([running.id]);
       // An option's value is not a job id: the shell's own (file) completion takes it.
       expect(offered("steward", "logs", "--task", "")).toEqual([]);
+      if (installed("fish")) {
+        const byFish = execFileSync(
+          "fish",
+          ["-c", 'source $argv[1]; complete -C "steward logs "', scripts.fish],
+          {
+            encoding: "utf8",
+            env: {
+              ...process.env,
+              PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
+              STEWARD_URL: steward.url,
+              STEWARD_TOKEN: steward.token,
+            },
+          },
+        );
+        expect(byFish.split("\n").filter(Boolean).sort()).toEqual([running.id, other.id].sort());
+      }
     } finally {
       await api(steward, "POST", `/api/v1/jobs/${running.id}/cancel`);
       await api(steward, "POST", `/api/v1/jobs/${other.id}/cancel`);
     }
+  });
+
+  it("bash: no job ids, and no error, when the server does not answer", async () => {
+    const silent = `http://127.0.0.1:${await freePort()}`;
+    expect(offeredWith(silent, ["steward", "show", ""])).toEqual([]);
   });
 
   it.skipIf(!installed("zsh"))(
