@@ -1,4 +1,4 @@
-// job.sh: the attempt's command with its environment (DESIGN.md "What a job sees"), run by the
+// job.sh: the attempt's command with its environment (the STEWARD_* variables, `env`), run by the
 // supervisor in a session of its own. A string command runs through /bin/sh -c; a list is exec'd.
 // The environment is never on a command line (/proc/PID/cmdline is anyone's to read): job.sh
 // exports it, or, for a job run as another account, a file beside it does (jobEnvironmentFile).

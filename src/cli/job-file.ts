@@ -1,4 +1,4 @@
-// Reading a job file on the client: parse it, check that its inputs exist and stay inside the job
+// Reading a job file (or standard input, `-`) on the client: parse it, check that its inputs exist and stay inside the job
 // file's folder, and build the request. The schema is the server's to check (it answers 400 naming
 // the field, which `submit` prints as the job file's error): the CLI does not load the schema's
 // libraries, so a submit starts in a tenth of a second. A job file that names no inputs is not even
@@ -26,11 +26,16 @@ function staysInside(path: string): boolean {
   return !isAbsolute(path) && normal !== ".." && !normal.startsWith("../");
 }
 
+/** `-` names standard input: its inputs are then relative to the current folder. */
+export const STDIN = "-";
+
 export function loadJobFile(path: string): LoadedJobFile {
-  if (!existsSync(path)) throw new CliError(`no such job file: ${path}`, 2);
-  const folder = dirname(resolve(path));
+  const fromStdin = path === STDIN;
+  if (!fromStdin && !existsSync(path)) throw new CliError(`no such job file: ${path}`, 2);
+  const folder = fromStdin ? process.cwd() : dirname(resolve(path));
+  const label = fromStdin ? "standard input" : path;
   try {
-    const text = readFileSync(path, "utf8");
+    const text = readFileSync(fromStdin ? 0 : path, "utf8");
     // No inputs to find and upload: the YAML parser (a fifth of a submit's time) is not loaded.
     if (!/inputs/.test(text)) return { raw: null, text, inputs: [], folder };
     const raw = parseJobFileText(text);
@@ -49,7 +54,7 @@ export function loadJobFile(path: string): LoadedJobFile {
     });
     return { raw: record, inputs, folder };
   } catch (error) {
-    if (error instanceof JobFileError) throw new CliError(`${path}: ${error.message}`, 2);
+    if (error instanceof JobFileError) throw new CliError(`${label}: ${error.message}`, 2);
     throw error;
   }
 }

@@ -33,56 +33,175 @@ const celSource = (purpose: "requirements" | "rank") =>
     }
   });
 
+/** A key's meaning and an example, for docs/job-file.md (`npm run docs`) and the OpenAPI document. */
+function about<T extends z.ZodType>(schema: T, description: string, example: unknown): T {
+  return schema.meta({ description, examples: [example] });
+}
+
 export const jobSpecSchema = z.strictObject({
-  name: z.string().min(1).max(200).optional(),
-  command: z.union([z.string().min(1), z.array(z.string()).min(1)]),
-  inputs: z.array(relativePath).default([]),
-  outputs: z.array(relativePath).default([]),
-  env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name"), z.string())
-    .default({}),
-  resources: z
-    .strictObject({
-      cpus: z.int().min(1).default(1),
-      memoryMb: z.number().min(0).default(0),
-    })
-    .default({ cpus: 1, memoryMb: 0 }),
-  requirements: celSource("requirements").optional(),
-  rank: celSource("rank").optional(),
-  priority: z.int().default(0),
-  timeLimitSeconds: z.number().positive().optional(),
-  retry: z
-    .strictObject({
-      maxAttempts: z.int().min(1).default(1),
-      backoffSeconds: z.number().min(0).default(5),
-    })
-    .default({ maxAttempts: 1, backoffSeconds: 5 }),
-  checkpoint: z
-    .strictObject({
-      intervalSeconds: z.number().positive().default(60),
-      graceSeconds: z.number().min(0).default(30),
-    })
-    .default({ intervalSeconds: 60, graceSeconds: 30 }),
-  array: z.strictObject({ count: z.int().min(1).max(1_000_000) }).optional(),
-  replicas: z.int().min(1).max(MAX_REPLICAS).default(1),
-  dependsOn: z.array(z.string().min(1)).default([]),
-  /** A multi-node job: one task whose attempt is a gang of this many ranks, one host each (absent: 1). */
-  nodes: z.int().min(1).max(MAX_NODES).optional(),
-  /** Multi-node: ranks one host may run (absent: 1, one rank per host). */
-  nodesPerHost: z.int().min(1).max(MAX_NODES).optional(),
-  /** Multi-node: the pool a failed rank's replacement comes from (else the server's --restart-pool). */
-  restartPool: z.string().min(1).optional(),
-  /** Multi-node: collect outputs from rank 0 (default) or from every rank under rank-N/. */
-  outputsFrom: z.enum(["rank0", "all"]).optional(),
-  /** Leave a batch pool whose queue holds a pilot for this job longer than this (pools/pool-manager.ts). */
-  maxQueueWaitSeconds: z.int().min(1).optional(),
-  /** A performance contract: progress slower than this for graceSeconds moves the job (contracts.ts). */
-  contract: z
-    .strictObject({
-      minProgressPerMinute: z.number().positive(),
-      graceSeconds: z.number().min(0),
-    })
-    .optional(),
+  name: about(
+    z.string().min(1).max(200).optional(),
+    "A name for the job, shown by `ps` and the dashboard.",
+    "cfd",
+  ),
+  command: about(
+    z.union([z.string().min(1), z.array(z.string()).min(1)]),
+    "What to run, in the job's working folder: a list is executed as it is (no shell); a string runs through `/bin/sh -c`.",
+    ["./ns3d", "input"],
+  ),
+  inputs: about(
+    z.array(relativePath).default([]),
+    "Files relative to the job file's folder (the current folder for `steward submit -`), uploaded at submit and placed in the job's working folder. A path may not leave its folder.",
+    ["ns3d", "input"],
+  ),
+  outputs: about(
+    z.array(relativePath).default([]),
+    "Files collected from the job's working folder when it succeeds (`steward fetch`).",
+    ["residual"],
+  ),
+  env: about(
+    z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name"), z.string())
+      .default({}),
+    "Environment variables of the job, besides the `STEWARD_*` ones. Never on a command line.",
+    { OMP_NUM_THREADS: "4" },
+  ),
+  resources: about(
+    z
+      .strictObject({
+        cpus: about(z.int().min(1).default(1), "Slots (cpus) one task takes on its host.", 4),
+        memoryMb: about(
+          z.number().min(0).default(0),
+          "Memory one task needs, in MB: a host with less free is not chosen (0: no need).",
+          2048,
+        ),
+      })
+      .default({ cpus: 1, memoryMb: 0 }),
+    "What one task (or one rank of a multi-node job) takes of a host.",
+    { cpus: 4, memoryMb: 2048 },
+  ),
+  requirements: about(
+    celSource("requirements").optional(),
+    "A CEL expression over host facts (`host.arch`, `host.memFreeMb`, `host.labels`, ...) a host must make true to run the job. Checked at submit: it must compile, name known facts and cost little enough.",
+    'host.arch == "x86_64" && host.memFreeMb >= 512.0',
+  ),
+  rank: about(
+    celSource("rank").optional(),
+    "A CEL expression over host facts: among the hosts that match, higher first.",
+    "host.speed * host.cpuFree",
+  ),
+  priority: about(
+    z.int().default(0),
+    "Higher first in the queue; within a priority, owners take turns by fair share, then submit order.",
+    5,
+  ),
+  timeLimitSeconds: about(
+    z.number().positive().optional(),
+    "An attempt running longer is stopped (SIGTERM, `checkpoint.graceSeconds`, SIGKILL) and ends `timed_out`. Also how long a task is expected to run, for pilots' walltimes.",
+    3600,
+  ),
+  retry: about(
+    z
+      .strictObject({
+        maxAttempts: about(
+          z.int().min(1).default(1),
+          "Attempts a task may make when the job fails (exits non-zero); lost, preempted and migrated attempts do not count.",
+          3,
+        ),
+        backoffSeconds: about(
+          z.number().min(0).default(5),
+          "Wait before the first retry, doubled on each later one (up to a cap).",
+          5,
+        ),
+      })
+      .default({ maxAttempts: 1, backoffSeconds: 5 }),
+    "Retries of a task whose job fails.",
+    { maxAttempts: 3, backoffSeconds: 5 },
+  ),
+  checkpoint: about(
+    z
+      .strictObject({
+        intervalSeconds: about(
+          z.number().positive().default(60),
+          "How often the agent uploads the files of `$STEWARD_CHECKPOINT_DIR` that changed.",
+          60,
+        ),
+        graceSeconds: about(
+          z.number().min(0).default(30),
+          "Between SIGTERM and SIGKILL when an attempt is stopped (migrate, hold, preempt, time limit), for the job to save its state.",
+          30,
+        ),
+      })
+      .default({ intervalSeconds: 60, graceSeconds: 30 }),
+    "Checkpoints: the last one is given back to the next attempt, on any host, with `STEWARD_RESTARTED=1`.",
+    { intervalSeconds: 120, graceSeconds: 30 },
+  ),
+  array: about(
+    z
+      .strictObject({
+        count: about(
+          z.int().min(1).max(1_000_000),
+          "Tasks of the array: 0..count-1, each sees its index in `STEWARD_TASK_INDEX`.",
+          100,
+        ),
+      })
+      .optional(),
+    "A job array: the command runs once per task.",
+    { count: 100 },
+  ),
+  replicas: about(
+    z.int().min(1).max(MAX_REPLICAS).default(1),
+    "Up to this many attempts of a running task at once, each on a host of its own, when slots are idle with nothing pending to start; the first to succeed wins, the others are cancelled.",
+    2,
+  ),
+  dependsOn: about(
+    z.array(z.string().min(1)).default([]),
+    "Ids of jobs that must succeed before this one starts; one that ends otherwise fails this job's waiting tasks.",
+    ["12", "13"],
+  ),
+  nodes: about(
+    z.int().min(1).max(MAX_NODES).optional(),
+    "A multi-node job: one task whose attempt is a gang of this many ranks, started together on as many hosts (absent: 1). Not with `array` or `replicas`.",
+    4,
+  ),
+  nodesPerHost: about(
+    z.int().min(1).max(MAX_NODES).optional(),
+    "Multi-node: ranks one host may run (absent: 1, one rank per host), consecutive ranks sharing a host.",
+    2,
+  ),
+  restartPool: about(
+    z.string().min(1).optional(),
+    "Multi-node: the pool a failed rank's replacement comes from (absent: the server's `--restart-pool`).",
+    "spares",
+  ),
+  outputsFrom: about(
+    z.enum(["rank0", "all"]).optional(),
+    "Multi-node: collect outputs from rank 0 (absent: `rank0`), or from every rank under `rank-N/` (`all`).",
+    "all",
+  ),
+  maxQueueWaitSeconds: about(
+    z.int().min(1).optional(),
+    "Leave a batch pool whose queue holds a pilot for this job longer than this (when shorter than the pool's own).",
+    300,
+  ),
+  contract: about(
+    z
+      .strictObject({
+        minProgressPerMinute: about(
+          z.number().positive(),
+          "The least progress per minute, as a fraction of the job (from `$STEWARD_PROGRESS_FILE`).",
+          0.05,
+        ),
+        graceSeconds: about(
+          z.number().min(0),
+          "How long progress may stay below the rate (and the least an attempt runs) before it moves.",
+          60,
+        ),
+      })
+      .optional(),
+    "A performance contract: an attempt progressing slower than promised is stopped with its checkpoint and restarts on another host, which then ranks last for the job.",
+    { minProgressPerMinute: 0.05, graceSeconds: 60 },
+  ),
 });
 
 export type JobSpec = z.output<typeof jobSpecSchema>;

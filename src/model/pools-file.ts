@@ -1,5 +1,5 @@
-// The pools file (`steward server --pools FILE`, DESIGN.md "Pools file"): pools of hosts that a
-// batch system provides through pilot agents. Validated like job files: strict at every level,
+// The pools file (`steward server --pools FILE`, README "Pools behind a batch system"): pools of
+// hosts that a batch system provides through pilot agents. Validated like job files: strict at every level,
 // defaults filled in, and an error names the field (`pools[1].walltime: ...`); a server with a bad
 // pools file does not start.
 

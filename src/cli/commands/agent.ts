@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/run-as.ts";
 import { CliError } from "../client.ts";
@@ -17,9 +17,14 @@ export function registerAgent(program: Command): void {
     .requiredOption("--server <urls>", "server URL, or a comma-separated list of servers")
     .option("--token <token>", "the servers' join token (shows in the process list: prefer --token-file)")
     .option("--token-file <file>", "read the join token from this file (or set STEWARD_JOIN_TOKEN)")
-    .option("--name <name>", "host name", os.hostname())
+    // Defaults that depend on the machine say so in words: the reference docs are the same everywhere.
+    .addOption(new Option("--name <name>", "host name").default(os.hostname(), "this host's name"))
     .option("--pool <pool>", "pool name", "default")
-    .option("--slots <n>", "cpus to offer", integer("--slots", 1), os.availableParallelism())
+    .addOption(
+      new Option("--slots <n>", "cpus to offer")
+        .argParser(integer("--slots", 1))
+        .default(os.availableParallelism(), "this host's cpus"),
+    )
     .option(
       "--work <dir>",
       "work folder for attempts, the agent's account's alone (default: /var/lib/steward/agent/NAME for root, else $XDG_STATE_HOME/steward/agent/NAME, ~/.local/state without it)",

@@ -21,6 +21,7 @@ const MODULES = {
   explain: () => import("./explain.ts").then((m) => m.registerExplain),
   pools: () => import("./pools.ts").then((m) => m.registerPools),
   tokens: () => import("./tokens.ts").then((m) => m.registerTokens),
+  completion: () => import("./completion.ts").then((m) => m.registerCompletion),
 } satisfies Record<string, () => Promise<Register>>;
 
 export interface CommandEntry {
@@ -38,7 +39,11 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "server", module: "server", description: "run the broker alone (agents connect to it)" },
   { name: "agent", module: "agent", description: "run one host's agent" },
-  { name: "submit", module: "submit", description: "submit a job file (YAML or JSON); prints the job id" },
+  {
+    name: "submit",
+    module: "submit",
+    description: "submit a job file (YAML or JSON; - reads standard input); prints the job id",
+  },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
   { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
   { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
@@ -99,6 +104,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     module: "tokens",
     description: "the user and role of the token this command uses (STEWARD_TOKEN)",
   },
+  {
+    name: "completion",
+    module: "completion",
+    description: "print a shell completion script (bash, zsh or fish): commands, options and job ids",
+  },
 ];
 
 /** A command's description, from the table. */
@@ -117,4 +127,17 @@ export async function registerCommands(program: Command, wanted: string | null):
   if (entry) (await MODULES[entry.module]())(program);
   for (const each of COMMANDS)
     if (each.module !== entry?.module) program.command(each.name).description(each.description);
+}
+
+/**
+ * Adds every command in full, in the table's order (loads every module, the server's too): for the
+ * reference docs and the completion script, never for running a command.
+ */
+export async function registerAllCommands(program: Command): Promise<void> {
+  const modules = [...new Set(COMMANDS.map((each) => each.module))];
+  const registers = await Promise.all(modules.map((module) => MODULES[module]()));
+  for (const register of registers) register(program);
+  const order = new Map(COMMANDS.map((each, index) => [each.name, index]));
+  const rank = (command: Command) => order.get(command.name()) ?? COMMANDS.length;
+  (program.commands as Command[]).sort((a, b) => rank(a) - rank(b));
 }

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-import { loadJobFile, submissionBody } from "../job-file.ts";
+import { loadJobFile, STDIN, submissionBody } from "../job-file.ts";
 import { describe } from "./index.ts";
 import { waitForJobs } from "./wait.ts";
 
@@ -11,7 +11,14 @@ export function registerSubmit(program: Command): void {
   program
     .command("submit")
     .description(describe("submit"))
-    .argument("<file>", "the job file")
+    .argument(
+      "<file>",
+      "the job file; - reads it from standard input (its inputs are then relative to the current folder)",
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  steward submit job.yaml --wait\n  echo '{command: hostname}' | steward submit -\n  generate-job | steward submit - --json   # inputs relative to the current folder",
+    )
     .option("--wait", "wait for the job to end; exit 0 only if it succeeded")
     .option("--json", "print the whole job as JSON")
     .action(async (file: string, options: { wait?: boolean; json?: boolean }) => {
@@ -30,7 +37,7 @@ export function registerSubmit(program: Command): void {
       } catch (error) {
         // The server checks the job file: its 400 names the field, as a local check would.
         if (error instanceof CliError && error.status === 400)
-          throw new CliError(`${file}: ${error.message}`, 2);
+          throw new CliError(`${file === STDIN ? "standard input" : file}: ${error.message}`, 2);
         throw error;
       }
       if (options.json) printJson(created);

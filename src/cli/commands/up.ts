@@ -1,6 +1,6 @@
 import os from "node:os";
 import { join } from "node:path";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
@@ -20,7 +20,12 @@ export function registerUp(program: Command): void {
       .option("--data <dir>", "data folder", ".steward")
       .option("--port <n>", "port", integer("--port"), 4780)
       .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
-      .option("--slots <n>", "slots (cpus) per agent", integer("--slots", 1), os.availableParallelism())
+      .addOption(
+        // A default that depends on the machine says so in words: the reference docs are the same everywhere.
+        new Option("--slots <n>", "slots (cpus) per agent")
+          .argParser(integer("--slots", 1))
+          .default(os.availableParallelism(), "this host's cpus"),
+      )
       .option("--token <token>", "admin token (default: generated and kept in the data folder)")
       .option(
         "--log-format <format>",

@@ -1,0 +1,29 @@
+// docs/openapi.json: the document the server serves at /api/v1/openapi.json, from the same routes
+// registered on a Fastify app that never listens (registering calls nothing on the server's parts).
+
+import Fastify from "fastify";
+import { Registry } from "prom-client";
+import { registerApi } from "../../src/api/register.ts";
+import type { Core } from "../../src/server/core.ts";
+import type { BlobStore } from "../../src/store/blobs.ts";
+import type { Store } from "../../src/store/store.ts";
+
+export async function openApiDoc(): Promise<string> {
+  const app = Fastify();
+  try {
+    await registerApi(app, {
+      core: {} as Core,
+      store: {} as Store,
+      blobs: {} as BlobStore,
+      metrics: new Registry(),
+      adminToken: "unused",
+      joinToken: "unused",
+      health: () => ({ role: "leader", leader: null, term: 1 }),
+    });
+    const response = await app.inject({ method: "GET", url: "/api/v1/openapi.json" });
+    if (response.statusCode !== 200) throw new Error(`GET /api/v1/openapi.json: ${response.statusCode}`);
+    return `${JSON.stringify(response.json(), null, 2)}\n`;
+  } finally {
+    await app.close();
+  }
+}

@@ -1,0 +1,25 @@
+import type { Command } from "commander";
+import { CliError } from "../cli-error.ts";
+import { completionScript, SHELLS, type Shell } from "../completion-script.ts";
+import { newProgram } from "../program.ts";
+import { describe, registerAllCommands } from "./index.ts";
+
+export function registerCompletion(program: Command): void {
+  program
+    .command("completion")
+    .description(describe("completion"))
+    .argument("<shell>", SHELLS.join(", ") + " (job ids come from `steward ps --json` at each TAB)")
+    .addHelpText(
+      "after",
+      "\nInstall: bash: source <(steward completion bash) in ~/.bashrc, or save it as ~/.local/share/bash-completion/completions/steward\n" +
+        "         zsh:  source <(steward completion zsh) in ~/.zshrc\n" +
+        "         fish: steward completion fish > ~/.config/fish/completions/steward.fish",
+    )
+    .action(async (shell: string) => {
+      if (!(SHELLS as readonly string[]).includes(shell))
+        throw new CliError(`completion: no shell ${shell}; one of ${SHELLS.join(", ")}`, 2);
+      const full = newProgram();
+      await registerAllCommands(full);
+      process.stdout.write(completionScript(full, shell as Shell));
+    });
+}

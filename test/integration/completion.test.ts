@@ -1,0 +1,152 @@
+// Shell completion: `steward completion bash` defines a completion function that a real bash runs
+// with COMP_WORDS/COMP_CWORD set as the shell sets them on TAB; command names and options come from
+// the script, job ids from the running server. The zsh and fish scripts must at least parse.
+
+import { execFileSync, spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  api,
+  cleanup,
+  cli,
+  freePort,
+  ROOT,
+  type StewardProcess,
+  startUp,
+  tempDir,
+} from "../helpers/steward.ts";
+
+let steward: StewardProcess;
+let work: string;
+const scripts: Record<string, string> = {};
+
+function installed(shell: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${shell}`]).status === 0;
+}
+
+beforeAll(async () => {
+  steward = await startUp({ agents: 1, slots: 2 });
+  work = tempDir("steward-completion-");
+  for (const shell of ["bash", "zsh", "fish"]) {
+    const result = await cli(null, ["completion", shell]);
+    expect(result.code, result.stderr).toBe(0);
+    scripts[shell] = join(work, `steward.${shell}`);
+    writeFileSync(scripts[shell], result.stdout);
+  }
+});
+
+afterAll(async () => {
+  await steward?.stop();
+  cleanup(steward?.data, work);
+});
+
+/** Runs bash with the completion script sourced and `steward` (bin/) on the PATH. */
+function bash(script: string, url = steward.url): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync("bash", ["-c", `source "$1"\n${script}`, "bash", scripts.bash], {
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
+      STEWARD_URL: url,
+      STEWARD_TOKEN: steward.token,
+    },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** The words bash's completion function offers for `words`, the last one being completed. */
+function offered(...words: string[]): string[] {
+  return offeredWith(steward.url, words);
+}
+
+function offeredWith(url: string, words: string[]): string[] {
+  const quoted = words.map((word) => `'${word}'`).join(" ");
+  const result = bash(
+    `COMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _steward; printf '%s\\n' "\${COMPREPLY[@]}"`,
+    url,
+  );
+  expect(result.status, result.stderr).toBe(0);
+  return result.stdout.split("\n").filter(Boolean);
+}
+
+describe("steward completion", () => {
+  it("bash: the script registers a completion for steward", () => {
+    const result = bash("source <(steward completion bash) && complete -p steward");
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain("-F _steward steward");
+  });
+
+  it("bash: a command's name, its subcommands and its options", () => {
+    expect(offered("steward", "sh")).toEqual(["show"]);
+    expect(offered("steward", "token", "")).toEqual(["create", "list", "revoke"]);
+    expect(offered("steward", "logs", "--f")).toEqual(["--follow"]);
+    expect(offered("steward", "--ver")).toEqual(["--version"]);
+  });
+
+  it("bash: the job ids of the running server for commands that take one", async () => {
+    const running = (await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" })) as { id: string };
+    const other = (await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" })) as { id: string };
+    try {
+      expect(offered("steward", "logs", "").sort()).toEqual([running.id, other.id].sort());
+      expect(offered("steward", "cancel", "").sort()).toEqual([running.id, other.id].sort());
+      expect(offered("steward", "show", running.id)).toEqual([running.id]);
+      // An option's value is not a job id: the shell's own (file) completion takes it.
+      expect(offered("steward", "logs", "--task", "")).toEqual([]);
+      if (installed("fish")) {
+        const byFish = execFileSync(
+          "fish",
+          ["-c", 'source $argv[1]; complete -C "steward logs "', scripts.fish],
+          {
+            encoding: "utf8",
+            env: {
+              ...process.env,
+              PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
+              STEWARD_URL: steward.url,
+              STEWARD_TOKEN: steward.token,
+            },
+          },
+        );
+        expect(byFish.split("\n").filter(Boolean).sort()).toEqual([running.id, other.id].sort());
+      }
+    } finally {
+      await api(steward, "POST", `/api/v1/jobs/${running.id}/cancel`);
+      await api(steward, "POST", `/api/v1/jobs/${other.id}/cancel`);
+    }
+  });
+
+  it("bash: no job ids, and no error, when the server does not answer", async () => {
+    const silent = `http://127.0.0.1:${await freePort()}`;
+    expect(offeredWith(silent, ["steward", "show", ""])).toEqual([]);
+  });
+
+  it.skipIf(!installed("zsh"))(
+    "zsh: the script parses and registers steward (skipped when zsh is absent)",
+    () => {
+      execFileSync("zsh", ["-n", scripts.zsh]);
+      const registered = execFileSync(
+        "zsh",
+        ["-c", 'source "$1"; print -r -- $_comps[steward]', "zsh", scripts.zsh],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(registered).toContain("_steward");
+    },
+  );
+
+  it.skipIf(!installed("fish"))(
+    "fish: the script parses and offers commands (skipped when fish is absent)",
+    () => {
+      execFileSync("fish", ["-n", scripts.fish]);
+      const offeredByFish = execFileSync(
+        "fish",
+        ["-c", 'source $argv[1]; complete -C "steward sh"', scripts.fish],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(offeredByFish).toMatch(/^show\t/m);
+    },
+  );
+});
