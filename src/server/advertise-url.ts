@@ -5,6 +5,10 @@
 
 import { lookup, lookupService } from "node:dns/promises";
 import { hostname, networkInterfaces } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** How long the machine's own name may take to resolve at the start. */
+const NAME_LOOKUP_TIMEOUT_MS = 3_000;
 
 /** A bad `--advertise-url`; the message names what is wrong. */
 export class AdvertiseUrlError extends Error {}
@@ -133,10 +137,18 @@ export async function machineFacts(): Promise<Pick<AdvertiseFacts, "hostName" | 
   let fullName: string | null = null;
   try {
     // getaddrinfo, then getnameinfo on the address: the resolver's canonical name, as `hostname -f`.
-    const { address } = await lookup(hostName);
-    const { hostname: canonical } = await lookupService(address, 0);
+    // A resolver that does not answer does not hold the start up for long: the name is a guess anyway.
+    const canonical = await Promise.race([
+      lookup(hostName).then(({ address }) => lookupService(address, 0)),
+      sleep(NAME_LOOKUP_TIMEOUT_MS, undefined, { ref: false }).then(() => {
+        throw new Error("no answer");
+      }),
+    ]);
     const short = hostName.split(".")[0];
-    fullName = canonical.split(".")[0] === short && canonical.includes(".") ? canonical : hostName;
+    fullName =
+      canonical.hostname.split(".")[0] === short && canonical.hostname.includes(".")
+        ? canonical.hostname
+        : hostName;
   } catch {
     fullName = null;
   }
