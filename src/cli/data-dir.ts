@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import { newToken } from "../api/auth.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../api/rate-limit.ts";
+import { AdvertiseUrlError, parseAdvertiseUrl } from "../server/advertise-url.ts";
 import type { ServerOptions } from "../server/server.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { DiskBlobStore } from "../store/disk-blobs.ts";
@@ -93,6 +94,7 @@ export function serverOptions(
   data: DataDir,
   flags: {
     host?: string;
+    advertiseUrl?: string;
     port: number;
     heartbeatSeconds: number;
     hostTimeoutSeconds: number;
@@ -132,8 +134,21 @@ export function serverOptions(
         }
       : {}),
     ...(flags.tlsCert || flags.tlsKey ? { tls: readTls(flags.tlsCert, flags.tlsKey) } : {}),
+    ...(flags.advertiseUrl === undefined
+      ? {}
+      : { advertiseUrl: checkedAdvertiseUrl(flags.advertiseUrl, flags.tlsCert !== undefined, flags.host) }),
     log,
   };
+}
+
+/** `--advertise-url`, checked before anything starts (a bad one stops the start with the reason). */
+function checkedAdvertiseUrl(text: string, tls: boolean, host: string | undefined): string {
+  try {
+    return parseAdvertiseUrl(text, { tls, listenHost: host ?? "127.0.0.1" });
+  } catch (error) {
+    if (error instanceof AdvertiseUrlError) throw new CliError(error.message);
+    throw error;
+  }
 }
 
 /** `--tls-cert` and `--tls-key` come together; the files are read now, so a bad path stops the start. */

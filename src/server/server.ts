@@ -20,6 +20,7 @@ import { PoolManager } from "../pools/pool-manager.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
+import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, NotLeaderError } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
@@ -60,6 +61,11 @@ export interface ServerOptions {
   submitLimit?: RateLimit;
   /** A request body that pauses this long is dropped with 408 (`--body-timeout-seconds`, default 60). */
   bodyTimeoutSeconds?: number;
+  /**
+   * The URL other hosts reach this server at (`--advertise-url`, already checked): in redirects,
+   * the leader record, pilots' --server and /healthz. Default: see defaultAdvertiseUrl.
+   */
+  advertiseUrl?: string;
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
   /** /metrics without a token (`--metrics-open`); by default it takes an API token of any role. */
@@ -68,7 +74,10 @@ export interface ServerOptions {
 }
 
 export interface RunningServer {
+  /** The advertised URL: how other hosts reach this server. */
   url: string;
+  /** How this machine reaches it (the listen address, or loopback for a wildcard one): for `up`'s own agents. */
+  localUrl: string;
   port: number;
   core: Core;
   app: FastifyInstance;
@@ -262,7 +271,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : (options.port ?? DEFAULT_PORT);
   const scheme = options.tls ? "https" : "http";
-  const url = `${scheme}://${options.host && options.host !== "0.0.0.0" ? options.host : "127.0.0.1"}:${port}`;
+  const listenHost = options.host ?? "127.0.0.1";
+  const localUrl = isWildcardAddress(listenHost)
+    ? `${scheme}://127.0.0.1:${port}`
+    : defaultAdvertiseUrl({ scheme, listenHost, port, hostName: "", fullName: null, addresses: [] }).url;
+  let url = options.advertiseUrl;
+  if (url === undefined) {
+    const choice = defaultAdvertiseUrl({ scheme, listenHost, port, ...(await machineFacts()) });
+    if (choice.warning) log.warn({ advertiseUrl: choice.url }, choice.warning);
+    url = choice.url;
+  }
   listening = url;
   try {
     await broker.start(url);
@@ -274,6 +292,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   return {
     url,
+    localUrl,
     port,
     core,
     app,

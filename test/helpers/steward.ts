@@ -116,6 +116,10 @@ export interface ServerProcessOptions {
   heartbeatSeconds?: number;
   hostTimeoutSeconds?: number;
   args?: string[];
+  /** Runs the server through this prefix (for example `ip netns exec NS`). */
+  prefix?: string[];
+  /** The address the test reaches it at (default 127.0.0.1; a namespace's address with `prefix`). */
+  address?: string;
 }
 
 /** `steward server` alone, on SQLite under `data`. */
@@ -143,7 +147,13 @@ async function startServerOn(
     String(options.hostTimeoutSeconds ?? 3),
     ...(options.args ?? []),
   ];
-  const server = await startProcess(args, { data, port, agents: 0 });
+  const server = await startProcess(args, {
+    data,
+    port,
+    agents: 0,
+    prefix: options.prefix,
+    address: options.address,
+  });
   return { ...server, joinToken: readFileSync(join(data, "join-token"), "utf8").trim() };
 }
 
@@ -302,10 +312,11 @@ function spawnCaptured(command: string, args: string[], logLevel: string) {
 
 async function startProcess(
   args: string[],
-  at: { data: string; port: number; agents: number },
+  at: { data: string; port: number; agents: number; prefix?: string[]; address?: string },
 ): Promise<StewardProcess> {
-  const { child, output, exited } = spawnCaptured(STEWARD, args, "warn");
-  const url = `${args.includes("--tls-cert") ? "https" : "http"}://127.0.0.1:${at.port}`;
+  const [command, ...rest] = at.prefix ? [...at.prefix, STEWARD, ...args] : [STEWARD, ...args];
+  const { child, output, exited } = spawnCaptured(command, rest, "warn");
+  const url = `${args.includes("--tls-cert") ? "https" : "http"}://${at.address ?? "127.0.0.1"}:${at.port}`;
   const state = await waitFor(
     `steward at ${url}`,
     async () => {
@@ -388,7 +399,7 @@ export interface CliResult {
 export function cli(
   server: { url: string; token: string } | null,
   args: string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; prefix?: string[] } = {},
 ): Promise<CliResult> {
   return new Promise((done) => {
     const env: Record<string, string | undefined> = { ...process.env, ...options.env };
@@ -396,7 +407,8 @@ export function cli(
       env.STEWARD_URL = server.url;
       env.STEWARD_TOKEN = server.token;
     }
-    execFile(STEWARD, args, { cwd: options.cwd ?? ROOT, env, timeout: 120_000 }, (error, stdout, stderr) => {
+    const [command, ...rest] = options.prefix ? [...options.prefix, STEWARD, ...args] : [STEWARD, ...args];
+    execFile(command, rest, { cwd: options.cwd ?? ROOT, env, timeout: 120_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       done({ code, stdout, stderr });
     });

@@ -36,6 +36,10 @@ export function registerServer(program: Command): void {
       )
       .option("--host <address>", "address to listen on", "127.0.0.1")
       .option(
+        "--advertise-url <url>",
+        "the URL other hosts reach this server at (redirects, leader record, pilots' --server); default: the --host address, or with 0.0.0.0 or :: the machine's host name",
+      )
+      .option(
         "--log-format <format>",
         "json, or text (one readable line per event); default text on a terminal",
       )

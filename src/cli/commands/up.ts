@@ -19,6 +19,10 @@ export function registerUp(program: Command): void {
       .description(describe("up"))
       .option("--data <dir>", "data folder", ".steward")
       .option("--port <n>", "port", integer("--port"), 4780)
+      .option(
+        "--advertise-url <url>",
+        "the URL other hosts reach this server at (agents of other machines, redirects); default: http://127.0.0.1:PORT",
+      )
       .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
       .addOption(
         // A default that depends on the machine says so in words: the reference docs are the same everywhere.
@@ -69,7 +73,8 @@ export function registerUp(program: Command): void {
       const work = privateFolder(join(data.root, "agents", name), workFolderRole(false));
       if (work.tightened) log.warn(work.tightened);
       const agent = new Agent({
-        servers: [server.url],
+        // Its own agents reach it on this machine, whatever it advertises to others.
+        servers: [server.localUrl],
         joinToken: data.joinToken,
         name,
         slots: options.slots,

@@ -1,0 +1,236 @@
+// A test network of "machines" on this one: network namespaces the test makes, on a private subnet
+// (10.213.X.0/24) it makes too, joined by a switch: a bridge in a namespace of its own, so that the
+// machine's firewall (bridge netfilter, FORWARD rules) is not in the way and not touched. The test
+// process (the root namespace) has a port on the switch too, at 10.213.X.1. Every process of a
+// multi-host test runs in its own namespace (`ip netns exec NS`) and talks over these addresses:
+// a namespace has no route anywhere else and its loopback is its own, so nothing in it can reach
+// 127.0.0.1 of the machine, nor any address this network did not make.
+//
+// Everything is removed after (processes left in the namespaces, the namespaces, the links), on
+// destroy() and at the process's exit too. Where namespaces cannot be made (not root, no `ip`),
+// openTestNetwork skips the test with the reason, and fails it under CI.
+
+import { execFileSync } from "node:child_process";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import type { TestContext } from "vitest";
+
+/** One "machine": a namespace with one address on the test network. */
+export interface Machine {
+  /** The namespace's name (`ip netns exec NAME`). */
+  name: string;
+  /** Its address on the test network. */
+  address: string;
+  /** The command prefix that runs a process on this machine. */
+  prefix: string[];
+  /** Cuts the machine off the network (its cable pulled): its link to the switch goes down. */
+  cut(): void;
+  /** Plugs it back in. */
+  mend(): void;
+}
+
+/** A TCP connection as `ss` shows it from a machine. */
+export interface Connection {
+  local: string;
+  peer: string;
+}
+
+export interface TestNetwork {
+  /** The first three parts of the subnet, e.g. "10.213.7". */
+  subnet: string;
+  /** The test process's own address on the network (the root namespace's port on the switch). */
+  rootAddress: string;
+  /** Adds a machine, with the next free address. */
+  machine(label: string): Machine;
+  /** Established TCP connections of the processes on `machine`. */
+  connections(machine: Machine): Connection[];
+  /** Whether an address is on this test network. */
+  owns(address: string): boolean;
+  /**
+   * Forwards TCP from rootAddress:port (a free one) to `target` in the root namespace (e.g. the
+   * PostgreSQL server on 127.0.0.1:5432): how a machine reaches a service that listens on loopback.
+   */
+  forward(target: { host: string; port: number }): Promise<{ port: number }>;
+  /** Kills what still runs in the namespaces and removes them and their links. */
+  destroy(): Promise<void>;
+}
+
+const SUBNET_PREFIX = "10.213";
+
+/** Runs `ip ARGS`; throws with its stderr. */
+function ip(...args: string[]): string {
+  return execFileSync("ip", args, { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+}
+
+function quietly(work: () => unknown): void {
+  try {
+    work();
+  } catch {}
+}
+
+/** Null when namespaces can be made here, otherwise why not. */
+export function namespacesUnavailable(): string | null {
+  if (process.platform !== "linux") return "network namespaces need Linux";
+  if (process.getuid?.() !== 0) return "network namespaces need root";
+  try {
+    ip("-V");
+  } catch {
+    return "`ip` (iproute2) is not installed";
+  }
+  return null;
+}
+
+/** A third octet no address of this machine uses yet (another test run may hold one). */
+function freeSubnet(): string {
+  const used = ip("-4", "-o", "addr", "show");
+  const start = process.pid % 250;
+  for (let step = 0; step < 250; step++) {
+    const third = ((start + step) % 250) + 2;
+    if (!used.includes(` ${SUBNET_PREFIX}.${third}.`)) return `${SUBNET_PREFIX}.${third}`;
+  }
+  throw new Error(`no free ${SUBNET_PREFIX}.X.0/24 subnet`);
+}
+
+let made = 0;
+const open = new Set<() => void>();
+process.once("exit", () => {
+  for (const remove of open) remove();
+});
+
+/** Makes a test network, or skips the test (fails it under CI) where namespaces cannot be made. */
+export function openTestNetwork(context: TestContext): TestNetwork {
+  const unavailable = namespacesUnavailable();
+  let network: TestNetwork | null = null;
+  let failure = unavailable;
+  if (failure === null) {
+    try {
+      network = makeTestNetwork();
+    } catch (error) {
+      failure = `making the test network failed: ${(error as Error).message}`;
+    }
+  }
+  if (network) return network;
+  const message = `multi-host test needs network namespaces: ${failure}`;
+  if (process.env.CI) throw new Error(message);
+  context.skip(message);
+  throw new Error(message);
+}
+
+function makeTestNetwork(): TestNetwork {
+  // Interface names have at most 15 characters: "stw" + a short id + a role.
+  const id = `${process.pid % 100000}${String.fromCharCode(97 + (made++ % 26))}`;
+  const switchName = `stw-${id}-switch`;
+  const namespaces: string[] = [];
+  const links: string[] = [];
+  const subnet = freeSubnet();
+  const rootAddress = `${subnet}.1`;
+  const forwarders: Server[] = [];
+  const sockets = new Set<Socket>();
+
+  const removeAll = () => {
+    for (const namespace of [...namespaces].reverse()) {
+      // What the test started there and left running (its own processes only: nothing else is in them).
+      quietly(() => {
+        for (const pid of ip("netns", "pids", namespace).split("\n").filter(Boolean))
+          quietly(() => process.kill(Number(pid), "SIGKILL"));
+      });
+      quietly(() => ip("netns", "del", namespace));
+    }
+    // A veth pair goes with its namespace end; the root's own end is removed by name in case.
+    for (const link of links) quietly(() => ip("link", "del", link));
+    namespaces.length = 0;
+    links.length = 0;
+  };
+  open.add(removeAll);
+
+  /** A veth pair from namespace `where` (null: the root) to a port of the switch; `end` is its own side. */
+  const plug = (where: string | null, end: string, address: string) => {
+    const port = `${end}p`;
+    ip("link", "add", end, "type", "veth", "peer", "name", port, "netns", switchName);
+    if (where === null) links.push(end);
+    else ip("link", "set", end, "netns", where);
+    ip("-n", switchName, "link", "set", port, "master", "br0");
+    ip("-n", switchName, "link", "set", port, "up");
+    const inside = where === null ? [] : ["-n", where];
+    ip(...inside, "addr", "add", `${address}/24`, "dev", end);
+    ip(...inside, "link", "set", end, "up");
+  };
+
+  try {
+    ip("netns", "add", switchName);
+    namespaces.push(switchName);
+    ip("-n", switchName, "link", "add", "br0", "type", "bridge");
+    ip("-n", switchName, "link", "set", "br0", "up");
+
+    plug(null, `stw${id}r`, rootAddress);
+  } catch (error) {
+    removeAll();
+    open.delete(removeAll);
+    throw error;
+  }
+
+  let next = 2;
+  return {
+    subnet,
+    rootAddress,
+    machine(label) {
+      const index = next++;
+      const name = `stw-${id}-${label}`;
+      const end = `stw${id}${index}`;
+      const address = `${subnet}.${index}`;
+      ip("netns", "add", name);
+      namespaces.push(name);
+      ip("-n", name, "link", "set", "lo", "up");
+      plug(name, end, address);
+      return {
+        name,
+        address,
+        prefix: ["ip", "netns", "exec", name],
+        cut: () => void ip("-n", name, "link", "set", end, "down"),
+        mend: () => void ip("-n", name, "link", "set", end, "up"),
+      };
+    },
+    connections(machine) {
+      const text = ip("netns", "exec", machine.name, "ss", "-Htn", "state", "established");
+      return text
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+          const fields = line.trim().split(/\s+/);
+          return { local: fields[fields.length - 2], peer: fields[fields.length - 1] };
+        });
+    },
+    owns(address) {
+      return address.startsWith(`${subnet}.`);
+    },
+    async forward(target) {
+      const server = createServer((incoming) => {
+        const outgoing = createConnection(target);
+        sockets.add(incoming);
+        sockets.add(outgoing);
+        const close = () => {
+          incoming.destroy();
+          outgoing.destroy();
+          sockets.delete(incoming);
+          sockets.delete(outgoing);
+        };
+        incoming.on("error", close).on("close", close);
+        outgoing.on("error", close).on("close", close);
+        incoming.pipe(outgoing);
+        outgoing.pipe(incoming);
+      });
+      forwarders.push(server);
+      await new Promise<void>((done, fail) => {
+        server.once("error", fail);
+        server.listen(0, rootAddress, () => done());
+      });
+      const address = server.address();
+      return { port: typeof address === "object" && address ? address.port : 0 };
+    },
+    async destroy() {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all(forwarders.map((server) => new Promise<void>((done) => server.close(() => done()))));
+      removeAll();
+      open.delete(removeAll);
+    },
+  };
+}
