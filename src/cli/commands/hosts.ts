@@ -36,12 +36,15 @@ export function registerHosts(program: Command): void {
     )
     .argument("<host>", "host name")
     .option("--json", "print JSON")
-    .action(async (name: string, options: { json?: boolean }) => {
+    .action(async (name: string, options: { json?: boolean }, command: Command) => {
+      // Commander hands an option after the subcommand to `hosts` when both define it (the root
+      // program does not use positional options): `hosts rm HOST --json` lands on the parent.
+      const json = options.json || command.parent?.opts().json === true;
       const removed = await new ApiClient().json<HostRemoved>(
         "DELETE",
         `/api/v1/hosts/${encodeURIComponent(name)}`,
       );
-      if (options.json) return printJson(removed);
+      if (json) return printJson(removed);
       const revoked = removed.revokedCredentials.length
         ? `, host credential ${removed.revokedCredentials.join(", ")} revoked`
         : "";
