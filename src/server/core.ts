@@ -440,6 +440,10 @@ export class Core {
     const kill = await this.reactor.run((step) => {
       if (credential && token)
         issueHostCredential(step, message.name, message.pool, credential.parent, token);
+      // Let in by its credential, which was revoked (the host removed) before this step ran: the
+      // agent says hello again and is refused then.
+      else if (message.credential && !step.state.tokens.credentialOf(message.name, step.now))
+        throw new ConflictError(`the host credential of ${message.name} was revoked meanwhile`);
       return attachHost(step, message);
     });
     return { kill, credential: token?.text };
