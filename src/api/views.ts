@@ -1,7 +1,7 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
 // answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
 
-import type { AttemptRecord, EventRecord, HostRecord, TaskRecord } from "../model/records.ts";
+import type { AttemptRecord, EventRecord, TaskRecord } from "../model/records.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
