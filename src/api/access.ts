@@ -47,6 +47,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/jobs/:id/tasks/:task": "job-read",
   "GET /api/v1/hosts": "read",
   "POST /api/v1/hosts/:name/drain": "admin",
+  "POST /api/v1/hosts/:name/undrain": "admin",
+  "DELETE /api/v1/hosts/:name": "admin",
   "GET /api/v1/pools": "read",
   "POST /api/v1/tokens": "admin",
   "GET /api/v1/tokens": "admin",

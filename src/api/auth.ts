@@ -3,6 +3,7 @@
 // credentials for agents.
 
 import { randomBytes } from "node:crypto";
+import type { FastifyRequest } from "fastify";
 import { safeEqual } from "../model/tokens.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
 import type { Principal, Refusal, TokenRegistry } from "../state/token-registry.ts";
@@ -37,6 +38,11 @@ export interface Credentials {
 
 /** The admin token given at server start speaks for this user. */
 export const START_ADMIN: Principal = { user: "admin", role: "admin", tokenId: null };
+
+/** Who asked for a change, for events and the log ("cancel requested by alice"). */
+export function actorOf(request: FastifyRequest): string {
+  return (request.principal ?? START_ADMIN).user;
+}
 
 /**
  * Who presents `token` on an API route: the start admin token or a stored API token. A refusal

@@ -248,6 +248,10 @@ export const hostSchema = z
     connected: z.boolean().meta({ description: "whether its agent is attached now" }),
     slots: z.int(),
     slotsFree: z.int(),
+    liveAttempts: z.int().meta({
+      description:
+        "attempts the host runs or is stopping now (0 once a draining host's work has ended or moved)",
+    }),
     labels: z.record(z.string(), z.string()),
     facts: hostFactsSchema,
     lastSeen: isoTime,
@@ -257,6 +261,15 @@ export const hostSchema = z
   })
   .meta({ id: "Host" });
 export type Host = z.infer<typeof hostSchema>;
+
+export const hostRemovedSchema = z
+  .object({
+    name: z.string(),
+    removed: z.literal(true),
+    revokedCredentials: z.array(z.string()).meta({ description: "the ids of the host credentials revoked" }),
+  })
+  .meta({ id: "HostRemoved" });
+export type HostRemoved = z.infer<typeof hostRemovedSchema>;
 
 // ---- system
 

@@ -1,7 +1,8 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
 // answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
 
-import type { AttemptRecord, EventRecord, HostRecord, TaskRecord } from "../model/records.ts";
+import type { AttemptRecord, EventRecord, TaskRecord } from "../model/records.ts";
+import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import type { Attempt, Event, Host, Job, JobSummary, Task } from "./schemas.ts";
@@ -67,7 +68,7 @@ export function eventView(event: EventRecord): Event {
   return { id: event.id, at: iso(event.at), kind: event.kind, data: event.data, message: event.message };
 }
 
-export function hostView(host: HostRecord & { slotsFree: number; connected: boolean }): Host {
+export function hostView(host: HostListing): Host {
   return {
     name: host.name,
     pool: host.pool,
@@ -75,6 +76,7 @@ export function hostView(host: HostRecord & { slotsFree: number; connected: bool
     connected: host.connected,
     slots: host.slots,
     slotsFree: host.slotsFree,
+    liveAttempts: host.liveAttempts,
     labels: host.labels,
     facts: host.facts,
     lastSeen: iso(host.lastSeen),

@@ -3,6 +3,7 @@
 // it from then on; a join token alone no longer speaks for that host name, so a leaked join token
 // cannot take over a known host. Revoking a join token revokes the credentials given under it.
 
+import { HOST_CREDENTIAL_FILE } from "../agent/host-credential.ts";
 import type { Credentials } from "../api/auth.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
 
@@ -23,7 +24,13 @@ export function admitAgent(hello: AgentHello, credentials: Credentials): Admissi
   if (hello.credential) {
     const found = tokens.match(hello.credential, "host", now);
     if (found !== null) {
-      if ("refused" in found) return { admitted: false, reason: found.refused };
+      if ("refused" in found)
+        return {
+          admitted: false,
+          reason:
+            `${found.refused}; to join again as ${hello.name}, delete ${HOST_CREDENTIAL_FILE} from the agent's ` +
+            "work folder and start it with a join token",
+        };
       if (found.subject !== hello.name)
         return {
           admitted: false,

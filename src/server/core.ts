@@ -24,7 +24,9 @@ import {
   holdJob,
   migrateJob,
   releaseJob,
+  removeHost,
   removeJob,
+  undrainHost,
 } from "../reactor/handlers/control.ts";
 import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
 import { submitJob } from "../reactor/handlers/submit.ts";
@@ -48,7 +50,7 @@ import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
-import { ClusterState, submissionKey } from "../state/cluster-state.ts";
+import { ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { jobReasons } from "../state/job-reasons.ts";
@@ -188,7 +190,7 @@ export class Core {
     return counts;
   }
 
-  listHosts(): (HostRecord & { slotsFree: number; connected: boolean })[] {
+  listHosts(): HostListing[] {
     return this.state.hostList();
   }
 
@@ -379,6 +381,21 @@ export class Core {
     return this.reactor.run((step) => drainHost(step, name));
   }
 
+  /** A draining host takes work again (a ready one is answered as it is; a lost one: ConflictError). */
+  undrain(name: string): Promise<HostRecord> {
+    return this.reactor.run((step) => undrainHost(step, name));
+  }
+
+  /** Forgets a host whose agent is not attached, revoking its host credentials (their ids answered). */
+  removeHost(name: string, by?: string): Promise<string[]> {
+    return this.reactor.run((step) => removeHost(step, name, by));
+  }
+
+  /** A host as the API shows it: its record, free slots, whether attached, its live attempts. */
+  hostOf(name: string): HostListing | undefined {
+    return this.state.hostList().find((host) => host.name === name);
+  }
+
   remove(id: string): Promise<void> {
     return this.reactor.run((step) => removeJob(step, id));
   }
@@ -423,6 +440,10 @@ export class Core {
     const kill = await this.reactor.run((step) => {
       if (credential && token)
         issueHostCredential(step, message.name, message.pool, credential.parent, token);
+      // Let in by its credential, which was revoked (the host removed) before this step ran: the
+      // agent says hello again and is refused then.
+      else if (message.credential && !step.state.tokens.credentialOf(message.name, step.now))
+        throw new ConflictError(`the host credential of ${message.name} was revoked meanwhile`);
       return attachHost(step, message);
     });
     return { kill, credential: token?.text };

@@ -143,6 +143,7 @@ export class AgentGateway implements AgentLinks {
           })
           .catch((error) => {
             log.warn({ err: error }, "hello not applied");
+            if (this.sockets.get(message.name) === ws) this.sockets.delete(message.name);
             ws.close(STANDBY_CLOSE_CODE, "not applied");
           });
         return;

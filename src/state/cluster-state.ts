@@ -17,6 +17,9 @@ import { JobQueue } from "./job-queue.ts";
 import { OwnerUsage } from "./owner-usage.ts";
 import { TokenRegistry } from "./token-registry.ts";
 
+/** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
+export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
+
 export class ClusterState {
   /** Jobs in memory with their tasks and attempts: every live job, and ended ones not yet retired. */
   readonly jobs = new Map<string, JobEntry>();
@@ -175,11 +178,12 @@ export class ClusterState {
     return dependsOn.every((id) => this.jobState(id) === "succeeded");
   }
 
-  hostList(): (HostRecord & { slotsFree: number; connected: boolean })[] {
+  hostList(): HostListing[] {
     return [...this.hosts.values()].map((host) => ({
       ...host.record,
       slotsFree: Math.max(0, host.record.slots - host.usedSlots),
       connected: host.connected,
+      liveAttempts: host.active.size,
     }));
   }
 

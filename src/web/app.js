@@ -319,14 +319,38 @@ function Hosts({ live, me }) {
       clearInterval(timer);
     };
   }, [load, live]);
-  const drain = async (name) => {
-    if (!confirm(`Drain host ${name}? It finishes its work and takes no more.`)) return;
+  // Drain, undrain and remove: each after a confirmation, as cancelling a job is.
+  const act = async (label, question, method, path) => {
+    if (!confirm(question)) return;
     try {
-      await call("POST", `/api/v1/hosts/${encodeURIComponent(name)}/drain`, { json: {} });
+      await call(method, path, method === "POST" ? { json: {} } : undefined);
       load();
     } catch (failure) {
-      setError(`Drain ${name}: ${failure.message}`);
+      setError(`${label}: ${failure.message}`);
     }
+  };
+  const hostPath = (name) => `/api/v1/hosts/${encodeURIComponent(name)}`;
+  const drain = (name) =>
+    act(
+      `Drain ${name}`,
+      `Drain host ${name}? It finishes its work and takes no more.`,
+      "POST",
+      `${hostPath(name)}/drain`,
+    );
+  const undrain = (name) =>
+    act(`Undrain ${name}`, `Undrain host ${name}? It takes work again.`, "POST", `${hostPath(name)}/undrain`);
+  const remove = (name) =>
+    act(
+      `Remove ${name}`,
+      `Remove host ${name}? Its host credential is revoked: its agent must join again with a join token.`,
+      "DELETE",
+      hostPath(name),
+    );
+  const actions = (host) => {
+    if (me.role !== "admin") return null;
+    return html`${host.state === "ready" ? html`<button onClick=${() => drain(host.name)}>Drain</button>` : null}
+      ${host.state === "draining" ? html`<button onClick=${() => undrain(host.name)}>Undrain</button>` : null}
+      ${!host.connected ? html`<button onClick=${() => remove(host.name)}>Remove</button>` : null}`;
   };
   if (!hosts) return html`<${Problem} error=${error} /><p class="muted">Loading hosts…</p>`;
   return html`<section aria-labelledby="hosts-title">
@@ -345,7 +369,7 @@ function Hosts({ live, me }) {
             .map(([k, v]) => `${k}=${v}`)
             .join(", ")}</td>
           <td>${when(host.lastSeen)}</td>
-          <td>${me.role === "admin" && host.state === "ready" ? html`<button onClick=${() => drain(host.name)}>Drain</button>` : null}</td>
+          <td>${actions(host)}</td>
         </tr>`;
       })}</tbody>
     </table>

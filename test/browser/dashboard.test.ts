@@ -1,6 +1,6 @@
 // The dashboard in a real browser (Chromium through playwright-core) against a real server and
 // agents: sign-in, the live jobs list, a migration on the timeline, cancelling from the page, a bad
-// job file, and the task map of a 100,000-task array.
+// job file, the task map of a 100,000-task array, and draining, undraining and removing hosts.
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -180,5 +180,42 @@ browserTests(() => {
     if (!box) throw new Error("no task map");
     await page.mouse.move(box.x + 1, box.y + 1);
     await expect.poll(() => page.textContent(".taskmap .hover")).toBe("task 0: pending");
+  });
+  it("drains, undrains and removes a host from the hosts page, each after a confirmation", async () => {
+    const hostState = async (name: string) =>
+      ((await api(server, "GET", "/api/v1/hosts")) as { name: string; state: string }[]).find(
+        (host) => host.name === name,
+      )?.state;
+    await page.goto(`${server.url}/#/hosts`);
+    const b1 = 'tr[data-host="b1"]';
+    await page.waitForSelector(`${b1} button:text('Drain')`);
+    // Dismissed, nothing happens.
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await page.click(`${b1} button:text('Drain')`);
+    expect(await hostState("b1")).toBe("ready");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(`${b1} button:text('Drain')`);
+    await page.waitForSelector(`${b1} button:text('Undrain')`);
+    expect(await hostState("b1")).toBe("draining");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(`${b1} button:text('Undrain')`);
+    await page.waitForSelector(`${b1} button:text('Drain')`);
+    expect(await hostState("b1")).toBe("ready");
+    // A connected host offers no Remove; one whose agent is gone does.
+    expect(await page.locator(`${b1} button:text('Remove')`).count()).toBe(0);
+    const b3 = await startAgentProcess({
+      name: "b3",
+      slots: 1,
+      servers: [server.url],
+      joinToken: server.joinToken,
+    });
+    agents.push(b3);
+    await page.waitForSelector('tr[data-host="b3"]', { timeout: 15_000 });
+    await b3.crash();
+    await page.waitForSelector(`tr[data-host="b3"] button:text('Remove')`, { timeout: 15_000 });
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(`tr[data-host="b3"] button:text('Remove')`);
+    await page.waitForSelector('tr[data-host="b3"]', { state: "detached", timeout: 10_000 });
+    expect(await hostState("b3")).toBeUndefined();
   });
 });

@@ -31,6 +31,8 @@ const EXPECTED: Record<string, Rule> = {
   "GET /api/v1/jobs/{id}/tasks/{task}": "job",
   "GET /api/v1/hosts": "any",
   "POST /api/v1/hosts/{name}/drain": "admin",
+  "POST /api/v1/hosts/{name}/undrain": "admin",
+  "DELETE /api/v1/hosts/{name}": "admin",
   "GET /api/v1/pools": "any",
   "GET /api/v1/whoami": "any",
   "POST /api/v1/tokens": "admin",

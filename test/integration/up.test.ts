@@ -285,7 +285,7 @@ describe("steward up", () => {
       "hold",
       "release",
     ];
-    for (const command of [...commands, "migrate", "fetch", "hosts", "drain", "explain", "rm"]) {
+    for (const command of [...commands, "migrate", "fetch", "hosts", "drain", "undrain", "explain", "rm"]) {
       const result = await cli(null, [command, "--help"]);
       expect(result.code, command).toBe(0);
       expect(result.stdout, command).toContain("Usage: steward");

@@ -7,8 +7,9 @@ import type { PoolNote } from "../../pools/pool-manager.ts";
 import { type Core, NotFoundError } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
+import { actorOf } from "../auth.ts";
 import { jobParams } from "../requests.ts";
-import { errors, explanationSchema, hostSchema, json } from "../schemas.ts";
+import { errors, explanationSchema, hostRemovedSchema, hostSchema, json } from "../schemas.ts";
 import { hostView } from "../views.ts";
 
 export function registerHostRoutes(
@@ -29,22 +30,76 @@ export function registerHostRoutes(
     async () => core.listHosts().map(hostView),
   );
 
+  const hostParams = z.object({ name: z.string().min(1).meta({ description: "the agent's --name" }) });
+  const answer = (name: string) => {
+    const host = core.hostOf(name);
+    if (!host) throw new NotFoundError(`no host ${name}`);
+    return hostView(host);
+  };
+
+  // Hosts keep no history of their own: who changed a host is told in the server's log (the
+  // jobs whose attempts a removal ends get an event in theirs).
   api.post(
     "/api/v1/hosts/:name/drain",
     {
       schema: {
         summary: "Let a host finish its work and take no more",
-        params: z.object({ name: z.string().min(1).meta({ description: "the agent's --name" }) }),
+        params: hostParams,
         body: z.object({}).nullish(),
         response: { 200: json(hostSchema, "the host, draining"), ...errors(400, 401, 403, 404) },
       },
     },
     async (request) => {
       const { name } = request.params;
+      const by = actorOf(request);
+      const before = core.hostOf(name)?.state;
       await core.drain(name);
-      const host = core.listHosts().find((candidate) => candidate.name === name);
-      if (!host) throw new NotFoundError(`no host ${name}`);
-      return hostView(host);
+      if (before === "ready")
+        request.log.info({ host: name, by, action: "drain" }, `host ${name} drained by ${by}`);
+      return answer(name);
+    },
+  );
+
+  api.post(
+    "/api/v1/hosts/:name/undrain",
+    {
+      schema: {
+        summary: "Let a draining host take work again (a ready host is answered as it is; a lost one: 409)",
+        params: hostParams,
+        body: z.object({}).nullish(),
+        response: { 200: json(hostSchema, "the host, ready"), ...errors(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const by = actorOf(request);
+      const before = core.hostOf(name)?.state;
+      await core.undrain(name);
+      if (before === "draining")
+        request.log.info({ host: name, by, action: "undrain" }, `host ${name} undrained by ${by}`);
+      return answer(name);
+    },
+  );
+
+  api.delete(
+    "/api/v1/hosts/:name",
+    {
+      schema: {
+        summary:
+          "Forget a lost or disconnected host; its host credentials are revoked (its agent must join again with a join token). A connected host: 409",
+        params: hostParams,
+        response: { 200: json(hostRemovedSchema, "the host, removed"), ...errors(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const by = actorOf(request);
+      const revokedCredentials = await core.removeHost(name, by);
+      request.log.info(
+        { host: name, by, action: "remove", revokedCredentials },
+        `host ${name} removed by ${by}`,
+      );
+      return { name, removed: true as const, revokedCredentials };
     },
   );
 

@@ -15,7 +15,7 @@ import type { JobHeader } from "../../state/job-header.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
-import { START_ADMIN } from "../auth.ts";
+import { actorOf, START_ADMIN } from "../auth.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
@@ -481,11 +481,6 @@ interface Submitter {
 function submitterOf(request: FastifyRequest): Submitter {
   const principal = request.principal ?? START_ADMIN;
   return { owner: ownerOf(request), dependencyOwner: principal.role === "admin" ? null : principal.user };
-}
-
-/** Who asked for a change, for the job's events ("cancel requested by alice"). */
-function actorOf(request: FastifyRequest): string {
-  return (request.principal ?? START_ADMIN).user;
 }
 
 /** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */

@@ -80,8 +80,17 @@ export const COMMANDS: readonly CommandEntry[] = [
     module: "fetch",
     description: "download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array",
   },
-  { name: "hosts", module: "hosts", description: "hosts with their facts and state" },
-  { name: "drain", module: "hosts", description: "let a host finish its work and take no more" },
+  {
+    name: "hosts",
+    module: "hosts",
+    description: "hosts with their facts and state; hosts rm HOST forgets a lost or disconnected host",
+  },
+  {
+    name: "drain",
+    module: "hosts",
+    description: "let a host finish its work and take no more (--wait: until its tasks have ended or moved)",
+  },
+  { name: "undrain", module: "hosts", description: "let a draining host take work again" },
   {
     name: "explain",
     module: "explain",

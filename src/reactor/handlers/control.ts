@@ -7,6 +7,7 @@ import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
+import { endOnHost } from "./gangs.ts";
 import { refreshJobState } from "./job-state.ts";
 
 export function findJob(step: Step, id: string): JobEntry {
@@ -102,6 +103,51 @@ export function drainHost(step: Step, name: string): HostRecord {
     step.change({ op: "putHost", host: host.record });
   }
   return host.record;
+}
+
+/** A draining host takes work again; a ready one is answered as it is; a lost one cannot be. */
+export function undrainHost(step: Step, name: string): HostRecord {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.record.state === "lost")
+    throw new ConflictError(
+      `host ${name} is lost: it takes work again when its agent comes back (or remove it: steward hosts rm ${name})`,
+    );
+  if (host.record.state === "draining") {
+    host.record.state = "ready";
+    step.change({ op: "putHost", host: host.record });
+    step.schedule = true;
+  }
+  return host.record;
+}
+
+/**
+ * Forgets a host whose agent is not attached (lost, or disconnected): its attempts still counted
+ * live end as lost (their tasks are placed elsewhere), and its host credentials are revoked, so
+ * its agent must join again with a join token. Answers the ids of the credentials revoked.
+ */
+export function removeHost(step: Step, name: string, by = "user"): string[] {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.connected) throw new ConflictError(`host ${name} is connected: drain it and stop its agent first`);
+  for (const live of [...host.active.values()])
+    endOnHost(step, live, name, {
+      outcome: "lost",
+      exitCode: null,
+      reason: `host ${name} removed by ${by}`,
+      cause: "host",
+    });
+  step.state.hosts.delete(name);
+  step.change({ op: "deleteHost", name });
+  const revoked: string[] = [];
+  for (const credential of step.state.tokens.credentialsOf(name))
+    if (credential.revokedAt === null) {
+      credential.revokedAt = step.now;
+      step.change({ op: "putToken", token: credential });
+      revoked.push(credential.id);
+    }
+  step.schedule = true;
+  return revoked;
 }
 
 export function removeJob(step: Step, id: string): void {
