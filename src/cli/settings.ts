@@ -61,11 +61,7 @@ export function configurable(
       "  Each flag is also a variable STEWARD_<FLAG>, upper case with _ for - (STEWARD_HEARTBEAT_SECONDS=2;",
       "  a list is comma-separated; true/false/1/0 for a flag without value).",
       ...(renamed.length > 0 ? [`  Except: ${renamed.join(", ")}.`] : []),
-      ...(unset.length > 0
-        ? [
-            `  No variable for: ${unset.join(", ")} (STEWARD_TOKEN is the CLI's token, STEWARD_HOST a job's host).`,
-          ]
-        : []),
+      ...(unset.length > 0 ? [`  No variable for: ${unset.join(", ")}.`] : []),
       "  Flags win over the variables, the variables over the file.",
       "  steward config shows the result.",
     ].join("\n"),
@@ -108,6 +104,11 @@ function isSwitch(option: Option): boolean {
 
 /** Where a value came from, for `steward config`. */
 export type Source = "default" | "config" | "env" | "cli";
+
+/** How strong a value's source is: a flag over a variable over the file over the default. */
+export function settingRank(source: string | undefined): number {
+  return ["default", "config", "env", "cli"].indexOf(source ?? "default");
+}
 
 /**
  * Applies the config file, then the environment, to the options the command line did not set.

@@ -7,7 +7,7 @@ import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
-import { configurable } from "../settings.ts";
+import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
 import { describe } from "./index.ts";
 
@@ -67,10 +67,11 @@ export function registerAgent(program: Command): void {
     async (options) => {
       if (!options.server)
         throw new CliError("--server is needed (or server: in the --config file, or STEWARD_SERVER)", 2);
-      // A --token-file flag wins over STEWARD_JOIN_TOKEN, as flags win over the environment.
+      // --token and --token-file are one setting: the one from the stronger place wins (a
+      // --token-file flag over STEWARD_JOIN_TOKEN, STEWARD_JOIN_TOKEN over the file's token-file).
       if (
-        command.getOptionValueSource("token") === "env" &&
-        command.getOptionValueSource("tokenFile") === "cli"
+        settingRank(command.getOptionValueSource("tokenFile")) >
+        settingRank(command.getOptionValueSource("token"))
       )
         options.token = undefined;
       let runAs: RunAs;
