@@ -98,7 +98,13 @@ export function registerAgent(program: Command): void {
       const work = privateFolder(workDir, workFolderRole(runAs.kind !== "self"));
       const log = daemonLogger(options.logFormat);
       if (work.tightened) log.warn(work.tightened);
-      if (runAs.kind !== "self") for (const warning of tokenWarnings(options)) log.warn(warning);
+      if (runAs.kind !== "self")
+        for (const warning of tokenWarnings({
+          // Only a --token flag shows in the process list (STEWARD_JOIN_TOKEN or the file's does not).
+          token: command.getOptionValueSource("token") === "cli" ? options.token : undefined,
+          tokenFile: options.tokenFile,
+        }))
+          log.warn(warning);
       const agent = new Agent({
         runAs,
         servers: String(options.server)
