@@ -154,7 +154,10 @@ function applyFile(command: Command, spec: Configurable, file: string): void {
     node?.range ? lines.linePos(node.range[0]).line : lines.linePos(0).line;
   if (doc.errors.length > 0) {
     const error = doc.errors[0];
-    throw new CliError(`${file}:${lines.linePos(error.pos[0]).line}: ${error.message.split("\n")[0]}`, 2);
+    throw new CliError(
+      `${file}:${lines.linePos(error.pos[0]).line}: ${error.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "")}`,
+      2,
+    );
   }
   if (doc.contents === null) return;
   if (!isMap(doc.contents))

@@ -125,6 +125,7 @@ describe("a config file", () => {
       ["host: {a: 1}\n", ":1: host: needs a single value, not a map"],
       ["pools: true\n", ":1: pools: needs a value"],
       ["- port\n", ":1: needs a map of settings"],
+      ["port: 1\nport: 2\n", ":2: Map keys must be unique"],
     ];
     for (const [text, message] of cases) {
       const config = file(text);
