@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CliError } from "../../src/cli/cli-error.ts";
 import { registerAgent } from "../../src/cli/commands/agent.ts";
 import { registerServer } from "../../src/cli/commands/server.ts";
+import { registerUp } from "../../src/cli/commands/up.ts";
 import { newProgram } from "../../src/cli/program.ts";
 import { applySettings, settingsYaml } from "../../src/cli/settings.ts";
 
@@ -34,6 +35,7 @@ async function optionsOf(args: string[]): Promise<{ options: Record<string, unkn
   const program = newProgram();
   registerServer(program);
   registerAgent(program);
+  registerUp(program);
   const command = program.commands.find((each) => each.name() === args[0]) as Command;
   let options: Record<string, unknown> = {};
   command.action((parsed: Record<string, unknown>) => {
@@ -88,6 +90,12 @@ describe("a config file", () => {
       hostTimeoutSeconds: 30,
       reschedule: false,
     });
+  });
+
+  it("sets steward up's flags too", async () => {
+    const config = file("agents: 0\nslots: 4\ndata: /srv/steward\n");
+    const { options } = await optionsOf(["up", "--config", config]);
+    expect(options).toMatchObject({ agents: 0, slots: 4, data: "/srv/steward" });
   });
 
   it("is found through STEWARD_CONFIG", async () => {
