@@ -25,6 +25,11 @@ export function newProgram(): Command {
 
   // A private authority for HTTPS/WSS: `steward --ca FILE ...`, `steward agent --ca FILE`, or STEWARD_CA.
   program.hook("preAction", async (_root, action) => {
+    // server, agent, up: their config file and STEWARD_* variables, before anything reads options (--ca).
+    if (action.options.some((option) => option.long === "--config")) {
+      const { applySettings } = await import("./settings.ts");
+      applySettings(action);
+    }
     const ca: string | undefined = action.opts().ca ?? program.opts().ca ?? process.env.STEWARD_CA;
     if (!ca) return;
     try {

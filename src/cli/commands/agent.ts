@@ -7,14 +7,16 @@ import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
 import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
+import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
 import { describe } from "./index.ts";
 
 export function registerAgent(program: Command): void {
-  program
+  const command = program
     .command("agent")
     .description(describe("agent"))
-    .requiredOption("--server <urls>", "server URL, or a comma-separated list of servers")
+    // Not a required option: it may come from the config file or STEWARD_SERVER, after commander's check.
+    .option("--server <urls>", "server URL, or a comma-separated list of servers (needed)")
     .option("--token <token>", "the servers' join token (shows in the process list: prefer --token-file)")
     .option("--token-file <file>", "read the join token from this file (or set STEWARD_JOIN_TOKEN)")
     // Defaults that depend on the machine say so in words: the reference docs are the same everywhere.
@@ -59,8 +61,19 @@ export function registerAgent(program: Command): void {
       "a pilot's walltime end (ISO-8601 or seconds since the epoch): the server moves its work away " +
         "before it, and on SIGTERM its tasks migrate with their checkpoints",
       endsAt,
-    )
-    .action(async (options) => {
+    );
+  // The agent's --token is the join token: STEWARD_JOIN_TOKEN, as it always was (STEWARD_TOKEN is the CLI's).
+  configurable(command, { env: { token: "STEWARD_JOIN_TOKEN" }, repeatable: ["label"] }).action(
+    async (options) => {
+      if (!options.server)
+        throw new CliError("--server is needed (or server: in the --config file, or STEWARD_SERVER)", 2);
+      // --token and --token-file are one setting: the one from the stronger place wins (a
+      // --token-file flag over STEWARD_JOIN_TOKEN, STEWARD_JOIN_TOKEN over the file's token-file).
+      if (
+        settingRank(command.getOptionValueSource("tokenFile")) >
+        settingRank(command.getOptionValueSource("token"))
+      )
+        options.token = undefined;
       let runAs: RunAs;
       try {
         runAs = await chooseRunAs({
@@ -85,7 +98,13 @@ export function registerAgent(program: Command): void {
       const work = privateFolder(workDir, workFolderRole(runAs.kind !== "self"));
       const log = daemonLogger(options.logFormat);
       if (work.tightened) log.warn(work.tightened);
-      if (runAs.kind !== "self") for (const warning of tokenWarnings(options)) log.warn(warning);
+      if (runAs.kind !== "self")
+        for (const warning of tokenWarnings({
+          // Only a --token flag shows in the process list (STEWARD_JOIN_TOKEN or the file's does not).
+          token: command.getOptionValueSource("token") === "cli" ? options.token : undefined,
+          tokenFile: options.tokenFile,
+        }))
+          log.warn(warning);
       const agent = new Agent({
         runAs,
         servers: String(options.server)
@@ -122,7 +141,8 @@ export function registerAgent(program: Command): void {
       // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
       // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
       onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
-    });
+    },
+  );
 }
 
 /** Where jobs of other accounts could read the join token: --token (the process list), a token file others may read. */

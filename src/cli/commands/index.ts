@@ -22,6 +22,7 @@ const MODULES = {
   pools: () => import("./pools.ts").then((m) => m.registerPools),
   tokens: () => import("./tokens.ts").then((m) => m.registerTokens),
   completion: () => import("./completion.ts").then((m) => m.registerCompletion),
+  config: () => import("./config.ts").then((m) => m.registerConfig),
 } satisfies Record<string, () => Promise<Register>>;
 
 export interface CommandEntry {
@@ -39,6 +40,12 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "server", module: "server", description: "run the broker alone (agents connect to it)" },
   { name: "agent", module: "agent", description: "run one host's agent" },
+  {
+    name: "config",
+    module: "config",
+    description:
+      "print the settings steward server, agent or up would run with (config file, STEWARD_* variables, defaults) as YAML, secrets redacted",
+  },
   {
     name: "submit",
     module: "submit",

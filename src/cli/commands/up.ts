@@ -10,54 +10,57 @@ import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
+import { configurable } from "../settings.ts";
 import { describe } from "./index.ts";
 
 export function registerUp(program: Command): void {
-  policyOptions(
-    program
-      .command("up")
-      .description(describe("up"))
-      .option("--data <dir>", "data folder", ".steward")
-      .option("--port <n>", "port", integer("--port"), 4780)
-      .option(
-        "--advertise-url <url>",
-        "the URL other hosts reach this server at (agents of other machines, redirects); default: http://127.0.0.1:PORT",
-      )
-      .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
-      .addOption(
-        // A default that depends on the machine says so in words: the reference docs are the same everywhere.
-        new Option("--slots <n>", "slots (cpus) per agent")
-          .argParser(integer("--slots", 1))
-          .default(os.availableParallelism(), "this host's cpus"),
-      )
-      .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-      .option(
-        "--log-format <format>",
-        "json, or text (one readable line per event); default text on a terminal",
-      )
-      .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-      .option(
-        "--body-timeout-seconds <s>",
-        "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
-        number("--body-timeout-seconds"),
-        DEFAULT_BODY_TIMEOUT_SECONDS,
-      )
-      .option(
-        "--max-log-mb <n>",
-        "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
-        integer("--max-log-mb", 1),
-        DEFAULT_MAX_LOG_MB,
-      )
-      .option(
-        "--metrics-open",
-        "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
-      )
-      .option(
-        "--host-timeout-seconds <s>",
-        "a host silent this long is lost",
-        number("--host-timeout-seconds"),
-        10,
-      ),
+  configurable(
+    policyOptions(
+      program
+        .command("up")
+        .description(describe("up"))
+        .option("--data <dir>", "data folder", ".steward")
+        .option("--port <n>", "port", integer("--port"), 4780)
+        .option(
+          "--advertise-url <url>",
+          "the URL other hosts reach this server at (agents of other machines, redirects); default: http://127.0.0.1:PORT",
+        )
+        .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
+        .addOption(
+          // A default that depends on the machine says so in words: the reference docs are the same everywhere.
+          new Option("--slots <n>", "slots (cpus) per agent")
+            .argParser(integer("--slots", 1))
+            .default(os.availableParallelism(), "this host's cpus"),
+        )
+        .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+        .option(
+          "--log-format <format>",
+          "json, or text (one readable line per event); default text on a terminal",
+        )
+        .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
+        .option(
+          "--body-timeout-seconds <s>",
+          "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
+          number("--body-timeout-seconds"),
+          DEFAULT_BODY_TIMEOUT_SECONDS,
+        )
+        .option(
+          "--max-log-mb <n>",
+          "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
+          integer("--max-log-mb", 1),
+          DEFAULT_MAX_LOG_MB,
+        )
+        .option(
+          "--metrics-open",
+          "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+        )
+        .option(
+          "--host-timeout-seconds <s>",
+          "a host silent this long is lost",
+          number("--host-timeout-seconds"),
+          10,
+        ),
+    ),
   ).action(async (options) => {
     // The broker's files and its agents' are this account's alone; jobs get the umask `up` was
     // started with back (job-script.ts), as if run by hand.
