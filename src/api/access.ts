@@ -56,6 +56,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "POST /api/v1/join-tokens": "admin",
   "GET /api/v1/join-tokens": "admin",
   "DELETE /api/v1/join-tokens/:id": "admin",
+  "POST /api/v1/admin/backup": "admin",
   "GET /api/v1/agent/jobs/:id/inputs/*": "agent",
   "PUT /api/v1/agent/jobs/:id/tasks/:task/attempts/:attempt/outputs/*": "agent",
   "GET /api/v1/agent/jobs/:id/tasks/:task/checkpoint": "agent",

@@ -32,6 +32,7 @@ import {
   SubmitRateLimiter,
 } from "./rate-limit.ts";
 import { validationAnswer } from "./requests.ts";
+import { registerAdminRoutes, type StartBackup } from "./routes/admin.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
@@ -58,6 +59,8 @@ export interface ApiDeps {
   explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
+  /** Starts a backup (POST /api/v1/admin/backup); absent, the route answers 501. */
+  backup?: StartBackup;
   /** /metrics answers without a token (`--metrics-open`); by default it takes one of any role. */
   metricsOpen?: boolean;
 }
@@ -199,6 +202,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, core);
   registerAgentFileRoutes(app, core, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
+  registerAdminRoutes(app, deps.backup);
   registerSystemRoutes(app, {
     core,
     store,

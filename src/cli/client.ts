@@ -23,6 +23,8 @@ export interface RequestOptions {
   accept?: number[];
   /** More headers (e.g. Idempotency-Key). */
   headers?: Record<string, string>;
+  /** Time allowed for the answer, in ms; null for none (a backup streams for as long as it takes). */
+  timeoutMs?: number | null;
   /** Safe to send again even when a try may have reached the server (the request carries a key). */
   idempotent?: boolean;
 }
@@ -78,7 +80,8 @@ export class ApiClient {
         body,
         idempotent: options.idempotent,
         // A followed log answers only once the job writes something: no time limit on that.
-        timeoutMs: options.query?.follow ? null : undefined,
+        timeoutMs:
+          options.timeoutMs !== undefined ? options.timeoutMs : options.query?.follow ? null : undefined,
       });
     } catch (error) {
       if (error instanceof RedirectRefusedError) throw new CliError(error.message);

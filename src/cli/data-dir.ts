@@ -125,6 +125,7 @@ export function serverOptions(
     maxLogMb: flags.maxLogMb,
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     metricsOpen: flags.metricsOpen === true,
+    backupFiles: [join(data.root, "admin-token"), join(data.root, "join-token")],
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {
           submitLimit: {

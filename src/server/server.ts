@@ -10,6 +10,8 @@ import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-tim
 import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
 import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
+import { startBackup } from "../backup/backup.ts";
+import { GatedBlobStore } from "../backup/deletion-gate.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import { warmUpExpressions } from "../model/cel.ts";
 import { parseJobFileText } from "../model/jobfile.ts";
@@ -66,6 +68,8 @@ export interface ServerOptions {
    * the leader record, pilots' --server and /healthz. Default: see defaultAdvertiseUrl.
    */
   advertiseUrl?: string;
+  /** Files a backup holds besides the records and blobs (the data folder's start tokens). */
+  backupFiles?: readonly string[];
   /** HTTPS and WSS on the port (`--tls-cert`, `--tls-key`: PEM contents). */
   tls?: { cert: string; key: string };
   /** /metrics without a token (`--metrics-open`); by default it takes an API token of any role. */
@@ -87,7 +91,9 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const heartbeatSeconds = options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS;
   const hostTimeoutSeconds = options.hostTimeoutSeconds ?? DEFAULT_HOST_TIMEOUT_SECONDS;
-  const { store, blobs, log } = options;
+  const { store, log } = options;
+  // Deletions of blobs wait while a backup copies them (src/backup/deletion-gate.ts).
+  const blobs = new GatedBlobStore(options.blobs);
   // Before anything starts: a pool whose pilots would run as this broker's account is refused.
   const poolAccounts = resolvePoolAccounts(options.pools ?? [], options.privateDirs ?? []);
   for (const warning of poolAccounts.warnings) log.warn({ pool: warning.pool }, warning.message);
@@ -246,6 +252,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     pools: () => pools.status(),
     explainPools: (job) => pools.explain(job),
     metricsOpen: options.metricsOpen,
+    backup: () => startBackup(store, blobs, options.backupFiles ?? []),
   });
 
   app.server.on("upgrade", (request, socket, head) => {

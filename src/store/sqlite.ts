@@ -4,7 +4,7 @@
 // write is under way), and one in a writer thread does every write (sqlite-writer.ts), so that a
 // commit's fsync does not hold up the server's event loop.
 
-import type { DatabaseSync } from "node:sqlite";
+import { backup, DatabaseSync } from "node:sqlite";
 import type { EventRecord } from "../model/records.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
@@ -50,6 +50,22 @@ export class SqliteStore implements Store {
     // After the migrations: the writer's connection finds the tables made. An in-memory database
     // is seen by its own connection only: its writes stay here.
     this.#writer = IN_MEMORY.test(this.path) ? new SqliteWriterHere(db) : new SqliteWriterThread(this.path);
+  }
+
+  /**
+   * A consistent copy of the database in a new file at `target`, taken while the server runs: SQLite's
+   * online backup, in one step (one read transaction, so one state even while the writer commits;
+   * in steps, a commit between them would start the copy over), off the event loop. Its own
+   * read-only connection, so the reads of the server do not wait behind it.
+   */
+  async backupTo(target: string): Promise<void> {
+    if (IN_MEMORY.test(this.path)) throw new Error("an in-memory store cannot be backed up");
+    const source = new DatabaseSync(this.path, { readOnly: true, timeout: 5000 });
+    try {
+      await backup(source, target, { rate: 2 ** 31 - 1 });
+    } finally {
+      source.close();
+    }
   }
 
   async load(): Promise<StoreSnapshot> {

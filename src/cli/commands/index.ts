@@ -21,6 +21,7 @@ const MODULES = {
   explain: () => import("./explain.ts").then((m) => m.registerExplain),
   pools: () => import("./pools.ts").then((m) => m.registerPools),
   tokens: () => import("./tokens.ts").then((m) => m.registerTokens),
+  admin: () => import("./admin.ts").then((m) => m.registerAdmin),
   completion: () => import("./completion.ts").then((m) => m.registerCompletion),
   config: () => import("./config.ts").then((m) => m.registerConfig),
 } satisfies Record<string, () => Promise<Register>>;
@@ -119,6 +120,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "whoami",
     module: "tokens",
     description: "the user and role of the token this command uses (STEWARD_TOKEN)",
+  },
+  {
+    name: "admin",
+    module: "admin",
+    description: "administer the server: admin backup FILE writes a consistent backup (admin only)",
   },
   {
     name: "completion",

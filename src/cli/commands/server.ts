@@ -1,9 +1,10 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
+import { restoreBackup } from "../../backup/restore.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { PoolAccountError } from "../../pools/pilot-account.ts";
 import { installLastResortGuard } from "../../server/last-resort.ts";
@@ -35,6 +36,10 @@ export function registerServer(program: Command): void {
         .option(
           "--blobs <dir>",
           "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
+        )
+        .option(
+          "--restore <file>",
+          "first unpack a backup (steward admin backup) into --data (and --blobs), which must be empty or absent; SQLite store only",
         )
         .option("--host <address>", "address to listen on", "127.0.0.1")
         .option(
@@ -140,6 +145,8 @@ export function registerServer(program: Command): void {
         throw new CliError(`--store needs a postgres:// or postgresql:// URL, not ${redact(options.store)}`);
       // Everything the broker makes (database, blobs, tokens, pilots' logs) is its account's alone.
       privateUmask();
+      if (options.restore !== undefined)
+        await restoreInto(options.restore, options.data, options.blobs, options.store);
       const data = openDataDir(
         options.data,
         { admin: options.token, join: options.joinToken },
@@ -170,6 +177,40 @@ export function registerServer(program: Command): void {
         await data.close();
       });
     });
+}
+
+/** `--restore FILE`: unpacks the backup into the empty data folder (and --blobs folder) before the start. */
+async function restoreInto(
+  file: string,
+  dataDir: string,
+  blobsDir: string | undefined,
+  storeUrl: string | undefined,
+): Promise<void> {
+  if (storeUrl !== undefined)
+    throw new CliError(
+      "--restore goes with the SQLite store, not --store: restore PostgreSQL with pg_restore",
+    );
+  if (!existsSync(file)) throw new CliError(`--restore ${file}: no such file`);
+  const dataRoot = resolve(dataDir);
+  const blobsRoot = blobsDir === undefined ? join(dataRoot, "blobs") : resolve(blobsDir);
+  for (const [flag, folder] of [
+    ["--data", dataRoot],
+    ["--blobs", blobsRoot],
+  ] as const) {
+    if (existsSync(folder) && readdirSync(folder).length > 0)
+      throw new CliError(`--restore needs an empty ${flag} folder, and ${folder} is not empty`);
+  }
+  mkdirSync(dataRoot, { recursive: true, mode: 0o700 });
+  try {
+    const restored = await restoreBackup(file, dataRoot, blobsRoot);
+    process.stderr.write(
+      `restored ${file} into ${dataRoot}: the database, ${restored.blobs} file${restored.blobs === 1 ? "" : "s"}, ${restored.bytes} bytes\n`,
+    );
+  } catch (error) {
+    throw new CliError(
+      `--restore ${file}: ${(error as Error).message} (remove what was unpacked in ${dataRoot} before trying again)`,
+    );
+  }
 }
 
 /** The URL without its password, for messages. */

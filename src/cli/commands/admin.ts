@@ -1,0 +1,41 @@
+import { createWriteStream } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { resolve } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Command } from "commander";
+import { ApiClient, CliError } from "../client.ts";
+import { describe } from "./index.ts";
+
+export function registerAdmin(program: Command): void {
+  const admin = program.command("admin").description(describe("admin"));
+  admin
+    .command("backup")
+    .description(
+      "write a consistent backup of the running server (SQLite store: database, start tokens, files) to FILE, a .tar.gz; restore it with steward server --restore FILE (admin only)",
+    )
+    .argument("<file>", "where to write the archive (- for standard output)")
+    .action(async (file: string) => {
+      const response = await new ApiClient().request("POST", "/api/v1/admin/backup", {
+        json: {},
+        timeoutMs: null,
+      });
+      if (!response.body) throw new CliError("the server answered the backup with no body");
+      const body = Readable.fromWeb(response.body);
+      if (file === "-") {
+        await pipeline(body, process.stdout);
+        return;
+      }
+      // Written beside its target and renamed once whole: FILE is a complete backup or is not there.
+      const target = resolve(file);
+      const partial = `${target}.partial`;
+      try {
+        await pipeline(body, createWriteStream(partial, { mode: 0o600 }));
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw new CliError(`the backup broke off: ${(error as Error).message}`);
+      }
+      await rename(partial, target);
+      process.stderr.write(`backup written to ${target}\n`);
+    });
+}
