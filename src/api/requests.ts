@@ -3,7 +3,7 @@
 
 import type { FastifySchemaValidationError } from "fastify";
 import { z } from "zod";
-import { relativePathProblem } from "../model/jobfile.ts";
+import { checkpointPathProblem } from "../model/checkpoint-paths.ts";
 import type { ErrorAnswer } from "./schemas.ts";
 
 /** A yes/no query flag: 1 or true, 0 or false. */
@@ -28,23 +28,17 @@ export const attemptParams = taskParams.extend({
   attempt: wholeNumber(1).meta({ description: "attempt number" }),
 });
 
-/** The longest file path a URL may name (Linux's PATH_MAX). */
-export const MAX_FILE_PATH = 4096;
-
 /**
- * A file path at the end of the URL (fastify's `*`): relative, normalised (no empty, `.` or `..`
- * segment, `/` as the separator), no NUL; anything else names no file of a job, and answers 400.
+ * A file path at the end of the URL (fastify's `*`): the strict form checkpoint paths have
+ * (relative, in normal form, no NUL, Linux's length limits), and `/` as the only separator (a
+ * blob key's); anything else names no file of a job, and answers 400.
  */
 export const filePath = z
   .string()
   .min(1)
-  .max(MAX_FILE_PATH)
   .superRefine((path, context) => {
     const problem =
-      relativePathProblem(path) ??
-      (path.includes("\\") || path.split("/").some((segment) => segment === "" || segment === ".")
-        ? "must be a normalised path (no empty or . segment, / as the separator)"
-        : null);
+      checkpointPathProblem(path) ?? (path.includes("\\") ? "must use / as the separator" : null);
     if (problem) context.addIssue({ code: "custom", message: `${JSON.stringify(path)} ${problem}` });
   })
   .meta({ description: "the file's path, relative to its folder" });
