@@ -2,7 +2,7 @@
 // Slurm pilots under a pool's `account:`): made with useradd as root, removed after. Without root
 // or the tools, a test file fails under CI and skips with a message elsewhere.
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -60,6 +60,14 @@ export function makeAccount(name: string, extra: string[] = []): number {
 /** Removes the account and the home it was made with, if any (its processes must have ended). */
 export function removeAccount(name: string): void {
   execFileSync("sh", ["-c", 'userdel --remove "$1" 2>/dev/null; true', "sh", name]);
+}
+
+/**
+ * Whether `account` may run `path` (and so Steward from this checkout): not when the checkout lies
+ * under a folder only root may pass, as a clone in a 0700 temporary folder does.
+ */
+export function accountCanRun(account: string, path: string): boolean {
+  return spawnSync("runuser", ["-u", account, "--", "test", "-x", path]).status === 0;
 }
 
 export function uidOf(name: string): number {

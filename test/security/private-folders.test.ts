@@ -6,7 +6,7 @@
 // account's state folder, not in the shared /tmp. Needs root and useradd (as
 // test/integration/run-as.test.ts): without them the file fails under CI and skips elsewhere.
 
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import {
   chmodSync,
   chownSync,
@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
 import type { Host } from "../../src/api/schemas.ts";
-import { accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
+import { accountCanRun, accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import {
   api,
   cleanup,
@@ -325,7 +325,7 @@ if (unavailable && process.env.CI) {
           // The agent runs as OTHER from this checkout: a checkout under a folder only root may
           // pass (a clone in a 0700 temporary folder) cannot be run by it. The choice of folder is
           // also checked as a pure function in agent-own-files.test.ts.
-          const reachable = spawnSync("runuser", ["-u", OTHER, "--", "test", "-x", STEWARD]).status === 0;
+          const reachable = accountCanRun(OTHER, STEWARD);
           context.skip(
             !reachable,
             `${OTHER} cannot run ${STEWARD}: the checkout is not reachable by other accounts`,

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { poolJoinToken } from "../../src/pools/pool-token.ts";
 import {
+  accountCanRun,
   accountsUnavailable,
   createAccount,
   type LocalAccount,
@@ -19,6 +20,7 @@ import { slurm, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
+  STEWARD,
   type StewardProcess,
   startServerProcess,
   tempDir,
@@ -63,8 +65,13 @@ function commandLines(): { pid: number; uid: number; line: string }[] {
 }
 
 slurmTests("pilot account isolation", unavailable, () => {
-  it("a job on a pilot runs as the pool's account and cannot read the broker's data folder; no command line holds a token", async () => {
+  it("a job on a pilot runs as the pool's account and cannot read the broker's data folder; no command line holds a token", async (context) => {
     account = createAccount(accountName);
+    // The pilot's agent runs as the account from this checkout, which it must be able to reach.
+    context.skip(
+      !accountCanRun(accountName, STEWARD),
+      `${accountName} cannot run ${STEWARD}: the checkout is not reachable by other accounts`,
+    );
     expect(statSync(data).mode & 0o777).toBe(0o700);
     const poolsFile = join(data, "pools.yaml");
     writeFileSync(
