@@ -9,6 +9,7 @@ from importlib import import_module
 from .errors import (
     Conflict,
     Forbidden,
+    IncompatibleServer,
     Invalid,
     NotFound,
     RateLimited,
@@ -21,12 +22,13 @@ from .errors import (
     WaitTimeout,
 )
 
-__version__ = "0.1.0"
+from ._http import RELEASE as __version__
 
 __all__ = [
     "Client",
     "Conflict",
     "Forbidden",
+    "IncompatibleServer",
     "Invalid",
     "NotFound",
     "RateLimited",

@@ -28,6 +28,13 @@ MAX_REDIRECTS = 3
 REDIRECT_STATUSES = (307, 308)
 IDEMPOTENT_METHODS = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}
 
+# The HTTP API version this client speaks (the N of /api/vN), sent with each request and compared
+# with the one each answer names; and this package's release, named in a refusal.
+API_VERSION = 1
+API_VERSION_HEADER = "Steward-Api-Version"
+RELEASE_HEADER = "Steward-Release"
+RELEASE = "0.1.0"
+
 # A body: bytes, or a function that makes it anew for each try (chunks and their total length).
 Body = Union[None, bytes, Callable[[], Tuple[Iterable[bytes], int]]]
 
@@ -147,7 +154,12 @@ class Transport:
         method = method.upper()
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
-        sent_headers = {"Accept": "application/json", "User-Agent": "steward-python"}
+        sent_headers = {
+            "Accept": "application/json",
+            "User-Agent": f"steward-python/{RELEASE}",
+            API_VERSION_HEADER: str(API_VERSION),
+            RELEASE_HEADER: RELEASE,
+        }
         sent_headers.update(headers or {})
         if self.token:
             sent_headers["Authorization"] = f"Bearer {self.token}"

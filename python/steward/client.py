@@ -16,8 +16,8 @@ import uuid
 from typing import Any, Dict, Iterator, List, Optional, Union
 from urllib.parse import quote, urlencode
 
-from ._http import Answer, Transport
-from .errors import Invalid, StewardError, WaitTimeout, error_for
+from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, Answer, Transport
+from .errors import IncompatibleServer, Invalid, StewardError, WaitTimeout, error_for
 
 DEFAULT_URL = "http://127.0.0.1:4780"
 ENDED = ("succeeded", "failed", "cancelled")
@@ -68,6 +68,17 @@ class Client:
             if pairs:
                 path += "?" + urlencode(pairs)
         answer = self._http.request(method, path, **options)
+        theirs = (answer.header(API_VERSION_HEADER) or "").strip()
+        if theirs and theirs != str(API_VERSION) and answer.status != 400:
+            answer.close()
+            released = answer.header(RELEASE_HEADER)
+            server = f"version {theirs}" + (f" (steward {released})" if released else "")
+            raise IncompatibleServer(
+                f"the Steward server speaks API {server} and this client speaks API version {API_VERSION}"
+                f" (steward {RELEASE}): use a client of the server's release",
+                answer.status,
+                "api_version",
+            )
         if 200 <= answer.status < 300:
             return answer
         body = answer.read()

@@ -57,6 +57,10 @@ class ServerError(StewardError):
     """5xx: the server failed (its log has the details under the request id in the message)."""
 
 
+class IncompatibleServer(StewardError):
+    """The server speaks another version of the API than this client (the message names both)."""
+
+
 class Unreachable(StewardError):
     """No server in the list answered in time (or the connection broke before the answer)."""
 

@@ -12,12 +12,14 @@ import { WebSocket } from "ws";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
+  ofAnotherVersion,
   PROTOCOL_VERSION,
   type ReportEvent,
   type ServerMessage,
   type StartMessage,
   serverMessage,
 } from "../protocol/messages.ts";
+import { agentLeavesServer, stewardRelease } from "../protocol/versions.ts";
 import { HttpClient } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
@@ -46,6 +48,8 @@ export interface AgentOptions {
   log: Logger;
   /** Called when the server refuses this agent for good (a wrong join token). */
   onRejected?: (reason: string) => void;
+  /** The server speaks another protocol version: the agent has stopped, `message` names both. */
+  onIncompatible?: (message: string) => void;
   /** A pilot's agent leaves after this many seconds with no attempt (the pool's idleSeconds). */
   idleSeconds?: number;
   /** Called once the agent has been idle for idleSeconds (it has already let go of the server). */
@@ -384,7 +388,18 @@ export class Agent {
     ws.on("message", (data) => {
       let message: ServerMessage;
       try {
-        message = serverMessage.parse(JSON.parse(String(data)));
+        const parsed: unknown = JSON.parse(String(data));
+        const foreign = ofAnotherVersion(parsed, "welcome");
+        if (foreign) {
+          void this.leaveIncompatible(
+            agentLeavesServer(this.serverUrl(), foreign, {
+              version: PROTOCOL_VERSION,
+              release: stewardRelease(),
+            }),
+          );
+          return;
+        }
+        message = serverMessage.parse(parsed);
       } catch (error) {
         this.log.warn({ err: error }, "malformed server message");
         return;
@@ -420,6 +435,13 @@ export class Agent {
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
   }
 
+  /** A server of another protocol version welcomed this agent: it says so and stops. */
+  private async leaveIncompatible(message: string): Promise<void> {
+    this.log.error({ server: this.serverUrl() }, message);
+    await this.stop();
+    this.options.onIncompatible?.(message);
+  }
+
   private async sendHello(ws: WebSocket): Promise<void> {
     const held = [...this.attempts.values()].map((attempt) => ({
       ...ref(attempt),
@@ -438,6 +460,7 @@ export class Agent {
       attempts: held,
       ...(this.options.endsAt !== undefined ? { endsAt: this.options.endsAt } : {}),
       address: this.options.address ?? defaultAddress(),
+      release: stewardRelease(),
       ...(this.leaving ? { leaving: true } : {}),
     });
   }

@@ -13,6 +13,15 @@ import type { Registry } from "prom-client";
 import { JobFileError } from "../model/jobfile.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { CheckpointManifestError } from "../protocol/messages.ts";
+import {
+  API_VERSION,
+  API_VERSION_HEADER,
+  clientRefusal,
+  foreignApiPathVersion,
+  foreignApiVersion,
+  RELEASE_HEADER,
+  stewardRelease,
+} from "../protocol/versions.ts";
 import { NotLeaderError } from "../server/broker.ts";
 import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
 import { registerDashboard } from "../server/dashboard.ts";
@@ -88,6 +97,26 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   // Every route is in the one table of route x role (access.ts), or it is not registered at all.
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) if (method !== "HEAD") accessOf(method, route.url);
+  });
+
+  // Every answer names the API version and the release; a client of another API version (its
+  // header, or a path under another /api/vN) is refused with a message naming both.
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header(API_VERSION_HEADER, String(API_VERSION)).header(RELEASE_HEADER, stewardRelease());
+    const foreign =
+      foreignApiVersion(request.headers[API_VERSION_HEADER]) ??
+      foreignApiPathVersion(request.url.split("?")[0]);
+    if (foreign === null) return;
+    const release = request.headers[RELEASE_HEADER];
+    const client = {
+      version: foreign,
+      release: typeof release === "string" ? release.slice(0, 64) : undefined,
+    };
+    return reply
+      .code(400)
+      .send(
+        answer("api_version", clientRefusal(client, { version: API_VERSION, release: stewardRelease() })),
+      );
   });
 
   app.addHook("onRequest", async (request, reply) => {

@@ -5,6 +5,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
 import type { ErrorAnswer } from "../api/schemas.ts";
+import {
+  API_VERSION,
+  API_VERSION_HEADER,
+  foreignApiVersion,
+  RELEASE_HEADER,
+  serverRefusal,
+  stewardRelease,
+} from "../protocol/versions.ts";
 import { HttpClient, HttpError, RedirectRefusedError } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { CliError } from "./cli-error.ts";
@@ -64,7 +72,11 @@ export class ApiClient {
     }
     const suffix = query.size ? `?${query}` : "";
     // A job's owner is the user of the token (README "Users, tokens and roles"): no claim of a name goes with it.
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = {
+      [API_VERSION_HEADER]: String(API_VERSION),
+      [RELEASE_HEADER]: stewardRelease(),
+      ...options.headers,
+    };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let body: FormData | string | undefined = options.body;
     if (options.json !== undefined) {
@@ -104,6 +116,20 @@ export class ApiClient {
       }
       throw new CliError(
         `cannot reach the Steward server at ${this.urls.join(", ")} (${reason}); is it running? Set STEWARD_URL to its address`,
+      );
+    }
+    // A server of another API version: its answer may mean something else; its own refusal of
+    // this client (400 api_version) already names both versions and is shown as it is.
+    const theirs = foreignApiVersion(response.headers.get(API_VERSION_HEADER));
+    if (theirs !== null && response.status !== 400) {
+      await response.body?.cancel().catch(() => {});
+      const server = { version: theirs, release: response.headers.get(RELEASE_HEADER) ?? undefined };
+      throw new CliError(
+        serverRefusal(new URL(response.url || this.urls[0]).origin, server, {
+          version: API_VERSION,
+          release: stewardRelease(),
+        }),
+        3,
       );
     }
     if (response.ok || options.accept?.includes(response.status)) return response;

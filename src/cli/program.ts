@@ -1,15 +1,9 @@
 // The root command of the CLI: its name, version, global options and help text, without any command
 // (main.ts adds the one it runs; the reference docs and the shell completion add them all).
 
-import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { stewardRelease } from "../protocol/versions.ts";
 import { CliError } from "./cli-error.ts";
-
-/** package.json's version: the one place it is written. */
-export function stewardVersion(): string {
-  const file = new URL("../../package.json", import.meta.url);
-  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
-}
 
 const ENVIRONMENT_HELP =
   "Environment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present), STEWARD_CA (as --ca).";
@@ -17,7 +11,7 @@ const ENVIRONMENT_HELP =
 export function newProgram(): Command {
   const program = new Command("steward")
     .description("Steward: a fault-tolerant grid job manager")
-    .version(stewardVersion(), "-V, --version", "print Steward's version (package.json's)")
+    .version(stewardRelease(), "-V, --version", "print Steward's version (package.json's)")
     .option("--ca <file>", "trust this PEM certificate authority for a server's TLS (or STEWARD_CA)")
     .showHelpAfterError()
     .exitOverride();

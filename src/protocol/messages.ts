@@ -3,10 +3,27 @@
 
 import { z } from "zod";
 import { checkpointPathIssues } from "../model/checkpoint-paths.ts";
+import type { Speaker } from "./versions.ts";
 
 export const PROTOCOL_VERSION = 1;
 
 export const AGENT_CONNECT_PATH = "/api/v1/agent/connect";
+
+/**
+ * The sender's version and release when `message` is a hello (or a welcome) of another protocol
+ * version than PROTOCOL_VERSION: read before the message's own schema, which only its version
+ * knows. A message with no version at all is not one (it is malformed).
+ */
+export function ofAnotherVersion(message: unknown, type: "hello" | "welcome"): Speaker | null {
+  if (typeof message !== "object" || message === null) return null;
+  const fields = message as { type?: unknown; v?: unknown; release?: unknown };
+  if (fields.type !== type || fields.v === PROTOCOL_VERSION) return null;
+  if (typeof fields.v !== "number" && typeof fields.v !== "string") return null;
+  return {
+    version: String(fields.v).slice(0, 16),
+    release: typeof fields.release === "string" ? fields.release.slice(0, 64) : undefined,
+  };
+}
 
 export const hostFacts = z.object({
   name: z.string(),
@@ -58,6 +75,8 @@ export const helloMessage = z.object({
   attempts: z.array(heldAttempt),
   /** A pilot's walltime end (ms since the epoch): the server moves its work away before it. */
   endsAt: z.int().positive().optional(),
+  /** The agent's release (package.json's version), named when the server refuses its protocol version. */
+  release: z.string().max(64).optional(),
   /** The address other hosts reach this one at (multi-node jobs' nodes file and coordinator). */
   address: z.string().min(1).optional(),
   /** The agent is leaving (a pilot whose batch job ends): it is drained from its hello on. */
@@ -141,6 +160,8 @@ export const welcomeMessage = z.object({
   type: z.literal("welcome"),
   v: z.literal(PROTOCOL_VERSION),
   heartbeatSeconds: z.number().positive(),
+  /** The server's release, named when the agent leaves a server of another protocol version. */
+  release: z.string().max(64).optional(),
   /**
    * The server keeps an attempt's stdout and stderr up to this many bytes each (`--max-log-mb`):
    * the agent sends no more of a log than one byte past it (absent: no limit).

@@ -12,9 +12,11 @@ import {
   type AgentMessage,
   agentMessage,
   type LogMessage,
+  ofAnotherVersion,
   PROTOCOL_VERSION,
   type ServerMessage,
 } from "../protocol/messages.ts";
+import { agentRefusal, stewardRelease } from "../protocol/versions.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
 import { logKey } from "./blob-keys.ts";
@@ -127,7 +129,17 @@ export class AgentGateway implements AgentLinks {
       }
       let message: AgentMessage;
       try {
-        message = agentMessage.parse(JSON.parse(String(data)));
+        const parsed: unknown = JSON.parse(String(data));
+        const foreign = ofAnotherVersion(parsed, "hello");
+        if (!helloArrived && foreign) {
+          const reason = agentRefusal(foreign, { version: PROTOCOL_VERSION, release: stewardRelease() });
+          log.warn({ agent: foreign }, reason);
+          ws.send(JSON.stringify({ type: "reject", reason } satisfies ServerMessage));
+          // A close reason is at most 123 bytes.
+          watch.refuse(Buffer.from(reason).subarray(0, 123).toString());
+          return;
+        }
+        message = agentMessage.parse(parsed);
       } catch (error) {
         log.warn({ err: error }, "malformed agent message");
         if (!helloArrived) watch.refuse("the first message must be a hello");
@@ -257,6 +269,7 @@ export class AgentGateway implements AgentLinks {
       JSON.stringify({
         type: "welcome",
         v: PROTOCOL_VERSION,
+        release: stewardRelease(),
         heartbeatSeconds: this.options.heartbeatSeconds,
         maxLogBytes: this.maxLogBytes,
         kill,

@@ -131,6 +131,10 @@ export function registerAgent(program: Command): void {
           process.stderr.write(`steward agent: the server refused this agent: ${reason}\n`);
           process.exit(3);
         },
+        onIncompatible: (message) => {
+          process.stderr.write(`steward agent: ${message}\n`);
+          process.exit(3);
+        },
       });
       try {
         await agent.start();

@@ -25,6 +25,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def answer(self):
         self.server.seen.append((self.path, self.headers.get("Authorization")))
+        self.server.headers_seen.append(dict(self.headers))
         status, headers, body = self.server.routes.get(self.path, (404, {}, b'{"error":{"code":"not_found","message":"no"}}'))
         self.send_response(status)
         for name, value in headers.items():
@@ -39,7 +40,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def serve():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.routes, server.seen, server.bodies = {}, [], []
+    server.routes, server.seen, server.bodies, server.headers_seen = {}, [], [], []
     threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
@@ -102,6 +103,35 @@ class Redirects(unittest.TestCase):
         with self.assertRaises(steward.Unreachable) as raised:
             steward_client.job("7")
         self.assertIn("cannot reach the Steward server", str(raised.exception))
+
+
+class Versions(unittest.TestCase):
+    def setUp(self):
+        self.server, self.url = serve()
+        self.addCleanup(self.server.shutdown)
+        self.addCleanup(self.server.server_close)
+
+    def test_a_server_of_another_api_version_is_refused_naming_both(self):
+        self.server.routes["/api/v1/jobs/7?tasks=1&events=1"] = (
+            200,
+            {"Content-Type": "application/json", "Steward-Api-Version": "2", "Steward-Release": "9.0.0"},
+            b'{"id": "7"}',
+        )
+        with self.assertRaises(steward.IncompatibleServer) as raised:
+            steward.Client(self.url, "t").job("7")
+        message = str(raised.exception)
+        self.assertIn("speaks API version 2 (steward 9.0.0)", message)
+        self.assertIn(f"this client speaks API version 1 (steward {steward.__version__})", message)
+
+    def test_each_request_names_the_clients_api_version_and_release(self):
+        self.server.routes["/api/v1/jobs/7?tasks=1&events=1"] = (
+            200,
+            {"Content-Type": "application/json", "Steward-Api-Version": "1"},
+            b'{"id": "7"}',
+        )
+        self.assertEqual(steward.Client(self.url, "t").job("7"), {"id": "7"})
+        self.assertEqual(self.server.headers_seen[-1]["Steward-Api-Version"], "1")
+        self.assertEqual(self.server.headers_seen[-1]["Steward-Release"], steward.__version__)
 
 
 class Errors(unittest.TestCase):
