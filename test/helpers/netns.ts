@@ -6,11 +6,19 @@
 // a namespace has no route anywhere else and its loopback is its own, so nothing in it can reach
 // 127.0.0.1 of the machine, nor any address this network did not make.
 //
-// Everything is removed after (processes left in the namespaces, the namespaces, the links), on
-// destroy() and at the process's exit too. Where namespaces cannot be made (not root, no `ip`),
+// A machine may have a host name: every machine of the network finds it in its /etc/hosts
+// (`ip netns exec` puts /etc/netns/NS/hosts in /etc/hosts' place), so certificates can be made
+// for names and checked against them. The test process itself stays in the root namespace, whose
+// /etc/hosts a test must not change: its own lookups of the network's names are answered by the
+// harness (a wrapper of dns.lookup in this process only, for those names only).
+//
+// Everything is removed after (processes left in the namespaces, the namespaces, the links, the
+// hosts files), on destroy() and at the process's exit too. Where namespaces cannot be made (not root, no `ip`),
 // openTestNetwork skips the test with the reason, and fails it under CI.
 
 import { execFileSync } from "node:child_process";
+import dns from "node:dns";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import type { TestContext } from "vitest";
 
@@ -20,6 +28,8 @@ export interface Machine {
   name: string;
   /** Its address on the test network. */
   address: string;
+  /** Its host name on the test network, when it was given one. */
+  hostname?: string;
   /** The command prefix that runs a process on this machine. */
   prefix: string[];
   /** Cuts the machine off the network (its cable pulled): its link to the switch goes down. */
@@ -39,8 +49,11 @@ export interface TestNetwork {
   subnet: string;
   /** The test process's own address on the network (the root namespace's port on the switch). */
   rootAddress: string;
-  /** Adds a machine, with the next free address. */
-  machine(label: string): Machine;
+  /**
+   * Adds a machine, with the next free address; with `hostname`, every machine (and the test
+   * process) finds it by that name.
+   */
+  machine(label: string, options?: { hostname?: string }): Machine;
   /** Established TCP connections of the processes on `machine`. */
   connections(machine: Machine): Connection[];
   /** Whether an address is on this test network. */
@@ -92,6 +105,39 @@ function freeSubnet(): string {
 
 let made = 0;
 const open = new Set<() => void>();
+
+/** The names of the open test networks' machines, for the test process's own lookups. */
+const testNames = new Map<string, string>();
+const systemLookup = dns.lookup;
+
+/** dns.lookup, answering the test networks' names from their table and any other from the system. */
+function lookupWithTestNames(...args: unknown[]): void {
+  const [hostname, second, third] = args as [string, unknown, unknown];
+  const address = testNames.get(hostname.toLowerCase());
+  if (address === undefined) {
+    (systemLookup as (...rest: unknown[]) => void)(...args);
+    return;
+  }
+  const options = (typeof second === "object" && second !== null ? second : {}) as dns.LookupOptions;
+  const callback = (typeof second === "function" ? second : third) as (
+    error: NodeJS.ErrnoException | null,
+    address: string | dns.LookupAddress[],
+    family?: number,
+  ) => void;
+  process.nextTick(() =>
+    options.all ? callback(null, [{ address, family: 4 }]) : callback(null, address, 4),
+  );
+}
+
+function nameForThisProcess(hostname: string, address: string): void {
+  testNames.set(hostname.toLowerCase(), address);
+  dns.lookup = lookupWithTestNames as typeof dns.lookup;
+}
+
+function forgetNamesForThisProcess(hostnames: Iterable<string>): void {
+  for (const hostname of hostnames) testNames.delete(hostname.toLowerCase());
+  if (testNames.size === 0) dns.lookup = systemLookup;
+}
 process.once("exit", () => {
   for (const remove of open) remove();
 });
@@ -126,7 +172,24 @@ function makeTestNetwork(): TestNetwork {
   const forwarders: Server[] = [];
   const sockets = new Set<Socket>();
 
+  const hostnames = new Map<string, string>();
+  /** The namespaces of machines, whose /etc/hosts lists every name. */
+  const named: string[] = [];
+  const writeHostsFiles = () => {
+    const lines = ["127.0.0.1 localhost", "::1 localhost"];
+    for (const [hostname, address] of hostnames) lines.push(`${address} ${hostname}`);
+    for (const namespace of named) {
+      mkdirSync(`/etc/netns/${namespace}`, { recursive: true });
+      writeFileSync(`/etc/netns/${namespace}/hosts`, `${lines.join("\n")}\n`);
+    }
+  };
+
   const removeAll = () => {
+    forgetNamesForThisProcess(hostnames.keys());
+    hostnames.clear();
+    for (const namespace of named)
+      quietly(() => rmSync(`/etc/netns/${namespace}`, { recursive: true, force: true }));
+    named.length = 0;
     for (const namespace of [...namespaces].reverse()) {
       // What the test started there and left running (its own processes only: nothing else is in them).
       quietly(() => {
@@ -172,7 +235,7 @@ function makeTestNetwork(): TestNetwork {
   return {
     subnet,
     rootAddress,
-    machine(label) {
+    machine(label, options = {}) {
       const index = next++;
       const name = `stw-${id}-${label}`;
       const end = `stw${id}${index}`;
@@ -181,9 +244,18 @@ function makeTestNetwork(): TestNetwork {
       namespaces.push(name);
       ip("-n", name, "link", "set", "lo", "up");
       plug(name, end, address);
+      // Every machine has a hosts file of the network's names (written again as names are added),
+      // made before anything runs there: `ip netns exec` mounts it when it starts a process.
+      named.push(name);
+      if (options.hostname) {
+        hostnames.set(options.hostname, address);
+        nameForThisProcess(options.hostname, address);
+      }
+      writeHostsFiles();
       return {
         name,
         address,
+        ...(options.hostname ? { hostname: options.hostname } : {}),
         prefix: ["ip", "netns", "exec", name],
         cut: () => void ip("-n", name, "link", "set", end, "down"),
         mend: () => void ip("-n", name, "link", "set", end, "up"),

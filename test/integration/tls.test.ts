@@ -3,11 +3,10 @@
 // certificate problem; plain HTTP to the TLS port fails with a message that says to use https.
 // The certificates are made here with openssl (a private authority and a server certificate).
 
-import { execFile } from "node:child_process";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
 import { trustAuthority } from "../../src/transport/trust.ts";
+import { makeAuthority, makeCertificate, opensslUnavailable } from "../helpers/certificates.ts";
 import {
   type AgentProcess,
   api,
@@ -21,68 +20,16 @@ import {
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
-const run = promisify(execFile);
 const dir = tempDir("steward-tls-");
 const ca = join(dir, "ca.crt");
 const cert = join(dir, "server.crt");
 const key = join(dir, "server.key");
 
 async function makeCertificates(): Promise<string | null> {
-  try {
-    await run("openssl", ["version"]);
-  } catch (error) {
-    return `no openssl (${(error as Error).message})`;
-  }
-  const openssl = (args: string[]) => run("openssl", args, { cwd: dir });
-  await openssl([
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=Steward test authority",
-    "-addext",
-    "basicConstraints=critical,CA:TRUE",
-    "-addext",
-    "keyUsage=keyCertSign",
-  ]);
-  await openssl([
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    "server.key",
-    "-out",
-    "server.csr",
-    "-subj",
-    "/CN=127.0.0.1",
-  ]);
-  await run("sh", ["-c", "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext.cnf"], { cwd: dir });
-  await openssl([
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-out",
-    "server.crt",
-    "-days",
-    "2",
-    "-extfile",
-    "ext.cnf",
-  ]);
+  const unavailable = await opensslUnavailable();
+  if (unavailable) return unavailable;
+  await makeAuthority(dir);
+  await makeCertificate(dir, "server", { dns: ["localhost"], ip: ["127.0.0.1"] });
   return null;
 }
 
