@@ -59,6 +59,11 @@ export interface TestNetwork {
   /** Whether an address is on this test network. */
   owns(address: string): boolean;
   /**
+   * The established connections of `machine` that go anywhere but the test network or its own
+   * loopback to itself, as "local -> peer" (none, in a multi-host test).
+   */
+  offNetwork(machine: Machine): string[];
+  /**
    * Forwards TCP from rootAddress:port (a free one) to `target` in the root namespace (e.g. the
    * PostgreSQL server on 127.0.0.1:5432): how a machine reaches a service that listens on loopback.
    */
@@ -273,6 +278,12 @@ function makeTestNetwork(): TestNetwork {
     },
     owns(address) {
       return address.startsWith(`${subnet}.`);
+    },
+    offNetwork(machine) {
+      const host = (address: string) => address.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+      return this.connections(machine)
+        .filter(({ local, peer }) => host(local) !== host(peer) && !this.owns(host(peer)))
+        .map(({ local, peer }) => `${machine.name}: ${local} -> ${peer}`);
     },
     async forward(target) {
       const server = createServer((incoming) => {

@@ -81,5 +81,6 @@ it("a cut agent's task restarts on another machine within the host timeout", asy
   expect(restartedAfterMs).toBeGreaterThanOrEqual(HOST_TIMEOUT_SECONDS * 1000 - 1000);
   const hosts = (await api(server, "GET", "/api/v1/hosts")) as { name: string; connected: boolean }[];
   expect(hosts.find((host) => host.name === "first")?.connected).toBe(false);
+  for (const machine of [brokerHost, second]) expect(net.offNetwork(machine)).toEqual([]);
   await api(server, "POST", `/api/v1/jobs/${id}/cancel`);
 }, 60_000);
