@@ -41,7 +41,7 @@ import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { progressMade, remainingSeconds } from "../scheduler/estimate.ts";
 import { type Explanation, explain } from "../scheduler/explain.ts";
-import type { RunningTaskView } from "../scheduler/explain-running.ts";
+import type { RunningTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { describeAhead } from "../scheduler/queue-position.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
@@ -209,7 +209,7 @@ export class Core {
     // Each running task with the rescheduling estimate and the preemption verdict as of now.
     const policy = policyOf(this.reactor.options.policy);
     const hosts = state.hostViews(now, policy.walltimeMarginSeconds);
-    const running: RunningTaskView[] = [];
+    const running: RunningTaskAssessment[] = [];
     for (const attempt of job.allLiveAttempts()) {
       const live = state.liveAttempt(attempt.jobId, attempt.taskIndex, attempt.number);
       if (!live) continue;
