@@ -10,7 +10,7 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
-import { JobFileError } from "../model/jobfile.ts";
+import { JobFileError } from "../model/job-spec.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { CheckpointManifestError } from "../protocol/messages.ts";
 import { NotLeaderError } from "../server/broker.ts";

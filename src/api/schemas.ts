@@ -4,7 +4,7 @@
 
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { type JobSpec, jobSpecSchema } from "../model/jobfile.ts";
+import { type JobSpec, jobSpecSchema } from "../model/job-spec.ts";
 import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../model/states.ts";
 import { hostFacts } from "../protocol/messages.ts";
 

@@ -1,7 +1,7 @@
 // The broker's core as the API and the agent gateway see it: each request or report becomes one
 // handler run by the reactor (src/reactor/), queries read the cluster state (src/state/).
 
-import type { JobSpec } from "../model/jobfile.ts";
+import type { JobSpec } from "../model/job-spec.ts";
 import type { HostFacts, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
 import type { JobState } from "../model/states.ts";
 import { newTokenOf } from "../model/tokens.ts";

@@ -15,9 +15,9 @@ import {
   PROTOCOL_VERSION,
   type ServerMessage,
 } from "../protocol/messages.ts";
+import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
-import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
 import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";

@@ -14,7 +14,7 @@ import { startBackup } from "../backup/backup.ts";
 import { GatedBlobStore } from "../backup/deletion-gate.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import { warmUpExpressions } from "../model/cel.ts";
-import { parseJobFileText } from "../model/jobfile.ts";
+import { parseJobFileText } from "../model/job-spec.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { resolvePoolAccounts } from "../pools/pilot-account.ts";
 import { metaLedger } from "../pools/pilot-ledger.ts";
