@@ -47,7 +47,7 @@ interface Known {
   snapshot?: string;
 }
 
-export function isCheckpointFile(name: string): boolean {
+function isCheckpointFile(name: string): boolean {
   return !name.startsWith(".") && !name.endsWith(".tmp");
 }
 

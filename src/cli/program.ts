@@ -6,7 +6,7 @@ import { Command } from "commander";
 import { CliError } from "./cli-error.ts";
 
 /** package.json's version: the one place it is written. */
-export function stewardVersion(): string {
+function stewardVersion(): string {
   const file = new URL("../../package.json", import.meta.url);
   return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
 }

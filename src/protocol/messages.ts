@@ -210,7 +210,6 @@ export type EndedEvent = z.infer<typeof endedEvent>;
 export type LogMessage = z.infer<typeof logMessage>;
 export type AgentMessage = z.infer<typeof agentMessage>;
 export type StartMessage = z.infer<typeof startMessage>;
-export type StopMessage = z.infer<typeof stopMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 

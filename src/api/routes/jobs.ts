@@ -437,7 +437,7 @@ export function registerJobRoutes(
  * other id after them, as text), so that `after` needs no lookup and still works once the job it
  * names is gone.
  */
-export function compareJobIds(a: string, b: string): number {
+function compareJobIds(a: string, b: string): number {
   const numeric = /^\d+$/;
   const aNumber = numeric.test(a);
   const bNumber = numeric.test(b);
