@@ -185,12 +185,7 @@ describe("infeasibility", () => {
     ["a ready connected host", {}, { name: "h" }, null],
     ["a lost host", {}, { name: "h", state: "lost" }, "host is lost"],
     ["a draining host", {}, { name: "h", state: "draining" }, "host is draining"],
-    [
-      "a disconnected host",
-      {},
-      { name: "h", connected: false },
-      "host agent is not connected",
-    ],
+    ["a disconnected host", {}, { name: "h", connected: false }, "host agent is not connected"],
     [
       "more cpus than the host has slots",
       { cpus: 8 },
@@ -203,12 +198,7 @@ describe("infeasibility", () => {
       { name: "h", memoryMb: 8192 },
       "job needs 9000 MB, host has 8192 MB",
     ],
-    [
-      "a busy host still feasible",
-      { cpus: 4 },
-      { name: "h", slots: 4, slotsFree: 0, memoryFreeMb: 0 },
-      null,
-    ],
+    ["a busy host still feasible", { cpus: 4 }, { name: "h", slots: 4, slotsFree: 0, memoryFreeMb: 0 }, null],
     [
       "requirements false",
       { requirements: 'host.arch == "aarch64"' },
@@ -226,7 +216,10 @@ describe("infeasibility", () => {
   });
 
   it("a missing label is infeasible with a reason naming the key", () => {
-    const reason = infeasibility(job({ id: "j", requirements: 'host.labels.zone == "a"' }), host({ name: "h" }));
+    const reason = infeasibility(
+      job({ id: "j", requirements: 'host.labels.zone == "a"' }),
+      host({ name: "h" }),
+    );
     expect(reason).toMatch(/cannot be evaluated.*zone/);
   });
 });
