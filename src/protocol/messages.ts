@@ -8,6 +8,9 @@ export const PROTOCOL_VERSION = 1;
 
 export const AGENT_CONNECT_PATH = "/api/v1/agent/connect";
 
+/** Where in its work folder an agent keeps the host credential of its first welcome. */
+export const HOST_CREDENTIAL_FILE = "host-credential";
+
 export const hostFacts = z.object({
   name: z.string(),
   pool: z.string(),

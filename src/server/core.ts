@@ -60,7 +60,6 @@ import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
 
 export type { AgentLinks } from "../reactor/effects.ts";
-export { ConflictError, InvalidRequestError, NotFoundError } from "../reactor/errors.ts";
 
 export interface CoreOptions {
   heartbeatSeconds: number;

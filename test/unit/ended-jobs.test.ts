@@ -4,7 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { ConflictError } from "../../src/server/core.ts";
+import { ConflictError } from "../../src/reactor/errors.ts";
 import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -17,7 +17,8 @@ import {
   checkpointManifest,
   readCheckpointManifest,
 } from "../../protocol/messages.ts";
-import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { Core } from "../../server/core.ts";
 import {
   committedGenerations,
   dropOldGangCheckpoints,
