@@ -2,7 +2,7 @@
 // fits nowhere, next to jobs that do fit, on 1,000 hosts. Before batches, such an array was walked
 // task by task on every pass.
 
-import { validateJobSpec } from "../src/model/jobfile.ts";
+import { validateJobSpec } from "../src/model/job-spec.ts";
 import type { AttemptRecord, HostFacts, JobRecord, TaskRecord } from "../src/model/records.ts";
 import { planPass } from "../src/planner/plan-pass.ts";
 import { ClusterState } from "../src/state/cluster-state.ts";

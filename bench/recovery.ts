@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { validateJobSpec } from "../src/model/jobfile.ts";
+import { validateJobSpec } from "../src/model/job-spec.ts";
 import { newAttempt, newTask } from "../src/model/new-records.ts";
 import type { AttemptRecord, JobRecord, TaskRecord } from "../src/model/records.ts";
 import { SqliteStore } from "../src/store/sqlite.ts";

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setImmediate as turn } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
-import { validateJobSpec } from "../src/model/jobfile.ts";
+import { validateJobSpec } from "../src/model/job-spec.ts";
 import type { HostFacts } from "../src/model/records.ts";
 import type { HelloMessage, ServerMessage } from "../src/protocol/messages.ts";
 import type { MetaschedulingPolicy } from "../src/scheduler/policy.ts";

@@ -68,7 +68,7 @@ export interface AgentOptions {
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
-export function defaultAddress(): string {
+function defaultAddress(): string {
   for (const list of Object.values(os.networkInterfaces()))
     for (const each of list ?? []) if (each.family === "IPv4" && !each.internal) return each.address;
   return "127.0.0.1";

@@ -6,7 +6,7 @@
 // run as another account, which owns that folder) and, for a rank, nodes. A restarted agent
 // re-adopts attempts from these folders; once the server has the attempt's end its folder goes, or
 // is kept for a later attempt (spare-folders.ts). A job run as another account owns only its parts
-// of the folder (attempt-folder.ts), and what it wrote is read through job-file.ts.
+// of the folder (attempt-folder.ts), and what it wrote is read through job-written-file.ts.
 
 import {
   closeSync,
@@ -28,9 +28,9 @@ import type { HttpClient } from "../transport/http-client.ts";
 import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
-import { openJobFile, readJobFile } from "./job-file.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
+import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";

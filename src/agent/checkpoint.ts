@@ -4,7 +4,7 @@
 // back from the last committed manifest, checked first (no path that could leave the folder) and
 // written without following links. Files whose names end in .tmp or start with a dot are
 // the job's half-written temporaries (it writes, then renames) and are left out. A job run as
-// another account owns this folder: only files of that account's are taken (job-file.ts).
+// another account owns this folder: only files of that account's are taken (job-written-file.ts).
 
 import { createHash } from "node:crypto";
 import { createReadStream, openAsBlob } from "node:fs";
@@ -14,7 +14,7 @@ import { Readable } from "node:stream";
 import { checkpointPathProblem } from "../model/checkpoint-paths.ts";
 import { agentFileRoutes, type CheckpointManifest, readCheckpointManifest } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
-import { openJobFile, readJobFile } from "./job-file.ts";
+import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { NoFollowError, NoFollowFolder } from "./no-follow-folder.ts";
 
 export interface CheckpointTarget {
@@ -47,7 +47,7 @@ interface Known {
   snapshot?: string;
 }
 
-export function isCheckpointFile(name: string): boolean {
+function isCheckpointFile(name: string): boolean {
   return !name.startsWith(".") && !name.endsWith(".tmp");
 }
 

@@ -12,7 +12,7 @@ export interface StaticFacts {
   workDir: string;
 }
 
-export function normalizeArch(arch: string): string {
+function normalizeArch(arch: string): string {
   if (arch === "x64") return "x86_64";
   if (arch === "arm64") return "aarch64";
   if (arch === "ia32") return "i686";

@@ -4,9 +4,8 @@
 
 import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { HOST_CREDENTIAL_FILE } from "../protocol/messages.ts";
 import { writeNewFile } from "./new-file.ts";
-
-export const HOST_CREDENTIAL_FILE = "host-credential";
 
 export async function readHostCredential(workDir: string): Promise<string | null> {
   try {

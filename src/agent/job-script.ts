@@ -16,7 +16,7 @@ export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
  */
 export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "python");
 
-export function shellQuote(value: string): string {
+function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
@@ -41,7 +41,7 @@ export interface JobPaths {
  * The job's PYTHONPATH: the Python SDK's folder first, then the job's own PYTHONPATH (from its job
  * file's env, else the one it would inherit).
  */
-export function jobPythonPath(own: string | undefined): string {
+function jobPythonPath(own: string | undefined): string {
   return own ? `${PYTHON_SDK_PATH}:${own}` : PYTHON_SDK_PATH;
 }
 

@@ -48,7 +48,7 @@ export function parsePasswdLine(line: string): Omit<Account, "groups"> | null {
 }
 
 /** A local account by name, or null. Names are checked first: they reach a command line. */
-export async function lookupAccount(name: string): Promise<Account | null> {
+async function lookupAccount(name: string): Promise<Account | null> {
   if (!/^[A-Za-z0-9_][\w.@-]{0,63}$/.test(name)) return null;
   const line = await run("getent", ["passwd", name]).then(
     ({ stdout }) => stdout.split("\n")[0],

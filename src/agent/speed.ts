@@ -12,7 +12,7 @@ export function hostSpeed(): number {
   return measured;
 }
 
-export function measureSpeed(durationMs = BENCHMARK_MS): number {
+function measureSpeed(durationMs = BENCHMARK_MS): number {
   let operations = 0;
   let x = 1.000001;
   const start = performance.now();

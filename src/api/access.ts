@@ -65,7 +65,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "POST /api/v1/agent/jobs/:id/tasks/:task/attempts/:attempt/checkpoint": "agent",
 };
 
-export function routeKey(method: string, url: string): string {
+function routeKey(method: string, url: string): string {
   return `${method} ${url}`;
 }
 

@@ -24,9 +24,6 @@ export function newToken(): string {
  */
 export type AgentCaller = { kind: "agent"; host: string | null };
 
-/** A request's caller once its token is known. */
-export type Caller = { kind: "user"; principal: Principal } | AgentCaller;
-
 export interface Credentials {
   /** The admin token given at server start (`--admin-token` / the data dir's admin-token). */
   adminToken: string;

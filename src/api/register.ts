@@ -10,7 +10,7 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
-import { JobFileError } from "../model/jobfile.ts";
+import { JobFileError } from "../model/job-spec.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import { CheckpointManifestError } from "../protocol/messages.ts";
 import {
@@ -22,10 +22,8 @@ import {
   RELEASE_HEADER,
   stewardRelease,
 } from "../protocol/versions.ts";
-import { NotLeaderError } from "../server/broker.ts";
-import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../server/core.ts";
-import { registerDashboard } from "../server/dashboard.ts";
-import { internalErrorAnswer } from "../server/last-resort.ts";
+import { ConflictError, InvalidRequestError, NotFoundError, NotLeaderError } from "../reactor/errors.ts";
+import type { Core } from "../server/core.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -33,6 +31,8 @@ import type { Store } from "../store/store.ts";
 import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
+import { registerDashboard } from "./dashboard.ts";
+import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
 import {
   DEFAULT_SUBMIT_BURST,

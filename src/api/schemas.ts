@@ -4,7 +4,7 @@
 
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { type JobSpec, jobSpecSchema } from "../model/jobfile.ts";
+import { type JobSpec, jobSpecSchema } from "../model/job-spec.ts";
 import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../model/states.ts";
 import { hostFacts } from "../protocol/messages.ts";
 
@@ -94,7 +94,6 @@ export const taskStatesSchema = z
     legend: z.record(z.string(), z.string()).meta({ description: "each state's letter" }),
   })
   .meta({ id: "TaskStates" });
-export type TaskStates = z.infer<typeof taskStatesSchema>;
 
 export const countsSchema = z.object({
   pending: z.int(),
@@ -155,7 +154,6 @@ export type Job = z.infer<typeof jobSchema>;
 export const checkedJobFileSchema = z
   .object({ spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }) })
   .meta({ id: "CheckedJobFile" });
-export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
 
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;

@@ -6,7 +6,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { createGunzip } from "node:zlib";
-import { checkBlobKey } from "../store/blob-keys.ts";
+import { checkBlobKey } from "../store/blob-key-rules.ts";
 import { BLOBS_PREFIX, DATABASE_NAME, MANIFEST_NAME, parseManifest } from "./backup.ts";
 import { type FileSink, readTar } from "./tar.ts";
 

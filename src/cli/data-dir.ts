@@ -36,7 +36,7 @@ export interface DataDir {
 }
 
 /** A token given on the command line wins; otherwise the one kept in the folder, or a new one. */
-export function tokenFile(root: string, name: string, given: string | undefined): string {
+function tokenFile(root: string, name: string, given: string | undefined): string {
   const path = join(root, name);
   if (given) {
     writeFileSync(path, `${given}\n`, { mode: 0o600 });

@@ -48,7 +48,7 @@ export function onShutdown(close: () => Promise<void>): void {
   process.on("SIGTERM", handler);
 }
 
-export function fraction(flag: string) {
+function fraction(flag: string) {
   return (value: string): number => {
     const parsed = Number(value);
     if (!Number.isFinite(parsed) || parsed < 0 || parsed > 1)

@@ -69,22 +69,18 @@ export function configurable(
   return command;
 }
 
-export function isConfigurable(command: Command): boolean {
-  return CONFIGURABLE.has(command);
-}
-
 /** The command's options that are settings (all but --help and --config). */
 function settingOptions(command: Command): Option[] {
   return (command.options as Option[]).filter((option) => option.long && !NOT_SETTINGS.has(keyOf(option)));
 }
 
 /** The option's key in a config file: its long flag without the dashes (no-preempt). */
-export function keyOf(option: Option): string {
+function keyOf(option: Option): string {
   return (option.long ?? "").replace(/^--/, "");
 }
 
 /** The option's environment variable, or null when it has none. */
-export function envName(command: Command, option: Option): string | null {
+function envName(command: Command, option: Option): string | null {
   const key = keyOf(option);
   const overrides = CONFIGURABLE.get(command)?.env ?? {};
   if (key in overrides) return overrides[key];
@@ -291,6 +287,6 @@ function shown(key: string, option: Option, value: unknown): unknown {
 }
 
 /** scheme://user:PASSWORD@host... with the password redacted. */
-export function redactUrlPassword(value: string): string {
+function redactUrlPassword(value: string): string {
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, `$1:${SECRET}@`);
 }

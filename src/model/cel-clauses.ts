@@ -150,7 +150,7 @@ function childNodes(args: unknown): ASTNode[] {
 }
 
 /** Each clause on this host, in order. */
-export function evaluateClauses(expression: CompiledExpression, host: HostFacts): ClauseOutcome[] {
+function evaluateClauses(expression: CompiledExpression, host: HostFacts): ClauseOutcome[] {
   return requirementClauses(expression).map((clause) => evaluateClause(clause, host));
 }
 
@@ -191,7 +191,7 @@ export function whyClauseFails(outcome: ClauseOutcome, host: HostFacts): string 
 }
 
 /** `host.memFreeMb = 8000, host.labels.zone is missing`: the facts the clause reads, on this host. */
-export function readValues(clause: Clause, host: HostFacts): string {
+function readValues(clause: Clause, host: HostFacts): string {
   const facts: Record<string, unknown> = { ...host };
   return clause.reads
     .map((read) => {

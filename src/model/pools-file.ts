@@ -4,7 +4,7 @@
 // pools file does not start.
 
 import { z } from "zod";
-import { firstProblem, parseJobFileText } from "./jobfile.ts";
+import { firstProblem, parseJobFileText } from "./job-spec.ts";
 
 /** Batch systems a pool may be backed by (one driver each under src/drivers/). */
 export const POOL_DRIVERS = ["slurm"] as const;

@@ -1,8 +1,8 @@
 // The durable records: what the store keeps and what the server recovers from at start.
 // Times are milliseconds since the epoch; the API turns them into ISO-8601.
 
+import type { JobSpec } from "./job-spec.ts";
 import type { TaskCounts } from "./job-state.ts";
-import type { JobSpec } from "./jobfile.ts";
 import type { AttemptOutcome, AttemptState, HostState, JobState, StopOutcome, TaskState } from "./states.ts";
 
 export interface JobRecord {

@@ -1,4 +1,4 @@
-// A path relative to a folder it must stay in: the rule for job inputs and outputs (jobfile.ts) and
+// A path relative to a folder it must stay in: the rule for job inputs and outputs (job-spec.ts) and
 // for checkpoint files (checkpoint-paths.ts). A module of its own so that the agent, which checks
 // checkpoint paths too, does not load the job file's schema and CEL with it.
 

@@ -34,7 +34,7 @@ export function secretHash(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
-export function formatToken(kind: TokenKind, id: string, secret: string): string {
+function formatToken(kind: TokenKind, id: string, secret: string): string {
   return `st${LETTER[kind]}_${id}_${secret}`;
 }
 

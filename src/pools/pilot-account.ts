@@ -38,7 +38,7 @@ export class PoolAccountError extends Error {
 }
 
 /** The local account of that name (through NSS, so LDAP accounts too), or null when there is none. */
-export function lookupAccount(name: string): LocalAccount | null {
+function lookupAccount(name: string): LocalAccount | null {
   try {
     const line = execFileSync("getent", ["passwd", name], { encoding: "utf8", timeout: 5000 }).trim();
     const fields = line.split("\n")[0].split(":");
@@ -50,7 +50,7 @@ export function lookupAccount(name: string): LocalAccount | null {
 }
 
 /** The account this broker runs as. */
-export function brokerAccount(): LocalAccount {
+function brokerAccount(): LocalAccount {
   const me = userInfo();
   return { name: me.username, uid: me.uid, home: me.homedir };
 }

@@ -13,7 +13,7 @@ export interface PilotLedger {
 }
 
 /** Where a pool's ids are kept among the store's meta entries. */
-export function pilotLedgerKey(pool: string): string {
+function pilotLedgerKey(pool: string): string {
   return `pool.${pool}.pilots`;
 }
 

@@ -99,7 +99,7 @@ export interface PoolManagerOptions {
 }
 
 /** A pilot's host name: its pool and its batch job id. */
-export function pilotHostName(pool: string, jobId: string): string {
+function pilotHostName(pool: string, jobId: string): string {
   return `${pool}-${jobId}`;
 }
 

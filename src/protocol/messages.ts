@@ -25,6 +25,9 @@ export function ofAnotherVersion(message: unknown, type: "hello" | "welcome"): S
   };
 }
 
+/** Where in its work folder an agent keeps the host credential of its first welcome. */
+export const HOST_CREDENTIAL_FILE = "host-credential";
+
 export const hostFacts = z.object({
   name: z.string(),
   pool: z.string(),
@@ -231,7 +234,6 @@ export type EndedEvent = z.infer<typeof endedEvent>;
 export type LogMessage = z.infer<typeof logMessage>;
 export type AgentMessage = z.infer<typeof agentMessage>;
 export type StartMessage = z.infer<typeof startMessage>;
-export type StopMessage = z.infer<typeof stopMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 

@@ -1,4 +1,5 @@
-// Errors a request can end with; the API maps them to 404, 409 and 400.
+// Errors a request can end with; the API maps them to 404, 409 and 400, and a standby's to a
+// redirect to the leader or 503.
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
@@ -7,5 +8,16 @@ export class InvalidRequestError extends Error {
   constructor(field: string, message: string) {
     super(`${field}: ${message}`);
     this.field = field;
+  }
+}
+
+/** The request needs the leader and this server is not (or no longer) it. */
+export class NotLeaderError extends Error {
+  readonly leader: string | null;
+  constructor(leader: string | null) {
+    super(
+      leader ? `this server is standby; the leader is ${leader}` : "this server is standby; no leader yet",
+    );
+    this.leader = leader;
   }
 }

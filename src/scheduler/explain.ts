@@ -12,7 +12,11 @@ import {
 } from "../model/cel-clauses.ts";
 import type { HostFacts } from "../model/records.ts";
 import { batchKey } from "./batches.ts";
-import { explainRunningTask, type RunningTaskExplanation, type RunningTaskView } from "./explain-running.ts";
+import {
+  explainRunningTask,
+  type RunningTaskAssessment,
+  type RunningTaskExplanation,
+} from "./explain-running.ts";
 import type { OwnerShare } from "./fair-share.ts";
 import { jobsAhead } from "./queue-position.ts";
 import {
@@ -53,7 +57,7 @@ export interface ExplainInput {
   queue: readonly JobView[];
   owners?: ReadonlyMap<string, OwnerShare>;
   /** The job's live attempts (with rescheduling's and preemption's last word once those land). */
-  running?: readonly RunningTaskView[];
+  running?: readonly RunningTaskAssessment[];
 }
 
 export interface Explanation {

@@ -156,7 +156,3 @@ export interface Plan {
   /** When the scheduler wants another pass even if nothing happens (it waits for a task expected to end). */
   recheckAt?: number;
 }
-
-export function emptyPlan(): Plan {
-  return { place: [], stop: [] };
-}

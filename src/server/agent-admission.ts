@@ -3,9 +3,9 @@
 // it from then on; a join token alone no longer speaks for that host name, so a leaked join token
 // cannot take over a known host. Revoking a join token revokes the credentials given under it.
 
-import { HOST_CREDENTIAL_FILE } from "../agent/host-credential.ts";
 import type { Credentials } from "../api/auth.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
+import { HOST_CREDENTIAL_FILE } from "../protocol/messages.ts";
 
 export interface AgentHello {
   name: string;

@@ -6,6 +6,7 @@
 // it still tries to write.
 
 import type { Logger } from "pino";
+import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
@@ -15,17 +16,6 @@ import { type AgentLinks, Core } from "./core.ts";
 export const DEFAULT_LEASE_SECONDS = 2;
 /** A lease is renewed, and a standby looks at it, this many times per lease. */
 const CHECKS_PER_LEASE = 3;
-
-/** The request needs the leader and this server is not (or no longer) it. */
-export class NotLeaderError extends Error {
-  readonly leader: string | null;
-  constructor(leader: string | null) {
-    super(
-      leader ? `this server is standby; the leader is ${leader}` : "this server is standby; no leader yet",
-    );
-    this.leader = leader;
-  }
-}
 
 export interface BrokerOptions {
   store: Store;

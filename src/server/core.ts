@@ -1,7 +1,7 @@
 // The broker's core as the API and the agent gateway see it: each request or report becomes one
 // handler run by the reactor (src/reactor/), queries read the cluster state (src/state/).
 
-import type { JobSpec } from "../model/jobfile.ts";
+import type { JobSpec } from "../model/job-spec.ts";
 import type { HostFacts, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
 import type { JobState } from "../model/states.ts";
 import { newTokenOf } from "../model/tokens.ts";
@@ -41,7 +41,7 @@ import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { progressMade, remainingSeconds } from "../scheduler/estimate.ts";
 import { type Explanation, explain } from "../scheduler/explain.ts";
-import type { RunningTaskView } from "../scheduler/explain-running.ts";
+import type { RunningTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { describeAhead } from "../scheduler/queue-position.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
@@ -60,7 +60,6 @@ import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
 
 export type { AgentLinks } from "../reactor/effects.ts";
-export { ConflictError, InvalidRequestError, NotFoundError } from "../reactor/errors.ts";
 
 export interface CoreOptions {
   heartbeatSeconds: number;
@@ -209,7 +208,7 @@ export class Core {
     // Each running task with the rescheduling estimate and the preemption verdict as of now.
     const policy = policyOf(this.reactor.options.policy);
     const hosts = state.hostViews(now, policy.walltimeMarginSeconds);
-    const running: RunningTaskView[] = [];
+    const running: RunningTaskAssessment[] = [];
     for (const attempt of job.allLiveAttempts()) {
       const live = state.liveAttempt(attempt.jobId, attempt.taskIndex, attempt.number);
       if (!live) continue;

@@ -6,8 +6,8 @@
 
 import { Readable } from "node:stream";
 import { type CheckpointManifest, readCheckpointManifest } from "../protocol/messages.ts";
+import { checkpointObjectKey, checkpointPrefix, gangManifestKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
-import { checkpointObjectKey, checkpointPrefix, gangManifestKey } from "./blob-keys.ts";
 
 /** The newest generation every one of `ranks` ranks has committed, or null. Pure. */
 export function newestCompleteGeneration(

@@ -17,9 +17,9 @@ import {
   type ServerMessage,
 } from "../protocol/messages.ts";
 import { agentRefusal, stewardRelease } from "../protocol/versions.ts";
+import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
-import { logKey } from "./blob-keys.ts";
 import type { AgentLinks, Core } from "./core.ts";
 import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
@@ -196,9 +196,17 @@ export class AgentGateway implements AgentLinks {
                   .drain(host)
                   .then(() => log.info({ host, reason: event.reason }, "agent leaving"));
               } else {
-                // The whole log is in before the end is applied.
-                await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stdout"));
-                await this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, "stderr"));
+                // The whole log is in before the end is applied: of the rank that ended, or of every
+                // rank the host runs of the attempt when the report names none.
+                const ranks =
+                  event.rank === undefined
+                    ? core.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
+                    : [event.rank];
+                for (const rank of ranks.length > 0 ? ranks : [0])
+                  for (const stream of ["stdout", "stderr"] as const)
+                    await this.logWrites.get(
+                      logKey(event.jobId, event.taskIndex, event.attempt, stream, rank),
+                    );
                 applied = core.attemptEnded(host, event);
               }
               // The next report is applied as soon as this one is in memory (order kept, commits grouped);

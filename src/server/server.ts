@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-timeout.ts";
+import { trackRequests } from "../api/last-resort.ts";
 import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
 import { DEFAULT_MAX_UPLOAD_MB, MAX_JOB_FILE_BYTES } from "../api/upload-limit.ts";
@@ -14,19 +15,19 @@ import { startBackup } from "../backup/backup.ts";
 import { GatedBlobStore } from "../backup/deletion-gate.ts";
 import { SlurmDriver } from "../drivers/slurm.ts";
 import { warmUpExpressions } from "../model/cel.ts";
-import { parseJobFileText } from "../model/jobfile.ts";
+import { parseJobFileText } from "../model/job-spec.ts";
 import type { PoolSpec } from "../model/pools-file.ts";
 import { resolvePoolAccounts } from "../pools/pilot-account.ts";
 import { metaLedger } from "../pools/pilot-ledger.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
+import { NotLeaderError } from "../reactor/errors.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
-import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, NotLeaderError } from "./broker.ts";
+import { Broker, DEFAULT_LEASE_SECONDS, leadingCore } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
-import { trackRequests } from "./last-resort.ts";
 
 export const DEFAULT_PORT = 4780;
 /** The `steward` executable pilots run (this checkout's). */

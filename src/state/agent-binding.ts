@@ -7,7 +7,7 @@ import type { AttemptRecord } from "../model/records.ts";
 import type { ClusterState } from "./cluster-state.ts";
 
 /** The ranks `host` runs of an attempt: [0] for a single-host attempt on it, none when it is elsewhere. */
-export function ranksOnHost(attempt: Pick<AttemptRecord, "host" | "placement">, host: string): number[] {
+function ranksOnHost(attempt: Pick<AttemptRecord, "host" | "placement">, host: string): number[] {
   if (attempt.placement.length === 0) return attempt.host === host ? [0] : [];
   return attempt.placement.filter((entry) => entry.host === host).map((entry) => entry.rank);
 }

@@ -3,8 +3,8 @@
 
 import { type CompiledExpression, compileExpression } from "../model/cel.ts";
 import { isLive } from "../model/ids.ts";
+import { nodesOf } from "../model/job-spec.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../model/job-state.ts";
-import { nodesOf } from "../model/jobfile.ts";
 import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../model/records.ts";
 import { mayAddReplica } from "../model/replicas.ts";
 import type { TaskState } from "../model/states.ts";

@@ -6,7 +6,7 @@ import { closeSync, createReadStream, type Dirent, fstatSync, openSync } from "n
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
-import { BLOB_TEMP_PREFIX, checkBlobKey, compareKeys, trimPrefix } from "./blob-keys.ts";
+import { BLOB_TEMP_PREFIX, checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
 

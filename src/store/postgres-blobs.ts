@@ -18,7 +18,7 @@
 
 import { Readable } from "node:stream";
 import { escapeIdentifier, Pool, type PoolClient, type QueryConfig, TypeOverrides, types } from "pg";
-import { checkBlobKey, compareKeys, trimPrefix } from "./blob-keys.ts";
+import { checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
 import { inTransaction } from "./pg-transaction.ts";

@@ -194,7 +194,7 @@ export interface Dialect {
   readJson(value: unknown): unknown;
 }
 
-export function json(value: unknown): string {
+function json(value: unknown): string {
   const text = JSON.stringify(value);
   if (text === undefined) throw new TypeError("value cannot be stored as JSON");
   return text;
@@ -249,7 +249,7 @@ function decoder(column: Column<unknown>, dialect: Dialect): Decoder {
   }
 }
 
-export function rowCodec<R>(table: Table<R>, dialect: Dialect): RowCodec<R> {
+function rowCodec<R>(table: Table<R>, dialect: Dialect): RowCodec<R> {
   const written = table.columns as readonly Column<unknown>[];
   const fields = written.map((each) => each.field);
   const encoders = written.map((each) => encoder(each, dialect, table.name));

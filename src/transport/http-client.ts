@@ -192,7 +192,7 @@ export class RedirectRefusedError extends Error {
  * Why the redirect from `from` to `to` must not be followed, or null when it may: it must stay on
  * HTTPS when it started there, and lead to the same origin or one of `allowed`.
  */
-export function redirectRefusal(
+function redirectRefusal(
   from: URL,
   to: URL,
   allowed: ReadonlySet<string>,

@@ -19,7 +19,7 @@ export const CERTIFICATE_ERROR_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /** The PEM certificates in a file; throws naming the file when it holds none. */
-export function readCertificates(path: string): string[] {
+function readCertificates(path: string): string[] {
   const text = readFileSync(path, "utf8");
   const found = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (found.length === 0) throw new Error(`${path} holds no PEM certificate`);

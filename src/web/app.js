@@ -187,16 +187,24 @@ function Actions({ job, hosts, onDone }) {
   </div>`;
 }
 
-function TaskDetail({ jobId, index, onClose }) {
+/** One task's attempts and log; `refreshedAt` is when the job last changed: its attempts are read again then. */
+function TaskDetail({ jobId, index, onClose, refreshedAt }) {
   const [task, setTask] = useState(null);
   const [log, setLog] = useState("");
   const [error, setError] = useState(null);
+  // Read again whenever the job changed (refreshedAt): a migration or a retry adds an attempt.
   useEffect(() => {
     let stopped = false;
     call("GET", `/api/v1/jobs/${jobId}/tasks/${index}`).then(
       (t) => !stopped && setTask(t),
       (e) => setError(e.message),
     );
+    return () => {
+      stopped = true;
+    };
+  }, [jobId, index, refreshedAt]);
+  useEffect(() => {
+    let stopped = false;
     setLog("");
     const stop = followLog(jobId, index, (text) => !stopped && setLog((previous) => previous + text));
     return () => {
@@ -276,8 +284,8 @@ function JobPage({ id, live }) {
     <${Actions} job=${job} hosts=${hosts} onDone=${load} />
     ${states ? html`<${TaskMap} states=${states} arrivedAt=${arrivedAt} onOpen=${setTask} />` : null}
     ${job.tasks ? html`<${Timeline} tasks=${timelineTasks} />` : html`<p class="muted">The timeline shows the attempts of a task you open on the map (the job has ${total.toLocaleString()} tasks).</p>`}
-    ${task === null && job.tasks?.length === 1 ? html`<${TaskDetail} jobId=${job.id} index=${0} onClose=${() => {}} />` : null}
-    ${task !== null ? html`<${TaskDetail} jobId=${job.id} index=${task} onClose=${() => setTask(null)} />` : null}
+    ${task === null && job.tasks?.length === 1 ? html`<${TaskDetail} jobId=${job.id} index=${0} onClose=${() => {}} refreshedAt=${arrivedAt} />` : null}
+    ${task !== null ? html`<${TaskDetail} jobId=${job.id} index=${task} onClose=${() => setTask(null)} refreshedAt=${arrivedAt} />` : null}
     <details>
       <summary>Job file</summary>
       <pre class="spec">${toYaml(job.spec)}</pre>

@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Chromium through playwright-core) against a real server and
-// agents: sign-in, the live jobs list, a migration on the timeline, cancelling from the page, a bad
-// job file, the task map of a 100,000-task array, and draining, undraining and removing hosts.
+// agents: sign-in, the live jobs list, a migration on the timeline and in the task's attempts,
+// cancelling from the page, a bad job file, the task map of a 100,000-task array, and draining,
+// undraining and removing hosts.
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -96,7 +97,7 @@ browserTests(() => {
   });
 
   let moved: string;
-  it("a migration from the CLI shows as two attempts on two hosts with an arrow", async () => {
+  it("a migration from the CLI shows as two attempts on two hosts with an arrow, and in the task's attempts", async () => {
     moved = await submit({ name: "mover", command: "sleep 120" });
     await waitFor(
       "it to run",
@@ -120,6 +121,15 @@ browserTests(() => {
     expect(await page.getAttribute(".timeline g.bar[data-attempt='1']", "class")).toContain(
       "outcome-migrated",
     );
+    // The task's table of attempts follows too: the first ended, migrated; the second runs.
+    const attemptRows = () =>
+      page.$$eval(".task-detail table.attempts tbody tr", (rows) =>
+        rows.map((row) => [...row.querySelectorAll("td")].slice(0, 4).map((cell) => cell.textContent)),
+      );
+    await expect.poll(attemptRows, { timeout: 20_000 }).toEqual([
+      ["1", bars[0].host, "ended", "migrated"],
+      ["2", bars[1].host, "running", ""],
+    ]);
   });
 
   it("cancelling from the page (after confirming) ends the job", async () => {

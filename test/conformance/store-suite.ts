@@ -4,7 +4,7 @@
 // orderings, and durability across a restart.
 
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type {
   AttemptRecord,
   EventRecord,

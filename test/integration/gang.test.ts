@@ -3,7 +3,8 @@
 // restart pool (the gang restarts on the 2 healthy hosts + the spare, every rank resumes from the
 // same complete generation, the checksum is unchanged); a rank that exits 1 (the job fails, the
 // other ranks are stopped, none left running); a 4-rank gang on 3 hosts waits, with explain naming
-// the shortfall, while 1-rank jobs run, and starts when a 4th host joins.
+// the shortfall, while 1-rank jobs run, and starts when a 4th host joins; a rank above 0 whose last
+// lines come just before its end has its whole log in by the time the job has ended.
 
 import { execFile } from "node:child_process";
 import { cpSync, readFileSync } from "node:fs";
@@ -289,6 +290,32 @@ describe("multi-node jobs", () => {
     expect(outputs.map((each) => each.path).sort()).toStrictEqual(["rank-0/out", "rank-1/out"]);
     expect(await output(s, id, "rank-1/out")).toBe("from 1");
   }, 60_000);
+
+  it("a rank above 0 that prints its last lines just before it ends: its whole log is there once the job has ended", async () => {
+    const s = await cluster([{ name: "h1" }, { name: "h2" }]);
+    // Rank 1 ends last, right after printing about 15 MB: the agent sends them in many chunks just
+    // before its end report, and the broker appends each one to the blob store in turn.
+    const lines = 2_000_000;
+    const { id } = await api(s, "POST", "/api/v1/jobs", {
+      command: `if [ "$STEWARD_NODE_RANK" = 1 ]; then sleep 1; seq 1 ${lines}; echo "rank 1 done"; fi`,
+      nodes: 2,
+    });
+    const job = await waitFor(
+      `job ${id} to end`,
+      async () => {
+        const each = await getJob(s, id);
+        return ["succeeded", "failed", "cancelled"].includes(each.state) ? each : null;
+      },
+      60_000,
+      10,
+    );
+    expect(job.state).toBe("succeeded");
+    const log = await rankLog(s, id, 1);
+    const expected = `${Array.from({ length: lines }, (_, i) => i + 1).join("\n")}\nrank 1 done\n`;
+    expect(log.length).toBe(expected.length);
+    expect(log.endsWith("\nrank 1 done\n")).toBe(true);
+    expect(log === expected).toBe(true);
+  }, 90_000);
 
   it("two 2-rank gangs on 3 hosts never deadlock: both finish", async () => {
     const s = await cluster([{ name: "h1" }, { name: "h2" }, { name: "h3" }]);

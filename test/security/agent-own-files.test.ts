@@ -19,14 +19,11 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  HOST_CREDENTIAL_FILE,
-  readHostCredential,
-  writeHostCredential,
-} from "../../src/agent/host-credential.ts";
+import { readHostCredential, writeHostCredential } from "../../src/agent/host-credential.ts";
 import { writeNewFile } from "../../src/agent/new-file.ts";
 import { writeInPlace } from "../../src/agent/spare-folders.ts";
 import { defaultWorkFolder } from "../../src/cli/work-folder.ts";
+import { HOST_CREDENTIAL_FILE } from "../../src/protocol/messages.ts";
 
 let work: string;
 let victim: string;

@@ -7,7 +7,7 @@ import { Environment } from "@marcbachmann/cel-js";
 import { describe, expect, it } from "vitest";
 import { checkExpression } from "../../src/model/cel.ts";
 import { CEL_COST_BUDGET, estimateCost } from "../../src/model/cel-cost.ts";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 
 const parser = new Environment({ homogeneousAggregateLiterals: false });
 const cost = (source: string) => estimateCost(parser.parse(source).ast);

@@ -3,7 +3,7 @@
 // reason and numbers in the events), its task restarts elsewhere, and the host ranks last for the job.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
 

@@ -3,7 +3,7 @@
 
 import { setImmediate as tick } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";

@@ -3,8 +3,8 @@
 // for, and a restart reads only the live jobs whole. Real SQLite store, recording link.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
-import { ConflictError } from "../../src/server/core.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
+import { ConflictError } from "../../src/reactor/errors.ts";
 import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
 
 let harness: Harness;

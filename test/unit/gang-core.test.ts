@@ -4,7 +4,7 @@
 // healthy ranks go back to their hosts, and never before the other ranks confirmed their stop.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";

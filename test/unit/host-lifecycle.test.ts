@@ -3,7 +3,7 @@
 // counted live end lost naming who removed it; the host credential is revoked; a restart keeps it gone).
 
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import { ConflictError, NotFoundError } from "../../src/reactor/errors.ts";
 import { Harness, hello, settle } from "../helpers/core-harness.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { JobRecord, TaskRecord } from "../../src/model/records.ts";
 import { JobEntry } from "../../src/state/job-entry.ts";
 import { JobQueue } from "../../src/state/job-queue.ts";

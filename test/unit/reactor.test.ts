@@ -2,7 +2,7 @@
 // reconnects and restarts, failure classes at the edges, terms fence a deposed server.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import { SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
 import { applyPlan } from "../../src/planner/apply-plan.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";

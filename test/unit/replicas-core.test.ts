@@ -3,7 +3,7 @@
 // afterwards changes nothing; a failing replica leaves the task to the others.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import { REPLICA_LOST_REASON } from "../../src/reactor/handlers/attempts.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";

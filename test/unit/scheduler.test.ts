@@ -3,9 +3,9 @@ import { compileExpression } from "../../src/model/cel.ts";
 import type { HostFacts } from "../../src/model/records.ts";
 import type { HostState } from "../../src/model/states.ts";
 import { explainJob } from "../../src/scheduler/explain.ts";
-import { hostFeasibility } from "../../src/scheduler/feasibility.ts";
 import { schedule } from "../../src/scheduler/plan.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import { infeasibility } from "../../src/scheduler/stages/feasibility.ts";
 import { capacityShortfall, fitsCapacity } from "../../src/scheduler/stages/fit.ts";
 import type { HostView, JobView, Placement } from "../../src/scheduler/view.ts";
 
@@ -180,58 +180,47 @@ describe("fitsCapacity and capacityShortfall", () => {
   });
 });
 
-describe("hostFeasibility", () => {
+describe("infeasibility", () => {
   it.each([
-    ["a ready connected host", {}, { name: "h" }, { ok: true }],
-    ["a lost host", {}, { name: "h", state: "lost" }, { ok: false, reason: "host is lost" }],
-    ["a draining host", {}, { name: "h", state: "draining" }, { ok: false, reason: "host is draining" }],
-    [
-      "a disconnected host",
-      {},
-      { name: "h", connected: false },
-      { ok: false, reason: "host agent is not connected" },
-    ],
+    ["a ready connected host", {}, { name: "h" }, null],
+    ["a lost host", {}, { name: "h", state: "lost" }, "host is lost"],
+    ["a draining host", {}, { name: "h", state: "draining" }, "host is draining"],
+    ["a disconnected host", {}, { name: "h", connected: false }, "host agent is not connected"],
     [
       "more cpus than the host has slots",
       { cpus: 8 },
       { name: "h", slots: 4 },
-      { ok: false, reason: "job needs 8 cpus, host has 4 slots" },
+      "job needs 8 cpus, host has 4 slots",
     ],
     [
       "more memory than the host has",
       { memoryMb: 9000 },
       { name: "h", memoryMb: 8192 },
-      { ok: false, reason: "job needs 9000 MB, host has 8192 MB" },
+      "job needs 9000 MB, host has 8192 MB",
     ],
-    [
-      "a busy host still feasible",
-      { cpus: 4 },
-      { name: "h", slots: 4, slotsFree: 0, memoryFreeMb: 0 },
-      { ok: true },
-    ],
+    ["a busy host still feasible", { cpus: 4 }, { name: "h", slots: 4, slotsFree: 0, memoryFreeMb: 0 }, null],
     [
       "requirements false",
       { requirements: 'host.arch == "aarch64"' },
       { name: "h" },
-      { ok: false, reason: "requirements are false on this host" },
+      "requirements are false on this host",
     ],
     [
       "requirements true",
       { requirements: 'host.labels.tier == "gold"' },
       { name: "h", facts: { labels: { tier: "gold" } } },
-      { ok: true },
+      null,
     ],
-  ] as [string, Omit<JobRow, "id">, HostRow, unknown][])("%s", (_, jobRow, hostRow, expected) => {
-    expect(hostFeasibility(job({ id: "j", ...jobRow }), host(hostRow))).toEqual(expected);
+  ] as [string, Omit<JobRow, "id">, HostRow, string | null][])("%s", (_, jobRow, hostRow, expected) => {
+    expect(infeasibility(job({ id: "j", ...jobRow }), host(hostRow))).toBe(expected);
   });
 
   it("a missing label is infeasible with a reason naming the key", () => {
-    const result = hostFeasibility(
+    const reason = infeasibility(
       job({ id: "j", requirements: 'host.labels.zone == "a"' }),
       host({ name: "h" }),
     );
-    expect(result.ok).toBe(false);
-    expect(result.ok ? "" : result.reason).toMatch(/cannot be evaluated.*zone/);
+    expect(reason).toMatch(/cannot be evaluated.*zone/);
   });
 });
 

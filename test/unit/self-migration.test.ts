@@ -3,7 +3,7 @@
 // the job off a host that no longer satisfies them; invalid ones are reported once and ignored.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";

@@ -11,20 +11,14 @@ import { text } from "node:stream/consumers";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { nodesOf } from "../../model/jobfile.ts";
+import { nodesOf } from "../../model/job-spec.ts";
 import {
   type CheckpointManifest,
   checkpointManifest,
   readCheckpointManifest,
 } from "../../protocol/messages.ts";
-import {
-  checkpointManifestKey,
-  checkpointObjectKey,
-  checkpointPrefix,
-  inputKey,
-  outputKey,
-} from "../../server/blob-keys.ts";
-import { ConflictError, type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { Core } from "../../server/core.ts";
 import {
   committedGenerations,
   dropOldGangCheckpoints,
@@ -32,6 +26,13 @@ import {
   readRankManifest,
   writeRankManifest,
 } from "../../server/gang-checkpoints.ts";
+import {
+  checkpointManifestKey,
+  checkpointObjectKey,
+  checkpointPrefix,
+  inputKey,
+  outputKey,
+} from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";

@@ -5,13 +5,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../model/jobfile.ts";
+import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../model/job-spec.ts";
 import { JobFileError } from "../../model/jobfile-error.ts";
 import { isEndedState, JOB_STATES } from "../../model/states.ts";
-import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../server/blob-keys.ts";
-import { type Core, InvalidRequestError, NotFoundError } from "../../server/core.ts";
+import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { Core } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { JobHeader } from "../../state/job-header.ts";
+import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
@@ -437,7 +438,7 @@ export function registerJobRoutes(
  * other id after them, as text), so that `after` needs no lookup and still works once the job it
  * names is gone.
  */
-export function compareJobIds(a: string, b: string): number {
+function compareJobIds(a: string, b: string): number {
   const numeric = /^\d+$/;
   const aNumber = numeric.test(a);
   const bNumber = numeric.test(b);

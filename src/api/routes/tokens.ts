@@ -29,7 +29,7 @@ const lifetime = z
 
 const tokenParams = z.object({ id: z.string().min(1).meta({ description: "the token's id" }) });
 
-export function tokenView(record: TokenRecord, now: number): TokenView {
+function tokenView(record: TokenRecord, now: number): TokenView {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     id: record.id,

@@ -165,7 +165,7 @@ function tokenWarnings(options: { token?: string; tokenFile?: string }): string[
 }
 
 /** The join token: --token, else --token-file, else STEWARD_JOIN_TOKEN; one of them is needed. */
-export function joinTokenOf(options: { token?: string; tokenFile?: string }): string {
+function joinTokenOf(options: { token?: string; tokenFile?: string }): string {
   if (options.token) return options.token;
   if (options.tokenFile) {
     let text: string;

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-import { loadJobFile, STDIN, submissionBody } from "../job-file.ts";
+import { loadJobFile, STDIN, submissionBody } from "../job-submission.ts";
 import { describe } from "./index.ts";
 import { waitForJobs } from "./wait.ts";
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
-import { installLastResortGuard } from "../../server/last-resort.ts";
+import { installLastResortGuard } from "../../api/last-resort.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../server/log-limit.ts";
 import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";

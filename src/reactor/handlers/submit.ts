@@ -1,6 +1,6 @@
 // A new job: its tasks start pending (or waiting on their dependencies).
 
-import { type JobSpec, taskCount } from "../../model/jobfile.ts";
+import { type JobSpec, taskCount } from "../../model/job-spec.ts";
 import { newTask } from "../../model/new-records.ts";
 import type { JobRecord, TaskRecord } from "../../model/records.ts";
 import { submissionKey } from "../../state/cluster-state.ts";

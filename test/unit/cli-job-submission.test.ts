@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadJobFile, submissionBody } from "../../src/cli/job-file.ts";
+import { loadJobFile, submissionBody } from "../../src/cli/job-submission.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 describe("CLI job file", () => {
