@@ -6,7 +6,7 @@
 import { statSync } from "node:fs";
 import { mkdir, open, readdir } from "node:fs/promises";
 import os from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
 import {
@@ -24,6 +24,7 @@ import { HttpClient } from "../transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { lockWorkFolder } from "./attempt-folder.ts";
+import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups } from "./enforcement.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
 import { Launcher } from "./launcher.ts";
@@ -65,6 +66,8 @@ export interface AgentOptions {
    * 077 for their own files (cli/private-folder.ts). Default: the agent's own at the time.
    */
   jobUmask?: number;
+  /** Enforce attempts' memory, CPU and process limits with cgroups where the host allows (default true; --no-enforce). */
+  enforce?: boolean;
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
@@ -170,8 +173,16 @@ export class Agent {
     this.credential = await readHostCredential(this.options.workDir);
     this.launcher.on("started", (dir, pid) => this.started(dir, pid));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
+    this.context.enforcement = this.chooseEnforcement();
+    this.fixed.enforces = this.context.enforcement !== null;
     this.launcher.start();
     await this.adoptAttempts();
+    if (this.context.enforcement) {
+      const live = new Set([...this.attempts.values()].map((attempt) => basename(attempt.dir)));
+      const swept = await sweepCgroups(this.context.enforcement, live);
+      if (swept > 0)
+        this.log.info({ swept }, "removed the cgroups of attempts that ended while the agent was away");
+    }
     this.timers.push(setInterval(() => void this.flushLogs(), LOG_FLUSH_MS));
     this.timers.push(setInterval(() => void this.pollExits(), EXIT_POLL_MS));
     const { idleSeconds, onIdle } = this.options;
@@ -220,8 +231,26 @@ export class Agent {
     for (const timer of this.timers) clearInterval(timer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (killAttempts) for (const attempt of this.attempts.values()) attempt.kill();
+    // An agent that holds no attempt leaves no cgroup of its own behind.
+    if (this.context.enforcement && this.attempts.size === 0) removeBase(this.context.enforcement);
     this.launcher.close();
     this.ws?.terminate();
+  }
+
+  /** Enforcement where the host allows it, said in one line either way. */
+  private chooseEnforcement(): Enforcement | null {
+    if (this.options.enforce === false) {
+      this.log.warn("not enforcing resource limits: --no-enforce");
+      return null;
+    }
+    const found = readLayout();
+    const chosen = "layout" in found ? openEnforcement(this.name, this.options.workDir, found.layout) : found;
+    if ("unavailable" in chosen) {
+      this.log.warn(`not enforcing resource limits: ${chosen.unavailable}`);
+      return null;
+    }
+    this.log.info(chosen.enforcement.description);
+    return chosen.enforcement;
   }
 
   private serverUrl(): string {

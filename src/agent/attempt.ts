@@ -19,14 +19,16 @@ import {
   writeSync,
 } from "node:fs";
 import { chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { AgentOutcome, StartMessage } from "../protocol/messages.ts";
+import type { AgentOutcome, EndedEvent, StartMessage } from "../protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts";
 import type { HttpClient } from "../transport/http-client.ts";
+import type { AttemptCgroup } from "./attempt-cgroup.ts";
 import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
 import { CheckpointSync } from "./checkpoint.ts";
+import type { Enforcement } from "./enforcement.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
@@ -52,6 +54,8 @@ export interface AttemptContext {
   spares: SpareFolders;
   /** The umask jobs start with (the agent's own when absent). */
   jobUmask?: number;
+  /** Where attempts' limits are enforced (cgroups); null or absent: they are not. */
+  enforcement?: Enforcement | null;
 }
 
 export interface AttemptResult {
@@ -60,6 +64,14 @@ export interface AttemptResult {
   reason: string | null;
   outputs: string[];
   cause?: "staging";
+  usage?: AttemptUsage;
+}
+
+export type AttemptUsage = NonNullable<EndedEvent["usage"]>;
+
+/** The reason of an attempt the kernel killed for its memory limit. */
+export function outOfMemoryReason(memoryMb: number | undefined): string {
+  return `out of memory: limit ${memoryMb ?? 0} MB reached`;
 }
 
 export type StopOutcome = "cancelled" | "preempted" | "migrated" | "lost" | "timed_out";
@@ -116,6 +128,8 @@ export class Attempt {
   private limitTimer: NodeJS.Timeout | null = null;
   private checkpointTimer: NodeJS.Timeout | null = null;
   private readonly context: AttemptContext;
+  /** The attempt's cgroup, where limits are enforced (named after its folder). */
+  private readonly cgroup: AttemptCgroup | null;
 
   constructor(spec: StartMessage, context: AttemptContext) {
     this.spec = spec;
@@ -136,6 +150,7 @@ export class Attempt {
       dir: join(this.dir, "checkpoint"),
       ...(spec.gang ? { rank: spec.gang.rank } : {}),
     });
+    this.cgroup = context.enforcement?.attempt(basename(this.dir)) ?? null;
   }
 
   get key(): string {
@@ -198,6 +213,15 @@ export class Attempt {
     };
     // Root's alone, like job.sh: the job's shell reads it through a descriptor root opens.
     if (paths.environmentFile) writeNewFile(paths.environmentFile, jobEnvironmentFile(this.spec, paths));
+    // Its cgroup, with its limits: job.sh joins it first thing, so that all the job makes is in it.
+    if (this.cgroup) {
+      this.cgroup.create({
+        memoryMb: this.spec.memoryMb,
+        cpus: this.spec.cpus,
+        maxProcesses: this.spec.maxProcesses,
+      });
+      paths.cgroupJoin = this.cgroup.joinScript();
+    }
     writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
     if (user) {
       await handOver(this.dir, user.account);
@@ -358,8 +382,37 @@ export class Attempt {
   ): Promise<AttemptResult> {
     this.exitCode = exitCode;
     this.clearTimers();
-    // Whatever the job left running in its group goes with it.
+    // Whatever the job left running in its group goes with it, and with a cgroup, whatever it
+    // left anywhere else (a process in a session of its own).
     this.signal("SIGKILL");
+    const usage = await this.measureAndEnd();
+    const result = await this.outcome(exitCode, reasonIfUnknown, usage.oomKills);
+    return { ...result, usage };
+  }
+
+  /** What the attempt used (its cgroup's counters), then its cgroup emptied and removed. */
+  private async measureAndEnd(): Promise<AttemptUsage> {
+    const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
+    if (!this.cgroup)
+      return { wallSeconds, cpuUserSeconds: null, cpuSystemSeconds: null, peakMemoryMb: null, oomKills: 0 };
+    const oomKills = this.cgroup.oomKills();
+    await this.cgroup.killAll();
+    const { cpu, peakMemoryBytes } = this.cgroup.usage();
+    await this.cgroup.remove();
+    return {
+      wallSeconds,
+      cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,
+      cpuSystemSeconds: cpu === null ? null : cpu.systemMs / 1000,
+      peakMemoryMb: peakMemoryBytes === null ? null : peakMemoryBytes / 2 ** 20,
+      oomKills,
+    };
+  }
+
+  private async outcome(
+    exitCode: number | null,
+    reasonIfUnknown: string,
+    oomKills: number,
+  ): Promise<AttemptResult> {
     const stop = this.stopRequest;
     // Once more when the attempt stops short of success: the next attempt resumes from here. A
     // job asked to stop stops short of success even when it exits 0 (the SDKs' examples save their
@@ -367,6 +420,9 @@ export class Attempt {
     if (exitCode !== 0 || stop) await this.checkpoint.sync().catch(() => null);
     if (stop) return { outcome: stop.outcome, exitCode, reason: stop.reason, outputs: [] };
     if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
+    // The kernel killed a process of the job for its memory limit: that, not the signal, is why.
+    if (exitCode !== 0 && oomKills > 0)
+      return { outcome: "failed", exitCode, reason: outOfMemoryReason(this.spec.memoryMb), outputs: [] };
     if (exitCode !== 0) {
       const reason = exitCode > 128 ? `killed by signal ${exitCode - 128}` : `exit code ${exitCode}`;
       return { outcome: "failed", exitCode, reason, outputs: [] };
@@ -395,6 +451,8 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
+    // Gone already once the end was measured; an attempt that never started may have made one.
+    await this.cgroup?.remove();
     if (this.owner !== null) await removeAttemptFolder(this.dir);
     else this.context.spares.retire(this.dir);
   }

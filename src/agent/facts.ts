@@ -10,6 +10,8 @@ export interface StaticFacts {
   labels: Record<string, string>;
   speed: number;
   workDir: string;
+  /** Whether attempts' limits are enforced (known once the agent has started). */
+  enforces?: boolean;
 }
 
 function normalizeArch(arch: string): string {
@@ -43,5 +45,6 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     speed: fixed.speed,
     labels: fixed.labels,
     slotsFree,
+    enforces: fixed.enforces ?? false,
   };
 }

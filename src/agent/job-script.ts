@@ -16,7 +16,7 @@ export const SDK_PATH = join(import.meta.dirname, "..", "sdk", "index.js");
  */
 export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "python");
 
-function shellQuote(value: string): string {
+export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
@@ -35,6 +35,8 @@ export interface JobPaths {
   umask?: number;
   /** Where the environment of a job run as another account is (jobEnvironmentFile): root's, 0600. */
   environmentFile?: string;
+  /** Shell lines that put the job's shell in the attempt's cgroup (attempt-cgroup.ts), run first. */
+  cgroupJoin?: string;
 }
 
 /**
@@ -113,6 +115,7 @@ const TAKE_ENVIRONMENT =
 
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
+  if (paths.cgroupJoin) lines.unshift(paths.cgroupJoin.trimEnd());
   // The agent makes its own files with umask 077; the job gets the umask the agent was started
   // with, as if run by hand (and setpriv keeps it for a job of another account).
   if (paths.umask !== undefined) lines.push(`umask ${paths.umask.toString(8).padStart(4, "0")}`);

@@ -168,6 +168,8 @@ export interface HostFacts {
   speed: number;
   labels: Record<string, string>;
   slotsFree: number;
+  /** Whether the host's agent enforces attempts' memory, CPU and process limits (absent: an older agent, no). */
+  enforces?: boolean;
   /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
    * Filled in by the server when it looks at the host, not sent by the agent.

@@ -42,6 +42,8 @@ export const hostFacts = z.object({
   speed: z.number(),
   labels: z.record(z.string(), z.string()),
   slotsFree: z.number(),
+  /** Whether the agent enforces its attempts' memory, CPU and process limits (cgroups). */
+  enforces: z.boolean().optional(),
 });
 
 const attemptRef = {
@@ -129,6 +131,19 @@ export const endedEvent = z.object({
    * failure that does not count as a host loss; absent means the host's.
    */
   cause: z.enum(["host", "staging"]).optional(),
+  /** What the attempt used, measured by the agent (absent from agents that did not measure). */
+  usage: z
+    .object({
+      wallSeconds: z.number().min(0),
+      /** CPU time, from the attempt's cgroup (or its process); null when not measured. */
+      cpuUserSeconds: z.number().min(0).nullable(),
+      cpuSystemSeconds: z.number().min(0).nullable(),
+      /** The most memory the attempt held at once, MB; null when not measured. */
+      peakMemoryMb: z.number().min(0).nullable(),
+      /** Processes the kernel killed for the attempt's memory limit. */
+      oomKills: z.int().min(0),
+    })
+    .optional(),
 });
 
 /** A pilot's agent is leaving (its batch job ends): the server places no more work on it. */
@@ -189,6 +204,10 @@ export const startMessage = z.object({
   inputs: z.array(z.string()),
   outputs: z.array(z.string()),
   cpus: z.int().min(1),
+  /** The task's memory, MB: with enforcement, its limit (absent or 0: none). */
+  memoryMb: z.number().min(0).optional(),
+  /** With enforcement, how many processes the attempt may have at once (absent: the agent's default). */
+  maxProcesses: z.int().min(1).optional(),
   timeLimitSeconds: z.number().positive().nullable(),
   graceSeconds: z.number().min(0),
   /** How often the agent uploads the checkpoint folder's changes. */

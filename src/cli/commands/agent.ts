@@ -55,6 +55,10 @@ export function registerAgent(program: Command): void {
       "the lowest uid --run-as or --run-as-owner runs jobs as (default: UID_MIN of /etc/login.defs, else 1000)",
       integer("--run-as-min-uid"),
     )
+    .option(
+      "--no-enforce",
+      "do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
+    )
     .option("--idle-seconds <s>", "leave after this long with no attempt (pilots)", number("--idle-seconds"))
     .option(
       "--ends-at <time>",
@@ -117,6 +121,7 @@ export function registerAgent(program: Command): void {
         slots: options.slots,
         workDir: work.path,
         jobUmask,
+        enforce: options.enforce !== false,
         labels: options.label,
         speed: options.speed,
         log,

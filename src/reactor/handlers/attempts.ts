@@ -33,6 +33,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord): StartMessag
     inputs: job.record.inputs,
     outputs: spec.outputs,
     cpus: spec.resources.cpus,
+    ...(spec.resources.memoryMb > 0 ? { memoryMb: spec.resources.memoryMb } : {}),
     timeLimitSeconds: spec.timeLimitSeconds ?? null,
     graceSeconds: spec.checkpoint.graceSeconds,
     checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,

@@ -1,0 +1,201 @@
+// One attempt's cgroup: made with its limits before the job starts, joined by the job's shell
+// before it execs the command (job.sh), so that every process the job makes, even one that leaves
+// its session, is in it; read for out-of-memory kills and usage when the job ends; then every
+// process left in it is killed and it is removed. In cgroup v1 it is one directory in each
+// hierarchy the agent uses; in v2, one directory.
+
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { CgroupLayout, V1Controller } from "./cgroup-layout.ts";
+import {
+  type AttemptLimits,
+  type CpuTime,
+  cgroupSettings,
+  cpuTimeFromCpuacct,
+  cpuTimeFromCpuStat,
+  oomKillCount,
+} from "./cgroup-limits.ts";
+import { shellQuote } from "./job-script.ts";
+
+/** How long the end of an attempt waits for its last processes to go before it leaves the cgroup be. */
+export const CGROUP_EMPTY_TIMEOUT_MS = 5_000;
+
+/** What an attempt used, read from its cgroup. */
+export interface CgroupUsage {
+  cpu: CpuTime | null;
+  /** The most memory it held at once, in bytes (null where the kernel does not keep it). */
+  peakMemoryBytes: number | null;
+}
+
+/** Where the agent's attempts' cgroups are: one base directory per hierarchy (v1) or one (v2). */
+export type CgroupBase =
+  | { version: 2; dir: string }
+  | { version: 1; dirs: Partial<Record<V1Controller, string>> & Record<"memory" | "cpu" | "pids", string> };
+
+export function baseUnder(layout: CgroupLayout, name: string): CgroupBase {
+  if (layout.version === 2) return { version: 2, dir: `${layout.dir}/${name}` };
+  const dirs: Partial<Record<V1Controller, string>> = {};
+  for (const [controller, dir] of Object.entries(layout.dirs) as [V1Controller, string][])
+    dirs[controller] = `${dir}/${name}`;
+  return { version: 1, dirs: dirs as Extract<CgroupBase, { version: 1 }>["dirs"] };
+}
+
+function read(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+export class AttemptCgroup {
+  readonly base: CgroupBase;
+  readonly name: string;
+
+  constructor(base: CgroupBase, name: string) {
+    this.base = base;
+    this.name = name;
+  }
+
+  /** The attempt's directory for a controller (v2: the one directory). */
+  dirFor(controller: V1Controller): string | null {
+    if (this.base.version === 2) return `${this.base.dir}/${this.name}`;
+    const base = this.base.dirs[controller];
+    return base === undefined ? null : `${base}/${this.name}`;
+  }
+
+  /** Every directory of the attempt, each once (v1 hierarchies may be mounted together). */
+  get dirs(): string[] {
+    if (this.base.version === 2) return [`${this.base.dir}/${this.name}`];
+    return [...new Set(Object.values(this.base.dirs).map((dir) => `${dir}/${this.name}`))];
+  }
+
+  /** Makes the directories and writes the limits; throws naming the file it could not write. */
+  create(limits: AttemptLimits): void {
+    for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
+    const memory = this.dirFor("memory");
+    const swapAccounted =
+      this.base.version === 1 && memory !== null && existsSync(`${memory}/memory.memsw.limit_in_bytes`);
+    for (const setting of cgroupSettings(this.base.version, limits, swapAccounted)) {
+      const path = `${this.dirFor(setting.controller)}/${setting.file}`;
+      try {
+        writeFileSync(path, setting.value);
+      } catch (error) {
+        throw new Error(`cannot set ${path} to ${setting.value}: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** Shell lines that move the shell running them into the attempt's cgroup (`echo 0` moves the writer). */
+  joinScript(): string {
+    return this.dirs.map((dir) => `echo 0 > ${shellQuote(`${dir}/cgroup.procs`)} || exit 125\n`).join("");
+  }
+
+  /** How many processes the kernel killed for the memory limit. */
+  oomKills(): number {
+    const memory = this.dirFor("memory");
+    if (memory === null) return 0;
+    const text = read(`${memory}/${this.base.version === 2 ? "memory.events" : "memory.oom_control"}`);
+    return text === null ? 0 : oomKillCount(text);
+  }
+
+  usage(): CgroupUsage {
+    let cpu: CpuTime | null = null;
+    let peakMemoryBytes: number | null = null;
+    if (this.base.version === 2) {
+      const dir = this.dirs[0];
+      const stat = read(`${dir}/cpu.stat`);
+      cpu = stat === null ? null : cpuTimeFromCpuStat(stat);
+      const peak = read(`${dir}/memory.peak`);
+      peakMemoryBytes = peak === null ? null : Number(peak.trim());
+    } else {
+      const cpuacct = this.dirFor("cpuacct");
+      if (cpuacct !== null) {
+        const user = read(`${cpuacct}/cpuacct.usage_user`);
+        const system = read(`${cpuacct}/cpuacct.usage_sys`);
+        cpu = user === null || system === null ? null : cpuTimeFromCpuacct(user, system);
+      }
+      const memory = this.dirFor("memory");
+      const peak = memory === null ? null : read(`${memory}/memory.max_usage_in_bytes`);
+      peakMemoryBytes = peak === null ? null : Number(peak.trim());
+    }
+    if (peakMemoryBytes !== null && !Number.isFinite(peakMemoryBytes)) peakMemoryBytes = null;
+    return { cpu, peakMemoryBytes };
+  }
+
+  /** The processes in the attempt's cgroup now. */
+  processes(): number[] {
+    const dir = this.dirFor("pids") ?? this.dirs[0];
+    const text = read(`${dir}/cgroup.procs`);
+    if (text === null) return [];
+    return text
+      .split("\n")
+      .filter(Boolean)
+      .map(Number)
+      .filter((pid) => pid > 0);
+  }
+
+  /**
+   * Kills every process in the cgroup and waits until none is left (at most `timeoutMs`); true
+   * when it is empty. v2 writes cgroup.kill; v1 freezes the cgroup (when the freezer is there),
+   * so that nothing forks meanwhile, sends SIGKILL to each, and thaws it for them to die.
+   */
+  async killAll(timeoutMs = CGROUP_EMPTY_TIMEOUT_MS): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    const kill = this.base.version === 2 ? `${this.dirs[0]}/cgroup.kill` : null;
+    for (let round = 0; ; round++) {
+      const left = this.processes();
+      if (left.length === 0) return true;
+      if (Date.now() > deadline) return false;
+      if (kill && existsSync(kill)) {
+        if (round === 0) writeQuietly(kill, "1");
+      } else if (round % 10 === 0) {
+        await this.killOneByOne();
+      }
+      await sleep(Math.min(50, 5 * (round + 1)));
+    }
+  }
+
+  private async killOneByOne(): Promise<void> {
+    const freezer = this.base.version === 1 ? this.dirFor("freezer") : `${this.dirs[0]}`;
+    const freezeFile =
+      freezer === null
+        ? null
+        : this.base.version === 1
+          ? `${freezer}/freezer.state`
+          : `${freezer}/cgroup.freeze`;
+    const [frozen, thawed] = this.base.version === 1 ? ["FROZEN", "THAWED"] : ["1", "0"];
+    if (freezeFile) writeQuietly(freezeFile, frozen);
+    for (const pid of this.processes()) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+    if (freezeFile) writeQuietly(freezeFile, thawed);
+  }
+
+  /** Kills what is left and removes the directories; false when a process outlived the wait. */
+  async remove(): Promise<boolean> {
+    const empty = await this.killAll();
+    for (const dir of this.dirs) {
+      for (let tries = 0; tries < 20; tries++) {
+        try {
+          rmdirSync(dir);
+          break;
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          if (code === "ENOENT") break;
+          // EBUSY: the last process is still being torn down.
+          await sleep(25);
+        }
+      }
+    }
+    return empty;
+  }
+}
+
+function writeQuietly(path: string, value: string): void {
+  try {
+    writeFileSync(path, value);
+  } catch {}
+}

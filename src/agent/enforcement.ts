@@ -1,0 +1,132 @@
+// Whether this agent enforces its attempts' limits, and where: at start it finds its own cgroups
+// (cgroup-layout.ts) and makes a base for its attempts under them, named after the agent and its
+// work folder (two agents on one host never share one). One line at start says which, or why not.
+// What an attempt's cgroup does is in attempt-cgroup.ts.
+
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { AttemptCgroup, baseUnder, type CgroupBase } from "./attempt-cgroup.ts";
+import {
+  type CgroupLayout,
+  cgroupLayout,
+  cgroupMounts,
+  directoryOf,
+  ownCgroups,
+  REQUIRED_CONTROLLERS,
+} from "./cgroup-layout.ts";
+
+export interface Enforcement {
+  base: CgroupBase;
+  /** The one line the agent logs at start. */
+  description: string;
+  /** The cgroup of an attempt (named by its folder's name). */
+  attempt(name: string): AttemptCgroup;
+}
+
+export type EnforcementChoice = { enforcement: Enforcement } | { unavailable: string };
+
+function read(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** The base's name: the agent's name (letters, digits, `.`, `_`, `-`) and a short hash of its work folder. */
+export function baseName(agentName: string, workDir: string): string {
+  const hash = createHash("sha256").update(workDir).digest("hex").slice(0, 8);
+  return `steward-${agentName.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 64)}-${hash}`;
+}
+
+/** This process's cgroup layout, from /proc. */
+export function readLayout(): { layout: CgroupLayout } | { unavailable: string } {
+  const mountinfo = read("/proc/self/mountinfo");
+  const self = read("/proc/self/cgroup");
+  if (mountinfo === null || self === null)
+    return { unavailable: "no /proc/self/mountinfo or /proc/self/cgroup" };
+  // v2's offer is read from the agent's own unified cgroup's cgroup.controllers.
+  const unified = cgroupMounts(mountinfo).find((mount) => mount.version === 2);
+  const path = ownCgroups(self).get("");
+  const dir = unified && path !== undefined ? directoryOf(unified, path) : null;
+  return cgroupLayout(mountinfo, self, dir === null ? null : read(`${dir}/cgroup.controllers`));
+}
+
+/**
+ * Makes the agent's base for attempts. In v2 the agent's own cgroup must hold no process once its
+ * controllers are handed down (the kernel's rule for a cgroup with children that use them): the
+ * agent's processes move into a leaf `agent` beside the base first.
+ */
+export function openEnforcement(agentName: string, workDir: string, layout: CgroupLayout): EnforcementChoice {
+  const name = baseName(agentName, workDir);
+  const base = baseUnder(layout, name);
+  try {
+    if (base.version === 2 && layout.version === 2) {
+      const own = layout.dir;
+      const controllers = REQUIRED_CONTROLLERS.map((controller) => `+${controller}`).join(" ");
+      const procs = (read(`${own}/cgroup.procs`) ?? "").split("\n").filter(Boolean);
+      if (procs.length > 0 && read(`${own}/cgroup.type`) !== null) {
+        mkdirSync(`${own}/agent`, { recursive: true });
+        for (const pid of procs) {
+          try {
+            writeFileSync(`${own}/agent/cgroup.procs`, pid);
+          } catch {}
+        }
+      }
+      writeFileSync(`${own}/cgroup.subtree_control`, controllers);
+      mkdirSync(base.dir, { recursive: true });
+      writeFileSync(`${base.dir}/cgroup.subtree_control`, controllers);
+    } else if (base.version === 1) {
+      for (const dir of new Set(Object.values(base.dirs))) mkdirSync(dir, { recursive: true });
+    }
+  } catch (error) {
+    const where = base.version === 2 ? base.dir : base.dirs.memory;
+    return {
+      unavailable: `cannot make cgroups under ${where.replace(/\/[^/]+$/, "")} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): run the agent as root, or in a cgroup delegated to it (systemd Delegate=yes)`,
+    };
+  }
+  const where = base.version === 2 ? base.dir : base.dirs.memory.replace(/^\/sys\/fs\/cgroup\/memory/, "");
+  const controllers = base.version === 2 ? "memory, cpu, pids" : Object.keys(base.dirs).join(", ");
+  return {
+    enforcement: {
+      base,
+      description: `enforcing memory, CPU and process limits with cgroup v${base.version} (${controllers}) under ${where}`,
+      attempt: (attemptName) => new AttemptCgroup(base, attemptName),
+    },
+  };
+}
+
+/**
+ * Removes the attempts' cgroups that are not in `live` (an earlier run's, whose attempt has ended),
+ * killing what is left in them first.
+ */
+export async function sweepCgroups(enforcement: Enforcement, live: ReadonlySet<string>): Promise<number> {
+  const base = enforcement.base;
+  const listing = base.version === 2 ? base.dir : base.dirs.memory;
+  let names: string[];
+  try {
+    names = readdirSync(listing, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (live.has(name)) continue;
+    await enforcement.attempt(name).remove();
+    removed++;
+  }
+  return removed;
+}
+
+/** Removes the agent's base (when empty): an agent that stops leaves nothing behind. */
+export function removeBase(enforcement: Enforcement): void {
+  const base = enforcement.base;
+  const dirs = base.version === 2 ? [base.dir] : [...new Set(Object.values(base.dirs))];
+  for (const dir of dirs) {
+    try {
+      rmdirSync(dir);
+    } catch {}
+  }
+}

@@ -1,0 +1,130 @@
+// Limits that hold, with real cgroups on this host: a job over its memory limit is killed by the
+// kernel and ends `failed` with the out-of-memory reason while its neighbour on the same host
+// finishes and the agent goes on; a process a job leaves behind in a session of its own is gone
+// when the attempt ends (its end, a cancel, a time limit); the agent says at start that it
+// enforces, and with --no-enforce that it does not. Needs root and the memory, cpu and pids
+// controllers (v1 or v2): without them the test is skipped saying why, and fails under CI.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
+import {
+  type AgentProcess,
+  api,
+  cleanup,
+  getJob,
+  type StewardProcess,
+  startAgentProcess,
+  startServerProcess,
+  tempDir,
+  waitFor,
+  waitForJobEnd,
+} from "../helpers/steward.ts";
+
+/** Why limits cannot be enforced here, or null. */
+function enforcementUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return "cgroups need root";
+  const found = readLayout();
+  if ("unavailable" in found) return found.unavailable;
+  const chosen = openEnforcement("probe", tempDir("steward-probe-"), found.layout);
+  return "unavailable" in chosen ? chosen.unavailable : null;
+}
+
+const unavailable = enforcementUnavailable();
+let server: (StewardProcess & { joinToken: string }) | undefined;
+let agent: AgentProcess | undefined;
+const shared = tempDir("steward-enforce-");
+
+beforeAll(async () => {
+  if (unavailable) return;
+  server = await startServerProcess();
+  agent = await startAgentProcess({
+    name: "enforcer",
+    slots: 4,
+    servers: [server.url],
+    joinToken: server.joinToken,
+  });
+  await waitFor("the agent connected", async () => (await api(server!, "GET", "/api/v1/hosts")).length === 1);
+});
+
+afterAll(async () => {
+  await agent?.crash();
+  await server?.stop();
+  cleanup(shared, server?.data ?? "", agent?.work ?? "");
+});
+
+function skipUnlessEnforced(context: { skip: (note: string) => void }): void {
+  if (!unavailable) return;
+  if (process.env.CI) throw new Error(`resource limits cannot be enforced here: ${unavailable}`);
+  context.skip(`resource limits cannot be enforced here: ${unavailable}`);
+}
+
+/** Whether a process of that pid still runs (a zombie counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+it("says at start that it enforces, and how", (context) => {
+  skipUnlessEnforced(context);
+  expect(agent!.output()).toMatch(/enforcing memory, CPU and process limits with cgroup v[12] /);
+});
+
+it("a job over its memory limit ends failed, out of memory; its neighbour finishes; the agent goes on", async (context) => {
+  skipUnlessEnforced(context);
+  const s = server!;
+  const neighbour = await api(s, "POST", "/api/v1/jobs", {
+    command: "sleep 3; echo unharmed",
+    resources: { memoryMb: 100 },
+  });
+  const hog = await api(s, "POST", "/api/v1/jobs", {
+    command: ["python3", "-c", "import time; x = bytearray(500 * 2**20); time.sleep(5)"],
+    resources: { memoryMb: 100 },
+  });
+  const ended = await waitForJobEnd(s, hog.id, 30_000);
+  expect(ended.state).toBe("failed");
+  const attempt = ended.tasks[0].attempts[0];
+  expect(attempt.reason).toBe("out of memory: limit 100 MB reached");
+  expect((await waitForJobEnd(s, neighbour.id, 30_000)).state).toBe("succeeded");
+  expect(agent!.child.exitCode).toBeNull();
+  const hosts = (await api(s, "GET", "/api/v1/hosts")) as { connected: boolean }[];
+  expect(hosts[0].connected).toBe(true);
+});
+
+it.for([
+  ["ends by itself", {}, "succeeded"],
+  ["is cancelled", { cancel: true }, "cancelled"],
+  ["reaches its time limit", { timeLimitSeconds: 2 }, "failed"],
+] as const)(
+  "a process left in a session of its own is gone when the attempt %s",
+  async ([, how, state], context) => {
+    skipUnlessEnforced(context);
+    const s = server!;
+    const pidFile = join(shared, `left-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+    const body = {
+      command: `setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; ${"cancel" in how || "timeLimitSeconds" in how ? "sleep 300" : "sleep 1"}`,
+      ...("timeLimitSeconds" in how ? { timeLimitSeconds: how.timeLimitSeconds } : {}),
+    };
+    const { id } = await api(s, "POST", "/api/v1/jobs", body);
+    const pid = await waitFor("the job's detached process", async () => {
+      try {
+        const text = readFileSync(pidFile, "utf8").trim();
+        return text ? Number(text) : null;
+      } catch {
+        return null;
+      }
+    });
+    expect(running(pid)).toBe(true);
+    if ("cancel" in how) {
+      await waitFor("running", async () => (await getJob(s, id)).state === "running");
+      await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
+    }
+    const job = await waitForJobEnd(s, id, 30_000);
+    expect(job.state).toBe(state);
+    await waitFor("the detached process gone", async () => !running(pid), 5_000);
+  },
+);
