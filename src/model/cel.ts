@@ -23,6 +23,7 @@ const HOST_SCHEMA = {
   labels: "map<string, string>",
   slotsFree: "double",
   secondsLeft: "double",
+  enforces: "bool",
 } as const;
 
 export const HOST_FACT_NAMES = Object.keys(HOST_SCHEMA) as (keyof HostFacts)[];

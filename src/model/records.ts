@@ -168,7 +168,11 @@ export interface HostFacts {
   speed: number;
   labels: Record<string, string>;
   slotsFree: number;
-  /** Whether the host's agent enforces attempts' memory, CPU and process limits (absent: an older agent, no). */
+  /**
+   * Whether the host's agent enforces attempts' memory, CPU and process limits. An agent of an
+   * earlier release sends none: `host.enforces` cannot be evaluated there, so a job that requires
+   * it does not go there.
+   */
   enforces?: boolean;
   /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.

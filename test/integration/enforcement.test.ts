@@ -128,3 +128,40 @@ it.for([
     await waitFor("the detached process gone", async () => !running(pid), 5_000);
   },
 );
+
+it("an agent with --no-enforce says so and reports host.enforces false; a job requiring it goes to the enforcing host", async (context) => {
+  skipUnlessEnforced(context);
+  const s = server!;
+  const lax = await startAgentProcess({
+    name: "lax",
+    slots: 4,
+    servers: [s.url],
+    joinToken: s.joinToken,
+    args: ["--no-enforce"],
+  });
+  try {
+    await waitFor("both agents connected", async () => {
+      const hosts = (await api(s, "GET", "/api/v1/hosts")) as { connected: boolean }[];
+      return hosts.filter((host) => host.connected).length === 2;
+    });
+    expect(lax.output()).toContain("not enforcing resource limits: --no-enforce");
+    const hosts = (await api(s, "GET", "/api/v1/hosts")) as { name: string; facts: { enforces?: boolean } }[];
+    expect(Object.fromEntries(hosts.map((host) => [host.name, host.facts.enforces]))).toEqual({
+      enforcer: true,
+      lax: false,
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++)
+      ids.push(
+        (await api(s, "POST", "/api/v1/jobs", { command: "sleep 1", requirements: "host.enforces" })).id,
+      );
+    for (const id of ids) {
+      const job = await waitForJobEnd(s, id, 30_000);
+      expect(job.state).toBe("succeeded");
+      expect(job.tasks[0].attempts[0].host).toBe("enforcer");
+    }
+  } finally {
+    await lax.crash();
+    cleanup(lax.work);
+  }
+});

@@ -45,6 +45,7 @@ describe("HOST_FACT_NAMES", () => {
         "labels",
         "slotsFree",
         "secondsLeft",
+        "enforces",
       ].sort(),
     );
   });
