@@ -1,7 +1,9 @@
 // Kept attempt folders with real processes: the next attempt on the host runs in the folder the
 // last one left, and a process the last job left behind (its own session, beyond the group kill at
 // the job's end), still holding the job's stdout and working folder, reaches none of the new job's
-// parts: its writes go nowhere the new job, its log or its checkpoint see.
+// parts: its writes go nowhere the new job, its log or its checkpoint see. The agent enforces no
+// limits here (--no-enforce), as on a host without cgroups: with them, that process would not
+// outlive its attempt at all (enforcement.test.ts).
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +23,7 @@ let steward: StewardProcess;
 let shared: string;
 
 beforeAll(async () => {
-  steward = await startUp({ agents: 1, slots: 1 });
+  steward = await startUp({ agents: 1, slots: 1, args: ["--no-enforce"] });
   shared = tempDir("steward-kept-");
 });
 

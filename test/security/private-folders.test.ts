@@ -117,7 +117,7 @@ async function refusedStart(args: string[]): Promise<{ code: number | "running";
     output += chunk;
   });
   const exited = new Promise<number>((done) => child.once("exit", (code) => done(code ?? 128)));
-  const code = await Promise.race([exited, sleep(8000).then(() => "running" as const)]);
+  const code = await Promise.race([exited, sleep(20_000).then(() => "running" as const)]);
   if (code === "running") {
     child.kill("SIGKILL");
     await exited;

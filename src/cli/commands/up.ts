@@ -51,6 +51,10 @@ export function registerUp(program: Command): void {
           DEFAULT_MAX_LOG_MB,
         )
         .option(
+          "--no-enforce",
+          "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
+        )
+        .option(
           "--metrics-open",
           "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
         )
@@ -83,6 +87,7 @@ export function registerUp(program: Command): void {
         slots: options.slots,
         workDir: work.path,
         jobUmask,
+        enforce: options.enforce !== false,
         log,
       });
       await agent.start();
