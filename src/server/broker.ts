@@ -7,9 +7,12 @@
 
 import type { Logger } from "pino";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
+import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
 import { type AgentLinks, Core } from "./core.ts";
+import { legacyCheckpointParts } from "./legacy-checkpoints.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
 export const DEFAULT_LEASE_SECONDS = 2;
@@ -29,6 +32,8 @@ export class NotLeaderError extends Error {
 
 export interface BrokerOptions {
   store: Store;
+  /** Where checkpoint objects live: the core deletes those it drops there. */
+  blobs: BlobStore;
   heartbeatSeconds: number;
   hostTimeoutSeconds: number;
   leaseSeconds: number;
@@ -158,10 +163,17 @@ export class Broker {
   }
 
   async #lead(term: number): Promise<void> {
-    const { store, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
+    const { store, blobs, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
     this.#renewedAt = Date.now();
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
+    // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
+    const legacy = await legacyCheckpointParts(snapshot, blobs);
+    if (legacy.length > 0) {
+      await committer.push(legacy.map((part) => ({ op: "putCheckpointPart", part })));
+      snapshot.checkpointParts.push(...legacy);
+      log.info({ parts: legacy.length }, "checkpoint manifests of an earlier version recorded");
+    }
     const core = new Core(committer, {
       heartbeatSeconds,
       hostTimeoutSeconds,
@@ -172,6 +184,7 @@ export class Broker {
         : undefined,
     });
     core.setLinks(this.#links);
+    core.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
     core.start();
     this.#term = term;

@@ -170,7 +170,15 @@ export function event(
 /** The term the suite's commits name: a fresh store's newest term is 0, so 1 is accepted. */
 export const TERM = 1;
 
-const EMPTY: StoreSnapshot = { jobs: [], tasks: [], attempts: [], hosts: [], tokens: [], meta: {} };
+const EMPTY: StoreSnapshot = {
+  jobs: [],
+  tasks: [],
+  attempts: [],
+  hosts: [],
+  tokens: [],
+  meta: {},
+  checkpointParts: [],
+};
 
 /** Values a schema must refuse (NOT NULL, CHECK): each makes its whole batch fail. */
 const BAD_CHANGES: { name: string; change: Change }[] = [
