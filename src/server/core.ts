@@ -310,6 +310,12 @@ export class Core {
     this.state.transferBytesPerSecond = observedTransferRate(this.state.transferBytesPerSecond, bytes, ms);
   }
 
+  /** Of these checkpoint objects of a task, those this server does not know as stored. */
+  unknownCheckpointObjects(jobId: string, taskIndex: number, shas: readonly string[]): string[] {
+    const stored = this.job(jobId).checkpointsOf(taskIndex).storedObjects();
+    return shas.filter((sha) => !stored.has(sha));
+  }
+
   /** The manifest a restarted attempt of the task gets (a multi-node job's: the rank's), or null. */
   restartManifest(jobId: string, taskIndex: number, rank?: number): ReturnType<typeof restartManifest> {
     return restartManifest(this.job(jobId), taskIndex, rank);

@@ -250,6 +250,16 @@ export function registerAgentFileRoutes(
       }
       // A gang's rank commits its own state: another rank's is another host's to give.
       if (manifest.gang && !own.includes(manifest.gang.rank)) throw new NotFoundError(NOT_ON_THIS_HOST);
+      // Objects stored before this server knew of them (through the previous leader, or before a
+      // restart: what it knows of uploads not yet committed lives in memory) are looked up once.
+      const shas = [...new Set(manifest.files.map((file) => file.sha256))];
+      for (const sha of core.unknownCheckpointObjects(id, task, shas)) {
+        const info = await blobs.stat(checkpointObjectKey(id, task, sha));
+        if (info) {
+          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes: info.bytes };
+          await core.checkpointObjectStored(stored);
+        }
+      }
       // Which generation this makes, whether a gang's is complete and what is dropped: the reactor's.
       return core.commitCheckpoint({ jobId: id, taskIndex: task, attempt, manifest });
     },
