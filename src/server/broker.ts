@@ -12,7 +12,7 @@ import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
 import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
 import { type AgentLinks, Core } from "./core.ts";
-import { legacyCheckpointParts } from "./legacy-checkpoints.ts";
+import { legacyCheckpoints } from "./legacy-checkpoints.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
 export const DEFAULT_LEASE_SECONDS = 2;
@@ -168,11 +168,11 @@ export class Broker {
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
     // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
-    const legacy = await legacyCheckpointParts(snapshot, blobs);
-    if (legacy.length > 0) {
-      await committer.push(legacy.map((part) => ({ op: "putCheckpointPart", part })));
-      snapshot.checkpointParts.push(...legacy);
-      log.info({ parts: legacy.length }, "checkpoint manifests of an earlier version recorded");
+    const legacy = await legacyCheckpoints(snapshot, blobs);
+    if (legacy.parts.length > 0) {
+      await committer.push(legacy.parts.map((part) => ({ op: "putCheckpointPart", part })));
+      snapshot.checkpointParts.push(...legacy.parts);
+      log.info({ parts: legacy.parts.length }, "checkpoint manifests of an earlier version recorded");
     }
     const core = new Core(committer, {
       heartbeatSeconds,
@@ -186,6 +186,7 @@ export class Broker {
     core.setLinks(this.#links);
     core.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
+    for (const object of legacy.unnamed) await core.checkpointObjectStored(object);
     core.start();
     this.#term = term;
     this.#committer = committer;

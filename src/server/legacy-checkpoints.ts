@@ -2,10 +2,12 @@
 // task's at checkpoint/manifests/G.json, a multi-node job's rank's at checkpoint/ranks/R/manifests/
 // G.json), with no part records. At start, each live task that has a restart point and no part
 // recorded gets its parts from those blobs, read once and then committed as records, so that a
-// restart finds the checkpoint and retention knows what it keeps. A store written since has a
-// part for every restart point: there this reads nothing.
+// restart finds the checkpoint and retention knows what it keeps; objects no manifest names (a
+// checkpoint never committed) are handed over as uploads, which the ranks' next commits drop. A
+// store written since has a part for every restart point: there this reads nothing.
 
 import { text } from "node:stream/consumers";
+import { nodesOf } from "../model/jobfile.ts";
 import type { CheckpointPart } from "../model/records.ts";
 import { readCheckpointManifest } from "../protocol/messages.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -14,19 +16,35 @@ import { checkpointPrefix } from "./blob-keys.ts";
 
 const SINGLE = /^manifests\/(\d+)\.json$/;
 const RANK = /^ranks\/(\d+)\/manifests\/(\d+)\.json$/;
+const OBJECT = /^objects\/([0-9a-f]{64})$/;
 
-export async function legacyCheckpointParts(
+/** An object of an earlier version's checkpoint that no manifest names: pending for every rank. */
+export interface LegacyObject {
+  jobId: string;
+  taskIndex: number;
+  ranks: number[];
+  sha256: string;
+  bytes: number;
+}
+
+export async function legacyCheckpoints(
   snapshot: StoreSnapshot,
   blobs: BlobStore,
-): Promise<CheckpointPart[]> {
+): Promise<{ parts: CheckpointPart[]; unnamed: LegacyObject[] }> {
   const recorded = new Set(snapshot.checkpointParts.map((part) => `${part.jobId}\0${part.taskIndex}`));
   const found: CheckpointPart[] = [];
+  const unnamed: LegacyObject[] = [];
+  const jobs = new Map(snapshot.jobs.map((job) => [job.id, job]));
   for (const task of snapshot.tasks) {
     const checkpoint = task.checkpoint;
     if (checkpoint === null || recorded.has(`${task.jobId}\0${task.index}`)) continue;
     const prefix = checkpointPrefix(task.jobId, task.index);
+    const objects = new Map<string, number>();
+    const named = new Set<string>();
     for (const blob of await blobs.list(prefix)) {
       const name = blob.key.slice(prefix.length + 1);
+      const object = OBJECT.exec(name);
+      if (object) objects.set(object[1], blob.bytes);
       const single = SINGLE.exec(name);
       const ranked = RANK.exec(name);
       // A single-host task's older manifests were dropped as each new one committed; one newer
@@ -41,6 +59,7 @@ export async function legacyCheckpointParts(
         continue;
       }
       const files = manifest.files.map(({ path, sha256, bytes }) => ({ path, sha256, bytes }));
+      for (const file of files) named.add(file.sha256);
       found.push({
         jobId: task.jobId,
         taskIndex: task.index,
@@ -52,6 +71,11 @@ export async function legacyCheckpointParts(
         at: checkpoint.at,
       });
     }
+    const spec = jobs.get(task.jobId)?.spec;
+    const ranks = Array.from({ length: spec ? nodesOf(spec) : 1 }, (_, rank) => rank);
+    for (const [sha256, bytes] of objects)
+      if (!named.has(sha256))
+        unnamed.push({ jobId: task.jobId, taskIndex: task.index, ranks, sha256, bytes });
   }
-  return found;
+  return { parts: found, unnamed };
 }

@@ -2,8 +2,9 @@
 // records): the data folder is made so by hand from one of today's (the part records removed, the
 // manifest written where that version wrote it), and the server started on it again finds the
 // checkpoint: the counter restarts on another host from where it was, not from the beginning,
-// and the earlier version's manifest blob goes once a newer generation is committed.
+// and the earlier version's blobs no record names go once newer generations are committed.
 
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -94,6 +95,14 @@ it("restarts from a checkpoint whose manifest an earlier version kept as a blob 
   );
   await mkdir(dirname(manifest), { recursive: true });
   writeFileSync(manifest, JSON.stringify({ files: JSON.parse(part.files) }));
+  // And an object of a checkpoint that version never committed: no manifest names it.
+  const orphan = join(
+    dirname(manifest),
+    "..",
+    "objects",
+    createHash("sha256").update("orphan").digest("hex"),
+  );
+  writeFileSync(orphan, "orphan");
 
   server = await startServerProcess({
     data: server.data,
@@ -117,6 +126,8 @@ it("restarts from a checkpoint whose manifest an earlier version kept as a blob 
   const job = await waitForJobEnd(server, id, 60_000);
   expect(job.state).toBe("succeeded");
   expect(job.tasks[0].checkpoint!.generation).toBeGreaterThan(stored.generation);
-  // The newer generations replaced it: the earlier version's manifest went with its part.
+  // The newer generations replaced it: the earlier version's manifest went with its part, and the
+  // object no manifest named went with the next commit.
   expect(existsSync(manifest)).toBe(false);
+  expect(existsSync(orphan)).toBe(false);
 }, 120_000);

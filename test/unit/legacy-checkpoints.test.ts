@@ -5,7 +5,7 @@
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/jobfile.ts";
-import { legacyCheckpointParts } from "../../src/server/legacy-checkpoints.ts";
+import { legacyCheckpoints } from "../../src/server/legacy-checkpoints.ts";
 import { recoverState } from "../../src/state/recover.ts";
 import { restartManifest } from "../../src/state/task-checkpoints.ts";
 import type { BlobStore } from "../../src/store/blobs.ts";
@@ -56,7 +56,10 @@ async function earlierVersionBlobs(): Promise<void> {
   // The restart point, a manifest an unfinished commit left behind, and a manifest gone bad.
   await put("jobs/one/tasks/0/checkpoint/manifests/3.json", { files: [file("state", "a", 5)] });
   await put("jobs/one/tasks/0/checkpoint/manifests/4.json", { files: [file("state", "b", 5)] });
-  await put("jobs/one/tasks/0/checkpoint/objects/" + sha("a"), "12345");
+  await put(`jobs/one/tasks/0/checkpoint/objects/${sha("a")}`, "12345");
+  // An object no manifest names (a checkpoint never committed), and one of a gang's.
+  await put(`jobs/one/tasks/0/checkpoint/objects/${sha("9")}`, "xy");
+  await put(`jobs/gang/tasks/0/checkpoint/objects/${sha("8")}`, "xyz");
   // Each rank's parts from the complete generation on.
   await put("jobs/gang/tasks/0/checkpoint/ranks/0/manifests/4.json", {
     files: [file("s", "c", 3)],
@@ -78,7 +81,7 @@ async function earlierVersionBlobs(): Promise<void> {
 it("records the manifests of an earlier version's store as parts, and a restart finds them", async () => {
   await earlierVersionBlobs();
   const before = snapshot();
-  const parts = await legacyCheckpointParts(before, blobs);
+  const { parts, unnamed } = await legacyCheckpoints(before, blobs);
   expect(
     parts.map(({ jobId, rank, generation, attempt, bytes, at }) => ({
       jobId,
@@ -101,11 +104,19 @@ it("records the manifests of an earlier version's store as parts, and a restart 
     gang: { rank: 1, generation: 4 },
   });
   expect(restartManifest(state.jobs.get("none")!, 0)).toBeNull();
+  // Objects no manifest names are handed over as uploads of every rank: their next commits drop them.
+  expect(unnamed).toStrictEqual([
+    { jobId: "one", taskIndex: 0, ranks: [0], sha256: sha("9"), bytes: 2 },
+    { jobId: "gang", taskIndex: 0, ranks: [0, 1], sha256: sha("8"), bytes: 3 },
+  ]);
 
   // Once recorded, nothing is read again.
-  expect(await legacyCheckpointParts({ ...before, checkpointParts: parts }, blobs)).toStrictEqual([]);
+  expect(await legacyCheckpoints({ ...before, checkpointParts: parts }, blobs)).toStrictEqual({
+    parts: [],
+    unnamed: [],
+  });
 });
 
 it("a store without blobs of checkpoints gives no parts", async () => {
-  expect(await legacyCheckpointParts(snapshot(), blobs)).toStrictEqual([]);
+  expect(await legacyCheckpoints(snapshot(), blobs)).toStrictEqual({ parts: [], unnamed: [] });
 });
