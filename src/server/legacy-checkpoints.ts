@@ -8,8 +8,7 @@
 
 import { text } from "node:stream/consumers";
 import { nodesOf } from "../model/jobfile.ts";
-import type { CheckpointPart } from "../model/records.ts";
-import { readCheckpointManifest } from "../protocol/messages.ts";
+import type { CheckpointFile, CheckpointPart } from "../model/records.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { StoreSnapshot } from "../store/store.ts";
 import { checkpointPrefix } from "./blob-keys.ts";
@@ -51,20 +50,17 @@ export async function legacyCheckpoints(
       // than its restart point was written by a commit that never finished.
       if (single && Number(single[1]) !== checkpoint.generation) continue;
       if (!single && !ranked) continue;
-      let manifest: ReturnType<typeof readCheckpointManifest>;
-      try {
-        manifest = readCheckpointManifest(JSON.parse(await text(blobs.read(blob.key))));
-      } catch {
-        // Unreadable or refused (a path that could leave its folder): not a state to restore.
-        continue;
-      }
-      const files = manifest.files.map(({ path, sha256, bytes }) => ({ path, sha256, bytes }));
+      const rank = ranked ? Number(ranked[1]) : 0;
+      const generation = ranked ? Number(ranked[2]) : checkpoint.generation;
+      if (!Number.isSafeInteger(rank) || !Number.isSafeInteger(generation) || generation < 1) continue;
+      const files = await legacyFiles(blobs, blob.key);
+      if (files === null) continue;
       for (const file of files) named.add(file.sha256);
       found.push({
         jobId: task.jobId,
         taskIndex: task.index,
-        rank: ranked ? Number(ranked[1]) : 0,
-        generation: ranked ? Number(ranked[2]) : checkpoint.generation,
+        rank,
+        generation,
         attempt: Math.max(1, task.attempts),
         files,
         bytes: files.reduce((sum, file) => sum + file.bytes, 0),
@@ -78,4 +74,28 @@ export async function legacyCheckpoints(
         unnamed.push({ jobId: task.jobId, taskIndex: task.index, ranks, sha256, bytes });
   }
   return { parts: found, unnamed };
+}
+
+/**
+ * A manifest's files as that version stored them, or null when it is not one (not JSON, a field
+ * missing). The paths are not checked here: the restart that hands the manifest out checks them,
+ * so one written before paths were checked fails that restart, naming the path, as it did.
+ */
+async function legacyFiles(blobs: BlobStore, key: string): Promise<CheckpointFile[] | null> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await text(blobs.read(key)));
+  } catch {
+    return null;
+  }
+  const listed = (value as { files?: unknown } | null)?.files;
+  if (!Array.isArray(listed)) return null;
+  const files: CheckpointFile[] = [];
+  for (const each of listed as { path?: unknown; sha256?: unknown; bytes?: unknown }[]) {
+    const { path, sha256, bytes } = each ?? {};
+    if (typeof path !== "string" || typeof sha256 !== "string") return null;
+    if (typeof bytes !== "number" || !Number.isSafeInteger(bytes) || bytes < 0) return null;
+    files.push({ path, sha256, bytes });
+  }
+  return files;
 }

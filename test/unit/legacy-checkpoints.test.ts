@@ -5,6 +5,7 @@
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/jobfile.ts";
+import { readCheckpointManifest } from "../../src/protocol/messages.ts";
 import { legacyCheckpoints } from "../../src/server/legacy-checkpoints.ts";
 import { recoverState } from "../../src/state/recover.ts";
 import { restartManifest } from "../../src/state/task-checkpoints.ts";
@@ -38,13 +39,15 @@ function snapshot(): StoreSnapshot {
       job("one", { state: "running" }),
       job("gang", { state: "running", spec: validateJobSpec({ command: "true", nodes: 2 }) }),
       job("none", { state: "running" }),
+      job("climb", { state: "running" }),
     ],
     tasks: [
       task("one", 0, { state: "running", attempts: 2, checkpoint: { generation: 3, bytes: 5, at: 30 } }),
       task("gang", 0, { state: "running", attempts: 1, checkpoint: { generation: 4, bytes: 7, at: 40 } }),
       task("none", 0, { state: "running", attempts: 1 }),
+      task("climb", 0, { state: "running", attempts: 1, checkpoint: { generation: 1, bytes: 1, at: 10 } }),
     ],
-    attempts: [attempt("one", 0, 2), attempt("gang", 0, 1), attempt("none", 0, 1)],
+    attempts: [attempt("one", 0, 2), attempt("gang", 0, 1), attempt("none", 0, 1), attempt("climb", 0, 1)],
     hosts: [host("node-1")],
     tokens: [],
     meta: {},
@@ -74,6 +77,9 @@ async function earlierVersionBlobs(): Promise<void> {
     gang: { rank: 0, generation: 5 },
   });
   await put("jobs/gang/tasks/0/checkpoint/ranks/1/manifests/5.json", "{not json");
+  await put("jobs/gang/tasks/0/checkpoint/ranks/1/manifests/0.json", { files: [] });
+  // A manifest written before paths were checked: recorded, and refused when a restart asks for it.
+  await put("jobs/climb/tasks/0/checkpoint/manifests/1.json", { files: [file("../../etc/x", "5", 1)] });
   // A task without a restart point: not read.
   await put("jobs/none/tasks/0/checkpoint/manifests/1.json", { files: [file("x", "f", 1)] });
 }
@@ -96,6 +102,7 @@ it("records the manifests of an earlier version's store as parts, and a restart 
     { jobId: "gang", rank: 0, generation: 4, attempt: 1, bytes: 3, at: 40 },
     { jobId: "gang", rank: 0, generation: 5, attempt: 1, bytes: 3, at: 40 },
     { jobId: "gang", rank: 1, generation: 4, attempt: 1, bytes: 4, at: 40 },
+    { jobId: "climb", rank: 0, generation: 1, attempt: 1, bytes: 1, at: 10 },
   ]);
   const state = recoverState({ ...before, checkpointParts: parts }, 100);
   expect(restartManifest(state.jobs.get("one")!, 0)).toStrictEqual({ files: [file("state", "a", 5)] });
@@ -104,6 +111,8 @@ it("records the manifests of an earlier version's store as parts, and a restart 
     gang: { rank: 1, generation: 4 },
   });
   expect(restartManifest(state.jobs.get("none")!, 0)).toBeNull();
+  const climbing = restartManifest(state.jobs.get("climb")!, 0);
+  expect(() => readCheckpointManifest(climbing)).toThrow(/files\[0\]\.path: "\.\.\/\.\.\/etc\/x"/);
   // Objects no manifest names are handed over as uploads of every rank: their next commits drop them.
   expect(unnamed).toStrictEqual([
     { jobId: "one", taskIndex: 0, ranks: [0], sha256: sha("9"), bytes: 2 },
