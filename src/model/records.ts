@@ -72,6 +72,33 @@ export interface CheckpointInfo {
   at: number;
 }
 
+/** One file of a committed checkpoint: where it goes in the folder, and the object that holds it. */
+export interface CheckpointFile {
+  path: string;
+  sha256: string;
+  bytes: number;
+}
+
+/**
+ * One committed checkpoint manifest: a single-host task's generation, or one rank's part of a
+ * multi-node task's generation (a generation counts once every rank has its part). The files'
+ * objects are blobs named by their SHA-256; the parts are records, so which generations exist,
+ * which is complete and which go is known without listing blobs.
+ */
+export interface CheckpointPart {
+  jobId: string;
+  taskIndex: number;
+  /** The rank of a multi-node job; 0 for a single-host task. */
+  rank: number;
+  generation: number;
+  /** The attempt that committed it. */
+  attempt: number;
+  files: CheckpointFile[];
+  /** The files' bytes added up. */
+  bytes: number;
+  at: number;
+}
+
 export interface TaskRecord {
   jobId: string;
   index: number;

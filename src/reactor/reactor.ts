@@ -13,8 +13,9 @@ import type { JobEntry } from "../state/job-entry.ts";
 import { mayRetire } from "../state/job-header.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
-import type { AgentLinks, Effect } from "./effects.ts";
+import type { AgentLinks, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
 import { startUndelivered } from "./handlers/agent-reports.ts";
+import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";
 import { expireLeases } from "./handlers/leases.ts";
 import { Step } from "./step.ts";
 
@@ -41,6 +42,7 @@ export class Reactor {
   readonly options: ReactorOptions;
   readonly #committer: GroupCommitter;
   #links: AgentLinks = { send: () => false, disconnect: () => {} };
+  #checkpointBlobs: CheckpointBlobs = { drop: async () => {} };
   #schedulePending = false;
   #stopped = false;
   #timer: NodeJS.Timeout | null = null;
@@ -57,6 +59,10 @@ export class Reactor {
 
   setLinks(links: AgentLinks): void {
     this.#links = links;
+  }
+
+  setCheckpointBlobs(blobs: CheckpointBlobs): void {
+    this.#checkpointBlobs = blobs;
   }
 
   now(): number {
@@ -95,8 +101,23 @@ export class Reactor {
         for (const jobId of changed) this.events.emit("progress", jobId);
       }
     }
-    for (const effect of step.effects) this.#perform(effect);
+    const drops: Promise<void>[] = [];
+    for (const effect of step.effects) {
+      if (effect.kind === "dropCheckpointBlobs") drops.push(this.#dropCheckpointBlobs(effect.drop));
+      else this.#perform(effect);
+    }
     this.#retireEnded(step);
+    await Promise.all(drops);
+  }
+
+  /** Deletes the blobs, then lets uploads of those objects in again (whether or not all went). */
+  async #dropCheckpointBlobs(drop: CheckpointBlobDrop): Promise<void> {
+    try {
+      await this.#checkpointBlobs.drop(drop);
+    } catch {
+      // A blob left behind is only space: the job's removal takes it.
+    }
+    await this.run((step) => checkpointBlobsDropped(step, drop)).catch(() => {});
   }
 
   /**
@@ -137,6 +158,9 @@ export class Reactor {
         return;
       case "jobChanged":
         this.events.emit("job", effect.job);
+        return;
+      case "dropCheckpointBlobs":
+        void this.#dropCheckpointBlobs(effect.drop);
         return;
     }
   }

@@ -8,9 +8,12 @@
 import type { Logger } from "pino";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
+import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
 import { type AgentLinks, Core } from "./core.ts";
+import { legacyCheckpoints } from "./legacy-checkpoints.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
 export const DEFAULT_LEASE_SECONDS = 2;
@@ -19,6 +22,8 @@ const CHECKS_PER_LEASE = 3;
 
 export interface BrokerOptions {
   store: Store;
+  /** Where checkpoint objects live: the core deletes those it drops there. */
+  blobs: BlobStore;
   heartbeatSeconds: number;
   hostTimeoutSeconds: number;
   leaseSeconds: number;
@@ -148,10 +153,17 @@ export class Broker {
   }
 
   async #lead(term: number): Promise<void> {
-    const { store, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
+    const { store, blobs, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
     this.#renewedAt = Date.now();
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
+    // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
+    const legacy = await legacyCheckpoints(snapshot, blobs);
+    if (legacy.parts.length > 0) {
+      await committer.push(legacy.parts.map((part) => ({ op: "putCheckpointPart", part })));
+      snapshot.checkpointParts.push(...legacy.parts);
+      log.info({ parts: legacy.parts.length }, "checkpoint manifests of an earlier version recorded");
+    }
     const core = new Core(committer, {
       heartbeatSeconds,
       hostTimeoutSeconds,
@@ -162,7 +174,9 @@ export class Broker {
         : undefined,
     });
     core.setLinks(this.#links);
+    core.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
+    for (const object of legacy.unnamed) await core.checkpointObjectStored(object);
     core.start();
     this.#term = term;
     this.#committer = committer;

@@ -7,7 +7,7 @@ import type { JobState } from "../model/states.ts";
 import { newTokenOf } from "../model/tokens.ts";
 import { runningView } from "../planner/plan-pass.ts";
 import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../protocol/messages.ts";
-import type { AgentLinks } from "../reactor/effects.ts";
+import type { AgentLinks, CheckpointBlobs } from "../reactor/effects.ts";
 import { ConflictError, NotFoundError } from "../reactor/errors.ts";
 import {
   type AttemptRef,
@@ -16,7 +16,13 @@ import {
   attemptStarted,
   recordHeartbeat,
 } from "../reactor/handlers/agent-reports.ts";
-import { commitCheckpoint } from "../reactor/handlers/checkpoints.ts";
+import {
+  type CheckpointCommit,
+  type CheckpointCommitted,
+  type CheckpointObjectStored,
+  checkpointObjectStored,
+  commitCheckpoint,
+} from "../reactor/handlers/checkpoints.ts";
 import { watchContracts } from "../reactor/handlers/contracts.ts";
 import {
   cancelJob,
@@ -55,6 +61,7 @@ import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { recoverState } from "../state/recover.ts";
+import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
@@ -105,6 +112,11 @@ export class Core {
 
   setLinks(links: AgentLinks): void {
     this.reactor.setLinks(links);
+  }
+
+  /** Where the checkpoint blobs the reactor drops are deleted. */
+  setCheckpointBlobs(blobs: CheckpointBlobs): void {
+    this.reactor.setCheckpointBlobs(blobs);
   }
 
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
@@ -297,8 +309,15 @@ export class Core {
     this.state.transferBytesPerSecond = observedTransferRate(this.state.transferBytesPerSecond, bytes, ms);
   }
 
-  nextCheckpointGeneration(jobId: string, taskIndex: number): number {
-    return (this.job(jobId).tasks[taskIndex].checkpoint?.generation ?? 0) + 1;
+  /** Of these checkpoint objects of a task, those this server does not know as stored. */
+  unknownCheckpointObjects(jobId: string, taskIndex: number, shas: readonly string[]): string[] {
+    const stored = this.job(jobId).checkpointsOf(taskIndex).storedObjects();
+    return shas.filter((sha) => !stored.has(sha));
+  }
+
+  /** The manifest a restarted attempt of the task gets (a multi-node job's: the rank's), or null. */
+  restartManifest(jobId: string, taskIndex: number, rank?: number): ReturnType<typeof restartManifest> {
+    return restartManifest(this.job(jobId), taskIndex, rank);
   }
 
   /** The job an earlier submit with this owner's key made, if any (one that ended is read from the store). */
@@ -399,17 +418,14 @@ export class Core {
     return this.reactor.run((step) => removeJob(step, id));
   }
 
-  /** A checkpoint uploaded by a live attempt becomes the task's restart point. Returns the previous generation. */
-  commitCheckpoint(
-    jobId: string,
-    taskIndex: number,
-    attempt: number,
-    generation: number,
-    bytes: number,
-  ): Promise<number | null> {
-    return this.reactor.run((step) =>
-      commitCheckpoint(step, { jobId, taskIndex, attempt, generation, bytes }),
-    );
+  /** An object of a task's checkpoint is stored: a commit may name it. */
+  checkpointObjectStored(stored: CheckpointObjectStored): Promise<void> {
+    return this.reactor.run((step) => checkpointObjectStored(step, stored));
+  }
+
+  /** A checkpoint manifest committed by a live attempt (handlers/checkpoints.ts); durable, older blobs dropped. */
+  commitCheckpoint(commit: CheckpointCommit): Promise<CheckpointCommitted> {
+    return this.reactor.run((step) => commitCheckpoint(step, commit));
   }
 
   // ---- tokens

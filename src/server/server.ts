@@ -104,6 +104,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let gateway: AgentGateway | null = null;
   const broker = new Broker({
     store,
+    blobs,
     heartbeatSeconds,
     hostTimeoutSeconds,
     leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,

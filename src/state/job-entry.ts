@@ -11,6 +11,7 @@ import type { TaskState } from "../model/states.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
 import type { StoredJob } from "../store/store.ts";
+import { TaskCheckpoints } from "./task-checkpoints.ts";
 
 const NO_INDEXES: ReadonlySet<number> = new Set();
 const NO_PROGRESS: ReadonlyMap<number, ProgressSample> = new Map();
@@ -46,6 +47,8 @@ export class JobEntry implements JobView {
   #checkpoints = false;
   /** Tasks with a migration rule (TaskRecord.migration): made when the first gets one (they are few). */
   #migrating: Set<number> | null = null;
+  /** Each task's checkpoint parts and pending objects: made when the first is known. */
+  #taskCheckpoints: Map<number, TaskCheckpoints> | null = null;
   /** A multi-node job's next attempt after a lost rank: back to the healthy hosts, the lost avoided. */
   gangRestart: { previous: (string | null)[]; avoid: string[] } | null = null;
 
@@ -258,6 +261,17 @@ export class JobEntry implements JobView {
   /** A task of the job committed a checkpoint. */
   checkpointCommitted(): void {
     this.#checkpoints = true;
+  }
+
+  /** A task's checkpoint parts and pending objects (task-checkpoints.ts). */
+  checkpointsOf(taskIndex: number): TaskCheckpoints {
+    this.#taskCheckpoints ??= new Map();
+    let checkpoints = this.#taskCheckpoints.get(taskIndex);
+    if (!checkpoints) {
+      checkpoints = new TaskCheckpoints();
+      this.#taskCheckpoints.set(taskIndex, checkpoints);
+    }
+    return checkpoints;
   }
 
   attempt(taskIndex: number, number: number): AttemptRecord | undefined {

@@ -2,6 +2,7 @@
 // unattached with a fresh lease: they get one host timeout to re-attach before they count as lost.
 // Ended jobs come back as headers only (state/job-header.ts): from the store's loadLive they come
 // as headers already, with fair share's history as sums; from a full load they are retired here.
+// Checkpoint parts come back to their tasks (state/task-checkpoints.ts).
 
 import { restartPlanOfEnded } from "../model/gang.ts";
 import { hostsOf, isLive } from "../model/ids.ts";
@@ -27,6 +28,8 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
   for (const job of snapshot.jobs) {
     state.addJob(new JobEntry(job, state.nextSeq++, tasksByJob.get(job.id) ?? []));
   }
+  for (const part of snapshot.checkpointParts)
+    state.jobs.get(part.jobId)?.checkpointsOf(part.taskIndex).parts.push(part);
   for (const header of snapshot.ended ?? []) state.ended.set(header);
   // The usage sums cover every ended attempt, of live jobs too.
   const usageSummed = snapshot.usage !== undefined;

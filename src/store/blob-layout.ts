@@ -31,10 +31,11 @@ export const checkpointPrefix = (jobId: string, task: number) => `jobs/${jobId}/
 export const checkpointObjectKey = (jobId: string, task: number, sha256: string) =>
   `${checkpointPrefix(jobId, task)}/objects/${sha256}`;
 
+/** A checkpoint manifest as earlier versions stored it (records since: legacy-checkpoints.ts). */
 export const checkpointManifestKey = (jobId: string, task: number, generation: number) =>
   `${checkpointPrefix(jobId, task)}/manifests/${generation}.json`;
 
-/** A multi-node job's rank's checkpoint manifests (gang-checkpoints.ts). */
+/** A multi-node job's rank's checkpoint manifests, as earlier versions stored them (legacy-checkpoints.ts). */
 export const gangManifestPrefix = (jobId: string, task: number, rank: number) =>
   `${checkpointPrefix(jobId, task)}/ranks/${rank}/manifests`;
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
 import type {
   AttemptRecord,
+  CheckpointPart,
   EventRecord,
   HostRecord,
   JobRecord,
@@ -21,6 +22,7 @@ import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
+  CHECKPOINT_PARTS,
   type Column,
   columnNames,
   type Dialect,
@@ -116,17 +118,22 @@ const SQL = {
   putHosts: upsertUnnest(HOSTS),
   putTokens: upsertUnnest(TOKENS),
   setMeta: upsertUnnest(META),
+  putCheckpointParts: upsertUnnest(CHECKPOINT_PARTS),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
-  // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all four.
+  deleteCheckpointPart:
+    "DELETE FROM checkpoint_parts WHERE job_id = $1 AND task_index = $2 AND rank = $3 AND generation = $4",
+  // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all five.
   deleteJob:
     "WITH a AS (DELETE FROM attempts WHERE job_id = $1), t AS (DELETE FROM tasks WHERE job_id = $1), " +
-    "e AS (DELETE FROM events WHERE job_id = $1) DELETE FROM jobs WHERE id = $1",
+    "e AS (DELETE FROM events WHERE job_id = $1), c AS (DELETE FROM checkpoint_parts WHERE job_id = $1) " +
+    "DELETE FROM jobs WHERE id = $1",
   loadJobs: selectAll(JOBS),
   loadTasks: selectAll(TASKS),
   loadAttempts: selectAll(ATTEMPTS),
   loadHosts: selectAll(HOSTS),
   loadTokens: selectAll(TOKENS),
   loadMeta: selectAll(META),
+  loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
   events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
   eventsAfter: `${EVENT_SELECT} WHERE id > $1 ORDER BY id LIMIT $2`,
   jobEventsAfter: `${EVENT_SELECT} WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
@@ -230,6 +237,7 @@ export class PostgresStore implements Store, Elections {
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
+      checkpointParts: (await rows(client, "loadCheckpointParts")).map(CODEC.checkpointParts.decode),
     }));
   }
 
@@ -243,6 +251,7 @@ export class PostgresStore implements Store, Elections {
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
+      checkpointParts: (await rows(client, "liveCheckpointParts")).map(CODEC.checkpointParts.decode),
     }));
   }
 
@@ -290,6 +299,15 @@ export class PostgresStore implements Store, Elections {
           case "deleteHost":
             await batch.flush(client);
             await run(client, "deleteHost", [change.name]);
+            break;
+          case "deleteCheckpointPart":
+            await batch.flush(client);
+            await run(client, "deleteCheckpointPart", [
+              change.jobId,
+              change.taskIndex,
+              change.rank,
+              change.generation,
+            ]);
             break;
           default:
             batch.add(change);
@@ -405,12 +423,15 @@ class PendingPuts {
   hosts = new Rounds<HostRecord>((host) => host.name);
   tokens = new Rounds<TokenRecord>((token) => token.id);
   meta = new Rounds<MetaEntry>((entry) => entry.key);
+  checkpointParts = new Rounds<CheckpointPart>(
+    (part) => `${part.jobId}\0${part.taskIndex}\0${part.rank}\0${part.generation}`,
+  );
   /** Inserted in the order they were added: their ids keep that order for events(jobId). */
   events: EventRecord[] = [];
   /** The events inserted so far with the ids they were given. */
   added: [EventRecord, number][] = [];
 
-  add(change: Exclude<Change, { op: "deleteJob" | "deleteHost" }>): void {
+  add(change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" }>): void {
     switch (change.op) {
       case "putJob":
         this.jobs.add(change.job);
@@ -432,6 +453,9 @@ class PendingPuts {
         return;
       case "setMeta":
         this.meta.add({ key: change.key, value: change.value });
+        return;
+      case "putCheckpointPart":
+        this.checkpointParts.add(change.part);
         return;
       default: {
         const unknown: never = change;
@@ -458,6 +482,7 @@ class PendingPuts {
     await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
     await write(client, "putTokens", this.tokens.take(), CODEC.tokens);
     await write(client, "setMeta", this.meta.take(), CODEC.meta);
+    await write(client, "putCheckpointParts", this.checkpointParts.take(), CODEC.checkpointParts);
   }
 }
 

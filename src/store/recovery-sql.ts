@@ -4,7 +4,7 @@
 // has not (a replica stopping); the partial index attempts_live finds those attempts at once.
 
 import type { JobHeader, UsageSample } from "../model/records.ts";
-import { ATTEMPTS, columnNames, JOBS, selectColumns, TASKS } from "./schema.ts";
+import { ATTEMPTS, CHECKPOINT_PARTS, columnNames, JOBS, selectColumns, TASKS } from "./schema.ts";
 
 const ENDED_STATES = "('succeeded', 'failed', 'cancelled')";
 
@@ -30,6 +30,7 @@ export function recoverySql(dialect: RecoveryDialect) {
     liveJobs: `SELECT ${columnNames(selectColumns(JOBS))} FROM jobs j WHERE ${LIVE} ORDER BY ${JOBS.loadOrder}`,
     liveTasks: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id IN (${LIVE_IDS}) ORDER BY ${TASKS.loadOrder}`,
     liveAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id IN (${LIVE_IDS}) ORDER BY ${ATTEMPTS.loadOrder}`,
+    liveCheckpointParts: `SELECT ${columnNames(selectColumns(CHECKPOINT_PARTS))} FROM checkpoint_parts WHERE job_id IN (${LIVE_IDS}) ORDER BY ${CHECKPOINT_PARTS.loadOrder}`,
     endedHeaders:
       "SELECT j.id, j.name, j.owner, j.state, j.priority, j.created_at, j.ended_at, count(t.idx), " +
       `${count("t.state IN ('pending', 'held', 'waiting')")}, ${count("t.state = 'running'")}, ` +

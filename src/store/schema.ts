@@ -5,6 +5,7 @@
 
 import type {
   AttemptRecord,
+  CheckpointPart,
   EventRecord,
   HostRecord,
   JobRecord,
@@ -170,6 +171,23 @@ export const META: Table<MetaEntry> = {
   loadOrder: "key",
 };
 
+export const CHECKPOINT_PARTS: Table<CheckpointPart> = {
+  name: "checkpoint_parts",
+  key: ["job_id", "task_index", "rank", "generation"],
+  columns: [
+    column("job_id", "jobId", "text"),
+    column("task_index", "taskIndex", "integer"),
+    column("rank", "rank", "integer"),
+    column("generation", "generation", "bigint"),
+    column("attempt", "attempt", "integer"),
+    column("files", "files", "json"),
+    column("bytes", "bytes", "bigint"),
+    column("at", "at", "bigint"),
+  ],
+  generated: [],
+  loadOrder: "job_id, task_index, rank, generation",
+};
+
 /** A table whatever its record: what the check of the migrations against this file reads. */
 export interface TableShape {
   name: string;
@@ -179,7 +197,16 @@ export interface TableShape {
 }
 
 /** Every table of records, for the check that the migrations made what this file says. */
-export const TABLES: readonly TableShape[] = [JOBS, TASKS, ATTEMPTS, EVENTS, HOSTS, TOKENS, META];
+export const TABLES: readonly TableShape[] = [
+  JOBS,
+  TASKS,
+  ATTEMPTS,
+  EVENTS,
+  HOSTS,
+  TOKENS,
+  META,
+  CHECKPOINT_PARTS,
+];
 
 // ---- codecs
 
@@ -281,5 +308,6 @@ export function rowCodecs(dialect: Dialect) {
     hosts: rowCodec(HOSTS, dialect),
     tokens: rowCodec(TOKENS, dialect),
     meta: rowCodec(META, dialect),
+    checkpointParts: rowCodec(CHECKPOINT_PARTS, dialect),
   };
 }

@@ -7,6 +7,7 @@ import { MIGRATIONS_DIR } from "./migrate.ts";
 import { recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
+  CHECKPOINT_PARTS,
   columnNames,
   type Dialect,
   EVENTS,
@@ -74,6 +75,10 @@ const SQL = {
   putHost: upsert(HOSTS),
   putToken: upsert(TOKENS),
   setMeta: upsert(META),
+  putCheckpointPart: upsert(CHECKPOINT_PARTS),
+  deleteCheckpointPart:
+    "DELETE FROM checkpoint_parts WHERE job_id = ? AND task_index = ? AND rank = ? AND generation = ?",
+  deleteJobCheckpointParts: "DELETE FROM checkpoint_parts WHERE job_id = ?",
   addEvent: `INSERT INTO events (${columnNames(EVENTS.columns)}) VALUES (${EVENTS.columns.map(() => "?").join(", ")}) RETURNING id`,
   deleteHost: "DELETE FROM hosts WHERE name = ?",
   deleteJobAttempts: "DELETE FROM attempts WHERE job_id = ?",
@@ -86,6 +91,7 @@ const SQL = {
   loadHosts: selectAll(HOSTS),
   loadTokens: selectAll(TOKENS),
   loadMeta: selectAll(META),
+  loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
   events: `${EVENT_SELECT} WHERE job_id = ? ORDER BY at, id`,
   eventsAfter: `${EVENT_SELECT} WHERE id > ? ORDER BY id LIMIT ?`,
   jobEventsAfter: `${EVENT_SELECT} WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?`,

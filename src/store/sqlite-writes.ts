@@ -112,7 +112,20 @@ export class SqliteWrites {
       case "putToken":
         statements.run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
         return;
+      case "putCheckpointPart":
+        statements.run("putCheckpointPart", ...(CODEC.checkpointParts.encode(change.part) as SqlValue[]));
+        return;
+      case "deleteCheckpointPart":
+        statements.run(
+          "deleteCheckpointPart",
+          change.jobId,
+          change.taskIndex,
+          change.rank,
+          change.generation,
+        );
+        return;
       case "deleteJob":
+        statements.run("deleteJobCheckpointParts", change.jobId);
         statements.run("deleteJobAttempts", change.jobId);
         statements.run("deleteJobTasks", change.jobId);
         statements.run("deleteJobEvents", change.jobId);

@@ -80,6 +80,7 @@ export class SqliteStore implements Store {
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
+        checkpointParts: this.#decoded("loadCheckpointParts", CODEC.checkpointParts),
       };
     } finally {
       db.exec("COMMIT");
@@ -99,6 +100,7 @@ export class SqliteStore implements Store {
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
+        checkpointParts: this.#decoded("liveCheckpointParts", CODEC.checkpointParts),
       };
     } finally {
       db.exec("COMMIT");

@@ -8,6 +8,7 @@
 
 import type {
   AttemptRecord,
+  CheckpointPart,
   EventRecord,
   HostRecord,
   JobHeader,
@@ -28,7 +29,10 @@ export type Change =
   | { op: "deleteHost"; name: string }
   /** Tokens are never deleted: a revoked one is kept with its revokedAt. */
   | { op: "putToken"; token: TokenRecord }
-  /** Removes the job with its tasks, attempts and events. */
+  /** A committed checkpoint manifest (a rank's part of a multi-node task's generation). */
+  | { op: "putCheckpointPart"; part: CheckpointPart }
+  | { op: "deleteCheckpointPart"; jobId: string; taskIndex: number; rank: number; generation: number }
+  /** Removes the job with its tasks, attempts, events and checkpoint parts. */
   | { op: "deleteJob"; jobId: string }
   | { op: "setMeta"; key: string; value: string };
 
@@ -44,6 +48,8 @@ export interface StoreSnapshot {
   hosts: HostRecord[];
   tokens: TokenRecord[];
   meta: Record<string, string>;
+  /** Committed checkpoint parts kept (of the live jobs only, from loadLive), by job, task, rank, generation. */
+  checkpointParts: CheckpointPart[];
   /** Headers of the jobs left out of `jobs` (loadLive only). */
   ended?: JobHeader[];
   /** Every ended attempt's cpu time, summed (loadLive only): fair share's history. */

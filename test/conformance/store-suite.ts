@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type {
   AttemptRecord,
+  CheckpointPart,
   EventRecord,
   HostFacts,
   HostRecord,
@@ -167,10 +168,38 @@ export function event(
   return { id: 0, jobId, at, kind, data, message };
 }
 
+export function checkpointPart(
+  jobId: string,
+  taskIndex: number,
+  rank: number,
+  generation: number,
+  overrides: Partial<CheckpointPart> = {},
+): CheckpointPart {
+  return {
+    jobId,
+    taskIndex,
+    rank,
+    generation,
+    attempt: 1,
+    files: [{ path: "state", sha256: "a".repeat(64), bytes: 5 }],
+    bytes: 5,
+    at: 1_700_000_000_500,
+    ...overrides,
+  };
+}
+
 /** The term the suite's commits name: a fresh store's newest term is 0, so 1 is accepted. */
 export const TERM = 1;
 
-const EMPTY: StoreSnapshot = { jobs: [], tasks: [], attempts: [], hosts: [], tokens: [], meta: {} };
+const EMPTY: StoreSnapshot = {
+  jobs: [],
+  tasks: [],
+  attempts: [],
+  hosts: [],
+  tokens: [],
+  meta: {},
+  checkpointParts: [],
+};
 
 /** Values a schema must refuse (NOT NULL, CHECK): each makes its whole batch fail. */
 const BAD_CHANGES: { name: string; change: Change }[] = [
@@ -213,6 +242,10 @@ const BAD_CHANGES: { name: string; change: Change }[] = [
   {
     name: "meta with a null value",
     change: { op: "setMeta", key: "bad", value: null as unknown as string },
+  },
+  {
+    name: "checkpoint part of generation 0",
+    change: { op: "putCheckpointPart", part: checkpointPart("bad", 0, 0, 0) },
   },
 ];
 
@@ -403,6 +436,73 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "setMeta", key: "token", value: "sëcret ✓ 'x'" },
         ]);
         expect((await store.load()).meta).toStrictEqual({ "schema.note": "", token: "sëcret ✓ 'x'" });
+      });
+    });
+
+    describe("checkpoint parts", () => {
+      test("round-trip every field exactly", async () => {
+        const record = checkpointPart("j", 3, 2, 9_007_199_254_740, {
+          attempt: 4,
+          files: [
+            { path: "sub/dïr/state ✓", sha256: "0".repeat(64), bytes: 0 },
+            { path: "big", sha256: "f".repeat(64), bytes: 5_000_000_000 },
+          ],
+          bytes: 5_000_000_000,
+        });
+        await store.commit(TERM, [{ op: "putCheckpointPart", part: record }]);
+        expect((await store.load()).checkpointParts).toStrictEqual([record]);
+      });
+
+      test("a part put again is replaced; deleteCheckpointPart removes that one only", async () => {
+        await store.commit(TERM, [
+          { op: "putCheckpointPart", part: checkpointPart("j", 0, 1, 2) },
+          { op: "putCheckpointPart", part: checkpointPart("j", 0, 0, 2) },
+          { op: "putCheckpointPart", part: checkpointPart("j", 0, 0, 1) },
+          { op: "putCheckpointPart", part: checkpointPart("j", 1, 0, 1) },
+        ]);
+        const replaced = checkpointPart("j", 0, 0, 2, { attempt: 2, files: [], bytes: 0 });
+        await store.commit(TERM, [
+          { op: "putCheckpointPart", part: replaced },
+          { op: "deleteCheckpointPart", jobId: "j", taskIndex: 0, rank: 0, generation: 1 },
+        ]);
+        expect((await store.load()).checkpointParts).toStrictEqual([
+          replaced,
+          checkpointPart("j", 0, 1, 2),
+          checkpointPart("j", 1, 0, 1),
+        ]);
+      });
+
+      test("in one batch, put then delete leaves nothing; delete then put leaves the part", async () => {
+        await store.commit(TERM, [
+          { op: "putCheckpointPart", part: checkpointPart("a", 0, 0, 1) },
+          { op: "deleteCheckpointPart", jobId: "a", taskIndex: 0, rank: 0, generation: 1 },
+          { op: "deleteCheckpointPart", jobId: "b", taskIndex: 0, rank: 0, generation: 1 },
+          { op: "putCheckpointPart", part: checkpointPart("b", 0, 0, 1) },
+        ]);
+        expect((await store.load()).checkpointParts).toStrictEqual([checkpointPart("b", 0, 0, 1)]);
+      });
+
+      test("deleteJob removes the job's parts, and only its", async () => {
+        await store.commit(TERM, [
+          { op: "putJob", job: job("gone") },
+          { op: "putCheckpointPart", part: checkpointPart("gone", 0, 0, 1) },
+          { op: "putCheckpointPart", part: checkpointPart("kept", 0, 0, 1) },
+        ]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "gone" }]);
+        expect((await store.load()).checkpointParts).toStrictEqual([checkpointPart("kept", 0, 0, 1)]);
+      });
+
+      test("loadLive holds the parts of the live jobs only", async () => {
+        await store.commit(TERM, [
+          { op: "putJob", job: job("live", { state: "running" }) },
+          { op: "putTasks", tasks: [task("live", 0, { state: "running" })] },
+          { op: "putJob", job: job("done", { state: "succeeded", endedAt: 1_700_000_001_000 }) },
+          { op: "putTasks", tasks: [task("done", 0, { state: "succeeded" })] },
+          { op: "putCheckpointPart", part: checkpointPart("live", 0, 0, 3) },
+          { op: "putCheckpointPart", part: checkpointPart("done", 0, 0, 1) },
+        ]);
+        expect((await store.loadLive()).checkpointParts).toStrictEqual([checkpointPart("live", 0, 0, 3)]);
+        expect((await store.load()).checkpointParts).toHaveLength(2);
       });
     });
 
@@ -870,6 +970,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "addEvent", event: submitted },
           { op: "putHost", host: host("h") },
           { op: "setMeta", key: "k", value: "before" },
+          { op: "putCheckpointPart", part: checkpointPart("keep", 0, 0, 1) },
         ]);
         return store.load();
       }
@@ -887,6 +988,8 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "putHost", host: host("h2") },
           { op: "deleteHost", name: "h" },
           { op: "setMeta", key: "k", value: "after" },
+          { op: "putCheckpointPart", part: checkpointPart("new", 0, 0, 1) },
+          { op: "deleteCheckpointPart", jobId: "keep", taskIndex: 0, rank: 0, generation: 1 },
           { op: "deleteJob", jobId: "keep" },
           change,
         ];
@@ -1103,6 +1206,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           { op: "addEvent", event: event("j-1", 10, "held") },
           { op: "putHost", host: host("h", { labels: { tier: "gold" } }) },
           { op: "setMeta", key: "leader", value: "s1" },
+          { op: "putCheckpointPart", part: checkpointPart("j-1", 0, 0, 2, { bytes: 10, at: 7 }) },
         ];
         await store.commit(TERM, changes);
         await store.commit(TERM, [{ op: "deleteJob", jobId: "j-2" }]);

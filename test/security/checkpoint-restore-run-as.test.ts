@@ -5,8 +5,9 @@
 // and nothing appears outside the checkpoint folder. Needs root, useradd and setpriv (as
 // test/integration/run-as.test.ts): without them the file fails under CI and skips elsewhere.
 
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
 import { makeAccount, removeAccount, runAsUnavailable } from "../helpers/local-accounts.ts";
 import {
@@ -93,23 +94,22 @@ if (unavailable && process.env.CI) {
         20_000,
       );
 
-      // The store's manifest is rewritten to name a path as deep as the root, then into `escaped`.
-      const stored = join(
-        server.data,
-        "blobs",
-        "jobs",
-        id,
-        "tasks",
-        "0",
-        "checkpoint",
-        "manifests",
-        `${generation}.json`,
-      );
-      const manifest = JSON.parse(readFileSync(stored, "utf8")) as { files: { path: string }[] };
-      expect(manifest.files.map((file) => file.path)).toEqual(["state"]);
+      // The store's manifest (its record) is rewritten to name a path as deep as the root, then
+      // into `escaped`, while the server is down: it reads its records again as it starts.
+      await server.stop();
+      const db = new DatabaseSync(join(server.data, "steward.db"));
+      const row = db
+        .prepare("SELECT files FROM checkpoint_parts WHERE job_id = ? AND task_index = 0 AND generation = ?")
+        .get(id, generation) as { files: string };
+      const files = JSON.parse(row.files) as { path: string }[];
+      expect(files.map((file) => file.path)).toEqual(["state"]);
       const climbing = `${"../".repeat(40)}${escaped.slice(1)}/cron-x`;
-      manifest.files[0].path = climbing;
-      writeFileSync(stored, JSON.stringify(manifest));
+      files[0].path = climbing;
+      db.prepare(
+        "UPDATE checkpoint_parts SET files = ? WHERE job_id = ? AND task_index = 0 AND generation = ?",
+      ).run(JSON.stringify(files), id, generation);
+      db.close();
+      server = await startServerProcess({ data: server.data, port: server.port });
       writeFileSync(go, "", { mode: 0o644 });
 
       const second = await waitFor(

@@ -66,11 +66,6 @@ const KNOWN_EXCEPTIONS: readonly { from: string; module: string; until: string }
   // api <-> server: the routes are handed Core, which lives in server/; they go once the routes
   // are handed one command function per request and a read model instead.
   { from: "api", module: "server/core.ts", until: "the routes take ports instead of Core" },
-  {
-    from: "api",
-    module: "server/gang-checkpoints.ts",
-    until: "a gang's checkpoint generations are state, not worked out by the routes",
-  },
   // planner <-> reactor: applying a plan calls the handlers that themselves apply plans.
   { from: "planner", module: "reactor/step.ts", until: "the planner no longer calls handlers" },
   { from: "planner", module: "reactor/handlers/attempts.ts", until: "the planner no longer calls handlers" },

@@ -243,3 +243,38 @@ describe("a submit repeated with its key", () => {
     expect((await harness.store.load()).jobs).toHaveLength(1);
   });
 });
+
+describe("checkpoints through the reactor", () => {
+  const sha = (letter: string) => letter.repeat(64);
+  const manifest = (letter: string) => ({ files: [{ path: "state", sha256: sha(letter), bytes: 4 }] });
+
+  it("blobs no part names are deleted once the commit is durable, before it is answered; parts survive a restart", async () => {
+    await harness.core.attachHost(hello("h1"));
+    const job = await running();
+    const at = { jobId: job.id, taskIndex: 0 };
+    const drops: { objects: string[]; recorded: number[] }[] = [];
+    harness.core.setCheckpointBlobs({
+      drop: async (drop) => {
+        const recorded = (await harness.store.load()).checkpointParts.map((part) => part.generation);
+        drops.push({ objects: drop.objects, recorded });
+      },
+    });
+    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
+    expect(await harness.core.commitCheckpoint({ ...at, attempt: 1, manifest: manifest("a") })).toEqual({
+      generation: 1,
+      bytes: 4,
+      previous: null,
+    });
+    expect(drops).toEqual([]);
+    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("b"), bytes: 4 });
+    await harness.core.commitCheckpoint({ ...at, attempt: 1, manifest: manifest("b") });
+    // Answered after the drop, which ran with generation 1's part already gone from the store.
+    expect(drops).toEqual([{ objects: [sha("a")], recorded: [2] }]);
+    // The drop is done: the object may be uploaded again.
+    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
+
+    const core = await harness.restart();
+    expect(core.restartManifest(job.id, 0)).toEqual(manifest("b"));
+    expect(core.findJob(job.id)?.tasks[0].checkpoint).toMatchObject({ generation: 2, bytes: 4 });
+  });
+});

@@ -3,36 +3,20 @@
 // placed on it, and writes outputs and checkpoints of its own attempts only (its own ranks of a
 // multi-node one); only the current attempt may upload. Anything else (another host's attempt, an
 // absent one, a join token, which may only join) answers the same 404, so a host learns nothing
-// of the work of others, not even whether it exists.
+// of the work of others, not even whether it exists. The routes move the bytes; what a checkpoint
+// commit means (its generation, a gang's completeness, what is dropped) the reactor decides
+// (reactor/handlers/checkpoints.ts).
 
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import { text } from "node:stream/consumers";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { nodesOf } from "../../model/job-spec.ts";
-import {
-  type CheckpointManifest,
-  checkpointManifest,
-  readCheckpointManifest,
-} from "../../protocol/messages.ts";
+import { checkpointManifest, readCheckpointManifest } from "../../protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { Core } from "../../server/core.ts";
-import {
-  committedGenerations,
-  dropOldGangCheckpoints,
-  newestCompleteGeneration,
-  readRankManifest,
-  writeRankManifest,
-} from "../../server/gang-checkpoints.ts";
-import {
-  checkpointManifestKey,
-  checkpointObjectKey,
-  checkpointPrefix,
-  inputKey,
-  outputKey,
-} from "../../store/blob-layout.ts";
+import { checkpointObjectKey, inputKey, outputKey } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
@@ -171,19 +155,15 @@ export function registerAgentFileRoutes(
       const record = core.job(id).tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (!record.checkpoint) throw new NotFoundError(`task ${task} of job ${id} has no checkpoint`);
-      if (rank !== undefined) {
-        // A gang's rank gets its own state of the newest complete generation.
-        const manifest = await readRankManifest(blobs, id, task, rank, record.checkpoint.generation);
-        if (!manifest)
-          throw new NotFoundError(`rank ${rank} has no checkpoint ${record.checkpoint.generation}`);
-        return manifest;
+      // A gang's rank gets its own state of the newest complete generation.
+      const manifest = core.restartManifest(id, task, rank);
+      if (!manifest) {
+        const whose = rank === undefined ? `task ${task} of job ${id}` : `rank ${rank}`;
+        throw new NotFoundError(`${whose} has no checkpoint ${record.checkpoint.generation}`);
       }
-      const manifest = await text(
-        blobs.read(checkpointManifestKey(id, record.index, record.checkpoint.generation)),
-      );
       // Checked again as it is read: a store written before paths were checked, or tampered with,
       // must not hand an agent a path out of its folder (a 500: the server's own record is at fault).
-      return readCheckpointManifest(JSON.parse(manifest));
+      return readCheckpointManifest(manifest);
     },
   );
 
@@ -221,7 +201,7 @@ export function registerAgentFileRoutes(
     },
     async (request) => {
       const { id, task, attempt, sha } = request.params;
-      writableRanks(core, request, { id, task, attempt }, request.body);
+      const ranks = writableRanks(core, request, { id, task, attempt }, request.body);
       const body = request.body ?? Readable.from([]);
       if (!core.isCurrent(id, task, attempt)) {
         body.resume();
@@ -238,6 +218,13 @@ export function registerAgentFileRoutes(
         throw new InvalidRequestError("sha256", "the object's content does not match its name");
       }
       core.noteCheckpointTransfer(info.bytes, performance.now() - startedAt);
+      await core.checkpointObjectStored({
+        jobId: id,
+        taskIndex: task,
+        ranks,
+        sha256: sha,
+        bytes: info.bytes,
+      });
       return { bytes: info.bytes };
     },
   );
@@ -264,95 +251,18 @@ export function registerAgentFileRoutes(
       }
       // A gang's rank commits its own state: another rank's is another host's to give.
       if (manifest.gang && !own.includes(manifest.gang.rank)) throw new NotFoundError(NOT_ON_THIS_HOST);
-      let bytes = 0;
-      for (const file of manifest.files) {
-        const info = await blobs.stat(checkpointObjectKey(id, task, file.sha256));
-        if (!info || info.bytes !== file.bytes) {
-          throw new ConflictError(`checkpoint object for ${file.path} is missing: upload it first`);
+      // Objects stored before this server knew of them (through the previous leader, or before a
+      // restart: what it knows of uploads not yet committed lives in memory) are looked up once.
+      const shas = [...new Set(manifest.files.map((file) => file.sha256))];
+      for (const sha of core.unknownCheckpointObjects(id, task, shas)) {
+        const info = await blobs.stat(checkpointObjectKey(id, task, sha));
+        if (info) {
+          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes: info.bytes };
+          await core.checkpointObjectStored(stored);
         }
-        bytes += file.bytes;
       }
-      const ranks = nodesOf(core.job(id).record.spec);
-      if (manifest.gang || ranks > 1) {
-        if (!manifest.gang || manifest.gang.rank >= ranks)
-          throw new InvalidRequestError(
-            "gang",
-            "a multi-node job's checkpoint names its rank and generation",
-          );
-        return commitRankCheckpoint(
-          core,
-          blobs,
-          { id, task, attempt, ranks },
-          { ...manifest, gang: manifest.gang },
-          bytes,
-        );
-      }
-      // The manifest is written before the commit that points at it: a restart never sees a part.
-      const generation = core.nextCheckpointGeneration(id, task);
-      await blobs.write(
-        checkpointManifestKey(id, task, generation),
-        Readable.from([JSON.stringify(manifest)]),
-      );
-      const previous = await core.commitCheckpoint(id, task, attempt, generation, bytes);
-      await dropOldCheckpoints(
-        blobs,
-        id,
-        task,
-        generation,
-        manifest.files.map((file) => file.sha256),
-      );
-      return { generation, bytes, previous };
+      // Which generation this makes, whether a gang's is complete and what is dropped: the reactor's.
+      return core.commitCheckpoint({ jobId: id, taskIndex: task, attempt, manifest });
     },
   );
-}
-
-/**
- * A gang's rank commits its state of one generation; once every rank has that generation (or a
- * newer one is complete), it becomes the task's restart point (gang-checkpoints.ts).
- */
-async function commitRankCheckpoint(
-  core: Core,
-  blobs: BlobStore,
-  at: { id: string; task: number; attempt: number; ranks: number },
-  manifest: CheckpointManifest & { gang: { rank: number; generation: number } },
-  bytes: number,
-): Promise<{ generation: number; bytes: number; previous: number | null }> {
-  const { id, task, attempt, ranks } = at;
-  await writeRankManifest(blobs, id, task, manifest);
-  const complete = newestCompleteGeneration(await committedGenerations(blobs, id, task), ranks);
-  const current = core.job(id).tasks[task].checkpoint?.generation ?? null;
-  let previous = current;
-  if (complete !== null && (current === null || complete > current)) {
-    let total = 0;
-    for (let rank = 0; rank < ranks; rank++) {
-      const each = await readRankManifest(blobs, id, task, rank, complete);
-      for (const file of each?.files ?? []) total += file.bytes;
-    }
-    previous = await core.commitCheckpoint(id, task, attempt, complete, total).catch((error: unknown) => {
-      // Another rank's commit made it complete first: nothing left to do.
-      if (error instanceof ConflictError) return current;
-      throw error;
-    });
-    await dropOldGangCheckpoints(blobs, id, task, complete);
-  }
-  return { generation: manifest.gang.generation, bytes, previous };
-}
-
-/** Keeps the last generation only: older manifests, and objects no longer named, go. */
-async function dropOldCheckpoints(
-  blobs: BlobStore,
-  jobId: string,
-  task: number,
-  keep: number,
-  shas: string[],
-) {
-  const prefix = checkpointPrefix(jobId, task);
-  const named = new Set(shas.map((sha) => checkpointObjectKey(jobId, task, sha)));
-  const current = checkpointManifestKey(jobId, task, keep);
-  for (const blob of await blobs.list(`${prefix}/manifests`)) {
-    if (blob.key !== current) await blobs.deletePrefix(blob.key);
-  }
-  for (const blob of await blobs.list(`${prefix}/objects`)) {
-    if (!named.has(blob.key)) await blobs.deletePrefix(blob.key);
-  }
 }
