@@ -125,11 +125,7 @@ describe("explainJob names the failing clause", () => {
       job({ id: "j", requirements: 'host.arch == "x86_64" && host.memFreeMb >= 512.0' }),
       [host({ name: "a" })],
     );
-    expect(only).toEqual({
-      host: "a",
-      eligible: true,
-      reason: "matches and has room: the job starts at the next pass",
-    });
+    expect(only).toEqual({ host: "a", eligible: true, reason: "matches and has room" });
   });
 });
 
