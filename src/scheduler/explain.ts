@@ -134,6 +134,8 @@ interface DryRun {
   plan: Plan;
   /** Why the pass gave up on the job's next task, when it did. */
   unplaced: string | null;
+  /** Why preemption stops nothing for the job, when it looked. */
+  noPreemption: string | null;
   /** Rescheduling's estimates for the job's running tasks, by `task/attempt`. */
   estimates: Map<string, ReschedulingEstimate[]>;
 }
@@ -141,20 +143,28 @@ interface DryRun {
 /** The scheduling pass itself, on the same input, recording what it says of the job. */
 function runDry(pass: SchedulerState, job: JobView): DryRun {
   let unplaced: string | null = null;
+  let noPreemption: string | null = null;
   const estimates = new Map<string, ReschedulingEstimate[]>();
   const plan = schedule(pass, {
     unplaced: (other, why) => {
       if (other.id === job.id) unplaced ??= why;
     },
+    noPreemption: (other, why) => {
+      if (other.id === job.id) noPreemption = why;
+    },
     rescheduling: (task, found) => {
       if (task.job.id === job.id) estimates.set(`${task.taskIndex}/${task.attempt}`, found);
     },
   });
-  return { plan, unplaced, estimates };
+  return { plan, unplaced, noPreemption, estimates };
 }
 
 /** What the dry run does for the job, in a sentence. */
-function describeNextPass(pass: SchedulerState, job: JobView, { plan, unplaced }: DryRun): NextPass {
+function describeNextPass(
+  pass: SchedulerState,
+  job: JobView,
+  { plan, unplaced, noPreemption }: DryRun,
+): NextPass {
   const starts = plan.place
     .filter((placement) => placement.jobId === job.id)
     .map((placement) => ({
@@ -178,10 +188,14 @@ function describeNextPass(pass: SchedulerState, job: JobView, { plan, unplaced }
       line = `room on ${kept.host} is kept for task ${kept.taskIndex} (a preemption made it): it starts there once the stopped task has ended`;
     else if (![...pass.jobs].some((other) => other.id === job.id))
       line = "the next pass does not look at it: no task of it is queued ready to start";
-    else if (unplaced) line = `the next pass does not start it: ${unplaced}`;
-    else if (!pass.hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0))
-      line = "the next pass does not start it: no host that takes work has a free slot";
-    else line = "the next pass does not start it: the free room goes to work ahead of it";
+    else {
+      let why = unplaced;
+      if (why === null)
+        why = pass.hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0)
+          ? "the free room goes to work ahead of it"
+          : "no host that takes work has a free slot";
+      line = `the next pass does not start it: ${why}${noPreemption ? `; ${noPreemption}` : ""}`;
+    }
   }
   return { starts, preempts, line };
 }

@@ -54,6 +54,7 @@ export function preemptionPass(
   capacity: ReadonlyMap<string, Capacity>,
   running: () => readonly RunningTaskView[],
   policy: MetaschedulingPolicy,
+  trace: PassTrace = {},
 ): { preempt: Preemption[]; stop: StopEntry[]; recheckAt?: number } {
   const reserved = new Set((state.reserved ?? []).map((room) => taskKey(room.job.id, room.taskIndex)));
   let lowest: number | null = null;
@@ -69,8 +70,11 @@ export function preemptionPass(
     if (job.priority <= lowest) break;
     looked++;
     const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy);
-    if (decision.kind === "wait")
+    if (decision.kind === "wait") {
+      trace.noPreemption?.(job, "a running task that would make room for it ends soon: it waits for that");
       return { preempt: [], stop: [], recheckAt: state.now + PREEMPTION_RECHECK_MS };
+    }
+    if (decision.kind === "none") trace.noPreemption?.(job, decision.reason);
     if (decision.kind !== "preempt" || unplaced.unreserved === null) continue;
     const { victim, remainingSeconds } = decision;
     const reason = `preempted for job ${job.id} (priority ${job.priority})`;

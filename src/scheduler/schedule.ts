@@ -218,7 +218,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   if (state.running) {
     const running = lazyRunning(state.running);
     if (policy.preempt) {
-      const decided = preemptionPass(state, placedTasks, feasibleFor, capacity, running, policy);
+      const decided = preemptionPass(state, placedTasks, feasibleFor, capacity, running, policy, trace);
       plan.preempt.push(...decided.preempt);
       plan.stop.push(...decided.stop);
       if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;

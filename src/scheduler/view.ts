@@ -154,6 +154,8 @@ export interface StopEntry {
 export interface PassTrace {
   /** The pass gave up on the job's next task, and why. */
   unplaced?(job: JobView, why: string): void;
+  /** Preemption looked at the job and stops nothing for it now, and why. */
+  noPreemption?(job: JobView, why: string): void;
   /** Rescheduling weighed a movable task: the gain it would see on each host that could take it (none: no host fast enough). */
   rescheduling?(task: RunningTaskView, estimates: { host: string; gain: number }[]): void;
 }
