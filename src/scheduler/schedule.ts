@@ -52,9 +52,9 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     totalSlotsFree += Math.max(0, host.slotsFree);
   }
   const plan: Plan = { place, stop: [], preempt: [] };
-  /** Tasks placed in this pass (job, index). */
-  const placedTasks = new Set<string>();
-  /** Cpus placed in this pass per owner, counted into the owner's share. */
+  /** Tasks placed first, in room kept for them (taskKey): the queue's turn skips them. */
+  const placedFirst = new Set<string>();
+  /** Cpus placed first per owner, counted into the owner's share when its turns come. */
   const placedCpus = new Map<string, number>();
 
   // Room a preemption kept goes to its task once the stopped task has freed it.
@@ -78,7 +78,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       host: reserved.host,
       reserved: true,
     });
-    placedTasks.add(taskKey(job.id, reserved.taskIndex));
+    placedFirst.add(taskKey(job.id, reserved.taskIndex));
     const owner = job.owner ?? "";
     placedCpus.set(owner, (placedCpus.get(owner) ?? 0) + job.cpus);
   }
@@ -133,7 +133,6 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       totalSlotsFree -= job.cpus;
     }
     place.push({ kind: "gang", jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
-    placedTasks.add(taskKey(job.id, next.value.index));
     return true;
   };
 
@@ -158,7 +157,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     for (;;) {
       const next = cursor.tasks!.next();
       if (next.done) return false;
-      if (placedTasks.has(taskKey(job.id, next.value.index))) continue;
+      if (placedFirst.size > 0 && placedFirst.has(taskKey(job.id, next.value.index))) continue;
       const best = bestFit(cursor.scored, capacity, job, next.value.allows);
       if (!best) {
         // A task with a rule of its own is tried alone; an ordinary one speaks for its batch.
@@ -172,7 +171,6 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       room.memoryFreeMb -= job.memoryMb;
       totalSlotsFree -= job.cpus;
       place.push({ kind: "task", jobId: job.id, taskIndex: next.value.index, host: best.host.name });
-      placedTasks.add(taskKey(job.id, next.value.index));
       return true;
     }
   };
@@ -191,7 +189,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       if (queue.peek()?.priority === priority) {
         const share = state.owners?.get(queue.owner) ?? NO_SHARE;
         const cpus = placedCpus.get(queue.owner) ?? 0;
-        lanes.push({ share: { ...share, runningCpus: share.runningCpus + cpus }, queue, cursor: null });
+        const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
+        lanes.push({ share: counted, queue, cursor: null });
       }
     while (lanes.length > 0 && totalSlotsFree > 0) {
       const turn = nextTurn(lanes);
@@ -201,7 +200,6 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       if (placeNext(lane.cursor)) {
         const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
         lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
-        placedCpus.set(lane.queue.owner, (placedCpus.get(lane.queue.owner) ?? 0) + cpus);
       } else {
         lane.cursor = null;
         lane.queue.advance();
@@ -218,7 +216,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   if (state.running) {
     const running = lazyRunning(state.running);
     if (policy.preempt) {
-      const decided = preemptionPass(state, placedTasks, feasibleFor, capacity, running, policy, trace);
+      const placed = new Set(place.map((each) => taskKey(each.jobId, each.taskIndex)));
+      const decided = preemptionPass(state, placed, feasibleFor, capacity, running, policy, trace);
       plan.preempt.push(...decided.preempt);
       plan.stop.push(...decided.stop);
       if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;
