@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/jobfile.ts";
 import type { HostFacts, JobRecord, TaskRecord } from "../../src/model/records.ts";
+import { explainJob } from "../../src/planner/explain-job.ts";
 import { planPass } from "../../src/planner/plan-pass.ts";
 import { applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
 import { endAttempt } from "../../src/reactor/handlers/attempts.ts";
@@ -135,6 +136,25 @@ describe("a preemption as one plan entry", () => {
     expect(started.map((attempt) => attempt.jobId)).toStrictEqual(["high"]);
     expect(state.liveAttempt("high", 0, 1)?.startedByPreemption).toBe(true);
     expect(state.reservations.size).toBe(0);
+  });
+
+  it("explain over the state says what the pass does: the room kept, then the start there", () => {
+    const { state, low, high, other } = cluster();
+    run(state, preemptLowForHigh);
+    expect(explainJob(state, high, NOW).nextPass.line).toBe(
+      "room on h1 is kept for task 0 (a preemption made it): it starts there once the stopped task has ended",
+    );
+    const step = new Step(state, NOW, () => 0.5);
+    endAttempt(step, low, low.liveAttempts(0)[0], {
+      outcome: "preempted",
+      exitCode: null,
+      reason: "for high",
+    });
+    expect(explainJob(state, high, NOW).nextPass.starts).toStrictEqual([
+      { task: 0, hosts: ["h1"], replica: false },
+    ]);
+    expect(explainJob(state, other, NOW).nextPass.starts).toStrictEqual([]);
+    expect(planPass(state, NOW)?.place.map((each) => each.jobId)).toStrictEqual(["high"]);
   });
 
   it("no other job's placement takes the kept room, even from a plan made before", () => {
