@@ -189,6 +189,21 @@ export const explanationSchema = z.object({
     description:
       "how many jobs of other users are ahead besides those in `ahead`, which a user's token does not see (0 for an admin or a reader, who see them all)",
   }),
+  nextPass: z
+    .object({
+      starts: z
+        .array(z.object({ task: z.int(), hosts: z.array(z.string()), replica: z.boolean() }))
+        .meta({ description: "the tasks the next pass starts, each with its hosts (rank 0 first)" }),
+      preempts: z.object({ task: z.int(), host: z.string() }).nullable().meta({
+        description:
+          "the next pass stops a running task of lower priority on this host and keeps its room for this task",
+      }),
+      line: z.string().meta({ description: "the sentence steward explain prints" }),
+    })
+    .meta({
+      description:
+        "what the next scheduling pass does for the job: the scheduler's own pass run dry, so it says what the scheduler does",
+    }),
   running: z
     .array(
       z.object({

@@ -1,10 +1,12 @@
 // One scheduling pass over the cluster state: the scheduler sees the queued jobs with ready work,
-// the hosts, each owner's share and (when it may stop work: preemption, rescheduling) the live
-// attempts, and answers a plan; null when there is nothing to do.
+// the hosts, each owner's share, the room preemptions keep, and (when it may stop work:
+// preemption, rescheduling) the live attempts, and answers a plan; null when there is nothing to
+// do. Explain hands the scheduler the same input (passInput) and runs it dry (explain-job.ts).
 
-import { schedule } from "../scheduler/plan.ts";
+import type { Plan } from "../scheduler/plan.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
-import type { Plan, RunningTaskView } from "../scheduler/view.ts";
+import { schedule } from "../scheduler/schedule.ts";
+import type { RunningTaskView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { LiveAttempt } from "../state/host-entry.ts";
 import { replicableTasks } from "./running-tasks.ts";
@@ -15,6 +17,27 @@ export function planPass(
   policy: Partial<MetaschedulingPolicy> = {},
 ): Plan | null {
   state.promoteDueBackoffs(now);
+  state.dropStaleReservations();
+  const input = passInput(state, now, policy);
+  if (!input) return null;
+  const plan = schedule(input);
+  const empty =
+    plan.place.length === 0 &&
+    plan.stop.length === 0 &&
+    plan.preempt.length === 0 &&
+    plan.recheckAt === undefined;
+  return empty ? null : plan;
+}
+
+/**
+ * What a pass over the state as it is now hands the scheduler, or null when it could change
+ * nothing (then the queue is not walked). Reads the state only.
+ */
+export function passInput(
+  state: ClusterState,
+  now: number,
+  policy: Partial<MetaschedulingPolicy> = {},
+): SchedulerState | null {
   const freeSlot = state.hasFreeSlot();
   // Without a free slot or live work, nothing can be placed, stopped or moved: the queue is not walked.
   if (!freeSlot && state.live.size === 0) return null;
@@ -30,21 +53,21 @@ export function planPass(
   const replicable = freeSlot ? replicableTasks(state) : [];
   // Nothing can be placed without a free slot, and nothing moved or preempted without live work.
   if (!(freeSlot && (queued || replicable.length > 0)) && !preempting && !rescheduling) return null;
-  const plan = schedule({
+  const reserved = state.reservations.size > 0 ? state.reservedRooms() : [];
+  return {
     now,
     jobs,
     ownerQueues: () => state.queue.ownerQueues(),
     hosts: state.hostViews(now, policy.walltimeMarginSeconds),
     owners: state.owners.shares(now),
     replicable,
+    ...(reserved.length > 0 ? { reserved } : {}),
     running: preempting || rescheduling ? () => runningViews(state) : undefined,
     policy: {
       ...policy,
       ...(state.transferBytesPerSecond ? { transferBytesPerSecond: state.transferBytesPerSecond } : {}),
     },
-  });
-  const empty = plan.place.length === 0 && plan.stop.length === 0 && plan.recheckAt === undefined;
-  return empty ? null : plan;
+  };
 }
 
 /** Whether the queue's first priority is above the lowest priority running (the queue is in priority order). */

@@ -5,7 +5,6 @@
 
 import { EventEmitter } from "node:events";
 import type { EventRecord } from "../model/records.ts";
-import { applyPlan } from "../planner/apply-plan.ts";
 import { planPass } from "../planner/plan-pass.ts";
 import { DISCOVERY_SECONDS, type MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
@@ -15,6 +14,7 @@ import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
 import { startUndelivered } from "./handlers/agent-reports.ts";
+import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";
 import { expireLeases } from "./handlers/leases.ts";
 import { Step } from "./step.ts";
@@ -205,7 +205,7 @@ export class Reactor {
     this.#discoveredAt = now;
     const plan = planPass(this.state, now, this.options.policy);
     this.#recheckAt = plan?.recheckAt ?? Number.POSITIVE_INFINITY;
-    if (plan && (plan.place.length > 0 || plan.stop.length > 0)) {
+    if (plan && (plan.place.length > 0 || plan.stop.length > 0 || plan.preempt.length > 0)) {
       void this.run((step) => applyPlan(step, plan)).catch(() => {});
     }
   }

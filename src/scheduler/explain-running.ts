@@ -1,7 +1,7 @@
-// Explain for a running task: the last rescheduling estimate (the gain the task would see on each
-// candidate host, GridWay's rescheduling) and whether it is a preemption candidate (GrADS).
-// Those rules fill `estimates` and `preemption` of RunningTaskAssessment once they land; until then a
-// running task says it has no estimate and has not been assessed, rather than guessing.
+// Explain for a running task: the rescheduling estimate (the gain the task would see on each
+// candidate host, GridWay's rescheduling, as the next pass weighs it) and whether it is a
+// preemption candidate (GrADS). A task the rules have not weighed says it has no estimate and has
+// not been assessed, rather than guessing.
 
 /** The gain a running task would see on another host: 0.3 means 30 % faster there. */
 export interface ReschedulingEstimate {
@@ -9,11 +9,8 @@ export interface ReschedulingEstimate {
   gain: number;
 }
 
-/**
- * One live attempt of the job, with what rescheduling and preemption last said of it (what explain
- * tells; the scheduler's own view of a live attempt is RunningTaskView, view.ts).
- */
-export interface RunningTaskAssessment {
+/** One live attempt of the job, with what rescheduling and preemption say of it. */
+export interface LiveTaskAssessment {
   index: number;
   attempt: number;
   host: string;
@@ -37,7 +34,7 @@ export interface RunningTaskExplanation {
   line: string;
 }
 
-export function explainRunningTask(task: RunningTaskAssessment, now: number): RunningTaskExplanation {
+export function explainRunningTask(task: LiveTaskAssessment, now: number): RunningTaskExplanation {
   const estimates = task.estimates ? [...task.estimates].sort((a, b) => b.gain - a.gain) : null;
   const preemption = task.preemption ?? null;
   let rescheduling = "no rescheduling estimate yet";

@@ -1,15 +1,17 @@
 // The stages that stop running work, after the placements of a pass: preemption for the first
 // blocked jobs in queue order (at most one stop a pass, GrADS takes one new job at a time), then
 // rescheduling of running tasks into the room left over. Both return plan entries with the
-// numbers behind them for the job's events.
+// numbers behind them for the job's events. A preemption names the task it makes room for, whose
+// room is then kept for it (plan.ts).
 
 import { batchKey } from "./batches.ts";
+import { type Preemption, taskKey } from "./plan.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
 import type { FeasibilityJob } from "./stages/feasibility.ts";
 import { type Capacity, fitsCapacity } from "./stages/fit.ts";
 import { decidePreemption } from "./stages/preemption.ts";
 import { bestMove, type MoveEstimate, notMovable, speedNeeded } from "./stages/rescheduling.ts";
-import type { HostView, JobView, RunningTaskView, SchedulerState, StopEntry } from "./view.ts";
+import type { HostView, JobView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "./view.ts";
 
 /** Blocked jobs looked at in one pass: the first in queue order matter, and a pass must stay short. */
 export const PREEMPTION_JOBS_PER_PASS = 8;
@@ -25,28 +27,42 @@ function lowestPriority(running: readonly RunningTaskView[]): number {
   return lowest;
 }
 
-/** Whether `job` still has a ready task after the `placed` placements this pass gave it. */
-function hasUnplacedTask(job: JobView, placed: number, now: number): boolean {
-  let seen = 0;
-  for (const _ of job.readyTasks(now)) {
-    if (++seen > placed) return true;
+/**
+ * The job's ready tasks that this pass did not place (`placed`: keys of taskKey): whether there is
+ * one, and the first that has no room kept for it yet (`reserved`), which a preemption would name.
+ */
+function unplacedTask(
+  job: JobView,
+  placed: ReadonlySet<string>,
+  reserved: ReadonlySet<string>,
+  now: number,
+): { any: boolean; unreserved: number | null } {
+  let any = false;
+  for (const index of job.readyTasks(now)) {
+    const key = taskKey(job.id, index);
+    if (placed.has(key)) continue;
+    any = true;
+    if (!reserved.has(key)) return { any, unreserved: index };
   }
-  return false;
+  return { any, unreserved: null };
 }
 
 export function preemptionPass(
   state: SchedulerState,
-  placed: ReadonlyMap<string, number>,
+  placed: ReadonlySet<string>,
   feasibleFor: (job: FeasibilityJob) => HostView[],
   capacity: ReadonlyMap<string, Capacity>,
   running: () => readonly RunningTaskView[],
   policy: MetaschedulingPolicy,
-): { stop: StopEntry[]; recheckAt?: number } {
+  trace: PassTrace = {},
+): { preempt: Preemption[]; stop: StopEntry[]; recheckAt?: number } {
+  const reserved = new Set((state.reserved ?? []).map((room) => taskKey(room.job.id, room.taskIndex)));
   let lowest: number | null = null;
   let looked = 0;
   for (const job of state.jobs) {
     if (looked >= PREEMPTION_JOBS_PER_PASS) break;
-    if (!hasUnplacedTask(job, placed.get(job.id) ?? 0, state.now)) continue;
+    const unplaced = unplacedTask(job, placed, reserved, state.now);
+    if (!unplaced.any) continue;
     const feasible = feasibleFor(job);
     if (feasible.length === 0) continue;
     lowest ??= lowestPriority(running());
@@ -54,35 +70,38 @@ export function preemptionPass(
     if (job.priority <= lowest) break;
     looked++;
     const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy);
-    if (decision.kind === "wait") return { stop: [], recheckAt: state.now + PREEMPTION_RECHECK_MS };
-    if (decision.kind !== "preempt") continue;
+    if (decision.kind === "wait") {
+      trace.noPreemption?.(job, "a running task that would make room for it ends soon: it waits for that");
+      return { preempt: [], stop: [], recheckAt: state.now + PREEMPTION_RECHECK_MS };
+    }
+    if (decision.kind === "none") trace.noPreemption?.(job, decision.reason);
+    if (decision.kind !== "preempt" || unplaced.unreserved === null) continue;
     const { victim, remainingSeconds } = decision;
     const reason = `preempted for job ${job.id} (priority ${job.priority})`;
-    return {
-      stop: [
-        {
-          jobId: victim.job.id,
-          taskIndex: victim.taskIndex,
+    const stop: StopEntry = {
+      jobId: victim.job.id,
+      taskIndex: victim.taskIndex,
+      attempt: victim.attempt,
+      intent: { outcome: "preempted", reason },
+      note: {
+        kind: "preempt",
+        message: `task ${victim.taskIndex} attempt ${victim.attempt} on ${victim.host} ${reason}: ${seconds(remainingSeconds)} of its work left, the most of the preemptible tasks`,
+        data: {
+          task: victim.taskIndex,
           attempt: victim.attempt,
-          intent: { outcome: "preempted", reason },
-          madeRoomFor: job.id,
-          note: {
-            kind: "preempt",
-            message: `task ${victim.taskIndex} attempt ${victim.attempt} on ${victim.host} ${reason}: ${seconds(remainingSeconds)} of its work left, the most of the preemptible tasks`,
-            data: {
-              task: victim.taskIndex,
-              attempt: victim.attempt,
-              host: victim.host,
-              for: job.id,
-              forPriority: job.priority,
-              remainingSeconds,
-            },
-          },
+          host: victim.host,
+          for: job.id,
+          forPriority: job.priority,
+          remainingSeconds,
         },
-      ],
+      },
     };
+    // A gang needs its hosts all at once: no one host's room is kept for it.
+    if (job.gang && job.gang.nodes > 1) return { preempt: [], stop: [stop] };
+    const place = { kind: "task", jobId: job.id, taskIndex: unplaced.unreserved, host: victim.host } as const;
+    return { preempt: [{ stop, place }], stop: [] };
   }
-  return { stop: [] };
+  return { preempt: [], stop: [] };
 }
 
 export function reschedulingPass(
@@ -91,6 +110,7 @@ export function reschedulingPass(
   capacity: Map<string, Capacity>,
   running: readonly RunningTaskView[],
   policy: MetaschedulingPolicy,
+  trace: PassTrace = {},
 ): StopEntry[] {
   const hosts = new Map(state.hosts.map((host) => [host.name, host]));
   // Hosts with room, fastest first: a task only looks as far as a host fast enough to pay.
@@ -105,7 +125,10 @@ export function reschedulingPass(
     const current = hosts.get(task.host);
     if (!current || notMovable(task, state.now, policy) !== null) continue;
     const needed = speedNeeded(current.facts.speed, policy.rescheduleGain);
-    if (withRoom[0].facts.speed <= needed) continue;
+    if (withRoom[0].facts.speed <= needed) {
+      trace.rescheduling?.(task, []);
+      continue;
+    }
     const key = batchKey(task.job);
     let feasible = feasibleByKey.get(key);
     if (!feasible) {
@@ -118,6 +141,13 @@ export function reschedulingPass(
       if (feasible.has(host.name) && fitsCapacity(task.job, capacity.get(host.name)!)) targets.push(host);
     }
     const move = bestMove(task, current, targets, state.now, policy);
+    if (trace.rescheduling) {
+      const estimates = targets.flatMap((host) => {
+        const there = bestMove(task, current, [host], state.now, policy);
+        return there ? [{ host: there.host, gain: there.gain }] : [];
+      });
+      trace.rescheduling(task, estimates);
+    }
     if (move && move.gain > policy.rescheduleGain) candidates.push({ task, current, targets, move });
   }
   // The largest gains first; a task whose best host filled up meanwhile takes the best one left.

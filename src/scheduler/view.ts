@@ -1,5 +1,5 @@
-// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"), and
-// the plan it returns. The server builds the view; tests build it from tables. No I/O, no clock:
+// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"); the
+// plan it returns is in plan.ts. The server builds the view; tests build it from tables. No I/O, no clock:
 // `now` is passed in.
 
 import type { CompiledExpression } from "../model/cel.ts";
@@ -119,17 +119,20 @@ export interface SchedulerState {
   policy?: Partial<MetaschedulingPolicy>;
   /** Running tasks that may be given a replica on an idle slot; absent means none. */
   replicable?: readonly RunningTask[];
+  /** Room preemptions keep for tasks that have not started yet (plan.ts); absent means none. */
+  reserved?: readonly ReservedRoom[];
 }
 
-/** Start a new attempt of a task on hosts (one entry per rank; one today). */
-export interface Placement {
-  jobId: string;
+/**
+ * Room a preemption keeps on a host for one task (state/room-reservations.ts). The host's
+ * `slotsFree` and `memoryFreeMb` already leave out what is held: only this task may use it.
+ */
+export interface ReservedRoom {
+  job: JobView;
   taskIndex: number;
   host: string;
-  /** One more attempt of a task that is running already (stages/replicas.ts). */
-  replica?: true;
-  /** A gang: the host of each rank, rank 0 first (`host` is ranks[0]). */
-  ranks?: string[];
+  /** What the host holds for the task now (nothing more while the stopped task still runs there). */
+  held: { slots: number; memoryMb: number };
 }
 
 /** Stop a live attempt, which then ends with the intent's outcome and reason. */
@@ -140,8 +143,6 @@ export interface StopEntry {
   intent: StopIntent;
   /** The event that tells why, with the numbers behind the decision (scheduler's stops). */
   note?: { kind: string; message: string; data: Record<string, unknown> };
-  /** A preemption: the job it makes room for (that job's next attempt counts as started by a preemption). */
-  madeRoomFor?: string;
   /**
    * For a migration: where the task's next attempt may go (a named host, or null for anywhere but
    * the attempt's host). Recorded on the task with the stop (TaskRecord.migration).
@@ -149,10 +150,12 @@ export interface StopEntry {
   migrateTo?: { to: string | null };
 }
 
-/** What a scheduling pass (or a user's request) decides; applied by planner/apply-plan.ts. */
-export interface Plan {
-  place: Placement[];
-  stop: StopEntry[];
-  /** When the scheduler wants another pass even if nothing happens (it waits for a task expected to end). */
-  recheckAt?: number;
+/** What a pass tells of its reasons as it goes (explain's dry run); a real pass has none. */
+export interface PassTrace {
+  /** The pass gave up on the job's next task, and why. */
+  unplaced?(job: JobView, why: string): void;
+  /** Preemption looked at the job and stops nothing for it now, and why. */
+  noPreemption?(job: JobView, why: string): void;
+  /** Rescheduling weighed a movable task: the gain it would see on each host that could take it (none: no host fast enough). */
+  rescheduling?(task: RunningTaskView, estimates: { host: string; gain: number }[]): void;
 }

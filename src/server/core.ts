@@ -5,7 +5,7 @@ import type { JobSpec } from "../model/job-spec.ts";
 import type { HostFacts, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
 import type { JobState } from "../model/states.ts";
 import { newTokenOf } from "../model/tokens.ts";
-import { runningView } from "../planner/plan-pass.ts";
+import { explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../protocol/messages.ts";
 import type { AgentLinks, CheckpointBlobs } from "../reactor/effects.ts";
 import { ConflictError, NotFoundError } from "../reactor/errors.ts";
@@ -45,21 +45,12 @@ import {
 import { leaveBeforeWalltime, walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
-import { progressMade, remainingSeconds } from "../scheduler/estimate.ts";
-import { type Explanation, explain } from "../scheduler/explain.ts";
-import type { RunningTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
-import { describeAhead } from "../scheduler/queue-position.ts";
-import { infeasibility } from "../scheduler/stages/feasibility.ts";
-import { gangShortfall } from "../scheduler/stages/gang.ts";
-import { notPreemptible } from "../scheduler/stages/preemption.ts";
-import { bestMove } from "../scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
-import { jobReasons } from "../state/job-reasons.ts";
 import { recoverState } from "../state/recover.ts";
 import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
@@ -205,76 +196,10 @@ export class Core {
     return this.state.hostList();
   }
 
-  /**
-   * Why a job's tasks wait (job-level reasons, then host by host), and what its running tasks face.
-   * For a `viewer` (a user, who sees only their own jobs) other users' jobs are neither named nor
-   * described: those ahead in the queue are counted (`othersAhead`), a dependency's state is not told.
-   */
-  async explain(
-    id: string,
-    viewer: string | null = null,
-  ): Promise<{ reasons: string[]; othersAhead: number } & Explanation> {
+  /** Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts). */
+  async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
     const job = await this.readJob(id);
-    const now = this.reactor.now();
-    const state = this.state;
-    // Each running task with the rescheduling estimate and the preemption verdict as of now.
-    const policy = policyOf(this.reactor.options.policy);
-    const hosts = state.hostViews(now, policy.walltimeMarginSeconds);
-    const running: RunningTaskAssessment[] = [];
-    for (const attempt of job.allLiveAttempts()) {
-      const live = state.liveAttempt(attempt.jobId, attempt.taskIndex, attempt.number);
-      if (!live) continue;
-      const view = runningView(state, live);
-      const notCandidate = notPreemptible(view, policy);
-      const current = hosts.find((host) => host.name === attempt.host);
-      const estimable = remainingSeconds(view.progress, now) !== null && view.checkpointBytes !== null;
-      const estimates =
-        estimable && current
-          ? hosts
-              .filter((host) => host.slotsFree >= job.cpus && infeasibility(job, host) === null)
-              .flatMap((host) => {
-                const move = bestMove(view, current, [host], now, policy);
-                return move ? [{ host: move.host, gain: move.gain }] : [];
-              })
-          : undefined;
-      running.push({
-        index: attempt.taskIndex,
-        attempt: attempt.number,
-        host: attempt.host,
-        estimates,
-        estimatedAt: estimates ? now : undefined,
-        preemption: {
-          candidate: notCandidate === null,
-          reason:
-            notCandidate ??
-            `${(progressMade(view.progress) ?? 0).toFixed(2)} progress since its start, with a checkpoint`,
-        },
-      });
-    }
-    const explanation = explain({
-      now,
-      job,
-      hosts,
-      queue: [...state.jobs.values()].filter((each) => each.schedulable),
-      owners: state.owners.shares(now),
-      running,
-    });
-    const visible = (other: string | undefined) => viewer === null || other === undefined || other === viewer;
-    const reasons = jobReasons(state, job, now, (dependency) => visible(state.jobOwner(dependency)));
-    // A gang waits for all its hosts at once: how many match and have room now.
-    const gang = job.gang;
-    if (gang && job.tasks[0].state === "pending")
-      reasons.push(
-        gangShortfall(
-          Math.ceil(gang.nodes / gang.nodesPerHost),
-          explanation.summary.matching,
-          explanation.summary.withRoom,
-        ),
-      );
-    const ahead = explanation.ahead.filter((other) => visible(other.owner ?? undefined));
-    const othersAhead = explanation.ahead.length - ahead.length;
-    if (explanation.ahead.length > 0) reasons.push(describeAhead(ahead, undefined, othersAhead));
-    return { reasons, ...explanation, ahead, othersAhead };
+    return explainJob(this.state, job, this.reactor.now(), this.reactor.options.policy, viewer);
   }
 
   /**

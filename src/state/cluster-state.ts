@@ -6,7 +6,7 @@ import { newGangProgress } from "../model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
 import type { AttemptRecord, HostRecord, TaskRecord } from "../model/records.ts";
 import type { TaskState } from "../model/states.ts";
-import type { HostView } from "../scheduler/view.ts";
+import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";
@@ -15,6 +15,7 @@ import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { OwnerUsage } from "./owner-usage.ts";
+import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
 import { TokenRegistry } from "./token-registry.ts";
 
 /** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
@@ -35,8 +36,8 @@ export class ClusterState {
   readonly tokens = new TokenRegistry();
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
-  /** Preemptions made for a job whose room it has not taken yet: its next attempts count as started by one. */
-  readonly preemptionsFor = new Map<string, number>();
+  /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */
+  readonly reservations = new RoomReservations();
   /** Checkpoint transfer rate observed (bytes per second), or null before any. */
   transferBytesPerSecond: number | null = null;
   /** Progress samples and requirements texts of running attempts (contracts, self-migration). */
@@ -73,7 +74,7 @@ export class ClusterState {
   retire(job: JobEntry): void {
     this.removeJob(job);
     this.ended.set(headerOf(job));
-    this.preemptionsFor.delete(job.id);
+    this.reservations.forgetJob(job.id);
     if (this.movedAt.size > 0) {
       const prefix = `${job.id}/`;
       for (const key of this.movedAt.keys()) if (key.startsWith(prefix)) this.movedAt.delete(key);
@@ -178,6 +179,73 @@ export class ClusterState {
     return dependsOn.every((id) => this.jobState(id) === "succeeded");
   }
 
+  /**
+   * Whether a reservation can still be used: its task waits, ready, in a job that may start, and
+   * its host takes work. One that cannot holds no room (and a pass drops it).
+   */
+  reservationHolds(reservation: RoomReservation): boolean {
+    const job = this.jobs.get(reservation.jobId);
+    if (!job?.schedulable || !job.ready.has(reservation.taskIndex)) return false;
+    if (job.tasks[reservation.taskIndex]?.state !== "pending") return false;
+    const host = this.hosts.get(reservation.host);
+    return host?.record.state === "ready" && host.connected;
+  }
+
+  /** Forgets reservations that can no longer be used (reservationHolds). */
+  dropStaleReservations(): void {
+    if (this.reservations.size === 0) return;
+    for (const reservation of [...this.reservations.values()])
+      if (!this.reservationHolds(reservation))
+        this.reservations.delete(reservation.jobId, reservation.taskIndex);
+  }
+
+  /** What the host holds now for one reservation (room-reservations.ts). */
+  heldFor(reservation: RoomReservation): HeldRoom {
+    const stopped = this.live.get(reservation.stopped);
+    return heldFor(reservation, stopped ? { slots: stopped.job.cpus, memoryMb: stopped.job.memoryMb } : null);
+  }
+
+  /** Room held on each host for tasks other than `except` (job, task), by host name. */
+  heldRoom(except?: { jobId: string; taskIndex: number }): Map<string, HeldRoom> {
+    const held = new Map<string, HeldRoom>();
+    for (const reservation of this.reservations.values()) {
+      if (except && reservation.jobId === except.jobId && reservation.taskIndex === except.taskIndex)
+        continue;
+      if (!this.reservationHolds(reservation)) continue;
+      const room = this.heldFor(reservation);
+      const sum = held.get(reservation.host) ?? { slots: 0, memoryMb: 0 };
+      held.set(reservation.host, { slots: sum.slots + room.slots, memoryMb: sum.memoryMb + room.memoryMb });
+    }
+    return held;
+  }
+
+  /** The room free on a host for a task: what its attempts leave, less what is kept for other tasks. */
+  roomFor(hostName: string, jobId: string, taskIndex: number): HeldRoom {
+    const host = this.hosts.get(hostName);
+    if (!host) return { slots: 0, memoryMb: 0 };
+    const held = this.reservations.size > 0 ? this.heldRoom({ jobId, taskIndex }).get(hostName) : undefined;
+    return {
+      slots: host.record.slots - host.usedSlots - (held?.slots ?? 0),
+      memoryMb: host.record.facts.memoryMb - host.usedMemoryMb - (held?.memoryMb ?? 0),
+    };
+  }
+
+  /** The reservations that hold, as the scheduler sees them (placed first once their room is free). */
+  reservedRooms(): ReservedRoom[] {
+    const rooms: ReservedRoom[] = [];
+    for (const reservation of this.reservations.values()) {
+      if (!this.reservationHolds(reservation)) continue;
+      const held = this.heldFor(reservation);
+      rooms.push({
+        job: this.jobs.get(reservation.jobId)!,
+        taskIndex: reservation.taskIndex,
+        host: reservation.host,
+        held: { slots: held.slots, memoryMb: held.memoryMb },
+      });
+    }
+    return rooms;
+  }
+
   hostList(): HostListing[] {
     return [...this.hosts.values()].map((host) => ({
       ...host.record,
@@ -187,20 +255,26 @@ export class ClusterState {
     }));
   }
 
-  /** The hosts as the scheduler sees them at `now`; pilots stop taking work `marginSeconds` before their walltime. */
+  /**
+   * The hosts as the scheduler sees them at `now`; pilots stop taking work `marginSeconds` before
+   * their walltime. Room kept by a preemption is not free (the pass gives it to its task alone).
+   */
   hostViews(now: number, marginSeconds: number = WALLTIME_MARGIN_SECONDS): HostView[] {
+    const held = this.reservations.size > 0 ? this.heldRoom() : null;
     return [...this.hosts.values()].map((host) => {
       const walltime = walltimeAt(host.record.endsAt, now, marginSeconds);
+      const kept = held?.get(host.record.name);
+      const slotsFree = host.record.slots - host.usedSlots - (kept?.slots ?? 0);
       return {
         name: host.record.name,
         state: host.record.state,
         connected: host.connected,
         slots: host.record.slots,
-        slotsFree: host.record.slots - host.usedSlots,
-        memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb,
+        slotsFree,
+        memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
         facts: {
           ...host.record.facts,
-          slotsFree: Math.max(0, host.record.slots - host.usedSlots),
+          slotsFree: Math.max(0, slotsFree),
           secondsLeft: walltime ? walltime.secondsLeft : Number.POSITIVE_INFINITY,
         },
         ...(walltime ? { walltime } : {}),

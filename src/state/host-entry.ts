@@ -11,7 +11,7 @@ export interface LiveAttempt {
   attempt: AttemptRecord;
   /** What the attempt's job reported of its progress (scheduler/estimate.ts); kept in memory. */
   progress?: { baseline: ProgressSample | null; last: ProgressSample | null };
-  /** Placed in room a preemption made for its job: not preempted in turn. */
+  /** Placed in room a preemption kept for its task (state/room-reservations.ts): not preempted in turn. */
   startedByPreemption?: boolean;
   /** A multi-node attempt: its ranks' starts and ends (model/gang.ts). */
   gang?: GangProgress;

@@ -195,8 +195,13 @@ describe("Core", () => {
     expect((await core.explain(second.id)).reasons[0]).toBe(
       "held by a user: `steward release` puts it back in the queue",
     );
-    expect((await core.explain(second.id)).hosts).toEqual([
-      { host: "h1", eligible: true, reason: "matches and has room: the job starts at the next pass" },
-    ]);
+    // Held, it has room but does not start: the next pass does not look at it.
+    const held = await core.explain(second.id);
+    expect(held.hosts).toEqual([{ host: "h1", eligible: true, reason: "matches and has room" }]);
+    expect(held.nextPass).toEqual({
+      starts: [],
+      preempts: null,
+      line: "the next pass does not look at it: no task of it is queued ready to start",
+    });
   });
 });

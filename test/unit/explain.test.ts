@@ -6,7 +6,7 @@ import { explain, explainJob } from "../../src/scheduler/explain.ts";
 import { explainRunningTask, formatGain } from "../../src/scheduler/explain-running.ts";
 import type { OwnerShare } from "../../src/scheduler/fair-share.ts";
 import { comesBefore, describeAhead } from "../../src/scheduler/queue-position.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import type { HostView, JobView, RunningTaskView } from "../../src/scheduler/view.ts";
 
 const NOW = 1_000_000;
 
@@ -125,11 +125,7 @@ describe("explainJob names the failing clause", () => {
       job({ id: "j", requirements: 'host.arch == "x86_64" && host.memFreeMb >= 512.0' }),
       [host({ name: "a" })],
     );
-    expect(only).toEqual({
-      host: "a",
-      eligible: true,
-      reason: "matches and has room: the job starts at the next pass",
-    });
+    expect(only).toEqual({ host: "a", eligible: true, reason: "matches and has room" });
   });
 });
 
@@ -285,6 +281,131 @@ describe("explain", () => {
         line: "task 0 (attempt 2) runs on free: no rescheduling estimate yet; not assessed for preemption yet",
       },
     ]);
+  });
+});
+
+describe("explain runs the next scheduling pass dry", () => {
+  /** A running task half done in `startedAgo` s, with a checkpoint. */
+  function runningTask(of: JobView, on: string, startedAgo: number): RunningTaskView {
+    return {
+      job: of,
+      taskIndex: 0,
+      attempt: 1,
+      host: on,
+      stopping: false,
+      progress: { startedAt: NOW - startedAgo * 1000, baseline: null, last: { fraction: 0.5, at: NOW } },
+      checkpointBytes: 1000,
+      startedByPreemption: false,
+      lastMovedAt: null,
+    };
+  }
+
+  it("says the job starts, on the host the pass picks", () => {
+    const target = job({ id: "j" });
+    const hosts = [host({ name: "a", slotsFree: 1 }), host({ name: "b", slotsFree: 2 })];
+    const answer = explain({ now: NOW, job: target, hosts, queue: [target] });
+    expect(answer.nextPass).toEqual({
+      starts: [{ task: 0, hosts: ["b"], replica: false }],
+      preempts: null,
+      line: "the next pass starts task 0 on b",
+    });
+    expect(answer.hosts.map((each) => each.reason)).toEqual([
+      "matches and has room",
+      "matches and has room: the job starts at the next pass",
+    ]);
+  });
+
+  it("says a job behind another for the one free slot does not start, though the host has room", () => {
+    const first = job({ id: "1" });
+    const second = job({ id: "2" });
+    const hosts = [host({ name: "a", slotsFree: 1 })];
+    const answer = explain({ now: NOW, job: second, hosts, queue: [first, second] });
+    expect(answer.summary).toEqual({ matching: 1, withRoom: 1 });
+    expect(answer.hosts[0].reason).toBe("matches and has room");
+    expect(answer.nextPass).toEqual({
+      starts: [],
+      preempts: null,
+      line: "the next pass does not start it: the free room goes to work ahead of it",
+    });
+  });
+
+  it("gives the pass's own reason when it gives up on the job", () => {
+    const big = job({ id: "big", cpus: 4 });
+    const hosts = [host({ name: "a", slotsFree: 2 })];
+    expect(explain({ now: NOW, job: big, hosts, queue: [big] }).nextPass.line).toBe(
+      "the next pass does not start it: no host it matches has room left in this pass",
+    );
+  });
+
+  it("says the pass preempts a lower-priority task for it and keeps that room", () => {
+    const high = job({ id: "high", priority: 10 });
+    const low = job({ id: "low" });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, running: () => [runningTask(low, "a", 1000)] },
+    });
+    expect(answer.nextPass).toEqual({
+      starts: [],
+      preempts: { task: 0, host: "a" },
+      line: "the next pass stops a running task of lower priority on a and keeps its room for task 0",
+    });
+  });
+
+  it("says the pass waits instead for a task about to end, and why", () => {
+    const high = job({ id: "high", priority: 10 });
+    const low = job({ id: "low" });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, running: () => [runningTask(low, "a", 100)] },
+    });
+    expect(answer.nextPass.line).toBe(
+      "the next pass does not start it: no host that takes work has a free slot; a running task that would make room for it ends soon: it waits for that",
+    );
+  });
+
+  it("says room kept by a preemption waits for the stopped task", () => {
+    const high = job({ id: "high", priority: 10 });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const reserved = [{ job: high, taskIndex: 0, host: "a", held: { slots: 0, memoryMb: 0 } }];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, reserved },
+    });
+    expect(answer.nextPass.line).toBe(
+      "room on a is kept for task 0 (a preemption made it): it starts there once the stopped task has ended",
+    );
+  });
+
+  it("gives each running task rescheduling's estimate as the pass weighs it", () => {
+    const long = job({ id: "long", ready: false });
+    const hosts = [
+      host({ name: "slow", slots: 1, slotsFree: 0, facts: { speed: 5 } }),
+      host({ name: "fast", slots: 1, slotsFree: 1, facts: { speed: 50 } }),
+    ];
+    const task = runningTask(long, "slow", 100);
+    const answer = explain({
+      now: NOW,
+      job: long,
+      hosts,
+      queue: [],
+      running: [{ index: 0, attempt: 1, host: "slow" }],
+      pass: { now: NOW, jobs: [], hosts, running: () => [task] },
+    });
+    expect(answer.running[0].estimates).toEqual([{ host: "fast", gain: expect.closeTo(0.9, 6) }]);
+    expect(answer.running[0].line).toMatch(
+      /^task 0 \(attempt 1\) runs on slow: last rescheduling estimate 0 s ago: fast \+90 %/,
+    );
   });
 });
 

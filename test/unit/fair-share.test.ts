@@ -8,8 +8,8 @@ import {
   FAIR_SHARE_HALF_LIFE_SECONDS,
   type OwnerShare,
 } from "../../src/scheduler/fair-share.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import type { HostView, JobView } from "../../src/scheduler/view.ts";
 import { OwnerUsage } from "../../src/state/owner-usage.ts";
 

@@ -4,7 +4,8 @@
 
 import { describe, expect, it } from "vitest";
 import type { HostFacts } from "../../src/model/records.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
+import { hostsOfPlacement } from "../../src/scheduler/plan.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import { chooseGangHosts, gangMayReserve, gangShortfall } from "../../src/scheduler/stages/gang.ts";
 import { scoreHosts } from "../../src/scheduler/stages/rank.ts";
 import type { HostView, JobView } from "../../src/scheduler/view.ts";
@@ -56,7 +57,7 @@ function placed(jobs: JobView[], hosts: HostView[], gangReserveSeconds = 300) {
     hosts,
     policy: { preempt: false, reschedule: false, gangReserveSeconds },
   });
-  return plan.place.map((each) => `${each.jobId}:${(each.ranks ?? [each.host]).join(",")}`);
+  return plan.place.map((each) => `${each.jobId}:${hostsOfPlacement(each).join(",")}`);
 }
 
 describe("gang placement", () => {

@@ -10,8 +10,8 @@ import {
   progressMade,
   remainingSeconds,
 } from "../../src/scheduler/estimate.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
 import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../src/scheduler/policy.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import { decidePreemption, notPreemptible } from "../../src/scheduler/stages/preemption.ts";
 import {
   bestMove,
@@ -298,13 +298,15 @@ describe("a scheduling pass with preemption and rescheduling", () => {
     const tasks = [running("low-a", "h1", progress(0.5, 1000)), running("low-b", "h2", progress(0.3, 1000))];
     const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
     expect(plan.place).toStrictEqual([]);
-    expect(plan.stop).toHaveLength(1);
-    expect(plan.stop[0]).toMatchObject({
+    expect(plan.stop).toStrictEqual([]);
+    // One entry: the stop, and the placement whose room it makes (kept for it on the same host).
+    expect(plan.preempt).toHaveLength(1);
+    expect(plan.preempt[0].stop).toMatchObject({
       jobId: "low-b",
       intent: { outcome: "preempted", reason: "preempted for job high (priority 10)" },
-      madeRoomFor: "high",
       note: { kind: "preempt", data: { for: "high", host: "h2" } },
     });
+    expect(plan.preempt[0].place).toStrictEqual({ kind: "task", jobId: "high", taskIndex: 0, host: "h2" });
   });
 
   it("asks to look again while waiting for a task about to end", () => {
@@ -312,6 +314,7 @@ describe("a scheduling pass with preemption and rescheduling", () => {
     const tasks = [running("low", "h1", progress(0.99, 1000))];
     const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
     expect(plan.stop).toStrictEqual([]);
+    expect(plan.preempt).toStrictEqual([]);
     expect(plan.recheckAt).toBeGreaterThan(NOW);
   });
 
@@ -326,6 +329,7 @@ describe("a scheduling pass with preemption and rescheduling", () => {
       policy: { preempt: false },
     });
     expect(plan.stop).toStrictEqual([]);
+    expect(plan.preempt).toStrictEqual([]);
   });
 
   it("moves a task from a slow host to a fast one with room, naming the gain", () => {

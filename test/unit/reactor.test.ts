@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import { SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
-import { applyPlan } from "../../src/planner/apply-plan.ts";
+import { applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import { StaleTermError } from "../../src/store/store.ts";
@@ -60,7 +60,11 @@ describe("recorded stop intent", () => {
     // A stop as the scheduler would decide it (preemption), applied by the one applyPlan.
     const intent = { outcome: "preempted" as const, reason: "making room for job 99" };
     await harness.core.reactor.run((step) =>
-      applyPlan(step, { place: [], stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent }] }),
+      applyPlan(step, {
+        place: [],
+        preempt: [],
+        stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent }],
+      }),
     );
     expect(harness.stops().at(-1)).toMatchObject(intent);
     const core = await harness.restart();
@@ -78,6 +82,7 @@ describe("recorded stop intent", () => {
     const applied = await harness.core.reactor.run((step) =>
       applyPlan(step, {
         place: [],
+        preempt: [],
         stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: "late" } }],
       }),
     );

@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { compileExpression } from "../../src/model/cel.ts";
 import { mayAddReplica, taskAfterReplicaEnd } from "../../src/model/replicas.ts";
 import { POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import type { HostView, JobView, RunningTask } from "../../src/scheduler/view.ts";
 
 const NOW = 1_000_000;
@@ -104,7 +104,7 @@ function pass(table: Table): string[] {
     hosts: entry.hosts,
   }));
   return schedule({ now: NOW, jobs, hosts: table.hosts.map(host), replicable: running }).place.map(
-    (p) => `${p.replica ? "+" : ""}${p.jobId}/${p.taskIndex}@${p.host}`,
+    (p) => `${p.kind === "replica" ? "+" : ""}${p.jobId}/${p.taskIndex}@${p.host}`,
   );
 }
 

@@ -3,11 +3,12 @@ import { compileExpression } from "../../src/model/cel.ts";
 import type { HostFacts } from "../../src/model/records.ts";
 import type { HostState } from "../../src/model/states.ts";
 import { explainJob } from "../../src/scheduler/explain.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
+import type { Placement } from "../../src/scheduler/plan.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import { infeasibility } from "../../src/scheduler/stages/feasibility.ts";
 import { capacityShortfall, fitsCapacity } from "../../src/scheduler/stages/fit.ts";
-import type { HostView, JobView, Placement } from "../../src/scheduler/view.ts";
+import type { HostView, JobView } from "../../src/scheduler/view.ts";
 
 const NOW = 1_000_000;
 
@@ -592,9 +593,9 @@ describe("explainJob", () => {
       host({ name: "tiny", slots: 1 }),
     ]);
     expect(explanation).toEqual([
-      { host: "free", eligible: true, reason: "matches and has room: the job starts at the next pass" },
+      { host: "free", eligible: true, reason: "matches and has room" },
       { host: "busy", eligible: true, reason: "busy: needs 2 free slots, 1 free" },
-      { host: "full-mem", eligible: true, reason: "matches and has room: the job starts at the next pass" },
+      { host: "full-mem", eligible: true, reason: "matches and has room" },
       { host: "mac", eligible: false, reason: "requirements are false on this host" },
       { host: "gone", eligible: false, reason: "host is lost" },
       { host: "drain", eligible: false, reason: "host is draining" },

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from "vitest";
 import { compileExpression } from "../../src/model/cel.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import { compareScored, scoreHosts } from "../../src/scheduler/stages/rank.ts";
 import type { HostView, JobView } from "../../src/scheduler/view.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HostFacts } from "../../src/model/records.ts";
-import { schedule } from "../../src/scheduler/plan.ts";
+import { schedule } from "../../src/scheduler/schedule.ts";
 import type { HostView, JobView } from "../../src/scheduler/view.ts";
 import {
   PILOT_WALLTIME_REASON,

@@ -21,7 +21,11 @@ export function registerExplain(program: Command): void {
 }
 
 function renderExplanation(answer: Explanation): string {
-  const lines = [`job ${answer.id} is ${answer.state}`, ...answer.reasons.map((reason) => `  ${reason}`)];
+  const lines = [
+    `job ${answer.id} is ${answer.state}`,
+    ...answer.reasons.map((reason) => `  ${reason}`),
+    `  ${answer.nextPass.line}`,
+  ];
   if (answer.hosts.length === 0) {
     lines.push(
       answer.pools.length > 0

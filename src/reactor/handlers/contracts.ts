@@ -7,13 +7,13 @@
 // task waiting for a host that does not exist), and the job's events say so once.
 
 import { attemptKey } from "../../model/ids.ts";
-import { applyPlan } from "../../planner/apply-plan.ts";
 import type { HeartbeatMessage } from "../../protocol/messages.ts";
 import { CONTRACT_RATE_WINDOW_SECONDS, judgeContract } from "../../scheduler/contracts.ts";
 import { infeasibility } from "../../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
+import { applyStops } from "./apply-plan.ts";
 
 export function watchContracts(
   step: Step,
@@ -66,7 +66,7 @@ export function watchContracts(
       job.record.slowHosts = [...job.record.slowHosts, attempt.host];
       step.change({ op: "putJob", job: job.record });
     }
-    applyPlan(step, { place: [], stop: [stop] });
+    applyStops(step, [stop]);
     step.event(
       job,
       "contract.broken",

@@ -1,12 +1,12 @@
 // What users ask of jobs and hosts: cancel, hold, release, migrate, drain, remove. Stops go
-// through a plan like the scheduler's, applied by the one applyPlan.
+// through the one plan applier (apply-plan.ts), as the scheduler's do.
 
 import type { HostRecord, StopIntent, TaskRecord } from "../../model/records.ts";
-import { applyPlan } from "../../planner/apply-plan.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
+import { applyStops } from "./apply-plan.ts";
 import { endOnHost } from "./gangs.ts";
 import { refreshJobState } from "./job-state.ts";
 
@@ -40,7 +40,7 @@ export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   if (dirty.length) step.change({ op: "putTasks", tasks: dirty });
   step.change({ op: "putJob", job: job.record });
   step.event(job, "cancel", `cancel requested by ${by}`, { by });
-  applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }) });
+  applyStops(step, stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }));
   refreshJobState(step, job);
   return job;
 }
@@ -52,7 +52,7 @@ export function holdJob(step: Step, id: string, by = "user"): JobEntry {
   if (job.record.held) return job;
   job.record.held = true;
   step.event(job, "hold", `held by ${by}`, { by });
-  applyPlan(step, { place: [], stop: stopsOf(job, { outcome: "preempted", reason: "held" }) });
+  applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
   step.change({ op: "putJob", job: job.record });
   refreshJobState(step, job);
   return job;
@@ -90,7 +90,7 @@ export function migrateJob(step: Step, id: string, to: string | null, by = "user
     (host) => host === to,
   ).map((stop) => ({ ...stop, migrateTo: { to } }));
   if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
-  applyPlan(step, { place: [], stop: stops });
+  applyStops(step, stops);
   step.event(job, "migrate", `migration ${where} requested by ${by}`, { to, by });
   return job;
 }

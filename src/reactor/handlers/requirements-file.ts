@@ -7,11 +7,11 @@
 
 import { checkExpression, evaluateRequirement } from "../../model/cel.ts";
 import { attemptKey } from "../../model/ids.ts";
-import { applyPlan } from "../../planner/apply-plan.ts";
 import { type HeartbeatMessage, REQUIREMENTS_MAX_CHARS } from "../../protocol/messages.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
+import { applyStops } from "./apply-plan.ts";
 
 export function followRequirementsFiles(
   step: Step,
@@ -95,5 +95,5 @@ function migrateUnsatisfied(step: Step, job: JobEntry, text: string): void {
       },
     );
   }
-  if (stops.length > 0) applyPlan(step, { place: [], stop: stops });
+  if (stops.length > 0) applyStops(step, stops);
 }

@@ -2,7 +2,6 @@
 // its walltime, its live attempts migrate (checkpoint, stop, restart elsewhere), so the batch
 // system kills none of them and none is charged to its task's retry budget.
 
-import { applyPlan } from "../../planner/apply-plan.ts";
 import {
   type AttemptOnHost,
   pastWalltimeMargin,
@@ -10,6 +9,7 @@ import {
   walltimeStops,
 } from "../../scheduler/walltime.ts";
 import type { Step } from "../step.ts";
+import { applyStops } from "./apply-plan.ts";
 
 /** Whether the host is a pilot within its walltime margin with work still to move (cheap: every heartbeat asks). */
 export function walltimeDue(
@@ -40,7 +40,7 @@ export function leaveBeforeWalltime(step: Step, hostName: string, marginSeconds:
       data: { task: stop.taskIndex, attempt: stop.attempt, host: hostName, secondsLeft, marginSeconds },
     };
   }
-  applyPlan(step, { place: [], stop: stops });
+  applyStops(step, stops);
 }
 
 function attemptsOn(step: Pick<Step, "state">, hostName: string): AttemptOnHost[] {

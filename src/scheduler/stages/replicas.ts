@@ -7,8 +7,9 @@
 // would otherwise stay idle. The first replica to succeed wins (reactor/handlers/attempts.ts).
 
 import { batchKey } from "../batches.ts";
+import type { Placement, ReplicaPlacement } from "../plan.ts";
 import { compareQueueOrder } from "../queue-order.ts";
-import type { HostView, JobView, Placement, RunningTask } from "../view.ts";
+import type { HostView, JobView, RunningTask } from "../view.ts";
 import { infeasibility } from "./feasibility.ts";
 import { type Capacity, fitsCapacity } from "./fit.ts";
 import { type ScoredHost, scoreHosts } from "./rank.ts";
@@ -33,7 +34,7 @@ interface Candidate {
   hosts: string[];
 }
 
-export function placeReplicas(input: ReplicaInput): Placement[] {
+export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
   const { capacity } = input;
   const idle = new Set<string>();
   for (const [name, room] of capacity) if (room.slotsFree > 0) idle.add(name);
@@ -61,7 +62,7 @@ export function placeReplicas(input: ReplicaInput): Placement[] {
     return list;
   };
 
-  const place: Placement[] = [];
+  const place: ReplicaPlacement[] = [];
   // Round by round, one replica per task, so that every slow task gets one before any gets two.
   for (let placedInRound = true; placedInRound; ) {
     placedInRound = false;
@@ -82,7 +83,7 @@ export function placeReplicas(input: ReplicaInput): Placement[] {
       room.slotsFree -= job.cpus;
       room.memoryFreeMb -= job.memoryMb;
       hosts.push(best.host.name);
-      place.push({ jobId: job.id, taskIndex, host: best.host.name, replica: true });
+      place.push({ kind: "replica", jobId: job.id, taskIndex, host: best.host.name });
       placedInRound = true;
     }
   }

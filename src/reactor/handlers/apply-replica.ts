@@ -1,19 +1,20 @@
 // Applies a replica placement (scheduler/stages/replicas.ts): one more attempt of a task that is
 // running already. Checked again against the state as it is now: the task still runs, nothing of
 // it is being stopped, it has fewer than k live attempts (and budget left), and the host is free
-// and runs no attempt of it. The task stays `running` and is counted once.
+// and runs no attempt of it (room a preemption keeps for another task is not free). The task stays
+// `running` and is counted once.
 
-import { hostsOf } from "../model/ids.ts";
-import { newAttempt } from "../model/new-records.ts";
-import type { AttemptRecord } from "../model/records.ts";
-import { startMessage } from "../reactor/handlers/attempts.ts";
-import type { Step } from "../reactor/step.ts";
-import type { Placement } from "../scheduler/view.ts";
-import type { JobEntry } from "../state/job-entry.ts";
+import { hostsOf } from "../../model/ids.ts";
+import { newAttempt } from "../../model/new-records.ts";
+import type { AttemptRecord } from "../../model/records.ts";
+import type { ReplicaPlacement } from "../../scheduler/plan.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import type { Step } from "../step.ts";
+import { startMessage } from "./attempts.ts";
 
 export function applyReplica(
   step: Step,
-  placement: Placement,
+  placement: ReplicaPlacement,
 ): { job: JobEntry; attempt: AttemptRecord } | null {
   const { state, now } = step;
   const job = state.jobs.get(placement.jobId);
@@ -26,8 +27,8 @@ export function applyReplica(
   if (!job.mayReplicate(task.index, live.length)) return null;
   if (live.some((attempt) => hostsOf(attempt).includes(placement.host))) return null;
   if (host.record.state !== "ready" || !host.connected) return null;
-  if (host.record.slots - host.usedSlots < job.cpus) return null;
-  if (host.record.facts.memoryMb - host.usedMemoryMb < job.memoryMb) return null;
+  const room = state.roomFor(placement.host, job.id, task.index);
+  if (room.slots < job.cpus || room.memoryMb < job.memoryMb) return null;
   task.attempts += 1;
   const attempt = newAttempt(task, placement.host, now);
   job.addAttempt(attempt);

@@ -1,0 +1,310 @@
+// The scheduling pass: reconcile -> feasibility -> fit -> rank -> plan (Nomad's pipeline).
+// Room a preemption kept for a task goes to that task first, once it is free (plan.ts).
+// Jobs come in queue order (priority, then submit order). Within one priority, owners take turns
+// by fair share (fair-share.ts): each placement goes to the owner with the fewest cpus running,
+// counting what this pass has placed. Each ready task goes to the best-ranked feasible host that
+// fits. A job whose next task fits nowhere does not block the jobs behind it (backfill), and tasks
+// alike for placement (a batch) are not tried again once one of them found no room (batches.ts).
+// Slots left idle then take replicas of running tasks (stages/replicas.ts). Explain runs the same
+// pass dry with a trace (explain.ts), so what it says of a job is what this pass does.
+
+import { batchKey, ExhaustedBatches } from "./batches.ts";
+import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
+import { preemptionPass, reschedulingPass } from "./metascheduling.ts";
+import { type Placement, type Plan, taskKey } from "./plan.ts";
+import { policyOf } from "./policy.ts";
+import { compareQueueOrder } from "./queue-order.ts";
+import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
+import { type Capacity, fitsCapacity } from "./stages/fit.ts";
+import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
+import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
+import { placeReplicas } from "./stages/replicas.ts";
+import type { HostView, JobView, OwnerQueue, PassTrace, RunningTaskView, SchedulerState } from "./view.ts";
+
+/** A job's place in its owner's turn: the hosts it may use and what is left to place. */
+interface JobCursor {
+  job: JobView;
+  /** Its batch key (batches.ts), made when the job's turn comes: most queued jobs get none in a pass. */
+  key: string;
+  scored: ScoredHost[] | null;
+  /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
+  tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
+}
+
+/**
+ * An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. The
+ * cursor of the job whose turn it is is made when needed: a queue of 100,000 jobs with four free
+ * slots makes four cursors, not 100,000, and the owner's queue is read no further than that.
+ */
+interface Lane {
+  share: OwnerShare;
+  queue: OwnerQueue;
+  cursor: JobCursor | null;
+}
+
+export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
+  const place: Placement[] = [];
+  const capacity = new Map<string, Capacity>();
+  let totalSlotsFree = 0;
+  for (const host of state.hosts) {
+    if (host.state !== "ready" || !host.connected) continue;
+    capacity.set(host.name, { slotsFree: host.slotsFree, memoryFreeMb: host.memoryFreeMb });
+    totalSlotsFree += Math.max(0, host.slotsFree);
+  }
+  const plan: Plan = { place, stop: [], preempt: [] };
+  /** Tasks placed first, in room kept for them (taskKey): the queue's turn skips them. */
+  const placedFirst = new Set<string>();
+  /** Cpus placed first per owner, counted into the owner's share when its turns come. */
+  const placedCpus = new Map<string, number>();
+
+  // Room a preemption kept goes to its task once the stopped task has freed it.
+  for (const reserved of state.reserved ?? []) {
+    const room = capacity.get(reserved.host);
+    const { job } = reserved;
+    if (!room) continue;
+    const before = Math.max(0, room.slotsFree);
+    const kept = {
+      slotsFree: room.slotsFree + reserved.held.slots,
+      memoryFreeMb: room.memoryFreeMb + reserved.held.memoryMb,
+    };
+    if (!fitsCapacity(job, kept)) continue;
+    room.slotsFree = kept.slotsFree - job.cpus;
+    room.memoryFreeMb = kept.memoryFreeMb - job.memoryMb;
+    totalSlotsFree += Math.max(0, room.slotsFree) - before;
+    place.push({
+      kind: "task",
+      jobId: job.id,
+      taskIndex: reserved.taskIndex,
+      host: reserved.host,
+      reserved: true,
+    });
+    placedFirst.add(taskKey(job.id, reserved.taskIndex));
+    const owner = job.owner ?? "";
+    placedCpus.set(owner, (placedCpus.get(owner) ?? 0) + job.cpus);
+  }
+  const exhausted = new ExhaustedBatches();
+  /** Feasible hosts per batch key: jobs alike in resources and requirements share the answer. */
+  const feasibleByKey = new Map<string, HostView[]>();
+  const feasibleFor = (job: FeasibilityJob, key = batchKey(job)): HostView[] => {
+    let feasible = feasibleByKey.get(key);
+    if (!feasible) {
+      feasible = state.hosts.filter((host) => capacity.has(host.name) && infeasibility(job, host) === null);
+      feasibleByKey.set(key, feasible);
+    }
+    return feasible;
+  };
+
+  const policy = policyOf(state.policy);
+
+  /** Takes a host's room away from everything behind the gang that reserved it. */
+  const withhold = (name: string) => {
+    const room = capacity.get(name);
+    if (!room) return;
+    totalSlotsFree -= Math.max(0, room.slotsFree);
+    room.slotsFree = 0;
+    room.memoryFreeMb = 0;
+  };
+
+  /** Places a gang's ranks all at once, or none; a gang past its reserve time holds hosts as they free up. */
+  const placeGang = (cursor: JobCursor, gang: NonNullable<JobView["gang"]>): boolean => {
+    const { job } = cursor;
+    if (!cursor.scored) {
+      cursor.scored = scoreHosts(job, feasibleFor(job, cursor.key));
+      cursor.tasks = tasksToPlace(job, state.now);
+    }
+    const next = cursor.tasks!.next();
+    if (next.done) return false;
+    const restartPool = gang.restartPool ?? policy.restartPool;
+    const needs = { ...gang, restartPool, cpus: job.cpus, memoryMb: job.memoryMb };
+    const ranks = chooseGangHosts(needs, cursor.scored, capacity);
+    if (!ranks) {
+      const reserving = gangMayReserve(job.readySince ?? job.createdAt, state.now, policy.gangReserveSeconds);
+      if (reserving) for (const name of reserveGangHosts(needs, cursor.scored, capacity)) withhold(name);
+      trace.unplaced?.(
+        job,
+        `its ${gang.nodes} ranks find no room at once${reserving ? ": hosts are held for it as they free up" : ""}`,
+      );
+      return false;
+    }
+    for (const name of ranks) {
+      const room = capacity.get(name)!;
+      room.slotsFree -= job.cpus;
+      room.memoryFreeMb -= job.memoryMb;
+      totalSlotsFree -= job.cpus;
+    }
+    place.push({ kind: "gang", jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
+    return true;
+  };
+
+  /** Places the job's next task; false when the job has nothing more to place in this pass. */
+  const placeNext = (cursor: JobCursor): boolean => {
+    const { job, key } = cursor;
+    if (job.gang && job.gang.nodes > 1) return placeGang(cursor, job.gang);
+    if (exhausted.has(key)) {
+      trace.unplaced?.(job, "work alike ahead of it found no room in this pass");
+      return false;
+    }
+    if (!cursor.scored) {
+      const feasible = feasibleFor(job, key);
+      if (feasible.length === 0) {
+        exhausted.add(key);
+        trace.unplaced?.(job, "no host that takes work matches it");
+        return false;
+      }
+      cursor.scored = scoreHosts(job, feasible);
+      cursor.tasks = tasksToPlace(job, state.now);
+    }
+    for (;;) {
+      const next = cursor.tasks!.next();
+      if (next.done) return false;
+      if (placedFirst.size > 0 && placedFirst.has(taskKey(job.id, next.value.index))) continue;
+      const best = bestFit(cursor.scored, capacity, job, next.value.allows);
+      if (!best) {
+        // A task with a rule of its own is tried alone; an ordinary one speaks for its batch.
+        if (next.value.allows) continue;
+        exhausted.add(key);
+        trace.unplaced?.(job, "no host it matches has room left in this pass");
+        return false;
+      }
+      const room = capacity.get(best.host.name)!;
+      room.slotsFree -= job.cpus;
+      room.memoryFreeMb -= job.memoryMb;
+      totalSlotsFree -= job.cpus;
+      place.push({ kind: "task", jobId: job.id, taskIndex: next.value.index, host: best.host.name });
+      return true;
+    }
+  };
+
+  const queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
+  while (totalSlotsFree > 0) {
+    // The next band: the highest priority at the head of an owner's queue.
+    let priority = Number.NEGATIVE_INFINITY;
+    for (const queue of queues) {
+      const head = queue.peek();
+      if (head && head.priority > priority) priority = head.priority;
+    }
+    if (priority === Number.NEGATIVE_INFINITY) break;
+    const lanes: Lane[] = [];
+    for (const queue of queues)
+      if (queue.peek()?.priority === priority) {
+        const share = state.owners?.get(queue.owner) ?? NO_SHARE;
+        const cpus = placedCpus.get(queue.owner) ?? 0;
+        const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
+        lanes.push({ share: counted, queue, cursor: null });
+      }
+    while (lanes.length > 0 && totalSlotsFree > 0) {
+      const turn = nextTurn(lanes);
+      const lane = lanes[turn];
+      const job = lane.queue.peek()!;
+      lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
+      if (placeNext(lane.cursor)) {
+        const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
+        lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
+      } else {
+        lane.cursor = null;
+        lane.queue.advance();
+        if (lane.queue.peek()?.priority !== priority) lanes.splice(turn, 1);
+      }
+    }
+  }
+  // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
+  if (totalSlotsFree > 0) {
+    const { now, jobs, hosts, replicable: running = [] } = state;
+    place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running }));
+  }
+
+  if (state.running) {
+    const running = lazyRunning(state.running);
+    if (policy.preempt) {
+      const placed = new Set(place.map((each) => taskKey(each.jobId, each.taskIndex)));
+      const decided = preemptionPass(state, placed, feasibleFor, capacity, running, policy, trace);
+      plan.preempt.push(...decided.preempt);
+      plan.stop.push(...decided.stop);
+      if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;
+    }
+    if (policy.reschedule && totalSlotsFree > 0) {
+      plan.stop.push(...reschedulingPass(state, feasibleFor, capacity, running(), policy, trace));
+    }
+  }
+  return plan;
+}
+
+/** The live attempts, built once and only when a stage asks. */
+function lazyRunning(build: () => readonly RunningTaskView[]): () => readonly RunningTaskView[] {
+  let running: readonly RunningTaskView[] | null = null;
+  return () => {
+    running ??= build();
+    return running;
+  };
+}
+
+/** Each owner's jobs in queue order, from jobs in queue order (a state without the queue's own lists). */
+function ownerQueuesOf(jobs: Iterable<JobView>): OwnerQueue[] {
+  const byOwner = new Map<string, JobView[]>();
+  let last: JobView[] | null = null;
+  let lastOwner: string | null = null;
+  for (const job of jobs) {
+    const owner = job.owner ?? "";
+    // Runs of one owner's jobs (the common queue) need no lookup.
+    let list: JobView[] | null | undefined = owner === lastOwner ? last : byOwner.get(owner);
+    if (!list) {
+      list = [];
+      byOwner.set(owner, list);
+    }
+    list.push(job);
+    last = list;
+    lastOwner = owner;
+  }
+  return [...byOwner].map(([owner, list]) => {
+    let next = 0;
+    return {
+      owner,
+      peek: () => list[next] ?? null,
+      advance: () => {
+        next++;
+      },
+    };
+  });
+}
+
+/** The lane whose turn it is: the owner with the smallest share, then the job first in queue order. */
+function nextTurn(lanes: readonly Lane[]): number {
+  let best = 0;
+  for (let i = 1; i < lanes.length; i++) {
+    const a = lanes[i];
+    const b = lanes[best];
+    const order = compareOwnerShares(a.share, b.share) || compareQueueOrder(a.queue.peek()!, b.queue.peek()!);
+    if (order < 0) best = i;
+  }
+  return best;
+}
+
+function* tasksToPlace(
+  job: JobView,
+  now: number,
+): Generator<{ index: number; allows: ((host: string) => boolean) | null }> {
+  // Tasks with a rule of their own (migrations) are few: each is tried on its own.
+  for (const task of job.constrainedTasks?.(now) ?? []) yield { index: task.index, allows: task.allows };
+  for (const index of job.readyTasks(now)) yield { index, allows: null };
+}
+
+function bestFit(
+  scored: readonly ScoredHost[],
+  capacity: ReadonlyMap<string, Capacity>,
+  need: { cpus: number; memoryMb: number },
+  allowed: ((host: string) => boolean) | null,
+): ScoredHost | null {
+  let best: ScoredHost | null = null;
+  for (const candidate of scored) {
+    if (allowed && !allowed(candidate.host.name)) continue;
+    const room = capacity.get(candidate.host.name)!;
+    if (!fitsCapacity(need, room)) continue;
+    if (
+      !best ||
+      compareScored(candidate, best, room.slotsFree, capacity.get(best.host.name)!.slotsFree) < 0
+    ) {
+      best = candidate;
+    }
+  }
+  return best;
+}
