@@ -4,6 +4,7 @@
 
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import { EVENT_DATA, EVENT_KINDS } from "../model/events.ts";
 import { type JobSpec, jobSpecSchema } from "../model/jobfile.ts";
 import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../model/states.ts";
 import { hostFacts } from "../protocol/messages.ts";
@@ -59,21 +60,43 @@ export const taskSchema = z
   .meta({ id: "Task" });
 export type Task = z.infer<typeof taskSchema>;
 
+const eventFields = {
+  id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
+  at: isoTime,
+  message: z.string().meta({ description: "what happened, in words (as `steward show` prints it)" }),
+};
+
+/** One object per kind, `kind` naming it and `data` its numbers and names. */
+function eventKinds<Extra extends z.core.$ZodLooseShape>(extra: Extra) {
+  const [first, ...rest] = EVENT_KINDS.map((kind) =>
+    z.object({ ...extra, ...eventFields, kind: z.literal(kind), data: EVENT_DATA[kind] }),
+  );
+  return z.discriminatedUnion("kind", [first, ...rest]);
+}
+
+/** An event stored by an earlier version, whose kind or data this version does not know. */
+function earlierEvent<Extra extends z.core.$ZodLooseShape>(extra: Extra) {
+  return z
+    .object({
+      ...extra,
+      ...eventFields,
+      kind: z.string(),
+      data: z.record(z.string(), z.unknown()),
+    })
+    .meta({
+      description: "an event an earlier version stored, of a kind or with data this version does not know",
+    });
+}
+
 export const eventSchema = z
-  .object({
-    id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
-    at: isoTime,
-    kind: z.string(),
-    data: z
-      .record(z.string(), z.unknown())
-      .meta({ description: "the numbers and names behind the message (a host, an attempt, a gain)" }),
-    message: z.string(),
-  })
-  .meta({ id: "Event" });
+  .union([eventKinds({}), earlierEvent({})])
+  .meta({ id: "Event", description: "one event of a job's history: a kind, its data, and the message" });
 export type Event = z.infer<typeof eventSchema>;
 
 /** What `GET /api/v1/events` sends as the data of each server-sent event. */
-export const streamEventSchema = eventSchema.extend({ jobId: z.string() }).meta({ id: "JobEvent" });
+export const streamEventSchema = z
+  .union([eventKinds({ jobId: z.string() }), earlierEvent({ jobId: z.string() })])
+  .meta({ id: "JobEvent", description: "an Event with the id of its job" });
 export type StreamEvent = z.infer<typeof streamEventSchema>;
 
 /** A task state's letter in the compact form of GET /api/v1/jobs/:id/task-states. */

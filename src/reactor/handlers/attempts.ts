@@ -1,6 +1,7 @@
 // The life of an attempt as the server sees it: started on its hosts, asked to stop (with the
 // intent recorded, so a resent stop says the same), ended with an outcome that moves its task on.
 
+import type { JobEvent, TaskNext } from "../../model/events.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
 import { taskAfterReplicaEnd } from "../../model/replicas.ts";
@@ -104,14 +105,11 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   step.schedule = true;
   const others = job.liveAttempts(task.index);
   const single = job.tasks.length === 1;
-  const who = single ? "" : `task ${task.index} `;
-  const exit = end.exitCode === null ? "" : ` (exit ${end.exitCode})`;
-  const record = (note: string) =>
-    step.event(
-      job,
-      `attempt.${end.outcome}`,
-      `${who}attempt ${attempt.number} on ${attempt.host} ${end.outcome}${exit}: ${note}`,
-      {
+  // The kind names the outcome its data holds; TypeScript cannot pair the two through the template.
+  const record = (next: TaskNext) =>
+    step.event(job, {
+      kind: `attempt.${end.outcome}`,
+      data: {
         task: task.index,
         attempt: attempt.number,
         host: attempt.host,
@@ -119,11 +117,13 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
         exitCode: end.exitCode,
         reason: end.reason,
         ...(end.cause ? { cause: end.cause } : {}),
+        array: !single,
+        next,
       },
-    );
+    } as JobEvent);
   // A task that has its result is not moved by this end.
   if (isEndedState(task.state)) {
-    if (lostRace) record(end.reason ?? end.outcome);
+    if (lostRace) record({ is: "lostRace" });
     refreshJobState(step, job);
     return;
   }
@@ -141,7 +141,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
       task.systemFailures = after.systemFailures;
       step.change({ op: "putTasks", tasks: [task] });
     }
-    record(after.note);
+    record(after.next);
     refreshJobState(step, job);
     return;
   }
@@ -150,7 +150,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   const attemptEnd = { number: attempt.number, outcome: end.outcome, reason: end.reason };
   let next: TaskAfterAttempt;
   if (systemFailure) {
-    const after = taskAfterSystemFailure(task, attemptEnd, job.record.spec.retry, now, step.random());
+    const after = taskAfterSystemFailure(task, job.record.spec.retry, now, step.random());
     task.systemFailures = after.systemFailures;
     next = after;
   } else {
@@ -164,7 +164,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   task.resultAttempt = next.resultAttempt;
   state.setTaskState(job, task, taskState);
   step.change({ op: "putTasks", tasks: [task] });
-  if (end.outcome !== "succeeded" || single) record(next.note);
+  if (end.outcome !== "succeeded" || single) record(next.next);
   // The first replica to succeed wins; the others are stopped.
   if (end.outcome === "succeeded") {
     for (const other of others) {
