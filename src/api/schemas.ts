@@ -60,42 +60,35 @@ export const taskSchema = z
   .meta({ id: "Task" });
 export type Task = z.infer<typeof taskSchema>;
 
-const eventFields = {
+// Loose objects: an event's shape is the intersection of its head and its kind, and neither may
+// forbid the other's fields.
+const eventHead = z.looseObject({
   id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
   at: isoTime,
   message: z.string().meta({ description: "what happened, in words (as `steward show` prints it)" }),
-};
+});
 
-/** One object per kind, `kind` naming it and `data` its numbers and names. */
-function eventKinds<Extra extends z.core.$ZodLooseShape>(extra: Extra) {
-  const [first, ...rest] = EVENT_KINDS.map((kind) =>
-    z.object({ ...extra, ...eventFields, kind: z.literal(kind), data: EVENT_DATA[kind] }),
-  );
-  return z.discriminatedUnion("kind", [first, ...rest]);
-}
+/** One object per kind of event: `kind` names it, `data` holds the numbers and names behind the message. */
+const [firstKind, ...otherKinds] = EVENT_KINDS.map((kind) =>
+  z.looseObject({ kind: z.literal(kind), data: EVENT_DATA[kind] }).meta({ id: `Event.${kind}` }),
+);
 
 /** An event stored by an earlier version, whose kind or data this version does not know. */
-function earlierEvent<Extra extends z.core.$ZodLooseShape>(extra: Extra) {
-  return z
-    .object({
-      ...extra,
-      ...eventFields,
-      kind: z.string(),
-      data: z.record(z.string(), z.unknown()),
-    })
-    .meta({
-      description: "an event an earlier version stored, of a kind or with data this version does not know",
-    });
-}
+const earlierEvent = z
+  .looseObject({ kind: z.string(), data: z.record(z.string(), z.unknown()) })
+  .meta({
+    id: "Event.earlier",
+    description: "an event an earlier version stored, of a kind or with data this version does not know",
+  });
 
 export const eventSchema = z
-  .union([eventKinds({}), earlierEvent({})])
-  .meta({ id: "Event", description: "one event of a job's history: a kind, its data, and the message" });
+  .intersection(eventHead, z.union([z.discriminatedUnion("kind", [firstKind, ...otherKinds]), earlierEvent]))
+  .meta({ id: "Event", description: "one event of a job's history: its kind, its data, and the message" });
 export type Event = z.infer<typeof eventSchema>;
 
 /** What `GET /api/v1/events` sends as the data of each server-sent event. */
 export const streamEventSchema = z
-  .union([eventKinds({ jobId: z.string() }), earlierEvent({ jobId: z.string() })])
+  .intersection(z.looseObject({ jobId: z.string() }), eventSchema)
   .meta({ id: "JobEvent", description: "an Event with the id of its job" });
 export type StreamEvent = z.infer<typeof streamEventSchema>;
 

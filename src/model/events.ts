@@ -247,7 +247,13 @@ export function renderTaskNext(
   }
 }
 
-type AttemptEndData = EventData<`attempt.${AttemptOutcome}`>;
+/** The data of an attempt's end, whatever its outcome. */
+export type AttemptEndData = EventData<`attempt.${AttemptOutcome}`>;
+
+/** An attempt's end as an event: its kind names the outcome its data holds. */
+export function attemptEndEvent(data: AttemptEndData): JobEvent {
+  return { kind: `attempt.${data.outcome}`, data } as JobEvent;
+}
 
 function attemptEndMessage(data: AttemptEndData): string {
   const exit = data.exitCode === null ? "" : ` (exit ${data.exitCode})`;

@@ -1,7 +1,7 @@
 // The life of an attempt as the server sees it: started on its hosts, asked to stop (with the
 // intent recorded, so a resent stop says the same), ended with an outcome that moves its task on.
 
-import type { JobEvent, TaskNext } from "../../model/events.ts";
+import { attemptEndEvent, type TaskNext } from "../../model/events.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
 import { taskAfterReplicaEnd } from "../../model/replicas.ts";
@@ -105,11 +105,10 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   step.schedule = true;
   const others = job.liveAttempts(task.index);
   const single = job.tasks.length === 1;
-  // The kind names the outcome its data holds; TypeScript cannot pair the two through the template.
   const record = (next: TaskNext) =>
-    step.event(job, {
-      kind: `attempt.${end.outcome}`,
-      data: {
+    step.event(
+      job,
+      attemptEndEvent({
         task: task.index,
         attempt: attempt.number,
         host: attempt.host,
@@ -119,8 +118,8 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
         ...(end.cause ? { cause: end.cause } : {}),
         array: !single,
         next,
-      },
-    } as JobEvent);
+      }),
+    );
   // A task that has its result is not moved by this end.
   if (isEndedState(task.state)) {
     if (lostRace) record({ is: "lostRace" });
