@@ -73,16 +73,21 @@ const [firstKind, ...otherKinds] = EVENT_KINDS.map((kind) =>
   z.looseObject({ kind: z.literal(kind), data: EVENT_DATA[kind] }).meta({ id: `Event.${kind}` }),
 );
 
+const eventKinds = z.discriminatedUnion("kind", [firstKind, ...otherKinds]).meta({
+  discriminator: {
+    propertyName: "kind",
+    mapping: Object.fromEntries(EVENT_KINDS.map((kind) => [kind, `#/components/schemas/Event.${kind}`])),
+  },
+});
+
 /** An event stored by an earlier version, whose kind or data this version does not know. */
-const earlierEvent = z
-  .looseObject({ kind: z.string(), data: z.record(z.string(), z.unknown()) })
-  .meta({
-    id: "Event.earlier",
-    description: "an event an earlier version stored, of a kind or with data this version does not know",
-  });
+const earlierEvent = z.looseObject({ kind: z.string(), data: z.record(z.string(), z.unknown()) }).meta({
+  id: "Event.earlier",
+  description: "an event an earlier version stored, of a kind or with data this version does not know",
+});
 
 export const eventSchema = z
-  .intersection(eventHead, z.union([z.discriminatedUnion("kind", [firstKind, ...otherKinds]), earlierEvent]))
+  .intersection(eventHead, z.union([eventKinds, earlierEvent]))
   .meta({ id: "Event", description: "one event of a job's history: its kind, its data, and the message" });
 export type Event = z.infer<typeof eventSchema>;
 

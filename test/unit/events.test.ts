@@ -2,7 +2,7 @@
 // (the strings below are those the emitting code built), its data validates against its schema,
 // and events an earlier version stored still read with their stored message.
 
-import { cpSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { eventSchema, streamEventSchema } from "../../src/api/schemas.ts";
@@ -375,6 +375,37 @@ describe("event messages", () => {
     expect(parseEvent({ kind: "state", data: { from: "pending" } })).toBeNull();
     expect(parseEvent({ kind: "pool.started", data: {} })).toBeNull();
     expect(parseEvent({ kind: "toString", data: {} })).toBeNull();
+  });
+});
+
+describe("the OpenAPI document", () => {
+  interface Schema {
+    properties?: Record<string, Schema>;
+    const?: string;
+    allOf?: Schema[];
+    anyOf?: Schema[];
+    discriminator?: { propertyName: string; mapping: Record<string, string> };
+  }
+  const document = JSON.parse(readFileSync(join(ROOT, "docs/openapi.json"), "utf8")) as {
+    components: { schemas: Record<string, Schema> };
+  };
+  const schemas = document.components.schemas;
+
+  it.each(EVENT_KINDS)("lists the kind %s with the fields of its data", (kind) => {
+    const component = schemas[`Event.${kind}`];
+    expect(component.properties?.kind.const).toBe(kind);
+    expect(Object.keys(component.properties?.data.properties ?? {}).sort()).toEqual(
+      Object.keys(EVENT_DATA[kind].shape).sort(),
+    );
+  });
+
+  it("gives an Event as one of the kinds, told apart by kind, or an earlier version's event", () => {
+    const [head, kinds] = schemas.Event.allOf ?? [];
+    expect(Object.keys(head.properties ?? {})).toEqual(["id", "at", "message"]);
+    const [known, earlier] = kinds.anyOf ?? [];
+    expect(known.discriminator?.propertyName).toBe("kind");
+    expect(Object.keys(known.discriminator?.mapping ?? {})).toEqual(EVENT_KINDS);
+    expect(earlier).toEqual({ $ref: "#/components/schemas/Event.earlier" });
   });
 });
 
