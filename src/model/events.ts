@@ -18,7 +18,7 @@ const array = z
 const by = z.string().meta({ description: "who asked" });
 
 /** What an attempt's end did to its task: the task's next step, with the counts behind it. */
-export const taskNextSchema = z
+const taskNextSchema = z
   .discriminatedUnion("is", [
     z.object({ is: z.literal("succeeded") }).meta({ description: "the attempt is the task's result" }),
     z.object({ is: z.literal("cancelled") }),
@@ -188,14 +188,6 @@ export type EventData<K extends EventKind> = z.infer<(typeof EVENT_DATA)[K]>;
 export type JobEvent = { [K in EventKind]: { kind: K; data: EventData<K> } }[EventKind];
 
 export const EVENT_KINDS = Object.keys(EVENT_DATA) as EventKind[];
-
-/** The event, if its kind is one this version knows and its data fits (an earlier version's may not). */
-export function parseEvent(event: { kind: string; data: unknown }): JobEvent | null {
-  if (!Object.hasOwn(EVENT_DATA, event.kind)) return null;
-  const kind = event.kind as EventKind;
-  const parsed = EVENT_DATA[kind].safeParse(event.data);
-  return parsed.success ? ({ kind, data: parsed.data } as JobEvent) : null;
-}
 
 const seconds = (value: number) => `${Math.round(value)} s`;
 const who = (data: { array: boolean; task: number }) => (data.array ? `task ${data.task} ` : "");
