@@ -4,6 +4,7 @@
 
 import type { Readable } from "node:stream";
 import { z } from "zod";
+import { EVENT_DATA, EVENT_KINDS } from "../model/events.ts";
 import { type JobSpec, jobSpecSchema } from "../model/job-spec.ts";
 import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../model/states.ts";
 import { hostFacts } from "../protocol/messages.ts";
@@ -59,21 +60,41 @@ export const taskSchema = z
   .meta({ id: "Task" });
 export type Task = z.infer<typeof taskSchema>;
 
+// Loose objects: an event's shape is the intersection of its head and its kind, and neither may
+// forbid the other's fields.
+const eventHead = z.looseObject({
+  id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
+  at: isoTime,
+  message: z.string().meta({ description: "what happened, in words (as `steward show` prints it)" }),
+});
+
+/** One object per kind of event: `kind` names it, `data` holds the numbers and names behind the message. */
+const [firstKind, ...otherKinds] = EVENT_KINDS.map((kind) =>
+  z.looseObject({ kind: z.literal(kind), data: EVENT_DATA[kind] }).meta({ id: `Event.${kind}` }),
+);
+
+const eventKinds = z.discriminatedUnion("kind", [firstKind, ...otherKinds]).meta({
+  discriminator: {
+    propertyName: "kind",
+    mapping: Object.fromEntries(EVENT_KINDS.map((kind) => [kind, `#/components/schemas/Event.${kind}`])),
+  },
+});
+
+/** An event stored by an earlier version, whose kind or data this version does not know. */
+const earlierEvent = z.looseObject({ kind: z.string(), data: z.record(z.string(), z.unknown()) }).meta({
+  id: "Event.earlier",
+  description: "an event an earlier version stored, of a kind or with data this version does not know",
+});
+
 export const eventSchema = z
-  .object({
-    id: z.int().meta({ description: "increasing in commit order; the id of the server-sent event" }),
-    at: isoTime,
-    kind: z.string(),
-    data: z
-      .record(z.string(), z.unknown())
-      .meta({ description: "the numbers and names behind the message (a host, an attempt, a gain)" }),
-    message: z.string(),
-  })
-  .meta({ id: "Event" });
+  .intersection(eventHead, z.union([eventKinds, earlierEvent]))
+  .meta({ id: "Event", description: "one event of a job's history: its kind, its data, and the message" });
 export type Event = z.infer<typeof eventSchema>;
 
 /** What `GET /api/v1/events` sends as the data of each server-sent event. */
-export const streamEventSchema = eventSchema.extend({ jobId: z.string() }).meta({ id: "JobEvent" });
+export const streamEventSchema = z
+  .intersection(z.looseObject({ jobId: z.string() }), eventSchema)
+  .meta({ id: "JobEvent", description: "an Event with the id of its job" });
 export type StreamEvent = z.infer<typeof streamEventSchema>;
 
 /** A task state's letter in the compact form of GET /api/v1/jobs/:id/task-states. */

@@ -100,7 +100,11 @@ export function lostRankHosts(gang: GangProgress): string[] {
 }
 
 /** Why the other ranks are stopped when one fails (their outcome follows the failure's kind). */
-export function gangStopReason(failed: NonNullable<GangProgress["failed"]>): string {
+export function gangStopReason(failed: {
+  rank: number;
+  host: string;
+  end: Pick<RankEnd, "outcome" | "exitCode">;
+}): string {
   return `rank ${failed.rank} on ${failed.host} ${failed.end.outcome}${failed.end.exitCode === null ? "" : ` (exit ${failed.end.exitCode})`}: stopping the gang`;
 }
 

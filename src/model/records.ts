@@ -162,9 +162,11 @@ export interface EventRecord {
   id: number;
   jobId: string;
   at: number;
+  /** One of model/events.ts's kinds (EventKind), or a kind an earlier version wrote. */
   kind: string;
-  /** The numbers and names behind the message (a host, an attempt, a gain), for programs. */
+  /** The numbers and names behind the message (a host, an attempt, a gain), for programs: EventData of the kind. */
   data: Record<string, unknown>;
+  /** Rendered from kind and data when the event was recorded, and kept: an earlier version's event shows as written. */
   message: string;
 }
 

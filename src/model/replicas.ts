@@ -3,6 +3,7 @@
 // pure rules of what an attempt's end does to its task while other replicas of it still run, and
 // of when a task may have one more replica.
 
+import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome } from "./states.ts";
 import type { RetryPolicy } from "./task-outcome.ts";
@@ -21,8 +22,8 @@ export interface ReplicaEnd {
 }
 
 export interface TaskAfterReplicaEnd extends Counters {
-  /** What happened, for the job's event history. */
-  note: string;
+  /** What happened, for the job's event history (model/events.ts renders it). */
+  next: Extract<TaskNext, { is: "replicasRunning" }>;
 }
 
 /**
@@ -40,29 +41,24 @@ export function taskAfterReplicaEnd(
   othersRunning: number,
 ): TaskAfterReplicaEnd {
   const same = { failures: task.failures, losses: task.losses, systemFailures: task.systemFailures };
-  const still = `${othersRunning} other replica${othersRunning === 1 ? "" : "s"} still running`;
-  const why = end.reason ? ` (${end.reason})` : "";
+  const next = (failures: number) =>
+    ({ is: "replicasRunning", others: othersRunning, failures, maxAttempts: retry.maxAttempts }) as const;
   switch (end.outcome) {
     case "failed":
     case "timed_out": {
       const failures = task.failures + 1;
-      const what = end.outcome === "timed_out" ? "timed out" : "failed";
-      return {
-        ...same,
-        failures,
-        note: `${what} (${failures} of ${retry.maxAttempts} attempts used); ${still}`,
-      };
+      return { ...same, failures, next: next(failures) };
     }
     case "lost":
       if (end.cause !== undefined && end.cause !== "host") {
-        return { ...same, systemFailures: task.systemFailures + 1, note: `lost${why}; ${still}` };
+        return { ...same, systemFailures: task.systemFailures + 1, next: next(same.failures) };
       }
-      return { ...same, losses: task.losses + 1, note: `lost${why}; ${still}` };
+      return { ...same, losses: task.losses + 1, next: next(same.failures) };
     case "succeeded":
     case "cancelled":
     case "preempted":
     case "migrated":
-      return { ...same, note: `${end.outcome}${why}; ${still}` };
+      return { ...same, next: next(same.failures) };
   }
 }
 

@@ -1,5 +1,6 @@
 // What happens to a task when one of its attempts ends (guarantee 5: failures are told apart).
 
+import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome, TaskState } from "./states.ts";
 
@@ -43,8 +44,8 @@ export interface TaskAfterAttempt {
   losses: number;
   notBefore: number | null;
   resultAttempt: number | null;
-  /** Why the task ended or goes round again, for the job's event history. */
-  note: string;
+  /** Why the task ended or goes round again, for the job's event history (model/events.ts renders it). */
+  next: TaskNext;
 }
 
 export function taskAfterAttempt(
@@ -58,19 +59,18 @@ export function taskAfterAttempt(
   const same = { failures, losses, notBefore: null, resultAttempt: task.resultAttempt };
   switch (end.outcome) {
     case "succeeded":
-      return { ...same, state: "succeeded", resultAttempt: end.number, note: "succeeded" };
+      return { ...same, state: "succeeded", resultAttempt: end.number, next: { is: "succeeded" } };
     case "cancelled":
-      return { ...same, state: "cancelled", note: "cancelled" };
+      return { ...same, state: "cancelled", next: { is: "cancelled" } };
     case "failed":
     case "timed_out": {
       const failed = failures + 1;
-      const what = end.outcome === "timed_out" ? "timed out" : "failed";
       if (failed >= retry.maxAttempts) {
         return {
           ...same,
           failures: failed,
           state: "failed",
-          note: `${what} (${failed} of ${retry.maxAttempts} attempts used)${end.reason ? `: ${end.reason}` : ""}`,
+          next: { is: "failed", failures: failed, maxAttempts: retry.maxAttempts },
         };
       }
       const delay = retryDelayMs(retry.backoffSeconds, failed, random);
@@ -79,24 +79,24 @@ export function taskAfterAttempt(
         failures: failed,
         state: "pending",
         notBefore: delay > 0 ? now + delay : null,
-        note: `${what}; retry ${failed + 1} of ${retry.maxAttempts} in ${(delay / 1000).toFixed(1)} s`,
+        next: { is: "retry", failures: failed, maxAttempts: retry.maxAttempts, delayMs: delay },
       };
     }
     case "lost": {
       const lost = losses + 1;
       if (lost >= POISON_LOSS_LIMIT) {
-        return { ...same, losses: lost, state: "failed", note: `poison task: lost ${lost} times` };
+        return { ...same, losses: lost, state: "failed", next: { is: "poison", losses: lost } };
       }
       return {
         ...same,
         losses: lost,
         state: "pending",
-        note: `lost${end.reason ? ` (${end.reason})` : ""}; restarting`,
+        next: { is: "restart" },
       };
     }
     case "preempted":
     case "migrated":
-      return { ...same, state: "pending", note: `${end.outcome}; restarting` };
+      return { ...same, state: "pending", next: { is: "restart" } };
   }
 }
 
@@ -117,21 +117,19 @@ export interface TaskAfterSystemFailure extends TaskAfterAttempt {
  */
 export function taskAfterSystemFailure(
   task: Pick<TaskRecord, "failures" | "losses" | "resultAttempt" | "systemFailures">,
-  end: AttemptEnd,
   retry: RetryPolicy,
   now: number,
   random: number,
 ): TaskAfterSystemFailure {
   const systemFailures = task.systemFailures + 1;
   const same = { failures: task.failures, losses: task.losses, resultAttempt: task.resultAttempt };
-  const why = end.reason ? `: ${end.reason}` : "";
   if (systemFailures >= SYSTEM_FAILURE_LIMIT) {
     return {
       ...same,
       systemFailures,
       notBefore: null,
       state: "failed",
-      note: `system failure ${systemFailures} times${why}`,
+      next: { is: "systemFailed", systemFailures },
     };
   }
   const base = Math.max(retry.backoffSeconds, SYSTEM_FAILURE_BACKOFF_SECONDS);
@@ -141,6 +139,6 @@ export function taskAfterSystemFailure(
     systemFailures,
     state: "pending",
     notBefore: now + delay,
-    note: `system failure${why}; restarting in ${(delay / 1000).toFixed(1)} s`,
+    next: { is: "systemRetry", delayMs: delay },
   };
 }

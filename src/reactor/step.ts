@@ -1,6 +1,7 @@
 // One event being handled: the state to change, the clock, and what the handler has decided so
 // far, changes to commit and effects to perform after the commit.
 
+import { type JobEvent, renderEvent } from "../model/events.ts";
 import type { EventRecord } from "../model/records.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
@@ -34,10 +35,21 @@ export class Step {
     this.effects.push(effect);
   }
 
-  /** Adds an event to the job's history; `data` holds the names and numbers behind the message. */
-  event(job: JobEntry, kind: string, message: string, data: Record<string, unknown> = {}): EventRecord {
-    const event: EventRecord = { id: 0, jobId: job.id, at: this.now, kind, data, message };
-    this.changes.push({ op: "addEvent", event });
-    return event;
+  /**
+   * Adds an event to the job's history: its kind and data, and the message rendered from them,
+   * stored with them so that a later version shows it as it was written.
+   */
+  event(job: JobEntry, event: JobEvent): EventRecord {
+    const { kind, data } = event;
+    const record: EventRecord = {
+      id: 0,
+      jobId: job.id,
+      at: this.now,
+      kind,
+      data,
+      message: renderEvent(event),
+    };
+    this.changes.push({ op: "addEvent", event: record });
+    return record;
   }
 }

@@ -14,6 +14,7 @@
 // cannot be judged, it keeps its host), one that reported 1 (it is finishing), and one that has
 // run for less than graceSeconds (a start, or a restart, always gets the grace in full).
 
+import { contractBreachReason } from "../model/events.ts";
 import type { ProgressSample } from "./estimate.ts";
 import type { StopEntry } from "./view.ts";
 
@@ -127,9 +128,7 @@ export function judgeContract(
     toFraction: rate.to.fraction,
     measuredSeconds: (rate.to.at - rate.from.at) / 1000,
   };
-  const reason =
-    `contract: progress ${rate.perMinute.toFixed(3)}/min below ${minProgressPerMinute.toFixed(3)}/min ` +
-    `for ${belowSeconds} s on ${subject.host}`;
+  const reason = contractBreachReason(numbers);
   return {
     ...kept,
     breach: {

@@ -18,8 +18,6 @@ export const PREEMPTION_JOBS_PER_PASS = 8;
 /** How soon to look again while waiting for a task expected to end. */
 export const PREEMPTION_RECHECK_MS = 1000;
 
-const seconds = (value: number) => `${Math.round(value)} s`;
-
 /** The lowest priority among the running tasks (+Infinity when none: nothing to preempt). */
 function lowestPriority(running: readonly RunningTaskView[]): number {
   let lowest = Number.POSITIVE_INFINITY;
@@ -85,7 +83,6 @@ export function preemptionPass(
       intent: { outcome: "preempted", reason },
       note: {
         kind: "preempt",
-        message: `task ${victim.taskIndex} attempt ${victim.attempt} on ${victim.host} ${reason}: ${seconds(remainingSeconds)} of its work left, the most of the preemptible tasks`,
         data: {
           task: victim.taskIndex,
           attempt: victim.attempt,
@@ -165,7 +162,6 @@ export function reschedulingPass(
     room.slotsFree -= task.job.cpus;
     room.memoryFreeMb -= task.job.memoryMb;
     const gain = move.gain.toFixed(2);
-    const numbers = `remaining ${seconds(move.remainingHere)} here, ${seconds(move.remainingThere)} + ${seconds(move.costSeconds)} move there`;
     stops.push({
       jobId: task.job.id,
       taskIndex: task.taskIndex,
@@ -174,7 +170,6 @@ export function reschedulingPass(
       migrateTo: { to: move.host },
       note: {
         kind: "reschedule",
-        message: `task ${task.taskIndex} attempt ${task.attempt} migrated to ${move.host}: estimated gain ${gain} (${numbers})`,
         data: {
           task: task.taskIndex,
           attempt: task.attempt,

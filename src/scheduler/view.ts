@@ -3,6 +3,7 @@
 // `now` is passed in.
 
 import type { CompiledExpression } from "../model/cel.ts";
+import type { JobEvent } from "../model/events.ts";
 import type { HostFacts, StopIntent } from "../model/records.ts";
 import type { HostState } from "../model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
@@ -142,7 +143,7 @@ export interface StopEntry {
   attempt: number;
   intent: StopIntent;
   /** The event that tells why, with the numbers behind the decision (scheduler's stops). */
-  note?: { kind: string; message: string; data: Record<string, unknown> };
+  note?: JobEvent;
   /**
    * For a migration: where the task's next attempt may go (a named host, or null for anywhere but
    * the attempt's host). Recorded on the task with the stop (TaskRecord.migration).

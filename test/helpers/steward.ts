@@ -443,10 +443,10 @@ export async function waitForJobEnd(
 }
 
 /** One server-sent event as GET /api/v1/events writes it. */
-export interface ReceivedEvent extends StreamEvent {
+export type ReceivedEvent = StreamEvent & {
   /** The `id:` line. */
   eventId: number;
-}
+};
 
 export interface EventStreamReader {
   /** Every event received so far, in order. */

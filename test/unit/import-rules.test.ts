@@ -69,9 +69,7 @@ const KNOWN_EXCEPTIONS: readonly { from: string; module: string; until: string }
 ];
 
 /** The folder cycles still there, each made only of known exceptions; to go with them. */
-const KNOWN_CYCLES: readonly (readonly string[])[] = [
-  ["api", "server"],
-];
+const KNOWN_CYCLES: readonly (readonly string[])[] = [["api", "server"]];
 
 interface Import {
   file: string;

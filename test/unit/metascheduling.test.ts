@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from "vitest";
 import { compileExpression } from "../../src/model/cel.ts";
+import { renderEvent } from "../../src/model/events.ts";
 import type { HostFacts } from "../../src/model/records.ts";
 import {
   type AttemptProgress,
@@ -343,7 +344,8 @@ describe("a scheduling pass with preemption and rescheduling", () => {
       migrateTo: { to: "fast" },
       note: { kind: "reschedule" },
     });
-    expect(plan.stop[0].note?.message).toMatch(
+    const note = plan.stop[0].note!;
+    expect(renderEvent(note)).toMatch(
       /migrated to fast: estimated gain 0\.90 \(remaining 900 s here, 90 s \+ 0 s move there\)/,
     );
   });

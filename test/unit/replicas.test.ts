@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from "vitest";
 import { compileExpression } from "../../src/model/cel.ts";
+import { renderTaskNext } from "../../src/model/events.ts";
 import { mayAddReplica, taskAfterReplicaEnd } from "../../src/model/replicas.ts";
 import { POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
 import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
@@ -327,17 +328,15 @@ describe("taskAfterReplicaEnd", () => {
       losses: after.losses,
       systemFailures: after.systemFailures,
     }).toStrictEqual(counters);
-    expect(after.note).toContain("1 other replica still running");
+    expect(renderTaskNext(after.next, end)).toContain("1 other replica still running");
   });
 
   it("says how much of the budget is used and how many replicas still run", () => {
-    const after = taskAfterReplicaEnd(
-      { ...fresh, failures: 1 },
-      { outcome: "failed", reason: null },
-      retry,
-      2,
+    const end = { outcome: "failed", reason: null } as const;
+    const after = taskAfterReplicaEnd({ ...fresh, failures: 1 }, end, retry, 2);
+    expect(renderTaskNext(after.next, end)).toBe(
+      "failed (2 of 3 attempts used); 2 other replicas still running",
     );
-    expect(after.note).toBe("failed (2 of 3 attempts used); 2 other replicas still running");
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { renderTaskNext } from "../../src/model/events.ts";
 import type { AttemptOutcome } from "../../src/model/states.ts";
 import {
   MAX_RETRY_BACKOFF_SECONDS,
@@ -21,6 +22,14 @@ function fresh(): TaskCounters {
 
 function end(number: number, outcome: AttemptOutcome, reason: string | null = null) {
   return { number, outcome, reason };
+}
+
+type Noted = Omit<TaskAfterAttempt, "next"> & { note: string };
+
+/** taskAfterAttempt with what it did to the task in the words of the job's events. */
+function noted(...args: Parameters<typeof taskAfterAttempt>): Noted {
+  const { next, ...rest } = taskAfterAttempt(...args);
+  return { ...rest, note: renderTaskNext(next, args[1]) };
 }
 
 describe("constants", () => {
@@ -91,13 +100,7 @@ describe("taskAfterAttempt", () => {
 
   it("success sets resultAttempt to the attempt's number", () => {
     expect(
-      taskAfterAttempt(
-        { failures: 1, losses: 2, resultAttempt: null },
-        end(4, "succeeded"),
-        retry3,
-        NOW,
-        MID,
-      ),
+      noted({ failures: 1, losses: 2, resultAttempt: null }, end(4, "succeeded"), retry3, NOW, MID),
     ).toEqual({
       state: "succeeded",
       failures: 1,
@@ -105,11 +108,11 @@ describe("taskAfterAttempt", () => {
       notBefore: null,
       resultAttempt: 4,
       note: "succeeded",
-    } satisfies TaskAfterAttempt);
+    } satisfies Noted);
   });
 
   it("a failure with retries left goes pending after the back-off", () => {
-    const next = taskAfterAttempt(fresh(), end(1, "failed", "exit code 2"), retry3, NOW, MID);
+    const next = noted(fresh(), end(1, "failed", "exit code 2"), retry3, NOW, MID);
     expect(next).toEqual({
       state: "pending",
       failures: 1,
@@ -125,7 +128,7 @@ describe("taskAfterAttempt", () => {
     const states: string[] = [];
     const notBefores: (number | null)[] = [];
     for (let attempt = 1; attempt <= 3; attempt++) {
-      const next = taskAfterAttempt(task, end(attempt, "failed", "exit code 1"), retry3, NOW, MID);
+      const next = noted(task, end(attempt, "failed", "exit code 1"), retry3, NOW, MID);
       states.push(next.state);
       notBefores.push(next.notBefore);
       task = next;
@@ -136,7 +139,7 @@ describe("taskAfterAttempt", () => {
   });
 
   it("the final failure says how many attempts were used and why", () => {
-    const next = taskAfterAttempt(
+    const next = noted(
       { failures: 2, losses: 0, resultAttempt: null },
       end(3, "failed", "exit code 1"),
       retry3,
@@ -155,7 +158,7 @@ describe("taskAfterAttempt", () => {
     [3, 1, "pending"],
     [3, 2, "failed"],
   ])("maxAttempts %d with %d failures before -> %s", (maxAttempts, failures, state) => {
-    const next = taskAfterAttempt(
+    const next = noted(
       { failures, losses: 0, resultAttempt: null },
       end(failures + 1, "failed"),
       { maxAttempts, backoffSeconds: 5 },
@@ -167,33 +170,21 @@ describe("taskAfterAttempt", () => {
   });
 
   it("timed_out counts as a failure", () => {
-    const first = taskAfterAttempt(
-      fresh(),
-      end(1, "timed_out"),
-      { maxAttempts: 2, backoffSeconds: 1 },
-      NOW,
-      MID,
-    );
+    const first = noted(fresh(), end(1, "timed_out"), { maxAttempts: 2, backoffSeconds: 1 }, NOW, MID);
     expect(first).toMatchObject({ state: "pending", failures: 1, losses: 0, notBefore: NOW + 1_000 });
     expect(first.note).toMatch(/^timed out; retry 2 of 2/);
-    const second = taskAfterAttempt(
-      first,
-      end(2, "timed_out"),
-      { maxAttempts: 2, backoffSeconds: 1 },
-      NOW,
-      MID,
-    );
+    const second = noted(first, end(2, "timed_out"), { maxAttempts: 2, backoffSeconds: 1 }, NOW, MID);
     expect(second).toMatchObject({ state: "failed", failures: 2, notBefore: null });
     expect(second.note).toBe("timed out (2 of 2 attempts used)");
   });
 
   it("0 s back-off retries at once (notBefore null)", () => {
-    const next = taskAfterAttempt(fresh(), end(1, "failed"), { maxAttempts: 2, backoffSeconds: 0 }, NOW, 0.9);
+    const next = noted(fresh(), end(1, "failed"), { maxAttempts: 2, backoffSeconds: 0 }, NOW, 0.9);
     expect(next).toMatchObject({ state: "pending", failures: 1, notBefore: null });
   });
 
   it("the back-off grows with the failures and follows the jitter", () => {
-    const next = taskAfterAttempt(
+    const next = noted(
       { failures: 2, losses: 0, resultAttempt: null },
       end(3, "failed"),
       { maxAttempts: 10, backoffSeconds: 5 },
@@ -205,7 +196,7 @@ describe("taskAfterAttempt", () => {
   });
 
   it("lost does not use up the retry budget", () => {
-    const next = taskAfterAttempt(
+    const next = noted(
       fresh(),
       end(1, "lost", "host s1 lost"),
       { maxAttempts: 1, backoffSeconds: 5 },
@@ -226,7 +217,7 @@ describe("taskAfterAttempt", () => {
     let task = fresh();
     const states: string[] = [];
     for (let attempt = 1; attempt <= POISON_LOSS_LIMIT; attempt++) {
-      const next = taskAfterAttempt(task, end(attempt, "lost"), retry3, NOW, MID);
+      const next = noted(task, end(attempt, "lost"), retry3, NOW, MID);
       states.push(next.state);
       task = next;
     }
@@ -236,9 +227,9 @@ describe("taskAfterAttempt", () => {
 
   it("losses and failures are counted apart", () => {
     const task = { failures: 2, losses: 4, resultAttempt: null };
-    const failed = taskAfterAttempt(task, end(7, "failed"), { maxAttempts: 4, backoffSeconds: 5 }, NOW, MID);
+    const failed = noted(task, end(7, "failed"), { maxAttempts: 4, backoffSeconds: 5 }, NOW, MID);
     expect(failed).toMatchObject({ state: "pending", failures: 3, losses: 4 });
-    const lost = taskAfterAttempt(task, end(7, "lost"), { maxAttempts: 4, backoffSeconds: 5 }, NOW, MID);
+    const lost = noted(task, end(7, "lost"), { maxAttempts: 4, backoffSeconds: 5 }, NOW, MID);
     expect(lost).toMatchObject({ state: "failed", failures: 2, losses: 5 });
   });
 
@@ -246,7 +237,7 @@ describe("taskAfterAttempt", () => {
     "%s goes pending without touching failures or losses",
     (outcome) => {
       const task = { failures: 2, losses: 4, resultAttempt: null };
-      const next = taskAfterAttempt(
+      const next = noted(
         task,
         end(9, outcome, "better host"),
         { maxAttempts: 3, backoffSeconds: 5 },
@@ -267,7 +258,7 @@ describe("taskAfterAttempt", () => {
   it("many preemptions never fail the task", () => {
     let task = fresh();
     for (let attempt = 1; attempt <= 20; attempt++) {
-      const next = taskAfterAttempt(task, end(attempt, "preempted"), retry3, NOW, MID);
+      const next = noted(task, end(attempt, "preempted"), retry3, NOW, MID);
       expect(next.state).toBe("pending");
       task = next;
     }
@@ -275,7 +266,7 @@ describe("taskAfterAttempt", () => {
   });
 
   it("cancelled ends the task cancelled and keeps its counters", () => {
-    const next = taskAfterAttempt(
+    const next = noted(
       { failures: 1, losses: 1, resultAttempt: null },
       end(3, "cancelled"),
       retry3,
@@ -295,7 +286,7 @@ describe("taskAfterAttempt", () => {
   it.each(["failed", "timed_out", "lost", "preempted", "migrated", "cancelled"] as const)(
     "%s does not set resultAttempt",
     (outcome) => {
-      expect(taskAfterAttempt(fresh(), end(1, outcome), retry3, NOW, MID).resultAttempt).toBeNull();
+      expect(noted(fresh(), end(1, outcome), retry3, NOW, MID).resultAttempt).toBeNull();
     },
   );
 });

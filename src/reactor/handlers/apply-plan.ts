@@ -94,7 +94,7 @@ function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
     step.state.movedAt.set(`${entry.jobId}/${entry.taskIndex}`, step.now);
   }
   stopAttempt(step, live.job, live.attempt, entry.intent);
-  if (entry.note) step.event(live.job, entry.note.kind, entry.note.message, entry.note.data);
+  if (entry.note) step.event(live.job, entry.note);
   return live.attempt;
 }
 
@@ -135,17 +135,18 @@ function applyPlacement(
   step.change({ op: "putAttempt", attempt });
   const data = { task: task.index, attempt: attempt.number, host: attempt.host };
   if (attempt.number > 1) {
-    const who = job.tasks.length === 1 ? "" : `task ${task.index} `;
-    const from = task.checkpoint
-      ? `from checkpoint generation ${task.checkpoint.generation} (${task.checkpoint.bytes} bytes)`
-      : "from the beginning: no checkpoint";
-    step.event(job, "restart", `${who}attempt ${attempt.number} on ${attempt.host} restarts ${from}`, {
-      ...data,
-      checkpoint: task.checkpoint?.generation ?? null,
-      ...(migration ? { migration } : {}),
+    step.event(job, {
+      kind: "restart",
+      data: {
+        ...data,
+        checkpoint: task.checkpoint?.generation ?? null,
+        checkpointBytes: task.checkpoint?.bytes ?? null,
+        ...(migration ? { migration } : {}),
+        array: job.tasks.length > 1,
+      },
     });
   } else if (job.tasks.length === 1) {
-    step.event(job, "attempt.placed", `attempt ${attempt.number} placed on ${attempt.host}`, data);
+    step.event(job, { kind: "attempt.placed", data });
   }
   // A gang starts with rank 0, whose agent finds the coordinator's port (handlers/gangs.ts).
   const message =

@@ -36,12 +36,10 @@ export function applyReplica(
   step.change({ op: "putTasks", tasks: [task] });
   step.change({ op: "putAttempt", attempt });
   const replica = live.length + 1;
-  step.event(
-    job,
-    "replica.placed",
-    `replica ${replica} of task ${task.index} placed on ${attempt.host} (attempt ${attempt.number})`,
-    { task: task.index, attempt: attempt.number, host: attempt.host, replica, replicas: job.replicas },
-  );
+  step.event(job, {
+    kind: "replica.placed",
+    data: { task: task.index, attempt: attempt.number, host: attempt.host, replica, replicas: job.replicas },
+  });
   step.effect({ kind: "send", host: placement.host, message: startMessage(job, attempt) });
   return { job, attempt };
 }

@@ -1,6 +1,7 @@
 // The life of an attempt as the server sees it: started on its hosts, asked to stop (with the
 // intent recorded, so a resent stop says the same), ended with an outcome that moves its task on.
 
+import { attemptEndEvent, type TaskNext } from "../../model/events.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
 import { taskAfterReplicaEnd } from "../../model/replicas.ts";
@@ -105,14 +106,10 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   step.schedule = true;
   const others = job.liveAttempts(task.index);
   const single = job.tasks.length === 1;
-  const who = single ? "" : `task ${task.index} `;
-  const exit = end.exitCode === null ? "" : ` (exit ${end.exitCode})`;
-  const record = (note: string) =>
+  const record = (next: TaskNext) =>
     step.event(
       job,
-      `attempt.${end.outcome}`,
-      `${who}attempt ${attempt.number} on ${attempt.host} ${end.outcome}${exit}: ${note}`,
-      {
+      attemptEndEvent({
         task: task.index,
         attempt: attempt.number,
         host: attempt.host,
@@ -120,11 +117,13 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
         exitCode: end.exitCode,
         reason: end.reason,
         ...(end.cause ? { cause: end.cause } : {}),
-      },
+        array: !single,
+        next,
+      }),
     );
   // A task that has its result is not moved by this end.
   if (isEndedState(task.state)) {
-    if (lostRace) record(end.reason ?? end.outcome);
+    if (lostRace) record({ is: "lostRace" });
     refreshJobState(step, job);
     return;
   }
@@ -142,7 +141,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
       task.systemFailures = after.systemFailures;
       step.change({ op: "putTasks", tasks: [task] });
     }
-    record(after.note);
+    record(after.next);
     refreshJobState(step, job);
     return;
   }
@@ -151,7 +150,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   const attemptEnd = { number: attempt.number, outcome: end.outcome, reason: end.reason };
   let next: TaskAfterAttempt;
   if (systemFailure) {
-    const after = taskAfterSystemFailure(task, attemptEnd, job.record.spec.retry, now, step.random());
+    const after = taskAfterSystemFailure(task, job.record.spec.retry, now, step.random());
     task.systemFailures = after.systemFailures;
     next = after;
   } else {
@@ -165,7 +164,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   task.resultAttempt = next.resultAttempt;
   state.setTaskState(job, task, taskState);
   step.change({ op: "putTasks", tasks: [task] });
-  if (end.outcome !== "succeeded" || single) record(next.note);
+  if (end.outcome !== "succeeded" || single) record(next.next);
   // The first replica to succeed wins; the others are stopped.
   if (end.outcome === "succeeded") {
     for (const other of others) {

@@ -49,16 +49,11 @@ export function watchContracts(
     watch.belowSince = verdict.belowSince;
     if (!verdict.breach) continue;
     const { stop, numbers } = verdict.breach;
-    const who = job.tasks.length === 1 ? "" : `task ${attempt.taskIndex} `;
+    const array = job.tasks.length > 1;
     if (!anotherHostCouldRun(state, job, attempt.host, now)) {
       if (!watch.stayedForLackOfHosts) {
         watch.stayedForLackOfHosts = true;
-        step.event(
-          job,
-          "contract.stays",
-          `${who}attempt ${attempt.number} broke its ${stop.intent.reason}, but no other host can run the job: it stays`,
-          { ...numbers },
-        );
+        step.event(job, { kind: "contract.stays", data: { ...numbers, array } });
       }
       continue;
     }
@@ -67,14 +62,7 @@ export function watchContracts(
       step.change({ op: "putJob", job: job.record });
     }
     applyStops(step, [stop]);
-    step.event(
-      job,
-      "contract.broken",
-      `${who}attempt ${attempt.number} broke its ${stop.intent.reason}` +
-        ` (measured over ${numbers.measuredSeconds.toFixed(0)} s, ${numbers.fromFraction.toFixed(3)} -> ` +
-        `${numbers.toFraction.toFixed(3)}): migrating; ${attempt.host} now ranks last for this job`,
-      { ...numbers },
-    );
+    step.event(job, { kind: "contract.broken", data: { ...numbers, array } });
   }
 }
 

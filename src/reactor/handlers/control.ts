@@ -39,7 +39,7 @@ export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   }
   if (dirty.length) step.change({ op: "putTasks", tasks: dirty });
   step.change({ op: "putJob", job: job.record });
-  step.event(job, "cancel", `cancel requested by ${by}`, { by });
+  step.event(job, { kind: "cancel", data: { by } });
   applyStops(step, stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }));
   refreshJobState(step, job);
   return job;
@@ -51,7 +51,7 @@ export function holdJob(step: Step, id: string, by = "user"): JobEntry {
   if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
   if (job.record.held) return job;
   job.record.held = true;
-  step.event(job, "hold", `held by ${by}`, { by });
+  step.event(job, { kind: "hold", data: { by } });
   applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
   step.change({ op: "putJob", job: job.record });
   refreshJobState(step, job);
@@ -63,7 +63,7 @@ export function releaseJob(step: Step, id: string, by = "user"): JobEntry {
   if (!job.record.held) return job;
   job.record.held = false;
   step.change({ op: "putJob", job: job.record });
-  step.event(job, "release", `released by ${by}`, { by });
+  step.event(job, { kind: "release", data: { by } });
   refreshJobState(step, job);
   step.state.queue.add(job);
   step.schedule = true;
@@ -91,7 +91,7 @@ export function migrateJob(step: Step, id: string, to: string | null, by = "user
   ).map((stop) => ({ ...stop, migrateTo: { to } }));
   if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
   applyStops(step, stops);
-  step.event(job, "migrate", `migration ${where} requested by ${by}`, { to, by });
+  step.event(job, { kind: "migrate", data: { to, by } });
   return job;
 }
 

@@ -18,12 +18,7 @@ export function releaseDependents(step: Step, ended: JobEntry): void {
       state.setTaskState(job, task, succeeded ? "pending" : "failed");
       dirty.push(task);
     }
-    if (succeeded) step.event(job, "dependencies", "dependencies succeeded", { dependency: ended.id });
-    else
-      step.event(job, "dependencies", `dependency ${ended.id} ended ${ended.record.state}`, {
-        dependency: ended.id,
-        state: ended.record.state,
-      });
+    step.event(job, { kind: "dependencies", data: { dependency: ended.id, state: ended.record.state } });
     step.change({ op: "putTasks", tasks: dirty });
     refreshJobState(step, job);
   }

@@ -107,12 +107,15 @@ function endRank(step: Step, live: LiveAttempt, rank: number, end: AttemptEnd): 
     const reason = gangStopReason(failed);
     // Stopped, not failed: the attempt's end names the rank that failed (model/gang.ts).
     const intent: StopIntent = { outcome: "cancelled", reason };
-    step.event(job, "gang.failed", `attempt ${attempt.number}: ${reason}`, {
-      attempt: attempt.number,
-      rank: failed.rank,
-      host: failed.host,
-      outcome: failed.end.outcome,
-      exitCode: failed.end.exitCode,
+    step.event(job, {
+      kind: "gang.failed",
+      data: {
+        attempt: attempt.number,
+        rank: failed.rank,
+        host: failed.host,
+        outcome: failed.end.outcome,
+        exitCode: failed.end.exitCode,
+      },
     });
     if (attempt.state === "stopping") {
       // Already asked to stop (cancel, hold): the other ranks were told; the failure is recorded.

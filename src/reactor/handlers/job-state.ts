@@ -18,7 +18,7 @@ export function refreshJobState(step: Step, job: JobEntry): void {
   job.record.state = state;
   if (isEndedState(state)) job.record.endedAt = step.now;
   step.change({ op: "putJob", job: job.record });
-  step.event(job, "state", `${from} -> ${state}`, { from, to: state });
+  step.event(job, { kind: "state", data: { from, to: state } });
   step.effect({ kind: "jobChanged", job });
   if (isEndedState(state)) releaseDependents(step, job);
 }

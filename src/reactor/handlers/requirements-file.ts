@@ -40,10 +40,9 @@ export function followRequirementsFiles(
         : checkExpression(text, "requirements");
     if (problem !== null) {
       if (!job.refuseRequirements(text)) continue;
-      step.event(job, "requirements.refused", `requirements file: ${problem}`, {
-        ...where,
-        requirements: text.slice(0, REQUIREMENTS_MAX_CHARS),
-        error: problem,
+      step.event(job, {
+        kind: "requirements.refused",
+        data: { ...where, requirements: text.slice(0, REQUIREMENTS_MAX_CHARS), error: problem },
       });
       continue;
     }
@@ -51,13 +50,10 @@ export function followRequirementsFiles(
     if (text === previous) continue;
     job.setDynamicRequirements(text);
     step.change({ op: "putJob", job: job.record });
-    const who = job.tasks.length === 1 ? "" : `task ${attempt.taskIndex} `;
-    step.event(
-      job,
-      "requirements.changed",
-      `${who}attempt ${attempt.number} wrote new requirements: ${text} (they replace ${previous ?? "none"})`,
-      { ...where, requirements: text, previous },
-    );
+    step.event(job, {
+      kind: "requirements.changed",
+      data: { ...where, requirements: text, previous, array: job.tasks.length > 1 },
+    });
     migrateUnsatisfied(step, job, text);
   }
 }
@@ -81,19 +77,17 @@ function migrateUnsatisfied(step: Step, job: JobEntry, text: string): void {
       intent: { outcome: "migrated", reason },
       migrateTo: { to: null },
     });
-    const who = job.tasks.length === 1 ? "" : `task ${attempt.taskIndex} `;
-    step.event(
-      job,
-      "requirements.migrate",
-      `${who}attempt ${attempt.number}: ${attempt.host} no longer satisfies the requirements (${result.reason}): migrating`,
-      {
+    step.event(job, {
+      kind: "requirements.migrate",
+      data: {
         task: attempt.taskIndex,
         attempt: attempt.number,
         host: attempt.host,
         requirements: text,
         why: result.reason,
+        array: job.tasks.length > 1,
       },
-    );
+    });
   }
   if (stops.length > 0) applyStops(step, stops);
 }

@@ -63,10 +63,7 @@ export function submitJob(
   state.addJob(job);
   step.change({ op: "putJob", job: record });
   step.change({ op: "putTasks", tasks });
-  step.event(job, "submitted", `${count === 1 ? "job" : `array of ${count} tasks`} submitted by ${owner}`, {
-    owner,
-    tasks: count,
-  });
+  step.event(job, { kind: "submitted", data: { owner, tasks: count } });
   step.schedule = true;
   return job;
 }

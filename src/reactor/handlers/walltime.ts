@@ -33,11 +33,17 @@ export function leaveBeforeWalltime(step: Step, hostName: string, marginSeconds:
   const secondsLeft = Math.round(walltime?.secondsLeft ?? 0);
   for (const stop of stops) {
     const job = step.state.jobs.get(stop.jobId);
-    const who = job && job.tasks.length > 1 ? `task ${stop.taskIndex} ` : "";
+    const array = job !== undefined && job.tasks.length > 1;
     stop.note = {
       kind: "walltime.migrate",
-      message: `${who}attempt ${stop.attempt} leaves ${hostName}: its walltime ends in ${secondsLeft} s; migrating with its checkpoint`,
-      data: { task: stop.taskIndex, attempt: stop.attempt, host: hostName, secondsLeft, marginSeconds },
+      data: {
+        task: stop.taskIndex,
+        attempt: stop.attempt,
+        host: hostName,
+        secondsLeft,
+        marginSeconds,
+        array,
+      },
     };
   }
   applyStops(step, stops);
