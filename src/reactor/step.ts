@@ -13,7 +13,8 @@ import { StateWrites } from "./writes.ts";
 export class Step {
   readonly state: ClusterState;
   readonly now: number;
-  readonly changes: Change[] = [];
+  /** The changes to commit, in order: made by `write` and `event` only. */
+  readonly #changes: Change[] = [];
   readonly effects: Effect[] = [];
   /** The one way to change durable state (writes.ts). */
   readonly write: StateWrites;
@@ -25,7 +26,11 @@ export class Step {
     this.state = state;
     this.now = now;
     this.#random = random;
-    this.write = new StateWrites(state, now, this.changes);
+    this.write = new StateWrites(state, now, this.#changes);
+  }
+
+  get changes(): readonly Change[] {
+    return this.#changes;
   }
 
   random(): number {
@@ -50,7 +55,7 @@ export class Step {
       data,
       message: renderEvent(event),
     };
-    this.changes.push({ op: "addEvent", event: record });
+    this.#changes.push({ op: "addEvent", event: record });
     return record;
   }
 }
@@ -58,7 +63,7 @@ export class Step {
 /** What one handler decided: its answer, the changes to commit, the effects to perform after. */
 export interface Handled<T> {
   result: T;
-  changes: Change[];
+  changes: readonly Change[];
   effects: Effect[];
   /** Whether a scheduling pass should follow. */
   schedule: boolean;
