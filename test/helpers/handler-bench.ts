@@ -7,6 +7,7 @@ import { attemptKey } from "../../src/model/ids.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
+  EventRecord,
   HostRecord,
   JobRecord,
   TaskRecord,
@@ -75,6 +76,15 @@ export class HandlerBench {
       if (effect.kind === "send" && effect.message.type === "stop")
         stops.push({ host: effect.host, ...effect.message });
     return stops;
+  }
+
+  /** The events recorded so far (of one job, when given), oldest first. */
+  events(jobId?: string): EventRecord[] {
+    const events: EventRecord[] = [];
+    for (const change of this.recorded)
+      if (change.op === "addEvent" && (jobId === undefined || change.event.jobId === jobId))
+        events.push(change.event);
+    return events;
   }
 
   /** What a store holds after the changes recorded so far (a full load). */
