@@ -22,7 +22,6 @@ import {
   checkpointObjectStored,
   commitCheckpoint,
 } from "../reactor/handlers/checkpoints.ts";
-import { watchContracts } from "../reactor/handlers/contracts.ts";
 import {
   cancelJob,
   drainHost,
@@ -34,7 +33,7 @@ import {
   removeJob,
   undrainHost,
 } from "../reactor/handlers/control.ts";
-import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
+import { heartbeatReported } from "../reactor/handlers/heartbeat.ts";
 import { submitJob } from "../reactor/handlers/submit.ts";
 import {
   createToken,
@@ -42,7 +41,7 @@ import {
   revokeToken,
   type TokenRequest,
 } from "../reactor/handlers/tokens.ts";
-import { leaveBeforeWalltime, walltimeDue } from "../reactor/handlers/walltime.ts";
+import { walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
@@ -405,11 +404,7 @@ export class Core {
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
     const walltime = walltimeDue({ state: this.state, now }, name, margin);
     if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();
-    return this.reactor.run((step) => {
-      if (walltime) leaveBeforeWalltime(step, name, margin);
-      followRequirementsFiles(step, name, requirements);
-      watchContracts(step, name, progress);
-    });
+    return this.reactor.run((step) => heartbeatReported(step, name, progress, requirements, margin));
   }
 
   /** Any message from the agent renews its lease. */

@@ -33,8 +33,10 @@ export class HandlerBench {
   policy: Partial<MetaschedulingPolicy>;
   /** Every change handled so far, copied when it was handled. */
   readonly recorded: Change[] = [];
-  /** Every effect handled so far, in order. */
-  readonly effects: Effect[] = [];
+  /** Every effect handled so far, in order (a test may clear it). */
+  effects: Effect[] = [];
+  /** Whether a step asked for a scheduling pass since the last one. */
+  #passWanted = false;
 
   constructor(state: ClusterState = new ClusterState(), policy: Partial<MetaschedulingPolicy> = {}) {
     this.state = state;
@@ -50,7 +52,16 @@ export class HandlerBench {
     this.recorded.push(...structuredClone(handled.changes));
     this.effects.push(...handled.effects);
     retireEnded(this.state, handled.changes);
+    if (handled.schedule) this.#passWanted = true;
     return handled;
+  }
+
+  /** Runs the scheduling passes steps asked for, as the reactor does after them. */
+  settle(): void {
+    for (let i = 0; i < 5 && this.#passWanted; i++) {
+      this.#passWanted = false;
+      this.schedule();
+    }
   }
 
   /** One scheduling pass: the plan made from the state, applied in a step of its own. */
