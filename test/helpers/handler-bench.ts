@@ -8,20 +8,23 @@ import type {
   AttemptRecord,
   CheckpointPart,
   EventRecord,
+  HostFacts,
   HostRecord,
   JobRecord,
   TaskRecord,
   TokenRecord,
 } from "../../src/model/records.ts";
 import { planPass } from "../../src/planner/plan-pass.ts";
-import type { ServerMessage } from "../../src/protocol/messages.ts";
+import type { HeartbeatMessage, ServerMessage } from "../../src/protocol/messages.ts";
 import type { Effect } from "../../src/reactor/effects.ts";
 import { type AppliedPlan, applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
+import { heartbeatReported } from "../../src/reactor/handlers/heartbeat.ts";
 import { retireEnded } from "../../src/reactor/retire-ended.ts";
 import { type Handled, handle, type Step } from "../../src/reactor/step.ts";
-import type { MetaschedulingPolicy } from "../../src/scheduler/policy.ts";
+import { type MetaschedulingPolicy, policyOf } from "../../src/scheduler/policy.ts";
 import { ClusterState } from "../../src/state/cluster-state.ts";
 import { recoverState } from "../../src/state/recover.ts";
+import { heartbeatSeen } from "../../src/state/soft-state.ts";
 import type { Change, StoreSnapshot } from "../../src/store/store.ts";
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };
@@ -69,6 +72,26 @@ export class HandlerBench {
     const plan = planPass(this.state, this.now, this.policy);
     if (!plan) return null;
     return this.run((step) => applyPlan(step, plan));
+  }
+
+  /** A heartbeat as Core takes it: its soft state noted (state/soft-state.ts), then what it decides handled. */
+  heartbeat(
+    host: string,
+    facts: HostFacts,
+    progress: HeartbeatMessage["progress"] = [],
+    requirements: HeartbeatMessage["requirements"] = [],
+  ): Handled<void> {
+    heartbeatSeen(this.state, this.now, host, facts, progress);
+    const margin = policyOf(this.policy).walltimeMarginSeconds;
+    return this.run((step) => heartbeatReported(step, host, progress, requirements, margin));
+  }
+
+  /** A broker restart: a bench over the state rebuilt from the changes recorded so far, at the same time. */
+  restart(): HandlerBench {
+    const restarted = new HandlerBench(this.recovered(), this.policy);
+    restarted.now = this.now;
+    restarted.recorded.push(...this.recorded);
+    return restarted;
   }
 
   /** Starts sent so far (or by one step's effects). */

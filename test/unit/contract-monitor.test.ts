@@ -8,11 +8,8 @@ import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HeartbeatMessage } from "../../src/protocol/messages.ts";
 import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
 import { drainHost } from "../../src/reactor/handlers/control.ts";
-import { heartbeatReported } from "../../src/reactor/handlers/heartbeat.ts";
 import { submitJob } from "../../src/reactor/handlers/submit.ts";
-import { policyOf } from "../../src/scheduler/policy.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { heartbeatSeen } from "../../src/state/soft-state.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 
@@ -49,11 +46,8 @@ function submitRunning(spec: Record<string, unknown> = {}): { job: JobEntry; hos
   return { job, host: start.host };
 }
 
-/** A heartbeat as Core takes it: its soft state noted, then what it may decide handled. */
 function heartbeat(host: string, progress: HeartbeatMessage["progress"]): void {
-  heartbeatSeen(bench.state, bench.now, host, facts(host), progress);
-  const margin = policyOf({}).walltimeMarginSeconds;
-  bench.run((step) => heartbeatReported(step, host, progress, [], margin));
+  bench.heartbeat(host, facts(host), progress);
 }
 
 /** One heartbeat a second from `host` for `seconds`, the attempt's progress going up by `perSecond`. */
