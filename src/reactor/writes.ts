@@ -1,7 +1,10 @@
 // The one way handlers change durable state: each method changes the in-memory state (records and
 // their indexes) and adds the store change that says the same, together, so memory and store never
 // go apart by a change made and not recorded (or recorded and not made). Handlers read the state
-// freely but write it only through here; what is not durable is soft state (state/soft-state.ts).
+// freely but write its records only through here. Not durable, and so changed directly: what the
+// agents report from moment to moment (state/soft-state.ts), and the reactor's own bookkeeping of
+// the moment (room kept by preemptions, when a task last moved, contract watches, a gang's ranks,
+// checkpoint objects not yet committed), which a restart starts afresh.
 // Test: test/unit/state-round-trip.test.ts recovers the state from the changes and compares.
 
 import type {
