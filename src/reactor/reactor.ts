@@ -75,12 +75,12 @@ export class Reactor {
    * that throws changes nothing (handlers check before they change).
    */
   async run<T>(handler: (step: Step) => T): Promise<T> {
-    const step = handle(this.state, this.now(), handler, this.options.random);
+    const handled = handle(this.state, this.now(), handler, this.options.random);
     // A pass may plan the freed slot before this commit is done: its own commit comes after this
     // one (commits keep their order) and its starts are sent only once committed.
-    if (step.schedule) this.kick();
-    await this.#commit(step);
-    return step.result;
+    if (handled.schedule) this.kick();
+    await this.#commit(handled);
+    return handled.result;
   }
 
   async #commit(step: Handled<unknown>): Promise<void> {
