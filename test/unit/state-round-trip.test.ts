@@ -235,6 +235,68 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(bench.state.tokens.list("host").every((token) => token.revokedAt !== null)).toBe(true);
   });
 
+  it("is the live state after every event of gangs, replicas and requirements files", () => {
+    const bench = new HandlerBench();
+    for (const name of ["g1", "g2", "g3"]) event(bench, (step) => attachHost(step, hello(name)));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+
+    // A 2-rank gang: rank 0 starts and finds the coordinator's port, then rank 1; rank 1 fails.
+    submit("1", { command: "ring", nodes: 2 });
+    schedule(bench);
+    const [rank0] = bench.starts();
+    expect(rank0).toMatchObject({ jobId: "1", gang: { rank: 0 } });
+    event(bench, (step) =>
+      attemptStarted(step, rank0.host, { jobId: "1", taskIndex: 0, attempt: 1, rank: 0 }, 5000),
+    );
+    const rank1 = bench.starts().find((start) => start.gang?.rank === 1)!;
+    event(bench, (step) =>
+      attemptStarted(step, rank1.host, { jobId: "1", taskIndex: 0, attempt: 1, rank: 1 }),
+    );
+    expect(bench.state.jobs.get("1")?.attempt(0, 1)?.state).toBe("running");
+    event(bench, (step) => attemptEnded(step, rank1.host, { ...ended("1", 1, "failed"), rank: 1 }));
+    expect(bench.state.jobs.get("1")?.attempt(0, 1)?.state).toBe("stopping");
+    event(bench, (step) => attemptEnded(step, rank0.host, { ...ended("1", 1, "cancelled"), rank: 0 }));
+    expect(bench.state.header("1")?.state).toBe("failed");
+
+    // A task with two replicas: the first to succeed wins, the other is stopped.
+    const from = bench.starts().length;
+    submit("2", { command: "race", replicas: 2 });
+    schedule(bench);
+    schedule(bench);
+    const replicas = bench.starts().slice(from);
+    expect(replicas.map((start) => start.attempt)).toEqual([1, 2]);
+    for (const start of replicas)
+      event(bench, (step) =>
+        attemptStarted(step, start.host, { jobId: "2", taskIndex: 0, attempt: start.attempt }),
+      );
+    event(bench, (step) => attemptEnded(step, replicas[0].host, ended("2", 1, "succeeded")));
+    event(bench, (step) => attemptEnded(step, replicas[1].host, ended("2", 2, "cancelled")));
+    expect(bench.state.header("2")?.state).toBe("succeeded");
+
+    // A job writes requirements its host no longer satisfies: they become the job's, and it moves.
+    const before = bench.starts().length;
+    submit("3", { command: "wander", requirements: 'host.name == "g1"' });
+    schedule(bench);
+    const [first] = bench.starts().slice(before);
+    expect(first.host).toBe("g1");
+    event(bench, (step) => attemptStarted(step, "g1", { jobId: "3", taskIndex: 0, attempt: 1 }));
+    bench.now += 1000;
+    bench.heartbeat(
+      "g1",
+      hello("g1").facts,
+      [],
+      [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }],
+    );
+    expect(durable(bench.recovered())).toEqual(durable(bench.state));
+    expect(bench.state.jobs.get("3")?.record.dynamicRequirements).toBe('host.name == "g2"');
+    event(bench, (step) => attemptEnded(step, "g1", ended("3", 1, "migrated")));
+    schedule(bench);
+    expect(bench.starts().at(-1)).toMatchObject({ jobId: "3", host: "g2", attempt: 2 });
+  });
+
   it("differs from the live state when a change is made without its record", () => {
     const bench = new HandlerBench();
     event(bench, (step) => attachHost(step, hello("h1")));
