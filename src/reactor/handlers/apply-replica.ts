@@ -29,12 +29,9 @@ export function applyReplica(
   if (host.record.state !== "ready" || !host.connected) return null;
   const room = state.roomFor(placement.host, job.id, task.index);
   if (room.slots < job.cpus || room.memoryMb < job.memoryMb) return null;
-  task.attempts += 1;
+  step.write.updateTask(job, task, { attempts: task.attempts + 1 });
   const attempt = newAttempt(task, placement.host, now);
-  job.addAttempt(attempt);
-  state.activate(job, attempt);
-  step.change({ op: "putTasks", tasks: [task] });
-  step.change({ op: "putAttempt", attempt });
+  step.write.addAttempt(job, attempt);
   const replica = live.length + 1;
   step.event(job, {
     kind: "replica.placed",
