@@ -6,6 +6,7 @@
 // it still tries to write.
 
 import type { Logger } from "pino";
+import type { ApiPorts } from "../api/ports.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -176,7 +177,7 @@ export class Broker {
     core.setLinks(this.#links);
     core.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
-    for (const object of legacy.unnamed) await core.checkpointObjectStored(object);
+    for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
     core.start();
     this.#term = term;
     this.#committer = committer;
@@ -201,17 +202,38 @@ export class Broker {
   }
 }
 
-/**
- * The core as the API and the gateway see it: whichever core leads now. A call while standby
- * throws NotLeaderError (the API answers it with a redirect or 503).
- */
-export function leadingCore(broker: Broker): Core {
-  return new Proxy({} as Core, {
+/** An object whose members are read from `current()` at each use: whichever core leads now. */
+function leading<T extends object>(current: () => T): T {
+  return new Proxy({} as T, {
     get(_target, property) {
-      if (property === "setLinks") return (links: AgentLinks) => broker.setLinks(links);
-      const core = broker.core();
-      const value = Reflect.get(core, property, core);
-      return typeof value === "function" ? value.bind(core) : value;
+      const target = current();
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * The core as the gateway sees it: whichever core leads now. A call while standby throws
+ * NotLeaderError (the API answers it with a redirect or 503).
+ */
+export function leadingCore(broker: Broker): Core {
+  const core = leading(() => broker.core());
+  return new Proxy(core, {
+    get(target, property) {
+      if (property === "setLinks") return (links: AgentLinks) => broker.setLinks(links);
+      return Reflect.get(target, property);
+    },
+  });
+}
+
+/** The API's ports on whichever core leads now (NotLeaderError while standby, as above). */
+export function leadingPorts(broker: Broker): ApiPorts {
+  return {
+    jobs: leading(() => broker.core().jobs),
+    hosts: leading(() => broker.core().hosts),
+    tokens: leading(() => broker.core().tokens),
+    checkpoints: leading(() => broker.core().checkpoints),
+    read: leading(() => broker.core().read),
+  };
 }

@@ -2,9 +2,11 @@
 // network, and a clock the test moves: for tests of the reactor's rules.
 
 import { setImmediate as tick } from "node:timers/promises";
+import type { JobSpec } from "../../src/model/job-spec.ts";
 import type { HostFacts } from "../../src/model/records.ts";
 import type { HelloMessage, ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
+import type { JobEntry } from "../../src/state/job-entry.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -46,6 +48,22 @@ export function hello(name: string, attempts: HelloMessage["attempts"] = [], slo
 export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await tick();
   await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/**
+ * A submit through the core's command, as the API makes it: `inputs` already stored, under `id`
+ * when given (else a new one), with the owner's `submitKey` and `dependencyOwner` (null: any).
+ */
+export function submitOn(
+  core: Core,
+  spec: JobSpec,
+  owner: string,
+  inputs: string[] = [],
+  id?: string,
+  submitKey: string | null = null,
+  dependencyOwner: string | null = null,
+): Promise<JobEntry> {
+  return core.jobs.submit({ owner, submitKey, dependencyOwner }, async () => ({ spec, inputs, id }));
 }
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };

@@ -5,15 +5,15 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
 beforeEach(async () => {
   harness = new Harness();
   await harness.start();
-  await harness.core.attachHost(hello("h1"));
-  await harness.core.attachHost(hello("h2"));
+  await harness.core.agents.attachHost(hello("h1"));
+  await harness.core.agents.attachHost(hello("h2"));
 });
 
 afterEach(async () => {
@@ -24,7 +24,8 @@ afterEach(async () => {
 const CONTRACT = { minProgressPerMinute: 0.6, graceSeconds: 5 };
 
 async function submitRunning(spec: Record<string, unknown> = {}): Promise<{ job: JobEntry; host: string }> {
-  const job = await harness.core.submit(
+  const job = await submitOn(
+    harness.core,
     validateJobSpec({ command: "sleep 100", contract: CONTRACT, ...spec }),
     "alice",
     [],
@@ -32,7 +33,7 @@ async function submitRunning(spec: Record<string, unknown> = {}): Promise<{ job:
   await settle();
   const start = harness.starts().find((each) => each.jobId === job.id);
   if (!start) throw new Error("the job did not start");
-  await harness.core.attemptStarted(start.host, job.id, 0, start.attempt);
+  await harness.core.agents.attemptStarted(start.host, job.id, 0, start.attempt);
   return { job, host: start.host };
 }
 
@@ -109,17 +110,17 @@ describe("contract monitor", () => {
 
     // The agent stops it (checkpoint uploaded) and reports; the task restarts on the other host.
     harness.sent = [];
-    await harness.core.attemptEnded(host, ended(job.id, 1, "migrated", { reason: "contract" }));
+    await harness.core.agents.attemptEnded(host, ended(job.id, 1, "migrated", { reason: "contract" }));
     await settle();
     expect(harness.starts()).toEqual([expect.objectContaining({ host: other, attempt: 2 })]);
     expect(job.attempt(0, 1)).toMatchObject({ outcome: "migrated", reason: "contract" });
-    await harness.core.attemptStarted(other, job.id, 0, 2);
+    await harness.core.agents.attemptStarted(other, job.id, 0, 2);
     await beat(other, job, 2, 0.006, 0.05, 10);
     expect(harness.stops()).toEqual([]);
 
     // A restart keeps the slow host.
     await harness.restart();
-    expect(harness.core.job(job.id).slowHosts).toEqual([host]);
+    expect(harness.core.read.job(job.id).slowHosts).toEqual([host]);
   });
 
   it("an attempt recovering before the grace is over is not stopped, and its clock starts again", async () => {
@@ -143,10 +144,10 @@ describe("contract monitor", () => {
     await beat(host, job, 1, 0, 0.001, 7);
     expect(harness.stops()).toHaveLength(1);
     harness.sent = [];
-    await harness.core.attemptEnded(host, ended(job.id, 1, "migrated"));
+    await harness.core.agents.attemptEnded(host, ended(job.id, 1, "migrated"));
     await settle();
     const second = harness.starts().find((each) => each.attempt === 2)!;
-    await harness.core.attemptStarted(second.host, job.id, 0, 2);
+    await harness.core.agents.attemptStarted(second.host, job.id, 0, 2);
     // Resumed at 0.5 and slow too: measured below from its second sample, stopped 5 s later.
     await beat(second.host, job, 2, 0.5, 0.001, 6);
     expect(harness.stops()).toEqual([]);
@@ -156,17 +157,17 @@ describe("contract monitor", () => {
   });
 
   it("an attempt of a job without a contract is never judged", async () => {
-    const job = await harness.core.submit(validateJobSpec({ command: "sleep 100" }), "alice", []);
+    const job = await submitOn(harness.core, validateJobSpec({ command: "sleep 100" }), "alice", []);
     await settle();
     const start = harness.starts()[0];
-    await harness.core.attemptStarted(start.host, job.id, 0, 1);
+    await harness.core.agents.attemptStarted(start.host, job.id, 0, 1);
     await beat(start.host, job, 1, 0, 0, 30);
     expect(harness.stops()).toEqual([]);
     expect(harness.core.reactor.state.watches.size).toBe(0);
   });
 
   it("while no other host could run the job, a slow attempt stays (said once); it moves once one could", async () => {
-    await harness.core.drain("h2");
+    await harness.core.hosts.drain("h2");
     const { job, host } = await submitRunning();
     expect(host).toBe("h1");
     await beat(host, job, 1, 0, 0.001, 20);
@@ -177,7 +178,7 @@ describe("contract monitor", () => {
       /^attempt 1 broke its contract: progress 0\.060\/min below 0\.600\/min for 5 s on h1, but no other host can run the job: it stays$/,
     );
     expect(job.record.slowHosts).toEqual([]);
-    await harness.core.attachHost(hello("h3"));
+    await harness.core.agents.attachHost(hello("h3"));
     harness.sent = harness.sent.filter((each) => each.message.type !== "start");
     await beat(host, job, 1, 0.02, 0.001, 1);
     expect(harness.stops()).toEqual([

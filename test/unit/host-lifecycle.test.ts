@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import { ConflictError, NotFoundError } from "../../src/reactor/errors.ts";
-import { Harness, hello, settle } from "../helpers/core-harness.ts";
+import { Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -20,53 +20,53 @@ afterEach(async () => {
 
 it("a draining host takes no work; undrained, it does, and a restart keeps it ready", async () => {
   const { core } = harness;
-  await core.attachHost(hello("h1"));
-  await core.drain("h1");
-  const job = await core.submit(validateJobSpec({ command: "true" }), "alice", []);
+  await core.agents.attachHost(hello("h1"));
+  await core.hosts.drain("h1");
+  const job = await submitOn(core, validateJobSpec({ command: "true" }), "alice", []);
   await settle();
   expect(harness.starts()).toEqual([]);
 
-  expect((await core.undrain("h1")).state).toBe("ready");
+  expect((await core.hosts.undrain("h1")).state).toBe("ready");
   await settle();
   expect(harness.starts()).toMatchObject([{ host: "h1", jobId: job.id }]);
-  expect(core.hostOf("h1")?.liveAttempts).toBe(1);
+  expect(core.read.hostOf("h1")?.liveAttempts).toBe(1);
   // Undraining a ready host answers it as it is.
-  expect((await core.undrain("h1")).state).toBe("ready");
+  expect((await core.hosts.undrain("h1")).state).toBe("ready");
 
   const restarted = await harness.restart();
-  expect(restarted.hostOf("h1")?.state).toBe("ready");
+  expect(restarted.read.hostOf("h1")?.state).toBe("ready");
 });
 
 it("a lost host cannot be undrained; an unknown one is not found", async () => {
   const { core } = harness;
-  await core.attachHost(hello("h1"));
+  await core.agents.attachHost(hello("h1"));
   harness.now += 4000;
-  core.checkLeases();
+  core.reactor.tick();
   await settle();
-  expect(core.hostOf("h1")?.state).toBe("lost");
-  await expect(core.undrain("h1")).rejects.toThrow(ConflictError);
-  await expect(core.undrain("h1")).rejects.toThrow("host h1 is lost");
-  await expect(core.undrain("nohost")).rejects.toThrow(NotFoundError);
-  await expect(core.removeHost("nohost")).rejects.toThrow(NotFoundError);
+  expect(core.read.hostOf("h1")?.state).toBe("lost");
+  await expect(core.hosts.undrain("h1")).rejects.toThrow(ConflictError);
+  await expect(core.hosts.undrain("h1")).rejects.toThrow("host h1 is lost");
+  await expect(core.hosts.undrain("nohost")).rejects.toThrow(NotFoundError);
+  await expect(core.hosts.removeHost("nohost")).rejects.toThrow(NotFoundError);
 });
 
 it("removes a disconnected host: its attempt ends lost naming who removed it, its credential is revoked", async () => {
   const { core } = harness;
-  await core.attachHost(hello("h1"), { parent: null });
-  expect(core.tokens.credentialOf("h1", harness.now)).toBeDefined();
-  const job = await core.submit(validateJobSpec({ command: "sleep 600" }), "alice", []);
+  await core.agents.attachHost(hello("h1"), { parent: null });
+  expect(core.read.tokens.credentialOf("h1", harness.now)).toBeDefined();
+  const job = await submitOn(core, validateJobSpec({ command: "sleep 600" }), "alice", []);
   await settle();
-  await core.attemptStarted("h1", job.id, 0, 1);
+  await core.agents.attemptStarted("h1", job.id, 0, 1);
 
-  await expect(core.removeHost("h1", "bob")).rejects.toThrow(
+  await expect(core.hosts.removeHost("h1", "bob")).rejects.toThrow(
     "host h1 is connected: drain it and stop its agent first",
   );
   core.detachHost("h1");
-  const revoked = await core.removeHost("h1", "bob");
+  const revoked = await core.hosts.removeHost("h1", "bob");
   expect(revoked).toHaveLength(1);
-  expect(core.hostOf("h1")).toBeUndefined();
-  expect(core.tokens.credentialOf("h1", harness.now)).toBeUndefined();
-  const task = (await core.readJob(job.id)).tasks[0];
+  expect(core.read.hostOf("h1")).toBeUndefined();
+  expect(core.read.tokens.credentialOf("h1", harness.now)).toBeUndefined();
+  const task = (await core.read.readJob(job.id)).tasks[0];
   expect(task.state).not.toBe("running");
   const events = await harness.store.events(job.id);
   expect(events.map((event) => event.message)).toContainEqual(
@@ -74,18 +74,20 @@ it("removes a disconnected host: its attempt ends lost naming who removed it, it
   );
 
   const restarted = await harness.restart();
-  expect(restarted.hostOf("h1")).toBeUndefined();
-  expect(restarted.tokens.credentialOf("h1", harness.now)).toBeUndefined();
+  expect(restarted.read.hostOf("h1")).toBeUndefined();
+  expect(restarted.read.tokens.credentialOf("h1", harness.now)).toBeUndefined();
 });
 
 it("an agent let in by its credential just before the host was removed is not attached", async () => {
   const { core } = harness;
-  await core.attachHost(hello("h1"), { parent: null });
+  await core.agents.attachHost(hello("h1"), { parent: null });
   core.detachHost("h1");
   // Admission checked the credential; the removal's step runs before the hello's.
-  const removal = core.removeHost("h1", "bob");
-  const attach = core.attachHost({ ...hello("h1"), credential: "sth_kept_secret" }).catch((error) => error);
+  const removal = core.hosts.removeHost("h1", "bob");
+  const attach = core.agents
+    .attachHost({ ...hello("h1"), credential: "sth_kept_secret" })
+    .catch((error) => error);
   await removal;
   expect(String(await attach)).toContain("the host credential of h1 was revoked meanwhile");
-  expect(core.hostOf("h1")).toBeUndefined();
+  expect(core.read.hostOf("h1")).toBeUndefined();
 });

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -18,8 +18,8 @@ function zoneHost(name: string, zone: string): HelloMessage {
 beforeEach(async () => {
   harness = new Harness();
   await harness.start();
-  await harness.core.attachHost(zoneHost("za", "a"));
-  await harness.core.attachHost(zoneHost("zb", "b"));
+  await harness.core.agents.attachHost(zoneHost("za", "a"));
+  await harness.core.agents.attachHost(zoneHost("zb", "b"));
 });
 
 afterEach(async () => {
@@ -27,14 +27,15 @@ afterEach(async () => {
 });
 
 async function runningInZoneA(spec: Record<string, unknown> = {}): Promise<JobEntry> {
-  const job = await harness.core.submit(
+  const job = await submitOn(
+    harness.core,
     validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', ...spec }),
     "alice",
     [],
   );
   await settle();
   expect(harness.starts()).toEqual([expect.objectContaining({ jobId: job.id, host: "za", attempt: 1 })]);
-  await harness.core.attemptStarted("za", job.id, 0, 1);
+  await harness.core.agents.attemptStarted("za", job.id, 0, 1);
   harness.sent = [];
   return job;
 }
@@ -86,10 +87,10 @@ describe("self-migration", () => {
     await write("za", job, 1, 'host.labels.zone == "b"');
     expect(harness.stops()).toHaveLength(1);
 
-    await harness.core.attemptEnded("za", ended(job.id, 1, "migrated"));
+    await harness.core.agents.attemptEnded("za", ended(job.id, 1, "migrated"));
     await settle();
     expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2, restarted: false })]);
-    await harness.core.attemptStarted("zb", job.id, 0, 2);
+    await harness.core.agents.attemptStarted("zb", job.id, 0, 2);
     // The restarted job writes the same again: already the job's requirements, nothing happens.
     const before = (await kinds(job)).length;
     await write("zb", job, 2, 'host.labels.zone == "b"');
@@ -101,10 +102,10 @@ describe("self-migration", () => {
     const job = await runningInZoneA({ retry: { maxAttempts: 3, backoffSeconds: 0 } });
     await write("za", job, 1, 'host.labels.zone == "b"');
     const core = await harness.restart();
-    expect(core.job(job.id).requirements?.source).toBe('host.labels.zone == "b"');
-    await core.attachHost(zoneHost("zb", "b"));
+    expect(core.read.job(job.id).requirements?.source).toBe('host.labels.zone == "b"');
+    await core.agents.attachHost(zoneHost("zb", "b"));
     // The agent of zone a comes back with the attempt, which was asked to stop before the restart.
-    await core.attachHost({
+    await core.agents.attachHost({
       ...zoneHost("za", "a"),
       attempts: [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }],
     });
@@ -113,13 +114,13 @@ describe("self-migration", () => {
       reason: 'requirements changed: host.labels.zone == "b"',
     });
     harness.sent = [];
-    await core.attemptEnded("za", ended(job.id, 1, "migrated"));
+    await core.agents.attemptEnded("za", ended(job.id, 1, "migrated"));
     await settle();
     expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2 })]);
     // And after a failure there, a retry does not go back to zone a.
-    await core.attemptStarted("zb", job.id, 0, 2);
+    await core.agents.attemptStarted("zb", job.id, 0, 2);
     harness.sent = [];
-    await core.attemptEnded("zb", ended(job.id, 2, "failed"));
+    await core.agents.attemptEnded("zb", ended(job.id, 2, "failed"));
     await settle();
     expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 3 })]);
   });
@@ -188,15 +189,16 @@ describe("self-migration", () => {
   });
 
   it("the new requirements are the job's: every running task on a host that no longer satisfies them moves", async () => {
-    await harness.core.attachHost({ ...zoneHost("za", "a"), slots: 2 });
-    const job = await harness.core.submit(
+    await harness.core.agents.attachHost({ ...zoneHost("za", "a"), slots: 2 });
+    const job = await submitOn(
+      harness.core,
       validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', array: { count: 2 } }),
       "alice",
       [],
     );
     await settle();
     expect(harness.starts().map((start) => start.host)).toEqual(["za", "za"]);
-    for (const index of [0, 1]) await harness.core.attemptStarted("za", job.id, index, 1);
+    for (const index of [0, 1]) await harness.core.agents.attemptStarted("za", job.id, index, 1);
     harness.sent = [];
     await write("za", job, 1, 'host.labels.zone == "b"', 1);
     expect(
