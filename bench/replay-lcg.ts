@@ -107,7 +107,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     },
     policy,
   });
-  core.setLinks({
+  core.reactor.setLinks({
     send: (host, message) => {
       sent.push({ host, message });
       return true;
@@ -254,7 +254,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     }
     await takeMessages();
   }
-  core.stop();
+  core.reactor.stop();
   await store.close();
   const mean = responses.reduce((sum, value) => sum + value, 0) / responses.length;
   return { meanResponseSeconds: mean, migrations, simulatedSeconds: now };

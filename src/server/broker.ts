@@ -80,7 +80,7 @@ export class Broker {
 
   setLinks(links: AgentLinks): void {
     this.#links = links;
-    this.#core?.setLinks(links);
+    this.#core?.reactor.setLinks(links);
   }
 
   /** Starts leading (SQLite) or takes part in elections (PostgreSQL); the first round is done on return. */
@@ -102,7 +102,7 @@ export class Broker {
     const { store } = this.#options;
     const core = this.#core;
     if (core) {
-      core.stop();
+      core.reactor.stop();
       await this.#committer?.flush();
       // A clean stop hands the lead over at once instead of after the lease.
       if (hasElections(store)) await store.resign(this.#term).catch(() => {});
@@ -174,11 +174,11 @@ export class Broker {
         ? () => this.demote("a commit was refused: another server leads")
         : undefined,
     });
-    core.setLinks(this.#links);
-    core.setCheckpointBlobs(checkpointBlobsIn(blobs));
+    core.reactor.setLinks(this.#links);
+    core.reactor.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
     for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
-    core.start();
+    core.reactor.start();
     this.#term = term;
     this.#committer = committer;
     this.#core = core;
@@ -193,7 +193,7 @@ export class Broker {
   demote(why: string): void {
     const core = this.#core;
     if (!core) return;
-    core.stop();
+    core.reactor.stop();
     this.#core = null;
     this.#committer = null;
     this.#leader = null;
@@ -218,13 +218,7 @@ function leading<T extends object>(current: () => T): T {
  * NotLeaderError (the API answers it with a redirect or 503).
  */
 export function leadingCore(broker: Broker): Core {
-  const core = leading(() => broker.core());
-  return new Proxy(core, {
-    get(target, property) {
-      if (property === "setLinks") return (links: AgentLinks) => broker.setLinks(links);
-      return Reflect.get(target, property);
-    },
-  });
+  return leading(() => broker.core());
 }
 
 /** The API's ports on whichever core leads now (NotLeaderError while standby, as above). */

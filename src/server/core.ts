@@ -11,7 +11,6 @@ import type { CommandContext } from "../reactor/commands/context.ts";
 import { type HostCommands, hostCommands } from "../reactor/commands/hosts.ts";
 import { type JobCommands, jobCommands } from "../reactor/commands/jobs.ts";
 import { type TokenCommands, tokenCommands } from "../reactor/commands/tokens.ts";
-import type { AgentLinks, CheckpointBlobs } from "../reactor/effects.ts";
 import { recordHeartbeat } from "../reactor/handlers/agent-reports.ts";
 import { watchContracts } from "../reactor/handlers/contracts.ts";
 import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
@@ -87,15 +86,6 @@ export class Core {
     return this.reactor.state;
   }
 
-  setLinks(links: AgentLinks): void {
-    this.reactor.setLinks(links);
-  }
-
-  /** Where the checkpoint blobs the reactor drops are deleted. */
-  setCheckpointBlobs(blobs: CheckpointBlobs): void {
-    this.reactor.setCheckpointBlobs(blobs);
-  }
-
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
     this.reactor.state = recoverState(snapshot, this.reactor.now());
@@ -111,14 +101,6 @@ export class Core {
   async setMeta(key: string, value: string): Promise<void> {
     this.#meta.set(key, value);
     await this.#committer.push([{ op: "setMeta", key, value }]);
-  }
-
-  start(): void {
-    this.reactor.start();
-  }
-
-  stop(): void {
-    this.reactor.stop();
   }
 
   // ---- the state the agents' reports keep between commits

@@ -62,7 +62,6 @@ export class AgentGateway implements AgentLinks {
     const maxLogMb = options.maxLogMb ?? DEFAULT_MAX_LOG_MB;
     this.maxLogBytes = maxLogMb * 1024 * 1024;
     this.logMarker = truncationMarker(maxLogMb);
-    options.core.setLinks(this);
   }
 
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {

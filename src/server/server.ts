@@ -245,6 +245,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     leading: () => (broker.isLeader ? null : (broker.leader ?? "")),
   });
+  // The agents' sockets are the links of whichever core leads.
+  broker.setLinks(gateway);
   await registerApi(app, {
     ports,
     store,

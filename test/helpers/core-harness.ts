@@ -94,7 +94,7 @@ export class Harness {
       random: () => 0.5,
       onFatal: (error) => this.fatal.push(error),
     });
-    core.setLinks({
+    core.reactor.setLinks({
       send: (host, message) => {
         if (!this.deliver) return false;
         this.sent.push({ host, message });
@@ -109,7 +109,7 @@ export class Harness {
 
   /** A server restart: the old core stops, a new one recovers from the same store. */
   async restart(): Promise<Core> {
-    this.core.stop();
+    this.core.reactor.stop();
     return this.start();
   }
 
@@ -129,7 +129,7 @@ export class Harness {
   }
 
   async close(): Promise<void> {
-    this.core.stop();
+    this.core.reactor.stop();
     await this.store.close();
   }
 }

@@ -39,7 +39,7 @@ beforeEach(async () => {
     now: () => now,
     random: () => 0.5,
   });
-  core.setLinks({
+  core.reactor.setLinks({
     send: (host, message) => {
       sent.push({ host, message });
       return true;
@@ -50,7 +50,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  core.stop();
+  core.reactor.stop();
   await store.close();
 });
 
@@ -138,13 +138,13 @@ describe("Core", () => {
   it("recovers running attempts from the store and gives their hosts one host timeout", async () => {
     const job = await runOne("sleep 100");
     await core.agents.attemptStarted("h1", job.id, 0, 1);
-    core.stop();
+    core.reactor.stop();
     const recovered = new Core(new GroupCommitter(store, await store.beginTerm()), {
       heartbeatSeconds: 1,
       hostTimeoutSeconds: 3,
       now: () => now,
     });
-    recovered.setLinks({ send: () => true, disconnect: () => {} });
+    recovered.reactor.setLinks({ send: () => true, disconnect: () => {} });
     recovered.recover(await store.load());
     now += 2000;
     recovered.reactor.tick();
@@ -153,7 +153,7 @@ describe("Core", () => {
     recovered.reactor.tick();
     await settle();
     expect(recovered.read.job(job.id).attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
-    recovered.stop();
+    recovered.reactor.stop();
   });
 
   it("fails a task lost 5 times as a poison task", async () => {

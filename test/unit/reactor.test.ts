@@ -259,7 +259,7 @@ describe("checkpoints through the reactor", () => {
     const job = await running();
     const at = { jobId: job.id, taskIndex: 0 };
     const drops: { objects: string[]; recorded: number[] }[] = [];
-    harness.core.setCheckpointBlobs({
+    harness.core.reactor.setCheckpointBlobs({
       drop: async (drop) => {
         const recorded = (await harness.store.load()).checkpointParts.map((part) => part.generation);
         drops.push({ objects: drop.objects, recorded });
