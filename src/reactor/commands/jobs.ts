@@ -37,8 +37,8 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     /**
      * Creates a job; resolves once it is durable. A submit with a key an earlier one of the owner
      * used answers the job that one made, once that is durable too, and `receive` is not called
-     * (its request is read past). The key is looked up here, once; the handler only refuses a
-     * second job for a key that a submit running at the same time took meanwhile.
+     * (its request is read past). The key is looked up here, once; the handler only answers the
+     * job a submit with the same key made meanwhile (both in flight at once) instead of a second.
      */
     async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
       const { owner, submitKey, dependencyOwner } = submission;
