@@ -107,7 +107,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     },
     policy,
   });
-  core.setLinks({
+  core.reactor.setLinks({
     send: (host, message) => {
       sent.push({ host, message });
       return true;
@@ -131,7 +131,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
       facts: facts(name, speed),
       attempts: [],
     };
-    await core.attachHost(hello);
+    await core.agents.attachHost(hello);
   }
 
   const spec = validateJobSpec({ command: "true", checkpoint: { intervalSeconds: CHECKPOINT_SECONDS } });
@@ -162,7 +162,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
           stopAt: null,
           stopOutcome: null,
         });
-        await core.attemptStarted(host, message.jobId, 0, message.attempt);
+        await core.agents.attemptStarted(host, message.jobId, 0, message.attempt);
       } else if (message.type === "stop") {
         const attempt = running.get(`${message.jobId}/${message.attempt}`);
         if (attempt && attempt.stopAt === null) {
@@ -190,7 +190,13 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     }
     now = next;
     while (nextArrival < trace.length && trace[nextArrival].submitAt <= now) {
-      const job = await core.submit(spec, "lcg", []);
+      const job = await core.jobs.submit(
+        { owner: "lcg", submitKey: null, dependencyOwner: null },
+        async () => ({
+          spec,
+          inputs: [],
+        }),
+      );
       runSeconds.set(job.id, trace[nextArrival].runSeconds);
       submittedAt.set(job.id, now);
       nextArrival++;
@@ -203,7 +209,7 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
       if (outcome === "migrated") migrations++;
       if (outcome === "succeeded") responses.push(now - submittedAt.get(attempt.jobId)!);
       else resumeFrom.set(attempt.jobId, attempt.fraction);
-      await core.attemptEnded(attempt.host, {
+      await core.agents.attemptEnded(attempt.host, {
         kind: "ended",
         jobId: attempt.jobId,
         taskIndex: 0,
@@ -238,17 +244,17 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
             .digest("hex");
           const file = { path: "state", sha256, bytes: CHECKPOINT_BYTES };
           const at = { jobId: attempt.jobId, taskIndex: 0 };
-          await core.checkpointObjectStored({ ...at, ranks: [0], sha256, bytes: CHECKPOINT_BYTES });
-          await core.commitCheckpoint({ ...at, attempt: attempt.attempt, manifest: { files: [file] } });
+          await core.checkpoints.objectStored({ ...at, ranks: [0], sha256, bytes: CHECKPOINT_BYTES });
+          await core.checkpoints.commit({ ...at, attempt: attempt.attempt, manifest: { files: [file] } });
         }
       }
       for (const [name, speed] of speedOf)
         await core.heartbeat(name, facts(name, speed), progress.get(name) ?? []);
-      core.checkLeases();
+      core.reactor.tick();
     }
     await takeMessages();
   }
-  core.stop();
+  core.reactor.stop();
   await store.close();
   const mean = responses.reduce((sum, value) => sum + value, 0) / responses.length;
   return { meanResponseSeconds: mean, migrations, simulatedSeconds: now };

@@ -3,8 +3,8 @@
 
 import Fastify from "fastify";
 import { Registry } from "prom-client";
+import type { ApiPorts } from "../../src/api/ports.ts";
 import { registerApi } from "../../src/api/register.ts";
-import type { Core } from "../../src/server/core.ts";
 import type { BlobStore } from "../../src/store/blobs.ts";
 import type { Store } from "../../src/store/store.ts";
 
@@ -12,7 +12,7 @@ export async function openApiDoc(): Promise<string> {
   const app = Fastify();
   try {
     await registerApi(app, {
-      core: {} as Core,
+      ports: {} as ApiPorts,
       store: {} as Store,
       blobs: {} as BlobStore,
       metrics: new Registry(),

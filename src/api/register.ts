@@ -23,7 +23,6 @@ import {
   stewardRelease,
 } from "../protocol/versions.ts";
 import { ConflictError, InvalidRequestError, NotFoundError, NotLeaderError } from "../reactor/errors.ts";
-import type { Core } from "../server/core.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -34,6 +33,7 @@ import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
+import type { ApiPorts } from "./ports.ts";
 import {
   DEFAULT_SUBMIT_BURST,
   DEFAULT_SUBMIT_RATE,
@@ -52,7 +52,7 @@ import type { ErrorAnswer, Health } from "./schemas.ts";
 import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
-  core: Core;
+  ports: ApiPorts;
   store: Store;
   blobs: BlobStore;
   metrics: Registry;
@@ -87,7 +87,7 @@ declare module "fastify" {
 }
 
 export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  const { core, store, blobs } = deps;
+  const { ports, store, blobs } = deps;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
@@ -132,10 +132,10 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     const credentials = {
       adminToken: deps.adminToken,
       joinToken: deps.joinToken,
-      // Read only past the admin and join tokens: a standby has no registry (its core is the
+      // Read only past the admin and join tokens: a standby has no registry (its ports are the
       // leader's), so its /metrics takes the admin token, and a stored token answers 503 there.
       get tokens() {
-        return core.tokens;
+        return ports.read.tokens;
       },
       now: Date.now(),
     };
@@ -156,7 +156,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // A user's own jobs only: another's answers as if it did not exist.
     if ((access === "job-read" || access === "job-write") && !seesAllJobs(principal.role)) {
       const { id } = request.params as { id?: string };
-      const owner = id === undefined ? undefined : core.jobOwner(id);
+      const owner = id === undefined ? undefined : ports.read.jobOwner(id);
       if (owner !== undefined && owner !== principal.user)
         return reply.code(404).send(answer("not_found", `no job ${id}`));
     }
@@ -221,19 +221,19 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   sweep.unref();
   app.addHook("onClose", async () => clearInterval(sweep));
   registerJobRoutes(app, {
-    core,
+    ports,
     store,
     blobs,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
   });
-  registerHostRoutes(app, core, deps.explainPools ?? (() => []));
+  registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
-  registerTokenRoutes(app, core);
-  registerAgentFileRoutes(app, core, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
+  registerTokenRoutes(app, ports);
+  registerAgentFileRoutes(app, ports, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerAdminRoutes(app, deps.backup);
   registerSystemRoutes(app, {
-    core,
+    ports,
     store,
     metrics: deps.metrics,
     health: deps.health,

@@ -114,7 +114,12 @@ function* tasksForNewPilots(job: OfferedJob, now: number): Iterable<number> {
 }
 
 /** Free cpus of a pool's hosts that can take work now (ready, connected, not near their walltime). */
-export function freeCpusOf(state: ClusterState, pool: string, now: number, marginSeconds: number): number {
+export function freeCpusOf(
+  state: Pick<ClusterState, "hosts">,
+  pool: string,
+  now: number,
+  marginSeconds: number,
+): number {
   let free = 0;
   for (const host of state.hosts.values()) {
     if (host.record.pool !== pool || host.record.state !== "ready" || !host.connected) continue;

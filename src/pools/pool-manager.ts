@@ -75,26 +75,35 @@ interface PoolRuntime {
   cancelled: Set<string>;
 }
 
+/** The hosts and the queue of the cluster: what the pools read to size and tend their pilots. */
+export type PoolCluster = Pick<ClusterState, "hosts" | "queue">;
+
+/** What the pools need of the broker, which only the leader has (null while standby). */
+export interface PoolClusterPort {
+  /** The cluster while this server leads, else null (only the leader submits pilots). */
+  state(): PoolCluster | null;
+  /** The ids of the pilots this broker submitted, while it leads (else null). */
+  ledger(): PilotLedger | null;
+  /** Removes a host whose pilot has left the batch system (disconnected, nothing running). */
+  forgetHost(name: string): Promise<void>;
+}
+
 export interface PoolManagerOptions {
   pools: readonly PoolSpec[];
   drivers: Record<string, BatchDriver>;
-  /** The cluster state while this server leads, else null (only the leader submits pilots). */
-  state: () => ClusterState | null;
+  /** What the pools read of the leading broker and ask of it. */
+  cluster: PoolClusterPort;
   serverUrl: () => string;
   /** The server's join token: each pool's pilots carry a token derived from it (pools/pool-token.ts). */
   joinToken: string;
   /** Each pool's pilot account, by pool name (pools/pilot-account.ts resolvePoolAccounts). */
   accounts: ReadonlyMap<string, PilotAccount>;
-  /** The ids of the pilots this broker submitted, while it leads (else null). */
-  ledger: () => PilotLedger | null;
   /** The `steward` executable a pilot runs. */
   steward: string;
   /** Where pilots of pools run as the broker's own account write their logs and work folders. */
   pilotDir: string;
   /** Pilots take no work this long before their walltime (scheduler/walltime.ts). */
   walltimeMarginSeconds: number;
-  /** Removes a host whose pilot has left the batch system (disconnected, nothing running). */
-  forgetHost: (name: string) => Promise<void>;
   log: Logger;
 }
 
@@ -216,8 +225,8 @@ export class PoolManager {
     this.#busy = true;
     try {
       const now = Date.now();
-      const state = this.#options.state();
-      const ledger = this.#options.ledger();
+      const state = this.#options.cluster.state();
+      const ledger = this.#options.cluster.ledger();
       if (!state || !ledger) return;
       for (const pool of this.#pools) await this.#refresh(pool, state, ledger, now);
       const margin = this.#options.walltimeMarginSeconds;
@@ -249,7 +258,7 @@ export class PoolManager {
   }
 
   /** Reads the pool's pilots from the batch system and acts on what changed. */
-  async #refresh(pool: PoolRuntime, state: ClusterState, ledger: PilotLedger, now: number): Promise<void> {
+  async #refresh(pool: PoolRuntime, state: PoolCluster, ledger: PilotLedger, now: number): Promise<void> {
     let listed: PilotStatus[];
     try {
       listed = await pool.driver.list(pool.owner);
@@ -313,7 +322,7 @@ export class PoolManager {
    * runs its job: it is cancelled, so it neither holds a place under maxPilots nor burns the
    * allocation until its walltime.
    */
-  async #cancelLostPilots(pool: PoolRuntime, state: ClusterState): Promise<void> {
+  async #cancelLostPilots(pool: PoolRuntime, state: PoolCluster): Promise<void> {
     for (const pilot of pool.pilots) {
       if (pilot.state !== "running" || pool.cancelled.has(pilot.id)) continue;
       const host = state.hosts.get(pilotHostName(pool.spec.name, pilot.id));
@@ -368,13 +377,13 @@ export class PoolManager {
   }
 
   /** Hosts of pilots the batch system no longer lists, once disconnected with nothing running, are removed. */
-  async #forgetDeparted(pool: PoolRuntime, listed: ReadonlySet<string>, state: ClusterState): Promise<void> {
+  async #forgetDeparted(pool: PoolRuntime, listed: ReadonlySet<string>, state: PoolCluster): Promise<void> {
     const prefix = pilotHostName(pool.spec.name, "");
     for (const host of [...state.hosts.values()]) {
       const { name } = host.record;
       if (host.record.pool !== pool.spec.name || !name.startsWith(prefix)) continue;
       if (listed.has(name.slice(prefix.length)) || host.connected || host.active.size > 0) continue;
-      await this.#options.forgetHost(name).catch((error) => {
+      await this.#options.cluster.forgetHost(name).catch((error) => {
         this.#options.log.warn({ host: name, err: error }, "host of a departed pilot not removed");
       });
     }
@@ -397,7 +406,7 @@ export class PoolManager {
     });
     const limitSeconds = Math.min(spec.maxQueueWaitSeconds, jobWaitSeconds ?? Number.POSITIVE_INFINITY);
     if (wanted <= 0) return;
-    const ledger = this.#options.ledger();
+    const ledger = this.#options.cluster.ledger();
     if (!ledger) return;
     try {
       await preparePilotFiles(
@@ -449,7 +458,7 @@ export class PoolManager {
    * never come up backs off and turns unavailable instead of submitting forever. A pilot this
    * server cancelled is not counted.
    */
-  #countFailedStarts(pool: PoolRuntime, listed: readonly PilotStatus[], state: ClusterState): void {
+  #countFailedStarts(pool: PoolRuntime, listed: readonly PilotStatus[], state: PoolCluster): void {
     // A pilot whose agent joined shows the pool works: its failures and stalls are forgotten.
     if (listed.some((pilot) => state.hosts.get(pilotHostName(pool.spec.name, pilot.id))?.connected)) {
       if (pool.failures >= POOL_FAILURES_UNAVAILABLE || pool.stalls > 0)

@@ -6,6 +6,7 @@
 // it still tries to write.
 
 import type { Logger } from "pino";
+import type { ApiPorts } from "../api/ports.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -79,7 +80,7 @@ export class Broker {
 
   setLinks(links: AgentLinks): void {
     this.#links = links;
-    this.#core?.setLinks(links);
+    this.#core?.reactor.setLinks(links);
   }
 
   /** Starts leading (SQLite) or takes part in elections (PostgreSQL); the first round is done on return. */
@@ -101,7 +102,7 @@ export class Broker {
     const { store } = this.#options;
     const core = this.#core;
     if (core) {
-      core.stop();
+      core.reactor.stop();
       await this.#committer?.flush();
       // A clean stop hands the lead over at once instead of after the lease.
       if (hasElections(store)) await store.resign(this.#term).catch(() => {});
@@ -173,11 +174,11 @@ export class Broker {
         ? () => this.demote("a commit was refused: another server leads")
         : undefined,
     });
-    core.setLinks(this.#links);
-    core.setCheckpointBlobs(checkpointBlobsIn(blobs));
+    core.reactor.setLinks(this.#links);
+    core.reactor.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
-    for (const object of legacy.unnamed) await core.checkpointObjectStored(object);
-    core.start();
+    for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
+    core.reactor.start();
     this.#term = term;
     this.#committer = committer;
     this.#core = core;
@@ -192,7 +193,7 @@ export class Broker {
   demote(why: string): void {
     const core = this.#core;
     if (!core) return;
-    core.stop();
+    core.reactor.stop();
     this.#core = null;
     this.#committer = null;
     this.#leader = null;
@@ -201,17 +202,32 @@ export class Broker {
   }
 }
 
-/**
- * The core as the API and the gateway see it: whichever core leads now. A call while standby
- * throws NotLeaderError (the API answers it with a redirect or 503).
- */
-export function leadingCore(broker: Broker): Core {
-  return new Proxy({} as Core, {
+/** An object whose members are read from `current()` at each use: whichever core leads now. */
+function leading<T extends object>(current: () => T): T {
+  return new Proxy({} as T, {
     get(_target, property) {
-      if (property === "setLinks") return (links: AgentLinks) => broker.setLinks(links);
-      const core = broker.core();
-      const value = Reflect.get(core, property, core);
-      return typeof value === "function" ? value.bind(core) : value;
+      const target = current();
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/**
+ * The core as the gateway sees it: whichever core leads now. A call while standby throws
+ * NotLeaderError (the API answers it with a redirect or 503).
+ */
+export function leadingCore(broker: Broker): Core {
+  return leading(() => broker.core());
+}
+
+/** The API's ports on whichever core leads now (NotLeaderError while standby, as above). */
+export function leadingPorts(broker: Broker): ApiPorts {
+  return {
+    jobs: leading(() => broker.core().jobs),
+    hosts: leading(() => broker.core().hosts),
+    tokens: leading(() => broker.core().tokens),
+    checkpoints: leading(() => broker.core().checkpoints),
+    read: leading(() => broker.core().read),
+  };
 }

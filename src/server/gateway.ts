@@ -62,7 +62,6 @@ export class AgentGateway implements AgentLinks {
     const maxLogMb = options.maxLogMb ?? DEFAULT_MAX_LOG_MB;
     this.maxLogBytes = maxLogMb * 1024 * 1024;
     this.logMarker = truncationMarker(maxLogMb);
-    options.core.setLinks(this);
   }
 
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
@@ -182,7 +181,7 @@ export class AgentGateway implements AgentLinks {
               const event = message.event;
               let applied: Promise<void>;
               if (event.kind === "started") {
-                applied = core.attemptStarted(
+                applied = core.agents.attemptStarted(
                   host,
                   event.jobId,
                   event.taskIndex,
@@ -192,7 +191,7 @@ export class AgentGateway implements AgentLinks {
                 );
               } else if (event.kind === "leaving") {
                 // Drained before the ends of its attempts are applied: none is placed back on it.
-                applied = core
+                applied = core.hosts
                   .drain(host)
                   .then(() => log.info({ host, reason: event.reason }, "agent leaving"));
               } else {
@@ -200,14 +199,14 @@ export class AgentGateway implements AgentLinks {
                 // rank the host runs of the attempt when the report names none.
                 const ranks =
                   event.rank === undefined
-                    ? core.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
+                    ? core.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
                     : [event.rank];
                 for (const rank of ranks.length > 0 ? ranks : [0])
                   for (const stream of ["stdout", "stderr"] as const)
                     await this.logWrites.get(
                       logKey(event.jobId, event.taskIndex, event.attempt, stream, rank),
                     );
-                applied = core.attemptEnded(host, event);
+                applied = core.agents.attemptEnded(host, event);
               }
               // The next report is applied as soon as this one is in memory (order kept, commits grouped);
               // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
@@ -251,7 +250,7 @@ export class AgentGateway implements AgentLinks {
     const admission = admitAgent(message, {
       adminToken: "",
       joinToken: this.options.joinToken,
-      tokens: core.tokens,
+      tokens: core.read.tokens,
       now: Date.now(),
     });
     if (!admission.admitted) {
@@ -266,9 +265,9 @@ export class AgentGateway implements AgentLinks {
     this.sockets.set(message.name, ws);
     const held: ServerMessage[] = [];
     this.beforeWelcome.set(ws, held);
-    let attached: Awaited<ReturnType<Core["attachHost"]>>;
+    let attached: Awaited<ReturnType<Core["agents"]["attachHost"]>>;
     try {
-      attached = await core.attachHost(message, admission.issue ?? undefined);
+      attached = await core.agents.attachHost(message, admission.issue ?? undefined);
     } finally {
       this.beforeWelcome.delete(ws);
     }
@@ -294,7 +293,7 @@ export class AgentGateway implements AgentLinks {
     const { core, blobs, log } = this.options;
     // A log has one writer: the host that runs the attempt, for a rank it runs. Anyone else's
     // bytes would land in another job's log, and shift the offsets its real agent appends at.
-    const ranks = core.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
+    const ranks = core.read.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
     const rank = message.rank ?? ranks[0];
     if (rank === undefined || !ranks.includes(rank)) {
       log.debug(

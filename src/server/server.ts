@@ -25,7 +25,7 @@ import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
-import { Broker, DEFAULT_LEASE_SECONDS, leadingCore } from "./broker.ts";
+import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
 
@@ -113,6 +113,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onDemoted: () => gateway?.disconnectAll(),
   });
   const core = leadingCore(broker);
+  const ports = leadingPorts(broker);
 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
@@ -128,7 +129,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     registers: [metrics],
     collect() {
       this.reset();
-      if (broker.isLeader) for (const [state, count] of core.jobCountsByState()) this.set({ state }, count);
+      if (broker.isLeader)
+        for (const [state, count] of core.read.jobCountsByState()) this.set({ state }, count);
     },
   });
   new Gauge({
@@ -138,7 +140,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     registers: [metrics],
     collect() {
       this.reset();
-      if (broker.isLeader) for (const host of core.listHosts()) this.inc({ state: host.state });
+      if (broker.isLeader) for (const host of core.read.listHosts()) this.inc({ state: host.state });
     },
   });
   new Gauge({
@@ -218,17 +220,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const pools = new PoolManager({
     pools: options.pools ?? [],
     drivers: { slurm: new SlurmDriver() },
-    state: () => (broker.isLeader ? broker.core().reactor.state : null),
+    cluster: {
+      state: () => (broker.isLeader ? core.read.cluster : null),
+      ledger: () => (broker.isLeader ? metaLedger(core) : null),
+      forgetHost: async (name) => {
+        if (broker.isLeader) await core.forgetHost(name);
+      },
+    },
     serverUrl: () => listening,
     joinToken: options.joinToken,
     accounts: poolAccounts.accounts,
-    ledger: () => (broker.isLeader ? metaLedger(broker.core()) : null),
     steward: STEWARD_BIN,
     pilotDir: options.pilotDir ?? join(tmpdir(), "steward-pilots"),
     walltimeMarginSeconds: policyOf(options.policy).walltimeMarginSeconds,
-    forgetHost: async (name) => {
-      if (broker.isLeader) await broker.core().forgetHost(name);
-    },
     log,
   });
 
@@ -241,8 +245,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     leading: () => (broker.isLeader ? null : (broker.leader ?? "")),
   });
+  // The agents' sockets are the links of whichever core leads.
+  broker.setLinks(gateway);
   await registerApi(app, {
-    core,
+    ports,
     store,
     blobs,
     metrics,

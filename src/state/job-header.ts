@@ -1,7 +1,7 @@
 // A job's header: the line `ps` prints, its owner for access checks, its state for the jobs that
 // depend on it. Once a job has ended, its header is all the server keeps of it in memory: its
 // tasks, attempts and job file stay in the store and are read from there when asked for
-// (Core.readJob), so a long history costs a small object per job, not every task and attempt it
+// (ReadModel.readJob), so a long history costs a small object per job, not every task and attempt it
 // ever had.
 
 import type { JobHeader } from "../model/records.ts";

@@ -2,8 +2,10 @@
 // network, and a clock the test moves: for tests of the reactor's rules.
 
 import { setImmediate as tick } from "node:timers/promises";
+import type { JobSpec } from "../../src/model/job-spec.ts";
 import type { ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
+import type { JobEntry } from "../../src/state/job-entry.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -14,6 +16,22 @@ export { ended, facts, hello } from "./agent-messages.ts";
 export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await tick();
   await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/**
+ * A submit through the core's command, as the API makes it: `inputs` already stored, under `id`
+ * when given (else a new one), with the owner's `submitKey` and `dependencyOwner` (null: any).
+ */
+export function submitOn(
+  core: Core,
+  spec: JobSpec,
+  owner: string,
+  inputs: string[] = [],
+  id?: string,
+  submitKey: string | null = null,
+  dependencyOwner: string | null = null,
+): Promise<JobEntry> {
+  return core.jobs.submit({ owner, submitKey, dependencyOwner }, async () => ({ spec, inputs, id }));
 }
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };
@@ -44,7 +62,7 @@ export class Harness {
       random: () => 0.5,
       onFatal: (error) => this.fatal.push(error),
     });
-    core.setLinks({
+    core.reactor.setLinks({
       send: (host, message) => {
         if (!this.deliver) return false;
         this.sent.push({ host, message });
@@ -59,7 +77,7 @@ export class Harness {
 
   /** A server restart: the old core stops, a new one recovers from the same store. */
   async restart(): Promise<Core> {
-    this.core.stop();
+    this.core.reactor.stop();
     return this.start();
   }
 
@@ -79,7 +97,7 @@ export class Harness {
   }
 
   async close(): Promise<void> {
-    this.core.stop();
+    this.core.reactor.stop();
     await this.store.close();
   }
 }

@@ -120,6 +120,23 @@ describe("the typed API", () => {
     expect(((await bad.json()) as { error: { field: string } }).error.field).toBe("Idempotency-Key");
   });
 
+  it("a multipart submit repeated with its Idempotency-Key answers the same job, its inputs read past", async () => {
+    const send = () => {
+      const form = new FormData();
+      form.append("job", JSON.stringify({ command: "cat in.txt", inputs: ["in.txt"] }));
+      form.append("in.txt", new Blob(["hello"]), "in.txt");
+      return fetch(`${steward.url}/api/v1/jobs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${steward.token}`, "idempotency-key": "a-multipart-key" },
+        body: form,
+      });
+    };
+    const first = await send();
+    const again = await send();
+    expect([first.status, again.status]).toStrictEqual([201, 201]);
+    expect(((await again.json()) as { id: string }).id).toBe(((await first.json()) as { id: string }).id);
+  });
+
   it("pages through every job once, in id order, following the Link header", async () => {
     const submitted: string[] = [];
     for (let i = 0; i < 7; i++) {

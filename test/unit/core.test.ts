@@ -8,7 +8,7 @@ import type { ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import { facts, hello } from "../helpers/core-harness.ts";
+import { facts, hello, submitOn } from "../helpers/core-harness.ts";
 
 let store: SqliteStore;
 let core: Core;
@@ -39,7 +39,7 @@ beforeEach(async () => {
     now: () => now,
     random: () => 0.5,
   });
-  core.setLinks({
+  core.reactor.setLinks({
     send: (host, message) => {
       sent.push({ host, message });
       return true;
@@ -50,13 +50,13 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  core.stop();
+  core.reactor.stop();
   await store.close();
 });
 
 async function runOne(command = "true") {
-  await core.attachHost(hello("h1"));
-  const job = await core.submit(validateJobSpec({ command }), "alice", []);
+  await core.agents.attachHost(hello("h1"));
+  const job = await submitOn(core, validateJobSpec({ command }), "alice", []);
   await settle();
   const [start] = starts();
   expect(start).toMatchObject({ host: "h1", jobId: job.id, taskIndex: 0, attempt: 1 });
@@ -77,10 +77,10 @@ const ended = (jobId: string, attempt: number, outcome: "succeeded" | "failed" =
 describe("Core", () => {
   it("applies a duplicate end report once", async () => {
     const job = await runOne();
-    await core.attemptStarted("h1", job.id, 0, 1);
-    await core.attemptEnded("h1", ended(job.id, 1));
+    await core.agents.attemptStarted("h1", job.id, 0, 1);
+    await core.agents.attemptEnded("h1", ended(job.id, 1));
     const eventsAfterFirst = (await store.events(job.id)).length;
-    await core.attemptEnded("h1", ended(job.id, 1, "failed"));
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "failed"));
     expect(job.record.state).toBe("succeeded");
     expect(job.attempts.get(0)).toHaveLength(1);
     expect(job.attempt(0, 1)?.outcome).toBe("succeeded");
@@ -89,8 +89,8 @@ describe("Core", () => {
 
   it("keeps per-task order: a start report after the end changes nothing", async () => {
     const job = await runOne();
-    await core.attemptEnded("h1", ended(job.id, 1));
-    await core.attemptStarted("h1", job.id, 0, 1);
+    await core.agents.attemptEnded("h1", ended(job.id, 1));
+    await core.agents.attemptStarted("h1", job.id, 0, 1);
     expect(job.attempt(0, 1)?.state).toBe("ended");
     const snapshot = await store.load();
     expect(snapshot.attempts[0]).toMatchObject({ state: "ended", outcome: "succeeded" });
@@ -98,27 +98,27 @@ describe("Core", () => {
 
   it("declares a silent host lost, restarts its task elsewhere, and fences the late result", async () => {
     const job = await runOne("sleep 100");
-    await core.attemptStarted("h1", job.id, 0, 1);
-    await core.attachHost(hello("h2"));
+    await core.agents.attemptStarted("h1", job.id, 0, 1);
+    await core.agents.attachHost(hello("h2"));
     now += 3001;
     core.heartbeat("h2", facts("h2"));
-    core.checkLeases();
+    core.reactor.tick();
     await settle();
     expect(disconnected).toEqual(["h1"]);
     expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
     const restart = starts().at(-1)!;
     expect(restart).toMatchObject({ host: "h2", attempt: 2 });
     // The stale attempt's success is ignored; the task stays with attempt 2.
-    await core.attemptEnded("h1", ended(job.id, 1));
+    await core.agents.attemptEnded("h1", ended(job.id, 1));
     expect(job.tasks[0]).toMatchObject({ state: "running", resultAttempt: null, losses: 1 });
-    expect(core.isCurrent(job.id, 0, 1)).toBe(false);
-    expect(core.isCurrent(job.id, 0, 2)).toBe(true);
+    expect(core.read.isCurrent(job.id, 0, 1)).toBe(false);
+    expect(core.read.isCurrent(job.id, 0, 2)).toBe(true);
     // h1 comes back still holding attempt 1: it is told to kill it.
-    const { kill } = await core.attachHost(
+    const { kill } = await core.agents.attachHost(
       hello("h1", [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
     );
     expect(kill).toEqual([{ jobId: job.id, taskIndex: 0, attempt: 1 }]);
-    await core.attemptEnded("h2", ended(job.id, 2));
+    await core.agents.attemptEnded("h2", ended(job.id, 2));
     expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 2 });
   });
 
@@ -126,43 +126,43 @@ describe("Core", () => {
     const job = await runOne("sleep 100");
     // Its "started" report never came (the agent restarted): the agent's hello says it runs.
     expect(job.attempt(0, 1)?.state).toBe("starting");
-    const kept = await core.attachHost(
+    const kept = await core.agents.attachHost(
       hello("h1", [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
     );
     expect(kept.kill).toEqual([]);
     expect(job.attempt(0, 1)?.state).toBe("running");
-    await core.attachHost(hello("h1", []));
+    await core.agents.attachHost(hello("h1", []));
     expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
   });
 
   it("recovers running attempts from the store and gives their hosts one host timeout", async () => {
     const job = await runOne("sleep 100");
-    await core.attemptStarted("h1", job.id, 0, 1);
-    core.stop();
+    await core.agents.attemptStarted("h1", job.id, 0, 1);
+    core.reactor.stop();
     const recovered = new Core(new GroupCommitter(store, await store.beginTerm()), {
       heartbeatSeconds: 1,
       hostTimeoutSeconds: 3,
       now: () => now,
     });
-    recovered.setLinks({ send: () => true, disconnect: () => {} });
+    recovered.reactor.setLinks({ send: () => true, disconnect: () => {} });
     recovered.recover(await store.load());
     now += 2000;
-    recovered.checkLeases();
-    expect(recovered.job(job.id).attempt(0, 1)?.state).toBe("running");
+    recovered.reactor.tick();
+    expect(recovered.read.job(job.id).attempt(0, 1)?.state).toBe("running");
     now += 1500;
-    recovered.checkLeases();
+    recovered.reactor.tick();
     await settle();
-    expect(recovered.job(job.id).attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
-    recovered.stop();
+    expect(recovered.read.job(job.id).attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
+    recovered.reactor.stop();
   });
 
   it("fails a task lost 5 times as a poison task", async () => {
-    await core.attachHost(hello("h1"));
-    const job = await core.submit(validateJobSpec({ command: "sleep 100" }), "alice", []);
+    await core.agents.attachHost(hello("h1"));
+    const job = await submitOn(core, validateJobSpec({ command: "sleep 100" }), "alice", []);
     for (let attempt = 1; attempt <= 5; attempt++) {
       await settle();
       expect(job.latestAttempt(0)?.number).toBe(attempt);
-      await core.attachHost(hello("h1", []));
+      await core.agents.attachHost(hello("h1", []));
     }
     expect(job.tasks[0]).toMatchObject({ state: "failed", losses: 5 });
     expect(job.record.state).toBe("failed");
@@ -172,31 +172,33 @@ describe("Core", () => {
   });
 
   it("explains what keeps a job waiting: dependencies, back-off, hold", async () => {
-    await core.attachHost(hello("h1"));
-    const first = await core.submit(
+    await core.agents.attachHost(hello("h1"));
+    const first = await submitOn(
+      core,
       validateJobSpec({ command: "exit 1", retry: { maxAttempts: 2, backoffSeconds: 30 } }),
       "alice",
       [],
     );
-    const second = await core.submit(
+    const second = await submitOn(
+      core,
       validateJobSpec({ command: "true", dependsOn: [first.id] }),
       "alice",
       [],
     );
     await settle();
-    expect((await core.explain(second.id)).reasons).toEqual([
+    expect((await core.read.explain(second.id)).reasons).toEqual([
       `waiting for its dependency ${first.id} (running) to succeed`,
     ]);
-    await core.attemptEnded("h1", ended(first.id, 1, "failed"));
-    expect((await core.explain(first.id)).reasons).toEqual([
+    await core.agents.attemptEnded("h1", ended(first.id, 1, "failed"));
+    expect((await core.read.explain(first.id)).reasons).toEqual([
       "1 task back off after a failure (the last for 30.0 s more)",
     ]);
-    await core.hold(second.id);
-    expect((await core.explain(second.id)).reasons[0]).toBe(
+    await core.jobs.hold(second.id);
+    expect((await core.read.explain(second.id)).reasons[0]).toBe(
       "held by a user: `steward release` puts it back in the queue",
     );
     // Held, it has room but does not start: the next pass does not look at it.
-    const held = await core.explain(second.id);
+    const held = await core.read.explain(second.id);
     expect(held.hosts).toEqual([{ host: "h1", eligible: true, reason: "matches and has room" }]);
     expect(held.nextPass).toEqual({
       starts: [],

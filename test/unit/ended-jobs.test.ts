@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import { ConflictError } from "../../src/reactor/errors.ts";
-import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -20,25 +20,25 @@ afterEach(async () => {
 
 async function runToEnd(command = "true", outcome: "succeeded" | "failed" = "succeeded", submitKey?: string) {
   const core = harness.core;
-  const job = await core.submit(validateJobSpec({ command }), "alice", [], undefined, submitKey ?? null);
+  const job = await submitOn(core, validateJobSpec({ command }), "alice", [], undefined, submitKey ?? null);
   await settle();
   const start = harness.starts().find((each) => each.jobId === job.id);
   if (!start) throw new Error(`job ${job.id} did not start`);
-  await core.attemptStarted(start.host, job.id, 0, start.attempt);
+  await core.agents.attemptStarted(start.host, job.id, 0, start.attempt);
   harness.now += 10_000;
-  await core.attemptEnded(start.host, ended(job.id, start.attempt, outcome));
+  await core.agents.attemptEnded(start.host, ended(job.id, start.attempt, outcome));
   return job.id;
 }
 
 describe("ended jobs", () => {
   beforeEach(async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
   });
 
   it("leave memory once their end is durable, keeping a header; the rest is read from the store", async () => {
     const core = harness.core;
     const id = await runToEnd();
-    expect(core.findJob(id)).toBeUndefined();
+    expect(core.read.findJob(id)).toBeUndefined();
     expect(core.reactor.state.ended.get(id)).toMatchObject({
       id,
       owner: "alice",
@@ -46,54 +46,60 @@ describe("ended jobs", () => {
       taskCount: 1,
       counts: { pending: 0, running: 0, succeeded: 1, failed: 0, cancelled: 0 },
     });
-    const job = await core.readJob(id);
+    const job = await core.read.readJob(id);
     expect(job.record.state).toBe("succeeded");
     expect(job.attempt(0, 1)).toMatchObject({ host: "h1", state: "ended", outcome: "succeeded" });
-    expect(core.listJobs().map((each) => [each.id, each.state])).toStrictEqual([[id, "succeeded"]]);
+    expect(core.read.listJobs().map((each) => [each.id, each.state])).toStrictEqual([[id, "succeeded"]]);
     // The jobs in memory only (what a listing of jobs not ended reads), and the counts /metrics shows.
-    const pending = await core.submit(
+    const pending = await submitOn(
+      core,
       validateJobSpec({ command: "true", requirements: 'host.name == "nowhere"' }),
       "alice",
       [],
     );
-    expect(core.listJobs(false).map((each) => each.id)).toStrictEqual([pending.id]);
-    expect(Object.fromEntries(core.jobCountsByState())).toEqual({ succeeded: 1, pending: 1 });
-    expect(core.jobOwner(id)).toBe("alice");
+    expect(core.read.listJobs(false).map((each) => each.id)).toStrictEqual([pending.id]);
+    expect(Object.fromEntries(core.read.jobCountsByState())).toEqual({ succeeded: 1, pending: 1 });
+    expect(core.read.jobOwner(id)).toBe("alice");
   });
 
   it("still release the jobs that depend on them, and answer controls as ended jobs do", async () => {
     const core = harness.core;
     const first = await runToEnd();
-    const second = await core.submit(validateJobSpec({ command: "true", dependsOn: [first] }), "alice", []);
+    const second = await submitOn(
+      core,
+      validateJobSpec({ command: "true", dependsOn: [first] }),
+      "alice",
+      [],
+    );
     expect(second.record.state).not.toBe("waiting");
-    expect((await core.cancel(first)).record.state).toBe("succeeded");
-    await expect(core.hold(first)).rejects.toBeInstanceOf(ConflictError);
-    await expect(core.migrate(first, null)).rejects.toBeInstanceOf(ConflictError);
+    expect((await core.jobs.cancel(first)).record.state).toBe("succeeded");
+    await expect(core.jobs.hold(first)).rejects.toBeInstanceOf(ConflictError);
+    await expect(core.jobs.migrate(first, null)).rejects.toBeInstanceOf(ConflictError);
     // A late report of its attempt changes nothing.
-    await core.attemptEnded("h1", ended(first, 1, "failed"));
-    expect((await core.readJob(first)).attempt(0, 1)?.outcome).toBe("succeeded");
+    await core.agents.attemptEnded("h1", ended(first, 1, "failed"));
+    expect((await core.read.readJob(first)).attempt(0, 1)?.outcome).toBe("succeeded");
   });
 
   it("answer a repeated submit with the same key, and go whole with rm", async () => {
     const core = harness.core;
     const id = await runToEnd("true", "succeeded", "key-1");
-    const again = await core.submit(validateJobSpec({ command: "true" }), "alice", [], undefined, "key-1");
+    const again = await submitOn(core, validateJobSpec({ command: "true" }), "alice", [], undefined, "key-1");
     expect(again.id).toBe(id);
-    await core.remove(id);
-    expect(core.header(id)).toBeUndefined();
+    await core.jobs.remove(id);
+    expect(core.read.header(id)).toBeUndefined();
     expect(await harness.store.loadJob(id)).toBeNull();
-    await expect(core.readJob(id)).rejects.toThrow(`no job ${id}`);
+    await expect(core.read.readJob(id)).rejects.toThrow(`no job ${id}`);
   });
 
   it("come back from a restart as headers, with the same fair-share usage", async () => {
     const done = await runToEnd("true", "failed");
-    const running = await harness.core.submit(validateJobSpec({ command: "sleep 100" }), "bob", []);
+    const running = await submitOn(harness.core, validateJobSpec({ command: "sleep 100" }), "bob", []);
     await settle();
     const before = harness.core.reactor.state.owners.shares(harness.now);
     const core = await harness.restart();
-    expect(core.findJob(done)).toBeUndefined();
-    expect(core.header(done)).toMatchObject({ state: "failed", counts: { failed: 1 } });
-    expect(core.findJob(running.id)?.record.state).toBe("running");
+    expect(core.read.findJob(done)).toBeUndefined();
+    expect(core.read.header(done)).toMatchObject({ state: "failed", counts: { failed: 1 } });
+    expect(core.read.findJob(running.id)?.record.state).toBe("running");
     const after = core.reactor.state.owners.shares(harness.now);
     expect(after.get("bob")).toStrictEqual(before.get("bob"));
     // Summed by the minute of their end: within a minute's decay (2^(-1/1440)) of the exact figure.

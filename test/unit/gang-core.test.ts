@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -31,8 +31,8 @@ function host(name: string, pool = "default"): HelloMessage {
 
 async function gang(spec: Record<string, unknown> = {}): Promise<JobEntry> {
   const { core } = harness;
-  for (const name of ["h1", "h2", "h3"]) await core.attachHost(host(name));
-  const job = await core.submit(validateJobSpec({ command: "ring", nodes: 3, ...spec }), "alice", []);
+  for (const name of ["h1", "h2", "h3"]) await core.agents.attachHost(host(name));
+  const job = await submitOn(core, validateJobSpec({ command: "ring", nodes: 3, ...spec }), "alice", []);
   await settle();
   return job;
 }
@@ -41,10 +41,10 @@ async function gang(spec: Record<string, unknown> = {}): Promise<JobEntry> {
 async function startAll(job: JobEntry, attempt: number): Promise<string[]> {
   const { core } = harness;
   const rank0 = harness.starts().find((start) => start.attempt === attempt && start.gang?.rank === 0)!;
-  await core.attemptStarted(rank0.host, job.id, 0, attempt, 4567);
+  await core.agents.attemptStarted(rank0.host, job.id, 0, attempt, 4567);
   await settle();
   const others = harness.starts().filter((start) => start.attempt === attempt && start.gang!.rank > 0);
-  for (const start of others) await core.attemptStarted(start.host, job.id, 0, attempt);
+  for (const start of others) await core.agents.attemptStarted(start.host, job.id, 0, attempt);
   await settle();
   return [rank0.host, ...others.map((start) => start.host)];
 }
@@ -64,7 +64,7 @@ describe("gangs through the reactor", () => {
       coordinator: null,
       outputsUnder: null,
     });
-    await harness.core.attemptStarted("h1", job.id, 0, 1, 4567);
+    await harness.core.agents.attemptStarted("h1", job.id, 0, 1, 4567);
     await settle();
     const all = harness.starts();
     expect(all.map((start) => [start.host, start.gang?.rank, start.gang?.coordinator])).toStrictEqual([
@@ -73,8 +73,8 @@ describe("gangs through the reactor", () => {
       ["h3", 2, "10.0.0.1:4567"],
     ]);
     expect(job.latestAttempt(0)!.state).toBe("starting");
-    await harness.core.attemptStarted("h2", job.id, 0, 1);
-    await harness.core.attemptStarted("h3", job.id, 0, 1);
+    await harness.core.agents.attemptStarted("h2", job.id, 0, 1);
+    await harness.core.agents.attemptStarted("h3", job.id, 0, 1);
     expect(job.latestAttempt(0)!.state).toBe("running");
     expect(job.latestAttempt(0)!.placement).toStrictEqual([
       { host: "h1", rank: 0 },
@@ -86,17 +86,17 @@ describe("gangs through the reactor", () => {
   it("succeeds once every rank has succeeded", async () => {
     const job = await gang();
     await startAll(job, 1);
-    await harness.core.attemptEnded("h2", ended(job.id, 1));
-    await harness.core.attemptEnded("h1", ended(job.id, 1));
+    await harness.core.agents.attemptEnded("h2", ended(job.id, 1));
+    await harness.core.agents.attemptEnded("h1", ended(job.id, 1));
     expect(job.record.state).toBe("running");
-    await harness.core.attemptEnded("h3", ended(job.id, 1));
+    await harness.core.agents.attemptEnded("h3", ended(job.id, 1));
     expect(job.record.state).toBe("succeeded");
   });
 
   it("a rank that exits 1 stops the others; the attempt fails naming it once they have ended", async () => {
     const job = await gang();
     await startAll(job, 1);
-    await harness.core.attemptEnded("h2", ended(job.id, 1, "failed"));
+    await harness.core.agents.attemptEnded("h2", ended(job.id, 1, "failed"));
     await settle();
     expect(
       harness
@@ -105,9 +105,9 @@ describe("gangs through the reactor", () => {
         .sort(),
     ).toStrictEqual(["h1", "h2", "h3"]);
     expect(job.latestAttempt(0)!.state).toBe("stopping");
-    await harness.core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    await harness.core.agents.attemptEnded("h1", ended(job.id, 1, "cancelled"));
     expect(job.record.state).toBe("running");
-    await harness.core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    await harness.core.agents.attemptEnded("h3", ended(job.id, 1, "cancelled"));
     const attempt = job.latestAttempt(0)!;
     expect(attempt.outcome).toBe("failed");
     expect(attempt.reason).toBe("rank 1 on h2: failed");
@@ -116,7 +116,7 @@ describe("gangs through the reactor", () => {
 
   it("a lost host's rank is replaced from the restart pool; the healthy ranks go back to their hosts", async () => {
     const { core } = harness;
-    await core.attachHost(host("s4", "spares"));
+    await core.agents.attachHost(host("s4", "spares"));
     const job = await gang({ restartPool: "spares" });
     const ranks = await startAll(job, 1);
     expect(ranks).not.toContain("s4");
@@ -125,13 +125,13 @@ describe("gangs through the reactor", () => {
     for (const name of ["h1", "h3", "s4"]) core.touch(name);
     harness.now += 2500;
     for (const name of ["h1", "h3", "s4"]) core.touch(name);
-    core.checkLeases();
+    core.reactor.tick();
     await settle();
     expect(job.latestAttempt(0)!.state).toBe("stopping");
     // No replacement while the other ranks may still run.
     expect(harness.starts().filter((start) => start.attempt === 2)).toStrictEqual([]);
-    await core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
-    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    await core.agents.attemptEnded("h3", ended(job.id, 1, "cancelled"));
     await settle();
     const attempt = job.latestAttempt(0)!;
     expect(attempt.number).toBe(2);
@@ -149,35 +149,36 @@ describe("gangs through the reactor", () => {
 
   it("after a server restart, a gang that lost a rank still goes back to its healthy hosts", async () => {
     const { core } = harness;
-    await core.attachHost(host("s4", "spares"));
+    await core.agents.attachHost(host("s4", "spares"));
     const job = await gang({ restartPool: "spares", retry: { maxAttempts: 1, backoffSeconds: 0 } });
     await startAll(job, 1);
     harness.now += 3500;
     for (const name of ["h1", "h3", "s4"]) core.touch(name);
-    core.checkLeases();
-    await core.attemptEnded("h1", ended(job.id, 1, "cancelled"));
+    core.reactor.tick();
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "cancelled"));
     // The server goes down before the next attempt could be placed (its agents are away).
     for (const name of ["h1", "h3", "s4"]) core.detachHost(name);
-    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    await core.agents.attemptEnded("h3", ended(job.id, 1, "cancelled"));
     await settle();
     expect(job.latestAttempt(0)!.number).toBe(1);
     const restarted = await harness.restart();
-    const again = restarted.job(job.id);
+    const again = restarted.read.job(job.id);
     expect(again.gangRestart).toStrictEqual({ previous: ["h1", null, "h3"], avoid: ["h2"] });
   });
 
   it("two ranks on one host (nodesPerHost 2) start, end and are lost rank by rank", async () => {
     const { core } = harness;
     for (const name of ["h1", "h2"])
-      await core.attachHost({ ...host(name), slots: 2, facts: facts(name, { slotsFree: 2 }) });
-    const job = await core.submit(
+      await core.agents.attachHost({ ...host(name), slots: 2, facts: facts(name, { slotsFree: 2 }) });
+    const job = await submitOn(
+      core,
       validateJobSpec({ command: "ring", nodes: 4, nodesPerHost: 2 }),
       "alice",
       [],
     );
     await settle();
     expect(job.latestAttempt(0)!.placement.map((each) => each.host)).toStrictEqual(["h1", "h1", "h2", "h2"]);
-    await core.attemptStarted("h1", job.id, 0, 1, 4567, 0);
+    await core.agents.attemptStarted("h1", job.id, 0, 1, 4567, 0);
     await settle();
     expect(harness.starts().map((start) => [start.host, start.gang?.rank])).toStrictEqual([
       ["h1", 0],
@@ -190,39 +191,39 @@ describe("gangs through the reactor", () => {
       ["h2", 2],
       ["h2", 3],
     ] as const)
-      await core.attemptStarted(name, job.id, 0, 1, undefined, rank);
+      await core.agents.attemptStarted(name, job.id, 0, 1, undefined, rank);
     expect(job.latestAttempt(0)!.state).toBe("running");
-    expect(core.listHosts().map((each) => [each.name, each.slotsFree])).toStrictEqual([
+    expect(core.read.listHosts().map((each) => [each.name, each.slotsFree])).toStrictEqual([
       ["h1", 0],
       ["h2", 0],
     ]);
     // Rank 3 ends first; h2's other rank is still counted.
-    await core.attemptEnded("h2", { ...ended(job.id, 1), rank: 3 });
+    await core.agents.attemptEnded("h2", { ...ended(job.id, 1), rank: 3 });
     expect(job.latestAttempt(0)!.state).toBe("running");
     for (const [name, rank] of [
       ["h1", 0],
       ["h1", 1],
       ["h2", 2],
     ] as const)
-      await core.attemptEnded(name, { ...ended(job.id, 1), rank });
+      await core.agents.attemptEnded(name, { ...ended(job.id, 1), rank });
     expect(job.record.state).toBe("succeeded");
-    expect(core.listHosts().map((each) => each.slotsFree)).toStrictEqual([2, 2]);
+    expect(core.read.listHosts().map((each) => each.slotsFree)).toStrictEqual([2, 2]);
   });
 
   it("a rank that fails because a peer's host died does not make it the application's failure", async () => {
     const { core } = harness;
-    await core.attachHost(host("s4", "spares"));
+    await core.agents.attachHost(host("s4", "spares"));
     const job = await gang({ restartPool: "spares" });
     await startAll(job, 1);
     // h2 dies; rank 0 on h1 loses its connection to it and exits 1 before h2's lease runs out.
-    await core.attemptEnded("h1", ended(job.id, 1, "failed"));
-    await core.attemptEnded("h3", ended(job.id, 1, "cancelled"));
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "failed"));
+    await core.agents.attemptEnded("h3", ended(job.id, 1, "cancelled"));
     expect(job.latestAttempt(0)!.number).toBe(1);
     harness.now += 1000;
     for (const name of ["h1", "h3", "s4"]) core.touch(name);
     harness.now += 2500;
     for (const name of ["h1", "h3", "s4"]) core.touch(name);
-    core.checkLeases();
+    core.reactor.tick();
     await settle();
     const previous = job.attempt(0, 1)!;
     expect(previous.outcome).toBe("lost");

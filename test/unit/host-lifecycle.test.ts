@@ -109,13 +109,15 @@ describe("on a Core", () => {
 
   it("an agent let in by its credential just before the host was removed is not attached", async () => {
     const { core } = harness;
-    await core.attachHost(hello("h1"), { parent: null });
+    await core.agents.attachHost(hello("h1"), { parent: null });
     core.detachHost("h1");
     // Admission checked the credential; the removal's step runs before the hello's.
-    const removal = core.removeHost("h1", "bob");
-    const attach = core.attachHost({ ...hello("h1"), credential: "sth_kept_secret" }).catch((error) => error);
+    const removal = core.hosts.removeHost("h1", "bob");
+    const attach = core.agents
+      .attachHost({ ...hello("h1"), credential: "sth_kept_secret" })
+      .catch((error) => error);
     await removal;
     expect(String(await attach)).toContain("the host credential of h1 was revoked meanwhile");
-    expect(core.hostOf("h1")).toBeUndefined();
+    expect(core.read.hostOf("h1")).toBeUndefined();
   });
 });

@@ -4,8 +4,8 @@
 import Fastify from "fastify";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
+import type { ApiPorts } from "../../src/api/ports.ts";
 import { registerApi } from "../../src/api/register.ts";
-import type { Core } from "../../src/server/core.ts";
 import type { BlobStore } from "../../src/store/blobs.ts";
 import type { Store } from "../../src/store/store.ts";
 
@@ -23,7 +23,7 @@ async function apiWithRoutes() {
   });
   // Registering routes calls nothing on these: the document is all this test asks for.
   await registerApi(app, {
-    core: {} as Core,
+    ports: {} as ApiPorts,
     store: {} as Store,
     blobs: {} as BlobStore,
     metrics: new Registry(),

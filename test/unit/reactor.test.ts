@@ -8,7 +8,7 @@ import { applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import { StaleTermError } from "../../src/store/store.ts";
-import { ended, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -23,11 +23,11 @@ afterEach(async () => {
 
 async function running(command = "sleep 100", host = "h1"): Promise<JobEntry> {
   const { core } = harness;
-  const job = await core.submit(validateJobSpec({ command }), "alice", []);
+  const job = await submitOn(core, validateJobSpec({ command }), "alice", []);
   await settle();
   const start = harness.starts().find((each) => each.jobId === job.id);
   expect(start).toMatchObject({ host, attempt: 1 });
-  await core.attemptStarted(host, job.id, 0, 1);
+  await core.agents.attemptStarted(host, job.id, 0, 1);
   return job;
 }
 
@@ -40,22 +40,22 @@ const held = (job: JobEntry, attempt = 1) => ({
 
 describe("recorded stop intent", () => {
   it("a hold re-sent to an agent that reconnects keeps outcome preempted, reason held", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
-    await harness.core.hold(job.id);
+    await harness.core.jobs.hold(job.id);
     expect(harness.stops()).toEqual([
       expect.objectContaining({ host: "h1", outcome: "preempted", reason: "held" }),
     ]);
     expect(job.attempt(0, 1)?.stop).toEqual({ outcome: "preempted", reason: "held" });
     harness.sent = [];
-    await harness.core.attachHost(hello("h1", [held(job)]));
+    await harness.core.agents.attachHost(hello("h1", [held(job)]));
     expect(harness.stops()).toEqual([
       expect.objectContaining({ host: "h1", outcome: "preempted", reason: "held" }),
     ]);
   });
 
   it("a stop re-sent after a server restart keeps the outcome and reason it was decided with", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
     // A stop as the scheduler would decide it (preemption), applied by the one applyPlan.
     const intent = { outcome: "preempted" as const, reason: "making room for job 99" };
@@ -69,16 +69,16 @@ describe("recorded stop intent", () => {
     expect(harness.stops().at(-1)).toMatchObject(intent);
     const core = await harness.restart();
     harness.sent = [];
-    await core.attachHost(hello("h1", [held(job)]));
+    await core.agents.attachHost(hello("h1", [held(job)]));
     expect(harness.stops()).toEqual([expect.objectContaining({ host: "h1", ...intent })]);
     const snapshot = await harness.store.load();
     expect(snapshot.attempts[0]).toMatchObject({ state: "stopping", stop: intent });
   });
 
   it("a plan's stop of an attempt that already ended is dropped", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
-    await harness.core.attemptEnded("h1", ended(job.id, 1));
+    await harness.core.agents.attemptEnded("h1", ended(job.id, 1));
     const applied = await harness.core.reactor.run((step) =>
       applyPlan(step, {
         place: [],
@@ -93,32 +93,32 @@ describe("recorded stop intent", () => {
 
 describe("recorded migration target", () => {
   it("migrate --to survives a server restart", async () => {
-    for (const name of ["h1", "h2", "h3"]) await harness.core.attachHost(hello(name));
+    for (const name of ["h1", "h2", "h3"]) await harness.core.agents.attachHost(hello(name));
     const job = await running("sleep 100", "h1");
-    await harness.core.migrate(job.id, "h3");
+    await harness.core.jobs.migrate(job.id, "h3");
     expect(job.tasks[0].migration).toEqual({ to: "h3", from: "h1" });
     const core = await harness.restart();
-    await core.attachHost(hello("h1", [held(job)]));
-    await core.attachHost(hello("h2"));
-    await core.attachHost(hello("h3"));
-    expect((await core.explain(job.id)).reasons).toContain("task 0 is migrating to h3");
+    await core.agents.attachHost(hello("h1", [held(job)]));
+    await core.agents.attachHost(hello("h2"));
+    await core.agents.attachHost(hello("h3"));
+    expect((await core.read.explain(job.id)).reasons).toContain("task 0 is migrating to h3");
     harness.sent = [];
-    await core.attemptEnded("h1", ended(job.id, 1, "migrated", { reason: "migrating to h3" }));
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "migrated", { reason: "migrating to h3" }));
     await settle();
     // h2 comes first by name with as many free slots: only the recorded target sends it to h3.
     expect(harness.starts()).toEqual([expect.objectContaining({ host: "h3", attempt: 2 })]);
-    expect(core.job(job.id).tasks[0].migration).toBeNull();
+    expect(core.read.job(job.id).tasks[0].migration).toBeNull();
   });
 
   it("migrate without a target keeps the task off the host it left, after a restart too", async () => {
-    for (const name of ["h1", "h2"]) await harness.core.attachHost(hello(name));
+    for (const name of ["h1", "h2"]) await harness.core.agents.attachHost(hello(name));
     const job = await running("sleep 100", "h1");
-    await harness.core.migrate(job.id, null);
+    await harness.core.jobs.migrate(job.id, null);
     const core = await harness.restart();
-    await core.attachHost(hello("h1", [held(job)]));
-    await core.attachHost(hello("h2"));
+    await core.agents.attachHost(hello("h1", [held(job)]));
+    await core.agents.attachHost(hello("h2"));
     harness.sent = [];
-    await core.attemptEnded("h1", ended(job.id, 1, "migrated"));
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "migrated"));
     await settle();
     expect(harness.starts()).toEqual([expect.objectContaining({ host: "h2", attempt: 2 })]);
   });
@@ -126,8 +126,9 @@ describe("recorded migration target", () => {
 
 describe("failure classes at the edges", () => {
   it("an input staging error does not count toward the poison limit", async () => {
-    await harness.core.attachHost(hello("h1"));
-    const job = await harness.core.submit(
+    await harness.core.agents.attachHost(hello("h1"));
+    const job = await submitOn(
+      harness.core,
       validateJobSpec({ command: "true", retry: { maxAttempts: 1, backoffSeconds: 0 } }),
       "alice",
       [],
@@ -135,7 +136,7 @@ describe("failure classes at the edges", () => {
     for (let attempt = 1; attempt < SYSTEM_FAILURE_LIMIT; attempt++) {
       await settle();
       expect(job.latestAttempt(0)).toMatchObject({ number: attempt, state: "starting" });
-      await harness.core.attemptEnded(
+      await harness.core.agents.attemptEnded(
         "h1",
         ended(job.id, attempt, "lost", { reason: "staging inputs failed: HTTP 500", cause: "staging" }),
       );
@@ -150,10 +151,10 @@ describe("failure classes at the edges", () => {
       harness.now = job.tasks[0].notBefore!;
       // The host stays alive through the back-offs (they outlast the host timeout).
       harness.core.touch("h1");
-      harness.core.checkLeases();
+      harness.core.reactor.tick();
     }
     await settle();
-    await harness.core.attemptEnded(
+    await harness.core.agents.attemptEnded(
       "h1",
       ended(job.id, SYSTEM_FAILURE_LIMIT, "lost", { reason: "staging inputs failed", cause: "staging" }),
     );
@@ -166,9 +167,9 @@ describe("failure classes at the edges", () => {
   });
 
   it("a start that cannot be delivered is a system failure, not a host loss", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     harness.deliver = false;
-    const job = await harness.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    const job = await submitOn(harness.core, validateJobSpec({ command: "true" }), "alice", []);
     await settle();
     expect(job.attempt(0, 1)).toMatchObject({ state: "ended", outcome: "lost" });
     expect(job.attempt(0, 1)?.reason).toMatch(/could not be delivered/);
@@ -176,28 +177,28 @@ describe("failure classes at the edges", () => {
   });
 
   it("a host loss still counts toward the poison limit", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
-    await harness.core.attemptEnded("h1", ended(job.id, 1, "lost", { reason: "supervisor vanished" }));
+    await harness.core.agents.attemptEnded("h1", ended(job.id, 1, "lost", { reason: "supervisor vanished" }));
     expect(job.tasks[0]).toMatchObject({ losses: 1, systemFailures: 0 });
   });
 });
 
 describe("terms", () => {
   it("a server whose term is older than the store's newest cannot commit", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     // Another server takes the next term on the same store.
     await harness.store.beginTerm();
     await expect(
-      harness.core.submit(validateJobSpec({ command: "true" }), "alice", []),
+      submitOn(harness.core, validateJobSpec({ command: "true" }), "alice", []),
     ).rejects.toBeInstanceOf(StaleTermError);
     expect(harness.fatal[0]).toBeInstanceOf(StaleTermError);
   });
 
   it("job ids come from the store: a restarted server never hands out an id again", async () => {
-    const first = await harness.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    const first = await submitOn(harness.core, validateJobSpec({ command: "true" }), "alice", []);
     const core = await harness.restart();
-    const second = await core.submit(validateJobSpec({ command: "true" }), "alice", []);
+    const second = await submitOn(core, validateJobSpec({ command: "true" }), "alice", []);
     expect(Number(second.id)).toBeGreaterThan(Number(first.id));
   });
 });
@@ -212,10 +213,10 @@ describe("two servers on one SQLite file", () => {
     const second = new Harness(new SqliteStore(join(dir, "s.db")));
     try {
       await first.start();
-      const job = await first.core.submit(validateJobSpec({ command: "true" }), "alice", []);
+      const job = await submitOn(first.core, validateJobSpec({ command: "true" }), "alice", []);
       await second.start();
-      expect(second.core.job(job.id).record.state).toBe("pending");
-      await expect(first.core.cancel(job.id)).rejects.toBeInstanceOf(StaleTermError);
+      expect(second.core.read.job(job.id).record.state).toBe("pending");
+      await expect(first.core.jobs.cancel(job.id)).rejects.toBeInstanceOf(StaleTermError);
       expect((await second.store.load()).jobs[0].state).toBe("pending");
     } finally {
       await first.close();
@@ -228,21 +229,21 @@ describe("two servers on one SQLite file", () => {
 describe("a submit repeated with its key", () => {
   it("answers the job the first one made, also after a restart; another owner's key is its own", async () => {
     const spec = validateJobSpec({ command: "true" });
-    const first = await harness.core.submit(spec, "alice", [], undefined, "key-1");
-    const again = await harness.core.submit(spec, "alice", [], undefined, "key-1");
+    const first = await submitOn(harness.core, spec, "alice", [], undefined, "key-1");
+    const again = await submitOn(harness.core, spec, "alice", [], undefined, "key-1");
     expect(again.id).toBe(first.id);
-    const bobs = await harness.core.submit(spec, "bob", [], undefined, "key-1");
+    const bobs = await submitOn(harness.core, spec, "bob", [], undefined, "key-1");
     expect(bobs.id).not.toBe(first.id);
     const core = await harness.restart();
-    expect((await core.submit(spec, "alice", [], undefined, "key-1")).id).toBe(first.id);
+    expect((await submitOn(core, spec, "alice", [], undefined, "key-1")).id).toBe(first.id);
     expect((await harness.store.load()).jobs.map((job) => job.submitKey)).toStrictEqual(["key-1", "key-1"]);
   });
 
   it("two submits with one key at the same moment make one job", async () => {
     const spec = validateJobSpec({ command: "true" });
     const [a, b] = await Promise.all([
-      harness.core.submit(spec, "alice", [], undefined, "same"),
-      harness.core.submit(spec, "alice", [], undefined, "same"),
+      submitOn(harness.core, spec, "alice", [], undefined, "same"),
+      submitOn(harness.core, spec, "alice", [], undefined, "same"),
     ]);
     expect(a.id).toBe(b.id);
     expect((await harness.store.load()).jobs).toHaveLength(1);
@@ -254,32 +255,32 @@ describe("checkpoints through the reactor", () => {
   const manifest = (letter: string) => ({ files: [{ path: "state", sha256: sha(letter), bytes: 4 }] });
 
   it("blobs no part names are deleted once the commit is durable, before it is answered; parts survive a restart", async () => {
-    await harness.core.attachHost(hello("h1"));
+    await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
     const at = { jobId: job.id, taskIndex: 0 };
     const drops: { objects: string[]; recorded: number[] }[] = [];
-    harness.core.setCheckpointBlobs({
+    harness.core.reactor.setCheckpointBlobs({
       drop: async (drop) => {
         const recorded = (await harness.store.load()).checkpointParts.map((part) => part.generation);
         drops.push({ objects: drop.objects, recorded });
       },
     });
-    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
-    expect(await harness.core.commitCheckpoint({ ...at, attempt: 1, manifest: manifest("a") })).toEqual({
+    await harness.core.checkpoints.objectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
+    expect(await harness.core.checkpoints.commit({ ...at, attempt: 1, manifest: manifest("a") })).toEqual({
       generation: 1,
       bytes: 4,
       previous: null,
     });
     expect(drops).toEqual([]);
-    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("b"), bytes: 4 });
-    await harness.core.commitCheckpoint({ ...at, attempt: 1, manifest: manifest("b") });
+    await harness.core.checkpoints.objectStored({ ...at, ranks: [0], sha256: sha("b"), bytes: 4 });
+    await harness.core.checkpoints.commit({ ...at, attempt: 1, manifest: manifest("b") });
     // Answered after the drop, which ran with generation 1's part already gone from the store.
     expect(drops).toEqual([{ objects: [sha("a")], recorded: [2] }]);
     // The drop is done: the object may be uploaded again.
-    await harness.core.checkpointObjectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
+    await harness.core.checkpoints.objectStored({ ...at, ranks: [0], sha256: sha("a"), bytes: 4 });
 
     const core = await harness.restart();
-    expect(core.restartManifest(job.id, 0)).toEqual(manifest("b"));
-    expect(core.findJob(job.id)?.tasks[0].checkpoint).toMatchObject({ generation: 2, bytes: 4 });
+    expect(core.read.restartManifest(job.id, 0)).toEqual(manifest("b"));
+    expect(core.read.findJob(job.id)?.tasks[0].checkpoint).toMatchObject({ generation: 2, bytes: 4 });
   });
 });

@@ -7,7 +7,7 @@ import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
 import { REPLICA_LOST_REASON } from "../../src/reactor/handlers/attempts.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
 
@@ -37,22 +37,23 @@ async function events(job: JobEntry): Promise<string[]> {
  */
 async function replicated(spec: Record<string, unknown> = {}): Promise<JobEntry> {
   const { core } = harness;
-  await core.attachHost(host("slow", 0.1));
-  const job = await core.submit(
+  await core.agents.attachHost(host("slow", 0.1));
+  const job = await submitOn(
+    core,
     validateJobSpec({ command: "work", outputs: ["out"], replicas: 2, ...spec }),
     "alice",
     [],
   );
   await settle();
   expect(harness.starts()).toEqual([expect.objectContaining({ host: "slow", jobId: job.id, attempt: 1 })]);
-  await core.attemptStarted("slow", job.id, 0, 1);
-  await core.attachHost(host("fast", 4));
+  await core.agents.attemptStarted("slow", job.id, 0, 1);
+  await core.agents.attachHost(host("fast", 4));
   await settle();
   expect(harness.starts()).toEqual([
     expect.objectContaining({ host: "slow", attempt: 1 }),
     expect.objectContaining({ host: "fast", jobId: job.id, taskIndex: 0, attempt: 2 }),
   ]);
-  await core.attemptStarted("fast", job.id, 0, 2);
+  await core.agents.attemptStarted("fast", job.id, 0, 2);
   return job;
 }
 
@@ -60,19 +61,22 @@ describe("replicas through the reactor", () => {
   it("a job whose losing replica is still stopping stays in memory until that replica ends", async () => {
     const job = await replicated();
     const { core } = harness;
-    await core.attemptEnded("fast", succeeded(job.id, 2));
+    await core.agents.attemptEnded("fast", succeeded(job.id, 2));
     expect(job.record.state).toBe("succeeded");
-    expect(core.findJob(job.id)).toBe(job);
+    expect(core.read.findJob(job.id)).toBe(job);
     // A restart meanwhile brings it back whole (its attempt is not ended), not as a header.
     const restarted = await harness.restart();
-    expect(restarted.findJob(job.id)?.attempt(0, 1)?.state).toBe("stopping");
-    await restarted.attachHost(
+    expect(restarted.read.findJob(job.id)?.attempt(0, 1)?.state).toBe("stopping");
+    await restarted.agents.attachHost(
       host("slow", 0.1, [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }]),
     );
-    await restarted.attemptEnded("slow", ended(job.id, 1, "cancelled", { reason: REPLICA_LOST_REASON }));
-    expect(restarted.findJob(job.id)).toBeUndefined();
-    expect(restarted.header(job.id)?.state).toBe("succeeded");
-    expect((await restarted.readJob(job.id)).attempt(0, 1)).toMatchObject({
+    await restarted.agents.attemptEnded(
+      "slow",
+      ended(job.id, 1, "cancelled", { reason: REPLICA_LOST_REASON }),
+    );
+    expect(restarted.read.findJob(job.id)).toBeUndefined();
+    expect(restarted.read.header(job.id)?.state).toBe("succeeded");
+    expect((await restarted.read.readJob(job.id)).attempt(0, 1)).toMatchObject({
       state: "ended",
       outcome: "cancelled",
     });
@@ -93,7 +97,7 @@ describe("replicas through the reactor", () => {
   it("the first to succeed wins; the other is stopped cancelled and its late success changes nothing", async () => {
     const job = await replicated();
     const { core } = harness;
-    await core.attemptEnded("fast", succeeded(job.id, 2));
+    await core.agents.attemptEnded("fast", succeeded(job.id, 2));
     expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 2 });
     expect(job.record.state).toBe("succeeded");
     expect(harness.stops()).toEqual([
@@ -106,10 +110,10 @@ describe("replicas through the reactor", () => {
       }),
     ]);
     // The loser may not store outputs any more (it is still live until it reports its end).
-    expect(core.isCurrent(job.id, 0, 1)).toBe(true);
-    expect(core.acceptsOutputs(job.id, 0, 1)).toBe(false);
+    expect(core.read.isCurrent(job.id, 0, 1)).toBe(true);
+    expect(core.read.acceptsOutputs(job.id, 0, 1)).toBe(false);
     // It finished before the stop reached it, and says it succeeded: it lost the race all the same.
-    await core.attemptEnded("slow", succeeded(job.id, 1));
+    await core.agents.attemptEnded("slow", succeeded(job.id, 1));
     expect(job.attempt(0, 1)).toMatchObject({
       state: "ended",
       outcome: "cancelled",
@@ -133,17 +137,20 @@ describe("replicas through the reactor", () => {
 
   it("a loser stopped as told ends cancelled with the reason it was sent", async () => {
     const job = await replicated();
-    await harness.core.attemptEnded("slow", succeeded(job.id, 1));
+    await harness.core.agents.attemptEnded("slow", succeeded(job.id, 1));
     expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 1 });
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "cancelled", { reason: REPLICA_LOST_REASON }));
+    await harness.core.agents.attemptEnded(
+      "fast",
+      ended(job.id, 2, "cancelled", { reason: REPLICA_LOST_REASON }),
+    );
     expect(job.attempt(0, 2)).toMatchObject({ outcome: "cancelled", reason: REPLICA_LOST_REASON });
     expect(job.tasks[0].resultAttempt).toBe(1);
   });
 
   it("a loser whose output upload was refused (reported lost) ends cancelled, not lost", async () => {
     const job = await replicated();
-    await harness.core.attemptEnded("slow", succeeded(job.id, 1));
-    await harness.core.attemptEnded(
+    await harness.core.agents.attemptEnded("slow", succeeded(job.id, 1));
+    await harness.core.agents.attemptEnded(
       "fast",
       ended(job.id, 2, "lost", { reason: "staging outputs failed: HTTP 409", cause: "staging" }),
     );
@@ -153,7 +160,7 @@ describe("replicas through the reactor", () => {
 
   it("a replica that fails while another runs does not fail the task", async () => {
     const job = await replicated();
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "failed"));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 2, "failed"));
     expect(job.tasks[0]).toMatchObject({ state: "running", failures: 1, notBefore: null });
     expect(job.record.state).toBe("running");
     expect(await events(job)).toContain(
@@ -162,34 +169,34 @@ describe("replicas through the reactor", () => {
     // The retry budget (1 attempt) is used up: the failed replica is not replaced.
     await settle();
     expect(harness.starts()).toHaveLength(2);
-    await harness.core.attemptEnded("slow", succeeded(job.id, 1));
+    await harness.core.agents.attemptEnded("slow", succeeded(job.id, 1));
     expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 1 });
     expect(job.record.state).toBe("succeeded");
   });
 
   it("the task fails when its last replica fails with the retry budget used up", async () => {
     const job = await replicated();
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "failed"));
-    await harness.core.attemptEnded("slow", ended(job.id, 1, "failed"));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 2, "failed"));
+    await harness.core.agents.attemptEnded("slow", ended(job.id, 1, "failed"));
     expect(job.tasks[0]).toMatchObject({ state: "failed", failures: 2, resultAttempt: null });
     expect(job.record.state).toBe("failed");
   });
 
   it("with retry budget left, a failed replica is replaced (MyGrid retries failed replicas)", async () => {
     const job = await replicated({ retry: { maxAttempts: 3, backoffSeconds: 0 } });
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "failed"));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 2, "failed"));
     await settle();
     expect(harness.starts().at(-1)).toMatchObject({ host: "fast", attempt: 3 });
     expect(await events(job)).toContain("replica 2 of task 0 placed on fast (attempt 3)");
-    await harness.core.attemptEnded("fast", ended(job.id, 3, "failed"));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 3, "failed"));
     await settle();
     expect(harness.starts().at(-1)).toMatchObject({ host: "fast", attempt: 4 });
     // The third failure uses the budget up: no more replicas, but the task still runs on slow.
-    await harness.core.attemptEnded("fast", ended(job.id, 4, "failed"));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 4, "failed"));
     await settle();
     expect(harness.starts()).toHaveLength(4);
     expect(job.tasks[0]).toMatchObject({ state: "running", failures: 3 });
-    await harness.core.attemptEnded("slow", ended(job.id, 1, "failed"));
+    await harness.core.agents.attemptEnded("slow", ended(job.id, 1, "failed"));
     expect(job.tasks[0]).toMatchObject({ state: "failed", failures: 4 });
   });
 
@@ -197,37 +204,37 @@ describe("replicas through the reactor", () => {
     const job = await replicated();
     harness.now += 3001;
     harness.core.heartbeat("slow", facts("slow", { speed: 0.1 }));
-    harness.core.checkLeases();
+    harness.core.reactor.tick();
     await settle();
     expect(job.attempt(0, 2)).toMatchObject({ state: "ended", outcome: "lost" });
     expect(job.tasks[0]).toMatchObject({ state: "running", losses: 1 });
-    await harness.core.attemptEnded("slow", succeeded(job.id, 1));
+    await harness.core.agents.attemptEnded("slow", succeeded(job.id, 1));
     expect(job.tasks[0]).toMatchObject({ state: "succeeded", resultAttempt: 1 });
   });
 
   it("pending work takes an idle slot before a replica does", async () => {
     const { core } = harness;
-    await core.attachHost(host("slow", 0.1));
-    const job = await core.submit(validateJobSpec({ command: "work", replicas: 2 }), "alice", []);
-    const other = await core.submit(validateJobSpec({ command: "other" }), "alice", []);
+    await core.agents.attachHost(host("slow", 0.1));
+    const job = await submitOn(core, validateJobSpec({ command: "work", replicas: 2 }), "alice", []);
+    const other = await submitOn(core, validateJobSpec({ command: "other" }), "alice", []);
     await settle();
-    await core.attachHost(host("fast", 4));
+    await core.agents.attachHost(host("fast", 4));
     await settle();
     expect(harness.starts().map((start) => [start.jobId, start.host])).toEqual([
       [job.id, "slow"],
       [other.id, "fast"],
     ]);
     // Once the other job is done, its slot goes to a replica.
-    await core.attemptEnded("fast", ended(other.id, 1));
+    await core.agents.attemptEnded("fast", ended(other.id, 1));
     await settle();
     expect(harness.starts().at(-1)).toMatchObject({ jobId: job.id, host: "fast", attempt: 2 });
   });
 
   it("with both hosts idle at submit, the task and its replica start in one pass", async () => {
     const { core } = harness;
-    await core.attachHost(host("slow", 0.1));
-    await core.attachHost(host("fast", 4));
-    const job = await core.submit(validateJobSpec({ command: "work", replicas: 2 }), "alice", []);
+    await core.agents.attachHost(host("slow", 0.1));
+    await core.agents.attachHost(host("fast", 4));
+    const job = await submitOn(core, validateJobSpec({ command: "work", replicas: 2 }), "alice", []);
     await settle();
     expect(harness.starts().map((start) => [start.attempt, start.host])).toEqual([
       [1, "fast"],
@@ -238,26 +245,32 @@ describe("replicas through the reactor", () => {
 
   it("a held job's replicas are all stopped and none is added", async () => {
     const job = await replicated();
-    await harness.core.hold(job.id);
+    await harness.core.jobs.hold(job.id);
     expect(harness.stops().map((stop) => [stop.attempt, stop.outcome, stop.reason])).toEqual([
       [1, "preempted", "held"],
       [2, "preempted", "held"],
     ]);
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "preempted", { reason: "held" }));
+    await harness.core.agents.attemptEnded("fast", ended(job.id, 2, "preempted", { reason: "held" }));
     await settle();
     expect(harness.starts()).toHaveLength(2);
     expect(job.tasks[0].state).toBe("running");
-    await harness.core.attemptEnded("slow", ended(job.id, 1, "preempted", { reason: "held" }));
+    await harness.core.agents.attemptEnded("slow", ended(job.id, 1, "preempted", { reason: "held" }));
     expect(job.tasks[0]).toMatchObject({ state: "pending", failures: 0 });
     expect(job.record.state).toBe("held");
   });
 
   it("a cancelled job's task ends cancelled once its last replica has stopped", async () => {
     const job = await replicated();
-    await harness.core.cancel(job.id);
-    await harness.core.attemptEnded("slow", ended(job.id, 1, "cancelled", { reason: "cancelled by user" }));
+    await harness.core.jobs.cancel(job.id);
+    await harness.core.agents.attemptEnded(
+      "slow",
+      ended(job.id, 1, "cancelled", { reason: "cancelled by user" }),
+    );
     expect(job.tasks[0].state).toBe("running");
-    await harness.core.attemptEnded("fast", ended(job.id, 2, "cancelled", { reason: "cancelled by user" }));
+    await harness.core.agents.attemptEnded(
+      "fast",
+      ended(job.id, 2, "cancelled", { reason: "cancelled by user" }),
+    );
     expect(job.tasks[0].state).toBe("cancelled");
     expect(job.record.state).toBe("cancelled");
   });
@@ -271,13 +284,13 @@ describe("replicas through the reactor", () => {
       attempt: number,
       state: "running" as const,
     });
-    expect((await core.attachHost(host("slow", 0.1, [attempt(1)]))).kill).toEqual([]);
-    expect((await core.attachHost(host("fast", 4, [attempt(2)]))).kill).toEqual([]);
-    const recovered = core.job(job.id);
+    expect((await core.agents.attachHost(host("slow", 0.1, [attempt(1)]))).kill).toEqual([]);
+    expect((await core.agents.attachHost(host("fast", 4, [attempt(2)]))).kill).toEqual([]);
+    const recovered = core.read.job(job.id);
     expect(recovered.liveAttempts(0)).toHaveLength(2);
     expect(recovered.counts).toMatchObject({ running: 1 });
     harness.sent = [];
-    await core.attemptEnded("fast", succeeded(job.id, 2));
+    await core.agents.attemptEnded("fast", succeeded(job.id, 2));
     expect(harness.stops()).toEqual([
       expect.objectContaining({
         host: "slow",

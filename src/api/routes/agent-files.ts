@@ -15,9 +15,9 @@ import { z } from "zod";
 import { nodesOf } from "../../model/job-spec.ts";
 import { checkpointManifest, readCheckpointManifest } from "../../protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
-import type { Core } from "../../server/core.ts";
 import { checkpointObjectKey, inputKey, outputKey } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
+import type { ApiPorts } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
 import { limitUpload } from "../upload-limit.ts";
@@ -31,9 +31,14 @@ const octetStream = (description: string) => ({
 export const NOT_ON_THIS_HOST = "no such attempt on this host";
 
 /** The ranks the caller runs of the job's (task's) live attempts: what it may read; none is a 404. */
-function readableRanks(core: Core, request: FastifyRequest, jobId: string, taskIndex?: number): number[] {
+function readableRanks(
+  ports: ApiPorts,
+  request: FastifyRequest,
+  jobId: string,
+  taskIndex?: number,
+): number[] {
   const host = request.agentHost;
-  const ranks = host === null ? [] : core.liveRanksOn(host, jobId, taskIndex);
+  const ranks = host === null ? [] : ports.read.liveRanksOn(host, jobId, taskIndex);
   if (ranks.length === 0) throw new NotFoundError(NOT_ON_THIS_HOST);
   return ranks;
 }
@@ -43,13 +48,13 @@ function readableRanks(core: Core, request: FastifyRequest, jobId: string, taskI
  * fencing after this); none is a 404, and the body of the refused upload is let go.
  */
 function writableRanks(
-  core: Core,
+  ports: ApiPorts,
   request: FastifyRequest,
   at: { id: string; task: number; attempt: number },
   body?: Readable | null,
 ): number[] {
   const host = request.agentHost;
-  const ranks = host === null ? [] : core.ranksOn(host, at.id, at.task, at.attempt);
+  const ranks = host === null ? [] : ports.read.ranksOn(host, at.id, at.task, at.attempt);
   if (ranks.length === 0) {
     body?.resume();
     throw new NotFoundError(NOT_ON_THIS_HOST);
@@ -59,7 +64,7 @@ function writableRanks(
 
 export function registerAgentFileRoutes(
   app: FastifyInstance,
-  core: Core,
+  ports: ApiPorts,
   blobs: BlobStore,
   maxUploadBytes: number,
 ): void {
@@ -76,8 +81,8 @@ export function registerAgentFileRoutes(
     },
     async (request, reply) => {
       const { id, "*": path } = request.params;
-      readableRanks(core, request, id);
-      const job = core.job(id);
+      readableRanks(ports, request, id);
+      const job = ports.read.job(id);
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
       const key = inputKey(id, path);
       const info = await blobs.stat(key);
@@ -101,8 +106,8 @@ export function registerAgentFileRoutes(
     },
     async (request) => {
       const { id, task, attempt, "*": path } = request.params;
-      const ranks = writableRanks(core, request, { id, task, attempt }, request.body);
-      const job = core.job(id);
+      const ranks = writableRanks(ports, request, { id, task, attempt }, request.body);
+      const job = ports.read.job(id);
       // With `outputsFrom: all`, each rank's outputs come under rank-R/.
       const spec = job.record.spec;
       const rankOutput = /^rank-(\d+)\/(.+)$/.exec(path);
@@ -119,7 +124,7 @@ export function registerAgentFileRoutes(
         request.body?.resume();
         throw new NotFoundError(NOT_ON_THIS_HOST);
       }
-      if (!core.acceptsOutputs(id, task, attempt)) {
+      if (!ports.read.acceptsOutputs(id, task, attempt)) {
         request.body?.resume();
         throw new ConflictError(
           `attempt ${attempt} of task ${task} is not current, or another gave the result`,
@@ -149,14 +154,14 @@ export function registerAgentFileRoutes(
     async (request) => {
       const { id, task } = request.params;
       const { rank } = request.query;
-      const ranks = readableRanks(core, request, id, task);
+      const ranks = readableRanks(ports, request, id, task);
       // A gang's rank reads its own state: another rank's is another host's.
       if (rank !== undefined && !ranks.includes(rank)) throw new NotFoundError(NOT_ON_THIS_HOST);
-      const record = core.job(id).tasks[task];
+      const record = ports.read.job(id).tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (!record.checkpoint) throw new NotFoundError(`task ${task} of job ${id} has no checkpoint`);
       // A gang's rank gets its own state of the newest complete generation.
-      const manifest = core.restartManifest(id, task, rank);
+      const manifest = ports.read.restartManifest(id, task, rank);
       if (!manifest) {
         const whose = rank === undefined ? `task ${task} of job ${id}` : `rank ${rank}`;
         throw new NotFoundError(`${whose} has no checkpoint ${record.checkpoint.generation}`);
@@ -178,7 +183,7 @@ export function registerAgentFileRoutes(
     },
     async (request, reply) => {
       const { id, task, sha } = request.params;
-      readableRanks(core, request, id, task);
+      readableRanks(ports, request, id, task);
       const key = checkpointObjectKey(id, task, sha);
       const info = await blobs.stat(key);
       if (!info) throw new NotFoundError(`no checkpoint object ${sha}`);
@@ -201,9 +206,9 @@ export function registerAgentFileRoutes(
     },
     async (request) => {
       const { id, task, attempt, sha } = request.params;
-      const ranks = writableRanks(core, request, { id, task, attempt }, request.body);
+      const ranks = writableRanks(ports, request, { id, task, attempt }, request.body);
       const body = request.body ?? Readable.from([]);
-      if (!core.isCurrent(id, task, attempt)) {
+      if (!ports.read.isCurrent(id, task, attempt)) {
         body.resume();
         throw new ConflictError(`attempt ${attempt} of task ${task} is not current`);
       }
@@ -217,8 +222,8 @@ export function registerAgentFileRoutes(
         await blobs.deletePrefix(key);
         throw new InvalidRequestError("sha256", "the object's content does not match its name");
       }
-      core.noteCheckpointTransfer(info.bytes, performance.now() - startedAt);
-      await core.checkpointObjectStored({
+      ports.checkpoints.noteTransfer(info.bytes, performance.now() - startedAt);
+      await ports.checkpoints.objectStored({
         jobId: id,
         taskIndex: task,
         ranks,
@@ -245,8 +250,8 @@ export function registerAgentFileRoutes(
     async (request) => {
       const { id, task, attempt } = request.params;
       const manifest = request.body;
-      const own = writableRanks(core, request, { id, task, attempt });
-      if (!core.isCurrent(id, task, attempt)) {
+      const own = writableRanks(ports, request, { id, task, attempt });
+      if (!ports.read.isCurrent(id, task, attempt)) {
         throw new ConflictError(`attempt ${attempt} of task ${task} is not current: checkpoint ignored`);
       }
       // A gang's rank commits its own state: another rank's is another host's to give.
@@ -254,15 +259,15 @@ export function registerAgentFileRoutes(
       // Objects stored before this server knew of them (through the previous leader, or before a
       // restart: what it knows of uploads not yet committed lives in memory) are looked up once.
       const shas = [...new Set(manifest.files.map((file) => file.sha256))];
-      for (const sha of core.unknownCheckpointObjects(id, task, shas)) {
+      for (const sha of ports.read.unknownCheckpointObjects(id, task, shas)) {
         const info = await blobs.stat(checkpointObjectKey(id, task, sha));
         if (info) {
           const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes: info.bytes };
-          await core.checkpointObjectStored(stored);
+          await ports.checkpoints.objectStored(stored);
         }
       }
       // Which generation this makes, whether a gang's is complete and what is dropped: the reactor's.
-      return core.commitCheckpoint({ jobId: id, taskIndex: task, attempt, manifest });
+      return ports.checkpoints.commit({ jobId: id, taskIndex: task, attempt, manifest });
     },
   );
 }

@@ -5,17 +5,17 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { NotFoundError } from "../../reactor/errors.ts";
-import type { Core } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
 import { jobParams } from "../requests.ts";
 import { errors, explanationSchema, hostRemovedSchema, hostSchema, json } from "../schemas.ts";
 import { hostView } from "../views.ts";
 
 export function registerHostRoutes(
   app: FastifyInstance,
-  core: Core,
+  ports: ApiPorts,
   explainPools: (job: JobEntry) => PoolNote[],
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -28,12 +28,12 @@ export function registerHostRoutes(
         response: { 200: json(z.array(hostSchema), "every host"), ...errors(401) },
       },
     },
-    async () => core.listHosts().map(hostView),
+    async () => ports.read.listHosts().map(hostView),
   );
 
   const hostParams = z.object({ name: z.string().min(1).meta({ description: "the agent's --name" }) });
   const answer = (name: string) => {
-    const host = core.hostOf(name);
+    const host = ports.read.hostOf(name);
     if (!host) throw new NotFoundError(`no host ${name}`);
     return hostView(host);
   };
@@ -53,8 +53,8 @@ export function registerHostRoutes(
     async (request) => {
       const { name } = request.params;
       const by = actorOf(request);
-      const before = core.hostOf(name)?.state;
-      await core.drain(name);
+      const before = ports.read.hostOf(name)?.state;
+      await ports.hosts.drain(name);
       if (before === "ready")
         request.log.info({ host: name, by, action: "drain" }, `host ${name} drained by ${by}`);
       return answer(name);
@@ -74,8 +74,8 @@ export function registerHostRoutes(
     async (request) => {
       const { name } = request.params;
       const by = actorOf(request);
-      const before = core.hostOf(name)?.state;
-      await core.undrain(name);
+      const before = ports.read.hostOf(name)?.state;
+      await ports.hosts.undrain(name);
       if (before === "draining")
         request.log.info({ host: name, by, action: "undrain" }, `host ${name} undrained by ${by}`);
       return answer(name);
@@ -95,7 +95,7 @@ export function registerHostRoutes(
     async (request) => {
       const { name } = request.params;
       const by = actorOf(request);
-      const revokedCredentials = await core.removeHost(name, by);
+      const revokedCredentials = await ports.hosts.removeHost(name, by);
       request.log.info(
         { host: name, by, action: "remove", revokedCredentials },
         `host ${name} removed by ${by}`,
@@ -115,11 +115,16 @@ export function registerHostRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       // A user sees other users' jobs neither named nor described (admins and readers see all).
       const { principal } = request;
       const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
-      return { id, state: job.record.state, ...(await core.explain(id, viewer)), pools: explainPools(job) };
+      return {
+        id,
+        state: job.record.state,
+        ...(await ports.read.explain(id, viewer)),
+        pools: explainPools(job),
+      };
     },
   );
 }

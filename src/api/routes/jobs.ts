@@ -9,7 +9,6 @@ import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../
 import { JobFileError } from "../../model/jobfile-error.ts";
 import { isEndedState, JOB_STATES } from "../../model/states.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
-import type { Core } from "../../server/core.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
@@ -17,6 +16,7 @@ import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
@@ -42,7 +42,7 @@ import {
 import { jobSummaryView, jobView, taskView } from "../views.ts";
 
 export interface JobRouteDeps {
-  core: Core;
+  ports: ApiPorts;
   store: Store;
   blobs: BlobStore;
   /** The largest input file a submit may bring, in bytes. */
@@ -123,7 +123,7 @@ const logQuery = z.object({
 
 export function registerJobRoutes(
   app: FastifyInstance,
-  { core, store, blobs, maxUploadBytes, submitLimiter }: JobRouteDeps,
+  { ports, store, blobs, maxUploadBytes, submitLimiter }: JobRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -175,8 +175,8 @@ export function registerJobRoutes(
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
       const job = request.isMultipart()
-        ? await submitMultipart(request, { core, blobs, maxUploadBytes }, submitter, key)
-        : await submitJson(request.body, core, submitter, key);
+        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, submitter, key)
+        : await submitJson(request.body, ports, submitter, key);
       const events = await store.events(job.id);
       reply.code(201);
       return jobView(job, events, job.tasks.length === 1);
@@ -199,7 +199,7 @@ export function registerJobRoutes(
       const principal = request.principal;
       const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
       // Retired jobs have ended: a listing of the others leaves the history alone.
-      const listed = core
+      const listed = ports.read
         .listJobs(all || (state !== undefined && isEndedState(state)))
         .filter((job) => user === undefined || job.owner === user)
         .filter((job) => (state ? job.state === state : all || !isEndedState(job.state)))
@@ -234,7 +234,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       const events = request.query.events ? await store.events(id) : null;
       return jobView(job, events, request.query.tasks);
     },
@@ -251,7 +251,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      await core.remove(id);
+      await ports.jobs.remove(id);
       await blobs.deletePrefix(jobPrefix(id));
       return { id, removed: true as const };
     },
@@ -261,14 +261,14 @@ export function registerJobRoutes(
     [
       "cancel",
       "Cancel a job: pending tasks never start, running attempts are stopped",
-      (id, by) => core.cancel(id, by),
+      (id, by) => ports.jobs.cancel(id, by),
     ],
     [
       "hold",
       "Hold a job: it does not start; running attempts stop (preempted, reason held)",
-      (id, by) => core.hold(id, by),
+      (id, by) => ports.jobs.hold(id, by),
     ],
-    ["release", "Release a held job", (id, by) => core.release(id, by)],
+    ["release", "Release a held job", (id, by) => ports.jobs.release(id, by)],
   ];
   for (const [action, summary, control] of controls) {
     api.post(
@@ -308,7 +308,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = await core.migrate(id, request.body?.to ?? null, actorOf(request));
+      const job = await ports.jobs.migrate(id, request.body?.to ?? null, actorOf(request));
       return jobView(job, await store.events(id), false);
     },
   );
@@ -324,7 +324,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id, task } = request.params;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       const record = job.tasks[task];
       if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
       return taskView(job, record);
@@ -342,7 +342,7 @@ export function registerJobRoutes(
       },
     },
     async (request) => {
-      const job = await core.readJob(request.params.id);
+      const job = await ports.read.readJob(request.params.id);
       const letters = new Array<string>(job.tasks.length);
       for (let i = 0; i < job.tasks.length; i++) letters[i] = TASK_STATE_LETTERS[job.tasks[i].state];
       return { count: job.tasks.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
@@ -365,7 +365,7 @@ export function registerJobRoutes(
     async (request, reply) => {
       const { id } = request.params;
       const { task, stream, follow, attempt, rank } = request.query;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
       if (rank >= nodesOf(job.record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
       reply.header("content-type", "text/plain; charset=utf-8");
@@ -384,7 +384,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       const files: z.infer<typeof outputFileSchema>[] = [];
       for (const task of job.tasks) {
         if (task.resultAttempt === null) continue;
@@ -419,7 +419,7 @@ export function registerJobRoutes(
     },
     async (request, reply) => {
       const { id, task: index, "*": path } = request.params;
-      const job = await core.readJob(id);
+      const job = await ports.read.readJob(id);
       const record = job.tasks[index];
       if (!record || record.resultAttempt === null)
         throw new NotFoundError(`task ${index} of job ${id} has no result`);
@@ -497,7 +497,7 @@ function submitKeyOf(request: FastifyRequest): string | null {
 
 async function submitJson(
   body: unknown,
-  core: Core,
+  ports: ApiPorts,
   { owner, dependencyOwner }: Submitter,
   key: string | null,
 ): Promise<JobEntry> {
@@ -508,7 +508,7 @@ async function submitJson(
       `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
-  return core.submit(spec, owner, [], undefined, key, dependencyOwner);
+  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async () => ({ spec, inputs: [] }));
 }
 
 /**
@@ -534,50 +534,52 @@ function parseJobField(text: string): unknown {
  */
 async function submitMultipart(
   request: FastifyRequest,
-  { core, blobs, maxUploadBytes }: { core: Core; blobs: BlobStore; maxUploadBytes: number },
+  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
   { owner, dependencyOwner }: Submitter,
   key: string | null,
 ) {
-  const known = await core.findSubmission(owner, key);
-  if (known) {
-    // Its inputs are in already: the parts are read past, not stored again.
-    for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
-    return core.submit(known.record.spec, owner, [], undefined, key, dependencyOwner);
-  }
-  let spec: JobSpec | null = null;
   let id: string | null = null;
-  const received = new Set<string>();
+  let received = false;
   try {
-    for await (const part of multipartParts(request)) {
-      if (part.type === "field") {
-        if (part.fieldname !== "job") continue;
-        if (part.valueTruncated) throw jobFileTooLarge();
-        spec = validateJobSpec(parseJobField(String(part.value)));
-        id = await core.allocateJobId();
-        continue;
+    const job = await ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async (newId) => {
+      received = true;
+      let spec: JobSpec | null = null;
+      const stored = new Set<string>();
+      for await (const part of multipartParts(request)) {
+        if (part.type === "field") {
+          if (part.fieldname !== "job") continue;
+          if (part.valueTruncated) throw jobFileTooLarge();
+          spec = validateJobSpec(parseJobField(String(part.value)));
+          id = await newId();
+          continue;
+        }
+        if (!spec || !id) {
+          part.file.resume();
+          throw new InvalidRequestError("job", "the job field must come before the input files");
+        }
+        const path = part.fieldname;
+        if (!spec.inputs.includes(path)) {
+          part.file.resume();
+          throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
+        }
+        try {
+          await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
+        } catch (error) {
+          throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
+        }
+        stored.add(path);
       }
-      if (!spec || !id) {
-        part.file.resume();
-        throw new InvalidRequestError("job", "the job field must come before the input files");
+      if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
+      const missing = spec.inputs.findIndex((path) => !stored.has(path));
+      if (missing >= 0) {
+        throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
       }
-      const path = part.fieldname;
-      if (!spec.inputs.includes(path)) {
-        part.file.resume();
-        throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
-      }
-      try {
-        await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
-      } catch (error) {
-        throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
-      }
-      received.add(path);
-    }
-    if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
-    const missing = spec.inputs.findIndex((path) => !received.has(path));
-    if (missing >= 0) {
-      throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
-    }
-    return await core.submit(spec, owner, [...spec.inputs], id, key, dependencyOwner);
+      return { spec, inputs: [...spec.inputs], id };
+    });
+    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
+    if (!received)
+      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
+    return job;
   } catch (error) {
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;

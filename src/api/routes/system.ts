@@ -5,10 +5,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { z } from "zod";
 import type { EventRecord } from "../../model/records.ts";
-import type { Core } from "../../server/core.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";
+import type { ApiPorts } from "../ports.ts";
 import { wholeNumber } from "../requests.ts";
 import {
   errors,
@@ -27,7 +27,7 @@ const PROGRESS_MS = 200;
 export const MAX_STREAMS_PER_TOKEN = 8;
 
 export interface SystemRouteDeps {
-  core: Core;
+  ports: ApiPorts;
   store: Store;
   metrics: Registry;
   /** Who leads, as /healthz tells it. */
@@ -37,7 +37,7 @@ export interface SystemRouteDeps {
 }
 
 export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps): void {
-  const { core, store, metrics } = deps;
+  const { ports, store, metrics } = deps;
   const api = app.withTypeProvider<ZodTypeProvider>();
   /** Open event streams by token (its id; the start admin token has none). */
   const streamsOf = new Map<string, number>();
@@ -139,7 +139,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       // A user sees the events of their own jobs only.
       const visible =
         principal && !seesAllJobs(principal.role)
-          ? (event: EventRecord) => core.jobOwner(event.jobId) === principal.user
+          ? (event: EventRecord) => ports.read.jobOwner(event.jobId) === principal.user
           : undefined;
       const stream = new EventStream(raw, job ?? null, undefined, visible, undefined, (queued) =>
         app.log.info({ user: principal?.user, queued }, "event stream cut: its client stopped reading"),
@@ -153,7 +153,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
           jobId,
           setTimeout(() => {
             pendingProgress.delete(jobId);
-            const entry = core.header(jobId);
+            const entry = ports.read.header(jobId);
             if (!entry) return;
             if (principal && !seesAllJobs(principal.role) && entry.owner !== principal.user) return;
             const summary = jobSummaryView(entry);
@@ -169,15 +169,15 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       };
       const keepAlive = setInterval(() => stream.send(": keep-alive\n\n"), KEEP_ALIVE_MS);
       // Live events are listened to before the backlog is read, so none committed meanwhile is lost.
-      core.events.on("event", listener);
-      core.events.on("progress", progress);
+      ports.read.events.on("event", listener);
+      ports.read.events.on("progress", progress);
       request.raw.on("close", () => {
         const left = (streamsOf.get(streamKey) ?? 1) - 1;
         if (left > 0) streamsOf.set(streamKey, left);
         else streamsOf.delete(streamKey);
         clearInterval(keepAlive);
-        core.events.off("event", listener);
-        core.events.off("progress", progress);
+        ports.read.events.off("event", listener);
+        ports.read.events.off("progress", progress);
         for (const timer of pendingProgress.values()) clearTimeout(timer);
         stream.close();
       });

@@ -7,8 +7,8 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { TokenKind, TokenRecord } from "../../model/records.ts";
 import { newTokenOf } from "../../model/tokens.ts";
-import type { Core } from "../../server/core.ts";
 import { START_ADMIN } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
 import { USER_NAME } from "../requests.ts";
 import {
   errors,
@@ -54,9 +54,9 @@ function actor(request: FastifyRequest): string {
   return (request.principal ?? START_ADMIN).user;
 }
 
-export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
+export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const now = () => core.reactor.now();
+  const now = () => ports.read.now();
 
   api.get(
     "/api/v1/whoami",
@@ -68,7 +68,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
     },
     async (request) => {
       const principal = request.principal ?? START_ADMIN;
-      const record = principal.tokenId === null ? undefined : core.tokens.get(principal.tokenId);
+      const record = principal.tokenId === null ? undefined : ports.read.tokens.get(principal.tokenId);
       return {
         user: principal.user,
         role: principal.role,
@@ -98,7 +98,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
     async (request, reply) => {
       const { user, role, expiresInSeconds } = request.body;
       const token = newTokenOf("api");
-      const record = await core.createToken({
+      const record = await ports.tokens.create({
         token,
         subject: user,
         role,
@@ -124,7 +124,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
     },
     async (request) => {
       const kinds: TokenKind[] = request.query.kind ? [request.query.kind] : ["api", "host"];
-      return core.tokens
+      return ports.read.tokens
         .list()
         .filter((each) => kinds.includes(each.kind))
         .map((each) => tokenView(each, now()));
@@ -140,7 +140,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
         response: { 200: json(tokenSchema, "the token, revoked"), ...errors(401, 403, 404) },
       },
     },
-    async (request) => tokenView(await core.revokeToken(request.params.id, ["api", "host"]), now()),
+    async (request) => tokenView(await ports.tokens.revoke(request.params.id, ["api", "host"]), now()),
   );
 
   api.post(
@@ -166,7 +166,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
     async (request, reply) => {
       const token = newTokenOf("join");
       const expiresInSeconds = request.body?.expiresInSeconds;
-      const record = await core.createToken({
+      const record = await ports.tokens.create({
         token,
         subject: actor(request),
         role: null,
@@ -187,7 +187,7 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
         response: { 200: json(z.array(tokenSchema), "the join tokens"), ...errors(401, 403) },
       },
     },
-    async () => core.tokens.list("join").map((each) => tokenView(each, now())),
+    async () => ports.read.tokens.list("join").map((each) => tokenView(each, now())),
   );
 
   api.delete(
@@ -200,6 +200,6 @@ export function registerTokenRoutes(app: FastifyInstance, core: Core): void {
         response: { 200: json(tokenSchema, "the join token, revoked"), ...errors(401, 403, 404) },
       },
     },
-    async (request) => tokenView(await core.revokeToken(request.params.id, ["join"]), now()),
+    async (request) => tokenView(await ports.tokens.revoke(request.params.id, ["join"]), now()),
   );
 }
