@@ -63,7 +63,8 @@ export interface AttemptResult {
   exitCode: number | null;
   reason: string | null;
   outputs: string[];
-  cause?: "staging";
+  /** `staging` for a `lost` whose files could not be moved; `oom` for a `failed` killed by its memory limit. */
+  cause?: "staging" | "oom";
   usage?: AttemptUsage;
 }
 
@@ -422,7 +423,13 @@ export class Attempt {
     if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
     // The kernel killed a process of the job for its memory limit: that, not the signal, is why.
     if (exitCode !== 0 && oomKills > 0)
-      return { outcome: "failed", exitCode, reason: outOfMemoryReason(this.spec.memoryMb), outputs: [] };
+      return {
+        outcome: "failed",
+        exitCode,
+        reason: outOfMemoryReason(this.spec.memoryMb),
+        outputs: [],
+        cause: "oom",
+      };
     if (exitCode !== 0) {
       const reason = exitCode > 128 ? `killed by signal ${exitCode - 128}` : `exit code ${exitCode}`;
       return { outcome: "failed", exitCode, reason, outputs: [] };
