@@ -56,6 +56,8 @@ export interface AttemptContext {
   jobUmask?: number;
   /** Where attempts' limits are enforced (cgroups); null or absent: they are not. */
   enforcement?: Enforcement | null;
+  /** The GPU ids the agent offers (--gpus): with enforcement on v1, an attempt may open only its own. */
+  gpus?: readonly string[];
 }
 
 export interface AttemptResult {
@@ -220,6 +222,7 @@ export class Attempt {
         memoryMb: this.spec.memoryMb,
         cpus: this.spec.cpus,
         maxProcesses: this.spec.maxProcesses,
+        deniedGpus: (this.context.gpus ?? []).filter((id) => !this.spec.gpus?.includes(id)),
       });
       paths.cgroupJoin = this.cgroup.joinScript();
     }
