@@ -181,14 +181,17 @@ export class Agent {
     this.context.enforcement = this.chooseEnforcement();
     this.fixed.enforces = this.context.enforcement !== null;
     const gpus = await declaredGpus(this.options.gpus);
-    if (this.options.gpus !== undefined) this.log.info(`gpus: ${gpus.length > 0 ? gpus.join(",") : "none found"}`);
+    if (this.options.gpus !== undefined)
+      this.log.info(`gpus: ${gpus.length > 0 ? gpus.join(",") : "none found"}`);
     if (gpus.length > 0) {
       this.fixed.gpus = gpus;
       this.context.gpus = gpus;
       const base = this.context.enforcement?.base;
       // v1's devices controller keeps each attempt to its own GPUs; v2 would need a BPF device program.
       if (base && (base.version === 2 || base.dirs.devices === undefined))
-        this.log.info("gpus: attempts are not kept from other GPUs (no devices cgroup); CUDA_VISIBLE_DEVICES names theirs");
+        this.log.info(
+          "gpus: attempts are not kept from other GPUs (no devices cgroup); CUDA_VISIBLE_DEVICES names theirs",
+        );
     }
     const resources = this.options.resources ?? {};
     if (Object.keys(resources).length > 0) this.fixed.resources = resources;

@@ -13,7 +13,8 @@ export function parseGpuList(value: string): string[] {
   const ids: string[] = [];
   for (const part of value.split(",")) {
     const id = part.trim();
-    if (!GPU_ID.test(id)) throw new Error(`--gpus needs auto or device indexes (0,1,3), not ${JSON.stringify(part)}`);
+    if (!GPU_ID.test(id))
+      throw new Error(`--gpus needs auto or device indexes (0,1,3), not ${JSON.stringify(part)}`);
     const index = String(Number(id));
     if (!ids.includes(index)) ids.push(index);
   }

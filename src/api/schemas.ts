@@ -46,11 +46,9 @@ export const attemptSchema = z
         }),
       )
       .meta({ description: "where each rank ran (one entry for a single-host job), rank 0 first" }),
-    memoryMb: z
-      .number()
-      .nullable()
-      .optional()
-      .meta({ description: "the memory it was given when a retry grew it (retry.memoryGrowth); null: the job's" }),
+    memoryMb: z.number().nullable().optional().meta({
+      description: "the memory it was given when a retry grew it (retry.memoryGrowth); null: the job's",
+    }),
   })
   .meta({ id: "Attempt" });
 export type Attempt = z.infer<typeof attemptSchema>;

@@ -1,5 +1,5 @@
-import { parseGpuList } from "../agent/gpus.ts";
 import { type Command, InvalidArgumentError } from "commander";
+import { parseGpuList } from "../agent/gpus.ts";
 import {
   DISCOVERY_SECONDS,
   type MetaschedulingPolicy,
@@ -21,7 +21,10 @@ export function labels(value: string, previous: Record<string, string> = {}): Re
 }
 
 /** `--resource name=N` (repeatable): units of a countable resource the host offers. */
-export function countableResources(value: string, previous: Record<string, number> = {}): Record<string, number> {
+export function countableResources(
+  value: string,
+  previous: Record<string, number> = {},
+): Record<string, number> {
   const match = /^([A-Za-z][A-Za-z0-9_]{0,63})=(\d+)$/.exec(value.trim());
   if (!match) throw new InvalidArgumentError(`--resource needs name=count (license=4), not ${value}`);
   return { ...previous, [match[1]]: Number(match[2]) };

@@ -122,7 +122,10 @@ export interface MemoryGrowth {
  */
 export function grownMemoryMb(currentMb: number, retry: MemoryGrowth): number | null {
   if (retry.memoryGrowth === undefined || currentMb <= 0) return null;
-  const grown = Math.min(Math.ceil(currentMb * retry.memoryGrowth), retry.maxMemoryMb ?? Number.POSITIVE_INFINITY);
+  const grown = Math.min(
+    Math.ceil(currentMb * retry.memoryGrowth),
+    retry.maxMemoryMb ?? Number.POSITIVE_INFINITY,
+  );
   return grown > currentMb ? grown : null;
 }
 

@@ -277,7 +277,9 @@ export class ClusterState {
         slots: host.record.slots,
         slotsFree,
         memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
-        ...(host.record.facts.gpus?.length ? { gpusFree: host.record.facts.gpus.length - host.usedGpus.size } : {}),
+        ...(host.record.facts.gpus?.length
+          ? { gpusFree: host.record.facts.gpus.length - host.usedGpus.size }
+          : {}),
         ...(host.record.facts.resources ? { customFree: freeCustom(host) } : {}),
         facts: {
           ...host.record.facts,

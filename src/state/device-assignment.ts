@@ -34,6 +34,7 @@ export function customFits(
   count: number,
   free: Readonly<Record<string, number>>,
 ): boolean {
-  for (const [name, units] of Object.entries(custom ?? {})) if ((free[name] ?? 0) < units * count) return false;
+  for (const [name, units] of Object.entries(custom ?? {}))
+    if ((free[name] ?? 0) < units * count) return false;
   return true;
 }

@@ -33,7 +33,8 @@ export function makesRoom(
 ): boolean {
   if (!free) return false;
   const custom = { ...free.customFree };
-  for (const [name, units] of Object.entries(task.job.custom ?? {})) custom[name] = (custom[name] ?? 0) + units;
+  for (const [name, units] of Object.entries(task.job.custom ?? {}))
+    custom[name] = (custom[name] ?? 0) + units;
   const freed: Capacity = {
     slotsFree: free.slotsFree + task.job.cpus,
     memoryFreeMb: free.memoryFreeMb + task.job.memoryMb,
