@@ -10,7 +10,7 @@ import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";
-import { freeCustom, type HostEntry, holdCountable, type LiveAttempt } from "./host-entry.ts";
+import { freeCustom, freeGpus, type HostEntry, holdCountable, type LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
@@ -277,9 +277,7 @@ export class ClusterState {
         slots: host.record.slots,
         slotsFree,
         memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
-        ...(host.record.facts.gpus?.length
-          ? { gpusFree: host.record.facts.gpus.length - host.usedGpus.size }
-          : {}),
+        ...(host.record.facts.gpus?.length ? { gpusFree: freeGpus(host).length } : {}),
         ...(host.record.facts.resources ? { customFree: freeCustom(host) } : {}),
         facts: {
           ...host.record.facts,
