@@ -9,7 +9,6 @@ import { planPass } from "../planner/plan-pass.ts";
 import { DISCOVERY_SECONDS, type MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import { mayRetire } from "../state/job-header.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
@@ -17,7 +16,8 @@ import { startUndelivered } from "./handlers/agent-reports.ts";
 import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";
 import { expireLeases } from "./handlers/leases.ts";
-import { Step } from "./step.ts";
+import { retireEnded } from "./retire-ended.ts";
+import { type Handled, handle, type Step } from "./step.ts";
 
 export interface ReactorOptions {
   hostTimeoutSeconds: number;
@@ -70,21 +70,20 @@ export class Reactor {
   }
 
   /**
-   * Handles one event: `handle` changes the state and records changes and effects in the step;
+   * Handles one event: `handler` changes the state and records changes and effects in the step;
    * the result comes back once the changes are committed and the effects performed. A handler
    * that throws changes nothing (handlers check before they change).
    */
-  async run<T>(handle: (step: Step) => T): Promise<T> {
-    const step = new Step(this.state, this.now(), this.options.random);
-    const result = handle(step);
+  async run<T>(handler: (step: Step) => T): Promise<T> {
+    const handled = handle(this.state, this.now(), handler, this.options.random);
     // A pass may plan the freed slot before this commit is done: its own commit comes after this
     // one (commits keep their order) and its starts are sent only once committed.
-    if (step.schedule) this.kick();
-    await this.#commit(step);
-    return result;
+    if (handled.schedule) this.kick();
+    await this.#commit(handled);
+    return handled.result;
   }
 
-  async #commit(step: Step): Promise<void> {
+  async #commit(step: Handled<unknown>): Promise<void> {
     if (step.changes.length > 0) {
       try {
         await this.#committer.push(step.changes);
@@ -106,7 +105,7 @@ export class Reactor {
       if (effect.kind === "dropCheckpointBlobs") drops.push(this.#dropCheckpointBlobs(effect.drop));
       else this.#perform(effect);
     }
-    this.#retireEnded(step);
+    retireEnded(this.state, step.changes);
     await Promise.all(drops);
   }
 
@@ -118,23 +117,6 @@ export class Reactor {
       // A blob left behind is only space: the job's removal takes it.
     }
     await this.run((step) => checkpointBlobsDropped(step, drop)).catch(() => {});
-  }
-
-  /**
-   * Jobs this step ended (or whose last attempt it ended) leave memory, their headers staying:
-   * only now, with the end durable, so a reader sent to the store finds the job ended there.
-   */
-  #retireEnded(step: Step): void {
-    let seen: Set<string> | null = null;
-    for (const change of step.changes) {
-      const id =
-        change.op === "putJob" ? change.job.id : change.op === "putAttempt" ? change.attempt.jobId : null;
-      if (id === null || seen?.has(id)) continue;
-      seen ??= new Set();
-      seen.add(id);
-      const job = this.state.jobs.get(id);
-      if (job && mayRetire(job)) this.state.retire(job);
-    }
   }
 
   #perform(effect: Effect): void {

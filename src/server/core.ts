@@ -14,7 +14,6 @@ import {
   attachHost,
   attemptEnded,
   attemptStarted,
-  recordHeartbeat,
 } from "../reactor/handlers/agent-reports.ts";
 import {
   type CheckpointCommit,
@@ -23,10 +22,10 @@ import {
   checkpointObjectStored,
   commitCheckpoint,
 } from "../reactor/handlers/checkpoints.ts";
-import { watchContracts } from "../reactor/handlers/contracts.ts";
 import {
   cancelJob,
   drainHost,
+  forgetHost,
   holdJob,
   migrateJob,
   releaseJob,
@@ -34,7 +33,7 @@ import {
   removeJob,
   undrainHost,
 } from "../reactor/handlers/control.ts";
-import { followRequirementsFiles } from "../reactor/handlers/requirements-file.ts";
+import { heartbeatReported } from "../reactor/handlers/heartbeat.ts";
 import { submitJob } from "../reactor/handlers/submit.ts";
 import {
   createToken,
@@ -42,16 +41,16 @@ import {
   revokeToken,
   type TokenRequest,
 } from "../reactor/handlers/tokens.ts";
-import { leaveBeforeWalltime, walltimeDue } from "../reactor/handlers/walltime.ts";
+import { walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
-import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { recoverState } from "../state/recover.ts";
+import { agentDetached, agentSeen, checkpointTransferObserved, heartbeatSeen } from "../state/soft-state.ts";
 import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
@@ -231,7 +230,7 @@ export class Core {
 
   /** A checkpoint object of `bytes` took `ms` to arrive: the rescheduler prices moves with the observed rate. */
   noteCheckpointTransfer(bytes: number, ms: number): void {
-    this.state.transferBytesPerSecond = observedTransferRate(this.state.transferBytesPerSecond, bytes, ms);
+    checkpointTransferObserved(this.state, bytes, ms);
   }
 
   /** Of these checkpoint objects of a task, those this server does not know as stored. */
@@ -390,7 +389,7 @@ export class Core {
   }
 
   /**
-   * A heartbeat renews the lease and brings facts and progress (hints, not committed); the jobs'
+   * A heartbeat renews the lease and brings facts and progress (soft state: state/soft-state.ts); the jobs'
    * progress and requirements files may then decide a stop: performance contracts, self-migration.
    * Resolves once any such decision is committed.
    */
@@ -401,42 +400,25 @@ export class Core {
     requirements: HeartbeatMessage["requirements"] = [],
   ): Promise<void> {
     const now = this.reactor.now();
-    recordHeartbeat(this.state, now, name, facts, progress);
+    heartbeatSeen(this.state, now, name, facts, progress);
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
     const walltime = walltimeDue({ state: this.state, now }, name, margin);
     if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();
-    return this.reactor.run((step) => {
-      if (walltime) leaveBeforeWalltime(step, name, margin);
-      followRequirementsFiles(step, name, requirements);
-      watchContracts(step, name, progress);
-    });
+    return this.reactor.run((step) => heartbeatReported(step, name, progress, requirements, margin));
   }
 
   /** Any message from the agent renews its lease. */
   touch(name: string): void {
-    const host = this.state.hosts.get(name);
-    if (host) host.record.lastSeen = this.reactor.now();
+    agentSeen(this.state, this.reactor.now(), name);
   }
 
   /** Removes a host that is gone for good (a pilot that left), if disconnected and running nothing. */
   forgetHost(name: string): Promise<void> {
-    return this.reactor.run((step) => {
-      const host = step.state.hosts.get(name);
-      if (!host || host.connected || host.active.size > 0) return;
-      step.state.hosts.delete(name);
-      step.change({ op: "deleteHost", name });
-      // Its name may be taken again by a new agent with a join token.
-      const credential = step.state.tokens.credentialOf(name, step.now);
-      if (credential) {
-        credential.revokedAt = step.now;
-        step.change({ op: "putToken", token: credential });
-      }
-    });
+    return this.reactor.run((step) => forgetHost(step, name));
   }
 
   detachHost(name: string): void {
-    const host = this.state.hosts.get(name);
-    if (host) host.connected = false;
+    agentDetached(this.state, name);
   }
 
   attemptStarted(

@@ -2,45 +2,13 @@
 // network, and a clock the test moves: for tests of the reactor's rules.
 
 import { setImmediate as tick } from "node:timers/promises";
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HelloMessage, ServerMessage } from "../../src/protocol/messages.ts";
+import type { ServerMessage } from "../../src/protocol/messages.ts";
 import { Core } from "../../src/server/core.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
 import type { Store } from "../../src/store/store.ts";
 
-export function facts(name: string, overrides: Partial<HostFacts> = {}): HostFacts {
-  return {
-    name,
-    pool: "default",
-    os: "linux",
-    arch: "x86_64",
-    cpus: 4,
-    memoryMb: 8000,
-    memFreeMb: 8000,
-    load1: 0,
-    cpuFree: 1,
-    diskFreeMb: 1000,
-    speed: 1,
-    labels: {},
-    slotsFree: 4,
-    ...overrides,
-  };
-}
-
-export function hello(name: string, attempts: HelloMessage["attempts"] = [], slots = 2): HelloMessage {
-  return {
-    type: "hello",
-    v: 1,
-    name,
-    token: "j",
-    pool: "default",
-    slots,
-    labels: {},
-    facts: facts(name),
-    attempts,
-  };
-}
+export { ended, facts, hello } from "./agent-messages.ts";
 
 /** Lets the reactor's passes, commits and effects run. */
 export async function settle(): Promise<void> {
@@ -114,23 +82,4 @@ export class Harness {
     this.core.stop();
     await this.store.close();
   }
-}
-
-export function ended(
-  jobId: string,
-  attempt: number,
-  outcome: "succeeded" | "failed" | "lost" | "preempted" | "migrated" | "cancelled" = "succeeded",
-  extra: { reason?: string; cause?: "host" | "staging" | "oom"; taskIndex?: number } = {},
-) {
-  return {
-    kind: "ended" as const,
-    jobId,
-    taskIndex: extra.taskIndex ?? 0,
-    attempt,
-    outcome,
-    exitCode: outcome === "succeeded" ? 0 : outcome === "failed" ? 1 : null,
-    reason: extra.reason ?? null,
-    outputs: [],
-    ...(extra.cause ? { cause: extra.cause } : {}),
-  };
 }

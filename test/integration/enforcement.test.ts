@@ -99,6 +99,7 @@ it.for([
   ["ends by itself", {}, "succeeded"],
   ["is cancelled", { cancel: true }, "cancelled"],
   ["reaches its time limit", { timeLimitSeconds: 2 }, "failed"],
+  ["is migrated", { migrate: true }, "cancelled"],
 ] as const)(
   "a process left in a session of its own is gone when the attempt %s",
   async ([, how, state], context) => {
@@ -106,7 +107,7 @@ it.for([
     const s = server!;
     const pidFile = join(shared, `left-${Date.now()}-${Math.random().toString(36).slice(2)}`);
     const body = {
-      command: `setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; ${"cancel" in how || "timeLimitSeconds" in how ? "sleep 300" : "sleep 1"}`,
+      command: `setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; ${"cancel" in how || "timeLimitSeconds" in how || "migrate" in how ? "sleep 300" : "sleep 1"}`,
       ...("timeLimitSeconds" in how ? { timeLimitSeconds: how.timeLimitSeconds } : {}),
     };
     const { id } = await api(s, "POST", "/api/v1/jobs", body);
@@ -121,6 +122,18 @@ it.for([
     expect(running(pid)).toBe(true);
     if ("cancel" in how) {
       await waitFor("running", async () => (await getJob(s, id)).state === "running");
+      await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
+    }
+    if ("migrate" in how) {
+      // Its attempt stops for a move to another host (there is none: the task waits), then the job
+      // is cancelled; the process is gone once the migrated attempt has ended.
+      await waitFor("running", async () => (await getJob(s, id)).state === "running");
+      await api(s, "POST", `/api/v1/jobs/${id}/migrate`, {});
+      await waitFor(
+        "the attempt migrated",
+        async () => (await getJob(s, id)).tasks[0].attempts[0].outcome === "migrated",
+      );
+      await waitFor("the detached process gone", async () => !running(pid), 5_000);
       await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
     }
     const job = await waitForJobEnd(s, id, 30_000);

@@ -93,9 +93,18 @@ describe("the guard at evaluation", () => {
     ["a comprehension over 100 elements", `${list(100)}.exists(a, a == 99)`],
     ["a regular expression", 'host.name.matches("^h[0-9]$")'],
   ])("leaves an expression under the budget as it was: %s", (_name, source) => {
-    // Code not yet optimised may run out of time the first time (compileExpression forgives that).
+    // Code not yet optimised may run out of time the first time (compileExpression forgives that),
+    // and a loaded machine may take the process off its core for longer than the guard's few
+    // milliseconds: the expression must come out true within a few tries, which an expression the
+    // guard itself refused never does.
     guarded(source);
-    expect(guarded(source).value).toBe(true);
+    const values = [];
+    for (let tries = 0; tries < 5; tries++) {
+      const { value } = guarded(source);
+      values.push(value);
+      if (value === true) break;
+    }
+    expect(values).toContain(true);
   });
 
   it("a compiled expression that blows the guard does not match, and is not evaluated again", () => {

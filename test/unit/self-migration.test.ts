@@ -1,65 +1,82 @@
-// Self-migration in the reactor, on a real SQLite store: requirements a running job writes into its
-// requirements file (sent with heartbeats) replace the job's own, are kept across a restart, move
-// the job off a host that no longer satisfies them; invalid ones are reported once and ignored.
+// Self-migration as handlers run it, with a clock the test moves (no store, no timers):
+// requirements a running job writes into its requirements file (sent with heartbeats) replace the
+// job's own, are kept across a restart (the state rebuilt from the recorded changes), move the job
+// off a host that no longer satisfies them; invalid ones are reported once and ignored.
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { validateJobSpec } from "../../src/model/job-spec.ts";
 import type { HelloMessage } from "../../src/protocol/messages.ts";
+import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
+import { submitJob } from "../../src/reactor/handlers/submit.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
-import { ended, facts, Harness, hello, settle } from "../helpers/core-harness.ts";
+import { ended, facts, hello } from "../helpers/agent-messages.ts";
+import { HandlerBench } from "../helpers/handler-bench.ts";
 
-let harness: Harness;
+let bench: HandlerBench;
 
 function zoneHost(name: string, zone: string): HelloMessage {
   const labels = { zone };
   return { ...hello(name), labels, facts: facts(name, { labels }) };
 }
 
-beforeEach(async () => {
-  harness = new Harness();
-  await harness.start();
-  await harness.core.attachHost(zoneHost("za", "a"));
-  await harness.core.attachHost(zoneHost("zb", "b"));
+/** The broker's agents' and users' requests, each one handler step (then the passes it asked for). */
+const requests = {
+  attachHost(message: HelloMessage): void {
+    bench.run((step) => attachHost(step, message));
+    bench.settle();
+  },
+  submit(spec: ReturnType<typeof validateJobSpec>): JobEntry {
+    const id = String(bench.state.nextSeq);
+    const job = bench.run((step) => submitJob(step, { id, spec, owner: "alice", inputs: [] })).result;
+    bench.settle();
+    return job;
+  },
+  attemptStarted(host: string, jobId: string, taskIndex: number, attempt: number): void {
+    bench.run((step) => attemptStarted(step, host, { jobId, taskIndex, attempt }));
+  },
+  attemptEnded(host: string, report: ReturnType<typeof ended>): void {
+    bench.run((step) => attemptEnded(step, host, report));
+    bench.settle();
+  },
+};
+
+beforeEach(() => {
+  bench = new HandlerBench();
+  requests.attachHost(zoneHost("za", "a"));
+  requests.attachHost(zoneHost("zb", "b"));
 });
 
-afterEach(async () => {
-  await harness.close();
-});
-
-async function runningInZoneA(spec: Record<string, unknown> = {}): Promise<JobEntry> {
-  const job = await harness.core.submit(
+function runningInZoneA(spec: Record<string, unknown> = {}): JobEntry {
+  const job = requests.submit(
     validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', ...spec }),
-    "alice",
-    [],
   );
-  await settle();
-  expect(harness.starts()).toEqual([expect.objectContaining({ jobId: job.id, host: "za", attempt: 1 })]);
-  await harness.core.attemptStarted("za", job.id, 0, 1);
-  harness.sent = [];
+  expect(bench.starts()).toEqual([expect.objectContaining({ jobId: job.id, host: "za", attempt: 1 })]);
+  requests.attemptStarted("za", job.id, 0, 1);
+  bench.effects = [];
   return job;
 }
 
 /** A heartbeat from `host` carrying what the attempt wrote in its requirements file. */
-async function write(host: string, job: JobEntry, attempt: number, text: string, taskIndex = 0) {
-  harness.now += 1000;
-  await harness.core.heartbeat(
+function write(host: string, job: JobEntry, attempt: number, text: string, taskIndex = 0) {
+  bench.now += 1000;
+  bench.heartbeat(
     host,
     facts(host, { labels: { zone: host.slice(1) } }),
     [],
     [{ jobId: job.id, taskIndex, attempt, text }],
   );
-  await settle();
+  bench.settle();
 }
 
-async function kinds(job: JobEntry): Promise<string[]> {
-  return (await harness.store.events(job.id)).map((event) => event.kind);
+function kinds(job: JobEntry): string[] {
+  return bench.events(job.id).map((event) => event.kind);
 }
 
 describe("self-migration", () => {
-  it("new requirements the host no longer satisfies move the job to a host that does", async () => {
-    const job = await runningInZoneA();
-    await write("za", job, 1, 'host.labels.zone == "b"\n');
-    expect(harness.stops()).toEqual([
+  it("new requirements the host no longer satisfies move the job to a host that does", () => {
+    const job = runningInZoneA();
+    write("za", job, 1, 'host.labels.zone == "b"\n');
+    expect(bench.stops()).toEqual([
       expect.objectContaining({
         host: "za",
         attempt: 1,
@@ -67,7 +84,7 @@ describe("self-migration", () => {
         reason: 'requirements changed: host.labels.zone == "b"',
       }),
     ]);
-    const events = await harness.store.events(job.id);
+    const events = bench.events(job.id);
     expect(events.find((event) => event.kind === "requirements.changed")).toMatchObject({
       message:
         'attempt 1 wrote new requirements: host.labels.zone == "b" (they replace host.labels.zone == "a")',
@@ -83,53 +100,50 @@ describe("self-migration", () => {
     expect(job.record.dynamicRequirements).toBe('host.labels.zone == "b"');
 
     // The same text again (every heartbeat carries it) changes nothing more.
-    await write("za", job, 1, 'host.labels.zone == "b"');
-    expect(harness.stops()).toHaveLength(1);
+    write("za", job, 1, 'host.labels.zone == "b"');
+    expect(bench.stops()).toHaveLength(1);
 
-    await harness.core.attemptEnded("za", ended(job.id, 1, "migrated"));
-    await settle();
-    expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2, restarted: false })]);
-    await harness.core.attemptStarted("zb", job.id, 0, 2);
+    requests.attemptEnded("za", ended(job.id, 1, "migrated"));
+    expect(bench.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2, restarted: false })]);
+    requests.attemptStarted("zb", job.id, 0, 2);
     // The restarted job writes the same again: already the job's requirements, nothing happens.
-    const before = (await kinds(job)).length;
-    await write("zb", job, 2, 'host.labels.zone == "b"');
-    expect(harness.stops()).toHaveLength(1);
-    expect((await kinds(job)).length).toBe(before);
+    const before = kinds(job).length;
+    write("zb", job, 2, 'host.labels.zone == "b"');
+    expect(bench.stops()).toHaveLength(1);
+    expect(kinds(job).length).toBe(before);
   });
 
-  it("the new requirements are kept across a server restart and used for later placements", async () => {
-    const job = await runningInZoneA({ retry: { maxAttempts: 3, backoffSeconds: 0 } });
-    await write("za", job, 1, 'host.labels.zone == "b"');
-    const core = await harness.restart();
-    expect(core.job(job.id).requirements?.source).toBe('host.labels.zone == "b"');
-    await core.attachHost(zoneHost("zb", "b"));
+  it("the new requirements are kept across a server restart and used for later placements", () => {
+    const job = runningInZoneA({ retry: { maxAttempts: 3, backoffSeconds: 0 } });
+    write("za", job, 1, 'host.labels.zone == "b"');
+    bench = bench.restart();
+    expect(bench.state.jobs.get(job.id)?.requirements?.source).toBe('host.labels.zone == "b"');
+    requests.attachHost(zoneHost("zb", "b"));
     // The agent of zone a comes back with the attempt, which was asked to stop before the restart.
-    await core.attachHost({
+    requests.attachHost({
       ...zoneHost("za", "a"),
       attempts: [{ jobId: job.id, taskIndex: 0, attempt: 1, state: "running" }],
     });
-    expect(harness.stops().at(-1)).toMatchObject({
+    expect(bench.stops().at(-1)).toMatchObject({
       host: "za",
       reason: 'requirements changed: host.labels.zone == "b"',
     });
-    harness.sent = [];
-    await core.attemptEnded("za", ended(job.id, 1, "migrated"));
-    await settle();
-    expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2 })]);
+    bench.effects = [];
+    requests.attemptEnded("za", ended(job.id, 1, "migrated"));
+    expect(bench.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 2 })]);
     // And after a failure there, a retry does not go back to zone a.
-    await core.attemptStarted("zb", job.id, 0, 2);
-    harness.sent = [];
-    await core.attemptEnded("zb", ended(job.id, 2, "failed"));
-    await settle();
-    expect(harness.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 3 })]);
+    requests.attemptStarted("zb", job.id, 0, 2);
+    bench.effects = [];
+    requests.attemptEnded("zb", ended(job.id, 2, "failed"));
+    expect(bench.starts()).toEqual([expect.objectContaining({ host: "zb", attempt: 3 })]);
   });
 
-  it("requirements the host still satisfies replace the job's own without moving it", async () => {
-    const job = await runningInZoneA();
-    await write("za", job, 1, 'host.labels.zone == "a" && host.memFreeMb >= 1024.0');
-    expect(harness.stops()).toEqual([]);
-    expect(await kinds(job)).toContain("requirements.changed");
-    expect(await kinds(job)).not.toContain("requirements.migrate");
+  it("requirements the host still satisfies replace the job's own without moving it", () => {
+    const job = runningInZoneA();
+    write("za", job, 1, 'host.labels.zone == "a" && host.memFreeMb >= 1024.0');
+    expect(bench.stops()).toEqual([]);
+    expect(kinds(job)).toContain("requirements.changed");
+    expect(kinds(job)).not.toContain("requirements.migrate");
     expect(job.requirements?.source).toBe('host.labels.zone == "a" && host.memFreeMb >= 1024.0');
   });
 
@@ -138,69 +152,62 @@ describe("self-migration", () => {
     ["an unknown host fact", "host.gpus > 0.0", "gpus"],
     ["not a boolean", "host.speed", "must be a boolean expression"],
     ["too long", `host.name == "${"x".repeat(5000)}"`, "longer than 4096 characters"],
-  ])("an invalid expression (%s) is reported once in the events and ignored", async (_, text, says) => {
-    const job = await runningInZoneA();
-    await write("za", job, 1, text);
-    await write("za", job, 1, text);
-    const refused = (await harness.store.events(job.id)).filter(
-      (event) => event.kind === "requirements.refused",
-    );
+  ])("an invalid expression (%s) is reported once in the events and ignored", (_, text, says) => {
+    const job = runningInZoneA();
+    write("za", job, 1, text);
+    write("za", job, 1, text);
+    const refused = bench.events(job.id).filter((event) => event.kind === "requirements.refused");
     expect(refused).toHaveLength(1);
     expect(refused[0].message.startsWith("requirements file: ")).toBe(true);
     expect(refused[0].message).toContain(says);
     expect(refused[0].data).toMatchObject({ task: 0, attempt: 1, host: "za" });
-    expect(harness.stops()).toEqual([]);
+    expect(bench.stops()).toEqual([]);
     expect(job.record.dynamicRequirements).toBeNull();
     expect(job.requirements?.source).toBe('host.labels.zone == "a"');
     // A valid text written after it still counts.
-    await write("za", job, 1, 'host.labels.zone == "b"');
-    expect(harness.stops()).toEqual([expect.objectContaining({ outcome: "migrated" })]);
+    write("za", job, 1, 'host.labels.zone == "b"');
+    expect(bench.stops()).toEqual([expect.objectContaining({ outcome: "migrated" })]);
   });
 
-  it("remembers the latest 64 refused texts only: a job writing new ones does not grow the server", async () => {
-    const job = await runningInZoneA();
-    for (let i = 0; i <= 64; i++) await write("za", job, 1, `"${i}"`);
+  it("remembers the latest 64 refused texts only: a job writing new ones does not grow the server", () => {
+    const job = runningInZoneA();
+    for (let i = 0; i <= 64; i++) write("za", job, 1, `"${i}"`);
     // "0" was let go for the 65th text and is reported again; "64" is remembered.
-    await write("za", job, 1, '"0"');
-    await write("za", job, 1, '"64"');
-    const refused = (await harness.store.events(job.id)).filter(
-      (event) => event.kind === "requirements.refused",
-    );
+    write("za", job, 1, '"0"');
+    write("za", job, 1, '"64"');
+    const refused = bench.events(job.id).filter((event) => event.kind === "requirements.refused");
     expect(refused.map((event) => event.data.requirements)).toEqual([
       ...Array.from({ length: 65 }, (_, i) => `"${i}"`),
       '"0"',
     ]);
   });
 
-  it("an empty file is ignored", async () => {
-    const job = await runningInZoneA();
-    await write("za", job, 1, "  \n");
-    expect(await kinds(job)).not.toContain("requirements.refused");
-    expect(harness.stops()).toEqual([]);
+  it("an empty file is ignored", () => {
+    const job = runningInZoneA();
+    write("za", job, 1, "  \n");
+    expect(kinds(job)).not.toContain("requirements.refused");
+    expect(bench.stops()).toEqual([]);
   });
 
-  it("a report for an attempt that is not on the reporting host changes nothing", async () => {
-    const job = await runningInZoneA();
-    await write("zb", job, 1, 'host.labels.zone == "b"');
-    await write("za", job, 7, 'host.labels.zone == "b"');
-    expect(harness.stops()).toEqual([]);
+  it("a report for an attempt that is not on the reporting host changes nothing", () => {
+    const job = runningInZoneA();
+    write("zb", job, 1, 'host.labels.zone == "b"');
+    write("za", job, 7, 'host.labels.zone == "b"');
+    expect(bench.stops()).toEqual([]);
     expect(job.record.dynamicRequirements).toBeNull();
   });
 
-  it("the new requirements are the job's: every running task on a host that no longer satisfies them moves", async () => {
-    await harness.core.attachHost({ ...zoneHost("za", "a"), slots: 2 });
-    const job = await harness.core.submit(
+  it("the new requirements are the job's: every running task on a host that no longer satisfies them moves", () => {
+    requests.attachHost({ ...zoneHost("za", "a"), slots: 2 });
+    const job = requests.submit(
       validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', array: { count: 2 } }),
-      "alice",
-      [],
     );
-    await settle();
-    expect(harness.starts().map((start) => start.host)).toEqual(["za", "za"]);
-    for (const index of [0, 1]) await harness.core.attemptStarted("za", job.id, index, 1);
-    harness.sent = [];
-    await write("za", job, 1, 'host.labels.zone == "b"', 1);
+    expect(bench.starts().map((start) => start.host)).toEqual(["za", "za"]);
+    for (const index of [0, 1]) requests.attemptStarted("za", job.id, index, 1);
+    bench.effects = [];
+    write("za", job, 1, 'host.labels.zone == "b"', 1);
     expect(
-      harness
+      bench
         .stops()
         .map((stop) => `${stop.taskIndex}:${stop.outcome}`)
         .sort(),

@@ -4,11 +4,11 @@
 
 import { rankOn, ranksOn } from "../../model/gang.ts";
 import { attemptKey, keyOf } from "../../model/ids.ts";
-import type { HostFacts, HostRecord } from "../../model/records.ts";
+import type { HostRecord } from "../../model/records.ts";
 import type { AttemptOutcome } from "../../model/states.ts";
-import type { EndedEvent, HeartbeatMessage, HelloMessage } from "../../protocol/messages.ts";
+import type { EndedEvent, HelloMessage } from "../../protocol/messages.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
-import { type LiveAttempt, newHostEntry } from "../../state/host-entry.ts";
+import type { LiveAttempt } from "../../state/host-entry.ts";
 import type { Step } from "../step.ts";
 import { sendStop } from "./attempts.ts";
 import { endOnHost, gangRankStarted } from "./gangs.ts";
@@ -24,26 +24,19 @@ export interface AttemptRef {
 /** An agent said hello. Returns the attempts it must kill (no longer live). */
 export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
   const { state, now } = step;
-  let host = state.hosts.get(message.name);
+  const known = state.hosts.get(message.name);
   const record: HostRecord = {
     name: message.name,
     pool: message.pool,
-    state: message.leaving || host?.record.state === "draining" ? "draining" : "ready",
+    state: message.leaving || known?.record.state === "draining" ? "draining" : "ready",
     slots: message.slots,
     labels: message.labels,
     facts: message.facts,
     lastSeen: now,
     endsAt: message.endsAt ?? null,
   };
-  if (!host) {
-    host = newHostEntry(record, true);
-    state.hosts.set(message.name, host);
-  } else {
-    host.record = record;
-    host.connected = true;
-  }
+  const host = step.write.attachHost(record);
   if (message.address) host.address = message.address;
-  step.change({ op: "putHost", host: record });
   const kill: AttemptRef[] = [];
   const held = new Set<string>();
   const runningOnAgent = new Set<string>();
@@ -99,10 +92,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
     }
     if (held.has(key)) {
       // Its "started" report may have been lost with the agent: the agent's word is enough.
-      if (attempt.state === "starting" && runningOnAgent.has(key)) {
-        attempt.state = "running";
-        step.change({ op: "putAttempt", attempt });
-      }
+      if (attempt.state === "starting" && runningOnAgent.has(key)) step.write.attemptRunning(attempt);
       // A stop the agent may not have had (it was away): the recorded intent goes again.
       if (attempt.state === "stopping") sendStop(step, job, attempt);
       continue;
@@ -117,29 +107,6 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
   }
   step.schedule = true;
   return kill;
-}
-
-/** Heartbeats renew the lease and bring facts and progress; they are hints, not committed. */
-export function recordHeartbeat(
-  state: ClusterState,
-  now: number,
-  name: string,
-  facts: HostFacts,
-  progress: HeartbeatMessage["progress"],
-): void {
-  const host = state.hosts.get(name);
-  if (!host) return;
-  host.record.lastSeen = now;
-  host.record.facts = facts;
-  for (const report of progress) {
-    const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
-    if (!active) continue;
-    const sample = { fraction: report.fraction, at: now };
-    active.job.setProgress(report.taskIndex, sample);
-    // A restarted attempt resumes where its checkpoint left off: its first report is its baseline.
-    active.progress ??= { baseline: active.attempt.restarted ? sample : null, last: null };
-    active.progress.last = sample;
-  }
 }
 
 /** The live attempt a report speaks of, if this host runs it. */
@@ -162,8 +129,7 @@ export function attemptStarted(
     gangRankStarted(step, live, hostName, coordinatorPort, ref.rank);
     return;
   }
-  live.attempt.state = "running";
-  step.change({ op: "putAttempt", attempt: live.attempt });
+  step.write.attemptRunning(live.attempt);
 }
 
 /** A start that could not be sent (the agent was not connected): a system failure, not the host's. */

@@ -91,8 +91,7 @@ function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
   if (!live || live.attempt.state === "stopping") return null;
   if (entry.migrateTo) {
     const task = live.job.tasks[entry.taskIndex];
-    live.job.setMigration(task, { to: entry.migrateTo.to, from: live.attempt.host });
-    step.change({ op: "putTasks", tasks: [task] });
+    step.write.updateTask(live.job, task, { migration: { to: entry.migrateTo.to, from: live.attempt.host } });
     step.state.movedAt.set(`${entry.jobId}/${entry.taskIndex}`, step.now);
   }
   stopAttempt(step, live.job, live.attempt, entry.intent);
@@ -128,19 +127,18 @@ function applyPlacement(
   const placed = ranks.map((name, rank) => ({ host: name, rank }));
   const devices = assignGpus(placed, job.gpus ?? 0, (name) => freeGpus(state.hosts.get(name)!));
   if (!devices) return null;
-  task.attempts += 1;
-  task.notBefore = null;
   const migration = task.migration;
-  job.setMigration(task, null);
+  step.write.updateTask(job, task, {
+    attempts: task.attempts + 1,
+    notBefore: null,
+    migration: null,
+    state: "running",
+  });
   const attempt = newAttempt(task, ranks, now);
   attempt.placement = devices;
-  state.setTaskState(job, task, "running");
-  job.addAttempt(attempt);
-  const live = state.activate(job, attempt);
+  const live = step.write.addAttempt(job, attempt);
   // A task a preemption kept room for starts (there, or sooner elsewhere): its room is given back.
   if (state.reservations.delete(job.id, task.index)) live.startedByPreemption = true;
-  step.change({ op: "putTasks", tasks: [task] });
-  step.change({ op: "putAttempt", attempt });
   const data = { task: task.index, attempt: attempt.number, host: attempt.host };
   if (attempt.number > 1) {
     step.event(job, {

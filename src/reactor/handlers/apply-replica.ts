@@ -34,13 +34,10 @@ export function applyReplica(
   if (!customFits(job.custom, 1, freeCustom(host))) return null;
   const devices = assignGpus([{ host: placement.host, rank: 0 }], job.gpus ?? 0, () => freeGpus(host));
   if (!devices) return null;
-  task.attempts += 1;
+  step.write.updateTask(job, task, { attempts: task.attempts + 1 });
   const attempt = newAttempt(task, placement.host, now);
   attempt.placement = devices;
-  job.addAttempt(attempt);
-  state.activate(job, attempt);
-  step.change({ op: "putTasks", tasks: [task] });
-  step.change({ op: "putAttempt", attempt });
+  step.write.addAttempt(job, attempt);
   const replica = live.length + 1;
   step.event(job, {
     kind: "replica.placed",

@@ -63,9 +63,7 @@ function stopMessage(job: JobEntry, attempt: AttemptRecord, intent: StopIntent):
 /** Asks a live attempt to stop; the intent is committed with it, and sent once committed. */
 export function stopAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, intent: StopIntent): void {
   if (attempt.state === "ended" || attempt.state === "stopping") return;
-  attempt.state = "stopping";
-  attempt.stop = intent;
-  step.change({ op: "putAttempt", attempt });
+  step.write.attemptStopping(attempt, intent);
   sendStop(step, job, attempt);
 }
 
@@ -94,7 +92,7 @@ export interface AttemptEnd {
 
 /** Ends a live attempt and moves its task on (retry, restart, result, failure). */
 export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, reported: AttemptEnd): void {
-  const { state, now } = step;
+  const { now } = step;
   const task = job.tasks[attempt.taskIndex];
   // A replica stopped because another gave the task its result ends as it was told (cancelled,
   // replica lost the race), whatever it reports: finishing a moment later does not make it a result.
@@ -102,14 +100,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   const end: AttemptEnd = lostRace
     ? { outcome: attempt.stop!.outcome, exitCode: reported.exitCode, reason: attempt.stop!.reason }
     : reported;
-  attempt.state = "ended";
-  attempt.outcome = end.outcome;
-  attempt.exitCode = end.exitCode;
-  attempt.reason = end.reason;
-  attempt.endedAt = now;
-  job.attemptEnded(attempt);
-  state.deactivate(attempt);
-  step.change({ op: "putAttempt", attempt });
+  step.write.endAttempt(job, attempt, end);
   step.schedule = true;
   const others = job.liveAttempts(task.index);
   const single = job.tasks.length === 1;
@@ -143,10 +134,11 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
       after.losses !== task.losses ||
       after.systemFailures !== task.systemFailures
     ) {
-      task.failures = after.failures;
-      task.losses = after.losses;
-      task.systemFailures = after.systemFailures;
-      step.change({ op: "putTasks", tasks: [task] });
+      step.write.updateTask(job, task, {
+        failures: after.failures,
+        losses: after.losses,
+        systemFailures: after.systemFailures,
+      });
     }
     record(after.next);
     refreshJobState(step, job);
@@ -156,29 +148,34 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   const systemFailure = end.outcome === "lost" && end.cause !== undefined && end.cause !== "host";
   const attemptEnd = { number: attempt.number, outcome: end.outcome, reason: end.reason };
   let next: TaskAfterAttempt;
+  let systemFailures = task.systemFailures;
   if (systemFailure) {
     const after = taskAfterSystemFailure(task, job.record.spec.retry, now, step.random());
-    task.systemFailures = after.systemFailures;
+    systemFailures = after.systemFailures;
     next = after;
   } else {
     next = taskAfterAttempt(task, attemptEnd, job.record.spec.retry, now, step.random());
   }
   // Killed for its memory limit: the task's next attempts may take more (retry.memoryGrowth).
+  let memoryMb = task.memoryMb;
   if (end.cause === "oom" && next.state === "pending" && next.next.is === "retry") {
     const grown = grownMemoryMb(attempt.memoryMb ?? job.memoryMb, job.record.spec.retry);
     if (grown !== null) {
-      task.memoryMb = grown;
+      memoryMb = grown;
       next = { ...next, next: { ...next.next, memoryMb: grown } };
     }
   }
   // A task of a job being cancelled does not go round again.
   const taskState = job.record.cancelRequested && next.state === "pending" ? "cancelled" : next.state;
-  task.failures = next.failures;
-  task.losses = next.losses;
-  task.notBefore = next.notBefore;
-  task.resultAttempt = next.resultAttempt;
-  state.setTaskState(job, task, taskState);
-  step.change({ op: "putTasks", tasks: [task] });
+  step.write.updateTask(job, task, {
+    systemFailures,
+    failures: next.failures,
+    losses: next.losses,
+    notBefore: next.notBefore,
+    resultAttempt: next.resultAttempt,
+    memoryMb,
+    state: taskState,
+  });
   if (end.outcome !== "succeeded" || single) record(next.next);
   // The first replica to succeed wins; the others are stopped.
   if (end.outcome === "succeeded") {

@@ -94,31 +94,17 @@ export function commitCheckpoint(step: Step, commit: CheckpointCommit): Checkpoi
     at: step.now,
   };
   const keyOf = (each: CheckpointPart) => `${each.rank}/${each.generation}`;
-  const recorded = new Set(checkpoints.parts.map(keyOf));
   const parts = [...checkpoints.parts.filter((each) => keyOf(each) !== keyOf(part)), part];
   const complete = multiNode ? newestCompleteGeneration(parts, ranks) : generation;
   if (complete !== null && (previous === null || complete > previous)) {
     let total = 0;
     for (const each of parts) if (each.generation === complete) total += each.bytes;
-    task.checkpoint = { generation: complete, bytes: total, at: step.now };
-    job.checkpointCommitted();
-    step.change({ op: "putTasks", tasks: [task] });
+    step.write.setCheckpoint(job, task, { generation: complete, bytes: total, at: step.now });
   }
   const kept = retention(parts, checkpoints.pending, rank, task.checkpoint?.generation ?? null);
-  checkpoints.parts = kept.keep;
+  step.write.keepCheckpointParts(job, taskIndex, kept.keep, part);
   checkpoints.pending.clear();
   for (const [sha, object] of kept.pending) checkpoints.pending.set(sha, object);
-  if (kept.keep.includes(part)) step.change({ op: "putCheckpointPart", part });
-  for (const each of kept.drop) {
-    if (!recorded.has(keyOf(each))) continue;
-    step.change({
-      op: "deleteCheckpointPart",
-      jobId,
-      taskIndex,
-      rank: each.rank,
-      generation: each.generation,
-    });
-  }
   if (kept.drop.length > 0 || kept.dropObjects.length > 0) {
     for (const sha of kept.dropObjects) checkpoints.dropping.add(sha);
     const drop: CheckpointBlobDrop = {

@@ -58,8 +58,7 @@ export function watchContracts(
       continue;
     }
     if (!job.record.slowHosts.includes(attempt.host)) {
-      job.record.slowHosts = [...job.record.slowHosts, attempt.host];
-      step.change({ op: "putJob", job: job.record });
+      step.write.updateJob(job, { slowHosts: [...job.record.slowHosts, attempt.host] });
     }
     applyStops(step, [stop]);
     step.event(job, { kind: "contract.broken", data: { ...numbers, array } });

@@ -1,7 +1,7 @@
 // What users ask of jobs and hosts: cancel, hold, release, migrate, drain, remove. Stops go
 // through the one plan applier (apply-plan.ts), as the scheduler's do.
 
-import type { HostRecord, StopIntent, TaskRecord } from "../../model/records.ts";
+import type { HostRecord, StopIntent } from "../../model/records.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
@@ -29,16 +29,11 @@ function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boo
 export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) return job;
-  job.record.cancelRequested = true;
-  const dirty: TaskRecord[] = [];
-  for (const task of job.tasks) {
-    if (task.state === "pending" || task.state === "waiting" || task.state === "held") {
-      step.state.setTaskState(job, task, "cancelled");
-      dirty.push(task);
-    }
-  }
-  if (dirty.length) step.change({ op: "putTasks", tasks: dirty });
-  step.change({ op: "putJob", job: job.record });
+  const dirty = job.tasks.filter(
+    (task) => task.state === "pending" || task.state === "waiting" || task.state === "held",
+  );
+  if (dirty.length) step.write.updateTasks(job, dirty, { state: "cancelled" });
+  step.write.updateJob(job, { cancelRequested: true });
   step.event(job, { kind: "cancel", data: { by } });
   applyStops(step, stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }));
   refreshJobState(step, job);
@@ -50,10 +45,9 @@ export function holdJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
   if (job.record.held) return job;
-  job.record.held = true;
+  step.write.updateJob(job, { held: true });
   step.event(job, { kind: "hold", data: { by } });
   applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
-  step.change({ op: "putJob", job: job.record });
   refreshJobState(step, job);
   return job;
 }
@@ -61,8 +55,7 @@ export function holdJob(step: Step, id: string, by = "user"): JobEntry {
 export function releaseJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (!job.record.held) return job;
-  job.record.held = false;
-  step.change({ op: "putJob", job: job.record });
+  step.write.updateJob(job, { held: false });
   step.event(job, { kind: "release", data: { by } });
   refreshJobState(step, job);
   step.state.queue.add(job);
@@ -98,10 +91,7 @@ export function migrateJob(step: Step, id: string, to: string | null, by = "user
 export function drainHost(step: Step, name: string): HostRecord {
   const host = step.state.hosts.get(name);
   if (!host) throw new NotFoundError(`no host ${name}`);
-  if (host.record.state === "ready") {
-    host.record.state = "draining";
-    step.change({ op: "putHost", host: host.record });
-  }
+  if (host.record.state === "ready") step.write.setHostState(host, "draining");
   return host.record;
 }
 
@@ -114,8 +104,7 @@ export function undrainHost(step: Step, name: string): HostRecord {
       `host ${name} is lost: it takes work again when its agent comes back (or remove it: steward hosts rm ${name})`,
     );
   if (host.record.state === "draining") {
-    host.record.state = "ready";
-    step.change({ op: "putHost", host: host.record });
+    step.write.setHostState(host, "ready");
     step.schedule = true;
   }
   return host.record;
@@ -137,27 +126,34 @@ export function removeHost(step: Step, name: string, by = "user"): string[] {
       reason: `host ${name} removed by ${by}`,
       cause: "host",
     });
-  step.state.hosts.delete(name);
-  step.change({ op: "deleteHost", name });
+  step.write.removeHost(name);
   const revoked: string[] = [];
   for (const credential of step.state.tokens.credentialsOf(name))
     if (credential.revokedAt === null) {
-      credential.revokedAt = step.now;
-      step.change({ op: "putToken", token: credential });
+      step.write.revokeToken(credential);
       revoked.push(credential.id);
     }
   step.schedule = true;
   return revoked;
 }
 
+/** Removes a host that is gone for good (a pilot that left), if disconnected and running nothing. */
+export function forgetHost(step: Step, name: string): void {
+  const host = step.state.hosts.get(name);
+  if (!host || host.connected || host.active.size > 0) return;
+  step.write.removeHost(name);
+  // Its name may be taken again by a new agent with a join token.
+  const credential = step.state.tokens.credentialOf(name, step.now);
+  if (credential) step.write.revokeToken(credential);
+}
+
 export function removeJob(step: Step, id: string): void {
   // An ended job that has left memory: its header goes, the store removes the rest.
-  if (step.state.ended.delete(id)) {
-    step.change({ op: "deleteJob", jobId: id });
+  if (!step.state.jobs.has(id) && step.state.ended.has(id)) {
+    step.write.removeJob(id);
     return;
   }
   const job = findJob(step, id);
   if (!job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}: cancel it first`);
-  step.state.removeJob(job);
-  step.change({ op: "deleteJob", jobId: id });
+  step.write.removeJob(id);
 }

@@ -67,10 +67,7 @@ export function gangRankStarted(
       });
     }
   }
-  if (attempt.state === "starting" && allStarted(gang)) {
-    attempt.state = "running";
-    step.change({ op: "putAttempt", attempt });
-  }
+  if (attempt.state === "starting" && allStarted(gang)) step.write.attemptRunning(attempt);
 }
 
 /**

@@ -15,9 +15,7 @@ export function refreshJobState(step: Step, job: JobEntry): void {
   });
   if (state === job.record.state) return;
   const from = job.record.state;
-  job.record.state = state;
-  if (isEndedState(state)) job.record.endedAt = step.now;
-  step.change({ op: "putJob", job: job.record });
+  step.write.updateJob(job, isEndedState(state) ? { state, endedAt: step.now } : { state });
   step.event(job, { kind: "state", data: { from, to: state } });
   step.effect({ kind: "jobChanged", job });
   if (isEndedState(state)) releaseDependents(step, job);

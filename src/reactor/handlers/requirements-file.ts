@@ -48,8 +48,7 @@ export function followRequirementsFiles(
     }
     const previous = job.record.dynamicRequirements ?? job.record.spec.requirements ?? null;
     if (text === previous) continue;
-    job.setDynamicRequirements(text);
-    step.change({ op: "putJob", job: job.record });
+    step.write.setDynamicRequirements(job, text);
     step.event(job, {
       kind: "requirements.changed",
       data: { ...where, requirements: text, previous, array: job.tasks.length > 1 },

@@ -60,9 +60,7 @@ export function submitJob(
     slowHosts: [],
   };
   const job = new JobEntry(record, state.nextSeq++, tasks);
-  state.addJob(job);
-  step.change({ op: "putJob", job: record });
-  step.change({ op: "putTasks", tasks });
+  step.write.addJob(job);
   step.event(job, { kind: "submitted", data: { owner, tasks: count } });
   step.schedule = true;
   return job;

@@ -33,8 +33,7 @@ export function createToken(step: Step, request: TokenRequest): TokenRecord {
     expiresAt: request.expiresAt,
     revokedAt: null,
   };
-  step.state.tokens.put(record);
-  step.change({ op: "putToken", token: record });
+  step.write.addToken(record);
   return record;
 }
 
@@ -55,8 +54,7 @@ export function revokeToken(step: Step, id: string, kinds: readonly TokenKind[])
 }
 
 function revoke(step: Step, record: TokenRecord): void {
-  record.revokedAt = step.now;
-  step.change({ op: "putToken", token: record });
+  step.write.revokeToken(record);
   if (record.kind === "host") step.effect({ kind: "disconnect", host: record.subject });
 }
 
@@ -72,10 +70,7 @@ export function issueHostCredential(
   token: NewToken,
 ): TokenRecord {
   for (const old of step.state.tokens.credentialsOf(host))
-    if (old.revokedAt === null) {
-      old.revokedAt = step.now;
-      step.change({ op: "putToken", token: old });
-    }
+    if (old.revokedAt === null) step.write.revokeToken(old);
   const record: TokenRecord = {
     id: token.id,
     kind: "host",
@@ -89,7 +84,6 @@ export function issueHostCredential(
     expiresAt: null,
     revokedAt: null,
   };
-  step.state.tokens.put(record);
-  step.change({ op: "putToken", token: record });
+  step.write.addToken(record);
   return record;
 }

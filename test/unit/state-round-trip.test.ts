@@ -1,0 +1,385 @@
+// One writer: handlers change durable state only through the writes that record it, so after any
+// series of events the state a broker rebuilds from the recorded changes is the live state (soft
+// state aside: leases, connections, progress; state/soft-state.ts). Run over a day of a small
+// cluster, checked after every event; and a change made without its record is caught.
+
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
+import { newTokenOf } from "../../src/model/tokens.ts";
+import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
+import { checkpointObjectStored, commitCheckpoint } from "../../src/reactor/handlers/checkpoints.ts";
+import {
+  cancelJob,
+  drainHost,
+  forgetHost,
+  holdJob,
+  migrateJob,
+  releaseJob,
+  removeHost,
+  removeJob,
+  undrainHost,
+} from "../../src/reactor/handlers/control.ts";
+import { expireLeases } from "../../src/reactor/handlers/leases.ts";
+import { submitJob } from "../../src/reactor/handlers/submit.ts";
+import { createToken, issueHostCredential, revokeToken } from "../../src/reactor/handlers/tokens.ts";
+import type { Step } from "../../src/reactor/step.ts";
+import type { ClusterState } from "../../src/state/cluster-state.ts";
+import type { JobEntry } from "../../src/state/job-entry.ts";
+import { agentDetached, agentSeen } from "../../src/state/soft-state.ts";
+import { ended, facts, hello } from "../helpers/agent-messages.ts";
+import { HandlerBench } from "../helpers/handler-bench.ts";
+
+const sorted = (values: Iterable<number | string>) => [...values].sort();
+
+/** What the store must hold of the state: everything but soft state. */
+function durable(state: ClusterState) {
+  const jobs = [...state.jobs.values()]
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .map((job: JobEntry) => ({
+      record: job.record,
+      tasks: job.tasks,
+      attempts: [...job.attempts.entries()].sort(([a], [b]) => a - b),
+      counts: job.counts,
+      pending: sorted(job.pending),
+      ready: sorted(job.ready),
+      checkpoints: job.tasks.map((task) =>
+        [...job.checkpointsOf(task.index).parts].sort(
+          (a, b) => a.rank - b.rank || a.generation - b.generation,
+        ),
+      ),
+    }));
+  const hosts = [...state.hosts.values()]
+    .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
+    .map(
+      ({
+        record: { lastSeen: _lease, ...record },
+        usedSlots,
+        usedMemoryMb,
+        usedGpus,
+        usedCustom,
+        active,
+      }) => ({
+        record,
+        usedSlots,
+        usedMemoryMb,
+        usedGpus: sorted(usedGpus),
+        usedCustom: [...usedCustom].filter(([, units]) => units !== 0).sort(),
+        active: sorted(active.keys()),
+      }),
+    );
+  return {
+    jobs,
+    ended: [...state.ended.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    hosts,
+    live: sorted(state.live.keys()),
+    tokens: state.tokens.list(),
+  };
+}
+
+/** Handles one event and checks that the state rebuilt from the recorded changes is the live one. */
+function event<T>(bench: HandlerBench, handler: (step: Step) => T): T {
+  const { result } = bench.run(handler);
+  expect(durable(bench.recovered())).toEqual(durable(bench.state));
+  return result;
+}
+
+function schedule(bench: HandlerBench): void {
+  bench.schedule();
+  expect(durable(bench.recovered())).toEqual(durable(bench.state));
+}
+
+/** Reports every start sent since `from` as started. */
+function startAll(bench: HandlerBench, from: number): void {
+  for (const start of bench.starts().slice(from))
+    event(bench, (step) =>
+      attemptStarted(step, start.host, {
+        jobId: start.jobId,
+        taskIndex: start.taskIndex,
+        attempt: start.attempt,
+      }),
+    );
+}
+
+const sha = (letter: string) => letter.repeat(64);
+
+describe("the state rebuilt from the recorded changes", () => {
+  it("is the live state after GPU placements and an out-of-memory end that grows a task's memory", () => {
+    const bench = new HandlerBench();
+    const gpuFacts = facts("g1", { gpus: ["0", "1"], resources: { license: 2 } });
+    event(bench, (step) => attachHost(step, { ...hello("g1", [], 4), facts: gpuFacts }));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+    submit("1", { command: "a", resources: { gpus: 1, custom: { license: 1 } } });
+    submit("2", {
+      command: "b",
+      resources: { gpus: 1, memoryMb: 100 },
+      retry: { maxAttempts: 3, backoffSeconds: 0, memoryGrowth: 2 },
+    });
+    schedule(bench);
+    startAll(bench, 0);
+    expect(bench.starts().map((start) => start.gpus)).toEqual([["0"], ["1"]]);
+    event(bench, (step) =>
+      attemptEnded(step, "g1", ended("2", 1, "failed", { cause: "oom", reason: "out of memory" })),
+    );
+    expect(bench.state.jobs.get("2")?.tasks[0].memoryMb).toBe(200);
+    schedule(bench);
+    expect(bench.starts().at(-1)).toMatchObject({ jobId: "2", attempt: 2, memoryMb: 200, gpus: ["1"] });
+    event(bench, (step) => attemptEnded(step, "g1", ended("1", 1)));
+  });
+
+  it("is the live state after every event of a day of a small cluster", () => {
+    const bench = new HandlerBench();
+    const join = newTokenOf("join");
+    event(bench, (step) =>
+      createToken(step, {
+        token: newTokenOf("api"),
+        subject: "alice",
+        role: "user",
+        pool: null,
+        createdBy: "admin",
+        expiresAt: null,
+      }),
+    );
+    event(bench, (step) =>
+      createToken(step, {
+        token: join,
+        subject: "",
+        role: null,
+        pool: "default",
+        createdBy: "admin",
+        expiresAt: null,
+      }),
+    );
+    for (const name of ["h1", "h2", "h3"]) {
+      event(bench, (step) => issueHostCredential(step, name, "default", join.id, newTokenOf("host")));
+      event(bench, (step) => attachHost(step, hello(name)));
+    }
+    // A second credential for h1 revokes its first.
+    event(bench, (step) => issueHostCredential(step, "h1", "default", join.id, newTokenOf("host")));
+
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+    submit("1", { command: "sleep 100" });
+    submit("2", { command: "work", array: { count: 3 }, retry: { maxAttempts: 2, backoffSeconds: 0 } });
+    submit("3", { command: "after", dependsOn: ["1"] });
+    submit("4", { command: "sleep 200" });
+    submit("5", { command: "doomed", dependsOn: ["4"] });
+    expect(bench.state.jobs.get("3")?.record.state).toBe("waiting");
+
+    schedule(bench);
+    startAll(bench, 0);
+    expect(bench.starts().length).toBeGreaterThanOrEqual(5);
+
+    // Job 1 checkpoints twice; the older generation goes.
+    for (const generation of ["a", "b"]) {
+      const attempt = bench.state.jobs.get("1")!.latestAttempt(0)!;
+      event(bench, (step) =>
+        checkpointObjectStored(step, {
+          jobId: "1",
+          taskIndex: 0,
+          ranks: [0],
+          sha256: sha(generation),
+          bytes: 10,
+        }),
+      );
+      event(bench, (step) =>
+        commitCheckpoint(step, {
+          jobId: "1",
+          taskIndex: 0,
+          attempt: attempt.number,
+          manifest: { files: [{ path: "state", sha256: sha(generation), bytes: 10 }] },
+        }),
+      );
+    }
+    expect(bench.state.jobs.get("1")?.tasks[0].checkpoint?.generation).toBe(2);
+
+    // Job 2: a task fails (and goes round again), another succeeds.
+    const attemptOf = (jobId: string, taskIndex: number) =>
+      bench.state.jobs.get(jobId)!.latestAttempt(taskIndex)!;
+    const endOf = (jobId: string, taskIndex: number, outcome: Parameters<typeof ended>[2]) => {
+      const attempt = attemptOf(jobId, taskIndex);
+      event(bench, (step) =>
+        attemptEnded(step, attempt.host, ended(jobId, attempt.number, outcome, { taskIndex })),
+      );
+    };
+    endOf("2", 0, "failed");
+    endOf("2", 1, "succeeded");
+    expect(bench.state.jobs.get("2")?.tasks[0]).toMatchObject({ state: "pending", failures: 1 });
+
+    // Hold and release job 4; its stopped attempt ends as the agent reports it.
+    event(bench, (step) => holdJob(step, "4"));
+    endOf("4", 0, "preempted");
+    event(bench, (step) => releaseJob(step, "4"));
+
+    // Job 1 migrates to h3 and restarts from its checkpoint.
+    const from = bench.starts().length;
+    const migrating = attemptOf("1", 0);
+    event(bench, (step) => migrateJob(step, "1", migrating.host === "h3" ? "h2" : "h3"));
+    endOf("1", 0, "migrated");
+    schedule(bench);
+    startAll(bench, from);
+    expect(attemptOf("1", 0)).toMatchObject({ number: 2, restarted: true });
+
+    event(bench, (step) => drainHost(step, "h1"));
+    event(bench, (step) => undrainHost(step, "h1"));
+
+    // Job 1 succeeds: job 3 may start. Job 4 is cancelled: job 5's tasks fail.
+    endOf("1", 0, "succeeded");
+    expect(bench.state.jobs.get("3")?.record.state).toBe("pending");
+    event(bench, (step) => cancelJob(step, "4"));
+    // Its attempt placed again after the release stops as the agent reports it.
+    for (const attempt of [...bench.state.jobs.get("4")!.allLiveAttempts()])
+      event(bench, (step) => attemptEnded(step, attempt.host, ended("4", attempt.number, "cancelled")));
+    expect(bench.state.header("5")?.state).toBe("failed");
+    const before = bench.starts().length;
+    schedule(bench);
+    startAll(bench, before);
+
+    // h2 goes silent: its lease runs out and what it ran is lost; the others renew theirs.
+    const h2Attempts = bench.state.hosts.get("h2")!.active.size;
+    bench.now += 10_000;
+    for (const name of ["h1", "h3"]) agentSeen(bench.state, bench.now, name);
+    event(bench, (step) => expireLeases(step, 3));
+    expect(bench.state.hosts.get("h2")?.record.state).toBe("lost");
+    expect(h2Attempts).toBe(1);
+    expect(bench.state.hosts.get("h2")?.active.size).toBe(0);
+    event(bench, (step) => removeHost(step, "h2"));
+
+    // Ended jobs that left memory are removed; a pilot that left is forgotten.
+    expect(bench.state.jobs.has("1")).toBe(false);
+    event(bench, (step) => removeJob(step, "1"));
+    expect(bench.state.header("1")).toBeUndefined();
+    agentDetached(bench.state, "h3");
+    for (const live of [...bench.state.hosts.get("h3")!.active.values()]) {
+      const attempt = live.attempt;
+      event(bench, (step) =>
+        attemptEnded(
+          step,
+          "h3",
+          ended(attempt.jobId, attempt.number, "succeeded", { taskIndex: attempt.taskIndex }),
+        ),
+      );
+    }
+    event(bench, (step) => forgetHost(step, "h3"));
+    expect(bench.state.hosts.has("h3")).toBe(false);
+    event(bench, (step) => revokeToken(step, join.id, ["join"]));
+    expect(bench.state.tokens.list("host").every((token) => token.revokedAt !== null)).toBe(true);
+  });
+
+  it("is the live state after every event of gangs, replicas and requirements files", () => {
+    const bench = new HandlerBench();
+    for (const name of ["g1", "g2", "g3"]) event(bench, (step) => attachHost(step, hello(name)));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+
+    // A 2-rank gang: rank 0 starts and finds the coordinator's port, then rank 1; rank 1 fails.
+    submit("1", { command: "ring", nodes: 2 });
+    schedule(bench);
+    const [rank0] = bench.starts();
+    expect(rank0).toMatchObject({ jobId: "1", gang: { rank: 0 } });
+    event(bench, (step) =>
+      attemptStarted(step, rank0.host, { jobId: "1", taskIndex: 0, attempt: 1, rank: 0 }, 5000),
+    );
+    const rank1 = bench.starts().find((start) => start.gang?.rank === 1)!;
+    event(bench, (step) =>
+      attemptStarted(step, rank1.host, { jobId: "1", taskIndex: 0, attempt: 1, rank: 1 }),
+    );
+    expect(bench.state.jobs.get("1")?.attempt(0, 1)?.state).toBe("running");
+    event(bench, (step) => attemptEnded(step, rank1.host, { ...ended("1", 1, "failed"), rank: 1 }));
+    expect(bench.state.jobs.get("1")?.attempt(0, 1)?.state).toBe("stopping");
+    event(bench, (step) => attemptEnded(step, rank0.host, { ...ended("1", 1, "cancelled"), rank: 0 }));
+    expect(bench.state.header("1")?.state).toBe("failed");
+
+    // A task with two replicas: the first to succeed wins, the other is stopped.
+    const from = bench.starts().length;
+    submit("2", { command: "race", replicas: 2 });
+    schedule(bench);
+    schedule(bench);
+    const replicas = bench.starts().slice(from);
+    expect(replicas.map((start) => start.attempt)).toEqual([1, 2]);
+    for (const start of replicas)
+      event(bench, (step) =>
+        attemptStarted(step, start.host, { jobId: "2", taskIndex: 0, attempt: start.attempt }),
+      );
+    event(bench, (step) => attemptEnded(step, replicas[0].host, ended("2", 1, "succeeded")));
+    event(bench, (step) => attemptEnded(step, replicas[1].host, ended("2", 2, "cancelled")));
+    expect(bench.state.header("2")?.state).toBe("succeeded");
+
+    // A job writes requirements its host no longer satisfies: they become the job's, and it moves.
+    const before = bench.starts().length;
+    submit("3", { command: "wander", requirements: 'host.name == "g1"' });
+    schedule(bench);
+    const [first] = bench.starts().slice(before);
+    expect(first.host).toBe("g1");
+    event(bench, (step) => attemptStarted(step, "g1", { jobId: "3", taskIndex: 0, attempt: 1 }));
+    bench.now += 1000;
+    bench.heartbeat(
+      "g1",
+      hello("g1").facts,
+      [],
+      [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }],
+    );
+    expect(durable(bench.recovered())).toEqual(durable(bench.state));
+    expect(bench.state.jobs.get("3")?.record.dynamicRequirements).toBe('host.name == "g2"');
+    event(bench, (step) => attemptEnded(step, "g1", ended("3", 1, "migrated")));
+    schedule(bench);
+    expect(bench.starts().at(-1)).toMatchObject({ jobId: "3", host: "g2", attempt: 2 });
+  });
+
+  it("differs from the live state when a change is made without its record", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1")));
+    event(bench, (step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "sleep 1" }), owner: "alice", inputs: [] }),
+    );
+    schedule(bench);
+    const attempt = bench.state.jobs.get("1")!.latestAttempt(0)!;
+    // A handler that set the state by hand, as before the one writer, and forgot to record it.
+    bench.run(() => {
+      attempt.state = "running";
+    });
+    expect(durable(bench.recovered())).not.toEqual(durable(bench.state));
+  });
+});
+
+describe("handlers", () => {
+  const folder = resolve(import.meta.dirname, "../../src/reactor/handlers");
+  /** Durable record fields set by hand, or the state's own mutators called past step.write. */
+  const byHand = [
+    /\.(state|stop|outcome|exitCode|reason|endedAt|held|cancelRequested|slowHosts|attempts|failures|losses|systemFailures|notBefore|resultAttempt|checkpoint|migration|revokedAt|record|parts|lastSeen|facts)\s*(=(?!=)|\+=|-=|\+\+|--)/,
+    /(?<!write)\.(setTaskState|activate|deactivate|addJob|removeJob|addAttempt|setMigration|setDynamicRequirements|checkpointCommitted)\(/,
+    /\.(hosts\.(set|delete)|tokens\.put|ended\.delete)\(/,
+  ];
+
+  it("change durable state only through step.write", () => {
+    const found: string[] = [];
+    for (const file of readdirSync(folder).filter((name) => name.endsWith(".ts"))) {
+      readFileSync(join(folder, file), "utf8")
+        .split("\n")
+        .forEach((line, index) => {
+          if (byHand.some((pattern) => pattern.test(line)))
+            found.push(`${file}:${index + 1}: ${line.trim()}`);
+        });
+    }
+    expect(found).toStrictEqual([]);
+  });
+
+  it("are caught setting a record by hand", () => {
+    const lines = [
+      '  attempt.state = "running";',
+      '  state.setTaskState(job, task, "running");',
+      "  step.state.hosts.delete(name);",
+    ];
+    for (const line of lines) expect(byHand.some((pattern) => pattern.test(line))).toBe(true);
+    expect(byHand.some((pattern) => pattern.test("  step.write.addAttempt(job, attempt);"))).toBe(false);
+    expect(byHand.some((pattern) => pattern.test('  if (attempt.state === "running") return;'))).toBe(false);
+  });
+});
