@@ -162,6 +162,11 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const best = bestFit(cursor.scored, capacity, need, next.value.allows);
       if (!best) {
         // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
+        if (need !== job)
+          trace.unplaced?.(
+            job,
+            `task ${next.value.index} needs ${need.memoryMb} MB (grown after running out of memory): no host it matches has that free`,
+          );
         if (next.value.allows || need !== job) continue;
         exhausted.add(key);
         trace.unplaced?.(job, "no host it matches has room left in this pass");

@@ -91,6 +91,21 @@ describe("memory grown after running out of memory", () => {
     expect(snapshot.tasks[0].memoryMb).toBe(300);
   });
 
+  it("a grown task that no host has room for waits, and explain says why", async () => {
+    await harness.core.attachHost({ ...hello("h1"), facts: facts("h1", { memoryMb: 150 }) });
+    const job = await submit({
+      resources: { memoryMb: 100 },
+      retry: { maxAttempts: 3, backoffSeconds: 0, memoryGrowth: 2 },
+    });
+    await harness.core.attemptStarted("h1", job.id, 0, 1);
+    await harness.core.attemptEnded("h1", ended(job.id, 1, "failed", { cause: "oom" }));
+    await settle();
+    expect(harness.starts()).toHaveLength(1);
+    expect((await harness.core.explain(job.id)).nextPass.line).toBe(
+      "the next pass does not start it: task 0 needs 200 MB (grown after running out of memory): no host it matches has that free",
+    );
+  });
+
   it("without memoryGrowth, an oom end changes nothing", async () => {
     await harness.core.attachHost(hello("h1"));
     const job = await submit({ resources: { memoryMb: 100 }, retry: { maxAttempts: 2, backoffSeconds: 0 } });
