@@ -68,6 +68,7 @@ function job(
     resultAttempt: null,
     checkpoint: null,
     migration: null,
+    memoryMb: null,
   }));
   return new JobEntry(record, createdAt, list);
 }
@@ -160,6 +161,7 @@ function metaschedulingCluster(): ClusterState {
       startedAt: NOW - 600_000,
       endedAt: null,
       stop: null,
+      memoryMb: null,
     };
     low.addAttempt(attempt);
     const live = state.activate(low, attempt);

@@ -26,6 +26,7 @@ import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { lockWorkFolder } from "./attempt-folder.ts";
 import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups } from "./enforcement.ts";
 import { readHostFacts, type StaticFacts } from "./facts.ts";
+import { declaredGpus } from "./gpus.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
 import { Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
@@ -68,6 +69,10 @@ export interface AgentOptions {
   jobUmask?: number;
   /** Enforce attempts' memory, CPU and process limits with cgroups where the host allows (default true; --no-enforce). */
   enforce?: boolean;
+  /** `--gpus`: `auto` or device indexes (0,1,3); absent: none. */
+  gpus?: string;
+  /** `--resource name=N`: countable resources offered to jobs. */
+  resources?: Record<string, number>;
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
@@ -175,6 +180,21 @@ export class Agent {
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
     this.context.enforcement = this.chooseEnforcement();
     this.fixed.enforces = this.context.enforcement !== null;
+    const gpus = await declaredGpus(this.options.gpus);
+    if (this.options.gpus !== undefined)
+      this.log.info(`gpus: ${gpus.length > 0 ? gpus.join(",") : "none found"}`);
+    if (gpus.length > 0) {
+      this.fixed.gpus = gpus;
+      this.context.gpus = gpus;
+      const base = this.context.enforcement?.base;
+      // v1's devices controller keeps each attempt to its own GPUs; v2 would need a BPF device program.
+      if (base && (base.version === 2 || base.dirs.devices === undefined))
+        this.log.info(
+          "gpus: attempts are not kept from other GPUs (no devices cgroup); CUDA_VISIBLE_DEVICES names theirs",
+        );
+    }
+    const resources = this.options.resources ?? {};
+    if (Object.keys(resources).length > 0) this.fixed.resources = resources;
     this.launcher.start();
     await this.adoptAttempts();
     if (this.context.enforcement) {

@@ -77,7 +77,10 @@ export class AttemptCgroup {
     const swapAccounted =
       this.base.version === 1 && memory !== null && existsSync(`${memory}/memory.memsw.limit_in_bytes`);
     for (const setting of cgroupSettings(this.base.version, limits, swapAccounted)) {
-      const path = `${this.dirFor(setting.controller)}/${setting.file}`;
+      const dir = this.dirFor(setting.controller);
+      // Devices are limited where the devices hierarchy is mounted (v1), not otherwise.
+      if (dir === null) continue;
+      const path = `${dir}/${setting.file}`;
       try {
         writeFileSync(path, setting.value);
       } catch (error) {

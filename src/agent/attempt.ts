@@ -56,6 +56,8 @@ export interface AttemptContext {
   jobUmask?: number;
   /** Where attempts' limits are enforced (cgroups); null or absent: they are not. */
   enforcement?: Enforcement | null;
+  /** The GPU ids the agent offers (--gpus): with enforcement on v1, an attempt may open only its own. */
+  gpus?: readonly string[];
 }
 
 export interface AttemptResult {
@@ -63,7 +65,8 @@ export interface AttemptResult {
   exitCode: number | null;
   reason: string | null;
   outputs: string[];
-  cause?: "staging";
+  /** `staging` for a `lost` whose files could not be moved; `oom` for a `failed` killed by its memory limit. */
+  cause?: "staging" | "oom";
   usage?: AttemptUsage;
 }
 
@@ -219,6 +222,7 @@ export class Attempt {
         memoryMb: this.spec.memoryMb,
         cpus: this.spec.cpus,
         maxProcesses: this.spec.maxProcesses,
+        deniedGpus: (this.context.gpus ?? []).filter((id) => !this.spec.gpus?.includes(id)),
       });
       paths.cgroupJoin = this.cgroup.joinScript();
     }
@@ -422,7 +426,13 @@ export class Attempt {
     if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
     // The kernel killed a process of the job for its memory limit: that, not the signal, is why.
     if (exitCode !== 0 && oomKills > 0)
-      return { outcome: "failed", exitCode, reason: outOfMemoryReason(this.spec.memoryMb), outputs: [] };
+      return {
+        outcome: "failed",
+        exitCode,
+        reason: outOfMemoryReason(this.spec.memoryMb),
+        outputs: [],
+        cause: "oom",
+      };
     if (exitCode !== 0) {
       const reason = exitCode > 128 ? `killed by signal ${exitCode - 128}` : `exit code ${exitCode}`;
       return { outcome: "failed", exitCode, reason, outputs: [] };

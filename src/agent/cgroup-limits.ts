@@ -1,5 +1,7 @@
 // What an attempt's cgroup is set to, by cgroup version: its memory limit with no swap beyond it,
-// its CPU quota over the period, its process limit. Pure: the files and values to write, in order.
+// its CPU quota over the period, its process limit, and in v1 the host's GPUs it may not open (the
+// devices controller; v2 has no devices files, only BPF programs, which the agent does not load).
+// Pure: the files and values to write, in order.
 
 /** The CPU quota's period, in µs: the kernel's default (cpu.cfs_period_us, cpu.max). */
 export const CPU_PERIOD_US = 100_000;
@@ -13,11 +15,16 @@ export interface AttemptLimits {
   /** CPUs' worth of time per period. */
   cpus: number;
   maxProcesses?: number | undefined;
+  /** The host's GPU ids (/dev/nvidiaN) not given to the attempt: v1's devices controller denies them. */
+  deniedGpus?: readonly string[];
 }
+
+/** The character devices' major number of NVIDIA GPUs (/dev/nvidiaN is 195:N). */
+export const NVIDIA_MAJOR = 195;
 
 /** One setting: a controller's file in the attempt's cgroup and what is written to it. */
 export interface CgroupSetting {
-  controller: "memory" | "cpu" | "pids";
+  controller: "memory" | "cpu" | "pids" | "devices";
   file: string;
   value: string;
 }
@@ -52,6 +59,8 @@ export function cgroupSettings(version: 1 | 2, limits: AttemptLimits, swapAccoun
   settings.push({ controller: "cpu", file: "cpu.cfs_period_us", value: String(CPU_PERIOD_US) });
   settings.push({ controller: "cpu", file: "cpu.cfs_quota_us", value: quota });
   settings.push({ controller: "pids", file: "pids.max", value: processes });
+  for (const id of limits.deniedGpus ?? [])
+    settings.push({ controller: "devices", file: "devices.deny", value: `c ${NVIDIA_MAJOR}:${id} rwm` });
   return settings;
 }
 

@@ -12,6 +12,10 @@ export interface StaticFacts {
   workDir: string;
   /** Whether attempts' limits are enforced (known once the agent has started). */
   enforces?: boolean;
+  /** GPU device ids offered to jobs (--gpus). */
+  gpus?: string[];
+  /** Countable resources offered to jobs (--resource). */
+  resources?: Record<string, number>;
 }
 
 function normalizeArch(arch: string): string {
@@ -46,5 +50,7 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     labels: fixed.labels,
     slotsFree,
     enforces: fixed.enforces ?? false,
+    ...(fixed.gpus ? { gpus: fixed.gpus } : {}),
+    ...(fixed.resources ? { resources: fixed.resources } : {}),
   };
 }

@@ -77,7 +77,23 @@ export function jobEnvironment(
           STEWARD_COORDINATOR: spec.gang.coordinator ?? "",
         }
       : {}),
+    ...countableEnvironment(spec),
   };
+}
+
+/**
+ * The devices and units given to the attempt: its GPUs in CUDA_VISIBLE_DEVICES and STEWARD_GPUS
+ * (set over the job's own env), each countable resource's units in STEWARD_RESOURCE_<NAME>.
+ */
+export function countableEnvironment(spec: Pick<StartMessage, "gpus" | "resources">): Record<string, string> {
+  const environment: Record<string, string> = {};
+  if (spec.gpus && spec.gpus.length > 0) {
+    environment.CUDA_VISIBLE_DEVICES = spec.gpus.join(",");
+    environment.STEWARD_GPUS = spec.gpus.join(",");
+  }
+  for (const [name, units] of Object.entries(spec.resources ?? {}))
+    environment[`STEWARD_RESOURCE_${name.toUpperCase()}`] = String(units);
+  return environment;
 }
 
 /** `export NAME='value'` lines, for a shell to run. */

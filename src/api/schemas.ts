@@ -38,8 +38,17 @@ export const attemptSchema = z
     startedAt: isoTime,
     endedAt: isoTime.nullable(),
     placement: z
-      .array(z.object({ host: z.string(), rank: z.int() }))
+      .array(
+        z.object({
+          host: z.string(),
+          rank: z.int(),
+          gpus: z.array(z.string()).optional().meta({ description: "the host's GPU ids given to the rank" }),
+        }),
+      )
       .meta({ description: "where each rank ran (one entry for a single-host job), rank 0 first" }),
+    memoryMb: z.number().nullable().optional().meta({
+      description: "the memory it was given when a retry grew it (retry.memoryGrowth); null: the job's",
+    }),
   })
   .meta({ id: "Attempt" });
 export type Attempt = z.infer<typeof attemptSchema>;

@@ -25,6 +25,7 @@ export function attemptView(attempt: AttemptRecord): Attempt {
     startedAt: iso(attempt.startedAt),
     endedAt: iso(attempt.endedAt),
     placement: attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }],
+    memoryMb: attempt.memoryMb ?? null,
   };
 }
 

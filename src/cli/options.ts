@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
+import { parseGpuList } from "../agent/gpus.ts";
 import {
   DISCOVERY_SECONDS,
   type MetaschedulingPolicy,
@@ -17,6 +18,26 @@ export function labels(value: string, previous: Record<string, string> = {}): Re
   const match = /^([^=]+)=(.*)$/.exec(value);
   if (!match) throw new InvalidArgumentError(`--label needs key=value, not ${value}`);
   return { ...previous, [match[1]]: match[2] };
+}
+
+/** `--resource name=N` (repeatable): units of a countable resource the host offers. */
+export function countableResources(
+  value: string,
+  previous: Record<string, number> = {},
+): Record<string, number> {
+  const match = /^([A-Za-z][A-Za-z0-9_]{0,63})=(\d+)$/.exec(value.trim());
+  if (!match) throw new InvalidArgumentError(`--resource needs name=count (license=4), not ${value}`);
+  return { ...previous, [match[1]]: Number(match[2]) };
+}
+
+/** `--gpus`: auto, or device indexes (0,1,3), checked here and detected or listed at start. */
+export function gpuSetting(value: string): string {
+  if (value.trim() === "auto") return "auto";
+  try {
+    return parseGpuList(value).join(",");
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 /** `--ends-at`: an ISO-8601 time or seconds since the epoch, as ms since the epoch. */

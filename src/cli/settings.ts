@@ -27,6 +27,7 @@ const NOT_SETTINGS = new Set(["help", "config", "version"]);
 const RESERVED_ENV: Record<string, string> = {
   STEWARD_TOKEN: "the command line's API token",
   STEWARD_HOST: "a job's host name",
+  STEWARD_GPUS: "a job's GPUs",
 };
 
 /**

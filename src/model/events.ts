@@ -5,9 +5,9 @@
 import { z } from "zod";
 import { gangStopReason } from "./gang.ts";
 import { ATTEMPT_OUTCOMES, type AttemptOutcome, JOB_STATES } from "./states.ts";
-import type { LossCause } from "./task-outcome.ts";
+import type { EndCause } from "./task-outcome.ts";
 
-const LOSS_CAUSES = ["host", "staging", "undelivered"] as const satisfies readonly LossCause[];
+const END_CAUSES = ["host", "staging", "undelivered", "oom"] as const satisfies readonly EndCause[];
 
 const task = z.int().meta({ description: "the task's index" });
 const attempt = z.int().meta({ description: "the attempt's number" });
@@ -31,6 +31,10 @@ const taskNextSchema = z
         failures: z.int(),
         maxAttempts: z.int(),
         delayMs: z.int().meta({ description: "the back-off before the next attempt" }),
+        memoryMb: z
+          .number()
+          .optional()
+          .meta({ description: "the memory (MB) the next attempt takes, grown after running out of memory" }),
       })
       .meta({ description: "the task is tried again after a back-off" }),
     z
@@ -68,7 +72,10 @@ function attemptEnded<O extends AttemptOutcome>(outcome: O) {
     outcome: z.literal(outcome),
     exitCode: z.int().nullable(),
     reason: z.string().nullable(),
-    cause: z.enum(LOSS_CAUSES).optional().meta({ description: "for `lost`: whose failure it was" }),
+    cause: z
+      .enum(END_CAUSES)
+      .optional()
+      .meta({ description: "for `lost`: whose failure it was; `oom`: killed for its memory limit" }),
     array,
     next: taskNextSchema,
   });
@@ -219,7 +226,7 @@ export function renderTaskNext(
     case "failed":
       return `${failureWord(outcome)} (${next.failures} of ${next.maxAttempts} attempts used)${reason ? `: ${reason}` : ""}`;
     case "retry":
-      return `${failureWord(outcome)}; retry ${next.failures + 1} of ${next.maxAttempts} in ${(next.delayMs / 1000).toFixed(1)} s`;
+      return `${failureWord(outcome)}; retry ${next.failures + 1} of ${next.maxAttempts} in ${(next.delayMs / 1000).toFixed(1)} s${next.memoryMb === undefined ? "" : ` with ${next.memoryMb} MB`}`;
     case "poison":
       return `poison task: lost ${next.losses} times`;
     case "restart":

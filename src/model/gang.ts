@@ -5,14 +5,14 @@
 // the ranks' reports in, what to do out.
 
 import type { AttemptOutcome } from "./states.ts";
-import type { LossCause } from "./task-outcome.ts";
+import type { EndCause } from "./task-outcome.ts";
 
 /** One rank's end as its agent reported it (or as the server decided for a lost host). */
 export interface RankEnd {
   outcome: AttemptOutcome;
   exitCode: number | null;
   reason: string | null;
-  cause?: LossCause;
+  cause?: EndCause;
 }
 
 export interface GangRank {

@@ -75,6 +75,21 @@ export const jobSpecSchema = z.strictObject({
           "Memory one task needs, in MB: a host with less free is not chosen (0: no need).",
           2048,
         ),
+        gpus: about(
+          z.int().min(0).max(1024).optional(),
+          "GPUs one task (one rank) takes: devices of its host's agent (`--gpus`) that no other live attempt holds, given in `CUDA_VISIBLE_DEVICES` and `STEWARD_GPUS`.",
+          1,
+        ),
+        custom: about(
+          z
+            .record(
+              z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "not a resource name (letters, digits, _)"),
+              z.int().min(1),
+            )
+            .optional(),
+          "Units of countable resources one task (one rank) takes, by name, counted against what its host's agent declares (`--resource license=4`); given in `STEWARD_RESOURCE_<NAME>`.",
+          { license: 2 },
+        ),
       })
       .default({ cpus: 1, memoryMb: 0 }),
     "What one task (or one rank of a multi-node job) takes of a host.",
@@ -113,10 +128,20 @@ export const jobSpecSchema = z.strictObject({
           "Wait before the first retry, doubled on each later one (up to a cap).",
           5,
         ),
+        memoryGrowth: about(
+          z.number().gt(1).max(16).optional(),
+          "After an attempt is killed for its memory limit, the task's `memoryMb` is multiplied by this for its next attempts (placement follows the new size). Absent: retries keep the job's size.",
+          1.5,
+        ),
+        maxMemoryMb: about(
+          z.number().positive().optional(),
+          "With `memoryGrowth`: the most memory a retry grows to, in MB (absent: no cap).",
+          8192,
+        ),
       })
       .default({ maxAttempts: 1, backoffSeconds: 5 }),
     "Retries of a task whose job fails.",
-    { maxAttempts: 3, backoffSeconds: 5 },
+    { maxAttempts: 3, backoffSeconds: 5, memoryGrowth: 2, maxMemoryMb: 8192 },
   ),
   checkpoint: about(
     z

@@ -17,6 +17,7 @@ export function newTask(jobId: string, index: number, state: TaskState): TaskRec
     resultAttempt: null,
     checkpoint: null,
     migration: null,
+    memoryMb: null,
   };
 }
 
@@ -40,5 +41,6 @@ export function newAttempt(task: TaskRecord, hosts: string | readonly string[], 
     startedAt: now,
     endedAt: null,
     stop: null,
+    memoryMb: task.memoryMb,
   };
 }

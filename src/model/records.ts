@@ -118,6 +118,8 @@ export interface TaskRecord {
   checkpoint: CheckpointInfo | null;
   /** Recorded intent of a migration: where the task's next attempt may go, or null. */
   migration: MigrationIntent | null;
+  /** The memory the task's next attempts take, MB, grown after running out of memory (retry.memoryGrowth); null: the job's. */
+  memoryMb: number | null;
 }
 
 /** A migration's target: a named host, or anywhere but the host the task left. */
@@ -130,6 +132,8 @@ export interface MigrationIntent {
 export interface PlacementEntry {
   host: string;
   rank: number;
+  /** The GPU device ids of the host given to this rank (absent: none), never to another live attempt. */
+  gpus?: string[];
 }
 
 /** Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. */
@@ -155,6 +159,8 @@ export interface AttemptRecord {
   endedAt: number | null;
   /** The stop sent to the agent (set with state `stopping`), so a resent stop keeps its outcome and reason. */
   stop: StopIntent | null;
+  /** The memory the attempt was given, MB, when it is not the job's (a task grown after running out of memory); null: the job's. */
+  memoryMb: number | null;
 }
 
 export interface EventRecord {
@@ -203,6 +209,10 @@ export interface HostFacts {
    * it does not go there.
    */
   enforces?: boolean;
+  /** The GPU device ids the agent declares (`--gpus`); absent: none. Given to attempts one by one. */
+  gpus?: string[];
+  /** Units of each countable resource the agent declares (`--resource name=N`); absent: none. */
+  resources?: Record<string, number>;
   /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
    * Filled in by the server when it looks at the host, not sent by the agent.

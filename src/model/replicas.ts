@@ -7,7 +7,7 @@ import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome } from "./states.ts";
 import type { RetryPolicy } from "./task-outcome.ts";
-import { type LossCause, POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "./task-outcome.ts";
+import { type EndCause, POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "./task-outcome.ts";
 
 /** The most replicas a job may ask for (the issue's bound; MyGrid's default is far lower). */
 export const MAX_REPLICAS = 8;
@@ -18,7 +18,7 @@ export interface ReplicaEnd {
   outcome: AttemptOutcome;
   reason: string | null;
   /** For `lost`: whose failure it was (default: the host's). */
-  cause?: LossCause;
+  cause?: EndCause;
 }
 
 export interface TaskAfterReplicaEnd extends Counters {

@@ -107,6 +107,28 @@ export function taskAfterAttempt(
  */
 export type LossCause = "host" | "staging" | "undelivered";
 
+/** Why an attempt ended, where the outcome alone does not say: a loss's cause, or `oom` for a failure by the memory limit. */
+export type EndCause = LossCause | "oom";
+
+export interface MemoryGrowth {
+  memoryGrowth?: number;
+  maxMemoryMb?: number;
+}
+
+/**
+ * The memory a task's next attempt takes after one of `currentMb` was killed for its memory limit:
+ * `currentMb` times retry.memoryGrowth (whole MB, up), no more than retry.maxMemoryMb. Null when it
+ * does not grow: no memoryGrowth, no limit to grow, or the cap reached already.
+ */
+export function grownMemoryMb(currentMb: number, retry: MemoryGrowth): number | null {
+  if (retry.memoryGrowth === undefined || currentMb <= 0) return null;
+  const grown = Math.min(
+    Math.ceil(currentMb * retry.memoryGrowth),
+    retry.maxMemoryMb ?? Number.POSITIVE_INFINITY,
+  );
+  return grown > currentMb ? grown : null;
+}
+
 export interface TaskAfterSystemFailure extends TaskAfterAttempt {
   systemFailures: number;
 }

@@ -44,6 +44,10 @@ export const hostFacts = z.object({
   slotsFree: z.number(),
   /** Whether the agent enforces its attempts' memory, CPU and process limits (cgroups). */
   enforces: z.boolean().optional(),
+  /** The GPU device ids the agent declares (`--gpus`); absent from agents without any (or older ones). */
+  gpus: z.array(z.string().regex(/^[0-9]+$/)).optional(),
+  /** Units of each countable resource the agent declares (`--resource name=N`). */
+  resources: z.record(z.string(), z.int().min(0)).optional(),
 });
 
 const attemptRef = {
@@ -128,9 +132,10 @@ export const endedEvent = z.object({
   outputs: z.array(z.string()),
   /**
    * For `lost`: whose failure it was. `staging` (inputs or outputs could not be moved) is a system
-   * failure that does not count as a host loss; absent means the host's.
+   * failure that does not count as a host loss; absent means the host's. For `failed`: `oom` when
+   * the attempt was killed for its memory limit (a retry may grow it, retry.memoryGrowth).
    */
-  cause: z.enum(["host", "staging"]).optional(),
+  cause: z.enum(["host", "staging", "oom"]).optional(),
   /** What the attempt used, measured by the agent (absent from agents that did not measure). */
   usage: z
     .object({
@@ -208,6 +213,10 @@ export const startMessage = z.object({
   memoryMb: z.number().min(0).optional(),
   /** With enforcement, how many processes the attempt may have at once (absent: the agent's default). */
   maxProcesses: z.int().min(1).optional(),
+  /** The GPU device ids of the host given to this attempt (CUDA_VISIBLE_DEVICES); absent: none. */
+  gpus: z.array(z.string()).optional(),
+  /** Units of the host's countable resources given to this attempt, by name (STEWARD_RESOURCE_<NAME>). */
+  resources: z.record(z.string(), z.int().min(1)).optional(),
   timeLimitSeconds: z.number().positive().nullable(),
   graceSeconds: z.number().min(0),
   /** How often the agent uploads the checkpoint folder's changes. */

@@ -33,7 +33,14 @@ export type JobChange = Partial<
 export type TaskChange = Partial<
   Pick<
     TaskRecord,
-    "attempts" | "failures" | "losses" | "systemFailures" | "notBefore" | "resultAttempt" | "checkpoint"
+    | "attempts"
+    | "failures"
+    | "losses"
+    | "systemFailures"
+    | "notBefore"
+    | "resultAttempt"
+    | "checkpoint"
+    | "memoryMb"
   >
 > & {
   /** Where the task's next attempt may go (null: anywhere again). */

@@ -26,10 +26,15 @@ function expressionKey(expression: CompiledExpression | null): string {
  * hold against them (expected length, checkpoints); not rank, which only orders.
  */
 export function batchKey(
-  job: Pick<JobView, "cpus" | "memoryMb" | "requirements" | "expectedSeconds" | "checkpoints">,
+  job: Pick<
+    JobView,
+    "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "expectedSeconds" | "checkpoints"
+  >,
 ): string {
   const walltime = `${job.expectedSeconds ?? ""}\u0000${job.checkpoints ? 1 : 0}`;
-  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}`;
+  const countable =
+    job.gpus || job.custom ? `\u0000${job.gpus ?? 0}\u0000${JSON.stringify(job.custom ?? {})}` : "";
+  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}`;
 }
 
 /** The batch keys that found no room in this pass. */

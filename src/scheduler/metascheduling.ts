@@ -8,7 +8,7 @@ import { batchKey } from "./batches.ts";
 import { type Preemption, taskKey } from "./plan.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
 import type { FeasibilityJob } from "./stages/feasibility.ts";
-import { type Capacity, fitsCapacity } from "./stages/fit.ts";
+import { type Capacity, fitsCapacity, takeRoom } from "./stages/fit.ts";
 import { decidePreemption } from "./stages/preemption.ts";
 import { bestMove, type MoveEstimate, notMovable, speedNeeded } from "./stages/rescheduling.ts";
 import type { HostView, JobView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "./view.ts";
@@ -159,8 +159,7 @@ export function reschedulingPass(
       if (!move || move.gain <= policy.rescheduleGain) continue;
     }
     const room = capacity.get(move.host)!;
-    room.slotsFree -= task.job.cpus;
-    room.memoryFreeMb -= task.job.memoryMb;
+    takeRoom(room, task.job);
     const gain = move.gain.toFixed(2);
     stops.push({
       jobId: task.job.id,

@@ -15,7 +15,7 @@ import { type Placement, type Plan, taskKey } from "./plan.ts";
 import { policyOf } from "./policy.ts";
 import { compareQueueOrder } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
-import { type Capacity, fitsCapacity } from "./stages/fit.ts";
+import { type Capacity, capacityOf, fitsCapacity, type Need, takeRoom } from "./stages/fit.ts";
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
 import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
@@ -48,7 +48,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   let totalSlotsFree = 0;
   for (const host of state.hosts) {
     if (host.state !== "ready" || !host.connected) continue;
-    capacity.set(host.name, { slotsFree: host.slotsFree, memoryFreeMb: host.memoryFreeMb });
+    capacity.set(host.name, capacityOf(host));
     totalSlotsFree += Math.max(0, host.slotsFree);
   }
   const plan: Plan = { place, stop: [], preempt: [] };
@@ -63,13 +63,15 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     const { job } = reserved;
     if (!room) continue;
     const before = Math.max(0, room.slotsFree);
+    const need = needOf(job, reserved.taskIndex);
     const kept = {
+      ...room,
       slotsFree: room.slotsFree + reserved.held.slots,
       memoryFreeMb: room.memoryFreeMb + reserved.held.memoryMb,
     };
-    if (!fitsCapacity(job, kept)) continue;
-    room.slotsFree = kept.slotsFree - job.cpus;
-    room.memoryFreeMb = kept.memoryFreeMb - job.memoryMb;
+    if (!fitsCapacity(need, kept)) continue;
+    takeRoom(kept, need);
+    Object.assign(room, kept);
     totalSlotsFree += Math.max(0, room.slotsFree) - before;
     place.push({
       kind: "task",
@@ -115,7 +117,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     const next = cursor.tasks!.next();
     if (next.done) return false;
     const restartPool = gang.restartPool ?? policy.restartPool;
-    const needs = { ...gang, restartPool, cpus: job.cpus, memoryMb: job.memoryMb };
+    const needs = { ...gang, restartPool, ...needOf(job, next.value.index) };
     const ranks = chooseGangHosts(needs, cursor.scored, capacity);
     if (!ranks) {
       const reserving = gangMayReserve(job.readySince ?? job.createdAt, state.now, policy.gangReserveSeconds);
@@ -127,9 +129,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       return false;
     }
     for (const name of ranks) {
-      const room = capacity.get(name)!;
-      room.slotsFree -= job.cpus;
-      room.memoryFreeMb -= job.memoryMb;
+      takeRoom(capacity.get(name)!, needs);
       totalSlotsFree -= job.cpus;
     }
     place.push({ kind: "gang", jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
@@ -158,17 +158,21 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const next = cursor.tasks!.next();
       if (next.done) return false;
       if (placedFirst.size > 0 && placedFirst.has(taskKey(job.id, next.value.index))) continue;
-      const best = bestFit(cursor.scored, capacity, job, next.value.allows);
+      const need = needOf(job, next.value.index);
+      const best = bestFit(cursor.scored, capacity, need, next.value.allows);
       if (!best) {
-        // A task with a rule of its own is tried alone; an ordinary one speaks for its batch.
-        if (next.value.allows) continue;
+        // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
+        if (need !== job)
+          trace.unplaced?.(
+            job,
+            `task ${next.value.index} needs ${need.memoryMb} MB (grown after running out of memory): no host it matches has that free`,
+          );
+        if (next.value.allows || need !== job) continue;
         exhausted.add(key);
         trace.unplaced?.(job, "no host it matches has room left in this pass");
         return false;
       }
-      const room = capacity.get(best.host.name)!;
-      room.slotsFree -= job.cpus;
-      room.memoryFreeMb -= job.memoryMb;
+      takeRoom(capacity.get(best.host.name)!, need);
       totalSlotsFree -= job.cpus;
       place.push({ kind: "task", jobId: job.id, taskIndex: next.value.index, host: best.host.name });
       return true;
@@ -267,6 +271,15 @@ function ownerQueuesOf(jobs: Iterable<JobView>): OwnerQueue[] {
   });
 }
 
+/**
+ * What one task of the job takes of a host: the job's resources, with the task's own memory when a
+ * retry after running out of memory grew it (retry.memoryGrowth). The job itself when they agree.
+ */
+export function needOf(job: JobView, taskIndex: number): Need {
+  const memoryMb = job.taskMemoryMb?.(taskIndex);
+  return memoryMb === undefined || memoryMb === job.memoryMb ? job : { ...job, memoryMb };
+}
+
 /** The lane whose turn it is: the owner with the smallest share, then the job first in queue order. */
 function nextTurn(lanes: readonly Lane[]): number {
   let best = 0;
@@ -291,7 +304,7 @@ function* tasksToPlace(
 function bestFit(
   scored: readonly ScoredHost[],
   capacity: ReadonlyMap<string, Capacity>,
-  need: { cpus: number; memoryMb: number },
+  need: Need,
   allowed: ((host: string) => boolean) | null,
 ): ScoredHost | null {
   let best: ScoredHost | null = null;

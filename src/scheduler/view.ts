@@ -28,6 +28,12 @@ export interface JobView {
   owner?: string;
   cpus: number;
   memoryMb: number;
+  /** GPUs one task (one rank) takes; absent: none. */
+  gpus?: number;
+  /** Units of countable resources one task (one rank) takes, by name; absent: none. */
+  custom?: Readonly<Record<string, number>>;
+  /** A task's memory when it is not the job's (grown after running out of memory); absent or undefined: the job's. */
+  taskMemoryMb?(taskIndex: number): number | undefined;
   requirements: CompiledExpression | null;
   rank: CompiledExpression | null;
   /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
@@ -41,7 +47,7 @@ export interface JobView {
   /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
   readonly checkpoints?: boolean;
   /** A multi-node job: its one task's attempt is a gang of ranks on as many hosts (stages/gang.ts); absent: one host. */
-  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "restartPool" | "nodesPerHost"> & {
+  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "gpus" | "custom" | "restartPool" | "nodesPerHost"> & {
     /** Ranks one host may run. */
     nodesPerHost: number;
     /** The job's own restart pool; null: the server's (MetaschedulingPolicy.restartPool). */
@@ -65,7 +71,7 @@ export interface RunningTask {
 
 /** A live attempt as the scheduler sees it, for preemption and rescheduling. */
 export interface RunningTaskView {
-  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "requirements" | "rank">;
+  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "rank">;
   taskIndex: number;
   attempt: number;
   host: string;
@@ -89,6 +95,10 @@ export interface HostView {
   slotsFree: number;
   /** Memory the host offers for placement, less what placed attempts reserve. */
   memoryFreeMb: number;
+  /** GPUs its agent declares that no live attempt holds; absent: none. */
+  gpusFree?: number;
+  /** Units of its agent's countable resources that no live attempt holds, by name; absent: none. */
+  customFree?: Record<string, number>;
   facts: HostFacts;
   /** A pilot's walltime (scheduler/walltime.ts); absent for hosts without one. */
   walltime?: Walltime;

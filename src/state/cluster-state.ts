@@ -4,13 +4,13 @@
 
 import { newGangProgress } from "../model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
-import type { AttemptRecord, HostRecord, TaskRecord } from "../model/records.ts";
+import type { AttemptRecord, HostRecord, PlacementEntry, TaskRecord } from "../model/records.ts";
 import type { TaskState } from "../model/states.ts";
 import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";
-import type { HostEntry, LiveAttempt } from "./host-entry.ts";
+import { freeCustom, freeGpus, type HostEntry, holdCountable, type LiveAttempt } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
@@ -145,12 +145,14 @@ export class ClusterState {
     const key = keyOf(attempt);
     this.live.set(key, entry);
     this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length);
-    for (const name of hostsOf(attempt)) {
-      const host = this.hosts.get(name);
+    const memoryMb = attempt.memoryMb ?? job.memoryMb;
+    for (const rank of placementOf(attempt)) {
+      const host = this.hosts.get(rank.host);
       if (!host) continue;
       host.active.set(key, entry);
       host.usedSlots += job.cpus;
-      host.usedMemoryMb += job.memoryMb;
+      host.usedMemoryMb += memoryMb;
+      holdCountable(host, rank.gpus, job.custom, 1);
     }
     return entry;
   }
@@ -166,11 +168,13 @@ export class ClusterState {
     if (attempt.endedAt !== null)
       this.owners.used(entry.job.record.owner, cpus, attempt.startedAt, attempt.endedAt);
     // A host with several ranks of a gang gives back each rank's share.
-    for (const name of hostsOf(attempt)) {
-      const host = this.hosts.get(name);
+    const memoryMb = attempt.memoryMb ?? entry.job.memoryMb;
+    for (const rank of placementOf(attempt)) {
+      const host = this.hosts.get(rank.host);
       if (!host?.active.has(key)) continue;
       host.usedSlots -= entry.job.cpus;
-      host.usedMemoryMb -= entry.job.memoryMb;
+      host.usedMemoryMb -= memoryMb;
+      holdCountable(host, rank.gpus, entry.job.custom, -1);
     }
     for (const name of hostsOf(attempt)) this.hosts.get(name)?.active.delete(key);
   }
@@ -202,7 +206,8 @@ export class ClusterState {
   /** What the host holds now for one reservation (room-reservations.ts). */
   heldFor(reservation: RoomReservation): HeldRoom {
     const stopped = this.live.get(reservation.stopped);
-    return heldFor(reservation, stopped ? { slots: stopped.job.cpus, memoryMb: stopped.job.memoryMb } : null);
+    const memoryMb = stopped ? (stopped.attempt.memoryMb ?? stopped.job.memoryMb) : 0;
+    return heldFor(reservation, stopped ? { slots: stopped.job.cpus, memoryMb } : null);
   }
 
   /** Room held on each host for tasks other than `except` (job, task), by host name. */
@@ -272,6 +277,8 @@ export class ClusterState {
         slots: host.record.slots,
         slotsFree,
         memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
+        ...(host.record.facts.gpus?.length ? { gpusFree: freeGpus(host).length } : {}),
+        ...(host.record.facts.resources ? { customFree: freeCustom(host) } : {}),
         facts: {
           ...host.record.facts,
           slotsFree: Math.max(0, slotsFree),
@@ -290,6 +297,11 @@ export class ClusterState {
     }
     return false;
   }
+}
+
+/** An attempt's ranks with their hosts (an attempt recorded before placements: its one host). */
+function placementOf(attempt: AttemptRecord): PlacementEntry[] {
+  return attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }];
 }
 
 /** The submissions index's key: a submit key counts within its owner's jobs. */

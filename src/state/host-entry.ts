@@ -22,6 +22,10 @@ export interface HostEntry {
   connected: boolean;
   usedSlots: number;
   usedMemoryMb: number;
+  /** GPU device ids its live attempts hold (PlacementEntry.gpus). */
+  usedGpus: Set<string>;
+  /** Units of each countable resource its live attempts hold. */
+  usedCustom: Map<string, number>;
   /** Live attempts on this host, by attempt key. */
   active: Map<string, LiveAttempt>;
   /** Where other hosts reach this one (its agent's hello), for multi-node jobs. */
@@ -29,5 +33,42 @@ export interface HostEntry {
 }
 
 export function newHostEntry(record: HostRecord, connected: boolean): HostEntry {
-  return { record, connected, usedSlots: 0, usedMemoryMb: 0, active: new Map(), address: "127.0.0.1" };
+  return {
+    record,
+    connected,
+    usedSlots: 0,
+    usedMemoryMb: 0,
+    usedGpus: new Set(),
+    usedCustom: new Map(),
+    active: new Map(),
+    address: "127.0.0.1",
+  };
+}
+
+/** The GPU ids the host's agent declares that no live attempt holds, in the agent's order. */
+export function freeGpus(host: HostEntry): string[] {
+  return (host.record.facts.gpus ?? []).filter((id) => !host.usedGpus.has(id));
+}
+
+/** Units of each countable resource the host's agent declares that no live attempt holds. */
+export function freeCustom(host: HostEntry): Record<string, number> {
+  const free: Record<string, number> = {};
+  for (const [name, units] of Object.entries(host.record.facts.resources ?? {}))
+    free[name] = units - (host.usedCustom.get(name) ?? 0);
+  return free;
+}
+
+/** Counts what one rank of a live attempt holds on the host in (+1) or out (-1). */
+export function holdCountable(
+  host: HostEntry,
+  gpus: readonly string[] | undefined,
+  custom: Readonly<Record<string, number>> | undefined,
+  sign: 1 | -1,
+): void {
+  for (const id of gpus ?? []) {
+    if (sign > 0) host.usedGpus.add(id);
+    else host.usedGpus.delete(id);
+  }
+  for (const [name, units] of Object.entries(custom ?? {}))
+    host.usedCustom.set(name, (host.usedCustom.get(name) ?? 0) + sign * units);
 }

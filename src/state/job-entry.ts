@@ -120,6 +120,16 @@ export class JobEntry implements JobView {
   get memoryMb(): number {
     return this.record.spec.resources.memoryMb;
   }
+  get gpus(): number | undefined {
+    return this.record.spec.resources.gpus;
+  }
+  get custom(): Readonly<Record<string, number>> | undefined {
+    return this.record.spec.resources.custom;
+  }
+  /** A task's memory grown after running out of memory (TaskRecord.memoryMb); undefined: the job's. */
+  taskMemoryMb(taskIndex: number): number | undefined {
+    return this.tasks[taskIndex]?.memoryMb ?? undefined;
+  }
   get slowHosts(): readonly string[] {
     return this.record.slowHosts;
   }

@@ -80,6 +80,7 @@ export function task(jobId: string, index: number, overrides: Partial<TaskRecord
     resultAttempt: null,
     checkpoint: null,
     migration: null,
+    memoryMb: null,
     ...overrides,
   };
 }
@@ -104,6 +105,7 @@ export function attempt(
     startedAt: 1_700_000_001_000,
     endedAt: null,
     stop: null,
+    memoryMb: null,
     ...overrides,
   };
 }

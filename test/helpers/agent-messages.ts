@@ -40,7 +40,7 @@ export function ended(
   jobId: string,
   attempt: number,
   outcome: "succeeded" | "failed" | "lost" | "preempted" | "migrated" | "cancelled" = "succeeded",
-  extra: { reason?: string; cause?: "host" | "staging"; taskIndex?: number } = {},
+  extra: { reason?: string; cause?: "host" | "staging" | "oom"; taskIndex?: number } = {},
 ) {
   return {
     kind: "ended" as const,

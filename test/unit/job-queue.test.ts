@@ -34,6 +34,7 @@ function entry(id: string, priority: number, createdAt: number, tasks = 1, owner
     resultAttempt: null,
     checkpoint: null,
     migration: null,
+    memoryMb: null,
   }));
   return new JobEntry(record, ++seq, list);
 }

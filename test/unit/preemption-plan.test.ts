@@ -65,6 +65,7 @@ function job(id: string, priority: number, seq: number): JobEntry {
     resultAttempt: null,
     checkpoint: null,
     migration: null,
+    memoryMb: null,
   };
   return new JobEntry(record, seq, [task]);
 }

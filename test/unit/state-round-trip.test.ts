@@ -28,7 +28,7 @@ import type { Step } from "../../src/reactor/step.ts";
 import type { ClusterState } from "../../src/state/cluster-state.ts";
 import type { JobEntry } from "../../src/state/job-entry.ts";
 import { agentDetached, agentSeen } from "../../src/state/soft-state.ts";
-import { ended, hello } from "../helpers/agent-messages.ts";
+import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 
 const sorted = (values: Iterable<number | string>) => [...values].sort();
@@ -52,12 +52,23 @@ function durable(state: ClusterState) {
     }));
   const hosts = [...state.hosts.values()]
     .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
-    .map(({ record: { lastSeen: _lease, ...record }, usedSlots, usedMemoryMb, active }) => ({
-      record,
-      usedSlots,
-      usedMemoryMb,
-      active: sorted(active.keys()),
-    }));
+    .map(
+      ({
+        record: { lastSeen: _lease, ...record },
+        usedSlots,
+        usedMemoryMb,
+        usedGpus,
+        usedCustom,
+        active,
+      }) => ({
+        record,
+        usedSlots,
+        usedMemoryMb,
+        usedGpus: sorted(usedGpus),
+        usedCustom: [...usedCustom].filter(([, units]) => units !== 0).sort(),
+        active: sorted(active.keys()),
+      }),
+    );
   return {
     jobs,
     ended: [...state.ended.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
@@ -94,6 +105,32 @@ function startAll(bench: HandlerBench, from: number): void {
 const sha = (letter: string) => letter.repeat(64);
 
 describe("the state rebuilt from the recorded changes", () => {
+  it("is the live state after GPU placements and an out-of-memory end that grows a task's memory", () => {
+    const bench = new HandlerBench();
+    const gpuFacts = facts("g1", { gpus: ["0", "1"], resources: { license: 2 } });
+    event(bench, (step) => attachHost(step, { ...hello("g1", [], 4), facts: gpuFacts }));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+    submit("1", { command: "a", resources: { gpus: 1, custom: { license: 1 } } });
+    submit("2", {
+      command: "b",
+      resources: { gpus: 1, memoryMb: 100 },
+      retry: { maxAttempts: 3, backoffSeconds: 0, memoryGrowth: 2 },
+    });
+    schedule(bench);
+    startAll(bench, 0);
+    expect(bench.starts().map((start) => start.gpus)).toEqual([["0"], ["1"]]);
+    event(bench, (step) =>
+      attemptEnded(step, "g1", ended("2", 1, "failed", { cause: "oom", reason: "out of memory" })),
+    );
+    expect(bench.state.jobs.get("2")?.tasks[0].memoryMb).toBe(200);
+    schedule(bench);
+    expect(bench.starts().at(-1)).toMatchObject({ jobId: "2", attempt: 2, memoryMb: 200, gpus: ["1"] });
+    event(bench, (step) => attemptEnded(step, "g1", ended("1", 1)));
+  });
+
   it("is the live state after every event of a day of a small cluster", () => {
     const bench = new HandlerBench();
     const join = newTokenOf("join");

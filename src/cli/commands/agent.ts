@@ -5,7 +5,7 @@ import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/run-as.ts";
 import { CliError } from "../client.ts";
 import { daemonLogger } from "../logger.ts";
-import { endsAt, integer, labels, number, onShutdown } from "../options.ts";
+import { countableResources, endsAt, gpuSetting, integer, labels, number, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
@@ -32,6 +32,17 @@ export function registerAgent(program: Command): void {
       "work folder for attempts, the agent's account's alone (default: /var/lib/steward/agent/NAME for root, else $XDG_STATE_HOME/steward/agent/NAME, ~/.local/state without it)",
     )
     .option("--label <k=v>", "a label (repeatable)", labels, {})
+    .option(
+      "--gpus <ids>",
+      "GPUs to offer jobs: auto (found by nvidia-smi -L, else /dev/nvidiaN), or device indexes (0,1,3)",
+      gpuSetting,
+    )
+    .option(
+      "--resource <name=n>",
+      "units of a countable resource to offer jobs (license=4; repeatable)",
+      countableResources,
+      {},
+    )
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .option(
       "--log-format <format>",
@@ -67,7 +78,7 @@ export function registerAgent(program: Command): void {
       endsAt,
     );
   // The agent's --token is the join token: STEWARD_JOIN_TOKEN, as it always was (STEWARD_TOKEN is the CLI's).
-  configurable(command, { env: { token: "STEWARD_JOIN_TOKEN" }, repeatable: ["label"] }).action(
+  configurable(command, { env: { token: "STEWARD_JOIN_TOKEN" }, repeatable: ["label", "resource"] }).action(
     async (options) => {
       if (!options.server)
         throw new CliError("--server is needed (or server: in the --config file, or STEWARD_SERVER)", 2);
@@ -123,6 +134,8 @@ export function registerAgent(program: Command): void {
         jobUmask,
         enforce: options.enforce !== false,
         labels: options.label,
+        gpus: options.gpus,
+        resources: options.resource,
         speed: options.speed,
         log,
         idleSeconds: options.idleSeconds,

@@ -165,7 +165,12 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
     outcome,
     exitCode: report.exitCode,
     reason,
-    cause: outcome === "lost" ? (report.cause ?? "host") : undefined,
+    cause:
+      outcome === "lost"
+        ? (report.cause ?? "host")
+        : outcome === "failed" && report.cause === "oom"
+          ? ("oom" as const)
+          : undefined,
   };
   endOnHost(step, live, hostName, end, live.gang ? rank : undefined);
 }

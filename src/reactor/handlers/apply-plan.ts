@@ -10,6 +10,8 @@ import { newAttempt } from "../../model/new-records.ts";
 import type { AttemptRecord } from "../../model/records.ts";
 import type { GangPlacement, Plan, Preemption, TaskPlacement } from "../../scheduler/plan.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
+import { assignGpus, customFits } from "../../state/device-assignment.ts";
+import { freeCustom, freeGpus } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { RoomReservation } from "../../state/room-reservations.ts";
 import type { Step } from "../step.ts";
@@ -118,8 +120,13 @@ function applyPlacement(
     const rankHost = state.hosts.get(name);
     if (rankHost?.record.state !== "ready" || !rankHost.connected) return null;
     const room = state.roomFor(name, job.id, task.index);
-    if (room.slots < job.cpus * count || room.memoryMb < job.memoryMb * count) return null;
+    const memoryMb = task.memoryMb ?? job.memoryMb;
+    if (room.slots < job.cpus * count || room.memoryMb < memoryMb * count) return null;
+    if (!customFits(job.custom, count, freeCustom(rankHost))) return null;
   }
+  const placed = ranks.map((name, rank) => ({ host: name, rank }));
+  const devices = assignGpus(placed, job.gpus ?? 0, (name) => freeGpus(state.hosts.get(name)!));
+  if (!devices) return null;
   const migration = task.migration;
   step.write.updateTask(job, task, {
     attempts: task.attempts + 1,
@@ -128,6 +135,7 @@ function applyPlacement(
     state: "running",
   });
   const attempt = newAttempt(task, ranks, now);
+  attempt.placement = devices;
   const live = step.write.addAttempt(job, attempt);
   // A task a preemption kept room for starts (there, or sooner elsewhere): its room is given back.
   if (state.reservations.delete(job.id, task.index)) live.startedByPreemption = true;

@@ -8,6 +8,8 @@ import { hostsOf } from "../../model/ids.ts";
 import { newAttempt } from "../../model/new-records.ts";
 import type { AttemptRecord } from "../../model/records.ts";
 import type { ReplicaPlacement } from "../../scheduler/plan.ts";
+import { assignGpus, customFits } from "../../state/device-assignment.ts";
+import { freeCustom, freeGpus } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { startMessage } from "./attempts.ts";
@@ -28,9 +30,13 @@ export function applyReplica(
   if (live.some((attempt) => hostsOf(attempt).includes(placement.host))) return null;
   if (host.record.state !== "ready" || !host.connected) return null;
   const room = state.roomFor(placement.host, job.id, task.index);
-  if (room.slots < job.cpus || room.memoryMb < job.memoryMb) return null;
+  if (room.slots < job.cpus || room.memoryMb < (task.memoryMb ?? job.memoryMb)) return null;
+  if (!customFits(job.custom, 1, freeCustom(host))) return null;
+  const devices = assignGpus([{ host: placement.host, rank: 0 }], job.gpus ?? 0, () => freeGpus(host));
+  if (!devices) return null;
   step.write.updateTask(job, task, { attempts: task.attempts + 1 });
   const attempt = newAttempt(task, placement.host, now);
+  attempt.placement = devices;
   step.write.addAttempt(job, attempt);
   const replica = live.length + 1;
   step.event(job, {

@@ -7,7 +7,8 @@ import type { AttemptRecord, StopIntent } from "../../model/records.ts";
 import { taskAfterReplicaEnd } from "../../model/replicas.ts";
 import { type AttemptOutcome, isEndedState } from "../../model/states.ts";
 import {
-  type LossCause,
+  type EndCause,
+  grownMemoryMb,
   type TaskAfterAttempt,
   taskAfterAttempt,
   taskAfterSystemFailure,
@@ -20,8 +21,12 @@ import { refreshJobState } from "./job-state.ts";
 /** The reason a winning replica gives the others it stops. */
 export const REPLICA_LOST_REASON = "replica lost the race";
 
-export function startMessage(job: JobEntry, attempt: AttemptRecord): StartMessage {
+/** The start of an attempt (of its rank `rank`, for a gang): its command, its size, its devices. */
+export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): StartMessage {
   const spec = job.record.spec;
+  const memoryMb = attempt.memoryMb ?? spec.resources.memoryMb;
+  const gpus = attempt.placement.find((entry) => entry.rank === rank)?.gpus;
+  const custom = spec.resources.custom;
   return {
     type: "start",
     jobId: job.id,
@@ -34,7 +39,9 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord): StartMessag
     inputs: job.record.inputs,
     outputs: spec.outputs,
     cpus: spec.resources.cpus,
-    ...(spec.resources.memoryMb > 0 ? { memoryMb: spec.resources.memoryMb } : {}),
+    ...(memoryMb > 0 ? { memoryMb } : {}),
+    ...(gpus && gpus.length > 0 ? { gpus } : {}),
+    ...(custom && Object.keys(custom).length > 0 ? { resources: custom } : {}),
     timeLimitSeconds: spec.timeLimitSeconds ?? null,
     graceSeconds: spec.checkpoint.graceSeconds,
     checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,
@@ -79,8 +86,8 @@ export interface AttemptEnd {
   outcome: AttemptOutcome;
   exitCode: number | null;
   reason: string | null;
-  /** For `lost`: whose failure it was (default: the host's). */
-  cause?: LossCause;
+  /** For `lost`: whose failure it was (default: the host's); `oom` for a failure by the memory limit. */
+  cause?: EndCause;
 }
 
 /** Ends a live attempt and moves its task on (retry, restart, result, failure). */
@@ -149,6 +156,15 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   } else {
     next = taskAfterAttempt(task, attemptEnd, job.record.spec.retry, now, step.random());
   }
+  // Killed for its memory limit: the task's next attempts may take more (retry.memoryGrowth).
+  let memoryMb = task.memoryMb;
+  if (end.cause === "oom" && next.state === "pending" && next.next.is === "retry") {
+    const grown = grownMemoryMb(attempt.memoryMb ?? job.memoryMb, job.record.spec.retry);
+    if (grown !== null) {
+      memoryMb = grown;
+      next = { ...next, next: { ...next.next, memoryMb: grown } };
+    }
+  }
   // A task of a job being cancelled does not go round again.
   const taskState = job.record.cancelRequested && next.state === "pending" ? "cancelled" : next.state;
   step.write.updateTask(job, task, {
@@ -157,6 +173,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
     losses: next.losses,
     notBefore: next.notBefore,
     resultAttempt: next.resultAttempt,
+    memoryMb,
     state: taskState,
   });
   if (end.outcome !== "succeeded" || single) record(next.next);

@@ -31,7 +31,7 @@ export function rankStartMessage(
 ): ServerMessage {
   const hosts = hostsOf(attempt);
   const nodes = hosts.map((host) => ({ host, address: step.state.hosts.get(host)?.address ?? host }));
-  const start = startMessage(job, attempt);
+  const start = startMessage(job, attempt, rank);
   const all = job.record.spec.outputsFrom === "all";
   return {
     ...start,

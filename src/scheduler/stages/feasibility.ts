@@ -8,7 +8,7 @@ import { walltimeInfeasibility } from "../walltime.ts";
 
 export type FeasibilityJob = Pick<
   JobView,
-  "cpus" | "memoryMb" | "requirements" | "expectedSeconds" | "checkpoints"
+  "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "expectedSeconds" | "checkpoints"
 >;
 export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
 
@@ -26,6 +26,18 @@ export const enoughMemory: FeasibilityStage = (job, host) =>
     ? `job needs ${job.memoryMb} MB, host has ${host.facts.memoryMb} MB`
     : null;
 
+/** GPUs and countable resources: the host must declare at least what one task takes. */
+export const enoughCountable: FeasibilityStage = (job, host) => {
+  const gpus = job.gpus ?? 0;
+  const declared = host.facts.gpus?.length ?? 0;
+  if (gpus > declared) return `job needs ${gpus} ${gpus === 1 ? "gpu" : "gpus"}, host has ${declared}`;
+  for (const [name, units] of Object.entries(job.custom ?? {})) {
+    const has = host.facts.resources?.[name] ?? 0;
+    if (units > has) return `job needs ${units} ${name}, host has ${has}`;
+  }
+  return null;
+};
+
 export const requirementsHold: FeasibilityStage = (job, host) => {
   if (!job.requirements) return null;
   const result = evaluateRequirement(job.requirements, host.facts);
@@ -40,6 +52,7 @@ export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   agentIsConnected,
   enoughSlots,
   enoughMemory,
+  enoughCountable,
   fitsBeforeWalltime,
   requirementsHold,
 ];

@@ -1,21 +1,65 @@
-// Fit: does the host have the free capacity for one more task of this job right now?
+// Fit: does the host have the free capacity for one more task of this job right now? Slots and
+// memory, and the countable resources an agent declares (GPUs, `--resource name=N`), counted alike.
 
 export interface Capacity {
   slotsFree: number;
   memoryFreeMb: number;
+  /** GPUs not held by a live attempt; absent: the host has none. */
+  gpusFree?: number;
+  /** Each declared countable resource's units not held by a live attempt; a name absent: none. */
+  customFree?: Record<string, number>;
 }
 
-export function fitsCapacity(need: { cpus: number; memoryMb: number }, capacity: Capacity): boolean {
-  return capacity.slotsFree >= need.cpus && capacity.memoryFreeMb >= need.memoryMb;
+/** What one task (or one rank) takes of a host. */
+export interface Need {
+  cpus: number;
+  memoryMb: number;
+  /** GPUs (absent: none). */
+  gpus?: number;
+  /** Units of countable resources by name (absent: none). */
+  custom?: Readonly<Record<string, number>>;
 }
 
-export function capacityShortfall(
-  need: { cpus: number; memoryMb: number },
-  capacity: Capacity,
-): string | null {
+export function fitsCapacity(need: Need, capacity: Capacity): boolean {
+  return capacityShortfall(need, capacity) === null;
+}
+
+export function capacityShortfall(need: Need, capacity: Capacity): string | null {
   if (capacity.slotsFree < need.cpus) return `needs ${need.cpus} free slots, ${capacity.slotsFree} free`;
   if (capacity.memoryFreeMb < need.memoryMb) {
     return `needs ${need.memoryMb} MB, ${capacity.memoryFreeMb} MB unreserved`;
   }
+  const gpus = need.gpus ?? 0;
+  if (gpus > 0 && (capacity.gpusFree ?? 0) < gpus) {
+    return `needs ${gpus} ${gpus === 1 ? "gpu" : "gpus"}, host has ${capacity.gpusFree ?? 0} free`;
+  }
+  if (need.custom) {
+    for (const [name, units] of Object.entries(need.custom)) {
+      const free = capacity.customFree?.[name] ?? 0;
+      if (units > 0 && free < units) return `needs ${units} ${name}, host has ${free} free`;
+    }
+  }
   return null;
+}
+
+/** Takes a task's need out of a host's room (a placement in this pass). */
+export function takeRoom(room: Capacity, need: Need): void {
+  room.slotsFree -= need.cpus;
+  room.memoryFreeMb -= need.memoryMb;
+  if (need.gpus) room.gpusFree = (room.gpusFree ?? 0) - need.gpus;
+  if (need.custom) {
+    const free = { ...room.customFree };
+    for (const [name, units] of Object.entries(need.custom)) free[name] = (free[name] ?? 0) - units;
+    room.customFree = free;
+  }
+}
+
+/** A copy of a host's room, for a pass to take from. */
+export function capacityOf(host: Capacity): Capacity {
+  return {
+    slotsFree: host.slotsFree,
+    memoryFreeMb: host.memoryFreeMb,
+    ...(host.gpusFree !== undefined ? { gpusFree: host.gpusFree } : {}),
+    ...(host.customFree !== undefined ? { customFree: { ...host.customFree } } : {}),
+  };
 }

@@ -8,7 +8,7 @@
 // Pure: the hosts, their room and the time in.
 
 import type { HostView } from "../view.ts";
-import { type Capacity, fitsCapacity } from "./fit.ts";
+import { type Capacity, capacityOf, fitsCapacity, takeRoom } from "./fit.ts";
 import { compareScored, type ScoredHost } from "./rank.ts";
 
 /** A gang waiting longer than this gets hosts reserved for it (`--gang-reserve-seconds`). */
@@ -23,6 +23,9 @@ export interface GangNeeds {
   /** Per rank. */
   cpus: number;
   memoryMb: number;
+  /** GPUs and countable resources each rank takes (absent: none). */
+  gpus?: number;
+  custom?: Readonly<Record<string, number>>;
   /** The pool kept for replacements (`restartPool` or the server's `--restart-pool`), or null. */
   restartPool: string | null;
   /**
@@ -58,7 +61,7 @@ export function chooseGangHosts(
     if (!room) {
       const free = capacity.get(name);
       if (!free) return undefined;
-      room = { ...free };
+      room = capacityOf(free);
       left.set(name, room);
     }
     return room;
@@ -70,8 +73,7 @@ export function chooseGangHosts(
   };
   const take = (name: string) => {
     const room = roomOf(name)!;
-    room.slotsFree -= gang.cpus;
-    room.memoryFreeMb -= gang.memoryMb;
+    takeRoom(room, gang);
     counts.set(name, (counts.get(name) ?? 0) + 1);
   };
   const ordered = [...scored].sort((a, b) =>

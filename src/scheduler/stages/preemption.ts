@@ -7,7 +7,7 @@
 import { progressMade, remainingSeconds } from "../estimate.ts";
 import type { MetaschedulingPolicy } from "../policy.ts";
 import type { HostView, JobView, RunningTaskView } from "../view.ts";
-import type { Capacity } from "./fit.ts";
+import { type Capacity, fitsCapacity } from "./fit.ts";
 
 /** Why a running task may not be preempted, or null when it may. */
 export function notPreemptible(
@@ -27,12 +27,21 @@ export function notPreemptible(
 
 /** Whether stopping `task` would give `job` room on its host (with what the host has free now). */
 export function makesRoom(
-  job: Pick<JobView, "cpus" | "memoryMb">,
+  job: Pick<JobView, "cpus" | "memoryMb" | "gpus" | "custom">,
   task: RunningTaskView,
   free: Capacity | undefined,
 ): boolean {
   if (!free) return false;
-  return free.slotsFree + task.job.cpus >= job.cpus && free.memoryFreeMb + task.job.memoryMb >= job.memoryMb;
+  const custom = { ...free.customFree };
+  for (const [name, units] of Object.entries(task.job.custom ?? {}))
+    custom[name] = (custom[name] ?? 0) + units;
+  const freed: Capacity = {
+    slotsFree: free.slotsFree + task.job.cpus,
+    memoryFreeMb: free.memoryFreeMb + task.job.memoryMb,
+    gpusFree: (free.gpusFree ?? 0) + (task.job.gpus ?? 0),
+    customFree: custom,
+  };
+  return fitsCapacity(job, freed);
 }
 
 export type PreemptionDecision =
@@ -47,7 +56,7 @@ export type PreemptionDecision =
  * job may run on (requirements, size), `free` their capacity left in this pass.
  */
 export function decidePreemption(
-  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb">,
+  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom">,
   feasible: readonly HostView[],
   free: ReadonlyMap<string, Capacity>,
   running: readonly RunningTaskView[],

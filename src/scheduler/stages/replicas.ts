@@ -11,7 +11,7 @@ import type { Placement, ReplicaPlacement } from "../plan.ts";
 import { compareQueueOrder } from "../queue-order.ts";
 import type { HostView, JobView, RunningTask } from "../view.ts";
 import { infeasibility } from "./feasibility.ts";
-import { type Capacity, fitsCapacity } from "./fit.ts";
+import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
 import { type ScoredHost, scoreHosts } from "./rank.ts";
 
 export interface ReplicaInput {
@@ -80,8 +80,7 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
       }
       if (!best) continue;
       const room = capacity.get(best.host.name)!;
-      room.slotsFree -= job.cpus;
-      room.memoryFreeMb -= job.memoryMb;
+      takeRoom(room, job);
       hosts.push(best.host.name);
       place.push({ kind: "replica", jobId: job.id, taskIndex, host: best.host.name });
       placedInRound = true;
