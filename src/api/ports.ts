@@ -6,6 +6,7 @@
 import type { EventEmitter } from "node:events";
 import type { CheckpointFile, EventRecord, HostRecord, TokenKind, TokenRecord } from "../model/records.ts";
 import type { ReceivedJob, Submission } from "../reactor/commands/jobs.ts";
+import type { AttemptPlaced } from "../reactor/effects.ts";
 import type {
   CheckpointCommit,
   CheckpointCommitted,
@@ -60,7 +61,12 @@ export type JobExplanation = { reasons: string[]; othersAhead: number } & Explan
 /** The queries: jobs, their headers, hosts, explain, tokens, and what an agent may touch. */
 export interface ReadModel {
   now(): number;
-  readonly events: EventEmitter<{ event: [EventRecord]; job: [JobEntry]; progress: [string] }>;
+  readonly events: EventEmitter<{
+    event: [EventRecord];
+    job: [JobEntry];
+    progress: [string];
+    placed: [AttemptPlaced];
+  }>;
   readonly tokens: TokenRegistry;
   /** A job in memory (live, or ended and not yet retired); NotFoundError otherwise. */
   job(id: string): JobEntry;

@@ -25,7 +25,19 @@ export type Effect =
   /** A job's state changed. */
   | { kind: "jobChanged"; job: JobEntry }
   /** Delete checkpoint blobs no record names any more (the step's answer waits for it). */
-  | { kind: "dropCheckpointBlobs"; drop: CheckpointBlobDrop };
+  | { kind: "dropCheckpointBlobs"; drop: CheckpointBlobDrop }
+  /** An attempt was placed (for the queue-wait metric). */
+  | { kind: "placed"; placed: AttemptPlaced };
+
+/** An attempt placed, and how long its task waited for it. */
+export interface AttemptPlaced {
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+  host: string;
+  /** Since its job's submit (a first attempt), or its last attempt's end or back-off. */
+  waitedMs: number;
+}
 
 /** How the reactor reaches agents; the gateway implements it. */
 export interface AgentLinks {

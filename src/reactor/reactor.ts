@@ -11,7 +11,10 @@ import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
-import type { AgentLinks, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
+import type { AgentLinks, AttemptPlaced, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
+
+export type { AttemptPlaced } from "./effects.ts";
+
 import { startUndelivered } from "./handlers/agent-reports.ts";
 import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";
@@ -37,7 +40,12 @@ export class Reactor {
    * `event`: a stored job event, once committed; `job`: a job's state changed; `progress`: tasks of
    * the job (its id) changed state in a commit (not stored: the dashboard's progress bars).
    */
-  readonly events = new EventEmitter<{ event: [EventRecord]; job: [JobEntry]; progress: [string] }>();
+  readonly events = new EventEmitter<{
+    event: [EventRecord];
+    job: [JobEntry];
+    progress: [string];
+    placed: [AttemptPlaced];
+  }>();
   state: ClusterState;
   readonly options: ReactorOptions;
   readonly #committer: GroupCommitter;
@@ -143,6 +151,9 @@ export class Reactor {
         return;
       case "dropCheckpointBlobs":
         void this.#dropCheckpointBlobs(effect.drop);
+        return;
+      case "placed":
+        this.events.emit("placed", effect.placed);
         return;
     }
   }

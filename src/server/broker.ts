@@ -32,6 +32,8 @@ export interface BrokerOptions {
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
+  /** This server now leads with `core` (the metrics of its work follow it). */
+  onLeading?: (core: Core) => void;
 }
 
 export class Broker {
@@ -183,6 +185,7 @@ export class Broker {
     this.#committer = committer;
     this.#core = core;
     this.#leader = this.#url;
+    this.#options.onLeading?.(core);
     log.info(
       { term, jobs: snapshot.jobs.length, tasks: snapshot.tasks.length, hosts: snapshot.hosts.length },
       "leading: recovered from the store",

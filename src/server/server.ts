@@ -28,6 +28,7 @@ import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertis
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
+import { JobMetrics } from "./job-metrics.ts";
 
 export const DEFAULT_PORT = 4780;
 /** The `steward` executable pilots run (this checkout's). */
@@ -102,6 +103,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await store.open();
   // The core runs only while this server leads (always on SQLite; on PostgreSQL, by election).
   let gateway: AgentGateway | null = null;
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const jobMetrics = new JobMetrics(metrics);
   const broker = new Broker({
     store,
     blobs,
@@ -111,12 +115,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     policy: options.policy,
     log,
     onDemoted: () => gateway?.disconnectAll(),
+    onLeading: (core) => jobMetrics.watch(core.reactor),
   });
   const core = leadingCore(broker);
   const ports = leadingPorts(broker);
 
-  const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics });
   const submitted = new Counter({
     name: "steward_jobs_submitted_total",
     help: "Jobs accepted",

@@ -128,6 +128,9 @@ function applyPlacement(
   const devices = assignGpus(placed, job.gpus ?? 0, (name) => freeGpus(state.hosts.get(name)!));
   if (!devices) return null;
   const migration = task.migration;
+  // Waiting since its job's submit, or its last attempt's end (or the back-off after it).
+  const previous = task.attempts > 0 ? job.attempt(task.index, task.attempts) : undefined;
+  const readySince = Math.max(previous?.endedAt ?? job.record.createdAt, task.notBefore ?? 0);
   step.write.updateTask(job, task, {
     attempts: task.attempts + 1,
     notBefore: null,
@@ -158,5 +161,15 @@ function applyPlacement(
   const message =
     ranks.length > 1 ? rankStartMessage(step, job, attempt, 0, null) : startMessage(job, attempt);
   step.effect({ kind: "send", host: ranks[0], message });
+  step.effect({
+    kind: "placed",
+    placed: {
+      jobId: job.id,
+      taskIndex: task.index,
+      attempt: attempt.number,
+      host: attempt.host,
+      waitedMs: Math.max(0, now - readySince),
+    },
+  });
   return { job, attempt };
 }
