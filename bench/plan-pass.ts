@@ -160,6 +160,7 @@ function metaschedulingCluster(): ClusterState {
       startedAt: NOW - 600_000,
       endedAt: null,
       stop: null,
+      usage: null,
     };
     low.addAttempt(attempt);
     const live = state.activate(low, attempt);

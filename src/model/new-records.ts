@@ -40,5 +40,6 @@ export function newAttempt(task: TaskRecord, hosts: string | readonly string[], 
     startedAt: now,
     endedAt: null,
     stop: null,
+    usage: null,
   };
 }

@@ -55,7 +55,7 @@ describe("OwnerUsage", () => {
     usage.started("bob", 1);
     expect(usage.share("alice", 0)).toStrictEqual({ runningCpus: 3, recentCpuSeconds: 0 });
     usage.stopped("alice", 2);
-    usage.used("alice", 2, 0, 10_000);
+    usage.used("alice", 20, 10_000);
     expect(usage.share("alice", 10_000)).toStrictEqual({ runningCpus: 1, recentCpuSeconds: 20 });
     expect(usage.share("alice", 10_000 + HALF_LIFE_MS).recentCpuSeconds).toBeCloseTo(10, 9);
     expect(usage.share("carol", 0)).toStrictEqual({ runningCpus: 0, recentCpuSeconds: 0 });
@@ -64,11 +64,11 @@ describe("OwnerUsage", () => {
 
   it("adds uses in any order: an older end is decayed to the newest", () => {
     const inOrder = new OwnerUsage();
-    inOrder.used("a", 1, 0, HALF_LIFE_MS);
-    inOrder.used("a", 1, 0, 2 * HALF_LIFE_MS);
+    inOrder.used("a", HALF_LIFE_MS / 1000, HALF_LIFE_MS);
+    inOrder.used("a", HALF_LIFE_MS / 1000, 2 * HALF_LIFE_MS);
     const reversed = new OwnerUsage();
-    reversed.used("a", 1, 0, 2 * HALF_LIFE_MS);
-    reversed.used("a", 1, 0, HALF_LIFE_MS);
+    reversed.used("a", HALF_LIFE_MS / 1000, 2 * HALF_LIFE_MS);
+    reversed.used("a", HALF_LIFE_MS / 1000, HALF_LIFE_MS);
     const now = 3 * HALF_LIFE_MS;
     expect(reversed.share("a", now).recentCpuSeconds).toBeCloseTo(
       inOrder.share("a", now).recentCpuSeconds,

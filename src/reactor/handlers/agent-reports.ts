@@ -2,6 +2,7 @@
 // attempts started and ended. Fencing is by attempt identity: a report of an attempt that is not
 // live (ended, replaced, never known) changes nothing.
 
+import type { AttemptUsage } from "../../model/attempt-usage.ts";
 import { rankOn, ranksOn } from "../../model/gang.ts";
 import { attemptKey, keyOf } from "../../model/ids.ts";
 import type { HostFacts, HostRecord } from "../../model/records.ts";
@@ -178,6 +179,12 @@ export function startUndelivered(step: Step, hostName: string, ref: AttemptRef):
   });
 }
 
+/** The usage an agent reported, as the attempt keeps it (its out-of-memory count is in the reason). */
+function usageOf(reported: NonNullable<EndedEvent["usage"]>): AttemptUsage {
+  const { wallSeconds, cpuUserSeconds, cpuSystemSeconds, peakMemoryMb } = reported;
+  return { wallSeconds, cpuUserSeconds, cpuSystemSeconds, peakMemoryMb };
+}
+
 export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {
   const live = reported(step.state, hostName, report);
   if (!live) return;
@@ -200,6 +207,7 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
     exitCode: report.exitCode,
     reason,
     cause: outcome === "lost" ? (report.cause ?? "host") : undefined,
+    usage: report.usage ? usageOf(report.usage) : null,
   };
   endOnHost(step, live, hostName, end, live.gang ? rank : undefined);
 }

@@ -1,0 +1,50 @@
+// What an attempt used, as its agents measured it: wall time, CPU time (user and system) and peak
+// memory, from the attempt's cgroup (or, without one, nothing but the wall time). Kept on the
+// attempt and in the accounting rows; read by fair share and `steward acct`.
+
+export interface AttemptUsage {
+  /** From the job's start to its end, as the agent saw it. */
+  wallSeconds: number;
+  /** Null when not measured (an agent without enforcement). */
+  cpuUserSeconds: number | null;
+  cpuSystemSeconds: number | null;
+  /** The most memory the attempt held at once, MB; null when not measured. */
+  peakMemoryMb: number | null;
+}
+
+/** User plus system CPU seconds, or null when either was not measured. */
+export function measuredCpuSeconds(usage: AttemptUsage | null | undefined): number | null {
+  if (!usage || usage.cpuUserSeconds === null || usage.cpuSystemSeconds === null) return null;
+  return usage.cpuUserSeconds + usage.cpuSystemSeconds;
+}
+
+function sumOrNull(values: readonly (number | null)[]): number | null {
+  let total = 0;
+  for (const value of values) {
+    if (value === null) return null;
+    total += value;
+  }
+  return total;
+}
+
+/**
+ * A multi-node attempt's usage from its ranks' own: CPU time and peak memory added up (each rank
+ * has its host's memory), wall time the longest. A figure some rank did not measure is null; no
+ * rank measured at all: null.
+ */
+export function sumUsage(ranks: readonly (AttemptUsage | null | undefined)[]): AttemptUsage | null {
+  if (ranks.length === 0 || ranks.some((rank) => !rank)) return null;
+  const measured = ranks as readonly AttemptUsage[];
+  return {
+    wallSeconds: Math.max(...measured.map((rank) => rank.wallSeconds)),
+    cpuUserSeconds: sumOrNull(measured.map((rank) => rank.cpuUserSeconds)),
+    cpuSystemSeconds: sumOrNull(measured.map((rank) => rank.cpuSystemSeconds)),
+    peakMemoryMb: sumOrNull(measured.map((rank) => rank.peakMemoryMb)),
+  };
+}
+
+/** How an attempt's job ended: "exit N", "signal N" (the shell's 128+N), or null when unknown. */
+export function exitStatus(exitCode: number | null): string | null {
+  if (exitCode === null) return null;
+  return exitCode > 128 && exitCode < 160 ? `signal ${exitCode - 128}` : `exit ${exitCode}`;
+}
