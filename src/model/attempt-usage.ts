@@ -43,8 +43,14 @@ export function sumUsage(ranks: readonly (AttemptUsage | null | undefined)[]): A
   };
 }
 
-/** How an attempt's job ended: "exit N", "signal N" (the shell's 128+N), or null when unknown. */
+/** The signal that ended a job, from its exit code as its supervisor's shell gives it (128+N); else null. */
+export function exitSignal(exitCode: number | null): number | null {
+  return exitCode !== null && exitCode > 128 && exitCode < 160 ? exitCode - 128 : null;
+}
+
+/** How an attempt's job ended: "exit N", "signal N", or null when unknown. */
 export function exitStatus(exitCode: number | null): string | null {
   if (exitCode === null) return null;
-  return exitCode > 128 && exitCode < 160 ? `signal ${exitCode - 128}` : `exit ${exitCode}`;
+  const signal = exitSignal(exitCode);
+  return signal === null ? `exit ${exitCode}` : `signal ${signal}`;
 }

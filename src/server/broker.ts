@@ -28,6 +28,8 @@ export interface BrokerOptions {
   hostTimeoutSeconds: number;
   leaseSeconds: number;
   policy?: Partial<MetaschedulingPolicy>;
+  /** `--accounting-days`: how long removed jobs' accounting rows are kept. */
+  accountingDays?: number;
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -168,6 +170,7 @@ export class Broker {
       heartbeatSeconds,
       hostTimeoutSeconds,
       policy,
+      accountingDays: this.#options.accountingDays,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")
