@@ -45,7 +45,7 @@ export const usageSchema = z
   .meta({
     id: "Usage",
     description:
-      "what an attempt used, measured by its agent from its cgroup (an agent without enforcement measures the wall time only; a multi-node attempt adds up its ranks)",
+      "what an attempt used, measured by its agent from its cgroup (an agent without enforcement: CPU time from the job's supervisor, that of the job and the processes it waited for, and no peak memory; a multi-node attempt adds up its ranks)",
   });
 export type Usage = z.infer<typeof usageSchema>;
 

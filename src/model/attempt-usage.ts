@@ -1,14 +1,15 @@
 // What an attempt used, as its agents measured it: wall time, CPU time (user and system) and peak
-// memory, from the attempt's cgroup (or, without one, nothing but the wall time). Kept on the
-// attempt and in the accounting rows; read by fair share and `steward acct`.
+// memory, from the attempt's cgroup (without one: the CPU time the supervisor's shell counted for
+// the job, no peak memory). Kept on the attempt and in the accounting rows; read by fair share
+// and `steward acct`.
 
 export interface AttemptUsage {
   /** From the job's start to its end, as the agent saw it. */
   wallSeconds: number;
-  /** Null when not measured (an agent without enforcement). */
+  /** Null when not measured (an agent whose job's supervisor vanished, an old agent). */
   cpuUserSeconds: number | null;
   cpuSystemSeconds: number | null;
-  /** The most memory the attempt held at once, MB; null when not measured. */
+  /** The most memory the attempt held at once, MB; null when not measured (no cgroup). */
   peakMemoryMb: number | null;
 }
 

@@ -2,8 +2,9 @@
 // wall time, measured by its agent, in `steward acct --format csv` (also after `steward rm` of
 // the job), `steward show` and the API; a user sees only their own; a job with `cpus: 1` that
 // runs four busy processes uses about one CPU-second a second; an agent without enforcement
-// reports the wall time and no CPU time. Needs root and cgroups for the measured figures: without
-// them those tests are skipped saying why (and fail under CI).
+// reports the wall time and the CPU time its supervisor's shell counted, no peak memory. Needs
+// root and cgroups for the enforced figures: without them those tests are skipped saying why (and
+// fail under CI).
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
@@ -179,20 +180,28 @@ describe("measured by an enforcing agent", () => {
 });
 
 describe("an agent without enforcement", () => {
-  it("reports the wall time, and no CPU time or peak memory", async () => {
-    const id = await submit({ name: "lax", command: "sleep 1", requirements: "!host.enforces" });
-    const job = await waitForJobEnd(server, id, 30_000);
+  it("reports the wall time and the CPU time its supervisor's shell counted, and no peak memory", async () => {
+    const id = await submit({
+      name: "lax",
+      command: "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 1",
+      requirements: "!host.enforces",
+    });
+    const job = await waitForJobEnd(server, id, 60_000);
     expect(job.state).toBe("succeeded");
-    const attempt = job.tasks[0].attempts[0];
+    const attempt = job.tasks![0].attempts[0];
     expect(attempt.host).toBe("unmetered");
-    expect(attempt.usage).toMatchObject({ cpuUserSeconds: null, cpuSystemSeconds: null, peakMemoryMb: null });
-    expect(attempt.usage!.wallSeconds).toBeGreaterThanOrEqual(1);
+    const usage = attempt.usage!;
+    expect(usage.peakMemoryMb).toBeNull();
+    expect(usage.wallSeconds).toBeGreaterThanOrEqual(1);
+    // The loop burns CPU; the sleep does not.
+    expect(usage.cpuUserSeconds! + usage.cpuSystemSeconds!).toBeGreaterThan(0.05);
+    expect(usage.cpuUserSeconds! + usage.cpuSystemSeconds!).toBeLessThan(usage.wallSeconds);
     const rows = (await api(server, "GET", "/api/v1/accounting")) as AccountingRow[];
     const row = rows.find((each) => each.job === id);
     expect(row?.usage).toStrictEqual(attempt.usage);
     const shown = await cli(server, ["show", id]);
     expect(shown.stdout).toMatch(
-      /task 0 attempt 1: cpu not measured, peak memory not measured, wall [\d.]+ s, exit 0/,
+      /task 0 attempt 1: cpu \d+\.\d\d s \(user [\d.]+ s, system [\d.]+ s\), peak memory not measured, wall [\d.]+ s, exit 0/,
     );
   }, 60_000);
 });

@@ -2,6 +2,7 @@
 // its --since; and how a multi-node attempt's ranks add up.
 
 import { describe, expect, it } from "vitest";
+import { cpuTimeFromShellTimes } from "../../src/agent/shell-times.ts";
 import type { AccountingRow } from "../../src/api/schemas.ts";
 import {
   accountingCsv,
@@ -137,4 +138,21 @@ describe("a multi-node attempt's usage from its ranks", () => {
     expect(sumUsage([measured, null])).toBeNull();
     expect(sumUsage([])).toBeNull();
   });
+});
+
+describe("cpuTimeFromShellTimes: an agent without a cgroup reads the supervisor's `times`", () => {
+  it.each([
+    ["dash", "0m0.000000s 0m0.000000s\n0m0.280000s 0m0.010000s\n", { userMs: 280, systemMs: 10 }],
+    ["bash", "0m0.001s 0m0.000s\n1m2.500s 0m0.250s\n", { userMs: 62_500, systemMs: 250 }],
+  ])("%s", (_, text, expected) => {
+    const cpu = cpuTimeFromShellTimes(text);
+    expect(cpu?.userMs).toBeCloseTo(expected.userMs, 6);
+    expect(cpu?.systemMs).toBeCloseTo(expected.systemMs, 6);
+  });
+  it.each([[""], ["0m0.1s 0m0.2s\n"], ["garbage\nmore garbage\n"], ["0m0s 0m0s\n0m1.0s\n"]])(
+    "refuses %j",
+    (text) => {
+      expect(cpuTimeFromShellTimes(text)).toBeNull();
+    },
+  );
 });
