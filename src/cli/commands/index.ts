@@ -88,7 +88,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "rm",
     module: "control",
     description:
-      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than",
+      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than (their attempts stay in steward acct)",
   },
   {
     name: "fetch",
