@@ -1,15 +1,16 @@
 // Enforcement and accounting: the end-to-end short-task throughput (an array of `true` tasks on
 // `steward up --agents 1 --slots 4`, submit to succeeded) with the agent enforcing limits with
 // cgroups (one cgroup an attempt, made, limited, measured and removed) and with `--no-enforce`,
-// runs alternating; then what accounting costs to read: `GET /api/v1/accounting` over every
-// attempt of the enforced runs, and the share of attempts that came with measured CPU time.
+// runs alternating, with the CPU the Steward process (server and agent, under `up`) spent a task;
+// then what accounting costs to read: `GET /api/v1/accounting` over every attempt of an enforced
+// run, and the share of attempts that came with measured CPU time and peak memory.
 
 import { type Benchmark, round, since } from "./benchmark.ts";
 import { type Steward, startSteward } from "./steward-process.ts";
 
 const TASKS = 1000;
 const SLOTS = 4;
-const RUNS = 2;
+const RUNS = 3;
 const POLL_MS = 25;
 const TIMEOUT_MS = 10 * 60_000;
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
@@ -44,6 +45,7 @@ export const enforcementBenchmark: Benchmark = {
   description: `${TASKS} \`true\` tasks on 1 agent of ${SLOTS} slots with cgroup enforcement and with --no-enforce; accounting reads`,
   async run({ options, progress }) {
     const seconds: Record<"enforced" | "notEnforced", number[]> = { enforced: [], notEnforced: [] };
+    const cpuMsPerTask: Record<"enforced" | "notEnforced", number[]> = { enforced: [], notEnforced: [] };
     let accounting: Record<string, number> | null = null;
     for (let run = 0; run < RUNS; run++) {
       for (const mode of ["enforced", "notEnforced"] as const) {
@@ -56,8 +58,14 @@ export const enforcementBenchmark: Benchmark = {
           args: mode === "enforced" ? [] : ["--no-enforce"],
         });
         try {
+          const cpuBefore = steward.cpuSeconds();
           const taken = await runArray(steward);
+          const cpuAfter = steward.cpuSeconds();
           seconds[mode].push(taken);
+          if (cpuBefore && cpuAfter)
+            cpuMsPerTask[mode].push(
+              ((cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) * 1000) / TASKS,
+            );
           progress(`enforcement: ${mode}, run ${run + 1}: ${TASKS} tasks in ${round(taken, 3)} s`);
           if (mode === "enforced" && run === RUNS - 1) {
             const start = performance.now();
@@ -96,6 +104,11 @@ export const enforcementBenchmark: Benchmark = {
         enforcedTasksPerSecond: round(enforced),
         notEnforcedTasksPerSecond: round(notEnforced),
         enforcedOverNotEnforced: round(enforced / notEnforced, 4),
+        // The Steward process's own CPU (server and agent), user + system, a task: the median run.
+        stewardCpuMsPerTask: {
+          enforced: cpuMsPerTask.enforced.length ? round(median(cpuMsPerTask.enforced), 2) : null,
+          notEnforced: cpuMsPerTask.notEnforced.length ? round(median(cpuMsPerTask.notEnforced), 2) : null,
+        },
         seconds: {
           enforced: seconds.enforced.map((value) => round(value, 3)),
           notEnforced: seconds.notEnforced.map((value) => round(value, 3)),
