@@ -1,5 +1,6 @@
-// What attempts used, as text: `steward show`'s usage line, `steward acct`'s table and CSV, and
-// its --since; and how a multi-node attempt's ranks add up.
+// What attempts used: `steward show`'s usage line, `steward acct`'s table and CSV, and its
+// --since; the supervisor's `times` of an agent without cgroups; how a multi-node attempt's ranks
+// add up.
 
 import { describe, expect, it } from "vitest";
 import { cpuTimeFromShellTimes } from "../../src/agent/shell-times.ts";
@@ -12,6 +13,7 @@ import {
   usageLine,
 } from "../../src/cli/usage-format.ts";
 import { exitSignal, exitStatus, measuredCpuSeconds, sumUsage } from "../../src/model/attempt-usage.ts";
+import { newGangProgress, rankEnded } from "../../src/model/gang.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");
 const measured = { wallSeconds: 5.016, cpuUserSeconds: 4.8, cpuSystemSeconds: 0.134, peakMemoryMb: 12.34 };
@@ -155,4 +157,36 @@ describe("cpuTimeFromShellTimes: an agent without a cgroup reads the supervisor'
       expect(cpuTimeFromShellTimes(text)).toBeNull();
     },
   );
+});
+
+describe("a gang's attempt ends with what its ranks used together", () => {
+  it("the end that closes the gang carries the ranks' usage added up, the failing rank's reason kept", () => {
+    const gang = newGangProgress(["a", "b"]);
+    const first = rankEnded(gang, 1, {
+      outcome: "failed",
+      exitCode: 1,
+      reason: "exit code 1",
+      usage: { wallSeconds: 2, cpuUserSeconds: 1, cpuSystemSeconds: 0.5, peakMemoryMb: 30 },
+    });
+    expect(first.attemptEnd).toBeNull();
+    const last = rankEnded(gang, 0, {
+      outcome: "cancelled",
+      exitCode: 143,
+      reason: "stopped",
+      usage: { wallSeconds: 3, cpuUserSeconds: 2, cpuSystemSeconds: 0.25, peakMemoryMb: 40 },
+    });
+    expect(last.attemptEnd).toStrictEqual({
+      outcome: "failed",
+      exitCode: 1,
+      reason: "rank 1 on b: exit code 1",
+      usage: { wallSeconds: 3, cpuUserSeconds: 3, cpuSystemSeconds: 0.75, peakMemoryMb: 70 },
+    });
+  });
+
+  it("a rank that reported no usage leaves the attempt's null", () => {
+    const gang = newGangProgress(["a", "b"]);
+    rankEnded(gang, 0, { outcome: "succeeded", exitCode: 0, reason: null, usage: measured });
+    const last = rankEnded(gang, 1, { outcome: "succeeded", exitCode: 0, reason: null });
+    expect(last.attemptEnd?.usage).toBeNull();
+  });
 });
