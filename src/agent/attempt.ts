@@ -16,7 +16,6 @@ import {
   mkdirSync,
   openAsBlob,
   openSync,
-  readFileSync,
   writeSync,
 } from "node:fs";
 import { chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
@@ -37,7 +36,7 @@ import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
 import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
-import { cpuTimeFromShellTimes, TIMES_FILE } from "./shell-times.ts";
+import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
@@ -396,13 +395,13 @@ export class Attempt {
     return { ...result, usage };
   }
 
-  /** The CPU time the supervisor's shell counted for the job (no cgroup), or null. */
-  private shellTimes(): CpuTime | null {
-    try {
-      return cpuTimeFromShellTimes(readFileSync(join(this.dir, TIMES_FILE), "utf8"));
-    } catch {
-      return null;
-    }
+  /**
+   * The CPU time the supervisor's shell counted for the job (no cgroup), or null. Read as a job's
+   * file (a regular file only, its start only): a job of the agent's own account can reach it.
+   */
+  private async shellTimes(): Promise<CpuTime | null> {
+    const text = await readJobFile(join(this.dir, TIMES_FILE), null, SHELL_TIMES_MAX_BYTES);
+    return text === null ? null : cpuTimeFromShellTimes(text);
   }
 
   /** What the attempt used (its cgroup's counters, or without one the shell's), then its cgroup emptied and removed. */
@@ -410,7 +409,7 @@ export class Attempt {
     const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
     if (!this.cgroup) {
       // The supervisor's `times`, written before the exit code: none when the supervisor vanished.
-      const cpu = this.exitCode === null ? null : this.shellTimes();
+      const cpu = this.exitCode === null ? null : await this.shellTimes();
       return {
         wallSeconds,
         cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,

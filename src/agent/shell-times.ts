@@ -8,6 +8,9 @@ import type { CpuTime } from "./cgroup-limits.ts";
 /** The file the supervisor writes `times` to, in the attempt folder, when the agent made it empty. */
 export const TIMES_FILE = "times";
 
+/** Two lines of `times` are well under this; more is not what the shell wrote. */
+export const SHELL_TIMES_MAX_BYTES = 256;
+
 const TIME = /(\d+)m(\d+(?:\.\d+)?)s/g;
 
 /**
