@@ -16,7 +16,7 @@ const TIMEOUT_MS = 10 * 60_000;
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 
 interface AccountingRow {
-  usage: { cpuUserSeconds: number | null; peakMemoryMb: number | null } | null;
+  usage: { userSeconds: number | null; peakMemoryMb: number | null } | null;
 }
 
 /** Seconds from the submit request to the array reading succeeded. */
@@ -78,7 +78,7 @@ export const enforcementBenchmark: Benchmark = {
               queryMs: round(queryMs, 1),
               microsecondsPerRow: round((queryMs * 1000) / Math.max(1, rows.length), 1),
               fractionWithCpu: round(
-                rows.filter((row) => row.usage?.cpuUserSeconds !== null && row.usage !== null).length /
+                rows.filter((row) => row.usage?.userSeconds !== null && row.usage !== null).length /
                   Math.max(1, rows.length),
                 4,
               ),

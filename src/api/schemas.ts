@@ -28,19 +28,20 @@ export type ErrorAnswer = z.infer<typeof errorSchema>;
 
 export const usageSchema = z
   .object({
-    wallSeconds: z.number().meta({ description: "from the job's start to its end" }),
-    cpuUserSeconds: z
+    userSeconds: z
       .number()
       .nullable()
       .meta({ description: "CPU time in user mode, every process of the attempt (null: not measured)" }),
-    cpuSystemSeconds: z
-      .number()
-      .nullable()
-      .meta({ description: "CPU time in the kernel (null: not measured)" }),
+    systemSeconds: z.number().nullable().meta({ description: "CPU time in the kernel (null: not measured)" }),
     peakMemoryMb: z
       .number()
       .nullable()
       .meta({ description: "the most memory the attempt held at once (null: not measured)" }),
+    wallSeconds: z.number().meta({ description: "from the job's start to its end" }),
+    signal: z
+      .int()
+      .nullable()
+      .meta({ description: "the signal that ended the job (its exit code is 128+N), or null" }),
   })
   .meta({
     id: "Usage",

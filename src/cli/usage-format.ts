@@ -14,21 +14,24 @@ function megabytes(value: number | null): string {
   return value === null ? "-" : `${value.toFixed(1)} MB`;
 }
 
-function cpuSeconds(usage: Usage): number | null {
-  return usage.cpuUserSeconds === null || usage.cpuSystemSeconds === null
+/** The measured figures of a usage (what `steward show` and `acct` print of it). */
+type Figures = Pick<Usage, "userSeconds" | "systemSeconds" | "peakMemoryMb" | "wallSeconds">;
+
+function cpuSeconds(usage: Figures): number | null {
+  return usage.userSeconds === null || usage.systemSeconds === null
     ? null
-    : usage.cpuUserSeconds + usage.cpuSystemSeconds;
+    : usage.userSeconds + usage.systemSeconds;
 }
 
 /** `steward show`'s line of one ended attempt: CPU (user, system), peak memory, wall time, how it exited. */
-export function usageLine(usage: Usage | null, exitCode: number | null): string {
+export function usageLine(usage: Figures | null, exitCode: number | null): string {
   const exit = exitStatus(exitCode) ?? "exit unknown";
   if (!usage) return `usage not reported, ${exit}`;
   const cpu = cpuSeconds(usage);
   const cpuText =
     cpu === null
       ? "cpu not measured"
-      : `cpu ${seconds(cpu)} (user ${seconds(usage.cpuUserSeconds)}, system ${seconds(usage.cpuSystemSeconds)})`;
+      : `cpu ${seconds(cpu)} (user ${seconds(usage.userSeconds)}, system ${seconds(usage.systemSeconds)})`;
   const memory =
     usage.peakMemoryMb === null ? "peak memory not measured" : `peak memory ${megabytes(usage.peakMemoryMb)}`;
   return `${cpuText}, ${memory}, wall ${seconds(usage.wallSeconds)}, ${exit}`;
@@ -70,23 +73,24 @@ export function accountingTable(rows: readonly AccountingRow[]): string {
   );
 }
 
+/** The columns of `steward acct --format csv`: the documented ones first, then the job's name and total CPU. */
 export const CSV_HEADERS = [
   "job",
   "task",
   "attempt",
-  "name",
   "owner",
   "host",
   "outcome",
-  "exit_code",
+  "exitCode",
   "signal",
-  "started_at",
-  "ended_at",
-  "wall_seconds",
-  "cpu_user_seconds",
-  "cpu_system_seconds",
-  "cpu_seconds",
-  "peak_memory_mb",
+  "userSeconds",
+  "systemSeconds",
+  "peakMemoryMb",
+  "wallSeconds",
+  "startedAt",
+  "endedAt",
+  "name",
+  "cpuSeconds",
 ] as const;
 
 /** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break; empty for null. */
@@ -106,19 +110,19 @@ export function accountingCsv(rows: readonly AccountingRow[]): string {
         row.job,
         row.task,
         row.attempt,
-        row.name,
         row.owner,
         row.host,
         row.outcome,
         row.exitCode,
         row.signal,
+        usage?.userSeconds ?? null,
+        usage?.systemSeconds ?? null,
+        usage?.peakMemoryMb ?? null,
+        usage?.wallSeconds ?? null,
         row.startedAt,
         row.endedAt,
-        usage?.wallSeconds ?? null,
-        usage?.cpuUserSeconds ?? null,
-        usage?.cpuSystemSeconds ?? null,
+        row.name,
         usage ? cpuSeconds(usage) : null,
-        usage?.peakMemoryMb ?? null,
       ]
         .map(csvField)
         .join(","),

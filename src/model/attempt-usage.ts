@@ -4,19 +4,19 @@
 // and `steward acct`.
 
 export interface AttemptUsage {
-  /** From the job's start to its end, as the agent saw it. */
-  wallSeconds: number;
-  /** Null when not measured (an agent whose job's supervisor vanished, an old agent). */
-  cpuUserSeconds: number | null;
-  cpuSystemSeconds: number | null;
+  /** CPU time in user mode; null when not measured (an agent whose job's supervisor vanished). */
+  userSeconds: number | null;
+  systemSeconds: number | null;
   /** The most memory the attempt held at once, MB; null when not measured (no cgroup). */
   peakMemoryMb: number | null;
+  /** From the job's start to its end, as the agent saw it. */
+  wallSeconds: number;
 }
 
 /** User plus system CPU seconds, or null when either was not measured. */
 export function measuredCpuSeconds(usage: AttemptUsage | null | undefined): number | null {
-  if (!usage || usage.cpuUserSeconds === null || usage.cpuSystemSeconds === null) return null;
-  return usage.cpuUserSeconds + usage.cpuSystemSeconds;
+  if (!usage || usage.userSeconds === null || usage.systemSeconds === null) return null;
+  return usage.userSeconds + usage.systemSeconds;
 }
 
 function sumOrNull(values: readonly (number | null)[]): number | null {
@@ -38,8 +38,8 @@ export function sumUsage(ranks: readonly (AttemptUsage | null | undefined)[]): A
   const measured = ranks as readonly AttemptUsage[];
   return {
     wallSeconds: Math.max(...measured.map((rank) => rank.wallSeconds)),
-    cpuUserSeconds: sumOrNull(measured.map((rank) => rank.cpuUserSeconds)),
-    cpuSystemSeconds: sumOrNull(measured.map((rank) => rank.cpuSystemSeconds)),
+    userSeconds: sumOrNull(measured.map((rank) => rank.userSeconds)),
+    systemSeconds: sumOrNull(measured.map((rank) => rank.systemSeconds)),
     peakMemoryMb: sumOrNull(measured.map((rank) => rank.peakMemoryMb)),
   };
 }

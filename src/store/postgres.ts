@@ -106,7 +106,7 @@ const RECOVERY = recoverySql({
   countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
   specCpus: "coalesce((j.spec->'resources'->>'cpus')::float8, 1)",
   placementHosts: "greatest(1, coalesce(json_array_length(a.placement), 1))",
-  measuredCpuMs: "((a.usage->>'cpuUserSeconds')::float8 + (a.usage->>'cpuSystemSeconds')::float8) * 1000",
+  measuredCpuMs: "((a.usage->>'userSeconds')::float8 + (a.usage->>'systemSeconds')::float8) * 1000",
   param: (n) => `$${n}`,
 });
 

@@ -64,8 +64,7 @@ const RECOVERY = recoverySql({
   countIf: (condition) => `sum(${condition})`,
   specCpus: "coalesce(json_extract(j.spec, '$.resources.cpus'), 1)",
   placementHosts: "max(1, coalesce(json_array_length(a.placement), 1))",
-  measuredCpuMs:
-    "(json_extract(a.usage, '$.cpuUserSeconds') + json_extract(a.usage, '$.cpuSystemSeconds')) * 1000",
+  measuredCpuMs: "(json_extract(a.usage, '$.userSeconds') + json_extract(a.usage, '$.systemSeconds')) * 1000",
   param: () => "?",
 });
 

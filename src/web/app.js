@@ -32,9 +32,9 @@ function when(iso) {
 function usageCells(usage) {
   if (!usage) return ["", "", ""];
   const cpu =
-    usage.cpuUserSeconds === null || usage.cpuSystemSeconds === null
+    usage.userSeconds === null || usage.systemSeconds === null
       ? "–"
-      : `${(usage.cpuUserSeconds + usage.cpuSystemSeconds).toFixed(2)} s`;
+      : `${(usage.userSeconds + usage.systemSeconds).toFixed(2)} s`;
   const memory = usage.peakMemoryMb === null ? "–" : `${usage.peakMemoryMb.toFixed(1)} MB`;
   return [cpu, memory, `${usage.wallSeconds.toFixed(2)} s`];
 }

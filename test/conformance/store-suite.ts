@@ -545,7 +545,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
               exitCode: 137,
               startedAt: t0 + 1000,
               endedAt: t0 + 9000,
-              usage: { wallSeconds: 8, cpuUserSeconds: 3, cpuSystemSeconds: 1, peakMemoryMb: 10.5 },
+              usage: { wallSeconds: 8, userSeconds: 3, systemSeconds: 1, peakMemoryMb: 10.5 },
             }),
           },
           // Live: pending, with an ended attempt of a two-host gang (1 cpu) and a running one.
@@ -650,7 +650,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           exitCode: 137,
           startedAt: t0 + 1000,
           endedAt: t0 + 9000,
-          usage: { wallSeconds: 8, cpuUserSeconds: 3, cpuSystemSeconds: 1, peakMemoryMb: 10.5 },
+          usage: { wallSeconds: 8, userSeconds: 3, systemSeconds: 1, peakMemoryMb: 10.5 },
         });
         expect((await store.accounting({ since: 0, owner: "bob", limit: 100 })).map(key)).toStrictEqual([
           "done/0/1",

@@ -103,7 +103,7 @@ describe("measured by an enforcing agent", () => {
     expect(job.state).toBe("succeeded");
     const usage = job.tasks[0].attempts[0].usage;
     expect(usage).not.toBeNull();
-    const cpu = usage!.cpuUserSeconds! + usage!.cpuSystemSeconds!;
+    const cpu = usage!.userSeconds! + usage!.systemSeconds!;
     expect(usage!.wallSeconds).toBeGreaterThanOrEqual(4.9);
     // Four processes would burn 20 CPU-seconds unlimited; the quota allows one CPU's worth.
     expect(cpu / usage!.wallSeconds).toBeLessThanOrEqual(1.1);
@@ -137,25 +137,23 @@ describe("measured by an enforcing agent", () => {
         attempt: "1",
         host: "metered",
         outcome: "succeeded",
-        exit_code: "0",
+        exitCode: "0",
       });
-      expect(Number(row.cpu_seconds)).toBeGreaterThan(0.2);
-      expect(Number(row.cpu_seconds)).toBeCloseTo(
-        Number(row.cpu_user_seconds) + Number(row.cpu_system_seconds),
-        6,
-      );
+      expect(Number(row.cpuSeconds)).toBeGreaterThan(0.2);
+      expect(Number(row.cpuSeconds)).toBeCloseTo(Number(row.userSeconds) + Number(row.systemSeconds), 6);
       // The bytearray alone is 60 MB.
-      expect(Number(row.peak_memory_mb)).toBeGreaterThan(60);
-      expect(Number(row.wall_seconds)).toBeGreaterThan(0);
+      expect(Number(row.peakMemoryMb)).toBeGreaterThan(60);
+      expect(Number(row.wallSeconds)).toBeGreaterThan(0);
       const ofFailing = rows.filter((each) => each.job === failing);
-      expect(ofFailing.map((each) => [each.attempt, each.outcome, each.exit_code])).toStrictEqual([
+      expect(ofFailing.map((each) => [each.attempt, each.outcome, each.exitCode])).toStrictEqual([
         ["1", "failed", "3"],
         ["2", "failed", "3"],
       ]);
+      expect(row.signal).toBe("");
       for (const each of ofFailing) {
-        expect(Number(each.wall_seconds)).toBeGreaterThanOrEqual(0.5);
-        expect(each.cpu_seconds).toMatch(/^\d/);
-        expect(Number(each.peak_memory_mb)).toBeGreaterThan(0);
+        expect(Number(each.wallSeconds)).toBeGreaterThanOrEqual(0.5);
+        expect(each.cpuSeconds).toMatch(/^\d/);
+        expect(Number(each.peakMemoryMb)).toBeGreaterThan(0);
       }
     };
     const before = await acctCsv();
@@ -192,10 +190,11 @@ describe("an agent without enforcement", () => {
     expect(attempt.host).toBe("unmetered");
     const usage = attempt.usage!;
     expect(usage.peakMemoryMb).toBeNull();
+    expect(usage.signal).toBeNull();
     expect(usage.wallSeconds).toBeGreaterThanOrEqual(1);
     // The loop burns CPU; the sleep does not.
-    expect(usage.cpuUserSeconds! + usage.cpuSystemSeconds!).toBeGreaterThan(0.05);
-    expect(usage.cpuUserSeconds! + usage.cpuSystemSeconds!).toBeLessThan(usage.wallSeconds);
+    expect(usage.userSeconds! + usage.systemSeconds!).toBeGreaterThan(0.05);
+    expect(usage.userSeconds! + usage.systemSeconds!).toBeLessThan(usage.wallSeconds);
     const rows = (await api(server, "GET", "/api/v1/accounting")) as AccountingRow[];
     const row = rows.find((each) => each.job === id);
     expect(row?.usage).toStrictEqual(attempt.usage);

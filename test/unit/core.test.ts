@@ -214,7 +214,7 @@ describe("usage accounting", () => {
     now += 4000;
     await core.attemptEnded("h1", { ...ended(job.id, 1), usage });
     await settle();
-    const kept = { wallSeconds: 4, cpuUserSeconds: 1.5, cpuSystemSeconds: 0.5, peakMemoryMb: 20 };
+    const kept = { userSeconds: 1.5, systemSeconds: 0.5, peakMemoryMb: 20, wallSeconds: 4 };
     expect((await store.loadJob(job.id))?.attempts[0].usage).toStrictEqual(kept);
     // 2 CPU-seconds measured, not 1 cpu held for 4 s.
     expect(core.reactor.state.owners.share("alice", now).recentCpuSeconds).toBeCloseTo(2, 9);

@@ -88,17 +88,17 @@ describe("attemptCpuSeconds: measured CPU time where there is one, else cpus hel
           // 4 cpus held for 100 s (400 slot-seconds), 10 CPU-seconds burnt.
           attemptRecord("idle", 0, 1, {
             ...ended,
-            usage: { wallSeconds: 100, cpuUserSeconds: 9, cpuSystemSeconds: 1, peakMemoryMb: 5 },
+            usage: { wallSeconds: 100, userSeconds: 9, systemSeconds: 1, peakMemoryMb: 5 },
           }),
           // 1 cpu held for 100 s, 100 CPU-seconds burnt.
           attemptRecord("busy", 0, 1, {
             ...ended,
-            usage: { wallSeconds: 100, cpuUserSeconds: 95, cpuSystemSeconds: 5, peakMemoryMb: 5 },
+            usage: { wallSeconds: 100, userSeconds: 95, systemSeconds: 5, peakMemoryMb: 5 },
           }),
           // An agent that did not measure CPU: 1 cpu for 100 s.
           attemptRecord("old", 0, 1, {
             ...ended,
-            usage: { wallSeconds: 100, cpuUserSeconds: null, cpuSystemSeconds: null, peakMemoryMb: null },
+            usage: { wallSeconds: 100, userSeconds: null, systemSeconds: null, peakMemoryMb: null },
           }),
         ],
         hosts: [],

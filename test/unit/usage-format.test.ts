@@ -16,8 +16,8 @@ import { exitSignal, exitStatus, measuredCpuSeconds, sumUsage } from "../../src/
 import { newGangProgress, rankEnded } from "../../src/model/gang.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");
-const measured = { wallSeconds: 5.016, cpuUserSeconds: 4.8, cpuSystemSeconds: 0.134, peakMemoryMb: 12.34 };
-const unmeasured = { wallSeconds: 5, cpuUserSeconds: null, cpuSystemSeconds: null, peakMemoryMb: null };
+const measured = { wallSeconds: 5.016, userSeconds: 4.8, systemSeconds: 0.134, peakMemoryMb: 12.34 };
+const unmeasured = { wallSeconds: 5, userSeconds: null, systemSeconds: null, peakMemoryMb: null };
 
 function row(overrides: Partial<AccountingRow> = {}): AccountingRow {
   return {
@@ -32,7 +32,7 @@ function row(overrides: Partial<AccountingRow> = {}): AccountingRow {
     signal: null,
     startedAt: "2026-11-27T11:00:00.000Z",
     endedAt: "2026-11-27T11:00:05.016Z",
-    usage: measured,
+    usage: { ...measured, signal: null },
     ...overrides,
   };
 }
@@ -89,7 +89,14 @@ describe("accountingTable", () => {
   it("one aligned line an attempt, a signal shown as such, unmeasured figures as -", () => {
     const text = accountingTable([
       row(),
-      row({ job: "12", attempt: 2, outcome: "failed", exitCode: 137, signal: 9, usage: unmeasured }),
+      row({
+        job: "12",
+        attempt: 2,
+        outcome: "failed",
+        exitCode: 137,
+        signal: 9,
+        usage: { ...unmeasured, signal: 9 },
+      }),
       row({ job: "13", outcome: "lost", exitCode: null, usage: null }),
     ]);
     expect(text.split("\n")).toStrictEqual([
@@ -105,18 +112,24 @@ describe("accountingCsv", () => {
   it("a header, then one line an attempt; empty fields for what was not measured; quoted where needed", () => {
     const text = accountingCsv([
       row(),
-      row({ name: 'a "quoted", name', exitCode: 143, signal: 15, outcome: "cancelled", usage: unmeasured }),
+      row({
+        name: 'a "quoted", name',
+        exitCode: 143,
+        signal: 15,
+        outcome: "cancelled",
+        usage: { ...unmeasured, signal: 15 },
+      }),
     ]);
     const lines = text.split("\r\n");
     expect(lines[0]).toBe(CSV_HEADERS.join(","));
     expect(lines[0]).toBe(
-      "job,task,attempt,name,owner,host,outcome,exit_code,signal,started_at,ended_at,wall_seconds,cpu_user_seconds,cpu_system_seconds,cpu_seconds,peak_memory_mb",
+      "job,task,attempt,owner,host,outcome,exitCode,signal,userSeconds,systemSeconds,peakMemoryMb,wallSeconds,startedAt,endedAt,name,cpuSeconds",
     );
     expect(lines[1]).toBe(
-      "7,0,1,busy,alice,n1,succeeded,0,,2026-11-27T11:00:00.000Z,2026-11-27T11:00:05.016Z,5.016,4.8,0.134,4.934,12.34",
+      "7,0,1,alice,n1,succeeded,0,,4.8,0.134,12.34,5.016,2026-11-27T11:00:00.000Z,2026-11-27T11:00:05.016Z,busy,4.934",
     );
     expect(lines[2]).toBe(
-      '7,0,1,"a ""quoted"", name",alice,n1,cancelled,143,15,2026-11-27T11:00:00.000Z,2026-11-27T11:00:05.016Z,5,,,,',
+      '7,0,1,alice,n1,cancelled,143,15,,,,5,2026-11-27T11:00:00.000Z,2026-11-27T11:00:05.016Z,"a ""quoted"", name",',
     );
     expect(lines[3]).toBe("");
     expect(lines).toHaveLength(4);
@@ -127,14 +140,14 @@ describe("a multi-node attempt's usage from its ranks", () => {
   it("adds CPU time and peak memory, takes the longest wall time", () => {
     expect(
       sumUsage([
-        { wallSeconds: 5, cpuUserSeconds: 4, cpuSystemSeconds: 1, peakMemoryMb: 100 },
-        { wallSeconds: 6, cpuUserSeconds: 3, cpuSystemSeconds: 0.5, peakMemoryMb: 50 },
+        { wallSeconds: 5, userSeconds: 4, systemSeconds: 1, peakMemoryMb: 100 },
+        { wallSeconds: 6, userSeconds: 3, systemSeconds: 0.5, peakMemoryMb: 50 },
       ]),
-    ).toStrictEqual({ wallSeconds: 6, cpuUserSeconds: 7, cpuSystemSeconds: 1.5, peakMemoryMb: 150 });
+    ).toStrictEqual({ wallSeconds: 6, userSeconds: 7, systemSeconds: 1.5, peakMemoryMb: 150 });
   });
   it("a figure a rank did not measure is null; a rank that reported nothing makes it null", () => {
     const sum = sumUsage([measured, unmeasured]);
-    expect(sum?.cpuUserSeconds).toBeNull();
+    expect(sum?.userSeconds).toBeNull();
     expect(sum?.wallSeconds).toBe(5.016);
     expect(measuredCpuSeconds(sum)).toBeNull();
     expect(sumUsage([measured, null])).toBeNull();
@@ -166,20 +179,20 @@ describe("a gang's attempt ends with what its ranks used together", () => {
       outcome: "failed",
       exitCode: 1,
       reason: "exit code 1",
-      usage: { wallSeconds: 2, cpuUserSeconds: 1, cpuSystemSeconds: 0.5, peakMemoryMb: 30 },
+      usage: { wallSeconds: 2, userSeconds: 1, systemSeconds: 0.5, peakMemoryMb: 30 },
     });
     expect(first.attemptEnd).toBeNull();
     const last = rankEnded(gang, 0, {
       outcome: "cancelled",
       exitCode: 143,
       reason: "stopped",
-      usage: { wallSeconds: 3, cpuUserSeconds: 2, cpuSystemSeconds: 0.25, peakMemoryMb: 40 },
+      usage: { wallSeconds: 3, userSeconds: 2, systemSeconds: 0.25, peakMemoryMb: 40 },
     });
     expect(last.attemptEnd).toStrictEqual({
       outcome: "failed",
       exitCode: 1,
       reason: "rank 1 on b: exit code 1",
-      usage: { wallSeconds: 3, cpuUserSeconds: 3, cpuSystemSeconds: 0.75, peakMemoryMb: 70 },
+      usage: { wallSeconds: 3, userSeconds: 3, systemSeconds: 0.75, peakMemoryMb: 70 },
     });
   });
 

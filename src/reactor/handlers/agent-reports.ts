@@ -181,8 +181,12 @@ export function startUndelivered(step: Step, hostName: string, ref: AttemptRef):
 
 /** The usage an agent reported, as the attempt keeps it (its out-of-memory count is in the reason). */
 function usageOf(reported: NonNullable<EndedEvent["usage"]>): AttemptUsage {
-  const { wallSeconds, cpuUserSeconds, cpuSystemSeconds, peakMemoryMb } = reported;
-  return { wallSeconds, cpuUserSeconds, cpuSystemSeconds, peakMemoryMb };
+  return {
+    userSeconds: reported.cpuUserSeconds,
+    systemSeconds: reported.cpuSystemSeconds,
+    peakMemoryMb: reported.peakMemoryMb,
+    wallSeconds: reported.wallSeconds,
+  };
 }
 
 export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {

@@ -1,4 +1,4 @@
--- Usage accounting: what each attempt used ({wallSeconds, cpuUserSeconds, cpuSystemSeconds,
+-- Usage accounting: what each attempt used ({wallSeconds, userSeconds, systemSeconds,
 -- peakMemoryMb}, JSON, as its agent measured it), and the ended attempts of removed jobs, kept for
 -- `steward acct` until the server's --accounting-days have passed since their end. A removal
 -- copies the job's ended attempts here in the same transaction that deletes them.
