@@ -162,6 +162,7 @@ function metaschedulingCluster(): ClusterState {
       endedAt: null,
       stop: null,
       memoryMb: null,
+      usage: null,
     };
     low.addAttempt(attempt);
     const live = state.activate(low, attempt);

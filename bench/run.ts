@@ -20,6 +20,7 @@ import { cliBenchmark } from "./cli.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
 import { dashboardBenchmark } from "./dashboard.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
+import { enforcementBenchmark } from "./enforcement.ts";
 import { gangBenchmark } from "./gang.ts";
 import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
@@ -41,6 +42,7 @@ const BENCHMARKS: Benchmark[] = [
   cliBenchmark,
   xargsBenchmark,
   endToEndBenchmark,
+  enforcementBenchmark,
   crashRestartBenchmark,
   gangBenchmark,
   migrate100MbBenchmark,

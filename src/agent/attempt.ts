@@ -27,6 +27,7 @@ import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../protocol/messages.ts
 import type { HttpClient } from "../transport/http-client.ts";
 import type { AttemptCgroup } from "./attempt-cgroup.ts";
 import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
+import type { CpuTime } from "./cgroup-limits.ts";
 import { CheckpointSync } from "./checkpoint.ts";
 import type { Enforcement } from "./enforcement.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
@@ -35,6 +36,7 @@ import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
 import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
+import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
 import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
@@ -225,6 +227,9 @@ export class Attempt {
         deniedGpus: (this.context.gpus ?? []).filter((id) => !this.spec.gpus?.includes(id)),
       });
       paths.cgroupJoin = this.cgroup.joinScript();
+    } else {
+      // No cgroup to measure: the supervisor writes the shell's `times` here (shell-times.ts).
+      writeNewFile(join(this.dir, TIMES_FILE), "");
     }
     writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
     if (user) {
@@ -394,11 +399,29 @@ export class Attempt {
     return { ...result, usage };
   }
 
-  /** What the attempt used (its cgroup's counters), then its cgroup emptied and removed. */
+  /**
+   * The CPU time the supervisor's shell counted for the job (no cgroup), or null. Read as a job's
+   * file (a regular file only, its start only): a job of the agent's own account can reach it.
+   */
+  private async shellTimes(): Promise<CpuTime | null> {
+    const text = await readJobFile(join(this.dir, TIMES_FILE), null, SHELL_TIMES_MAX_BYTES);
+    return text === null ? null : cpuTimeFromShellTimes(text);
+  }
+
+  /** What the attempt used (its cgroup's counters, or without one the shell's), then its cgroup emptied and removed. */
   private async measureAndEnd(): Promise<AttemptUsage> {
     const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
-    if (!this.cgroup)
-      return { wallSeconds, cpuUserSeconds: null, cpuSystemSeconds: null, peakMemoryMb: null, oomKills: 0 };
+    if (!this.cgroup) {
+      // The supervisor's `times`, written before the exit code: none when the supervisor vanished.
+      const cpu = this.exitCode === null ? null : await this.shellTimes();
+      return {
+        wallSeconds,
+        cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,
+        cpuSystemSeconds: cpu === null ? null : cpu.systemMs / 1000,
+        peakMemoryMb: null,
+        oomKills: 0,
+      };
+    }
     const oomKills = this.cgroup.oomKills();
     await this.cgroup.killAll();
     const { cpu, peakMemoryBytes } = this.cgroup.usage();

@@ -41,6 +41,7 @@ import {
   SubmitRateLimiter,
 } from "./rate-limit.ts";
 import { validationAnswer } from "./requests.ts";
+import { registerAccountingRoutes } from "./routes/accounting.ts";
 import { registerAdminRoutes, type StartBackup } from "./routes/admin.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
@@ -232,6 +233,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerTokenRoutes(app, ports);
   registerAgentFileRoutes(app, ports, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerAdminRoutes(app, deps.backup);
+  registerAccountingRoutes(app, store);
   registerSystemRoutes(app, {
     ports,
     store,

@@ -26,6 +26,30 @@ export type ErrorAnswer = z.infer<typeof errorSchema>;
 
 // ---- jobs
 
+export const usageSchema = z
+  .object({
+    userSeconds: z
+      .number()
+      .nullable()
+      .meta({ description: "CPU time in user mode, every process of the attempt (null: not measured)" }),
+    systemSeconds: z.number().nullable().meta({ description: "CPU time in the kernel (null: not measured)" }),
+    peakMemoryMb: z
+      .number()
+      .nullable()
+      .meta({ description: "the most memory the attempt held at once (null: not measured)" }),
+    wallSeconds: z.number().meta({ description: "from the job's start to its end" }),
+    signal: z
+      .int()
+      .nullable()
+      .meta({ description: "the signal that ended the job (its exit code is 128+N), or null" }),
+  })
+  .meta({
+    id: "Usage",
+    description:
+      "what an attempt used, measured by its agent from its cgroup (an agent without enforcement: CPU time from the job's supervisor, that of the job and the processes it waited for, and no peak memory; a multi-node attempt adds up its ranks)",
+  });
+export type Usage = z.infer<typeof usageSchema>;
+
 export const attemptSchema = z
   .object({
     number: z.int().meta({ description: "the STEWARD_ATTEMPT the job saw" }),
@@ -37,6 +61,9 @@ export const attemptSchema = z
     restarted: z.boolean(),
     startedAt: isoTime,
     endedAt: isoTime.nullable(),
+    usage: usageSchema
+      .nullable()
+      .meta({ description: "null while running, or when its agent did not measure" }),
     placement: z
       .array(
         z.object({
@@ -400,3 +427,23 @@ export const whoamiSchema = z
   })
   .meta({ id: "WhoAmI" });
 export type WhoAmI = z.infer<typeof whoamiSchema>;
+
+// ---- accounting
+
+export const accountingRowSchema = z
+  .object({
+    job: z.string(),
+    name: z.string().meta({ description: "the job's name" }),
+    owner: z.string(),
+    task: z.int(),
+    attempt: z.int(),
+    host: z.string().meta({ description: "rank 0's host" }),
+    outcome: z.enum(ATTEMPT_OUTCOMES).nullable(),
+    exitCode: z.int().nullable(),
+    signal: z.int().nullable().meta({ description: "the signal that ended the job (an exit code of 128+N)" }),
+    startedAt: isoTime,
+    endedAt: isoTime,
+    usage: usageSchema.nullable(),
+  })
+  .meta({ id: "AccountingRow", description: "an ended attempt with what it used (`steward acct`)" });
+export type AccountingRow = z.infer<typeof accountingRowSchema>;

@@ -1,11 +1,12 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
 // answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
 
-import type { AttemptRecord, EventRecord, TaskRecord } from "../model/records.ts";
+import { type AttemptUsage, exitSignal } from "../model/attempt-usage.ts";
+import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../model/records.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
-import type { Attempt, Event, Host, Job, JobSummary, Task } from "./schemas.ts";
+import type { AccountingRow, Attempt, Event, Host, Job, JobSummary, Task, Usage } from "./schemas.ts";
 
 function iso(ms: number): string;
 function iso(ms: number | null): string | null;
@@ -24,8 +25,33 @@ export function attemptView(attempt: AttemptRecord): Attempt {
     restarted: attempt.restarted,
     startedAt: iso(attempt.startedAt),
     endedAt: iso(attempt.endedAt),
+    usage: usageView(attempt.usage, attempt.exitCode),
     placement: attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }],
     memoryMb: attempt.memoryMb ?? null,
+  };
+}
+
+/** An attempt's usage as the API shows it: with the signal that ended its job, if one did. */
+function usageView(usage: AttemptUsage | null, exitCode: number | null): Usage | null {
+  if (usage === null) return null;
+  const { userSeconds, systemSeconds, peakMemoryMb, wallSeconds } = usage;
+  return { userSeconds, systemSeconds, peakMemoryMb, wallSeconds, signal: exitSignal(exitCode) };
+}
+
+export function accountingRowView(row: AccountingRecord): AccountingRow {
+  return {
+    job: row.jobId,
+    name: row.jobName,
+    owner: row.owner,
+    task: row.taskIndex,
+    attempt: row.number,
+    host: row.host,
+    outcome: row.outcome,
+    exitCode: row.exitCode,
+    signal: exitSignal(row.exitCode),
+    startedAt: iso(row.startedAt),
+    endedAt: iso(row.endedAt),
+    usage: usageView(row.usage, row.exitCode),
   };
 }
 

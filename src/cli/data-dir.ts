@@ -107,6 +107,7 @@ export function serverOptions(
     submitRate?: number;
     submitBurst?: number;
     metricsOpen?: boolean;
+    accountingDays?: number;
   } & PolicyFlags,
   log: Logger,
 ): ServerOptions {
@@ -125,6 +126,7 @@ export function serverOptions(
     maxLogMb: flags.maxLogMb,
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     metricsOpen: flags.metricsOpen === true,
+    accountingDays: flags.accountingDays,
     backupFiles: [join(data.root, "admin-token"), join(data.root, "join-token")],
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {

@@ -4,6 +4,7 @@
 // ends once every rank has ended or is fenced (its host lost), with the failed rank named. Pure:
 // the ranks' reports in, what to do out.
 
+import { type AttemptUsage, sumUsage } from "./attempt-usage.ts";
 import type { AttemptOutcome } from "./states.ts";
 import type { EndCause } from "./task-outcome.ts";
 
@@ -13,6 +14,8 @@ export interface RankEnd {
   exitCode: number | null;
   reason: string | null;
   cause?: EndCause;
+  /** What the rank used, as its agent measured it. */
+  usage?: AttemptUsage | null;
 }
 
 export interface GangRank {
@@ -84,14 +87,16 @@ export function rankEnded(gang: GangProgress, rank: number, end: RankEnd): After
  * end (success, or the stop every rank was asked for). The rank is named in the reason.
  */
 export function gangEnd(gang: GangProgress): RankEnd {
+  // The attempt used what its ranks used together.
+  const usage = sumUsage(gang.ranks.map((rank) => rank.end?.usage));
   const lost = gang.ranks.findIndex((rank) => rank.end?.outcome === "lost");
   const failed =
     lost >= 0 ? { rank: lost, host: gang.ranks[lost].host, end: gang.ranks[lost].end! } : gang.failed;
   if (failed) {
     const { rank, host, end } = failed;
-    return { ...end, reason: `rank ${rank} on ${host}: ${end.reason ?? end.outcome}` };
+    return { ...end, reason: `rank ${rank} on ${host}: ${end.reason ?? end.outcome}`, usage };
   }
-  return gang.ranks[0].end!;
+  return { ...gang.ranks[0].end!, usage };
 }
 
 /** The ranks whose host was lost: they are replaced in the next attempt. */

@@ -42,5 +42,6 @@ export function newAttempt(task: TaskRecord, hosts: string | readonly string[], 
     endedAt: null,
     stop: null,
     memoryMb: task.memoryMb,
+    usage: null,
   };
 }

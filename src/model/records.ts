@@ -1,6 +1,7 @@
 // The durable records: what the store keeps and what the server recovers from at start.
 // Times are milliseconds since the epoch; the API turns them into ISO-8601.
 
+import type { AttemptUsage } from "./attempt-usage.ts";
 import type { JobSpec } from "./job-spec.ts";
 import type { TaskCounts } from "./job-state.ts";
 import type { AttemptOutcome, AttemptState, HostState, JobState, StopOutcome, TaskState } from "./states.ts";
@@ -53,17 +54,16 @@ export interface JobHeader {
 }
 
 /**
- * Cpu time of ended attempts, summed by owner, cpus and minute of their end: fair share's history
- * as the store hands it over at start, instead of every attempt that ever ended.
+ * Cpu time of ended attempts, summed by owner and minute of their end: fair share's history as the
+ * store hands it over at start, instead of every attempt that ever ended. Each attempt counts as
+ * scheduler/fair-share.ts's attemptCpuSeconds says: measured where measured, else held.
  */
 export interface UsageSample {
   owner: string;
-  /** Cpus the attempts held (the job's cpus times its hosts). */
-  cpus: number;
   /** The minute they ended in (ms since the epoch). */
   endedAt: number;
-  /** Their run times added up (ms). */
-  ms: number;
+  /** Their cpu-seconds added up. */
+  cpuSeconds: number;
 }
 
 export interface CheckpointInfo {
@@ -161,6 +161,26 @@ export interface AttemptRecord {
   stop: StopIntent | null;
   /** The memory the attempt was given, MB, when it is not the job's (a task grown after running out of memory); null: the job's. */
   memoryMb: number | null;
+  /** What it used, as its agent reported at its end; null while live, or when the agent did not say. */
+  usage: AttemptUsage | null;
+}
+
+/**
+ * An ended attempt as `steward acct` lists it: the attempt with its job's name and owner. Kept
+ * after the job is removed (table `accounting`) for the server's --accounting-days.
+ */
+export interface AccountingRecord {
+  jobId: string;
+  jobName: string;
+  owner: string;
+  taskIndex: number;
+  number: number;
+  host: string;
+  outcome: AttemptOutcome | null;
+  exitCode: number | null;
+  startedAt: number;
+  endedAt: number;
+  usage: AttemptUsage | null;
 }
 
 export interface EventRecord {

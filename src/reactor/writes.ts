@@ -7,6 +7,7 @@
 // checkpoint objects not yet committed), which a restart starts afresh.
 // Test: test/unit/state-round-trip.test.ts recovers the state from the changes and compares.
 
+import type { AttemptUsage } from "../model/attempt-usage.ts";
 import type {
   AttemptRecord,
   CheckpointInfo,
@@ -54,6 +55,8 @@ export interface AttemptEndRecord {
   outcome: AttemptOutcome;
   exitCode: number | null;
   reason: string | null;
+  /** What it used, as its agent measured it (absent when no agent said: a lost host, an old agent). */
+  usage?: AttemptUsage | null;
 }
 
 export class StateWrites {
@@ -151,6 +154,7 @@ export class StateWrites {
     attempt.exitCode = end.exitCode;
     attempt.reason = end.reason;
     attempt.endedAt = this.#now;
+    attempt.usage = end.usage ?? null;
     job.attemptEnded(attempt);
     this.#state.deactivate(attempt);
     this.#changes.push({ op: "putAttempt", attempt });

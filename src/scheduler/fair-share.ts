@@ -1,6 +1,7 @@
 // Fair share between owners within one priority: the owner with the fewest cpus running now goes
 // first, ties broken by the cpu-seconds each used recently (decayed, as HTCondor's accountant does
-// with PRIORITY_HALFLIFE), then by submit order. Pure: usage and the time come in.
+// with PRIORITY_HALFLIFE; measured CPU time where the agents measured it), then by submit order.
+// Pure: usage and the time come in.
 
 /** Recent usage halves every this many seconds (HTCondor's PRIORITY_HALFLIFE default: one day). */
 export const FAIR_SHARE_HALF_LIFE_SECONDS = 86_400;
@@ -14,6 +15,21 @@ export interface OwnerShare {
 }
 
 export const NO_SHARE: OwnerShare = { runningCpus: 0, recentCpuSeconds: 0 };
+
+/**
+ * The cpu-seconds an ended attempt counts for in fair share: its CPU time as its agents measured
+ * it (user + system, every rank) where they did, else the cpus it held times the time it ran.
+ * A job that waits on I/O or sleeps is charged for what it burnt, not for the slots it held.
+ */
+export function attemptCpuSeconds(
+  heldCpus: number,
+  startedAt: number,
+  endedAt: number,
+  measuredCpuSeconds: number | null,
+): number {
+  if (measuredCpuSeconds !== null) return measuredCpuSeconds;
+  return (heldCpus * Math.max(0, endedAt - startedAt)) / 1000;
+}
 
 /** Decayed usage: `value` recorded at `at` (ms), seen at `now` (ms). */
 export function decayedUsage(

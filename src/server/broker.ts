@@ -29,6 +29,8 @@ export interface BrokerOptions {
   hostTimeoutSeconds: number;
   leaseSeconds: number;
   policy?: Partial<MetaschedulingPolicy>;
+  /** `--accounting-days`: how long removed jobs' accounting rows are kept. */
+  accountingDays?: number;
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -104,7 +106,7 @@ export class Broker {
     const { store } = this.#options;
     const core = this.#core;
     if (core) {
-      core.reactor.stop();
+      core.stop();
       await this.#committer?.flush();
       // A clean stop hands the lead over at once instead of after the lease.
       if (hasElections(store)) await store.resign(this.#term).catch(() => {});
@@ -171,6 +173,7 @@ export class Broker {
       heartbeatSeconds,
       hostTimeoutSeconds,
       policy,
+      accountingDays: this.#options.accountingDays,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")
@@ -180,7 +183,7 @@ export class Broker {
     core.reactor.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
     for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
-    core.reactor.start();
+    core.start();
     this.#term = term;
     this.#committer = committer;
     this.#core = core;
@@ -196,7 +199,7 @@ export class Broker {
   demote(why: string): void {
     const core = this.#core;
     if (!core) return;
-    core.reactor.stop();
+    core.stop();
     this.#core = null;
     this.#committer = null;
     this.#leader = null;

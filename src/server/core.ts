@@ -33,7 +33,15 @@ export interface CoreOptions {
   random?: () => number;
   onFatal?: (error: unknown) => void;
   policy?: Partial<MetaschedulingPolicy>;
+  /** Accounting rows of removed jobs are kept this many days after their attempt ended (default 365). */
+  accountingDays?: number;
 }
+
+/** `--accounting-days`' default: a year of `steward acct` after a job is removed. */
+export const DEFAULT_ACCOUNTING_DAYS = 365;
+
+/** How often the leader drops the accounting rows older than it keeps (and once at start). */
+const ACCOUNTING_PURGE_MS = 3_600_000;
 
 export class Core {
   readonly reactor: Reactor;
@@ -52,9 +60,12 @@ export class Core {
   readonly #committer: GroupCommitter;
   /** The store's meta entries (small records of the broker's own, e.g. the pilots it submitted). */
   #meta = new Map<string, string>();
+  readonly #accountingDays: number;
+  #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#committer = committer;
+    this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
     this.reactor = new Reactor(new ClusterState(), committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
       now: options.now ?? Date.now,
@@ -100,6 +111,31 @@ export class Core {
   async setMeta(key: string, value: string): Promise<void> {
     this.#meta.set(key, value);
     await this.#committer.push([{ op: "setMeta", key, value }]);
+  }
+
+  /**
+   * Drops the accounting rows of removed jobs whose attempts ended more than --accounting-days
+   * ago; durable when the promise resolves. No state in memory holds them.
+   */
+  async purgeAccounting(): Promise<void> {
+    const endedBefore = this.reactor.now() - this.#accountingDays * 86_400_000;
+    await this.#committer.push([{ op: "purgeAccounting", endedBefore }]);
+  }
+
+  /** Starts the reactor, and the hourly purge of old accounting rows (once at start too). */
+  start(): void {
+    this.reactor.start();
+    // A refused commit (another server leads) is the reactor's to notice; a later round retries.
+    const purge = () => void this.purgeAccounting().catch(() => {});
+    purge();
+    this.#purgeTimer = setInterval(purge, ACCOUNTING_PURGE_MS);
+    this.#purgeTimer.unref();
+  }
+
+  stop(): void {
+    if (this.#purgeTimer) clearInterval(this.#purgeTimer);
+    this.#purgeTimer = null;
+    this.reactor.stop();
   }
 
   // ---- the state the agents' reports keep between commits

@@ -76,6 +76,8 @@ export interface ServerOptions {
   tls?: { cert: string; key: string };
   /** /metrics without a token (`--metrics-open`); by default it takes an API token of any role. */
   metricsOpen?: boolean;
+  /** Removed jobs' accounting rows are kept this many days after their end (`--accounting-days`, default 365). */
+  accountingDays?: number;
   log: Logger;
 }
 
@@ -113,6 +115,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     hostTimeoutSeconds,
     leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
     policy: options.policy,
+    accountingDays: options.accountingDays,
     log,
     onDemoted: () => gateway?.disconnectAll(),
     onLeading: (core) => jobMetrics.watch(core.reactor),

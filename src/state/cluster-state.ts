@@ -2,10 +2,12 @@
 // the queue and the tasks backing off. Handlers in reactor/handlers change it; nothing here does
 // I/O or reads the clock.
 
+import { measuredCpuSeconds } from "../model/attempt-usage.ts";
 import { newGangProgress } from "../model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../model/ids.ts";
 import type { AttemptRecord, HostRecord, PlacementEntry, TaskRecord } from "../model/records.ts";
 import type { TaskState } from "../model/states.ts";
+import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
 import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
@@ -166,7 +168,11 @@ export class ClusterState {
     const cpus = entry.job.cpus * hostsOf(attempt).length;
     this.owners.stopped(entry.job.record.owner, cpus);
     if (attempt.endedAt !== null)
-      this.owners.used(entry.job.record.owner, cpus, attempt.startedAt, attempt.endedAt);
+      this.owners.used(
+        entry.job.record.owner,
+        attemptCpuSeconds(cpus, attempt.startedAt, attempt.endedAt, measuredCpuSeconds(attempt.usage)),
+        attempt.endedAt,
+      );
     // A host with several ranks of a gang gives back each rank's share.
     const memoryMb = attempt.memoryMb ?? entry.job.memoryMb;
     for (const rank of placementOf(attempt)) {

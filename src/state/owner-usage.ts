@@ -1,5 +1,5 @@
 // What each owner uses, for fair share: cpus running now, and cpu-seconds of ended attempts kept
-// decayed (scheduler/fair-share.ts). Kept in memory and rebuilt from the attempts at recovery.
+// decayed (scheduler/fair-share.ts; measured CPU time where there is one, see attemptCpuSeconds). Kept in memory and rebuilt from the attempts at recovery.
 
 import { decayedUsage, type OwnerShare } from "../scheduler/fair-share.ts";
 
@@ -32,10 +32,9 @@ export class OwnerUsage {
     usage.runningCpus = Math.max(0, usage.runningCpus - cpus);
   }
 
-  /** Adds the cpu-seconds of an attempt that ran from `startedAt` to `endedAt` (ms). */
-  used(owner: string, cpus: number, startedAt: number, endedAt: number): void {
+  /** Adds the cpu-seconds of an attempt that ended at `endedAt` (ms): see attemptCpuSeconds. */
+  used(owner: string, seconds: number, endedAt: number): void {
     const usage = this.#usage(owner);
-    const seconds = (cpus * Math.max(0, endedAt - startedAt)) / 1000;
     if (endedAt >= usage.at) {
       usage.cpuSeconds = decayedUsage(usage.cpuSeconds, usage.at, endedAt) + seconds;
       usage.at = endedAt;

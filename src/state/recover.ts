@@ -4,9 +4,11 @@
 // as headers already, with fair share's history as sums; from a full load they are retired here.
 // Checkpoint parts come back to their tasks (state/task-checkpoints.ts).
 
+import { measuredCpuSeconds } from "../model/attempt-usage.ts";
 import { restartPlanOfEnded } from "../model/gang.ts";
 import { hostsOf, isLive } from "../model/ids.ts";
 import type { TaskRecord } from "../model/records.ts";
+import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
 import type { StoreSnapshot } from "../store/store.ts";
 import { ClusterState } from "./cluster-state.ts";
 import { newHostEntry } from "./host-entry.ts";
@@ -34,17 +36,18 @@ export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState
   // The usage sums cover every ended attempt, of live jobs too.
   const usageSummed = snapshot.usage !== undefined;
   for (const sample of snapshot.usage ?? [])
-    state.owners.used(sample.owner, sample.cpus, sample.endedAt - sample.ms, sample.endedAt);
+    state.owners.used(sample.owner, sample.cpuSeconds, sample.endedAt);
   for (const attempt of snapshot.attempts) {
     const job = state.jobs.get(attempt.jobId);
     if (!job) continue;
     job.addAttempt(attempt);
     if (isLive(attempt)) state.activate(job, attempt);
     else if (attempt.endedAt !== null && !usageSummed) {
+      const held = job.cpus * hostsOf(attempt).length;
+      const measured = measuredCpuSeconds(attempt.usage);
       state.owners.used(
         job.record.owner,
-        job.cpus * hostsOf(attempt).length,
-        attempt.startedAt,
+        attemptCpuSeconds(held, attempt.startedAt, attempt.endedAt, measured),
         attempt.endedAt,
       );
     }

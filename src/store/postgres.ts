@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
 import type {
+  AccountingRecord,
   AttemptRecord,
   CheckpointPart,
   EventRecord,
@@ -17,6 +18,7 @@ import type {
   TaskRecord,
   TokenRecord,
 } from "../model/records.ts";
+import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
@@ -40,6 +42,7 @@ import {
   TOKENS,
 } from "./schema.ts";
 import {
+  type AccountingQuery,
   type Change,
   type Elections,
   type LeadershipInfo,
@@ -103,11 +106,13 @@ const RECOVERY = recoverySql({
   countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
   specCpus: "coalesce((j.spec->'resources'->>'cpus')::float8, 1)",
   placementHosts: "greatest(1, coalesce(json_array_length(a.placement), 1))",
+  measuredCpuMs: "((a.usage->>'userSeconds')::float8 + (a.usage->>'systemSeconds')::float8) * 1000",
   param: (n) => `$${n}`,
 });
 
 const SQL = {
   ...RECOVERY,
+  ...accountingSql((n) => `$${n}`),
   putJobs: upsertUnnest(JOBS),
   putTasks: upsertUnnest(TASKS),
   putAttempts: upsertUnnest(ATTEMPTS),
@@ -294,7 +299,12 @@ export class PostgresStore implements Store, Elections {
         switch (change.op) {
           case "deleteJob":
             await batch.flush(client);
+            await run(client, "keepJobAccounting", [change.jobId]);
             await run(client, "deleteJob", [change.jobId]);
+            break;
+          case "purgeAccounting":
+            await batch.flush(client);
+            await run(client, "purgeAccounting", [change.endedBefore]);
             break;
           case "deleteHost":
             await batch.flush(client);
@@ -346,6 +356,15 @@ export class PostgresStore implements Store, Elections {
 
   async resign(term: number): Promise<void> {
     await this.#connected().query(query("resign", [term]));
+  }
+
+  async accounting(wanted: AccountingQuery): Promise<AccountingRecord[]> {
+    const result = await this.#connected().query(
+      wanted.owner === undefined
+        ? query("accountingRows", [wanted.since, wanted.limit])
+        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner]),
+    );
+    return result.rows.map(CODEC.accounting.decode);
   }
 
   async events(jobId: string): Promise<EventRecord[]> {
@@ -431,7 +450,9 @@ class PendingPuts {
   /** The events inserted so far with the ids they were given. */
   added: [EventRecord, number][] = [];
 
-  add(change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" }>): void {
+  add(
+    change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>,
+  ): void {
     switch (change.op) {
       case "putJob":
         this.jobs.add(change.job);

@@ -1,6 +1,7 @@
 // The queries of a start from a long history (Store.loadLive), as both databases say them: the
 // live jobs whole, the ended ones as headers with their task counts, and the ended attempts'
-// cpu time summed by owner and minute. A job is live while it has not ended or an attempt of it
+// cpu time summed by owner and minute (measured where the attempt's usage has it, else its cpus
+// times its run time, as scheduler/fair-share.ts's attemptCpuSeconds counts it). A job is live while it has not ended or an attempt of it
 // has not (a replica stopping); the partial index attempts_live finds those attempts at once.
 
 import type { JobHeader, UsageSample } from "../model/records.ts";
@@ -20,6 +21,8 @@ export interface RecoveryDialect {
   specCpus: string;
   /** How many hosts an attempt `a` ran on (its placement's length, at least 1). */
   placementHosts: string;
+  /** Attempt `a`'s measured CPU time in ms (user + system of its usage), NULL when not measured. */
+  measuredCpuMs: string;
   /** A parameter placeholder, 1-based. */
   param(n: number): string;
 }
@@ -36,11 +39,14 @@ export function recoverySql(dialect: RecoveryDialect) {
       `${count("t.state IN ('pending', 'held', 'waiting')")}, ${count("t.state = 'running'")}, ` +
       `${count("t.state = 'succeeded'")}, ${count("t.state = 'failed'")}, ${count("t.state = 'cancelled'")} ` +
       `FROM jobs j LEFT JOIN tasks t ON t.job_id = j.id WHERE NOT ${LIVE} GROUP BY j.id ORDER BY j.created_at, j.id`,
+    // The job file's cpus are read once per job, hosts and minute, not once per attempt.
     usage:
-      `SELECT j.owner, ${dialect.specCpus} * u.hosts, u.minute, u.ms FROM (` +
+      `SELECT j.owner, u.minute, sum(${dialect.specCpus} * u.hosts * u.ms / 1000.0 + u.measured / 1000.0) FROM (` +
       `SELECT a.job_id, ${dialect.placementHosts} AS hosts, (a.ended_at / 60000) * 60000 AS minute, ` +
-      "sum(a.ended_at - a.started_at) AS ms FROM attempts a WHERE a.ended_at IS NOT NULL " +
-      "GROUP BY a.job_id, hosts, minute) u JOIN jobs j ON j.id = u.job_id",
+      `sum(CASE WHEN ${dialect.measuredCpuMs} IS NULL THEN a.ended_at - a.started_at ELSE 0 END) AS ms, ` +
+      `coalesce(sum(${dialect.measuredCpuMs}), 0) AS measured ` +
+      "FROM attempts a WHERE a.ended_at IS NOT NULL " +
+      "GROUP BY a.job_id, hosts, minute) u JOIN jobs j ON j.id = u.job_id GROUP BY j.owner, u.minute",
     job: `SELECT ${columnNames(selectColumns(JOBS))} FROM jobs WHERE id = ${dialect.param(1)}`,
     jobTasks: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} ORDER BY ${TASKS.loadOrder}`,
     jobAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} ORDER BY ${ATTEMPTS.loadOrder}`,
@@ -71,5 +77,5 @@ export function decodeHeader(row: readonly unknown[]): JobHeader {
 
 /** A row of `usage` as a sample. */
 export function decodeUsage(row: readonly unknown[]): UsageSample {
-  return { owner: row[0] as string, cpus: Number(row[1]), endedAt: Number(row[2]), ms: Number(row[3]) };
+  return { owner: row[0] as string, endedAt: Number(row[1]), cpuSeconds: Number(row[2]) };
 }

@@ -4,6 +4,7 @@
 // test checks against this file. A new field is a line here and a migration for each database.
 
 import type {
+  AccountingRecord,
   AttemptRecord,
   CheckpointPart,
   EventRecord,
@@ -109,9 +110,31 @@ export const ATTEMPTS: Table<AttemptRecord> = {
     column("ended_at", "endedAt", "bigint", true),
     column("stop", "stop", "json", true),
     column("memory_mb", "memoryMb", "integer", true),
+    column("usage", "usage", "json", true),
   ],
   generated: [],
   loadOrder: "job_id, task_index, number",
+};
+
+/** Ended attempts of removed jobs, kept for `steward acct` (store/accounting-sql.ts). */
+export const ACCOUNTING: Table<AccountingRecord> = {
+  name: "accounting",
+  key: ["job_id", "task_index", "number"],
+  columns: [
+    column("job_id", "jobId", "text"),
+    column("job_name", "jobName", "text"),
+    column("owner", "owner", "text"),
+    column("task_index", "taskIndex", "integer"),
+    column("number", "number", "integer"),
+    column("host", "host", "text"),
+    column("outcome", "outcome", "text", true),
+    column("exit_code", "exitCode", "integer", true),
+    column("started_at", "startedAt", "bigint"),
+    column("ended_at", "endedAt", "bigint"),
+    column("usage", "usage", "json", true),
+  ],
+  generated: [],
+  loadOrder: "ended_at, job_id, task_index, number",
 };
 
 export const EVENTS: Table<EventRecord> = {
@@ -208,6 +231,7 @@ export const TABLES: readonly TableShape[] = [
   TOKENS,
   META,
   CHECKPOINT_PARTS,
+  ACCOUNTING,
 ];
 
 // ---- codecs
@@ -311,5 +335,6 @@ export function rowCodecs(dialect: Dialect) {
     tokens: rowCodec(TOKENS, dialect),
     meta: rowCodec(META, dialect),
     checkpointParts: rowCodec(CHECKPOINT_PARTS, dialect),
+    accounting: rowCodec(ACCOUNTING, dialect),
   };
 }

@@ -3,6 +3,7 @@
 
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR } from "./migrate.ts";
 import { recoverySql } from "./recovery-sql.ts";
 import {
@@ -63,11 +64,14 @@ const RECOVERY = recoverySql({
   countIf: (condition) => `sum(${condition})`,
   specCpus: "coalesce(json_extract(j.spec, '$.resources.cpus'), 1)",
   placementHosts: "max(1, coalesce(json_array_length(a.placement), 1))",
+  measuredCpuMs: "(json_extract(a.usage, '$.userSeconds') + json_extract(a.usage, '$.systemSeconds')) * 1000",
   param: () => "?",
 });
 
 const SQL = {
   ...RECOVERY,
+  // Numbered placeholders: a query may name one twice.
+  ...accountingSql((n) => `?${n}`),
   putJob: upsert(JOBS),
   putTask: upsert(TASKS),
   putTaskChunk: upsert(TASKS, TASKS_PER_STATEMENT),

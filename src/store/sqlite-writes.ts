@@ -125,6 +125,7 @@ export class SqliteWrites {
         );
         return;
       case "deleteJob":
+        statements.run("keepJobAccounting", change.jobId);
         statements.run("deleteJobCheckpointParts", change.jobId);
         statements.run("deleteJobAttempts", change.jobId);
         statements.run("deleteJobTasks", change.jobId);
@@ -133,6 +134,9 @@ export class SqliteWrites {
         return;
       case "setMeta":
         statements.run("setMeta", change.key, change.value);
+        return;
+      case "purgeAccounting":
+        statements.run("purgeAccounting", change.endedBefore);
         return;
       default: {
         const unknown: never = change;

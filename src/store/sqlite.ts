@@ -5,7 +5,7 @@
 // commit's fsync does not hold up the server's event loop.
 
 import { backup, DatabaseSync } from "node:sqlite";
-import type { EventRecord } from "../model/records.ts";
+import type { AccountingRecord, EventRecord } from "../model/records.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import type { RowCodec } from "./schema.ts";
@@ -18,7 +18,7 @@ import {
   Statements,
 } from "./sqlite-statements.ts";
 import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
-import type { Change, Store, StoredJob, StoreSnapshot } from "./store.ts";
+import type { AccountingQuery, Change, Store, StoredJob, StoreSnapshot } from "./store.ts";
 
 export { SQLITE_MIGRATIONS_DIR } from "./sqlite-statements.ts";
 
@@ -147,6 +147,15 @@ export class SqliteStore implements Store {
 
   async reserveIds(term: number, sequence: string, count: number): Promise<number> {
     return this.#writes().request<number>({ op: "reserveIds", term, sequence, count });
+  }
+
+  async accounting(query: AccountingQuery): Promise<AccountingRecord[]> {
+    this.#database();
+    const rows =
+      query.owner === undefined
+        ? this.#rows("accountingRows", query.since, query.limit)
+        : this.#rows("ownerAccountingRows", query.since, query.limit, query.owner);
+    return rows.map(CODEC.accounting.decode);
   }
 
   async events(jobId: string): Promise<EventRecord[]> {

@@ -7,6 +7,7 @@
 // it has seen, so two servers on one database never both change it.
 
 import type {
+  AccountingRecord,
   AttemptRecord,
   CheckpointPart,
   EventRecord,
@@ -32,8 +33,13 @@ export type Change =
   /** A committed checkpoint manifest (a rank's part of a multi-node task's generation). */
   | { op: "putCheckpointPart"; part: CheckpointPart }
   | { op: "deleteCheckpointPart"; jobId: string; taskIndex: number; rank: number; generation: number }
-  /** Removes the job with its tasks, attempts, events and checkpoint parts. */
+  /**
+   * Removes the job with its tasks, attempts, events and checkpoint parts; its ended attempts are
+   * kept as accounting rows (see `accounting`).
+   */
   | { op: "deleteJob"; jobId: string }
+  /** Drops the accounting rows of removed jobs' attempts that ended before `endedBefore`. */
+  | { op: "purgeAccounting"; endedBefore: number }
   | { op: "setMeta"; key: string; value: string };
 
 /**
@@ -54,6 +60,12 @@ export interface StoreSnapshot {
   ended?: JobHeader[];
   /** Every ended attempt's cpu time, summed (loadLive only): fair share's history. */
   usage?: UsageSample[];
+}
+
+export interface AccountingQuery {
+  since: number;
+  owner?: string;
+  limit: number;
 }
 
 /** One job as stored, with its tasks (by index) and attempts (by task, then number). */
@@ -105,6 +117,11 @@ export interface Store {
    * Same term rule as commit.
    */
   reserveIds(term: number, sequence: string, count: number): Promise<number>;
+  /**
+   * Ended attempts (of the jobs held, and the rows kept of removed ones) that ended at or after
+   * `since`, of `owner` when given, oldest end first, at most `limit`.
+   */
+  accounting(query: AccountingQuery): Promise<AccountingRecord[]>;
   /** Events of one job, oldest first (at, then id). */
   events(jobId: string): Promise<EventRecord[]>;
   /** Events with an id above `after`, in id order, at most `limit`, of one job when `jobId` is given. */

@@ -28,6 +28,17 @@ function when(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
 
+/** An attempt's usage cells: CPU (user + system), peak memory, wall time; "–" where not measured. */
+function usageCells(usage) {
+  if (!usage) return ["", "", ""];
+  const cpu =
+    usage.userSeconds === null || usage.systemSeconds === null
+      ? "–"
+      : `${(usage.userSeconds + usage.systemSeconds).toFixed(2)} s`;
+  const memory = usage.peakMemoryMb === null ? "–" : `${usage.peakMemoryMb.toFixed(1)} MB`;
+  return [cpu, memory, `${usage.wallSeconds.toFixed(2)} s`];
+}
+
 function bytes(n) {
   return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} kB` : `${(n / 1048576).toFixed(1)} MB`;
 }
@@ -223,10 +234,10 @@ function TaskDetail({ jobId, index, onClose, refreshedAt }) {
         ${task.checkpoint ? html` · checkpoint generation ${task.checkpoint.generation}, ${bytes(task.checkpoint.bytes)}, ${when(task.checkpoint.at)}` : " · no checkpoint"}
       </p>
       <table class="attempts">
-        <thead><tr><th scope="col">#</th><th scope="col">Host</th><th scope="col">State</th><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col">Exit</th><th scope="col">Started</th><th scope="col">Ended</th></tr></thead>
+        <thead><tr><th scope="col">#</th><th scope="col">Host</th><th scope="col">State</th><th scope="col">Outcome</th><th scope="col">Reason</th><th scope="col">Exit</th><th scope="col">Started</th><th scope="col">Ended</th><th scope="col" title="CPU time, user + system">CPU</th><th scope="col">Peak memory</th><th scope="col">Wall</th></tr></thead>
         <tbody>${task.attempts.map(
           (a) =>
-            html`<tr><td>${a.number}${a.restarted ? " ↺" : ""}</td><td>${a.host}</td><td>${a.state}</td><td>${a.outcome ?? ""}</td><td>${a.reason ?? ""}</td><td>${a.exitCode ?? ""}</td><td>${when(a.startedAt)}</td><td>${when(a.endedAt)}</td></tr>`,
+            html`<tr><td>${a.number}${a.restarted ? " ↺" : ""}</td><td>${a.host}</td><td>${a.state}</td><td>${a.outcome ?? ""}</td><td>${a.reason ?? ""}</td><td>${a.exitCode ?? ""}</td><td>${when(a.startedAt)}</td><td>${when(a.endedAt)}</td>${usageCells(a.usage).map((cell) => html`<td class="usage">${cell}</td>`)}</tr>`,
         )}</tbody>
       </table>`
         : null

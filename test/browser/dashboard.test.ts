@@ -130,6 +130,13 @@ browserTests(() => {
       ["1", bars[0].host, "ended", "migrated"],
       ["2", bars[1].host, "running", ""],
     ]);
+    // The ended attempt shows what it used (CPU, peak memory, wall time); the running one nothing yet.
+    const usageRows = await page.$$eval(".task-detail table.attempts tbody tr", (rows) =>
+      rows.map((row) => [...row.querySelectorAll("td.usage")].map((cell) => cell.textContent)),
+    );
+    expect(usageRows[0][2]).toMatch(/^\d+\.\d\d s$/);
+    expect(usageRows[0][0]).toMatch(/^(\d+\.\d\d s|–)$/);
+    expect(usageRows[1]).toEqual(["", "", ""]);
   });
 
   it("cancelling from the page (after confirming) ends the job", async () => {

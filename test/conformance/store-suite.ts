@@ -106,6 +106,7 @@ export function attempt(
     endedAt: null,
     stop: null,
     memoryMb: null,
+    usage: null,
     ...overrides,
   };
 }
@@ -543,8 +544,10 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             attempt: attempt("done", 1, 1, {
               state: "ended",
               outcome: "failed",
+              exitCode: 137,
               startedAt: t0 + 1000,
               endedAt: t0 + 9000,
+              usage: { wallSeconds: 8, userSeconds: 3, systemSeconds: 1, peakMemoryMb: 10.5 },
             }),
           },
           // Live: pending, with an ended attempt of a two-host gang (1 cpu) and a running one.
@@ -617,15 +620,69 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(live.meta).toStrictEqual({ m: "1" });
       });
 
-      test("loadLive sums every ended attempt's cpu time by owner, cpus and minute", async () => {
+      test("loadLive sums every ended attempt's cpu time by owner and minute, measured where measured", async () => {
         await history();
         const usage = [...((await store.loadLive()).usage ?? [])].sort(
           (a, b) => a.owner.localeCompare(b.owner) || a.endedAt - b.endedAt,
         );
         expect(usage).toStrictEqual([
-          { owner: "alice", cpus: 1, endedAt: t0, ms: 1000 },
-          { owner: "alice", cpus: 2, endedAt: t0 + minute, ms: 2000 },
-          { owner: "bob", cpus: 4, endedAt: t0, ms: 13_000 },
+          { owner: "alice", endedAt: t0, cpuSeconds: 1 },
+          // A gang on two hosts, 1 cpu each, 2 s.
+          { owner: "alice", endedAt: t0 + minute, cpuSeconds: 4 },
+          // 4 cpus held for 5 s, and 3 + 1 s measured (not 4 cpus for 8 s).
+          { owner: "bob", endedAt: t0, cpuSeconds: 24 },
+        ]);
+      });
+
+      test("accounting lists ended attempts with their usage, and keeps them when the job is removed", async () => {
+        await history();
+        const key = (row: { jobId: string; taskIndex: number; number: number }) =>
+          `${row.jobId}/${row.taskIndex}/${row.number}`;
+        const all = await store.accounting({ since: 0, limit: 100 });
+        expect(all.map(key)).toStrictEqual(["stopping/0/1", "done/0/1", "done/1/1", "live/0/1"]);
+        const failed = all.find((row) => key(row) === "done/1/1");
+        expect(failed).toStrictEqual({
+          jobId: "done",
+          jobName: "job done",
+          owner: "bob",
+          taskIndex: 1,
+          number: 1,
+          host: "node-1",
+          outcome: "failed",
+          exitCode: 137,
+          startedAt: t0 + 1000,
+          endedAt: t0 + 9000,
+          usage: { wallSeconds: 8, userSeconds: 3, systemSeconds: 1, peakMemoryMb: 10.5 },
+        });
+        expect((await store.accounting({ since: 0, owner: "bob", limit: 100 })).map(key)).toStrictEqual([
+          "done/0/1",
+          "done/1/1",
+        ]);
+        expect((await store.accounting({ since: t0 + 6000, limit: 100 })).map(key)).toStrictEqual([
+          "done/1/1",
+          "live/0/1",
+        ]);
+        expect((await store.accounting({ since: 0, limit: 1 })).map(key)).toStrictEqual(["stopping/0/1"]);
+
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "done" }]);
+        expect(await store.loadJob("done")).toBeNull();
+        expect(await store.accounting({ since: 0, limit: 100 })).toStrictEqual(all);
+        expect((await store.accounting({ since: 0, owner: "bob", limit: 100 })).map(key)).toStrictEqual([
+          "done/0/1",
+          "done/1/1",
+        ]);
+
+        // The purge drops kept rows that ended before its time, never a held job's attempts.
+        await store.commit(TERM, [{ op: "purgeAccounting", endedBefore: t0 + 6000 }]);
+        expect((await store.accounting({ since: 0, limit: 100 })).map(key)).toStrictEqual([
+          "stopping/0/1",
+          "done/1/1",
+          "live/0/1",
+        ]);
+        await store.commit(TERM, [{ op: "purgeAccounting", endedBefore: t0 + 10 * minute }]);
+        expect((await store.accounting({ since: 0, limit: 100 })).map(key)).toStrictEqual([
+          "stopping/0/1",
+          "live/0/1",
         ]);
       });
 

@@ -207,3 +207,49 @@ describe("Core", () => {
     });
   });
 });
+
+describe("usage accounting", () => {
+  const usage = { wallSeconds: 4, cpuUserSeconds: 1.5, cpuSystemSeconds: 0.5, peakMemoryMb: 20, oomKills: 0 };
+
+  it("keeps the usage an ended report carries on the attempt, charges its CPU time to fair share, and keeps it after removal", async () => {
+    const job = await runOne();
+    now += 4000;
+    await core.agents.attemptEnded("h1", { ...ended(job.id, 1), usage });
+    await settle();
+    const kept = { userSeconds: 1.5, systemSeconds: 0.5, peakMemoryMb: 20, wallSeconds: 4 };
+    expect((await store.loadJob(job.id))?.attempts[0].usage).toStrictEqual(kept);
+    // 2 CPU-seconds measured, not 1 cpu held for 4 s.
+    expect(core.reactor.state.owners.share("alice", now).recentCpuSeconds).toBeCloseTo(2, 9);
+    await core.jobs.remove(job.id);
+    expect(await store.loadJob(job.id)).toBeNull();
+    const rows = await store.accounting({ since: 0, limit: 10 });
+    expect(rows.map((row) => [row.jobId, row.owner, row.usage])).toStrictEqual([[job.id, "alice", kept]]);
+  });
+
+  it("a report without usage (an agent of an earlier version) leaves it null, and fair share counts cpus held", async () => {
+    const job = await runOne();
+    now += 4000;
+    await core.agents.attemptEnded("h1", ended(job.id, 1));
+    await settle();
+    expect((await store.loadJob(job.id))?.attempts[0].usage).toBeNull();
+    expect(core.reactor.state.owners.share("alice", now).recentCpuSeconds).toBeCloseTo(4, 9);
+  });
+
+  it("the purge drops the rows of removed jobs older than --accounting-days, and keeps the others", async () => {
+    const old = await runOne();
+    await core.agents.attemptEnded("h1", { ...ended(old.id, 1), usage });
+    await settle();
+    await core.jobs.remove(old.id);
+    now += 365 * 86_400_000;
+    const recent = await submitOn(core, validateJobSpec({ command: "true" }), "alice", []);
+    await settle();
+    await core.agents.attemptEnded("h1", { ...ended(recent.id, 1), usage });
+    await settle();
+    await core.jobs.remove(recent.id);
+    now += 1;
+    await core.purgeAccounting();
+    expect((await store.accounting({ since: 0, limit: 10 })).map((row) => row.jobId)).toStrictEqual([
+      recent.id,
+    ]);
+  });
+});

@@ -2,7 +2,9 @@
 // taking owners in turns within a priority.
 
 import { describe, expect, it } from "vitest";
+import { validateJobSpec } from "../../src/model/job-spec.ts";
 import {
+  attemptCpuSeconds,
   compareOwnerShares,
   decayedUsage,
   FAIR_SHARE_HALF_LIFE_SECONDS,
@@ -12,6 +14,12 @@ import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
 import { schedule } from "../../src/scheduler/schedule.ts";
 import type { HostView, JobView } from "../../src/scheduler/view.ts";
 import { OwnerUsage } from "../../src/state/owner-usage.ts";
+import { recoverState } from "../../src/state/recover.ts";
+import {
+  attempt as attemptRecord,
+  job as jobRecord,
+  task as taskRecord,
+} from "../conformance/store-suite.ts";
 
 const HOUR = 3_600_000;
 const HALF_LIFE_MS = FAIR_SHARE_HALF_LIFE_SECONDS * 1000;
@@ -47,6 +55,69 @@ describe("compareOwnerShares", () => {
   });
 });
 
+describe("attemptCpuSeconds: measured CPU time where there is one, else cpus held times time run", () => {
+  it.each([
+    ["not measured: 4 cpus for 10 s", 4, 0, 10_000, null, 40],
+    ["measured: what it burnt, not what it held", 4, 0, 10_000, 3.5, 3.5],
+    ["measured nothing (it slept)", 4, 0, 10_000, 0, 0],
+    ["measured more than one cpu's worth", 1, 0, 10_000, 19.5, 19.5],
+    ["a clock that went back counts nothing held", 2, 10_000, 5000, null, 0],
+  ])("%s", (_, cpus, startedAt, endedAt, measured, expected) => {
+    expect(attemptCpuSeconds(cpus, startedAt, endedAt, measured)).toBe(expected);
+  });
+
+  it("recovery charges an owner the CPU time their attempts reported: an idle owner goes first", () => {
+    const fourCpus = validateJobSpec({ command: "sleep 100", resources: { cpus: 4 } });
+    const oneCpu = validateJobSpec({ command: "burn", resources: { cpus: 1 } });
+    const t0 = 1_700_000_000_000;
+    const ended = {
+      state: "ended" as const,
+      outcome: "succeeded" as const,
+      startedAt: t0,
+      endedAt: t0 + 100_000,
+    };
+    const state = recoverState(
+      {
+        jobs: [
+          jobRecord("idle", { owner: "alice", state: "succeeded", spec: fourCpus, endedAt: t0 + 100_000 }),
+          jobRecord("busy", { owner: "bob", state: "succeeded", spec: oneCpu, endedAt: t0 + 100_000 }),
+          jobRecord("old", { owner: "carol", state: "succeeded", spec: oneCpu, endedAt: t0 + 100_000 }),
+        ],
+        tasks: ["idle", "busy", "old"].map((id) => taskRecord(id, 0, { state: "succeeded", attempts: 1 })),
+        attempts: [
+          // 4 cpus held for 100 s (400 slot-seconds), 10 CPU-seconds burnt.
+          attemptRecord("idle", 0, 1, {
+            ...ended,
+            usage: { wallSeconds: 100, userSeconds: 9, systemSeconds: 1, peakMemoryMb: 5 },
+          }),
+          // 1 cpu held for 100 s, 100 CPU-seconds burnt.
+          attemptRecord("busy", 0, 1, {
+            ...ended,
+            usage: { wallSeconds: 100, userSeconds: 95, systemSeconds: 5, peakMemoryMb: 5 },
+          }),
+          // An agent that did not measure CPU: 1 cpu for 100 s.
+          attemptRecord("old", 0, 1, {
+            ...ended,
+            usage: { wallSeconds: 100, userSeconds: null, systemSeconds: null, peakMemoryMb: null },
+          }),
+        ],
+        hosts: [],
+        tokens: [],
+        meta: {},
+        checkpointParts: [],
+      },
+      t0 + 100_000,
+    );
+    const now = t0 + 100_000;
+    expect(state.owners.share("alice", now).recentCpuSeconds).toBeCloseTo(10, 9);
+    expect(state.owners.share("bob", now).recentCpuSeconds).toBeCloseTo(100, 9);
+    expect(state.owners.share("carol", now).recentCpuSeconds).toBeCloseTo(100, 9);
+    expect(compareOwnerShares(state.owners.share("alice", now), state.owners.share("bob", now))).toBeLessThan(
+      0,
+    );
+  });
+});
+
 describe("OwnerUsage", () => {
   it("counts cpus running and decayed cpu-seconds of ended attempts", () => {
     const usage = new OwnerUsage();
@@ -55,7 +126,7 @@ describe("OwnerUsage", () => {
     usage.started("bob", 1);
     expect(usage.share("alice", 0)).toStrictEqual({ runningCpus: 3, recentCpuSeconds: 0 });
     usage.stopped("alice", 2);
-    usage.used("alice", 2, 0, 10_000);
+    usage.used("alice", 20, 10_000);
     expect(usage.share("alice", 10_000)).toStrictEqual({ runningCpus: 1, recentCpuSeconds: 20 });
     expect(usage.share("alice", 10_000 + HALF_LIFE_MS).recentCpuSeconds).toBeCloseTo(10, 9);
     expect(usage.share("carol", 0)).toStrictEqual({ runningCpus: 0, recentCpuSeconds: 0 });
@@ -64,11 +135,11 @@ describe("OwnerUsage", () => {
 
   it("adds uses in any order: an older end is decayed to the newest", () => {
     const inOrder = new OwnerUsage();
-    inOrder.used("a", 1, 0, HALF_LIFE_MS);
-    inOrder.used("a", 1, 0, 2 * HALF_LIFE_MS);
+    inOrder.used("a", HALF_LIFE_MS / 1000, HALF_LIFE_MS);
+    inOrder.used("a", HALF_LIFE_MS / 1000, 2 * HALF_LIFE_MS);
     const reversed = new OwnerUsage();
-    reversed.used("a", 1, 0, 2 * HALF_LIFE_MS);
-    reversed.used("a", 1, 0, HALF_LIFE_MS);
+    reversed.used("a", HALF_LIFE_MS / 1000, 2 * HALF_LIFE_MS);
+    reversed.used("a", HALF_LIFE_MS / 1000, HALF_LIFE_MS);
     const now = 3 * HALF_LIFE_MS;
     expect(reversed.share("a", now).recentCpuSeconds).toBeCloseTo(
       inOrder.share("a", now).recentCpuSeconds,

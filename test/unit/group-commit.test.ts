@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import type { AttemptRecord } from "../../src/model/records.ts";
 import { GroupCommitter } from "../../src/store/group-commit.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import type { Change, Store } from "../../src/store/store.ts";
+import type { AccountingQuery, Change, Store } from "../../src/store/store.ts";
 import { attempt, event, job, TERM } from "../conformance/store-suite.ts";
 
 const BAD: Change = { op: "putAttempt", attempt: attempt("bad", 0, 1, { host: null as unknown as string }) };
@@ -33,6 +33,9 @@ class SlowStore implements Store {
   }
   findSubmission(owner: string, key: string) {
     return this.inner.findSubmission(owner, key);
+  }
+  accounting(query: AccountingQuery) {
+    return this.inner.accounting(query);
   }
   events(jobId: string) {
     return this.inner.events(jobId);

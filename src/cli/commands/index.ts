@@ -13,6 +13,7 @@ const MODULES = {
   submit: () => import("./submit.ts").then((m) => m.registerSubmit),
   ps: () => import("./ps.ts").then((m) => m.registerPs),
   show: () => import("./show.ts").then((m) => m.registerShow),
+  acct: () => import("./acct.ts").then((m) => m.registerAcct),
   logs: () => import("./logs.ts").then((m) => m.registerLogs),
   wait: () => import("./wait.ts").then((m) => m.registerWait),
   control: () => import("./control.ts").then((m) => m.registerControl),
@@ -54,6 +55,12 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
   { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
+  {
+    name: "acct",
+    module: "acct",
+    description:
+      "ended attempts with what they used (CPU time, peak memory, wall time, exit), also of removed jobs, like sacct",
+  },
   { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
   {
     name: "wait",
@@ -81,7 +88,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "rm",
     module: "control",
     description:
-      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than",
+      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than (their attempts stay in steward acct)",
   },
   {
     name: "fetch",

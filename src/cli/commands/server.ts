@@ -8,6 +8,7 @@ import { DEFAULT_MAX_UPLOAD_MB } from "../../api/upload-limit.ts";
 import { restoreBackup } from "../../backup/restore.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../model/pools-file.ts";
 import { PoolAccountError } from "../../pools/pilot-account.ts";
+import { DEFAULT_ACCOUNTING_DAYS } from "../../server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../server/log-limit.ts";
 import { startServer } from "../../server/server.ts";
 import { CliError } from "../client.ts";
@@ -73,6 +74,12 @@ export function registerServer(program: Command): void {
           "submits a user token may make at once after a quiet spell",
           integer("--submit-burst", 1),
           DEFAULT_SUBMIT_BURST,
+        )
+        .option(
+          "--accounting-days <n>",
+          "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
+          integer("--accounting-days", 1),
+          DEFAULT_ACCOUNTING_DAYS,
         )
         .option(
           "--metrics-open",

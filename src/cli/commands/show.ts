@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { Job } from "../../api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
+import { usageLine } from "../usage-format.ts";
 import { describe } from "./index.ts";
 
 export function registerShow(program: Command): void {
@@ -55,6 +56,18 @@ export function registerShow(program: Command): void {
       const shown = rows.length > 200 ? rows.slice(0, 200) : rows;
       lines.push(table(["TASK", "STATE", "ATTEMPT", "HOST", "OUTCOME", "EXIT", "STARTED", "REASON"], shown));
       if (rows.length > shown.length) lines.push(`... ${rows.length - shown.length} more rows (use --json)`);
+      // What each ended attempt used: one line an attempt, as many as the table shows.
+      const ended = tasks
+        .flatMap((task) => task.attempts.map((attempt) => ({ task: task.index, attempt })))
+        .filter(({ attempt }) => attempt.state === "ended")
+        .slice(0, shown.length);
+      if (ended.length > 0) {
+        lines.push("", "usage:");
+        for (const { task, attempt } of ended)
+          lines.push(
+            `  task ${task} attempt ${attempt.number}: ${usageLine(attempt.usage, attempt.exitCode)}`,
+          );
+      }
       lines.push("", "events:");
       for (const event of events)
         lines.push(`  ${shortTime(event.at)}  ${event.kind.padEnd(16)} ${event.message}`);

@@ -4,6 +4,7 @@ import { type Command, Option } from "commander";
 import { Agent } from "../../agent/agent.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../api/body-timeout.ts";
 import { installLastResortGuard } from "../../api/last-resort.ts";
+import { DEFAULT_ACCOUNTING_DAYS } from "../../server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../server/log-limit.ts";
 import { startServer } from "../../server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
@@ -53,6 +54,12 @@ export function registerUp(program: Command): void {
         .option(
           "--no-enforce",
           "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
+        )
+        .option(
+          "--accounting-days <n>",
+          "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
+          integer("--accounting-days", 1),
+          DEFAULT_ACCOUNTING_DAYS,
         )
         .option(
           "--metrics-open",

@@ -2,6 +2,7 @@
 // attempts started and ended. Fencing is by attempt identity: a report of an attempt that is not
 // live (ended, replaced, never known) changes nothing.
 
+import type { AttemptUsage } from "../../model/attempt-usage.ts";
 import { rankOn, ranksOn } from "../../model/gang.ts";
 import { attemptKey, keyOf } from "../../model/ids.ts";
 import type { HostRecord } from "../../model/records.ts";
@@ -144,6 +145,16 @@ export function startUndelivered(step: Step, hostName: string, ref: AttemptRef):
   });
 }
 
+/** The usage an agent reported, as the attempt keeps it (its out-of-memory count is in the reason). */
+function usageOf(reported: NonNullable<EndedEvent["usage"]>): AttemptUsage {
+  return {
+    userSeconds: reported.cpuUserSeconds,
+    systemSeconds: reported.cpuSystemSeconds,
+    peakMemoryMb: reported.peakMemoryMb,
+    wallSeconds: reported.wallSeconds,
+  };
+}
+
 export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {
   const live = reported(step.state, hostName, report);
   if (!live) return;
@@ -171,6 +182,7 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
         : outcome === "failed" && report.cause === "oom"
           ? ("oom" as const)
           : undefined,
+    usage: report.usage ? usageOf(report.usage) : null,
   };
   endOnHost(step, live, hostName, end, live.gang ? rank : undefined);
 }

@@ -1,6 +1,7 @@
 // The life of an attempt as the server sees it: started on its hosts, asked to stop (with the
 // intent recorded, so a resent stop says the same), ended with an outcome that moves its task on.
 
+import type { AttemptUsage } from "../../model/attempt-usage.ts";
 import { attemptEndEvent, type TaskNext } from "../../model/events.ts";
 import { hostsOf } from "../../model/ids.ts";
 import type { AttemptRecord, StopIntent } from "../../model/records.ts";
@@ -88,6 +89,8 @@ export interface AttemptEnd {
   reason: string | null;
   /** For `lost`: whose failure it was (default: the host's); `oom` for a failure by the memory limit. */
   cause?: EndCause;
+  /** What it used, as its agent measured it (absent when no agent said: a lost host, an old agent). */
+  usage?: AttemptUsage | null;
 }
 
 /** Ends a live attempt and moves its task on (retry, restart, result, failure). */
@@ -98,7 +101,12 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   // replica lost the race), whatever it reports: finishing a moment later does not make it a result.
   const lostRace = isEndedState(task.state) && attempt.stop !== null;
   const end: AttemptEnd = lostRace
-    ? { outcome: attempt.stop!.outcome, exitCode: reported.exitCode, reason: attempt.stop!.reason }
+    ? {
+        outcome: attempt.stop!.outcome,
+        exitCode: reported.exitCode,
+        reason: attempt.stop!.reason,
+        usage: reported.usage,
+      }
     : reported;
   step.write.endAttempt(job, attempt, end);
   step.schedule = true;
