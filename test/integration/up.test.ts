@@ -158,7 +158,7 @@ describe("steward up", () => {
   it("rejects five kinds of bad job file, naming the field, and creates nothing", async () => {
     const before = (await api(steward, "GET", "/api/v1/jobs?all=1")).length;
     const cases: [string, string, Record<string, string>, string][] = [
-      ["unknown-key", `command: "true"\nresources: {cpus: 1, gpus: 2}\n`, {}, "resources.gpus"],
+      ["unknown-key", `command: "true"\nresources: {cpus: 1, tpus: 2}\n`, {}, "resources.tpus"],
       ["wrong-type", `command: "true"\npriority: "high"\n`, {}, "priority"],
       ["missing-input", `command: "true"\ninputs: [here, absent]\n`, { here: "x" }, "inputs[1]"],
       ["escaping-path", `command: "true"\noutputs: [ok, ../../etc/passwd]\n`, {}, "outputs[1]"],
