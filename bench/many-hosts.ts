@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { AGENT_CONNECT_PATH, PROTOCOL_VERSION } from "../src/protocol/messages.ts";
+import { AGENT_CONNECT_PATH, PROTOCOL_VERSION } from "../src/common/protocol/messages.ts";
 import { type Benchmark, pollUntil, round } from "./benchmark.ts";
 import { startSteward } from "./steward-process.ts";
 

@@ -2,12 +2,12 @@
 // fits nowhere, next to jobs that do fit, on 1,000 hosts. Before batches, such an array was walked
 // task by task on every pass.
 
-import { validateJobSpec } from "../src/model/job-spec.ts";
-import type { AttemptRecord, HostFacts, JobRecord, TaskRecord } from "../src/model/records.ts";
-import { planPass } from "../src/planner/plan-pass.ts";
-import { ClusterState } from "../src/state/cluster-state.ts";
-import { newHostEntry } from "../src/state/host-entry.ts";
-import { JobEntry } from "../src/state/job-entry.ts";
+import { planPass } from "../src/broker/planner/plan-pass.ts";
+import { ClusterState } from "../src/broker/state/cluster-state.ts";
+import { newHostEntry } from "../src/broker/state/host-entry.ts";
+import { JobEntry } from "../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../src/common/model/job-spec.ts";
+import type { AttemptRecord, HostFacts, JobRecord, TaskRecord } from "../src/common/model/records.ts";
 import { type Benchmark, median, round } from "./benchmark.ts";
 
 const TASKS = 100_000;

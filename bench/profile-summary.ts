@@ -61,7 +61,12 @@ function area(node: ProfileNode): string {
     const rest = path.slice(modules + "node_modules/".length).split("/");
     return `package ${rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]}`;
   }
-  if (path.startsWith("src/")) return `steward ${path.split("/").slice(0, 2).join("/")}`;
+  if (path.startsWith("src/")) {
+    // A folder of src/: src/agent, src/cli, or one of a group's (src/broker/store, src/common/model).
+    const parts = path.split("/");
+    const depth = parts[1] === "broker" || parts[1] === "common" ? 3 : 2;
+    return `steward ${parts.slice(0, depth).join("/")}`;
+  }
   if (path.startsWith("node:")) return `node ${path.split("/").slice(0, 2).join("/")}`;
   return path;
 }

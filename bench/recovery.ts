@@ -8,11 +8,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { validateJobSpec } from "../src/model/job-spec.ts";
-import { newAttempt, newTask } from "../src/model/new-records.ts";
-import type { AttemptRecord, JobRecord, TaskRecord } from "../src/model/records.ts";
-import { SqliteStore } from "../src/store/sqlite.ts";
-import type { Change } from "../src/store/store.ts";
+import { SqliteStore } from "../src/broker/store/sqlite.ts";
+import type { Change } from "../src/broker/store/store.ts";
+import { validateJobSpec } from "../src/common/model/job-spec.ts";
+import { newAttempt, newTask } from "../src/common/model/new-records.ts";
+import type { AttemptRecord, JobRecord, TaskRecord } from "../src/common/model/records.ts";
 import { type Benchmark, pollUntil, REPOSITORY, round } from "./benchmark.ts";
 import { freePort } from "./steward-process.ts";
 

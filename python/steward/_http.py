@@ -1,4 +1,4 @@
-"""The client's way to the servers, with the rules of src/transport/http-client.ts.
+"""The client's way to the servers, with the rules of src/common/transport/http-client.ts.
 
 - Several servers: a try that fails moves on to the next one at once; a round of them all that
   failed waits a capped exponential back-off with jitter, within a time budget.

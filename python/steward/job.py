@@ -1,4 +1,4 @@
-"""The job SDK for Python: what src/sdk/index.js gives a Node.js job, over the same files.
+"""The job SDK for Python: what src/common/sdk/index.js gives a Node.js job, over the same files.
 
     from steward import job
 

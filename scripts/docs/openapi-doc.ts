@@ -3,10 +3,10 @@
 
 import Fastify from "fastify";
 import { Registry } from "prom-client";
-import type { ApiPorts } from "../../src/api/ports.ts";
-import { registerApi } from "../../src/api/register.ts";
-import type { BlobStore } from "../../src/store/blobs.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { ApiPorts } from "../../src/broker/api/ports.ts";
+import { registerApi } from "../../src/broker/api/register.ts";
+import type { BlobStore } from "../../src/broker/store/blobs.ts";
+import type { Store } from "../../src/broker/store/store.ts";
 
 export async function openApiDoc(): Promise<string> {
   const app = Fastify();

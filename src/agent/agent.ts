@@ -18,10 +18,10 @@ import {
   type ServerMessage,
   type StartMessage,
   serverMessage,
-} from "../protocol/messages.ts";
-import { agentLeavesServer, stewardRelease } from "../protocol/versions.ts";
-import { HttpClient } from "../transport/http-client.ts";
-import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
+} from "../common/protocol/messages.ts";
+import { agentLeavesServer, stewardRelease } from "../common/protocol/versions.ts";
+import { HttpClient } from "../common/transport/http-client.ts";
+import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
 import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
 import { lockWorkFolder } from "./attempt-folder.ts";
 import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups } from "./enforcement.ts";

@@ -11,9 +11,13 @@ import { createReadStream, openAsBlob } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
-import { checkpointPathProblem } from "../model/checkpoint-paths.ts";
-import { agentFileRoutes, type CheckpointManifest, readCheckpointManifest } from "../protocol/messages.ts";
-import type { HttpClient } from "../transport/http-client.ts";
+import { checkpointPathProblem } from "../common/model/checkpoint-paths.ts";
+import {
+  agentFileRoutes,
+  type CheckpointManifest,
+  readCheckpointManifest,
+} from "../common/protocol/messages.ts";
+import type { HttpClient } from "../common/transport/http-client.ts";
 import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { NoFollowError, NoFollowFolder } from "./no-follow-folder.ts";
 

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
-import type { ErrorAnswer } from "../api/schemas.ts";
+import type { ErrorAnswer } from "../broker/api/schemas.ts";
 import {
   API_VERSION,
   API_VERSION_HEADER,
@@ -12,9 +12,9 @@ import {
   RELEASE_HEADER,
   serverRefusal,
   stewardRelease,
-} from "../protocol/versions.ts";
-import { HttpClient, HttpError, RedirectRefusedError } from "../transport/http-client.ts";
-import { CERTIFICATE_ERROR_CODES } from "../transport/trust.ts";
+} from "../common/protocol/versions.ts";
+import { HttpClient, HttpError, RedirectRefusedError } from "../common/transport/http-client.ts";
+import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
 import { CliError } from "./cli-error.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";

@@ -6,8 +6,8 @@
 
 import { existsSync, openAsBlob, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, resolve } from "node:path";
-import { JobFileError } from "../model/jobfile-error.ts";
-import { parseJobFileText } from "../model/jobfile-text.ts";
+import { JobFileError } from "../common/model/jobfile-error.ts";
+import { parseJobFileText } from "../common/model/jobfile-text.ts";
 import { CliError } from "./cli-error.ts";
 
 export interface LoadedJobFile {

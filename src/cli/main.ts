@@ -2,7 +2,7 @@
 // except server, agent and up, which run the daemons.
 
 import { CommanderError } from "commander";
-import { JobFileError } from "../model/jobfile-error.ts";
+import { JobFileError } from "../common/model/jobfile-error.ts";
 import { CliError } from "./cli-error.ts";
 import { registerCommands } from "./commands/index.ts";
 import { newProgram } from "./program.ts";

@@ -6,9 +6,9 @@ import {
   PREEMPT_MIN_PROGRESS,
   PREEMPT_WAIT_SECONDS,
   RESCHEDULE_GAIN,
-} from "../scheduler/policy.ts";
-import { GANG_RESERVE_SECONDS } from "../scheduler/stages/gang.ts";
-import { WALLTIME_MARGIN_SECONDS } from "../scheduler/walltime.ts";
+} from "../broker/scheduler/policy.ts";
+import { GANG_RESERVE_SECONDS } from "../broker/scheduler/stages/gang.ts";
+import { WALLTIME_MARGIN_SECONDS } from "../broker/scheduler/walltime.ts";
 
 import { integer, number } from "./numbers.ts";
 

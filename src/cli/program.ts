@@ -2,7 +2,7 @@
 // (main.ts adds the one it runs; the reference docs and the shell completion add them all).
 
 import { Command } from "commander";
-import { stewardRelease } from "../protocol/versions.ts";
+import { stewardRelease } from "../common/protocol/versions.ts";
 import { CliError } from "./cli-error.ts";
 
 const ENVIRONMENT_HELP =
@@ -27,7 +27,7 @@ export function newProgram(): Command {
     const ca: string | undefined = action.opts().ca ?? program.opts().ca ?? process.env.STEWARD_CA;
     if (!ca) return;
     try {
-      const { trustAuthority } = await import("../transport/trust.ts");
+      const { trustAuthority } = await import("../common/transport/trust.ts");
       trustAuthority(ca);
     } catch (error) {
       throw new CliError(`--ca ${ca}: ${(error as Error).message}`, 2);

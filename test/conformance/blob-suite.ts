@@ -10,7 +10,7 @@ import { text } from "node:stream/consumers";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { BlobNotFoundError, type BlobStore } from "../../src/store/blobs.ts";
+import { BlobNotFoundError, type BlobStore } from "../../src/broker/store/blobs.ts";
 
 export interface BlobStoreUnderTest {
   /** A store on fresh, empty data. */

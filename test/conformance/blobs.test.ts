@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { DiskBlobStore } from "../../src/store/disk-blobs.ts";
-import { PostgresStore } from "../../src/store/postgres.ts";
-import { BLOB_CHUNK_BYTES, Chunker, PostgresBlobStore } from "../../src/store/postgres-blobs.ts";
+import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
+import { PostgresStore } from "../../src/broker/store/postgres.ts";
+import { BLOB_CHUNK_BYTES, Chunker, PostgresBlobStore } from "../../src/broker/store/postgres-blobs.ts";
 import {
   dropSchema,
   freshSchema,

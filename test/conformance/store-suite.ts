@@ -4,7 +4,8 @@
 // orderings, and durability across a restart.
 
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
+import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/broker/store/store.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
@@ -14,9 +15,8 @@ import type {
   JobRecord,
   TaskRecord,
   TokenRecord,
-} from "../../src/model/records.ts";
-import { ATTEMPT_OUTCOMES, JOB_STATES } from "../../src/model/states.ts";
-import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/store/store.ts";
+} from "../../src/common/model/records.ts";
+import { ATTEMPT_OUTCOMES, JOB_STATES } from "../../src/common/model/states.ts";
 
 export interface StoreUnderTest {
   /** A store on fresh, empty data, not opened yet: the suite opens it. */

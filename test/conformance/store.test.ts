@@ -10,11 +10,11 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { readMigrations } from "../../src/store/migrate.ts";
-import { POSTGRES_MIGRATIONS_DIR, PostgresStore } from "../../src/store/postgres.ts";
-import { TABLES } from "../../src/store/schema.ts";
-import { SQLITE_MIGRATIONS_DIR, SqliteStore } from "../../src/store/sqlite.ts";
-import { StaleTermError } from "../../src/store/store.ts";
+import { readMigrations } from "../../src/broker/store/migrate.ts";
+import { POSTGRES_MIGRATIONS_DIR, PostgresStore } from "../../src/broker/store/postgres.ts";
+import { TABLES } from "../../src/broker/store/schema.ts";
+import { SQLITE_MIGRATIONS_DIR, SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { StaleTermError } from "../../src/broker/store/store.ts";
 import { describeStoreConformance, event, job, TERM, task } from "./store-suite.ts";
 
 describeStoreConformance("sqlite file", async () => {
@@ -138,7 +138,7 @@ describe("SqliteStore specifics", () => {
     }
   });
 
-  test("the migrated tables have the columns of src/store/schema.ts", async () => {
+  test("the migrated tables have the columns of src/broker/store/schema.ts", async () => {
     const store = new SqliteStore(path);
     await store.open();
     await store.close();
@@ -422,7 +422,7 @@ if (unreachable && process.env.CI) {
       expect(ids).toHaveLength(11);
     });
 
-    test("the migrated tables have the columns and types of src/store/schema.ts", async () => {
+    test("the migrated tables have the columns and types of src/broker/store/schema.ts", async () => {
       const store = makeStore();
       await store.open();
       const columns = await onPostgres(async (client) => {

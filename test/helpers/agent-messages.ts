@@ -1,7 +1,7 @@
 // What an agent sends, as tests write it: its facts, its hello, an attempt's end.
 
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HelloMessage } from "../../src/protocol/messages.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 
 export function facts(name: string, overrides: Partial<HostFacts> = {}): HostFacts {
   return {

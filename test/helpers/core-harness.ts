@@ -2,13 +2,13 @@
 // network, and a clock the test moves: for tests of the reactor's rules.
 
 import { setImmediate as tick } from "node:timers/promises";
-import type { JobSpec } from "../../src/model/job-spec.ts";
-import type { ServerMessage } from "../../src/protocol/messages.ts";
-import { Core } from "../../src/server/core.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
-import { GroupCommitter } from "../../src/store/group-commit.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
-import type { Store } from "../../src/store/store.ts";
+import { Core } from "../../src/broker/server/core.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { GroupCommitter } from "../../src/broker/store/group-commit.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import type { Store } from "../../src/broker/store/store.ts";
+import type { JobSpec } from "../../src/common/model/job-spec.ts";
+import type { ServerMessage } from "../../src/common/protocol/messages.ts";
 
 export { ended, facts, hello } from "./agent-messages.ts";
 

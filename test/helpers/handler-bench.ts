@@ -3,7 +3,18 @@
 // it, so that `recovered()` is the state a broker would rebuild from what was recorded: a change
 // made in memory and not recorded shows as a difference (test/unit/state-round-trip.test.ts).
 
-import { attemptKey } from "../../src/model/ids.ts";
+import { planPass } from "../../src/broker/planner/plan-pass.ts";
+import type { Effect } from "../../src/broker/reactor/effects.ts";
+import { type AppliedPlan, applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
+import { heartbeatReported } from "../../src/broker/reactor/handlers/heartbeat.ts";
+import { retireEnded } from "../../src/broker/reactor/retire-ended.ts";
+import { type Handled, handle, type Step } from "../../src/broker/reactor/step.ts";
+import { type MetaschedulingPolicy, policyOf } from "../../src/broker/scheduler/policy.ts";
+import { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import { recoverState } from "../../src/broker/state/recover.ts";
+import { heartbeatSeen } from "../../src/broker/state/soft-state.ts";
+import type { Change, StoreSnapshot } from "../../src/broker/store/store.ts";
+import { attemptKey } from "../../src/common/model/ids.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
@@ -13,19 +24,8 @@ import type {
   JobRecord,
   TaskRecord,
   TokenRecord,
-} from "../../src/model/records.ts";
-import { planPass } from "../../src/planner/plan-pass.ts";
-import type { HeartbeatMessage, ServerMessage } from "../../src/protocol/messages.ts";
-import type { Effect } from "../../src/reactor/effects.ts";
-import { type AppliedPlan, applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
-import { heartbeatReported } from "../../src/reactor/handlers/heartbeat.ts";
-import { retireEnded } from "../../src/reactor/retire-ended.ts";
-import { type Handled, handle, type Step } from "../../src/reactor/step.ts";
-import { type MetaschedulingPolicy, policyOf } from "../../src/scheduler/policy.ts";
-import { ClusterState } from "../../src/state/cluster-state.ts";
-import { recoverState } from "../../src/state/recover.ts";
-import { heartbeatSeen } from "../../src/state/soft-state.ts";
-import type { Change, StoreSnapshot } from "../../src/store/store.ts";
+} from "../../src/common/model/records.ts";
+import type { HeartbeatMessage, ServerMessage } from "../../src/common/protocol/messages.ts";
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };
 export type StopSent = Extract<ServerMessage, { type: "stop" }> & { host: string };
@@ -74,7 +74,7 @@ export class HandlerBench {
     return this.run((step) => applyPlan(step, plan));
   }
 
-  /** A heartbeat as Core takes it: its soft state noted (state/soft-state.ts), then what it decides handled. */
+  /** A heartbeat as Core takes it: its soft state noted (src/broker/state/soft-state.ts), then what it decides handled. */
   heartbeat(
     host: string,
     facts: HostFacts,

@@ -2,7 +2,7 @@
 // say (the security and fuzz tests' hostile or stand-in hosts).
 
 import { WebSocket } from "ws";
-import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/protocol/messages.ts";
+import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts } from "./core-harness.ts";
 
 export interface RawHello {

@@ -6,8 +6,8 @@ import { execFile } from "node:child_process";
 import { userInfo } from "node:os";
 import { promisify } from "node:util";
 import { test } from "vitest";
-import type { PilotOwner } from "../../src/drivers/driver.ts";
-import { pilotJobName } from "../../src/pools/pool-token.ts";
+import type { PilotOwner } from "../../src/broker/drivers/driver.ts";
+import { pilotJobName } from "../../src/broker/pools/pool-token.ts";
 import { waitFor } from "./steward.ts";
 
 const run = promisify(execFile);

@@ -6,7 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/api/schemas.ts";
+import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/broker/api/schemas.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const STEWARD = join(ROOT, "bin/steward");

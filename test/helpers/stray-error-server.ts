@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events";
 import Fastify, { type FastifyBaseLogger } from "fastify";
 import pino from "pino";
-import { installLastResortGuard, trackRequests } from "../../src/api/last-resort.ts";
+import { installLastResortGuard, trackRequests } from "../../src/broker/api/last-resort.ts";
 
 const log = pino({ level: "info" }, process.stderr);
 installLastResortGuard(log);

@@ -1,7 +1,7 @@
 // The route x role table, walked against a real server: every operation of the OpenAPI document is
 // called with no token, a wrong token, a well-formed unknown token, each role and a join token, and
 // each answer's status is checked. The expectations are written here, apart from the server's own
-// table (src/api/access.ts): a route added without an entry below fails this test.
+// table (src/broker/api/access.ts): a route added without an entry below fails this test.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { api, cleanup, cli, type StewardProcess, startServerProcess } from "../helpers/steward.ts";

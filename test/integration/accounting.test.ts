@@ -8,7 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
-import type { AccountingRow } from "../../src/api/schemas.ts";
+import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import { CSV_HEADERS } from "../../src/cli/usage-format.ts";
 import {
   type AgentProcess,

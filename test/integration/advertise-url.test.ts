@@ -4,7 +4,7 @@
 
 import { hostname } from "node:os";
 import { afterEach, expect, it } from "vitest";
-import { isLoopbackHost } from "../../src/server/advertise-url.ts";
+import { isLoopbackHost } from "../../src/broker/server/advertise-url.ts";
 import {
   cleanup,
   cli,

@@ -10,8 +10,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { PROTOCOL_VERSION } from "../../src/protocol/messages.ts";
-import { stewardRelease } from "../../src/protocol/versions.ts";
+import { PROTOCOL_VERSION } from "../../src/common/protocol/messages.ts";
+import { stewardRelease } from "../../src/common/protocol/versions.ts";
 import { facts } from "../helpers/core-harness.ts";
 import { rawHello } from "../helpers/raw-agent.ts";
 import {

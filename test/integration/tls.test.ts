@@ -5,7 +5,7 @@
 
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import { trustAuthority } from "../../src/transport/trust.ts";
+import { trustAuthority } from "../../src/common/transport/trust.ts";
 import { makeAuthority, makeCertificate, opensslUnavailable } from "../helpers/certificates.ts";
 import {
   type AgentProcess,

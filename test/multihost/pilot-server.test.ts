@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import { openTestNetwork, type TestNetwork } from "../helpers/netns.ts";
 import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {

@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { trustAuthority } from "../../src/transport/trust.ts";
+import { trustAuthority } from "../../src/common/transport/trust.ts";
 import { makeAuthority, makeCertificate, opensslUnavailable } from "../helpers/certificates.ts";
 import { openTestNetwork, type TestNetwork } from "../helpers/netns.ts";
 import {

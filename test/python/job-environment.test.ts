@@ -10,7 +10,7 @@ import {
   jobScript,
   PYTHON_SDK_PATH,
 } from "../../src/agent/job-script.ts";
-import type { StartMessage } from "../../src/protocol/messages.ts";
+import type { StartMessage } from "../../src/common/protocol/messages.ts";
 import { ROOT } from "../helpers/steward.ts";
 
 const spec: StartMessage = {

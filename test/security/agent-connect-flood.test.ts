@@ -9,7 +9,7 @@ import { connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/protocol/messages.ts";
+import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts } from "../helpers/core-harness.ts";
 import { cleanup, type StewardProcess, startServerProcess } from "../helpers/steward.ts";
 

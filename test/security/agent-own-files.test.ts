@@ -23,7 +23,7 @@ import { readHostCredential, writeHostCredential } from "../../src/agent/host-cr
 import { writeNewFile } from "../../src/agent/new-file.ts";
 import { writeInPlace } from "../../src/agent/spare-folders.ts";
 import { defaultWorkFolder } from "../../src/cli/work-folder.ts";
-import { HOST_CREDENTIAL_FILE } from "../../src/protocol/messages.ts";
+import { HOST_CREDENTIAL_FILE } from "../../src/common/protocol/messages.ts";
 
 let work: string;
 let victim: string;

@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { poolJoinToken } from "../../src/pools/pool-token.ts";
-import type { ServerMessage } from "../../src/protocol/messages.ts";
+import { poolJoinToken } from "../../src/broker/pools/pool-token.ts";
+import type { ServerMessage } from "../../src/common/protocol/messages.ts";
 import { type RawHello, rawHello } from "../helpers/raw-agent.ts";
 import {
   type AgentProcess,

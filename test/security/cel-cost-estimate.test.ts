@@ -5,9 +5,9 @@
 
 import { Environment } from "@marcbachmann/cel-js";
 import { describe, expect, it } from "vitest";
-import { checkExpression } from "../../src/model/cel.ts";
-import { CEL_COST_BUDGET, estimateCost } from "../../src/model/cel-cost.ts";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
+import { checkExpression } from "../../src/common/model/cel.ts";
+import { CEL_COST_BUDGET, estimateCost } from "../../src/common/model/cel-cost.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 
 const parser = new Environment({ homogeneousAggregateLiterals: false });
 const cost = (source: string) => estimateCost(parser.parse(source).ast);

@@ -5,8 +5,8 @@
 
 import { Environment } from "@marcbachmann/cel-js";
 import { describe, expect, it } from "vitest";
-import { compileExpression, evaluateRank, evaluateRequirement } from "../../src/model/cel.ts";
-import { EvaluationLimitError, guardTree, runGuarded } from "../../src/model/cel-guard.ts";
+import { compileExpression, evaluateRank, evaluateRequirement } from "../../src/common/model/cel.ts";
+import { EvaluationLimitError, guardTree, runGuarded } from "../../src/common/model/cel-guard.ts";
 import { facts } from "../helpers/core-harness.ts";
 
 const environment = new Environment({ homogeneousAggregateLiterals: false }).registerVariable({

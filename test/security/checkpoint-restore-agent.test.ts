@@ -22,7 +22,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointSync } from "../../src/agent/checkpoint.ts";
-import { HttpClient } from "../../src/transport/http-client.ts";
+import { HttpClient } from "../../src/common/transport/http-client.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 const JOB = "j-restore";

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/protocol/messages.ts";
+import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts } from "../helpers/core-harness.ts";
 import {
   api,

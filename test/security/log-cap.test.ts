@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/protocol/messages.ts";
+import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts } from "../helpers/core-harness.ts";
 import {
   api,

@@ -20,7 +20,7 @@ import {
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import type { Host } from "../../src/api/schemas.ts";
+import type { Host } from "../../src/broker/api/schemas.ts";
 import { accountCanRun, accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import {
   api,

@@ -11,7 +11,7 @@ import type { AddressInfo, Server } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { HttpClient } from "../../src/transport/http-client.ts";
+import { HttpClient } from "../../src/common/transport/http-client.ts";
 import { cleanup, cli, tempDir } from "../helpers/steward.ts";
 
 const run = promisify(execFile);

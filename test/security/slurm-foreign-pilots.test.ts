@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, expect, it } from "vitest";
-import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import {
   accountsUnavailable,
   createAccount,

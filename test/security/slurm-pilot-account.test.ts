@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { poolJoinToken } from "../../src/pools/pool-token.ts";
+import { poolJoinToken } from "../../src/broker/pools/pool-token.ts";
 import {
   accountCanRun,
   accountsUnavailable,

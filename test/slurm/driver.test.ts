@@ -6,8 +6,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { DriverError } from "../../src/drivers/driver.ts";
-import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { DriverError } from "../../src/broker/drivers/driver.ts";
+import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import { slurmTests, slurmUnavailable, waitForSlurmJobEnd } from "../helpers/slurm.ts";
 import { waitFor } from "../helpers/steward.ts";
 

@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, expect, it } from "vitest";
-import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,

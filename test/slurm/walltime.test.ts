@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { SlurmDriver } from "../../src/drivers/slurm.ts";
+import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
 import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {

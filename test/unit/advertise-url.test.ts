@@ -7,7 +7,7 @@ import {
   defaultAdvertiseUrl,
   isLoopbackHost,
   parseAdvertiseUrl,
-} from "../../src/server/advertise-url.ts";
+} from "../../src/broker/server/advertise-url.ts";
 
 const machine = { hostName: "node7", fullName: "node7.grid.example.org", addresses: ["10.1.2.7", "fd00::7"] };
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
-import { bodyTimeoutAnswer, hasBody, isBodyStalled } from "../../src/api/body-timeout.ts";
+import { bodyTimeoutAnswer, hasBody, isBodyStalled } from "../../src/broker/api/body-timeout.ts";
 
 describe("isBodyStalled", () => {
   it.each([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import { failingClauses, requirementClauses, whyClauseFails } from "../../src/model/cel-clauses.ts";
-import type { HostFacts } from "../../src/model/records.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import { failingClauses, requirementClauses, whyClauseFails } from "../../src/common/model/cel-clauses.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
 
 function host(overrides: Partial<HostFacts> = {}): HostFacts {
   return {

@@ -5,8 +5,8 @@ import {
   evaluateRank,
   evaluateRequirement,
   HOST_FACT_NAMES,
-} from "../../src/model/cel.ts";
-import type { HostFacts } from "../../src/model/records.ts";
+} from "../../src/common/model/cel.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
 
 function host(overrides: Partial<HostFacts> = {}): HostFacts {
   return {

@@ -4,20 +4,20 @@
 // dropped, records in the same commit, blobs as an effect.
 
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { CheckpointPart } from "../../src/model/records.ts";
-import type { CheckpointManifest } from "../../src/protocol/messages.ts";
-import { ConflictError, InvalidRequestError } from "../../src/reactor/errors.ts";
+import { ConflictError, InvalidRequestError } from "../../src/broker/reactor/errors.ts";
 import {
   checkpointBlobsDropped,
   checkpointObjectStored,
   commitCheckpoint,
-} from "../../src/reactor/handlers/checkpoints.ts";
-import { Step } from "../../src/reactor/step.ts";
-import { newestCompleteGeneration, retention } from "../../src/state/checkpoint-retention.ts";
-import type { ClusterState } from "../../src/state/cluster-state.ts";
-import { recoverState } from "../../src/state/recover.ts";
-import { restartManifest } from "../../src/state/task-checkpoints.ts";
+} from "../../src/broker/reactor/handlers/checkpoints.ts";
+import { Step } from "../../src/broker/reactor/step.ts";
+import { newestCompleteGeneration, retention } from "../../src/broker/state/checkpoint-retention.ts";
+import type { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import { recoverState } from "../../src/broker/state/recover.ts";
+import { restartManifest } from "../../src/broker/state/task-checkpoints.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { CheckpointPart } from "../../src/common/model/records.ts";
+import type { CheckpointManifest } from "../../src/common/protocol/messages.ts";
 import { attempt, host, job, task } from "../conformance/store-suite.ts";
 
 const NOW = 1_700_000_100_000;

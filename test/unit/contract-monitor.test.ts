@@ -4,12 +4,12 @@
 // for the job.
 
 import { beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HeartbeatMessage } from "../../src/protocol/messages.ts";
-import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
-import { drainHost } from "../../src/reactor/handlers/control.ts";
-import { submitJob } from "../../src/reactor/handlers/submit.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
+import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { drainHost } from "../../src/broker/reactor/handlers/control.ts";
+import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HeartbeatMessage } from "../../src/common/protocol/messages.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 

@@ -8,8 +8,8 @@ import {
   judgeContract,
   type ProgressSample,
   progressRate,
-} from "../../src/scheduler/contracts.ts";
-import { AttemptWatches } from "../../src/state/attempt-watches.ts";
+} from "../../src/broker/scheduler/contracts.ts";
+import { AttemptWatches } from "../../src/broker/state/attempt-watches.ts";
 
 const S = 1000;
 const T0 = 1_000_000;

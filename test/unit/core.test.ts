@@ -3,11 +3,11 @@
 
 import { setImmediate as tick } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { ServerMessage } from "../../src/protocol/messages.ts";
-import { Core } from "../../src/server/core.ts";
-import { GroupCommitter } from "../../src/store/group-commit.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
+import { Core } from "../../src/broker/server/core.ts";
+import { GroupCommitter } from "../../src/broker/store/group-commit.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts, hello, submitOn } from "../helpers/core-harness.ts";
 
 let store: SqliteStore;

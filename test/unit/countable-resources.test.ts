@@ -5,17 +5,17 @@ import { describe, expect, it } from "vitest";
 import { cgroupSettings } from "../../src/agent/cgroup-limits.ts";
 import { parseDeviceNames, parseGpuList, parseNvidiaSmiList } from "../../src/agent/gpus.ts";
 import { countableEnvironment } from "../../src/agent/job-script.ts";
+import { explainJob } from "../../src/broker/scheduler/explain.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import { infeasibility } from "../../src/broker/scheduler/stages/feasibility.ts";
+import { capacityShortfall, fitsCapacity, takeRoom } from "../../src/broker/scheduler/stages/fit.ts";
+import { makesRoom } from "../../src/broker/scheduler/stages/preemption.ts";
+import type { HostView, JobView, RunningTaskView } from "../../src/broker/scheduler/view.ts";
+import { assignGpus, customFits } from "../../src/broker/state/device-assignment.ts";
 import { countableResources } from "../../src/cli/options.ts";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HostFacts } from "../../src/model/records.ts";
-import { grownMemoryMb } from "../../src/model/task-outcome.ts";
-import { explainJob } from "../../src/scheduler/explain.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import { infeasibility } from "../../src/scheduler/stages/feasibility.ts";
-import { capacityShortfall, fitsCapacity, takeRoom } from "../../src/scheduler/stages/fit.ts";
-import { makesRoom } from "../../src/scheduler/stages/preemption.ts";
-import type { HostView, JobView, RunningTaskView } from "../../src/scheduler/view.ts";
-import { assignGpus, customFits } from "../../src/state/device-assignment.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
+import { grownMemoryMb } from "../../src/common/model/task-outcome.ts";
 
 const NVIDIA_SMI_L = `GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-6a1c0b0e-3f1d-2b9e-8f1a-0c2d4e6f8a10)
 GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-7b2d1c1f-4a2e-3c0f-9a2b-1d3e5f7a9b21)

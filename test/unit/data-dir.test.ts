@@ -5,11 +5,11 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, expect, test } from "vitest";
+import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
+import { PostgresStore } from "../../src/broker/store/postgres.ts";
+import { PostgresBlobStore } from "../../src/broker/store/postgres-blobs.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
 import { type DataDir, openDataDir } from "../../src/cli/data-dir.ts";
-import { DiskBlobStore } from "../../src/store/disk-blobs.ts";
-import { PostgresStore } from "../../src/store/postgres.ts";
-import { PostgresBlobStore } from "../../src/store/postgres-blobs.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
 import { cleanup } from "../helpers/steward.ts";
 
 const STORE = "postgres://steward@127.0.0.1:1/grid?schema=cluster";

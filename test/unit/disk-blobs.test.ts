@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { BlobNotFoundError } from "../../src/store/blobs.ts";
-import { DiskBlobStore } from "../../src/store/disk-blobs.ts";
+import { BlobNotFoundError } from "../../src/broker/store/blobs.ts";
+import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
 
 /** Every file under a folder, relative, sorted: to see temp files and files outside the store. */
 async function filesUnder(dir: string): Promise<string[]> {

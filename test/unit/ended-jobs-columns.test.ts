@@ -1,8 +1,8 @@
 // EndedJobs: the headers of ended jobs kept in columns read back exactly as they were put.
 
 import { describe, expect, it } from "vitest";
-import type { JobHeader } from "../../src/model/records.ts";
-import { EndedJobs } from "../../src/state/ended-jobs.ts";
+import { EndedJobs } from "../../src/broker/state/ended-jobs.ts";
+import type { JobHeader } from "../../src/common/model/records.ts";
 
 function header(id: string, overrides: Partial<JobHeader> = {}): JobHeader {
   return {

@@ -3,8 +3,8 @@
 // for, and a restart reads only the live jobs whole. Real SQLite store, recording link.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { ConflictError } from "../../src/reactor/errors.ts";
+import { ConflictError } from "../../src/broker/reactor/errors.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -2,8 +2,8 @@
 // events committed while the stored ones are read come once, in order, whatever the timing.
 
 import { describe, expect, it } from "vitest";
-import { type EventSink, EventStream } from "../../src/api/event-stream.ts";
-import type { EventRecord } from "../../src/model/records.ts";
+import { type EventSink, EventStream } from "../../src/broker/api/event-stream.ts";
+import type { EventRecord } from "../../src/common/model/records.ts";
 
 const event = (id: number, jobId = "1"): EventRecord => ({
   id,

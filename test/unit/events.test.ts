@@ -5,16 +5,16 @@
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventSchema, streamEventSchema } from "../../src/api/schemas.ts";
-import { eventView } from "../../src/api/views.ts";
+import { eventSchema, streamEventSchema } from "../../src/broker/api/schemas.ts";
+import { eventView } from "../../src/broker/api/views.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
 import {
   EVENT_DATA,
   EVENT_KINDS,
   type EventKind,
   type JobEvent,
   renderEvent,
-} from "../../src/model/events.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
+} from "../../src/common/model/events.ts";
 import { cleanup, ROOT, tempDir } from "../helpers/steward.ts";
 
 const contract = {

@@ -6,14 +6,11 @@
 // one. Pure: no store, no timers, a fixed clock; the seed of a state that disagrees is printed.
 
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HostState } from "../../src/model/states.ts";
-import { explain } from "../../src/scheduler/explain.ts";
-import type { OwnerShare } from "../../src/scheduler/fair-share.ts";
-import { hostsOfPlacement } from "../../src/scheduler/plan.ts";
-import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
+import { explain } from "../../src/broker/scheduler/explain.ts";
+import type { OwnerShare } from "../../src/broker/scheduler/fair-share.ts";
+import { hostsOfPlacement } from "../../src/broker/scheduler/plan.ts";
+import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
 import type {
   HostView,
   JobView,
@@ -21,7 +18,10 @@ import type {
   RunningTask,
   RunningTaskView,
   SchedulerState,
-} from "../../src/scheduler/view.ts";
+} from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HostState } from "../../src/common/model/states.ts";
 
 const NOW = 100_000_000;
 const STATES = 1000;

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HostState } from "../../src/model/states.ts";
-import { explain, explainJob } from "../../src/scheduler/explain.ts";
-import { explainRunningTask, formatGain } from "../../src/scheduler/explain-running.ts";
-import type { OwnerShare } from "../../src/scheduler/fair-share.ts";
-import { comesBefore, describeAhead } from "../../src/scheduler/queue-position.ts";
-import type { HostView, JobView, RunningTaskView } from "../../src/scheduler/view.ts";
+import { explain, explainJob } from "../../src/broker/scheduler/explain.ts";
+import { explainRunningTask, formatGain } from "../../src/broker/scheduler/explain-running.ts";
+import type { OwnerShare } from "../../src/broker/scheduler/fair-share.ts";
+import { comesBefore, describeAhead } from "../../src/broker/scheduler/queue-position.ts";
+import type { HostView, JobView, RunningTaskView } from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HostState } from "../../src/common/model/states.ts";
 
 const NOW = 1_000_000;
 

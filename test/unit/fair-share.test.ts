@@ -2,19 +2,19 @@
 // taking owners in turns within a priority.
 
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
 import {
   attemptCpuSeconds,
   compareOwnerShares,
   decayedUsage,
   FAIR_SHARE_HALF_LIFE_SECONDS,
   type OwnerShare,
-} from "../../src/scheduler/fair-share.ts";
-import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
-import { OwnerUsage } from "../../src/state/owner-usage.ts";
-import { recoverState } from "../../src/state/recover.ts";
+} from "../../src/broker/scheduler/fair-share.ts";
+import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
+import { OwnerUsage } from "../../src/broker/state/owner-usage.ts";
+import { recoverState } from "../../src/broker/state/recover.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import {
   attempt as attemptRecord,
   job as jobRecord,

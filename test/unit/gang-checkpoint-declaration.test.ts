@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { CheckpointSync } from "../../src/agent/checkpoint.ts";
-import { HttpClient } from "../../src/transport/http-client.ts";
+import { HttpClient } from "../../src/common/transport/http-client.ts";
 
 interface Committed {
   generation: number;
@@ -68,7 +68,7 @@ describe("a gang rank's checkpoint and its declared generation", () => {
       rank: 1,
     });
     vi.stubEnv("STEWARD_CHECKPOINT_DIR", checkpointDir);
-    sdk = await import("../../src/sdk/index.js");
+    sdk = await import("../../src/common/sdk/index.js");
   });
 
   afterEach(async () => {

@@ -4,9 +4,9 @@
 // healthy ranks go back to their hosts, and never before the other ranks confirmed their stop.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HelloMessage } from "../../src/protocol/messages.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -3,12 +3,12 @@
 // reserved for a gang that has waited past its reserve time.
 
 import { describe, expect, it } from "vitest";
-import type { HostFacts } from "../../src/model/records.ts";
-import { hostsOfPlacement } from "../../src/scheduler/plan.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import { chooseGangHosts, gangMayReserve, gangShortfall } from "../../src/scheduler/stages/gang.ts";
-import { scoreHosts } from "../../src/scheduler/stages/rank.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import { hostsOfPlacement } from "../../src/broker/scheduler/plan.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import { chooseGangHosts, gangMayReserve, gangShortfall } from "../../src/broker/scheduler/stages/gang.ts";
+import { scoreHosts } from "../../src/broker/scheduler/stages/rank.ts";
+import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
 
 const NOW = 10_000_000;
 

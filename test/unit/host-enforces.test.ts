@@ -2,7 +2,7 @@
 // false where it does not, and not evaluable (so not matched) for an agent that does not say.
 
 import { expect, it } from "vitest";
-import { checkExpression, compileExpression, evaluateRequirement } from "../../src/model/cel.ts";
+import { checkExpression, compileExpression, evaluateRequirement } from "../../src/common/model/cel.ts";
 import { facts } from "../helpers/core-harness.ts";
 
 it.each([

@@ -5,18 +5,18 @@
 // the recorded changes; an agent's hello racing a removal goes through a Core on a real SQLite store.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { newTokenOf } from "../../src/model/tokens.ts";
-import { ConflictError, NotFoundError } from "../../src/reactor/errors.ts";
-import { attachHost, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
-import { drainHost, removeHost, undrainHost } from "../../src/reactor/handlers/control.ts";
-import { expireLeases } from "../../src/reactor/handlers/leases.ts";
-import { submitJob } from "../../src/reactor/handlers/submit.ts";
-import { issueHostCredential } from "../../src/reactor/handlers/tokens.ts";
-import type { Step } from "../../src/reactor/step.ts";
-import type { ClusterState } from "../../src/state/cluster-state.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
-import { agentDetached } from "../../src/state/soft-state.ts";
+import { ConflictError, NotFoundError } from "../../src/broker/reactor/errors.ts";
+import { attachHost, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { drainHost, removeHost, undrainHost } from "../../src/broker/reactor/handlers/control.ts";
+import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
+import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import { issueHostCredential } from "../../src/broker/reactor/handlers/tokens.ts";
+import type { Step } from "../../src/broker/reactor/step.ts";
+import type { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { agentDetached } from "../../src/broker/state/soft-state.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { hello } from "../helpers/agent-messages.ts";
 import { Harness } from "../helpers/core-harness.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";

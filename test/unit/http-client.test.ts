@@ -17,7 +17,7 @@ import {
   RETRY_STATUSES,
   retryAfterMs,
   retryDelayMs,
-} from "../../src/transport/http-client.ts";
+} from "../../src/common/transport/http-client.ts";
 
 interface Seen {
   method: string;

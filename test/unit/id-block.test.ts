@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IdBlock } from "../../src/reactor/id-block.ts";
+import { IdBlock } from "../../src/broker/reactor/id-block.ts";
 
 /** A reservation source like the store's: consecutive blocks, counted. */
 function source() {

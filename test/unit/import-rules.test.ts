@@ -1,9 +1,11 @@
-// The import rules of docs/architecture.md ("Import rules"), checked: every import between the
-// folders of src/ (src/<folder>) that a rule does not allow fails here, and so does a cycle between
-// folders. The imports the rules do not allow yet are listed below as known exceptions, each with
-// what it waits for; an exception that is no longer needed fails too, so that the list only
-// shortens. Imports are read by TypeScript's own pre-processor (static, type-only, re-exports and
-// dynamic `import()` alike).
+// The import rules of docs/architecture.md ("Import rules"), checked: src/ holds the three
+// programs and what they share (src/broker, src/agent, src/cli, src/common); every import between
+// two programs that the program rules do not allow fails here, and so does every import between the
+// folders of src/ (src/agent, src/cli, src/broker/<folder>, src/common/<folder>) that a folder rule
+// does not allow, and a cycle between folders. The imports the rules do not allow yet are listed
+// below as known exceptions, each with what it waits for; an exception that is no longer needed
+// fails too, so that the list only shortens. Imports are read by TypeScript's own pre-processor
+// (static, type-only, re-exports and dynamic `import()` alike).
 
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -13,47 +15,74 @@ import { describe, expect, it } from "vitest";
 const ROOT = resolve(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");
 
-/** Which folders each folder of src/ may import (besides itself); the layers, bottom first. */
+/** Which programs each program (a folder of src/) may import (besides itself); bottom first. */
+const PROGRAM_RULES: Record<string, readonly string[]> = {
+  common: [],
+  agent: ["common"],
+  broker: ["common"],
+  cli: ["common", "broker", "agent"],
+};
+
+/** The programs whose folders are their sub-folders; the others are one folder each. */
+const GROUPS: readonly string[] = ["broker", "common"];
+
+/** Which folders each folder may import (besides itself); the layers, bottom first. */
 const RULES: Record<string, readonly string[]> = {
-  model: [],
-  sdk: [],
-  threads: [],
-  transport: [],
-  drivers: [],
-  protocol: ["model"],
-  scheduler: ["model"],
-  store: ["model", "threads"],
-  state: ["model", "scheduler", "store"],
-  planner: ["model", "scheduler", "state"],
-  reactor: ["model", "protocol", "scheduler", "state", "store", "planner"],
-  pools: ["model", "scheduler", "state", "drivers"],
-  backup: ["store"],
-  agent: ["model", "protocol", "transport"],
-  api: ["model", "protocol", "scheduler", "state", "store", "reactor", "pools", "backup"],
-  server: [
-    "model",
-    "protocol",
-    "scheduler",
-    "store",
-    "state",
-    "planner",
-    "reactor",
-    "pools",
-    "drivers",
-    "backup",
-    "api",
+  "common/model": [],
+  "common/sdk": [],
+  "common/transport": [],
+  "common/protocol": ["common/model"],
+  "broker/threads": [],
+  "broker/drivers": [],
+  "broker/scheduler": ["common/model"],
+  "broker/store": ["common/model", "broker/threads"],
+  "broker/state": ["common/model", "broker/scheduler", "broker/store"],
+  "broker/planner": ["common/model", "broker/scheduler", "broker/state"],
+  "broker/reactor": [
+    "common/model",
+    "common/protocol",
+    "broker/scheduler",
+    "broker/state",
+    "broker/store",
+    "broker/planner",
+  ],
+  "broker/pools": ["common/model", "broker/scheduler", "broker/state", "broker/drivers"],
+  "broker/backup": ["broker/store"],
+  agent: ["common/model", "common/protocol", "common/transport"],
+  "broker/api": [
+    "common/model",
+    "common/protocol",
+    "broker/scheduler",
+    "broker/state",
+    "broker/store",
+    "broker/reactor",
+    "broker/pools",
+    "broker/backup",
+  ],
+  "broker/server": [
+    "common/model",
+    "common/protocol",
+    "broker/scheduler",
+    "broker/store",
+    "broker/state",
+    "broker/planner",
+    "broker/reactor",
+    "broker/pools",
+    "broker/drivers",
+    "broker/backup",
+    "broker/api",
   ],
   cli: [
-    "model",
-    "protocol",
-    "transport",
-    "scheduler",
-    "store",
-    "state",
-    "pools",
-    "backup",
-    "api",
-    "server",
+    "common/model",
+    "common/protocol",
+    "common/transport",
+    "broker/scheduler",
+    "broker/store",
+    "broker/state",
+    "broker/pools",
+    "broker/backup",
+    "broker/api",
+    "broker/server",
     "agent",
   ],
 };
@@ -81,7 +110,14 @@ function sourceFiles(folder: string): string[] {
     .sort();
 }
 
-const topFolder = (path: string) => relative(SRC, path).split("/")[0];
+/** The folder of src/ a path is in: `agent`, `cli`, or a group's, like `broker/store`. */
+function folderOf(path: string): string {
+  const [top, sub] = relative(SRC, path).split("/");
+  return GROUPS.includes(top) ? `${top}/${sub}` : top;
+}
+
+/** The program a folder belongs to: `broker/store` to `broker`, `agent` to itself. */
+const programOf = (folder: string) => folder.split("/")[0];
 
 /** Every import of one src/ folder from another. */
 function crossFolderImports(): Import[] {
@@ -91,8 +127,8 @@ function crossFolderImports(): Import[] {
     for (const { fileName } of info.importedFiles) {
       if (!fileName.startsWith(".")) continue;
       const target = resolve(dirname(file), fileName);
-      const from = topFolder(file);
-      const to = topFolder(target);
+      const from = folderOf(file);
+      const to = folderOf(target);
       if (from !== to) imports.push({ file: relative(SRC, file), module: relative(SRC, target), from, to });
     }
   }
@@ -145,18 +181,62 @@ function graphOf(pairs: Iterable<{ from: string; to: string }>): Map<string, Set
 const isException = (each: Import) =>
   KNOWN_EXCEPTIONS.some((exception) => exception.from === each.from && exception.module === each.module);
 
+/** A table of docs/architecture.md's section on import rules, from its ### heading to the next. */
+function writtenRules(section: string, heading: string): Record<string, string[]> {
+  const start = section.indexOf(`### ${heading}`);
+  expect(start, `docs/architecture.md has a table under ### ${heading}`).toBeGreaterThanOrEqual(0);
+  const end = section.indexOf("\n### ", start + 1);
+  const table = section.slice(start, end === -1 ? undefined : end);
+  const written: Record<string, string[]> = {};
+  for (const match of table.matchAll(/^\| `([\w/]+)\/` +\| ([^|]*)\|/gm))
+    written[match[1]] = [...match[2].matchAll(/`([\w/]+)\/`/g)].map((name) => name[1]).sort();
+  return written;
+}
+
+const sorted = (rules: Record<string, readonly string[]>) =>
+  Object.fromEntries(Object.entries(rules).map(([from, tos]) => [from, [...tos].sort()]));
+
 describe("import rules", () => {
   const imports = crossFolderImports();
 
   it("name every folder of src/ (a new folder gets its rule in docs/architecture.md and here)", () => {
-    const folders = new Set(sourceFiles(SRC).map(topFolder));
+    const folders = new Set(sourceFiles(SRC).map(folderOf));
     expect([...folders].filter((folder) => !(folder in RULES))).toStrictEqual([]);
     expect(Object.keys(RULES).filter((folder) => !folders.has(folder))).toStrictEqual([]);
+    const programs = new Set(sourceFiles(SRC).map((file) => programOf(folderOf(file))));
+    expect([...programs].sort()).toStrictEqual(Object.keys(PROGRAM_RULES).sort());
   });
 
-  it("are layers: the rules themselves allow no cycle", () => {
-    const allowed = Object.entries(RULES).flatMap(([from, tos]) => tos.map((to) => ({ from, to })));
-    expect(cycles(graphOf(allowed))).toStrictEqual([]);
+  it("are layers: the rules themselves allow no cycle, between programs or between folders", () => {
+    const allowed = (rules: Record<string, readonly string[]>) =>
+      Object.entries(rules).flatMap(([from, tos]) => tos.map((to) => ({ from, to })));
+    expect(cycles(graphOf(allowed(PROGRAM_RULES)))).toStrictEqual([]);
+    expect(cycles(graphOf(allowed(RULES)))).toStrictEqual([]);
+  });
+
+  it("nest: a folder may import only folders of its own program or of one its program may import", () => {
+    const beyond = Object.entries(RULES).flatMap(([from, tos]) =>
+      tos
+        .filter(
+          (to) =>
+            programOf(to) !== programOf(from) && !PROGRAM_RULES[programOf(from)].includes(programOf(to)),
+        )
+        .map((to) => `${from} -> ${to}`),
+    );
+    expect(beyond).toStrictEqual([]);
+  });
+
+  it("are kept between programs: common imports none, agent and broker only common, cli any", () => {
+    const broken = imports
+      .filter((each) => {
+        const [from, to] = [programOf(each.from), programOf(each.to)];
+        return from !== to && !PROGRAM_RULES[from]?.includes(to) && !isException(each);
+      })
+      .map(
+        (each) =>
+          `src/${each.file} imports src/${each.module}: ${programOf(each.from)} may not import ${programOf(each.to)}`,
+      );
+    expect(broken).toStrictEqual([]);
   });
 
   it("are kept: every import between folders is allowed, or a known exception", () => {
@@ -178,7 +258,7 @@ describe("import rules", () => {
     expect(gone).toStrictEqual([]);
     for (const exception of KNOWN_EXCEPTIONS)
       expect(RULES[exception.from], `${exception.from} -> ${exception.module}`).not.toContain(
-        exception.module.split("/")[0],
+        folderOf(join(SRC, exception.module)),
       );
   });
 
@@ -188,10 +268,7 @@ describe("import rules", () => {
     expect(start, "docs/architecture.md has a section ## Import rules").toBeGreaterThanOrEqual(0);
     const end = docs.indexOf("\n## ", start + 1);
     const section = docs.slice(start, end === -1 ? undefined : end);
-    const written: Record<string, string[]> = {};
-    for (const match of section.matchAll(/^\| `(\w+)\/` +\| ([^|]*)\|/gm))
-      written[match[1]] = [...match[2].matchAll(/`(\w+)\/`/g)].map((name) => name[1]).sort();
-    const rules = Object.fromEntries(Object.entries(RULES).map(([from, tos]) => [from, [...tos].sort()]));
-    expect(written).toStrictEqual(rules);
+    expect(writtenRules(section, "Programs")).toStrictEqual(sorted(PROGRAM_RULES));
+    expect(writtenRules(section, "Folders")).toStrictEqual(sorted(RULES));
   });
 });

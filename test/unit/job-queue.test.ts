@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { JobRecord, TaskRecord } from "../../src/model/records.ts";
-import { JobEntry } from "../../src/state/job-entry.ts";
-import { JobQueue } from "../../src/state/job-queue.ts";
+import { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { JobQueue } from "../../src/broker/state/job-queue.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { JobRecord, TaskRecord } from "../../src/common/model/records.ts";
 
 let seq = 0;
 function entry(id: string, priority: number, createdAt: number, tasks = 1, owner = "alice"): JobEntry {

@@ -5,7 +5,7 @@ import {
   relativePathProblem,
   taskCount,
   validateJobSpec,
-} from "../../src/model/job-spec.ts";
+} from "../../src/common/model/job-spec.ts";
 
 /** Runs validateJobSpec and returns the JobFileError it throws (fails the test when it does not throw). */
 function rejection(input: unknown): JobFileError {

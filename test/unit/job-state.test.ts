@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { countBucket, deriveJobState, emptyCounts, type TaskCounts } from "../../src/model/job-state.ts";
-import { JOB_STATES, type JobState } from "../../src/model/states.ts";
+import {
+  countBucket,
+  deriveJobState,
+  emptyCounts,
+  type TaskCounts,
+} from "../../src/common/model/job-state.ts";
+import { JOB_STATES, type JobState } from "../../src/common/model/states.ts";
 
 function counts(partial: Partial<TaskCounts>): TaskCounts {
   return { ...emptyCounts(), ...partial };

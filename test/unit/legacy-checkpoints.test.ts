@@ -4,14 +4,14 @@
 
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { readCheckpointManifest } from "../../src/protocol/messages.ts";
-import { legacyCheckpoints } from "../../src/server/legacy-checkpoints.ts";
-import { recoverState } from "../../src/state/recover.ts";
-import { restartManifest } from "../../src/state/task-checkpoints.ts";
-import type { BlobStore } from "../../src/store/blobs.ts";
-import { DiskBlobStore } from "../../src/store/disk-blobs.ts";
-import type { StoreSnapshot } from "../../src/store/store.ts";
+import { legacyCheckpoints } from "../../src/broker/server/legacy-checkpoints.ts";
+import { recoverState } from "../../src/broker/state/recover.ts";
+import { restartManifest } from "../../src/broker/state/task-checkpoints.ts";
+import type { BlobStore } from "../../src/broker/store/blobs.ts";
+import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
+import type { StoreSnapshot } from "../../src/broker/store/store.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { readCheckpointManifest } from "../../src/common/protocol/messages.ts";
 import { attempt, host, job, task } from "../conformance/store-suite.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 

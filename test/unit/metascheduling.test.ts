@@ -2,27 +2,27 @@
 // Service's wait-or-preempt decision, the Rescheduler's gain, and the stops a pass plans.
 
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import { renderEvent } from "../../src/model/events.ts";
-import type { HostFacts } from "../../src/model/records.ts";
 import {
   type AttemptProgress,
   predictedSeconds,
   progressMade,
   remainingSeconds,
-} from "../../src/scheduler/estimate.ts";
-import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../src/scheduler/policy.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import { decidePreemption, notPreemptible } from "../../src/scheduler/stages/preemption.ts";
+} from "../../src/broker/scheduler/estimate.ts";
+import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../src/broker/scheduler/policy.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import { decidePreemption, notPreemptible } from "../../src/broker/scheduler/stages/preemption.ts";
 import {
   bestMove,
   migrationCostSeconds,
   migrationGain,
   notMovable,
   remainingOnHost,
-} from "../../src/scheduler/stages/rescheduling.ts";
-import { observedTransferRate } from "../../src/scheduler/transfer-rate.ts";
-import type { HostView, JobView, RunningTaskView } from "../../src/scheduler/view.ts";
+} from "../../src/broker/scheduler/stages/rescheduling.ts";
+import { observedTransferRate } from "../../src/broker/scheduler/transfer-rate.ts";
+import type { HostView, JobView, RunningTaskView } from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import { renderEvent } from "../../src/common/model/events.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
 
 const NOW = 1_000_000;
 const S = 1000;

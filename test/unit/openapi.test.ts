@@ -4,10 +4,10 @@
 import Fastify from "fastify";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { ApiPorts } from "../../src/api/ports.ts";
-import { registerApi } from "../../src/api/register.ts";
-import type { BlobStore } from "../../src/store/blobs.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { ApiPorts } from "../../src/broker/api/ports.ts";
+import { registerApi } from "../../src/broker/api/register.ts";
+import type { BlobStore } from "../../src/broker/store/blobs.ts";
+import type { Store } from "../../src/broker/store/store.ts";
 
 interface Operation {
   responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;

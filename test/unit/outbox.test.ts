@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Outbox } from "../../src/agent/outbox.ts";
-import type { EndedEvent, ReportEvent } from "../../src/protocol/messages.ts";
+import type { EndedEvent, ReportEvent } from "../../src/common/protocol/messages.ts";
 
 function started(jobId: string, taskIndex: number, attempt: number): ReportEvent {
   return { kind: "started", jobId, taskIndex, attempt, pid: 1000 + attempt };

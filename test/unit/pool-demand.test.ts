@@ -1,10 +1,15 @@
 // Work offered to the batch pools in order, and each pool's own join token.
 
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import { parsePoolsFile } from "../../src/model/pools-file.ts";
-import { type OfferedJob, offerWork, type PoolOffer, pilotProbe } from "../../src/pools/pool-demand.ts";
-import { joinTokenScope, poolJoinToken } from "../../src/pools/pool-token.ts";
+import {
+  type OfferedJob,
+  offerWork,
+  type PoolOffer,
+  pilotProbe,
+} from "../../src/broker/pools/pool-demand.ts";
+import { joinTokenScope, poolJoinToken } from "../../src/broker/pools/pool-token.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import { parsePoolsFile } from "../../src/common/model/pools-file.ts";
 
 const NOW = 1_800_000_000_000;
 const [hpc, cloud] = parsePoolsFile(

@@ -4,18 +4,18 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { batchEnv, parseSqueue, sbatchArgs, slurmTime } from "../../src/drivers/slurm.ts";
-import { PoolsFileError, parsePoolsFile } from "../../src/model/pools-file.ts";
+import { batchEnv, parseSqueue, sbatchArgs, slurmTime } from "../../src/broker/drivers/slurm.ts";
 import {
   type LocalAccount,
   PoolAccountError,
   poolPilotDir,
   resolvePoolAccounts,
-} from "../../src/pools/pilot-account.ts";
-import { pilotsToStart, poolRetrySeconds, queueWaitExceeded } from "../../src/pools/pilot-demand.ts";
-import { metaLedger, parseLedgerEntry } from "../../src/pools/pilot-ledger.ts";
-import { pilotJobName } from "../../src/pools/pool-token.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
+} from "../../src/broker/pools/pilot-account.ts";
+import { pilotsToStart, poolRetrySeconds, queueWaitExceeded } from "../../src/broker/pools/pilot-demand.ts";
+import { metaLedger, parseLedgerEntry } from "../../src/broker/pools/pilot-ledger.ts";
+import { pilotJobName } from "../../src/broker/pools/pool-token.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { PoolsFileError, parsePoolsFile } from "../../src/common/model/pools-file.ts";
 import { Harness } from "../helpers/core-harness.ts";
 
 describe("the pools file", () => {

@@ -4,17 +4,17 @@
 // counts as started by a preemption.
 
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HostFacts, JobRecord, TaskRecord } from "../../src/model/records.ts";
-import { explainJob } from "../../src/planner/explain-job.ts";
-import { planPass } from "../../src/planner/plan-pass.ts";
-import { applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
-import { endAttempt } from "../../src/reactor/handlers/attempts.ts";
-import { Step } from "../../src/reactor/step.ts";
-import type { Plan } from "../../src/scheduler/plan.ts";
-import { ClusterState } from "../../src/state/cluster-state.ts";
-import { newHostEntry } from "../../src/state/host-entry.ts";
-import { JobEntry } from "../../src/state/job-entry.ts";
+import { explainJob } from "../../src/broker/planner/explain-job.ts";
+import { planPass } from "../../src/broker/planner/plan-pass.ts";
+import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
+import { endAttempt } from "../../src/broker/reactor/handlers/attempts.ts";
+import { Step } from "../../src/broker/reactor/step.ts";
+import type { Plan } from "../../src/broker/scheduler/plan.ts";
+import { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import { newHostEntry } from "../../src/broker/state/host-entry.ts";
+import { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HostFacts, JobRecord, TaskRecord } from "../../src/common/model/records.ts";
 
 const NOW = 1_000_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SubmitRateLimiter } from "../../src/api/rate-limit.ts";
+import { SubmitRateLimiter } from "../../src/broker/api/rate-limit.ts";
 
 describe("SubmitRateLimiter", () => {
   it.each([

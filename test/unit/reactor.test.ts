@@ -2,12 +2,12 @@
 // reconnects and restarts, failure classes at the edges, terms fence a deposed server.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
-import { applyPlan } from "../../src/reactor/handlers/apply-plan.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
-import { StaleTermError } from "../../src/store/store.ts";
+import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { StaleTermError } from "../../src/broker/store/store.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { SYSTEM_FAILURE_LIMIT } from "../../src/common/model/task-outcome.ts";
 import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -3,10 +3,10 @@
 // afterwards changes nothing; a failing replica leaves the task to the others.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HelloMessage } from "../../src/protocol/messages.ts";
-import { REPLICA_LOST_REASON } from "../../src/reactor/handlers/attempts.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
+import { REPLICA_LOST_REASON } from "../../src/broker/reactor/handlers/attempts.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -2,13 +2,13 @@
 // tasks, and the pure rules of what a replica's end does to its task.
 
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import { renderTaskNext } from "../../src/model/events.ts";
-import { mayAddReplica, taskAfterReplicaEnd } from "../../src/model/replicas.ts";
-import { POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "../../src/model/task-outcome.ts";
-import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import type { HostView, JobView, RunningTask } from "../../src/scheduler/view.ts";
+import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import type { HostView, JobView, RunningTask } from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import { renderTaskNext } from "../../src/common/model/events.ts";
+import { mayAddReplica, taskAfterReplicaEnd } from "../../src/common/model/replicas.ts";
+import { POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "../../src/common/model/task-outcome.ts";
 
 const NOW = 1_000_000;
 

@@ -3,7 +3,7 @@
 // a host; an out-of-memory end (cause oom, as data) grows the task's memory for its next attempts.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

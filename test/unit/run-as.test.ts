@@ -17,7 +17,7 @@ import {
   runAsNotice,
   unfitReason,
 } from "../../src/agent/run-as.ts";
-import type { StartMessage } from "../../src/protocol/messages.ts";
+import type { StartMessage } from "../../src/common/protocol/messages.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 const binUid = Number(execFileSync("id", ["-u", "bin"], { encoding: "utf8" }).trim());

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import type { HostFacts } from "../../src/model/records.ts";
-import type { HostState } from "../../src/model/states.ts";
-import { explainJob } from "../../src/scheduler/explain.ts";
-import type { Placement } from "../../src/scheduler/plan.ts";
-import { compareQueueOrder } from "../../src/scheduler/queue-order.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import { infeasibility } from "../../src/scheduler/stages/feasibility.ts";
-import { capacityShortfall, fitsCapacity } from "../../src/scheduler/stages/fit.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import { explainJob } from "../../src/broker/scheduler/explain.ts";
+import type { Placement } from "../../src/broker/scheduler/plan.ts";
+import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import { infeasibility } from "../../src/broker/scheduler/stages/feasibility.ts";
+import { capacityShortfall, fitsCapacity } from "../../src/broker/scheduler/stages/fit.ts";
+import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HostState } from "../../src/common/model/states.ts";
 
 const NOW = 1_000_000;
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
-const SDK = join(import.meta.dirname, "../../src/sdk/index.js");
+const SDK = join(import.meta.dirname, "../../src/common/sdk/index.js");
 let dir: string;
 
 beforeEach(() => {

@@ -4,11 +4,11 @@
 // off a host that no longer satisfies them; invalid ones are reported once and ignored.
 
 import { beforeEach, describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import type { HelloMessage } from "../../src/protocol/messages.ts";
-import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
-import { submitJob } from "../../src/reactor/handlers/submit.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
+import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 

@@ -2,10 +2,10 @@
 // there only when nothing else has room, and other jobs are not affected.
 
 import { describe, expect, it } from "vitest";
-import { compileExpression } from "../../src/model/cel.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import { compareScored, scoreHosts } from "../../src/scheduler/stages/rank.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import { compareScored, scoreHosts } from "../../src/broker/scheduler/stages/rank.ts";
+import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../src/common/model/cel.ts";
 
 function host(name: string, slotsFree = 2, speed = 1): HostView {
   return {

@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import type { AttemptRecord } from "../../src/model/records.ts";
-import { SqliteStore } from "../../src/store/sqlite.ts";
-import { SqliteWriterThread } from "../../src/store/sqlite-writer.ts";
-import { StaleTermError } from "../../src/store/store.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { SqliteWriterThread } from "../../src/broker/store/sqlite-writer.ts";
+import { StaleTermError } from "../../src/broker/store/store.ts";
+import type { AttemptRecord } from "../../src/common/model/records.ts";
 import { attempt, event, job } from "../conformance/store-suite.ts";
 
 describe("SQLite writer thread", () => {

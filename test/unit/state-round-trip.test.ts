@@ -1,15 +1,13 @@
 // One writer: handlers change durable state only through the writes that record it, so after any
 // series of events the state a broker rebuilds from the recorded changes is the live state (soft
-// state aside: leases, connections, progress; state/soft-state.ts). Run over a day of a small
+// state aside: leases, connections, progress; src/broker/state/soft-state.ts). Run over a day of a small
 // cluster, checked after every event; and a change made without its record is caught.
 
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { newTokenOf } from "../../src/model/tokens.ts";
-import { attachHost, attemptEnded, attemptStarted } from "../../src/reactor/handlers/agent-reports.ts";
-import { checkpointObjectStored, commitCheckpoint } from "../../src/reactor/handlers/checkpoints.ts";
+import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
   drainHost,
@@ -20,14 +18,16 @@ import {
   removeHost,
   removeJob,
   undrainHost,
-} from "../../src/reactor/handlers/control.ts";
-import { expireLeases } from "../../src/reactor/handlers/leases.ts";
-import { submitJob } from "../../src/reactor/handlers/submit.ts";
-import { createToken, issueHostCredential, revokeToken } from "../../src/reactor/handlers/tokens.ts";
-import type { Step } from "../../src/reactor/step.ts";
-import type { ClusterState } from "../../src/state/cluster-state.ts";
-import type { JobEntry } from "../../src/state/job-entry.ts";
-import { agentDetached, agentSeen } from "../../src/state/soft-state.ts";
+} from "../../src/broker/reactor/handlers/control.ts";
+import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
+import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
+import type { Step } from "../../src/broker/reactor/step.ts";
+import type { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import type { JobEntry } from "../../src/broker/state/job-entry.ts";
+import { agentDetached, agentSeen } from "../../src/broker/state/soft-state.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 
@@ -351,7 +351,7 @@ describe("the state rebuilt from the recorded changes", () => {
 });
 
 describe("handlers", () => {
-  const folder = resolve(import.meta.dirname, "../../src/reactor/handlers");
+  const folder = resolve(import.meta.dirname, "../../src/broker/reactor/handlers");
   /** Durable record fields set by hand, or the state's own mutators called past step.write. */
   const byHand = [
     /\.(state|stop|outcome|exitCode|reason|endedAt|held|cancelRequested|slowHosts|attempts|failures|losses|systemFailures|notBefore|resultAttempt|checkpoint|migration|revokedAt|record|parts|lastSeen|facts)\s*(=(?!=)|\+=|-=|\+\+|--)/,

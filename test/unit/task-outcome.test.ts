@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { renderTaskNext } from "../../src/model/events.ts";
-import type { AttemptOutcome } from "../../src/model/states.ts";
+import { renderTaskNext } from "../../src/common/model/events.ts";
+import type { AttemptOutcome } from "../../src/common/model/states.ts";
 import {
   MAX_RETRY_BACKOFF_SECONDS,
   POISON_LOSS_LIMIT,
@@ -8,7 +8,7 @@ import {
   retryDelayMs,
   type TaskAfterAttempt,
   taskAfterAttempt,
-} from "../../src/model/task-outcome.ts";
+} from "../../src/common/model/task-outcome.ts";
 
 const NOW = 1_700_000_000_000;
 /** random = 0.5 means no jitter. */

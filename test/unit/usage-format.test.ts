@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import { cpuTimeFromShellTimes } from "../../src/agent/shell-times.ts";
-import type { AccountingRow } from "../../src/api/schemas.ts";
+import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import {
   accountingCsv,
   accountingTable,
@@ -12,8 +12,13 @@ import {
   parseSince,
   usageLine,
 } from "../../src/cli/usage-format.ts";
-import { exitSignal, exitStatus, measuredCpuSeconds, sumUsage } from "../../src/model/attempt-usage.ts";
-import { newGangProgress, rankEnded } from "../../src/model/gang.ts";
+import {
+  exitSignal,
+  exitStatus,
+  measuredCpuSeconds,
+  sumUsage,
+} from "../../src/common/model/attempt-usage.ts";
+import { newGangProgress, rankEnded } from "../../src/common/model/gang.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");
 const measured = { wallSeconds: 5.016, userSeconds: 4.8, systemSeconds: 0.134, peakMemoryMb: 12.34 };

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ofAnotherVersion, PROTOCOL_VERSION } from "../../src/protocol/messages.ts";
+import { ofAnotherVersion, PROTOCOL_VERSION } from "../../src/common/protocol/messages.ts";
 import {
   agentLeavesServer,
   agentRefusal,
@@ -14,7 +14,7 @@ import {
   foreignApiVersion,
   serverRefusal,
   stewardRelease,
-} from "../../src/protocol/versions.ts";
+} from "../../src/common/protocol/versions.ts";
 import { ROOT } from "../helpers/steward.ts";
 
 describe("which API versions are another's", () => {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { HostFacts } from "../../src/model/records.ts";
-import { schedule } from "../../src/scheduler/schedule.ts";
-import type { HostView, JobView } from "../../src/scheduler/view.ts";
+import { schedule } from "../../src/broker/scheduler/schedule.ts";
+import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
 import {
   PILOT_WALLTIME_REASON,
   pastWalltimeMargin,
@@ -9,7 +8,8 @@ import {
   walltimeAt,
   walltimeInfeasibility,
   walltimeStops,
-} from "../../src/scheduler/walltime.ts";
+} from "../../src/broker/scheduler/walltime.ts";
+import type { HostFacts } from "../../src/common/model/records.ts";
 
 const NOW = 1_800_000_000_000;
 

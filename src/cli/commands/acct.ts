@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { AccountingRow } from "../../api/schemas.ts";
+import type { AccountingRow } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { accountingCsv, accountingTable, parseSince } from "../usage-format.ts";

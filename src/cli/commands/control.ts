@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job, JobSummary, Removed } from "../../api/schemas.ts";
-import { parseLifetime } from "../../model/tokens.ts";
+import type { Job, JobSummary, Removed } from "../../broker/api/schemas.ts";
+import { parseLifetime } from "../../common/model/tokens.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Explanation } from "../../api/schemas.ts";
+import type { Explanation } from "../../broker/api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
 import { describe } from "./index.ts";

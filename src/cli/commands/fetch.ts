@@ -4,7 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import type { Job, OutputFile } from "../../api/schemas.ts";
+import type { Job, OutputFile } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Host, HostRemoved } from "../../api/schemas.ts";
+import type { Host, HostRemoved } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson, table } from "../format.ts";
 import { describe } from "./index.ts";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Pool } from "../../api/schemas.ts";
+import type { Pool } from "../../broker/api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
 import { describe } from "./index.ts";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { JobSummary } from "../../api/schemas.ts";
+import type { JobSummary } from "../../broker/api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { integer } from "../numbers.ts";

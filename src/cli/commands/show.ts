@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Job } from "../../api/schemas.ts";
+import type { Job } from "../../broker/api/schemas.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { usageLine } from "../usage-format.ts";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { Job } from "../../api/schemas.ts";
+import type { Job } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { loadJobFile, STDIN, submissionBody } from "../job-submission.ts";

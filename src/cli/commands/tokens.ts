@@ -1,8 +1,8 @@
 // steward token create|list|revoke, steward join-token create|list|revoke, steward whoami.
 
 import { type Command, InvalidArgumentError } from "commander";
-import type { NewTokenView, TokenView, WhoAmI } from "../../api/schemas.ts";
-import { parseLifetime } from "../../model/tokens.ts";
+import type { NewTokenView, TokenView, WhoAmI } from "../../broker/api/schemas.ts";
+import { parseLifetime } from "../../common/model/tokens.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { describe } from "./index.ts";

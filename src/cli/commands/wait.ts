@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Job } from "../../api/schemas.ts";
+import type { Job } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { describe } from "./index.ts";
 

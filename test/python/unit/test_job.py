@@ -1,4 +1,4 @@
-"""The job SDK's file protocol, the same as src/sdk/index.js: checkpoint folder, atomic writes,
+"""The job SDK's file protocol, the same as src/common/sdk/index.js: checkpoint folder, atomic writes,
 the gang's .generation declaration, progress and requirements files, the stop request."""
 
 import json

@@ -1,0 +1,105 @@
+// What the routes are handed: one command per request (each runs one handler of the reactor and
+// resolves once its changes are durable) and a read model for queries. The server implements these
+// (src/broker/server/core.ts puts them together over the reactor's commands and read model); the routes
+// know nothing else of it.
+
+import type { EventEmitter } from "node:events";
+import type {
+  CheckpointFile,
+  EventRecord,
+  HostRecord,
+  TokenKind,
+  TokenRecord,
+} from "../../common/model/records.ts";
+import type { ReceivedJob, Submission } from "../reactor/commands/jobs.ts";
+import type { AttemptPlaced } from "../reactor/effects.ts";
+import type {
+  CheckpointCommit,
+  CheckpointCommitted,
+  CheckpointObjectStored,
+} from "../reactor/handlers/checkpoints.ts";
+import type { TokenRequest } from "../reactor/handlers/tokens.ts";
+import type { Explanation } from "../scheduler/explain.ts";
+import type { HostListing } from "../state/cluster-state.ts";
+import type { JobEntry } from "../state/job-entry.ts";
+import type { JobHeader } from "../state/job-header.ts";
+import type { TokenRegistry } from "../state/token-registry.ts";
+
+export interface JobCommands {
+  /**
+   * Creates a job; resolves once it is durable. A repeated submit (the key of an earlier one of
+   * the owner's) answers the job that one made without calling `receive`, whose request is then
+   * read past. `receive` reads the job and stores its inputs, under an id from `newId`.
+   */
+  submit(
+    submission: Submission,
+    receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
+  ): Promise<JobEntry>;
+  cancel(id: string, by?: string): Promise<JobEntry>;
+  hold(id: string, by?: string): Promise<JobEntry>;
+  release(id: string, by?: string): Promise<JobEntry>;
+  migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
+  remove(id: string): Promise<void>;
+}
+
+export interface HostCommands {
+  drain(name: string): Promise<HostRecord>;
+  undrain(name: string): Promise<HostRecord>;
+  /** Forgets a host whose agent is not attached; answers the ids of its host credentials, revoked. */
+  removeHost(name: string, by?: string): Promise<string[]>;
+}
+
+export interface TokenCommands {
+  create(request: TokenRequest): Promise<TokenRecord>;
+  revoke(id: string, kinds: readonly TokenKind[]): Promise<TokenRecord>;
+}
+
+/** What the agents' checkpoint uploads record. */
+export interface CheckpointCommands {
+  objectStored(stored: CheckpointObjectStored): Promise<void>;
+  commit(commit: CheckpointCommit): Promise<CheckpointCommitted>;
+  /** An object of `bytes` took `ms` to arrive: the rescheduler prices moves with the observed rate. */
+  noteTransfer(bytes: number, ms: number): void;
+}
+
+export type JobExplanation = { reasons: string[]; othersAhead: number } & Explanation;
+
+/** The queries: jobs, their headers, hosts, explain, tokens, and what an agent may touch. */
+export interface ReadModel {
+  now(): number;
+  readonly events: EventEmitter<{
+    event: [EventRecord];
+    job: [JobEntry];
+    progress: [string];
+    placed: [AttemptPlaced];
+  }>;
+  readonly tokens: TokenRegistry;
+  /** A job in memory (live, or ended and not yet retired); NotFoundError otherwise. */
+  job(id: string): JobEntry;
+  /** Any job, from memory or from the store; NotFoundError when there is none. */
+  readJob(id: string): Promise<JobEntry>;
+  header(id: string): JobHeader | undefined;
+  jobOwner(id: string): string | undefined;
+  listJobs(withRetired?: boolean): JobHeader[];
+  listHosts(): HostListing[];
+  hostOf(name: string): HostListing | undefined;
+  explain(id: string, viewer?: string | null): Promise<JobExplanation>;
+  ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[];
+  liveRanksOn(host: string, jobId: string, taskIndex?: number): number[];
+  isCurrent(jobId: string, taskIndex: number, number: number): boolean;
+  acceptsOutputs(jobId: string, taskIndex: number, number: number): boolean;
+  unknownCheckpointObjects(jobId: string, taskIndex: number, shas: readonly string[]): string[];
+  restartManifest(
+    jobId: string,
+    taskIndex: number,
+    rank?: number,
+  ): { files: CheckpointFile[]; gang?: { rank: number; generation: number } } | null;
+}
+
+export interface ApiPorts {
+  jobs: JobCommands;
+  hosts: HostCommands;
+  tokens: TokenCommands;
+  checkpoints: CheckpointCommands;
+  read: ReadModel;
+}

@@ -1,0 +1,660 @@
+// /api/v1/jobs: submit, list, show, control, remove, logs, outputs.
+
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
+import { JobFileError } from "../../../common/model/jobfile-error.ts";
+import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
+import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import type { JobHeader } from "../../state/job-header.ts";
+import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
+import type { BlobStore } from "../../store/blobs.ts";
+import type { Store } from "../../store/store.ts";
+import { seesAllJobs } from "../access.ts";
+import { actorOf, START_ADMIN } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
+import type { SubmitRateLimiter } from "../rate-limit.ts";
+import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
+import {
+  checkedJobFileSchema,
+  errors,
+  fileBytes,
+  jobSchema,
+  jobSummarySchema,
+  json,
+  outputFileSchema,
+  removedSchema,
+  TASK_STATE_LETTERS,
+  taskSchema,
+  taskStatesSchema,
+} from "../schemas.ts";
+import {
+  jobFileTooLarge,
+  limitUpload,
+  MAX_JOB_FILE_BYTES,
+  UploadTooLargeError,
+  uploadTooLarge,
+} from "../upload-limit.ts";
+import { jobSummaryView, jobView, taskView } from "../views.ts";
+
+export interface JobRouteDeps {
+  ports: ApiPorts;
+  store: Store;
+  blobs: BlobStore;
+  /** The largest input file a submit may bring, in bytes. */
+  maxUploadBytes: number;
+  /** Submits per user token (admins are not limited). */
+  submitLimiter: SubmitRateLimiter;
+}
+
+const LOG_POLL_MS = 250;
+
+/** The most jobs one page of GET /api/v1/jobs may hold. */
+export const MAX_PAGE = 1000;
+
+const listQuery = z.object({
+  all: flag(false, "include ended jobs"),
+  state: z.enum(JOB_STATES).optional().meta({ description: "only jobs in this state (ended ones too)" }),
+  limit: z.coerce
+    .number<string>()
+    .int()
+    .min(1)
+    .max(MAX_PAGE)
+    .optional()
+    .meta({ description: `at most this many jobs (1..${MAX_PAGE}); without it, all of them` }),
+  after: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: "a job id: only the jobs after it in id order (the next page)" }),
+  user: z.string().min(1).optional().meta({ description: "only this owner's jobs" }),
+});
+
+/**
+ * Submit: the job file as JSON, or multipart/form-data with a `job` field then one part per input.
+ * The job file is checked in the handler (validateJobSpec), the same for both, so that an error
+ * names its field the way the job file's own errors do; the document still shows its schema.
+ */
+const submitBody = z.unknown().meta({
+  content: {
+    "application/json": { schema: { $ref: "#/components/schemas/JobFileInput" } },
+    "application/yaml": { schema: { type: "string", description: "the job file as YAML, as on disk" } },
+    "multipart/form-data": {
+      schema: {
+        type: "object",
+        properties: {
+          job: { type: "string", description: "the job file as JSON (or as YAML, as on disk); comes first" },
+        },
+        required: ["job"],
+        additionalProperties: {
+          type: "string",
+          format: "binary",
+          description: "one file part per input, named by its path",
+        },
+      },
+    },
+  },
+});
+
+const submitQuery = z.object({
+  dryRun: flag(
+    false,
+    "1: check the job file (JSON or YAML) and answer it as the server reads it, with its defaults; nothing is created",
+  ),
+});
+
+const migrateBody = z
+  .object({ to: z.string().min(1).optional().meta({ description: "the host to move to" }) })
+  .nullish();
+// Fastify hands a request without a body to its schema as null.
+const emptyBody = z.object({}).nullish();
+
+const logQuery = z.object({
+  task: wholeNumber().default(0).meta({ description: "task index" }),
+  stream: z.enum(["stdout", "stderr"]).default("stdout"),
+  follow: flag(false, "follow the attempt until it ends"),
+  attempt: wholeNumber(1).optional().meta({ description: "this attempt instead of the latest" }),
+  rank: wholeNumber().default(0).meta({ description: "a multi-node job's rank (0 by default)" }),
+});
+
+export function registerJobRoutes(
+  app: FastifyInstance,
+  { ports, store, blobs, maxUploadBytes, submitLimiter }: JobRouteDeps,
+): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.post(
+    "/api/v1/jobs",
+    {
+      bodyLimit: MAX_JOB_FILE_BYTES,
+      schema: {
+        summary:
+          "Submit a job (the job file as JSON or YAML, or multipart with a `job` field and one part per input)",
+        consumes: ["application/json", "application/yaml", "multipart/form-data"],
+        querystring: submitQuery,
+        body: submitBody,
+        response: {
+          200: json(checkedJobFileSchema, "a dry run: the job file is valid, and this is how it reads"),
+          201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
+          ...errors(400, 401, 403, 413, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      // A dry run creates nothing (no job, no blob, no rate), so it needs the job file alone: a
+      // client that cannot parse YAML learns the inputs to upload from it.
+      if (request.query.dryRun) {
+        if (request.isMultipart())
+          throw new InvalidRequestError(
+            "dryRun",
+            "a dry run takes the job file as JSON or YAML, not multipart",
+          );
+        return { spec: validateJobSpec(request.body) };
+      }
+      const principal = request.principal ?? START_ADMIN;
+      if (principal.role !== "admin") {
+        const wait = submitLimiter.take(principal.tokenId ?? principal.user, Date.now());
+        if (wait > 0) {
+          const { ratePerSecond, burst } = submitLimiter.limit;
+          return reply
+            .code(429)
+            .header("retry-after", String(Math.max(1, Math.ceil(wait))))
+            .send({
+              error: {
+                code: "rate_limited",
+                message: `too many submits from ${principal.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
+              },
+            });
+        }
+      }
+      const submitter = submitterOf(request);
+      // A submit repeated with its key answers the job the first one made.
+      const key = submitKeyOf(request);
+      const job = request.isMultipart()
+        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, submitter, key)
+        : await submitJson(request.body, ports, submitter, key);
+      const events = await store.events(job.id);
+      reply.code(201);
+      return jobView(job, events, job.tasks.length === 1);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs",
+    {
+      schema: {
+        summary:
+          "List jobs in id order (those not ended, unless all=1 or state=S); a Link header with rel=next when a limited page is not the last",
+        querystring: listQuery,
+        response: { 200: json(z.array(jobSummarySchema), "the jobs of this page"), ...errors(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      const { all, state, limit, after } = request.query;
+      // A user lists their own jobs only, whatever `user` says; admins and readers whoever they ask.
+      const principal = request.principal;
+      const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
+      // Retired jobs have ended: a listing of the others leaves the history alone.
+      const listed = ports.read
+        .listJobs(all || (state !== undefined && isEndedState(state)))
+        .filter((job) => user === undefined || job.owner === user)
+        .filter((job) => (state ? job.state === state : all || !isEndedState(job.state)))
+        .sort((a, b) => compareJobIds(a.id, b.id));
+      const start = after === undefined ? 0 : firstAfter(listed, after);
+      const page = listed.slice(start, limit === undefined ? undefined : start + limit);
+      if (limit !== undefined && start + page.length < listed.length) {
+        const next = new URLSearchParams();
+        if (all) next.set("all", "1");
+        if (state) next.set("state", state);
+        if (request.query.user) next.set("user", request.query.user);
+        next.set("limit", String(limit));
+        next.set("after", page[page.length - 1].id);
+        reply.header("link", `</api/v1/jobs?${next}>; rel="next"`);
+      }
+      return page.map(jobSummaryView);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id",
+    {
+      schema: {
+        summary: "One job with its tasks, attempts and events",
+        params: jobParams,
+        querystring: z.object({
+          tasks: flag(true, "0 leaves the tasks out"),
+          events: flag(true, "0 leaves the events out"),
+        }),
+        response: { 200: json(jobSchema, "the job"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await ports.read.readJob(id);
+      const events = request.query.events ? await store.events(id) : null;
+      return jobView(job, events, request.query.tasks);
+    },
+  );
+
+  api.delete(
+    "/api/v1/jobs/:id",
+    {
+      schema: {
+        summary: "Remove an ended job with its files and checkpoints",
+        params: jobParams,
+        response: { 200: json(removedSchema, "removed"), ...errors(401, 403, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      await ports.jobs.remove(id);
+      await blobs.deletePrefix(jobPrefix(id));
+      return { id, removed: true as const };
+    },
+  );
+
+  const controls: [string, string, (id: string, by: string) => Promise<JobEntry>][] = [
+    [
+      "cancel",
+      "Cancel a job: pending tasks never start, running attempts are stopped",
+      (id, by) => ports.jobs.cancel(id, by),
+    ],
+    [
+      "hold",
+      "Hold a job: it does not start; running attempts stop (preempted, reason held)",
+      (id, by) => ports.jobs.hold(id, by),
+    ],
+    ["release", "Release a held job", (id, by) => ports.jobs.release(id, by)],
+  ];
+  for (const [action, summary, control] of controls) {
+    api.post(
+      `/api/v1/jobs/:id/${action}`,
+      {
+        schema: {
+          summary,
+          params: jobParams,
+          body: emptyBody,
+          response: {
+            200: json(jobSchema, "the job, without its tasks"),
+            ...errors(400, 401, 403, 404, 409),
+          },
+        },
+      },
+      async (request) =>
+        jobView(
+          await control(request.params.id, actorOf(request)),
+          await store.events(request.params.id),
+          false,
+        ),
+    );
+  }
+
+  api.post(
+    "/api/v1/jobs/:id/migrate",
+    {
+      schema: {
+        summary: "Move a running job to another host (or the one named), resuming from its checkpoint",
+        params: jobParams,
+        body: migrateBody,
+        response: {
+          200: json(jobSchema, "the job, without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await ports.jobs.migrate(id, request.body?.to ?? null, actorOf(request));
+      return jobView(job, await store.events(id), false);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/tasks/:task",
+    {
+      schema: {
+        summary: "One task with its attempts (without the whole job: for big arrays)",
+        params: taskParams,
+        response: { 200: json(taskSchema, "the task"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id, task } = request.params;
+      const job = await ports.read.readJob(id);
+      const record = job.tasks[task];
+      if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
+      return taskView(job, record);
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/task-states",
+    {
+      schema: {
+        summary:
+          "Every task's state as one letter, in index order: the compact form of a big array's tasks (100,000 tasks in 100 kB)",
+        params: jobParams,
+        response: { 200: json(taskStatesSchema, "the states"), ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const job = await ports.read.readJob(request.params.id);
+      const letters = new Array<string>(job.tasks.length);
+      for (let i = 0; i < job.tasks.length; i++) letters[i] = TASK_STATE_LETTERS[job.tasks[i].state];
+      return { count: job.tasks.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/logs",
+    {
+      schema: {
+        summary: "stdout or stderr of a task's latest attempt (or the one named), followed with follow=1",
+        params: jobParams,
+        querystring: logQuery,
+        response: {
+          200: { description: "the log's bytes", content: { "text/plain": { schema: fileBytes } } },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { task, stream, follow, attempt, rank } = request.query;
+      const job = await ports.read.readJob(id);
+      if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
+      if (rank >= nodesOf(job.record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
+      reply.header("content-type", "text/plain; charset=utf-8");
+      return Readable.from(followLog(blobs, job, { task, stream, rank }, follow, attempt ?? null, request));
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/outputs",
+    {
+      schema: {
+        summary: "The committed output files of each task",
+        params: jobParams,
+        response: { 200: json(z.array(outputFileSchema), "the files, task by task"), ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await ports.read.readJob(id);
+      const files: z.infer<typeof outputFileSchema>[] = [];
+      for (const task of job.tasks) {
+        if (task.resultAttempt === null) continue;
+        const prefix = outputPrefix(id, task.index, task.resultAttempt);
+        for (const blob of await blobs.list(prefix)) {
+          files.push({
+            task: task.index,
+            attempt: task.resultAttempt,
+            path: blob.key.slice(prefix.length + 1),
+            bytes: blob.bytes,
+          });
+        }
+      }
+      return files;
+    },
+  );
+
+  api.get(
+    "/api/v1/jobs/:id/outputs/:task/*",
+    {
+      schema: {
+        summary: "One output file of a task's result",
+        params: taskParams.extend({ "*": filePath }),
+        response: {
+          200: {
+            description: "the file's bytes",
+            content: { "application/octet-stream": { schema: fileBytes } },
+          },
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id, task: index, "*": path } = request.params;
+      const job = await ports.read.readJob(id);
+      const record = job.tasks[index];
+      if (!record || record.resultAttempt === null)
+        throw new NotFoundError(`task ${index} of job ${id} has no result`);
+      const key = outputKey(id, index, record.resultAttempt, path);
+      const info = await blobs.stat(key);
+      if (!info) throw new NotFoundError(`no output ${path} in task ${index} of job ${id}`);
+      reply.header("content-type", "application/octet-stream");
+      reply.header("content-length", info.bytes);
+      return blobs.read(key);
+    },
+  );
+}
+
+/**
+ * The list's order: job ids are numbers given out in increasing order, compared as numbers (any
+ * other id after them, as text), so that `after` needs no lookup and still works once the job it
+ * names is gone.
+ */
+function compareJobIds(a: string, b: string): number {
+  const numeric = /^\d+$/;
+  const aNumber = numeric.test(a);
+  const bNumber = numeric.test(b);
+  if (aNumber && bNumber) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  if (aNumber !== bNumber) return aNumber ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Index of the first job whose id comes after `after` (binary search over the sorted list). */
+function firstAfter(jobs: readonly JobHeader[], after: string): number {
+  let low = 0;
+  let high = jobs.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareJobIds(jobs[middle].id, after) <= 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * A new job's owner: the user of the token that submits it (the start admin token's is `admin`).
+ * An admin may submit on another user's behalf by naming them in `x-steward-user` (the API only;
+ * the CLI sends no such header); any other role's header is ignored.
+ */
+function ownerOf(request: FastifyRequest): string {
+  const principal = request.principal ?? START_ADMIN;
+  if (principal.role !== "admin") return principal.user;
+  const header = request.headers["x-steward-user"];
+  const user = Array.isArray(header) ? header[0] : header;
+  return user && USER_NAME.test(user) ? user : principal.user;
+}
+
+/** A new job's owner, and whose jobs its dependsOn may name. */
+interface Submitter {
+  owner: string;
+  /** A user's dependencies are their own jobs only (another's is answered as no job); null for an admin's. */
+  dependencyOwner: string | null;
+}
+
+function submitterOf(request: FastifyRequest): Submitter {
+  const principal = request.principal ?? START_ADMIN;
+  return { owner: ownerOf(request), dependencyOwner: principal.role === "admin" ? null : principal.user };
+}
+
+/** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */
+function submitKeyOf(request: FastifyRequest): string | null {
+  const header = request.headers["idempotency-key"];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined) return null;
+  if (!/^[\w-]{1,128}$/.test(key)) {
+    throw new InvalidRequestError("Idempotency-Key", "must be 1 to 128 letters, digits, - or _");
+  }
+  return key;
+}
+
+async function submitJson(
+  body: unknown,
+  ports: ApiPorts,
+  { owner, dependencyOwner }: Submitter,
+  key: string | null,
+): Promise<JobEntry> {
+  const spec = validateJobSpec(body);
+  if (spec.inputs.length > 0) {
+    throw new InvalidRequestError(
+      "inputs[0]",
+      `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
+    );
+  }
+  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async () => ({ spec, inputs: [] }));
+}
+
+/**
+ * The multipart `job` field as data: JSON, or else YAML (the job file's text as on disk, which a
+ * client without a YAML parser sends as it is).
+ */
+function parseJobField(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    try {
+      return parseJobFileText(text);
+    } catch (error) {
+      // "job: not valid YAML or JSON: ..."
+      throw new InvalidRequestError("job", error instanceof JobFileError ? error.message : String(error));
+    }
+  }
+}
+
+/**
+ * Multipart: a field `job` (the job file as JSON or YAML) first, then one file part per input,
+ * named by its path.
+ */
+async function submitMultipart(
+  request: FastifyRequest,
+  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
+  { owner, dependencyOwner }: Submitter,
+  key: string | null,
+) {
+  let id: string | null = null;
+  let received = false;
+  try {
+    const job = await ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async (newId) => {
+      received = true;
+      let spec: JobSpec | null = null;
+      const stored = new Set<string>();
+      for await (const part of multipartParts(request)) {
+        if (part.type === "field") {
+          if (part.fieldname !== "job") continue;
+          if (part.valueTruncated) throw jobFileTooLarge();
+          spec = validateJobSpec(parseJobField(String(part.value)));
+          id = await newId();
+          continue;
+        }
+        if (!spec || !id) {
+          part.file.resume();
+          throw new InvalidRequestError("job", "the job field must come before the input files");
+        }
+        const path = part.fieldname;
+        if (!spec.inputs.includes(path)) {
+          part.file.resume();
+          throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
+        }
+        try {
+          await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
+        } catch (error) {
+          throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
+        }
+        stored.add(path);
+      }
+      if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
+      const missing = spec.inputs.findIndex((path) => !stored.has(path));
+      if (missing >= 0) {
+        throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
+      }
+      return { spec, inputs: [...spec.inputs], id };
+    });
+    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
+    if (!received)
+      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
+    return job;
+  } catch (error) {
+    if (id) await blobs.deletePrefix(jobPrefix(id));
+    throw error;
+  }
+}
+
+/**
+ * Why an input's upload failed: too large (413), a body cut short or malformed (400, the request's
+ * fault: the file's stream failed, before or while it was read), or else the blob store's (500).
+ */
+function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
+  if (error instanceof UploadTooLargeError) return error;
+  const broken = file.errored;
+  // The parser's own size limit (the same number) says so with a 413 of its own.
+  if ((broken as { statusCode?: number } | null)?.statusCode === 413)
+    return uploadTooLarge(what, maxUploadBytes);
+  if (broken) return malformedMultipart(broken);
+  if (file.destroyed && !file.readableEnded) return malformedMultipart(error);
+  return error as Error;
+}
+
+/** A multipart body the parser could not read: a 400 that says so. */
+function malformedMultipart(error: unknown): InvalidRequestError {
+  return new InvalidRequestError("body", `malformed multipart body: ${(error as Error).message}`);
+}
+
+/** The request's parts; a body the parser cannot read is the request's fault (400), not the server's. */
+async function* multipartParts(request: FastifyRequest) {
+  const iterator = request.parts()[Symbol.asyncIterator]();
+  for (;;) {
+    let next: Awaited<ReturnType<typeof iterator.next>>;
+    try {
+      next = await iterator.next();
+    } catch (error) {
+      // Limits (file count, size) come with their own 4xx status: those pass as they are.
+      if ((error as { statusCode?: number }).statusCode) throw error;
+      throw malformedMultipart(error);
+    }
+    if (next.done) return;
+    yield next.value;
+  }
+}
+
+/** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
+async function* followLog(
+  blobs: BlobStore,
+  job: JobEntry,
+  { task: taskIndex, stream, rank }: { task: number; stream: "stdout" | "stderr"; rank: number },
+  follow: boolean,
+  wanted: number | null,
+  request: FastifyRequest,
+): AsyncGenerator<Buffer> {
+  let offset = 0;
+  let closed = false;
+  request.raw.on("close", () => {
+    closed = true;
+  });
+  for (;;) {
+    const attempt = wanted === null ? job.latestAttempt(taskIndex) : job.attempt(taskIndex, wanted);
+    if (!attempt) {
+      if (!follow || closed || job.tasks[taskIndex].state !== "pending") return;
+      await sleep(LOG_POLL_MS);
+      continue;
+    }
+    const ended = attempt.state === "ended";
+    const key = logKey(job.id, taskIndex, attempt.number, stream, rank);
+    const info = await blobs.stat(key);
+    if (info && info.bytes > offset) {
+      for await (const chunk of blobs.read(key, offset)) {
+        offset += (chunk as Buffer).length;
+        yield chunk as Buffer;
+      }
+    }
+    // The agent sends the last bytes before it reports the end, so once ended the log is complete.
+    if (!follow || closed || ended) return;
+    await sleep(LOG_POLL_MS);
+  }
+}

@@ -1,0 +1,112 @@
+// The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
+// answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
+
+import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
+import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
+import type { HostListing } from "../state/cluster-state.ts";
+import type { JobEntry } from "../state/job-entry.ts";
+import { headerOf, type JobHeader } from "../state/job-header.ts";
+import type { AccountingRow, Attempt, Event, Host, Job, JobSummary, Task, Usage } from "./schemas.ts";
+
+function iso(ms: number): string;
+function iso(ms: number | null): string | null;
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+export function attemptView(attempt: AttemptRecord): Attempt {
+  return {
+    number: attempt.number,
+    host: attempt.host,
+    state: attempt.state,
+    outcome: attempt.outcome,
+    reason: attempt.reason,
+    exitCode: attempt.exitCode,
+    restarted: attempt.restarted,
+    startedAt: iso(attempt.startedAt),
+    endedAt: iso(attempt.endedAt),
+    usage: usageView(attempt.usage, attempt.exitCode),
+    placement: attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }],
+    memoryMb: attempt.memoryMb ?? null,
+  };
+}
+
+/** An attempt's usage as the API shows it: with the signal that ended its job, if one did. */
+function usageView(usage: AttemptUsage | null, exitCode: number | null): Usage | null {
+  if (usage === null) return null;
+  const { userSeconds, systemSeconds, peakMemoryMb, wallSeconds } = usage;
+  return { userSeconds, systemSeconds, peakMemoryMb, wallSeconds, signal: exitSignal(exitCode) };
+}
+
+export function accountingRowView(row: AccountingRecord): AccountingRow {
+  return {
+    job: row.jobId,
+    name: row.jobName,
+    owner: row.owner,
+    task: row.taskIndex,
+    attempt: row.number,
+    host: row.host,
+    outcome: row.outcome,
+    exitCode: row.exitCode,
+    signal: exitSignal(row.exitCode),
+    startedAt: iso(row.startedAt),
+    endedAt: iso(row.endedAt),
+    usage: usageView(row.usage, row.exitCode),
+  };
+}
+
+export function taskView(job: JobEntry, task: TaskRecord): Task {
+  const progress = task.state === "running" ? job.progress.get(task.index) : undefined;
+  return {
+    index: task.index,
+    state: task.state,
+    progress: progress ? { fraction: progress.fraction, at: iso(progress.at) } : null,
+    attempts: (job.attempts.get(task.index) ?? []).map(attemptView),
+    checkpoint: task.checkpoint
+      ? { generation: task.checkpoint.generation, bytes: task.checkpoint.bytes, at: iso(task.checkpoint.at) }
+      : null,
+  };
+}
+
+export function jobSummaryView(job: JobHeader): JobSummary {
+  return {
+    id: job.id,
+    name: job.name,
+    owner: job.owner,
+    state: job.state,
+    priority: job.priority,
+    createdAt: iso(job.createdAt),
+    endedAt: iso(job.endedAt),
+    taskCount: job.taskCount,
+    counts: { ...job.counts },
+  };
+}
+
+export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
+  return {
+    ...jobSummaryView(headerOf(job)),
+    spec: job.record.spec,
+    ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
+    ...(events ? { events: events.map(eventView) } : {}),
+  };
+}
+
+export function eventView(event: EventRecord): Event {
+  return { id: event.id, at: iso(event.at), kind: event.kind, data: event.data, message: event.message };
+}
+
+export function hostView(host: HostListing): Host {
+  return {
+    name: host.name,
+    pool: host.pool,
+    state: host.state,
+    connected: host.connected,
+    slots: host.slots,
+    slotsFree: host.slotsFree,
+    liveAttempts: host.liveAttempts,
+    labels: host.labels,
+    facts: host.facts,
+    lastSeen: iso(host.lastSeen),
+    endsAt: host.endsAt === null ? null : iso(host.endsAt),
+  };
+}

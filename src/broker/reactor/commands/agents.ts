@@ -1,0 +1,54 @@
+// What an agent reports, one command each: it resolves once the report's changes are durable, and
+// only then is the report acknowledged.
+
+import { newTokenOf } from "../../../common/model/tokens.ts";
+import type { EndedEvent, HelloMessage } from "../../../common/protocol/messages.ts";
+import { ConflictError } from "../errors.ts";
+import { type AttemptRef, attachHost, attemptEnded, attemptStarted } from "../handlers/agent-reports.ts";
+import { issueHostCredential } from "../handlers/tokens.ts";
+import type { CommandContext } from "./context.ts";
+
+export function agentCommands({ reactor }: CommandContext) {
+  return {
+    /**
+     * An agent said hello. Returns the attempts it must kill (no longer live) and, when it joined
+     * with a join token (`credential` given), the text of the host credential it gets, durable
+     * before it is answered.
+     */
+    async attachHost(
+      message: HelloMessage,
+      credential?: { parent: string | null },
+    ): Promise<{ kill: AttemptRef[]; credential?: string }> {
+      const token = credential ? newTokenOf("host") : undefined;
+      const kill = await reactor.run((step) => {
+        if (credential && token)
+          issueHostCredential(step, message.name, message.pool, credential.parent, token);
+        // Let in by its credential, which was revoked (the host removed) before this step ran: the
+        // agent says hello again and is refused then.
+        else if (message.credential && !step.state.tokens.credentialOf(message.name, step.now))
+          throw new ConflictError(`the host credential of ${message.name} was revoked meanwhile`);
+        return attachHost(step, message);
+      });
+      return { kill, credential: token?.text };
+    },
+
+    attemptStarted(
+      hostName: string,
+      jobId: string,
+      taskIndex: number,
+      attempt: number,
+      coordinatorPort?: number,
+      rank?: number,
+    ): Promise<void> {
+      return reactor.run((step) =>
+        attemptStarted(step, hostName, { jobId, taskIndex, attempt, rank }, coordinatorPort),
+      );
+    },
+
+    attemptEnded(hostName: string, report: EndedEvent): Promise<void> {
+      return reactor.run((step) => attemptEnded(step, hostName, report));
+    },
+  };
+}
+
+export type AgentCommands = ReturnType<typeof agentCommands>;

@@ -1,0 +1,90 @@
+// The user's requests on jobs, one command each: each runs one handler in the reactor and resolves
+// once its changes are durable.
+
+import type { JobSpec } from "../../../common/model/job-spec.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import { ConflictError } from "../errors.ts";
+import { cancelJob, holdJob, migrateJob, releaseJob, removeJob } from "../handlers/control.ts";
+import { submitJob } from "../handlers/submit.ts";
+import type { IdBlock } from "../id-block.ts";
+import type { CommandContext } from "./context.ts";
+
+/** Who submits: the owner, the client's Idempotency-Key (or null), whose jobs `dependsOn` may name. */
+export interface Submission {
+  owner: string;
+  submitKey: string | null;
+  /** The one owner whose jobs `dependsOn` may name (null: any). */
+  dependencyOwner: string | null;
+}
+
+/** A submitted job as received: its file, its input files already stored, the id they are stored under. */
+export interface ReceivedJob {
+  spec: JobSpec;
+  inputs: string[];
+  id?: string;
+}
+
+/**
+ * Receives a new job's file (and stores its inputs); `newId` hands out the job's id, for a request
+ * whose inputs are stored under it before the job is made.
+ */
+export type ReceiveJob = (newId: () => Promise<string>) => Promise<ReceivedJob>;
+
+export function jobCommands(context: CommandContext, jobIds: IdBlock) {
+  const { reactor, committer, read } = context;
+  const newId = async () => String(await jobIds.next());
+  return {
+    /**
+     * Creates a job; resolves once it is durable. A submit with a key an earlier one of the owner
+     * used answers the job that one made, once that is durable too, and `receive` is not called
+     * (its request is read past). The key is looked up here, once; the handler only answers the
+     * job a submit with the same key made meanwhile (both in flight at once) instead of a second.
+     */
+    async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
+      const { owner, submitKey, dependencyOwner } = submission;
+      const known = submitKey === null ? undefined : await read.findSubmission(owner, submitKey);
+      if (known) {
+        await committer.flush();
+        return known;
+      }
+      const { spec, inputs, id = await newId() } = await receive(newId);
+      const job = await reactor.run((step) =>
+        submitJob(step, { id, spec, owner, inputs, submitKey, dependencyOwner }),
+      );
+      if (job.id !== id) await committer.flush();
+      return job;
+    },
+
+    /** Cancels a job; one that has ended is answered as it is. */
+    cancel(id: string, by?: string): Promise<JobEntry> {
+      if (read.retired(id)) return read.readJob(id);
+      return reactor.run((step) => cancelJob(step, id, by));
+    },
+
+    /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */
+    async hold(id: string, by?: string): Promise<JobEntry> {
+      const ended = read.retired(id) ? read.header(id) : undefined;
+      if (ended) throw new ConflictError(`job ${id} is ${ended.state}`);
+      return reactor.run((step) => holdJob(step, id, by));
+    },
+
+    /** Releases a held job; one that has ended is answered as it is. */
+    release(id: string, by?: string): Promise<JobEntry> {
+      if (read.retired(id)) return read.readJob(id);
+      return reactor.run((step) => releaseJob(step, id, by));
+    },
+
+    /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
+    async migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
+      if (read.retired(id)) throw new ConflictError(`job ${id} has no running attempt to migrate`);
+      return reactor.run((step) => migrateJob(step, id, to, by));
+    },
+
+    /** Removes a job that has ended, with its records. */
+    remove(id: string): Promise<void> {
+      return reactor.run((step) => removeJob(step, id));
+    },
+  };
+}
+
+export type JobCommands = ReturnType<typeof jobCommands>;

@@ -1,0 +1,159 @@
+// What users ask of jobs and hosts: cancel, hold, release, migrate, drain, remove. Stops go
+// through the one plan applier (apply-plan.ts), as the scheduler's do.
+
+import type { HostRecord, StopIntent } from "../../../common/model/records.ts";
+import type { StopEntry } from "../../scheduler/view.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import { ConflictError, NotFoundError } from "../errors.ts";
+import type { Step } from "../step.ts";
+import { applyStops } from "./apply-plan.ts";
+import { endOnHost } from "./gangs.ts";
+import { refreshJobState } from "./job-state.ts";
+
+export function findJob(step: Step, id: string): JobEntry {
+  const job = step.state.jobs.get(id);
+  if (!job) throw new NotFoundError(`no job ${id}`);
+  return job;
+}
+
+function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boolean): StopEntry[] {
+  const stops: StopEntry[] = [];
+  for (const attempt of job.allLiveAttempts()) {
+    if (attempt.state !== "starting" && attempt.state !== "running") continue;
+    if (skip?.(attempt.host)) continue;
+    stops.push({ jobId: job.id, taskIndex: attempt.taskIndex, attempt: attempt.number, intent });
+  }
+  return stops;
+}
+
+export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
+  const job = findJob(step, id);
+  if (job.isEnded()) return job;
+  const dirty = job.tasks.filter(
+    (task) => task.state === "pending" || task.state === "waiting" || task.state === "held",
+  );
+  if (dirty.length) step.write.updateTasks(job, dirty, { state: "cancelled" });
+  step.write.updateJob(job, { cancelRequested: true });
+  step.event(job, { kind: "cancel", data: { by } });
+  applyStops(step, stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }));
+  refreshJobState(step, job);
+  return job;
+}
+
+/** Holds a job: pending tasks do not start; running attempts stop (ended `preempted`, reason `held`). */
+export function holdJob(step: Step, id: string, by = "user"): JobEntry {
+  const job = findJob(step, id);
+  if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
+  if (job.record.held) return job;
+  step.write.updateJob(job, { held: true });
+  step.event(job, { kind: "hold", data: { by } });
+  applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
+  refreshJobState(step, job);
+  return job;
+}
+
+export function releaseJob(step: Step, id: string, by = "user"): JobEntry {
+  const job = findJob(step, id);
+  if (!job.record.held) return job;
+  step.write.updateJob(job, { held: false });
+  step.event(job, { kind: "release", data: { by } });
+  refreshJobState(step, job);
+  step.state.queue.add(job);
+  step.schedule = true;
+  return job;
+}
+
+/**
+ * Stops the job's running attempts with a checkpoint; their tasks restart on another host (or on
+ * `to`). The target is recorded on the task with the stop, so a server restart keeps it.
+ */
+export function migrateJob(step: Step, id: string, to: string | null, by = "user"): JobEntry {
+  const job = findJob(step, id);
+  if (to !== null) {
+    const host = step.state.hosts.get(to);
+    if (!host) throw new NotFoundError(`no host ${to}`);
+    if (host.record.state !== "ready" || !host.connected) {
+      throw new ConflictError(`host ${to} is ${host.connected ? host.record.state : "not connected"}`);
+    }
+  }
+  const where = to ? `to ${to}` : "to another host";
+  const stops = stopsOf(
+    job,
+    { outcome: "migrated", reason: `migrating ${where}` },
+    (host) => host === to,
+  ).map((stop) => ({ ...stop, migrateTo: { to } }));
+  if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
+  applyStops(step, stops);
+  step.event(job, { kind: "migrate", data: { to, by } });
+  return job;
+}
+
+export function drainHost(step: Step, name: string): HostRecord {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.record.state === "ready") step.write.setHostState(host, "draining");
+  return host.record;
+}
+
+/** A draining host takes work again; a ready one is answered as it is; a lost one cannot be. */
+export function undrainHost(step: Step, name: string): HostRecord {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.record.state === "lost")
+    throw new ConflictError(
+      `host ${name} is lost: it takes work again when its agent comes back (or remove it: steward hosts rm ${name})`,
+    );
+  if (host.record.state === "draining") {
+    step.write.setHostState(host, "ready");
+    step.schedule = true;
+  }
+  return host.record;
+}
+
+/**
+ * Forgets a host whose agent is not attached (lost, or disconnected): its attempts still counted
+ * live end as lost (their tasks are placed elsewhere), and its host credentials are revoked, so
+ * its agent must join again with a join token. Answers the ids of the credentials revoked.
+ */
+export function removeHost(step: Step, name: string, by = "user"): string[] {
+  const host = step.state.hosts.get(name);
+  if (!host) throw new NotFoundError(`no host ${name}`);
+  if (host.connected) throw new ConflictError(`host ${name} is connected: drain it and stop its agent first`);
+  for (const live of [...host.active.values()])
+    endOnHost(step, live, name, {
+      outcome: "lost",
+      exitCode: null,
+      reason: `host ${name} removed by ${by}`,
+      cause: "host",
+    });
+  step.write.removeHost(name);
+  const revoked: string[] = [];
+  for (const credential of step.state.tokens.credentialsOf(name))
+    if (credential.revokedAt === null) {
+      step.write.revokeToken(credential);
+      revoked.push(credential.id);
+    }
+  step.schedule = true;
+  return revoked;
+}
+
+/** Removes a host that is gone for good (a pilot that left), if disconnected and running nothing. */
+export function forgetHost(step: Step, name: string): void {
+  const host = step.state.hosts.get(name);
+  if (!host || host.connected || host.active.size > 0) return;
+  step.write.removeHost(name);
+  // Its name may be taken again by a new agent with a join token.
+  const credential = step.state.tokens.credentialOf(name, step.now);
+  if (credential) step.write.revokeToken(credential);
+}
+
+export function removeJob(step: Step, id: string): void {
+  // An ended job that has left memory: its header goes, the store removes the rest.
+  if (!step.state.jobs.has(id) && step.state.ended.has(id)) {
+    step.write.removeJob(id);
+    return;
+  }
+  const job = findJob(step, id);
+  if (!job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}: cancel it first`);
+  step.write.removeJob(id);
+}

@@ -1,0 +1,170 @@
+// The read model: what the API, the agents' routes and the pools ask of the cluster, answered from
+// the reactor's state (and, for a job that ended and left memory, from the store). Nothing here
+// changes the state; the commands (reactor/commands/) do, each through one handler.
+
+import type { JobState } from "../../common/model/states.ts";
+import { explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
+import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
+import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
+import { headerOf, type JobHeader } from "../state/job-header.ts";
+import { restartManifest } from "../state/task-checkpoints.ts";
+import type { TokenRegistry } from "../state/token-registry.ts";
+import type { Store } from "../store/store.ts";
+import { NotFoundError } from "./errors.ts";
+import type { Reactor } from "./reactor.ts";
+
+export class ReadModel {
+  readonly #reactor: Reactor;
+  readonly #store: Store;
+
+  constructor(reactor: Reactor, store: Store) {
+    this.#reactor = reactor;
+    this.#store = store;
+  }
+
+  /** The state as it is now (recovery replaces it, so it is read at each call). */
+  get #state(): ClusterState {
+    return this.#reactor.state;
+  }
+
+  /** The reactor's clock. */
+  now(): number {
+    return this.#reactor.now();
+  }
+
+  /** Events and progress as they are committed (the event stream). */
+  get events(): Reactor["events"] {
+    return this.#reactor.events;
+  }
+
+  /** What the pools read: the hosts and the queue. */
+  get cluster(): Pick<ClusterState, "hosts" | "queue"> {
+    return this.#state;
+  }
+
+  /** The job of that id if it is in memory (live, or ended and not yet retired), or undefined. */
+  findJob(id: string): JobEntry | undefined {
+    return this.#state.jobs.get(id);
+  }
+
+  /** A job in memory (the agents' routes: only a live job's attempts move files). */
+  job(id: string): JobEntry {
+    const job = this.#state.jobs.get(id);
+    if (!job) throw new NotFoundError(`no job ${id}`);
+    return job;
+  }
+
+  /** Any job with its tasks and attempts: from memory, or from the store once it has ended and left. */
+  async readJob(id: string): Promise<JobEntry> {
+    const job = this.#state.jobs.get(id);
+    if (job) return job;
+    const stored = this.#state.ended.has(id) ? await this.#store.loadJob(id) : null;
+    if (!stored) throw new NotFoundError(`no job ${id}`);
+    return entryOfStored(stored);
+  }
+
+  /** Whether the job ended and left memory (only its header is here). */
+  retired(id: string): boolean {
+    return !this.#state.jobs.has(id) && this.#state.ended.has(id);
+  }
+
+  /** A job's header (the line `ps` prints), live or ended; undefined when there is no such job. */
+  header(id: string): JobHeader | undefined {
+    return this.#state.header(id);
+  }
+
+  /** A job's owner, live or ended. */
+  jobOwner(id: string): string | undefined {
+    return this.#state.jobOwner(id);
+  }
+
+  /** The tokens this server gave out (API tokens, join tokens, host credentials). */
+  get tokens(): TokenRegistry {
+    return this.#state.tokens;
+  }
+
+  /**
+   * Every job's header: those in memory, then those that ended and left it. Without `withRetired`,
+   * only those in memory (every job not ended is: a listing of those does not walk the history).
+   */
+  listJobs(withRetired = true): JobHeader[] {
+    const headers: JobHeader[] = [];
+    for (const job of this.#state.jobs.values()) headers.push(headerOf(job));
+    if (withRetired) for (const header of this.#state.ended.values()) headers.push(header);
+    return headers;
+  }
+
+  /** How many jobs there are in each state, the retired ones counted from their columns. */
+  jobCountsByState(): Map<JobState, number> {
+    const counts = this.#state.ended.countByState();
+    for (const job of this.#state.jobs.values())
+      counts.set(job.record.state, (counts.get(job.record.state) ?? 0) + 1);
+    return counts;
+  }
+
+  listHosts(): HostListing[] {
+    return this.#state.hostList();
+  }
+
+  /** A host as the API shows it: its record, free slots, whether attached, its live attempts. */
+  hostOf(name: string): HostListing | undefined {
+    return this.#state.hostList().find((host) => host.name === name);
+  }
+
+  /** Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts). */
+  async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
+    const job = await this.readJob(id);
+    return explainJob(this.#state, job, this.#reactor.now(), this.#reactor.options.policy, viewer);
+  }
+
+  /**
+   * The ranks `host` runs of an attempt in memory (live or ended): none when the attempt is
+   * unknown or placed elsewhere. What a host may write of an attempt (outputs, logs, checkpoints).
+   */
+  ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[] {
+    return attemptRanksOn(this.#state, host, jobId, taskIndex, number);
+  }
+
+  /** The ranks `host` runs of a job's live attempts (of one task, if given): what it may read of the job. */
+  liveRanksOn(host: string, jobId: string, taskIndex?: number): number[] {
+    return liveRanksOn(this.#state, host, jobId, taskIndex);
+  }
+
+  /** Whether an attempt is live (fencing by attempt identity): only a live attempt may upload or commit. */
+  isCurrent(jobId: string, taskIndex: number, number: number): boolean {
+    return this.#state.liveAttempt(jobId, taskIndex, number) !== undefined;
+  }
+
+  /**
+   * Whether a live attempt may upload outputs: not once its task has a result, which a replica that
+   * won the race gave it (guarantee 4: the losers' outputs are never stored, let alone committed).
+   */
+  acceptsOutputs(jobId: string, taskIndex: number, number: number): boolean {
+    const live = this.#state.liveAttempt(jobId, taskIndex, number);
+    return live !== undefined && live.job.tasks[taskIndex]?.state === "running";
+  }
+
+  /** Of these checkpoint objects of a task, those this server does not know as stored. */
+  unknownCheckpointObjects(jobId: string, taskIndex: number, shas: readonly string[]): string[] {
+    const stored = this.job(jobId).checkpointsOf(taskIndex).storedObjects();
+    return shas.filter((sha) => !stored.has(sha));
+  }
+
+  /** The manifest a restarted attempt of the task gets (a multi-node job's: the rank's), or null. */
+  restartManifest(jobId: string, taskIndex: number, rank?: number): ReturnType<typeof restartManifest> {
+    return restartManifest(this.job(jobId), taskIndex, rank);
+  }
+
+  /** The job an earlier submit with this owner's key made, if any (one that ended is read from the store). */
+  async findSubmission(owner: string, submitKey: string): Promise<JobEntry | undefined> {
+    const live = this.#state.submissions.get(submissionKey(owner, submitKey));
+    if (live) return live;
+    const id = await this.#store.findSubmission(owner, submitKey);
+    if (id === null) return undefined;
+    return this.readJob(id).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    });
+  }
+}

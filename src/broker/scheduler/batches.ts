@@ -1,0 +1,51 @@
+// Batches: tasks that ask for the same resources under the same requirements are alike for
+// placement, so once one of them fits nowhere in a pass, none of the others is tried again in it
+// (capacity only shrinks during a pass). This is what keeps a 100,000-task array that fits nowhere
+// from being walked task by task on every pass.
+
+import type { CompiledExpression } from "../../common/model/cel.ts";
+import type { JobView } from "./view.ts";
+
+/** Expressions without their text (built by hand) are alike only to themselves. */
+const anonymous = new WeakMap<CompiledExpression, string>();
+let anonymousCount = 0;
+
+function expressionKey(expression: CompiledExpression | null): string {
+  if (!expression) return "";
+  if (expression.source !== undefined) return `=${expression.source}`;
+  let key = anonymous.get(expression);
+  if (!key) {
+    key = `#${++anonymousCount}`;
+    anonymous.set(expression, key);
+  }
+  return key;
+}
+
+/**
+ * What makes two tasks alike for placement: resources, requirements, and what pilots' walltimes
+ * hold against them (expected length, checkpoints); not rank, which only orders.
+ */
+export function batchKey(
+  job: Pick<
+    JobView,
+    "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "expectedSeconds" | "checkpoints"
+  >,
+): string {
+  const walltime = `${job.expectedSeconds ?? ""}\u0000${job.checkpoints ? 1 : 0}`;
+  const countable =
+    job.gpus || job.custom ? `\u0000${job.gpus ?? 0}\u0000${JSON.stringify(job.custom ?? {})}` : "";
+  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}`;
+}
+
+/** The batch keys that found no room in this pass. */
+export class ExhaustedBatches {
+  readonly #keys = new Set<string>();
+
+  has(key: string): boolean {
+    return this.#keys.has(key);
+  }
+
+  add(key: string): void {
+    this.#keys.add(key);
+  }
+}

@@ -1,0 +1,71 @@
+// Feasibility: may this host run this job at all, before counting free capacity? Each stage
+// answers with a reason the host is ruled out, or null; the first reason wins. New rules are new
+// stages here (explain reports them host by host through the same list).
+
+import { evaluateRequirement } from "../../../common/model/cel.ts";
+import type { HostView, JobView } from "../view.ts";
+import { walltimeInfeasibility } from "../walltime.ts";
+
+export type FeasibilityJob = Pick<
+  JobView,
+  "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "expectedSeconds" | "checkpoints"
+>;
+export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
+
+export const hostIsReady: FeasibilityStage = (_job, host) =>
+  host.state === "ready" ? null : `host is ${host.state}`;
+
+export const agentIsConnected: FeasibilityStage = (_job, host) =>
+  host.connected ? null : "host agent is not connected";
+
+export const enoughSlots: FeasibilityStage = (job, host) =>
+  job.cpus > host.slots ? `job needs ${job.cpus} cpus, host has ${host.slots} slots` : null;
+
+export const enoughMemory: FeasibilityStage = (job, host) =>
+  job.memoryMb > host.facts.memoryMb
+    ? `job needs ${job.memoryMb} MB, host has ${host.facts.memoryMb} MB`
+    : null;
+
+/** GPUs and countable resources: the host must declare at least what one task takes. */
+export const enoughCountable: FeasibilityStage = (job, host) => {
+  const gpus = job.gpus ?? 0;
+  const declared = host.facts.gpus?.length ?? 0;
+  if (gpus > declared) return `job needs ${gpus} ${gpus === 1 ? "gpu" : "gpus"}, host has ${declared}`;
+  for (const [name, units] of Object.entries(job.custom ?? {})) {
+    const has = host.facts.resources?.[name] ?? 0;
+    if (units > has) return `job needs ${units} ${name}, host has ${has}`;
+  }
+  return null;
+};
+
+export const requirementsHold: FeasibilityStage = (job, host) => {
+  if (!job.requirements) return null;
+  const result = evaluateRequirement(job.requirements, host.facts);
+  return result.ok ? null : result.reason;
+};
+
+/** A pilot takes only work that ends (or can move) before its walltime (scheduler/walltime.ts). */
+export const fitsBeforeWalltime: FeasibilityStage = (job, host) => walltimeInfeasibility(job, host.walltime);
+
+export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
+  hostIsReady,
+  agentIsConnected,
+  enoughSlots,
+  enoughMemory,
+  enoughCountable,
+  fitsBeforeWalltime,
+  requirementsHold,
+];
+
+/** The first stage's reason to rule the host out, or null when the host is feasible. */
+export function infeasibility(
+  job: FeasibilityJob,
+  host: HostView,
+  stages: readonly FeasibilityStage[] = FEASIBILITY_STAGES,
+): string | null {
+  for (const stage of stages) {
+    const reason = stage(job, host);
+    if (reason !== null) return reason;
+  }
+  return null;
+}

@@ -1,0 +1,172 @@
+// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"); the
+// plan it returns is in plan.ts. The server builds the view; tests build it from tables. No I/O, no clock:
+// `now` is passed in.
+
+import type { CompiledExpression } from "../../common/model/cel.ts";
+import type { JobEvent } from "../../common/model/events.ts";
+import type { HostFacts, StopIntent } from "../../common/model/records.ts";
+import type { HostState } from "../../common/model/states.ts";
+import type { AttemptProgress } from "./estimate.ts";
+import type { OwnerShare } from "./fair-share.ts";
+import type { MetaschedulingPolicy } from "./policy.ts";
+import type { GangNeeds } from "./stages/gang.ts";
+import type { Walltime } from "./walltime.ts";
+
+/** A ready task with a placement rule of its own (a migration names or avoids a host). */
+export interface ConstrainedTask {
+  index: number;
+  allows(host: string): boolean;
+}
+
+export interface JobView {
+  id: string;
+  priority: number;
+  createdAt: number;
+  /** Submission order, to break ties between jobs created in the same millisecond. */
+  seq: number;
+  /** Who submitted the job: owners of one priority take turns by fair share. Absent: one anonymous owner. */
+  owner?: string;
+  cpus: number;
+  memoryMb: number;
+  /** GPUs one task (one rank) takes; absent: none. */
+  gpus?: number;
+  /** Units of countable resources one task (one rank) takes, by name; absent: none. */
+  custom?: Readonly<Record<string, number>>;
+  /** A task's memory when it is not the job's (grown after running out of memory); absent or undefined: the job's. */
+  taskMemoryMb?(taskIndex: number): number | undefined;
+  requirements: CompiledExpression | null;
+  rank: CompiledExpression | null;
+  /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
+  slowHosts?: readonly string[];
+  /** Tasks that may start at `now` with no rule of their own, in the order they should start. */
+  readyTasks(now: number): Iterable<number>;
+  /** Tasks that may start at `now` but only on some hosts; absent means none. */
+  constrainedTasks?(now: number): Iterable<ConstrainedTask>;
+  /** How long a task is expected to run (timeLimitSeconds, else earlier tasks' time), for pilots' walltimes. */
+  expectedSeconds?: number | null;
+  /** Whether the job's tasks checkpoint (one has): it may start on a pilot that ends before it would. */
+  readonly checkpoints?: boolean;
+  /** A multi-node job: its one task's attempt is a gang of ranks on as many hosts (stages/gang.ts); absent: one host. */
+  gang?: Omit<GangNeeds, "cpus" | "memoryMb" | "gpus" | "custom" | "restartPool" | "nodesPerHost"> & {
+    /** Ranks one host may run. */
+    nodesPerHost: number;
+    /** The job's own restart pool; null: the server's (MetaschedulingPolicy.restartPool). */
+    restartPool: string | null;
+  };
+  /** Since when the job's work has waited to start (a gang's reserve time counts from it); absent: createdAt. */
+  readySince?: number;
+  /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */
+  replicas?: number;
+  /** Whether a task with `live` attempts may have one more replica; absent: while live < replicas. */
+  mayReplicate?(taskIndex: number, live: number): boolean;
+}
+
+/** A running task of a job with replicas: where its live attempts run (stages/replicas.ts). */
+export interface RunningTask {
+  job: JobView;
+  taskIndex: number;
+  /** The hosts of its live attempts. */
+  hosts: readonly string[];
+}
+
+/** A live attempt as the scheduler sees it, for preemption and rescheduling. */
+export interface RunningTaskView {
+  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "rank">;
+  taskIndex: number;
+  attempt: number;
+  host: string;
+  /** Already being stopped (its slot is about to free). */
+  stopping: boolean;
+  progress: AttemptProgress;
+  /** Size of the task's last committed checkpoint, or null when it has none. */
+  checkpointBytes: number | null;
+  /** Placed in room a preemption made: not preempted in turn (GrADS). */
+  startedByPreemption: boolean;
+  /** When the rescheduler last moved this task, or null. */
+  lastMovedAt: number | null;
+}
+
+export interface HostView {
+  name: string;
+  state: HostState;
+  /** Whether the agent is connected now: a host that is not reachable gets no new work. */
+  connected: boolean;
+  slots: number;
+  slotsFree: number;
+  /** Memory the host offers for placement, less what placed attempts reserve. */
+  memoryFreeMb: number;
+  /** GPUs its agent declares that no live attempt holds; absent: none. */
+  gpusFree?: number;
+  /** Units of its agent's countable resources that no live attempt holds, by name; absent: none. */
+  customFree?: Record<string, number>;
+  facts: HostFacts;
+  /** A pilot's walltime (scheduler/walltime.ts); absent for hosts without one. */
+  walltime?: Walltime;
+}
+
+/** One owner's queued jobs with ready work, in queue order, read one at a time. */
+export interface OwnerQueue {
+  owner: string;
+  /** The owner's next job, or null when none is left. */
+  peek(): JobView | null;
+  advance(): void;
+}
+
+export interface SchedulerState {
+  now: number;
+  /** Jobs with ready tasks, in queue order (see compareQueueOrder); read as far as a stage needs. */
+  jobs: Iterable<JobView>;
+  /**
+   * The same jobs, each owner's in queue order (state/job-queue.ts keeps them so): a pass reads each
+   * owner's first jobs only. Absent: made from `jobs`.
+   */
+  ownerQueues?: () => OwnerQueue[];
+  hosts: readonly HostView[];
+  /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
+  owners?: ReadonlyMap<string, OwnerShare>;
+  /** The live attempts, asked for only when preemption or rescheduling may act (absent: neither runs). */
+  running?: () => readonly RunningTaskView[];
+  /** Preemption and rescheduling settings; absent fields take the papers' defaults. */
+  policy?: Partial<MetaschedulingPolicy>;
+  /** Running tasks that may be given a replica on an idle slot; absent means none. */
+  replicable?: readonly RunningTask[];
+  /** Room preemptions keep for tasks that have not started yet (plan.ts); absent means none. */
+  reserved?: readonly ReservedRoom[];
+}
+
+/**
+ * Room a preemption keeps on a host for one task (state/room-reservations.ts). The host's
+ * `slotsFree` and `memoryFreeMb` already leave out what is held: only this task may use it.
+ */
+export interface ReservedRoom {
+  job: JobView;
+  taskIndex: number;
+  host: string;
+  /** What the host holds for the task now (nothing more while the stopped task still runs there). */
+  held: { slots: number; memoryMb: number };
+}
+
+/** Stop a live attempt, which then ends with the intent's outcome and reason. */
+export interface StopEntry {
+  jobId: string;
+  taskIndex: number;
+  attempt: number;
+  intent: StopIntent;
+  /** The event that tells why, with the numbers behind the decision (scheduler's stops). */
+  note?: JobEvent;
+  /**
+   * For a migration: where the task's next attempt may go (a named host, or null for anywhere but
+   * the attempt's host). Recorded on the task with the stop (TaskRecord.migration).
+   */
+  migrateTo?: { to: string | null };
+}
+
+/** What a pass tells of its reasons as it goes (explain's dry run); a real pass has none. */
+export interface PassTrace {
+  /** The pass gave up on the job's next task, and why. */
+  unplaced?(job: JobView, why: string): void;
+  /** Preemption looked at the job and stops nothing for it now, and why. */
+  noPreemption?(job: JobView, why: string): void;
+  /** Rescheduling weighed a movable task: the gain it would see on each host that could take it (none: no host fast enough). */
+  rescheduling?(task: RunningTaskView, estimates: { host: string; gain: number }[]): void;
+}

@@ -1,0 +1,239 @@
+// Leader or standby. On SQLite a server leads from its start. On PostgreSQL several servers share
+// the store: the one holding the lease leads (src/broker/store/store.ts, Elections) and runs the core; the
+// others are standby, look at the lease every third of its length, and take the lead, with the
+// next term, once it has run out. A leader that cannot renew its lease in time, or whose commit is
+// refused for an older term, stops its core at once and is standby again: the term fences whatever
+// it still tries to write.
+
+import type { Logger } from "pino";
+import type { ApiPorts } from "../api/ports.ts";
+import { NotLeaderError } from "../reactor/errors.ts";
+import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { BlobStore } from "../store/blobs.ts";
+import { GroupCommitter } from "../store/group-commit.ts";
+import { hasElections, type Store } from "../store/store.ts";
+import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
+import { type AgentLinks, Core } from "./core.ts";
+import { legacyCheckpoints } from "./legacy-checkpoints.ts";
+
+/** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
+export const DEFAULT_LEASE_SECONDS = 2;
+/** A lease is renewed, and a standby looks at it, this many times per lease. */
+const CHECKS_PER_LEASE = 3;
+
+export interface BrokerOptions {
+  store: Store;
+  /** Where checkpoint objects live: the core deletes those it drops there. */
+  blobs: BlobStore;
+  heartbeatSeconds: number;
+  hostTimeoutSeconds: number;
+  leaseSeconds: number;
+  policy?: Partial<MetaschedulingPolicy>;
+  /** `--accounting-days`: how long removed jobs' accounting rows are kept. */
+  accountingDays?: number;
+  log: Logger;
+  /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
+  onDemoted: () => void;
+  /** This server now leads with `core` (the metrics of its work follow it). */
+  onLeading?: (core: Core) => void;
+}
+
+export class Broker {
+  readonly #options: BrokerOptions;
+  #core: Core | null = null;
+  #committer: GroupCommitter | null = null;
+  #links: AgentLinks = { send: () => false, disconnect: () => {} };
+  #url = "";
+  #term = 0;
+  #leader: string | null = null;
+  #renewedAt = 0;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #wake: (() => void) | null = null;
+
+  constructor(options: BrokerOptions) {
+    this.#options = options;
+  }
+
+  get isLeader(): boolean {
+    return this.#core !== null;
+  }
+
+  /** The leader's URL when known (this server's own when it leads). */
+  get leader(): string | null {
+    return this.#core ? this.#url : this.#leader;
+  }
+
+  get term(): number {
+    return this.#term;
+  }
+
+  get commits(): number {
+    return this.#committer?.commits ?? 0;
+  }
+
+  health(): { role: "leader" | "standby"; leader: string | null; term: number } {
+    return { role: this.isLeader ? "leader" : "standby", leader: this.leader, term: this.#term };
+  }
+
+  /** The core, when this server leads. */
+  core(): Core {
+    if (!this.#core) throw new NotLeaderError(this.#leader);
+    return this.#core;
+  }
+
+  setLinks(links: AgentLinks): void {
+    this.#links = links;
+    this.#core?.reactor.setLinks(links);
+  }
+
+  /** Starts leading (SQLite) or takes part in elections (PostgreSQL); the first round is done on return. */
+  async start(url: string): Promise<void> {
+    this.#url = url;
+    const { store } = this.#options;
+    if (!hasElections(store)) {
+      await this.#lead(await store.beginTerm());
+      return;
+    }
+    await this.#electionRound();
+    this.#loop = this.#elections();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+    const { store } = this.#options;
+    const core = this.#core;
+    if (core) {
+      core.stop();
+      await this.#committer?.flush();
+      // A clean stop hands the lead over at once instead of after the lease.
+      if (hasElections(store)) await store.resign(this.#term).catch(() => {});
+    }
+    this.#core = null;
+  }
+
+  async #elections(): Promise<void> {
+    const everyMs = Math.max(100, (this.#options.leaseSeconds * 1000) / CHECKS_PER_LEASE);
+    while (!this.#stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (this.#stopped) return;
+      await this.#electionRound();
+    }
+  }
+
+  async #electionRound(): Promise<void> {
+    const { store, leaseSeconds, log } = this.#options;
+    if (!hasElections(store)) return;
+    try {
+      if (this.#core) {
+        if (await store.renewLease(this.#term, leaseSeconds)) {
+          this.#renewedAt = Date.now();
+        } else {
+          this.demote("another server took the lead");
+        }
+        return;
+      }
+      const info = await store.leadership();
+      this.#term = Math.max(this.#term, info.term);
+      this.#leader = info.leaseValid && info.leader !== this.#url ? info.leader : null;
+      if (this.#leader !== null) return;
+      const term = await store.tryLead(this.#url, leaseSeconds);
+      if (term !== null) await this.#lead(term);
+    } catch (error) {
+      log.warn({ err: error }, "leader election: the store did not answer");
+    } finally {
+      // A leader that could not renew within its lease may have lost it: it stops before anyone else starts.
+      if (this.#core && hasElections(store) && Date.now() - this.#renewedAt >= leaseSeconds * 1000) {
+        this.demote("the lease could not be renewed in time");
+      }
+    }
+  }
+
+  async #lead(term: number): Promise<void> {
+    const { store, blobs, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
+    this.#renewedAt = Date.now();
+    const snapshot = await store.loadLive();
+    const committer = new GroupCommitter(store, term);
+    // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
+    const legacy = await legacyCheckpoints(snapshot, blobs);
+    if (legacy.parts.length > 0) {
+      await committer.push(legacy.parts.map((part) => ({ op: "putCheckpointPart", part })));
+      snapshot.checkpointParts.push(...legacy.parts);
+      log.info({ parts: legacy.parts.length }, "checkpoint manifests of an earlier version recorded");
+    }
+    const core = new Core(committer, {
+      heartbeatSeconds,
+      hostTimeoutSeconds,
+      policy,
+      accountingDays: this.#options.accountingDays,
+      // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
+      onFatal: hasElections(store)
+        ? () => this.demote("a commit was refused: another server leads")
+        : undefined,
+    });
+    core.reactor.setLinks(this.#links);
+    core.reactor.setCheckpointBlobs(checkpointBlobsIn(blobs));
+    core.recover(snapshot);
+    for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
+    core.start();
+    this.#term = term;
+    this.#committer = committer;
+    this.#core = core;
+    this.#leader = this.#url;
+    this.#options.onLeading?.(core);
+    log.info(
+      { term, jobs: snapshot.jobs.length, tasks: snapshot.tasks.length, hosts: snapshot.hosts.length },
+      "leading: recovered from the store",
+    );
+  }
+
+  /** Stops leading at once: the core stops, the agents are let go, requests are sent to the leader. */
+  demote(why: string): void {
+    const core = this.#core;
+    if (!core) return;
+    core.stop();
+    this.#core = null;
+    this.#committer = null;
+    this.#leader = null;
+    this.#options.log.warn({ term: this.#term, why }, "no longer leader: standby");
+    this.#options.onDemoted();
+  }
+}
+
+/** An object whose members are read from `current()` at each use: whichever core leads now. */
+function leading<T extends object>(current: () => T): T {
+  return new Proxy({} as T, {
+    get(_target, property) {
+      const target = current();
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * The core as the gateway sees it: whichever core leads now. A call while standby throws
+ * NotLeaderError (the API answers it with a redirect or 503).
+ */
+export function leadingCore(broker: Broker): Core {
+  return leading(() => broker.core());
+}
+
+/** The API's ports on whichever core leads now (NotLeaderError while standby, as above). */
+export function leadingPorts(broker: Broker): ApiPorts {
+  return {
+    jobs: leading(() => broker.core().jobs),
+    hosts: leading(() => broker.core().hosts),
+    tokens: leading(() => broker.core().tokens),
+    checkpoints: leading(() => broker.core().checkpoints),
+    read: leading(() => broker.core().read),
+  };
+}

@@ -1,0 +1,322 @@
+// The agent gateway: one WebSocket per agent. Reports are applied in the order they arrive and
+// acknowledged only after their commit; logs go straight to the blob store. A connection must say
+// hello first, within a few seconds and in a few bytes (unwelcomed.ts); only then are its
+// messages read at the full size.
+
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { WebSocket, WebSocketServer } from "ws";
+import {
+  AGENT_CONNECT_PATH,
+  type AgentMessage,
+  agentMessage,
+  type LogMessage,
+  ofAnotherVersion,
+  PROTOCOL_VERSION,
+  type ServerMessage,
+} from "../../common/protocol/messages.ts";
+import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
+import { logKey } from "../store/blob-layout.ts";
+import type { BlobStore } from "../store/blobs.ts";
+import { admitAgent } from "./agent-admission.ts";
+import type { AgentLinks, Core } from "./core.ts";
+import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
+import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
+
+export interface GatewayOptions {
+  core: Core;
+  blobs: BlobStore;
+  joinToken: string;
+  heartbeatSeconds: number;
+  /** An attempt's log (each of stdout and stderr) is kept up to this many MB (`--max-log-mb`). */
+  maxLogMb?: number;
+  log: Logger;
+  /**
+   * Null while this server leads; otherwise the leader's URL ("" when none is known yet): a
+   * standby turns agents away, and they try the next server in their list.
+   */
+  leading?: () => string | null;
+}
+
+/** The close code a standby turns an agent away with (the reason names the leader when known). */
+export const STANDBY_CLOSE_CODE = 4003;
+
+export class AgentGateway implements AgentLinks {
+  /** The size limit of one message of a welcomed agent (log chunks, hellos of big hosts). */
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
+  private readonly unwelcomed = new UnwelcomedConnections();
+  private readonly sockets = new Map<string, WebSocket>();
+  private readonly logWrites = new Map<string, Promise<unknown>>();
+  /**
+   * Messages for a connection whose welcome is not sent yet, sent right after it: a start must not
+   * reach an agent before the welcome that brings its host credential, which its file requests need.
+   */
+  private readonly beforeWelcome = new Map<WebSocket, ServerMessage[]>();
+  private readonly options: GatewayOptions;
+  private readonly maxLogBytes: number;
+  private readonly logMarker: Buffer;
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    const maxLogMb = options.maxLogMb ?? DEFAULT_MAX_LOG_MB;
+    this.maxLogBytes = maxLogMb * 1024 * 1024;
+    this.logMarker = truncationMarker(maxLogMb);
+  }
+
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (request.url ?? "").split("?")[0];
+    if (path !== AGENT_CONNECT_PATH) return false;
+    if (!this.unwelcomed.hasRoom()) {
+      this.options.log.warn(
+        { limit: this.unwelcomed.limits.connections },
+        "agent connection refused: too many waiting for their welcome",
+      );
+      this.unwelcomed.refuseUpgrade(socket);
+      return true;
+    }
+    // The callback runs at once, within this call: the count of unwelcomed connections and the
+    // room checked above cannot drift apart.
+    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws, this.unwelcomed.watch(ws, socket)));
+    return true;
+  }
+
+  send(host: string, message: ServerMessage): boolean {
+    const ws = this.sockets.get(host);
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    const held = this.beforeWelcome.get(ws);
+    if (held) held.push(message);
+    else ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  disconnect(host: string): void {
+    const ws = this.sockets.get(host);
+    if (!ws) return;
+    this.sockets.delete(host);
+    ws.terminate();
+    // The socket's close handler no longer knows it (taken out above): the host is detached here.
+    this.options.core.detachHost(host);
+  }
+
+  close(): void {
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+  }
+
+  #standby(): boolean {
+    return (this.options.leading?.() ?? null) !== null;
+  }
+
+  /** Lets every agent go (this server stopped leading): each reconnects and finds the leader. */
+  disconnectAll(): void {
+    this.sockets.clear();
+    for (const ws of this.wss.clients) ws.close(STANDBY_CLOSE_CODE, "standby");
+  }
+
+  private accept(ws: WebSocket, watch: UnwelcomedWatch): void {
+    const { core, log } = this.options;
+    let name: string | null = null;
+    let helloArrived = false;
+    // One chain per connection: reports are applied one after another, in arrival order.
+    let chain: Promise<void> = Promise.resolve();
+    ws.on("message", (data) => {
+      // A server that stopped leading lets its agents go; they find the leader.
+      if (this.#standby()) {
+        ws.close(STANDBY_CLOSE_CODE, "standby");
+        return;
+      }
+      let message: AgentMessage;
+      try {
+        const parsed: unknown = JSON.parse(String(data));
+        const foreign = ofAnotherVersion(parsed, "hello");
+        if (!helloArrived && foreign) {
+          const reason = agentRefusal(foreign, { version: PROTOCOL_VERSION, release: stewardRelease() });
+          log.warn({ agent: foreign }, reason);
+          ws.send(JSON.stringify({ type: "reject", reason } satisfies ServerMessage));
+          // A close reason is at most 123 bytes.
+          watch.refuse(Buffer.from(reason).subarray(0, 123).toString());
+          return;
+        }
+        message = agentMessage.parse(parsed);
+      } catch (error) {
+        log.warn({ err: error }, "malformed agent message");
+        if (!helloArrived) watch.refuse("the first message must be a hello");
+        return;
+      }
+      if (message.type === "hello") {
+        helloArrived = true;
+        watch.helloArrived();
+        chain = chain
+          .then(() => this.hello(ws, message, watch))
+          .then((accepted) => {
+            if (accepted) name = message.name;
+          })
+          .catch((error) => {
+            log.warn({ err: error }, "hello not applied");
+            if (this.sockets.get(message.name) === ws) this.sockets.delete(message.name);
+            ws.close(STANDBY_CLOSE_CODE, "not applied");
+          });
+        return;
+      }
+      if (!helloArrived) {
+        watch.refuse("the first message must be a hello");
+        return;
+      }
+      if (!name) return;
+      const host = name;
+      core.touch(host);
+      switch (message.type) {
+        case "heartbeat":
+          core
+            .heartbeat(host, message.facts, message.progress, message.requirements)
+            .catch((error) => log.error({ err: error }, "heartbeat not applied"));
+          return;
+        case "log":
+          this.appendLog(host, message);
+          return;
+        case "report":
+          chain = chain
+            .then(async () => {
+              const event = message.event;
+              let applied: Promise<void>;
+              if (event.kind === "started") {
+                applied = core.agents.attemptStarted(
+                  host,
+                  event.jobId,
+                  event.taskIndex,
+                  event.attempt,
+                  event.coordinatorPort,
+                  event.rank,
+                );
+              } else if (event.kind === "leaving") {
+                // Drained before the ends of its attempts are applied: none is placed back on it.
+                applied = core.hosts
+                  .drain(host)
+                  .then(() => log.info({ host, reason: event.reason }, "agent leaving"));
+              } else {
+                // The whole log is in before the end is applied: of the rank that ended, or of every
+                // rank the host runs of the attempt when the report names none.
+                const ranks =
+                  event.rank === undefined
+                    ? core.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
+                    : [event.rank];
+                for (const rank of ranks.length > 0 ? ranks : [0])
+                  for (const stream of ["stdout", "stderr"] as const)
+                    await this.logWrites.get(
+                      logKey(event.jobId, event.taskIndex, event.attempt, stream, rank),
+                    );
+                applied = core.agents.attemptEnded(host, event);
+              }
+              // The next report is applied as soon as this one is in memory (order kept, commits grouped);
+              // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
+              // agent's outbox would jam.
+              applied.then(
+                () => {
+                  if (ws.readyState === WebSocket.OPEN)
+                    ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+                },
+                (error) => log.error({ err: error }, "report not applied"),
+              );
+            })
+            .catch((error) => {
+              // The lead was lost under this report: it is not acknowledged, the agent sends it again.
+              log.warn({ err: error }, "report not applied");
+            });
+          return;
+      }
+    });
+    ws.on("close", () => {
+      if (name && this.sockets.get(name) === ws) {
+        this.sockets.delete(name);
+        if (!this.#standby()) core.detachHost(name);
+        log.info({ host: name }, "agent disconnected");
+      }
+    });
+    ws.on("error", () => {});
+  }
+
+  private async hello(
+    ws: WebSocket,
+    message: Extract<AgentMessage, { type: "hello" }>,
+    watch: UnwelcomedWatch,
+  ): Promise<boolean> {
+    const { core, log } = this.options;
+    const leader = this.options.leading?.() ?? null;
+    if (leader !== null) {
+      ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
+      return false;
+    }
+    const admission = admitAgent(message, {
+      adminToken: "",
+      joinToken: this.options.joinToken,
+      tokens: core.read.tokens,
+      now: Date.now(),
+    });
+    if (!admission.admitted) {
+      log.warn({ host: message.name, reason: admission.reason }, "agent refused");
+      ws.send(JSON.stringify({ type: "reject", reason: admission.reason }));
+      // A close reason is at most 123 bytes.
+      ws.close(4001, Buffer.from(admission.reason).subarray(0, 123).toString());
+      return false;
+    }
+    const previous = this.sockets.get(message.name);
+    if (previous && previous !== ws) previous.terminate();
+    this.sockets.set(message.name, ws);
+    const held: ServerMessage[] = [];
+    this.beforeWelcome.set(ws, held);
+    let attached: Awaited<ReturnType<Core["agents"]["attachHost"]>>;
+    try {
+      attached = await core.agents.attachHost(message, admission.issue ?? undefined);
+    } finally {
+      this.beforeWelcome.delete(ws);
+    }
+    const { kill, credential } = attached;
+    ws.send(
+      JSON.stringify({
+        type: "welcome",
+        v: PROTOCOL_VERSION,
+        release: stewardRelease(),
+        heartbeatSeconds: this.options.heartbeatSeconds,
+        maxLogBytes: this.maxLogBytes,
+        kill,
+        ...(credential ? { credential } : {}),
+      } satisfies ServerMessage),
+    );
+    for (const each of held) ws.send(JSON.stringify(each));
+    watch.welcomed();
+    log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");
+    return true;
+  }
+
+  private appendLog(host: string, message: LogMessage): void {
+    const { core, blobs, log } = this.options;
+    // A log has one writer: the host that runs the attempt, for a rank it runs. Anyone else's
+    // bytes would land in another job's log, and shift the offsets its real agent appends at.
+    const ranks = core.read.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
+    const rank = message.rank ?? ranks[0];
+    if (rank === undefined || !ranks.includes(rank)) {
+      log.debug(
+        { host, jobId: message.jobId, taskIndex: message.taskIndex },
+        "log of an attempt not on this host",
+      );
+      return;
+    }
+    const key = logKey(message.jobId, message.taskIndex, message.attempt, message.stream, rank);
+    const data = Buffer.from(message.data, "base64");
+    // Past the limit the bytes are dropped, yet taken as appended: the agent moves on. The marker
+    // is written at the limit each time (the same bytes: only the first write adds them).
+    const { kept, past } = keptUnderLimit(message.offset, data.length, this.maxLogBytes);
+    const previous = this.logWrites.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(async () => {
+        if (kept > 0) await blobs.append(key, message.offset, data.subarray(0, kept));
+        if (past) await blobs.append(key, this.maxLogBytes, this.logMarker);
+      })
+      .catch((error) => log.warn({ err: error, key }, "log append refused"))
+      .finally(() => {
+        if (this.logWrites.get(key) === next) this.logWrites.delete(key);
+      });
+    this.logWrites.set(key, next);
+  }
+}

@@ -1,0 +1,172 @@
+// Prometheus series of the work itself, per pool and per owner: how long tasks wait in the queue,
+// how attempts end, preemptions, migrations and out-of-memory kills (counted from the committed
+// job events and placements of whichever core leads), and the slots and GPUs used and free (read
+// from the cluster state when scraped). deploy/grafana/steward.json is a dashboard over them.
+
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { EventRecord } from "../../common/model/records.ts";
+import type { AttemptPlaced, Reactor } from "../reactor/reactor.ts";
+import type { ClusterState } from "../state/cluster-state.ts";
+
+/** Queue wait buckets, in seconds: from a second to a day. */
+export const QUEUE_WAIT_BUCKETS_SECONDS = [
+  1,
+  5,
+  15,
+  30,
+  60,
+  300,
+  900,
+  1800,
+  3600,
+  4 * 3600,
+  12 * 3600,
+  24 * 3600,
+];
+
+/** The pool and owner labels of something that happened to a job on a host. */
+function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: string; owner: string } {
+  const hostName = typeof host === "string" ? host : "";
+  return {
+    pool: state.hosts.get(hostName)?.record.pool ?? "unknown",
+    owner: state.jobs.get(jobId)?.record.owner ?? "unknown",
+  };
+}
+
+export class JobMetrics {
+  readonly #queueWait: Histogram<"pool" | "owner">;
+  readonly #attemptsEnded: Counter<"outcome" | "pool" | "owner">;
+  readonly #preemptions: Counter<"pool" | "owner">;
+  readonly #migrations: Counter<"pool" | "owner">;
+  readonly #oomKills: Counter<"pool" | "owner">;
+  #reactor: Reactor | null = null;
+  #detach: (() => void) | null = null;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.#queueWait = new Histogram({
+      name: "steward_queue_wait_seconds",
+      help: "Time a task waited to be placed: since its job's submit for a first attempt, since the last attempt's end (or its back-off) for a later one",
+      labelNames: ["pool", "owner"],
+      buckets: QUEUE_WAIT_BUCKETS_SECONDS,
+      registers,
+    });
+    this.#attemptsEnded = new Counter({
+      name: "steward_attempts_ended_total",
+      help: "Attempts ended, by outcome",
+      labelNames: ["outcome", "pool", "owner"],
+      registers,
+    });
+    this.#preemptions = new Counter({
+      name: "steward_preemptions_total",
+      help: "Running tasks stopped to make room for a job of higher priority (owner: the stopped task's)",
+      labelNames: ["pool", "owner"],
+      registers,
+    });
+    this.#migrations = new Counter({
+      name: "steward_migrations_total",
+      help: "Attempts that ended migrated (rescheduling, contracts, self-migration, walltime, by hand)",
+      labelNames: ["pool", "owner"],
+      registers,
+    });
+    this.#oomKills = new Counter({
+      name: "steward_oom_kills_total",
+      help: "Attempts the kernel killed for their memory limit",
+      labelNames: ["pool", "owner"],
+      registers,
+    });
+    const cluster = () => this.#reactor?.state ?? null;
+    new Gauge({
+      name: "steward_slots",
+      help: "Slots of the connected hosts, used and free, per pool",
+      labelNames: ["pool", "state"],
+      registers,
+      collect() {
+        this.reset();
+        const state = cluster();
+        if (!state) return;
+        for (const host of state.hosts.values()) {
+          if (!host.connected) continue;
+          const pool = host.record.pool;
+          this.inc({ pool, state: "used" }, host.usedSlots);
+          this.inc({ pool, state: "free" }, Math.max(0, host.record.slots - host.usedSlots));
+        }
+      },
+    });
+    new Gauge({
+      name: "steward_gpus",
+      help: "GPUs the connected hosts declare, used and free, per pool",
+      labelNames: ["pool", "state"],
+      registers,
+      collect() {
+        this.reset();
+        const state = cluster();
+        if (!state) return;
+        for (const host of state.hosts.values()) {
+          const gpus = host.record.facts.gpus ?? [];
+          if (!host.connected || gpus.length === 0) continue;
+          const pool = host.record.pool;
+          this.inc({ pool, state: "used" }, host.usedGpus.size);
+          this.inc({ pool, state: "free" }, Math.max(0, gpus.length - host.usedGpus.size));
+        }
+      },
+    });
+    new Gauge({
+      name: "steward_owner_slots_used",
+      help: "Slots the live attempts of each owner hold",
+      labelNames: ["owner"],
+      registers,
+      collect() {
+        this.reset();
+        const state = cluster();
+        if (!state) return;
+        for (const host of state.hosts.values())
+          for (const live of host.active.values()) this.inc({ owner: live.job.record.owner }, live.job.cpus);
+      },
+    });
+    new Gauge({
+      name: "steward_owner_gpus_used",
+      help: "GPUs the live attempts of each owner hold",
+      labelNames: ["owner"],
+      registers,
+      collect() {
+        this.reset();
+        const state = cluster();
+        if (!state) return;
+        for (const host of state.hosts.values())
+          for (const live of host.active.values()) {
+            const held = live.attempt.placement.reduce((sum, entry) => sum + (entry.gpus?.length ?? 0), 0);
+            if (held > 0) this.inc({ owner: live.job.record.owner }, held);
+          }
+      },
+    });
+  }
+
+  /** Counts what the core that now leads commits (a new leader's reactor replaces the old one's). */
+  watch(reactor: Reactor): void {
+    this.#detach?.();
+    this.#reactor = reactor;
+    const onEvent = (event: EventRecord) => this.#counted(reactor.state, event);
+    const onPlaced = (placed: AttemptPlaced) => {
+      const labels = labelsOf(reactor.state, placed.jobId, placed.host);
+      this.#queueWait.observe(labels, placed.waitedMs / 1000);
+    };
+    reactor.events.on("event", onEvent);
+    reactor.events.on("placed", onPlaced);
+    this.#detach = () => {
+      reactor.events.off("event", onEvent);
+      reactor.events.off("placed", onPlaced);
+    };
+  }
+
+  #counted(state: ClusterState, event: EventRecord): void {
+    const { kind, data } = event;
+    if (kind === "preempt") this.#preemptions.inc(labelsOf(state, event.jobId, data.host));
+    if (!kind.startsWith("attempt.") || kind === "attempt.placed") return;
+    const labels = labelsOf(state, event.jobId, data.host);
+    const outcome = kind.slice("attempt.".length);
+    this.#attemptsEnded.inc({ outcome, ...labels });
+    if (outcome === "migrated") this.#migrations.inc(labels);
+    if (outcome === "failed" && data.cause === "oom") this.#oomKills.inc(labels);
+  }
+}

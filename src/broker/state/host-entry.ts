@@ -1,0 +1,74 @@
+// One host as the server knows it: its durable record, whether its agent is attached now, and
+// what its live attempts hold.
+
+import type { GangProgress } from "../../common/model/gang.ts";
+import type { AttemptRecord, HostRecord } from "../../common/model/records.ts";
+import type { ProgressSample } from "../scheduler/estimate.ts";
+import type { JobEntry } from "./job-entry.ts";
+
+export interface LiveAttempt {
+  job: JobEntry;
+  attempt: AttemptRecord;
+  /** What the attempt's job reported of its progress (scheduler/estimate.ts); kept in memory. */
+  progress?: { baseline: ProgressSample | null; last: ProgressSample | null };
+  /** Placed in room a preemption kept for its task (state/room-reservations.ts): not preempted in turn. */
+  startedByPreemption?: boolean;
+  /** A multi-node attempt: its ranks' starts and ends (model/gang.ts). */
+  gang?: GangProgress;
+}
+
+export interface HostEntry {
+  record: HostRecord;
+  connected: boolean;
+  usedSlots: number;
+  usedMemoryMb: number;
+  /** GPU device ids its live attempts hold (PlacementEntry.gpus). */
+  usedGpus: Set<string>;
+  /** Units of each countable resource its live attempts hold. */
+  usedCustom: Map<string, number>;
+  /** Live attempts on this host, by attempt key. */
+  active: Map<string, LiveAttempt>;
+  /** Where other hosts reach this one (its agent's hello), for multi-node jobs. */
+  address: string;
+}
+
+export function newHostEntry(record: HostRecord, connected: boolean): HostEntry {
+  return {
+    record,
+    connected,
+    usedSlots: 0,
+    usedMemoryMb: 0,
+    usedGpus: new Set(),
+    usedCustom: new Map(),
+    active: new Map(),
+    address: "127.0.0.1",
+  };
+}
+
+/** The GPU ids the host's agent declares that no live attempt holds, in the agent's order. */
+export function freeGpus(host: HostEntry): string[] {
+  return (host.record.facts.gpus ?? []).filter((id) => !host.usedGpus.has(id));
+}
+
+/** Units of each countable resource the host's agent declares that no live attempt holds. */
+export function freeCustom(host: HostEntry): Record<string, number> {
+  const free: Record<string, number> = {};
+  for (const [name, units] of Object.entries(host.record.facts.resources ?? {}))
+    free[name] = units - (host.usedCustom.get(name) ?? 0);
+  return free;
+}
+
+/** Counts what one rank of a live attempt holds on the host in (+1) or out (-1). */
+export function holdCountable(
+  host: HostEntry,
+  gpus: readonly string[] | undefined,
+  custom: Readonly<Record<string, number>> | undefined,
+  sign: 1 | -1,
+): void {
+  for (const id of gpus ?? []) {
+    if (sign > 0) host.usedGpus.add(id);
+    else host.usedGpus.delete(id);
+  }
+  for (const [name, units] of Object.entries(custom ?? {}))
+    host.usedCustom.set(name, (host.usedCustom.get(name) ?? 0) + sign * units);
+}

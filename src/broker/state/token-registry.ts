@@ -1,0 +1,89 @@
+// The tokens the server gave out, by id, and what a presented one is worth now: an API token's
+// user and role, a join token's pool, a host credential's host. Pure: the clock is passed in;
+// comparisons of secrets are constant-time.
+
+import type { Role, TokenKind, TokenRecord } from "../../common/model/records.ts";
+import { parseToken, safeEqual, secretHash } from "../../common/model/tokens.ts";
+
+/** Who a request comes from. */
+export interface Principal {
+  user: string;
+  role: Role;
+  /** The stored token's id; null for the admin token given at server start. */
+  tokenId: string | null;
+}
+
+/** A presented token that matched a stored one but may no longer be used, and why. */
+export interface Refusal {
+  refused: string;
+}
+
+export class TokenRegistry {
+  readonly #tokens = new Map<string, TokenRecord>();
+
+  put(record: TokenRecord): void {
+    this.#tokens.set(record.id, record);
+  }
+
+  get(id: string): TokenRecord | undefined {
+    return this.#tokens.get(id);
+  }
+
+  /** Tokens of a kind, oldest first. */
+  list(kind?: TokenKind): TokenRecord[] {
+    const all = [...this.#tokens.values()];
+    return (kind ? all.filter((each) => each.kind === kind) : all).sort(
+      (a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1),
+    );
+  }
+
+  /**
+   * The stored token of `kind` that `text` is, checked against its hash; a Refusal when it is
+   * revoked or expired (or, for a host credential, its join token is); null when no stored token
+   * of that kind has this text.
+   */
+  match(text: string, kind: TokenKind, now: number): TokenRecord | Refusal | null {
+    const parsed = parseToken(text);
+    if (!parsed || parsed.kind !== kind) return null;
+    const record = this.#tokens.get(parsed.id);
+    if (!record || record.kind !== kind || !safeEqual(secretHash(parsed.secret), record.hash)) return null;
+    const refused = this.#unusable(record, now);
+    return refused ? { refused } : record;
+  }
+
+  /** The user and role of an API token (see match). */
+  principal(text: string, now: number): Principal | Refusal | null {
+    const found = this.match(text, "api", now);
+    if (found === null || "refused" in found) return found;
+    return { user: found.subject, role: found.role ?? "reader", tokenId: found.id };
+  }
+
+  /** Every credential given to a host, revoked ones too. */
+  credentialsOf(host: string): TokenRecord[] {
+    return [...this.#tokens.values()].filter((each) => each.kind === "host" && each.subject === host);
+  }
+
+  /** The usable credential of a host, if it has one. */
+  credentialOf(host: string, now: number): TokenRecord | undefined {
+    return this.credentialsOf(host).find((record) => this.#unusable(record, now) === null);
+  }
+
+  /** The credentials given under a join token (revoked with it). */
+  credentialsUnder(joinId: string): TokenRecord[] {
+    return [...this.#tokens.values()].filter((each) => each.kind === "host" && each.parent === joinId);
+  }
+
+  /** Why a token may not be used now, or null when it may. */
+  #unusable(record: TokenRecord, now: number): string | null {
+    const name = `${record.kind === "host" ? "host credential" : record.kind === "join" ? "join token" : "token"} ${record.id}`;
+    if (record.revokedAt !== null) return `${name} was revoked`;
+    if (record.expiresAt !== null && record.expiresAt <= now)
+      return `${name} expired at ${new Date(record.expiresAt).toISOString()}`;
+    if (record.parent !== null) {
+      const parent = this.#tokens.get(record.parent);
+      if (parent && this.#unusable(parent, now) !== null)
+        return `${name}: its join token ${parent.id} was revoked or expired`;
+    }
+    return null;
+  }
+}

@@ -1,0 +1,618 @@
+// The high-availability store: PostgreSQL through pg. The same tables and the same rules as the
+// SQLite store (src/broker/store/sqlite.ts); both pass test/conformance/store.test.ts.
+//
+// A commit is one transaction. Within it, the puts between two deletes are gathered per table and
+// written as one statement per table (UNNEST of column arrays): puts to different tables commute,
+// and puts to one table are upserts where the last one wins, so the result is the batch applied in
+// order, in a handful of round trips instead of one per change.
+
+import { join } from "node:path";
+import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
+import type {
+  AccountingRecord,
+  AttemptRecord,
+  CheckpointPart,
+  EventRecord,
+  HostRecord,
+  JobRecord,
+  TaskRecord,
+  TokenRecord,
+} from "../../common/model/records.ts";
+import { accountingSql } from "./accounting-sql.ts";
+import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { inTransaction } from "./pg-transaction.ts";
+import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
+import {
+  ATTEMPTS,
+  CHECKPOINT_PARTS,
+  type Column,
+  columnNames,
+  type Dialect,
+  EVENTS,
+  HOSTS,
+  JOBS,
+  META,
+  type MetaEntry,
+  type RowCodec,
+  type RowValue,
+  rowCodecs,
+  selectColumns,
+  TASKS,
+  type Table,
+  TOKENS,
+} from "./schema.ts";
+import {
+  type AccountingQuery,
+  type Change,
+  type Elections,
+  type LeadershipInfo,
+  StaleTermError,
+  type Store,
+  type StoredJob,
+  type StoreSnapshot,
+} from "./store.ts";
+
+export const POSTGRES_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "postgres");
+
+/** Two-key advisory lock: this class ("Stew") and a hash of the schema, so one migrator per schema. */
+const MIGRATION_LOCK_CLASS = 0x53746577;
+
+/** Rows per UNNEST statement: bounds the size of one message; 100,000 tasks are still 10 round trips. */
+const ROWS_PER_STATEMENT = 10_000;
+
+/** PostgreSQL truncates longer identifiers, which would silently name another schema. */
+const MAX_IDENTIFIER_BYTES = 63;
+
+// bigint columns (times, priority) come back as strings by default; they hold JavaScript numbers.
+const TYPES = new TypeOverrides();
+TYPES.setTypeParser(types.builtins.INT8, Number);
+
+type Row = unknown[];
+
+/** PostgreSQL keeps booleans as booleans; json columns come back parsed. */
+const DIALECT: Dialect = {
+  bool: (value) => value,
+  readBool: (value) => value as boolean,
+  readJson: (value) => value,
+};
+
+const CODEC = rowCodecs(DIALECT);
+
+/** The column arrays $1..$n, typed, for UNNEST. */
+function arrays<R>(columns: readonly Column<R>[]): string {
+  return columns.map((column, i) => `$${i + 1}::${column.type}[]`).join(", ");
+}
+
+/** INSERT of one row per element of the column arrays, replacing the rows already there; the arrays must not name one key twice. */
+function upsertUnnest<R>(table: Table<R>): string {
+  const updates = table.columns
+    .filter((column) => !table.key.includes(column.name))
+    .map((column) => `${column.name} = excluded.${column.name}`)
+    .join(", ");
+  return (
+    `INSERT INTO ${table.name} (${columnNames(table.columns)}) SELECT * FROM unnest(${arrays(table.columns)}) ` +
+    `ON CONFLICT (${table.key.join(", ")}) DO UPDATE SET ${updates}`
+  );
+}
+
+function selectAll<R>(table: Table<R>): string {
+  return `SELECT ${columnNames(selectColumns(table))} FROM ${table.name} ORDER BY ${table.loadOrder}`;
+}
+
+const EVENT_NAMES = columnNames(EVENTS.columns);
+const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
+
+const RECOVERY = recoverySql({
+  countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
+  specCpus: "coalesce((j.spec->'resources'->>'cpus')::float8, 1)",
+  placementHosts: "greatest(1, coalesce(json_array_length(a.placement), 1))",
+  measuredCpuMs: "((a.usage->>'userSeconds')::float8 + (a.usage->>'systemSeconds')::float8) * 1000",
+  param: (n) => `$${n}`,
+});
+
+const SQL = {
+  ...RECOVERY,
+  ...accountingSql((n) => `$${n}`),
+  putJobs: upsertUnnest(JOBS),
+  putTasks: upsertUnnest(TASKS),
+  putAttempts: upsertUnnest(ATTEMPTS),
+  // Rows are inserted in array order (ORDER BY the ordinality), so the identity ids follow it.
+  addEvents:
+    `INSERT INTO events (${EVENT_NAMES}) SELECT ${EVENT_NAMES} FROM unnest(${arrays(EVENTS.columns)}) ` +
+    `WITH ORDINALITY AS u(${EVENT_NAMES}, n) ORDER BY n RETURNING id`,
+  putHosts: upsertUnnest(HOSTS),
+  putTokens: upsertUnnest(TOKENS),
+  setMeta: upsertUnnest(META),
+  putCheckpointParts: upsertUnnest(CHECKPOINT_PARTS),
+  deleteHost: "DELETE FROM hosts WHERE name = $1",
+  deleteCheckpointPart:
+    "DELETE FROM checkpoint_parts WHERE job_id = $1 AND task_index = $2 AND rank = $3 AND generation = $4",
+  // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all five.
+  deleteJob:
+    "WITH a AS (DELETE FROM attempts WHERE job_id = $1), t AS (DELETE FROM tasks WHERE job_id = $1), " +
+    "e AS (DELETE FROM events WHERE job_id = $1), c AS (DELETE FROM checkpoint_parts WHERE job_id = $1) " +
+    "DELETE FROM jobs WHERE id = $1",
+  loadJobs: selectAll(JOBS),
+  loadTasks: selectAll(TASKS),
+  loadAttempts: selectAll(ATTEMPTS),
+  loadHosts: selectAll(HOSTS),
+  loadTokens: selectAll(TOKENS),
+  loadMeta: selectAll(META),
+  loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
+  events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
+  eventsAfter: `${EVENT_SELECT} WHERE id > $1 ORDER BY id LIMIT $2`,
+  jobEventsAfter: `${EVENT_SELECT} WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  // The row lock serializes commits: a commit of an older term waits for the newer one, then is refused.
+  lockTerm: "SELECT term FROM leadership WHERE id = 1 FOR UPDATE",
+  readTerm: "SELECT term FROM leadership WHERE id = 1",
+  writeTerm: "UPDATE leadership SET term = $1 WHERE id = 1",
+  // Row locks make these one at a time with commits: a commit of the old term that was waiting runs
+  // after the new term is in, and is refused.
+  tryLead:
+    "UPDATE leadership SET term = term + 1, leader = $1, lease_until = now() + make_interval(secs => $2) " +
+    "WHERE id = 1 AND (lease_until IS NULL OR lease_until <= now() OR leader = $1) RETURNING term",
+  renewLease:
+    "UPDATE leadership SET lease_until = now() + make_interval(secs => $2) WHERE id = 1 AND term = $1 RETURNING term",
+  leadership: "SELECT term, leader, coalesce(lease_until > now(), false) FROM leadership WHERE id = 1",
+  resign: "UPDATE leadership SET lease_until = now() WHERE id = 1 AND term = $1",
+  reserveIds:
+    "INSERT INTO sequences AS s (name, next) VALUES ($1, 1 + $2::bigint) " +
+    "ON CONFLICT (name) DO UPDATE SET next = s.next + $2::bigint RETURNING next - $2::bigint",
+} as const;
+
+type StatementName = keyof typeof SQL;
+
+export interface PostgresStoreOptions {
+  /** Schema for Steward's tables, created if missing; the URL's `?schema=` names it too. */
+  schema?: string;
+}
+
+/**
+ * Takes Steward's own `schema` parameter out of a postgres:// URL (pg would ignore it), so that one
+ * `--store` URL can say where the tables live.
+ */
+export function splitSchemaParameter(url: string): { url: string; schema: string | null } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, schema: null };
+  }
+  const schema = parsed.searchParams.get("schema");
+  if (schema === null) return { url, schema: null };
+  parsed.searchParams.delete("schema");
+  return { url: parsed.toString(), schema };
+}
+
+export class PostgresStore implements Store, Elections {
+  readonly kind = "postgres" as const;
+  /** The schema given (option or URL), or null for the connection's own search_path. */
+  readonly schema: string | null;
+  readonly #url: string;
+  #pool: Pool | null = null;
+  #opening: Promise<void> | null = null;
+
+  constructor(url: string, options: PostgresStoreOptions = {}) {
+    const split = splitSchemaParameter(url);
+    this.#url = split.url;
+    const schema = options.schema ?? split.schema;
+    if (schema !== null && (schema === "" || Buffer.byteLength(schema) > MAX_IDENTIFIER_BYTES)) {
+      throw new Error(`PostgreSQL schema name must have 1 to ${MAX_IDENTIFIER_BYTES} bytes: "${schema}"`);
+    }
+    this.schema = schema;
+  }
+
+  open(): Promise<void> {
+    if (this.#pool) return Promise.resolve();
+    this.#opening ??= this.#open().finally(() => {
+      this.#opening = null;
+    });
+    return this.#opening;
+  }
+
+  async #open(): Promise<void> {
+    const schema = this.schema;
+    const pool = new Pool({
+      connectionString: this.#url,
+      application_name: "steward",
+      types: TYPES,
+      // The pool awaits this before handing the connection out, and drops the connection if it fails.
+      onConnect: schema === null ? undefined : (client) => setSearchPath(client, schema),
+    });
+    // A pooled connection that breaks while idle is dropped by the pool and reported here; without a
+    // listener that would end the process. The next commit opens a new one, or fails loudly.
+    pool.on("error", () => {});
+    try {
+      await migrate(migrationDialect(pool, schema), await readMigrations(POSTGRES_MIGRATIONS_DIR));
+    } catch (error) {
+      await pool.end();
+      throw new Error(`cannot open the PostgreSQL store ${this.#where()}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    this.#pool = pool;
+  }
+
+  async load(): Promise<StoreSnapshot> {
+    // One REPEATABLE READ transaction: the five reads see one state even while others commit.
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
+      jobs: (await rows(client, "loadJobs")).map(CODEC.jobs.decode),
+      tasks: (await rows(client, "loadTasks")).map(CODEC.tasks.decode),
+      attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
+      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
+      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
+      meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
+      checkpointParts: (await rows(client, "loadCheckpointParts")).map(CODEC.checkpointParts.decode),
+    }));
+  }
+
+  async loadLive(): Promise<StoreSnapshot> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
+      jobs: (await rows(client, "liveJobs")).map(CODEC.jobs.decode),
+      tasks: (await rows(client, "liveTasks")).map(CODEC.tasks.decode),
+      attempts: (await rows(client, "liveAttempts")).map(CODEC.attempts.decode),
+      ended: (await rows(client, "endedHeaders")).map(decodeHeader),
+      usage: (await rows(client, "usage")).map(decodeUsage),
+      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
+      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
+      meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
+      checkpointParts: (await rows(client, "liveCheckpointParts")).map(CODEC.checkpointParts.decode),
+    }));
+  }
+
+  async loadJob(id: string): Promise<StoredJob | null> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+      const row = (await rows(client, "job", [id]))[0];
+      if (!row) return null;
+      return {
+        job: CODEC.jobs.decode(row),
+        tasks: (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+        attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
+      };
+    });
+  }
+
+  async findSubmission(owner: string, submitKey: string): Promise<string | null> {
+    const result = await this.#connected().query(query("submission", [owner, submitKey]));
+    return result.rows[0] ? (result.rows[0][0] as string) : null;
+  }
+
+  async beginTerm(): Promise<number> {
+    return this.#transaction("BEGIN", async (client) => {
+      const term = (await termOf(client, "lockTerm")) + 1;
+      await run(client, "writeTerm", [term]);
+      return term;
+    });
+  }
+
+  async currentTerm(): Promise<number> {
+    const result = await this.#connected().query(query("readTerm", []));
+    return Number(result.rows[0][0]);
+  }
+
+  async commit(term: number, changes: readonly Change[]): Promise<void> {
+    this.#connected();
+    const batch = new PendingPuts();
+    await this.#transaction("BEGIN", async (client) => {
+      await checkTerm(client, term);
+      for (const change of changes) {
+        switch (change.op) {
+          case "deleteJob":
+            await batch.flush(client);
+            await run(client, "keepJobAccounting", [change.jobId]);
+            await run(client, "deleteJob", [change.jobId]);
+            break;
+          case "purgeAccounting":
+            await batch.flush(client);
+            await run(client, "purgeAccounting", [change.endedBefore]);
+            break;
+          case "deleteHost":
+            await batch.flush(client);
+            await run(client, "deleteHost", [change.name]);
+            break;
+          case "deleteCheckpointPart":
+            await batch.flush(client);
+            await run(client, "deleteCheckpointPart", [
+              change.jobId,
+              change.taskIndex,
+              change.rank,
+              change.generation,
+            ]);
+            break;
+          default:
+            batch.add(change);
+        }
+      }
+      await batch.flush(client);
+    });
+    // Only a committed event gets its id.
+    for (const [event, id] of batch.added) event.id = id;
+  }
+
+  async reserveIds(term: number, sequence: string, count: number): Promise<number> {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    return this.#transaction("BEGIN", async (client) => {
+      await checkTerm(client, term);
+      const result = await client.query(query("reserveIds", [sequence, count]));
+      return Number(result.rows[0][0]);
+    });
+  }
+
+  async tryLead(leader: string, leaseSeconds: number): Promise<number | null> {
+    const result = await this.#connected().query(query("tryLead", [leader, leaseSeconds]));
+    return result.rows.length === 0 ? null : Number(result.rows[0][0]);
+  }
+
+  async renewLease(term: number, leaseSeconds: number): Promise<boolean> {
+    const result = await this.#connected().query(query("renewLease", [term, leaseSeconds]));
+    return result.rows.length > 0;
+  }
+
+  async leadership(): Promise<LeadershipInfo> {
+    const result = await this.#connected().query(query("leadership", []));
+    const [term, leader, valid] = result.rows[0] as [unknown, string | null, boolean];
+    return { term: Number(term), leader, leaseValid: valid };
+  }
+
+  async resign(term: number): Promise<void> {
+    await this.#connected().query(query("resign", [term]));
+  }
+
+  async accounting(wanted: AccountingQuery): Promise<AccountingRecord[]> {
+    const result = await this.#connected().query(
+      wanted.owner === undefined
+        ? query("accountingRows", [wanted.since, wanted.limit])
+        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner]),
+    );
+    return result.rows.map(CODEC.accounting.decode);
+  }
+
+  async events(jobId: string): Promise<EventRecord[]> {
+    const result = await this.#connected().query(query("events", [jobId]));
+    return result.rows.map(CODEC.events.decode);
+  }
+
+  async eventsAfter(after: number, limit: number, jobId?: string): Promise<EventRecord[]> {
+    const result = await this.#connected().query(
+      jobId === undefined
+        ? query("eventsAfter", [after, limit])
+        : query("jobEventsAfter", [jobId, after, limit]),
+    );
+    return result.rows.map(CODEC.events.decode);
+  }
+
+  async close(): Promise<void> {
+    await this.#opening?.catch(() => {});
+    const pool = this.#pool;
+    if (!pool) return;
+    this.#pool = null;
+    await pool.end();
+  }
+
+  #connected(): Pool {
+    if (!this.#pool) throw new Error(`the PostgreSQL store ${this.#where()} is not open`);
+    return this.#pool;
+  }
+
+  /** Host, port, database and schema, for messages: never the password. */
+  #where(): string {
+    let place = "(unparsed URL)";
+    try {
+      const url = new URL(this.#url);
+      place = `${url.host || "localhost"}${url.pathname}`;
+    } catch {}
+    return this.schema === null ? place : `${place} schema ${this.schema}`;
+  }
+
+  #transaction<T>(begin: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.#connected(), begin, work);
+  }
+}
+
+async function setSearchPath(
+  client: { query(text: string): Promise<unknown> },
+  schema: string,
+): Promise<void> {
+  await client.query(`SET search_path TO ${escapeIdentifier(schema)}`);
+}
+
+function query(name: StatementName, values: unknown[]): QueryArrayConfig {
+  // Named: each pooled connection parses and plans a statement once.
+  return { name: `steward_${name}`, text: SQL[name], values, rowMode: "array" };
+}
+
+async function run(client: PoolClient, name: StatementName, values: unknown[]): Promise<void> {
+  await client.query(query(name, values));
+}
+
+async function rows(client: PoolClient, name: StatementName, values: unknown[] = []): Promise<Row[]> {
+  return (await client.query(query(name, values))).rows;
+}
+
+/**
+ * The puts of a batch since its last delete, per table. Rows that name a key already seen go into
+ * a later round, because one INSERT ... ON CONFLICT may not touch a row twice: round n holds the
+ * n-th put of each key, so the rounds, applied in order, leave the last put of every key, and
+ * every put is still checked by the schema as it would be one by one.
+ */
+class PendingPuts {
+  jobs = new Rounds<JobRecord>((job) => job.id);
+  tasks = new Rounds<TaskRecord>((task) => `${task.jobId}\0${task.index}`);
+  attempts = new Rounds<AttemptRecord>((a) => `${a.jobId}\0${a.taskIndex}\0${a.number}`);
+  hosts = new Rounds<HostRecord>((host) => host.name);
+  tokens = new Rounds<TokenRecord>((token) => token.id);
+  meta = new Rounds<MetaEntry>((entry) => entry.key);
+  checkpointParts = new Rounds<CheckpointPart>(
+    (part) => `${part.jobId}\0${part.taskIndex}\0${part.rank}\0${part.generation}`,
+  );
+  /** Inserted in the order they were added: their ids keep that order for events(jobId). */
+  events: EventRecord[] = [];
+  /** The events inserted so far with the ids they were given. */
+  added: [EventRecord, number][] = [];
+
+  add(
+    change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>,
+  ): void {
+    switch (change.op) {
+      case "putJob":
+        this.jobs.add(change.job);
+        return;
+      case "putTasks":
+        for (const task of change.tasks) this.tasks.add(task);
+        return;
+      case "putAttempt":
+        this.attempts.add(change.attempt);
+        return;
+      case "addEvent":
+        this.events.push(change.event);
+        return;
+      case "putHost":
+        this.hosts.add(change.host);
+        return;
+      case "putToken":
+        this.tokens.add(change.token);
+        return;
+      case "setMeta":
+        this.meta.add({ key: change.key, value: change.value });
+        return;
+      case "putCheckpointPart":
+        this.checkpointParts.add(change.part);
+        return;
+      default: {
+        const unknown: never = change;
+        throw new Error(`unknown change: ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  async flush(client: PoolClient): Promise<void> {
+    await write(client, "putJobs", this.jobs.take(), CODEC.jobs);
+    await write(client, "putTasks", this.tasks.take(), CODEC.tasks);
+    await write(client, "putAttempts", this.attempts.take(), CODEC.attempts);
+    const events = this.events;
+    this.events = [];
+    for (let start = 0; start < events.length; start += ROWS_PER_STATEMENT) {
+      const chunk = events.slice(start, start + ROWS_PER_STATEMENT);
+      const result = await client.query(query("addEvents", columnArrays(chunk, CODEC.events)));
+      // Ids are given in insert order; RETURNING's order is not promised, so they are sorted.
+      const ids = result.rows.map((row) => Number(row[0])).sort((a, b) => a - b);
+      chunk.forEach((event, i) => {
+        this.added.push([event, ids[i]]);
+      });
+    }
+    await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
+    await write(client, "putTokens", this.tokens.take(), CODEC.tokens);
+    await write(client, "setMeta", this.meta.take(), CODEC.meta);
+    await write(client, "putCheckpointParts", this.checkpointParts.take(), CODEC.checkpointParts);
+  }
+}
+
+class Rounds<T> {
+  readonly #key: (record: T) => string;
+  #seen = new Map<string, number>();
+  #rounds: T[][] = [];
+
+  constructor(key: (record: T) => string) {
+    this.#key = key;
+  }
+
+  add(record: T): void {
+    const key = this.#key(record);
+    const round = this.#seen.get(key) ?? 0;
+    this.#seen.set(key, round + 1);
+    this.#rounds[round] ??= [];
+    this.#rounds[round].push(record);
+  }
+
+  take(): T[][] {
+    const rounds = this.#rounds;
+    this.#seen = new Map();
+    this.#rounds = [];
+    return rounds;
+  }
+}
+
+/** The records as one array per column, for UNNEST. */
+function columnArrays<T>(records: readonly T[], codec: RowCodec<T>): RowValue[][] {
+  const columns: RowValue[][] = [];
+  records.forEach((record, row) => {
+    const each = codec.encode(record);
+    for (let column = 0; column < each.length; column++) {
+      columns[column] ??= new Array(records.length);
+      columns[column][row] = each[column];
+    }
+  });
+  return columns;
+}
+
+/** Each round as column arrays, ROWS_PER_STATEMENT rows per statement, in order. */
+async function write<T>(
+  client: PoolClient,
+  name: StatementName,
+  rounds: T[][],
+  codec: RowCodec<T>,
+): Promise<void> {
+  for (const round of rounds) {
+    for (let start = 0; start < round.length; start += ROWS_PER_STATEMENT) {
+      await run(client, name, columnArrays(round.slice(start, start + ROWS_PER_STATEMENT), codec));
+    }
+  }
+}
+
+async function termOf(client: PoolClient, name: "lockTerm" | "readTerm"): Promise<number> {
+  const result = await client.query(query(name, []));
+  return Number(result.rows[0][0]);
+}
+
+/**
+ * Refuses an older term, makes a newer one the newest: in the commit's own transaction, holding the
+ * leadership row until it ends, so no commit of another term runs between the check and the writes.
+ */
+async function checkTerm(client: PoolClient, term: number): Promise<void> {
+  const newest = await termOf(client, "lockTerm");
+  if (term < newest) throw new StaleTermError(term, newest);
+  if (term > newest) await run(client, "writeTerm", [term]);
+}
+
+/**
+ * The migration runner's view of PostgreSQL: one transaction under an advisory lock, so a second
+ * server starting at the same moment waits, then finds the migrations applied.
+ */
+function migrationDialect(pool: Pool, schema: string | null): MigrationDialect {
+  return {
+    async exclusive(work) {
+      await inTransaction(pool, "BEGIN", async (client) => {
+        await client.query(
+          "SELECT pg_advisory_xact_lock($1, hashtext(coalesce($2::text, current_schema()::text, '')))",
+          [MIGRATION_LOCK_CLASS, schema],
+        );
+        // Looked up rather than CREATE SCHEMA IF NOT EXISTS, which needs the CREATE privilege even
+        // when the schema is there: a schema made beforehand by an administrator is enough.
+        if (schema !== null) {
+          const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+          if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${escapeIdentifier(schema)}`);
+        }
+        await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at bigint NOT NULL
+        )`);
+        await work({
+          exec: async (sql) => {
+            await client.query(sql);
+          },
+          appliedVersions: async () =>
+            (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map(
+              (row) => Number(row.version),
+            ),
+          record: async (migration, at) => {
+            await client.query(
+              "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+              [migration.version, migration.name, at],
+            );
+          },
+        });
+      });
+    },
+  };
+}

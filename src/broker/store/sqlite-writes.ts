@@ -1,0 +1,164 @@
+// Every write of the SQLite store, on the one connection that writes: each in one transaction
+// (BEGIN IMMEDIATE takes the write lock first), with the term checked inside it. Synchronous: it
+// runs in the store's writer thread (sqlite-writer.ts), so that the fsync of a commit does not
+// hold up the server's event loop.
+
+import type { DatabaseSync } from "node:sqlite";
+import type { TaskRecord } from "../../common/model/records.ts";
+import {
+  CODEC,
+  type Row,
+  type SqlValue,
+  Statements,
+  TASK_PARAMETERS,
+  TASKS_PER_STATEMENT,
+} from "./sqlite-statements.ts";
+import { type Change, StaleTermError } from "./store.ts";
+
+export class SqliteWrites {
+  readonly #db: DatabaseSync;
+  readonly #statements: Statements;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+    this.#statements = new Statements(db);
+  }
+
+  /** The newest term plus one, recorded as the newest. */
+  beginTerm(): number {
+    return this.#write(() => {
+      const term = this.#term() + 1;
+      this.#statements.run("writeTerm", term);
+      return term;
+    });
+  }
+
+  /** Applies the changes in one transaction; returns the ids of the events added, in their order. */
+  commit(term: number, changes: readonly Change[]): number[] {
+    return this.#write(() => {
+      this.#checkTerm(term);
+      const eventIds: number[] = [];
+      for (const change of changes) this.#apply(change, eventIds);
+      return eventIds;
+    });
+  }
+
+  reserveIds(term: number, sequence: string, count: number): number {
+    if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    return this.#write(() => {
+      this.#checkTerm(term);
+      const row = this.#statements.get("readSequence").get(sequence) as unknown as Row | undefined;
+      const first = row ? Number(row[0]) : 1;
+      this.#statements.run("writeSequence", sequence, first + count);
+      return first;
+    });
+  }
+
+  close(): void {
+    this.#statements.clear();
+    this.#db.close();
+  }
+
+  #write<T>(work: () => T): T {
+    const db = this.#db;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      db.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (db.isTransaction) db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  #term(): number {
+    const row = this.#statements.get("readTerm").get() as unknown as Row;
+    return Number(row[0]);
+  }
+
+  /** Refuses an older term; makes a newer one the newest. Inside the write's transaction. */
+  #checkTerm(term: number): void {
+    const newest = this.#term();
+    if (term < newest) throw new StaleTermError(term, newest);
+    if (term > newest) this.#statements.run("writeTerm", term);
+  }
+
+  #apply(change: Change, eventIds: number[]): void {
+    const statements = this.#statements;
+    switch (change.op) {
+      case "putJob":
+        statements.run("putJob", ...(CODEC.jobs.encode(change.job) as SqlValue[]));
+        return;
+      case "putTasks":
+        this.#putTasks(change.tasks);
+        return;
+      case "putAttempt":
+        statements.run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
+        return;
+      case "addEvent": {
+        const row = statements
+          .get("addEvent")
+          .get(...(CODEC.events.encode(change.event) as SqlValue[])) as unknown as Row;
+        eventIds.push(Number(row[0]));
+        return;
+      }
+      case "putHost":
+        statements.run("putHost", ...(CODEC.hosts.encode(change.host) as SqlValue[]));
+        return;
+      case "deleteHost":
+        statements.run("deleteHost", change.name);
+        return;
+      case "putToken":
+        statements.run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
+        return;
+      case "putCheckpointPart":
+        statements.run("putCheckpointPart", ...(CODEC.checkpointParts.encode(change.part) as SqlValue[]));
+        return;
+      case "deleteCheckpointPart":
+        statements.run(
+          "deleteCheckpointPart",
+          change.jobId,
+          change.taskIndex,
+          change.rank,
+          change.generation,
+        );
+        return;
+      case "deleteJob":
+        statements.run("keepJobAccounting", change.jobId);
+        statements.run("deleteJobCheckpointParts", change.jobId);
+        statements.run("deleteJobAttempts", change.jobId);
+        statements.run("deleteJobTasks", change.jobId);
+        statements.run("deleteJobEvents", change.jobId);
+        statements.run("deleteJob", change.jobId);
+        return;
+      case "setMeta":
+        statements.run("setMeta", change.key, change.value);
+        return;
+      case "purgeAccounting":
+        statements.run("purgeAccounting", change.endedBefore);
+        return;
+      default: {
+        const unknown: never = change;
+        throw new Error(`unknown change: ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  #putTasks(tasks: readonly TaskRecord[]): void {
+    // Rows of one statement are applied in order, so a task named twice still ends as its last put.
+    const values: SqlValue[] = new Array(TASKS_PER_STATEMENT * TASK_PARAMETERS);
+    const chunk = this.#statements.get("putTaskChunk");
+    let start = 0;
+    for (; start + TASKS_PER_STATEMENT <= tasks.length; start += TASKS_PER_STATEMENT) {
+      for (let i = 0; i < TASKS_PER_STATEMENT; i++) {
+        const row = CODEC.tasks.encode(tasks[start + i]) as SqlValue[];
+        for (let column = 0; column < TASK_PARAMETERS; column++)
+          values[i * TASK_PARAMETERS + column] = row[column];
+      }
+      chunk.run(...values);
+    }
+    const one = this.#statements.get("putTask");
+    for (; start < tasks.length; start++) one.run(...(CODEC.tasks.encode(tasks[start]) as SqlValue[]));
+  }
+}
