@@ -29,7 +29,8 @@ function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: st
   const hostName = typeof host === "string" ? host : "";
   return {
     pool: state.hosts.get(hostName)?.record.pool ?? "unknown",
-    owner: state.jobs.get(jobId)?.record.owner ?? "unknown",
+    // An ended job may have left memory by the time its events are counted: its header keeps the owner.
+    owner: state.jobOwner(jobId) ?? "unknown",
   };
 }
 
