@@ -160,6 +160,13 @@ export class JobMetrics {
     };
   }
 
+  /** Stops counting and gauging: this server no longer leads (the gauges go empty, the counters stay). */
+  unwatch(): void {
+    this.#detach?.();
+    this.#detach = null;
+    this.#reactor = null;
+  }
+
   #counted(state: ClusterState, event: EventRecord): void {
     const { kind, data } = event;
     if (kind === "preempt") this.#preemptions.inc(labelsOf(state, event.jobId, data.host));

@@ -1,7 +1,7 @@
 // The series of the work counted from a core's committed events and placements, on a real SQLite
 // store: the queue wait of each placement, attempts by outcome with their pool and owner (also once
 // the job has ended and left memory), out-of-memory kills and migrations, and the slots and GPUs
-// used and free read from the cluster state when scraped.
+// used and free read from the cluster state when scraped; a core that no longer leads, none of it.
 
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -11,12 +11,14 @@ import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-
 
 let harness: Harness;
 let registry: Registry;
+let metrics: JobMetrics;
 
 beforeEach(async () => {
   harness = new Harness();
   await harness.start();
   registry = new Registry();
-  new JobMetrics(registry).watch(harness.core.reactor);
+  metrics = new JobMetrics(registry);
+  metrics.watch(harness.core.reactor);
 });
 
 afterEach(async () => {
@@ -97,5 +99,16 @@ it("counts placements' waits, ends by outcome, OOM kills and migrations by pool 
     "pool=gpu,state=free": 4,
     "pool=default,state=used": 1,
     "pool=default,state=free": 1,
+  });
+
+  // No longer leading: the gauges go empty (a standby's would be stale), the counters stay.
+  metrics.unwatch();
+  expect(await series("steward_slots")).toEqual({});
+  expect(await series("steward_owner_slots_used")).toEqual({});
+  await harness.core.agents.attemptEnded("h2", ended(b.id, 2, "failed"));
+  await settle();
+  expect(await series("steward_attempts_ended_total")).toEqual({
+    "outcome=failed,owner=alice,pool=gpu": 1,
+    "outcome=migrated,owner=alice,pool=default": 1,
   });
 });
