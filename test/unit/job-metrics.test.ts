@@ -35,7 +35,8 @@ async function series(name: string): Promise<Record<string, number>> {
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([label, value]) => `${label}=${value}`)
       .join(",");
-    const suffix = sample.metricName?.slice(name.length + 1);
+    // A histogram's samples name their series (_bucket, _sum, _count), which prom-client's types leave out.
+    const suffix = (sample as { metricName?: string }).metricName?.slice(name.length + 1);
     found[suffix ? `${suffix} ${key}` : key] = sample.value;
   }
   return found;
