@@ -29,7 +29,8 @@ function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: st
   const hostName = typeof host === "string" ? host : "";
   return {
     pool: state.hosts.get(hostName)?.record.pool ?? "unknown",
-    // An ended job may have left memory by the time its events are counted: its header keeps the owner.
+    // A job may leave memory before the events of the step that ended it come (an earlier step's
+    // commit, done after that step ran, retires it): its header keeps the owner.
     owner: state.jobOwner(jobId) ?? "unknown",
   };
 }

@@ -113,3 +113,22 @@ it("counts placements' waits, ends by outcome, OOM kills and migrations by pool 
     "outcome=migrated,owner=alice,pool=default": 1,
   });
 });
+
+it("counts a job's last end under its owner when an earlier commit retired the job before its events came", async () => {
+  await harness.core.agents.attachHost(hello("h1"));
+  const job = await submit({});
+  let retired = false;
+  harness.core.reactor.events.on("event", (event) => {
+    if (event.kind === "attempt.succeeded") retired = !harness.core.reactor.state.jobs.has(event.jobId);
+  });
+  // The start's commit ends after the end's handler ran: it retires the job the end just ended.
+  await Promise.all([
+    harness.core.agents.attemptStarted("h1", job.id, 0, 1),
+    harness.core.agents.attemptEnded("h1", ended(job.id, 1)),
+  ]);
+  await settle();
+  expect(retired).toBe(true);
+  expect(await series("steward_attempts_ended_total")).toEqual({
+    "outcome=succeeded,owner=alice,pool=default": 1,
+  });
+});
