@@ -3,11 +3,13 @@
 // devices controller; v2 has no devices files, only BPF programs, which the agent does not load).
 // Pure: the files and values to write, in order.
 
+import { DEFAULT_MAX_PROCESSES } from "../model/job-spec.ts";
+
+/** Processes (and threads) an attempt may have at once when its job file names none (the job file's default). */
+export { DEFAULT_MAX_PROCESSES };
+
 /** The CPU quota's period, in µs: the kernel's default (cpu.cfs_period_us, cpu.max). */
 export const CPU_PERIOD_US = 100_000;
-
-/** Processes (and threads) an attempt may have at once when its job file names no number. */
-export const DEFAULT_MAX_PROCESSES = 4096;
 
 export interface AttemptLimits {
   /** MB; 0 or absent: no memory limit. */

@@ -29,7 +29,9 @@ function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: st
   const hostName = typeof host === "string" ? host : "";
   return {
     pool: state.hosts.get(hostName)?.record.pool ?? "unknown",
-    owner: state.jobs.get(jobId)?.record.owner ?? "unknown",
+    // A job may leave memory before the events of the step that ended it come (an earlier step's
+    // commit, done after that step ran, retires it): its header keeps the owner.
+    owner: state.jobOwner(jobId) ?? "unknown",
   };
 }
 
@@ -157,6 +159,13 @@ export class JobMetrics {
       reactor.events.off("event", onEvent);
       reactor.events.off("placed", onPlaced);
     };
+  }
+
+  /** Stops counting and gauging: this server no longer leads (the gauges go empty, the counters stay). */
+  unwatch(): void {
+    this.#detach?.();
+    this.#detach = null;
+    this.#reactor = null;
   }
 
   #counted(state: ClusterState, event: EventRecord): void {

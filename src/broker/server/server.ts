@@ -117,7 +117,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     policy: options.policy,
     accountingDays: options.accountingDays,
     log,
-    onDemoted: () => gateway?.disconnectAll(),
+    onDemoted: () => {
+      gateway?.disconnectAll();
+      jobMetrics.unwatch();
+    },
     onLeading: (core) => jobMetrics.watch(core.reactor),
   });
   const core = leadingCore(broker);

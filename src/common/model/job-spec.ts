@@ -9,6 +9,9 @@ import { MAX_REPLICAS } from "./replicas.ts";
 
 export { relativePathProblem };
 
+/** Processes (and threads) one attempt may have at once when its job file names no number. */
+export const DEFAULT_MAX_PROCESSES = 4096;
+
 /** Ranks a multi-node job may ask for. */
 export const MAX_NODES = 1024;
 
@@ -89,6 +92,11 @@ export const jobSpecSchema = z.strictObject({
             .optional(),
           "Units of countable resources one task (one rank) takes, by name, counted against what its host's agent declares (`--resource license=4`); given in `STEWARD_RESOURCE_<NAME>`.",
           { license: 2 },
+        ),
+        maxProcesses: about(
+          z.int().min(1).max(4_194_304).optional(),
+          `Processes and threads one task (one rank) may have at once, on an agent that enforces limits (its cgroup's pids limit): a fork beyond it fails. Absent: ${DEFAULT_MAX_PROCESSES}.`,
+          256,
         ),
       })
       .default({ cpus: 1, memoryMb: 0 }),

@@ -41,6 +41,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     outputs: spec.outputs,
     cpus: spec.resources.cpus,
     ...(memoryMb > 0 ? { memoryMb } : {}),
+    ...(spec.resources.maxProcesses !== undefined ? { maxProcesses: spec.resources.maxProcesses } : {}),
     ...(gpus && gpus.length > 0 ? { gpus } : {}),
     ...(custom && Object.keys(custom).length > 0 ? { resources: custom } : {}),
     timeLimitSeconds: spec.timeLimitSeconds ?? null,
