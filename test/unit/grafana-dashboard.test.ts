@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { JobMetrics } from "../../src/server/job-metrics.ts";
+import { JobMetrics } from "../../src/broker/server/job-metrics.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable, as the JSON model writes it

@@ -5,8 +5,8 @@
 
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { validateJobSpec } from "../../src/model/job-spec.ts";
-import { JobMetrics } from "../../src/server/job-metrics.ts";
+import { JobMetrics } from "../../src/broker/server/job-metrics.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;

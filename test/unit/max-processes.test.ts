@@ -4,7 +4,7 @@
 
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { cgroupSettings, DEFAULT_MAX_PROCESSES } from "../../src/agent/cgroup-limits.ts";
-import { JobFileError, validateJobSpec } from "../../src/model/job-spec.ts";
+import { JobFileError, validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 
 let harness: Harness;
