@@ -19,7 +19,7 @@ import { startUndelivered } from "./handlers/agent-reports.ts";
 import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";
 import { expireLeases } from "./handlers/leases.ts";
-import { retireEnded } from "./retire-ended.ts";
+import { CommitsInFlight, jobsChanged, retireJobs } from "./retire-ended.ts";
 import { type Handled, handle, type Step } from "./step.ts";
 
 export interface ReactorOptions {
@@ -52,6 +52,8 @@ export class Reactor {
   #links: AgentLinks = { send: () => false, disconnect: () => {} };
   #checkpointBlobs: CheckpointBlobs = { drop: async () => {} };
   #schedulePending = false;
+  /** Each job's handled steps not committed yet: a job leaves memory only once none is. */
+  readonly #inFlight = new CommitsInFlight();
   #stopped = false;
   #timer: NodeJS.Timeout | null = null;
   /** When the last plan asked to be looked at again (waiting for a task expected to end). */
@@ -84,18 +86,22 @@ export class Reactor {
    */
   async run<T>(handler: (step: Step) => T): Promise<T> {
     const handled = handle(this.state, this.now(), handler, this.options.random);
+    const jobs = jobsChanged(handled.changes);
+    this.#inFlight.started(jobs);
     // A pass may plan the freed slot before this commit is done: its own commit comes after this
     // one (commits keep their order) and its starts are sent only once committed.
     if (handled.schedule) this.kick();
-    await this.#commit(handled);
+    await this.#commit(handled, jobs);
     return handled.result;
   }
 
-  async #commit(step: Handled<unknown>): Promise<void> {
+  async #commit(step: Handled<unknown>, jobs: ReadonlySet<string>): Promise<void> {
     if (step.changes.length > 0) {
       try {
         await this.#committer.push(step.changes);
       } catch (error) {
+        // Fatal (this core stops leading); the count is kept right all the same.
+        this.#inFlight.done(jobs);
         this.#fatal(error);
         throw error;
       }
@@ -113,7 +119,7 @@ export class Reactor {
       if (effect.kind === "dropCheckpointBlobs") drops.push(this.#dropCheckpointBlobs(effect.drop));
       else this.#perform(effect);
     }
-    retireEnded(this.state, step.changes);
+    retireJobs(this.state, this.#inFlight.done(jobs));
     await Promise.all(drops);
   }
 
