@@ -22,6 +22,7 @@ import { chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { exitSignal } from "../common/model/attempt-usage.ts";
 import type { AgentOutcome, EndedEvent, StartMessage } from "../common/protocol/messages.ts";
 import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../common/protocol/messages.ts";
 import type { HttpClient } from "../common/transport/http-client.ts";
@@ -457,7 +458,9 @@ export class Attempt {
         cause: "oom",
       };
     if (exitCode !== 0) {
-      const reason = exitCode > 128 ? `killed by signal ${exitCode - 128}` : `exit code ${exitCode}`;
+      // 128+N from the supervisor's shell for signal N (1 to 31); a larger code is the job's own.
+      const signal = exitSignal(exitCode);
+      const reason = signal !== null ? `killed by signal ${signal}` : `exit code ${exitCode}`;
       return { outcome: "failed", exitCode, reason, outputs: [] };
     }
     try {

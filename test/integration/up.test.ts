@@ -14,6 +14,7 @@ import {
   startUp,
   tempDir,
   waitFor,
+  waitForJobEnd,
 } from "../helpers/steward.ts";
 
 let steward: StewardProcess;
@@ -153,6 +154,20 @@ describe("steward up", () => {
     expect(job.state).toBe("cancelled");
     expect(job.tasks[0].attempts[0].outcome).toBe("cancelled");
     await waitFor("background child killed", () => !processAlive(pid), 10_000);
+  });
+
+  it("says how a job ended: its own exit code, even above 128+31, or the signal that killed it", async () => {
+    const cases: [string, string][] = [
+      ["exit 3", "exit code 3"],
+      ["exit 254", "exit code 254"],
+      ["kill -TERM $$", "killed by signal 15"],
+    ];
+    for (const [command, reason] of cases) {
+      const { id } = await api(steward, "POST", "/api/v1/jobs", { command });
+      const job = await waitForJobEnd(steward, id, 30_000);
+      expect(job.state, command).toBe("failed");
+      expect(job.tasks[0].attempts[0].reason, command).toBe(reason);
+    }
   });
 
   it("rejects five kinds of bad job file, naming the field, and creates nothing", async () => {
