@@ -58,9 +58,9 @@ export function readLayout(): { layout: CgroupLayout } | { unavailable: string }
 /**
  * Makes the agent's base for attempts. In v2 the agent's own cgroup must hold no process once its
  * controllers are handed down (the kernel's rule for a cgroup with children that use them): the
- * agent's processes move into a leaf `agent` beside the base first. In v1 the devices hierarchy
- * is used only when `gpus` (the host declares GPUs that attempts must be kept from): each
- * hierarchy is a directory to make, join and remove for every attempt.
+ * agent's processes move into a leaf `agent` beside the base first. In v1 each hierarchy is a
+ * directory to make, join and remove for every attempt: only those an attempt needs are used
+ * (attemptsBase), devices only when `gpus` (the host declares GPUs that attempts must be kept from).
  */
 export function openEnforcement(
   agentName: string,
@@ -70,7 +70,7 @@ export function openEnforcement(
 ): EnforcementChoice {
   const name = baseName(agentName, workDir);
   const fullBase = baseUnder(layout, name);
-  const base = gpus ? fullBase : withoutDevices(fullBase);
+  const base = attemptsBase(fullBase, gpus);
   try {
     if (base.version === 2 && layout.version === 2) {
       const own = layout.dir;
@@ -143,9 +143,12 @@ export function removeBase(enforcement: Enforcement): void {
   }
 }
 
-/** A v1 base without its devices hierarchy (v2 has none to leave out). */
-function withoutDevices(base: CgroupBase): CgroupBase {
-  if (base.version === 2 || base.dirs.devices === undefined) return base;
-  const { devices: _, ...dirs } = base.dirs;
-  return { version: 1, dirs };
+/**
+ * The v1 hierarchies an attempt's cgroup is made in: not the freezer (the end of an attempt stops
+ * forks with its process limit instead, attempt-cgroup.ts), and devices only with GPUs to keep apart.
+ */
+function attemptsBase(base: CgroupBase, gpus: boolean): CgroupBase {
+  if (base.version === 2) return base;
+  const { devices, freezer: _, ...dirs } = base.dirs;
+  return { version: 1, dirs: gpus && devices !== undefined ? { ...dirs, devices } : dirs };
 }
