@@ -110,18 +110,18 @@ export function openEnforcement(
 
 /**
  * Removes the attempts' cgroups that are not in `live` (an earlier run's, whose attempt has ended),
- * killing what is left in them first.
+ * killing what is left in them first. Every hierarchy is looked in: an earlier run may have used
+ * one this run does not (devices, freezer), and left a directory there when its attempt was
+ * adopted and ended by this run.
  */
 export async function sweepCgroups(enforcement: Enforcement, live: ReadonlySet<string>): Promise<number> {
-  const base = enforcement.base;
-  const listing = base.version === 2 ? base.dir : base.dirs.memory;
-  let names: string[];
-  try {
-    names = readdirSync(listing, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => entry.name);
-  } catch {
-    return 0;
+  const base = enforcement.fullBase;
+  const names = new Set<string>();
+  for (const listing of base.version === 2 ? [base.dir] : new Set(Object.values(base.dirs))) {
+    try {
+      for (const entry of readdirSync(listing, { withFileTypes: true }))
+        if (entry.isDirectory()) names.add(entry.name);
+    } catch {}
   }
   let removed = 0;
   for (const name of names) {

@@ -5,10 +5,11 @@
 // enforces, and with --no-enforce that it does not. Needs root and the memory, cpu and pids
 // controllers (v1 or v2): without them the test is skipped saying why, and fails under CI.
 
-import { readdirSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openEnforcement, readLayout, removeBase } from "../../src/agent/enforcement.ts";
+import { openEnforcement, readLayout, removeBase, sweepCgroups } from "../../src/agent/enforcement.ts";
 import {
   type AgentProcess,
   api,
@@ -189,6 +190,27 @@ it("an attempt's cgroup is made in the v1 hierarchies it needs: devices only on 
   const needed = (["cpu", "cpuacct", "memory", "pids"] as const).filter((c) => layout.dirs[c] !== undefined);
   expect(hierarchies(false)).toEqual(needed);
   if (layout.dirs.devices !== undefined) expect(hierarchies(true)).toEqual([...needed, "devices"].sort());
+});
+
+it("a restarted agent removes an earlier run's cgroup in every hierarchy, killing what is left in it", async (context) => {
+  skipUnlessEnforced(context);
+  const found = readLayout();
+  if (!("layout" in found)) throw new Error(found.unavailable);
+  const work = tempDir("steward-sweep-");
+  // The earlier run had GPUs (its attempts' cgroups had devices directories where mounted) ...
+  const earlier = openEnforcement("sweep", work, found.layout, true);
+  if (!("enforcement" in earlier)) throw new Error(earlier.unavailable);
+  const left = earlier.enforcement.attempt("ended-attempt");
+  left.create({ cpus: 1 });
+  const child = spawn("/bin/sh", ["-c", `${left.joinScript()}exec sleep 300`], { stdio: "ignore" });
+  await waitFor("the process in the cgroup", async () => left.processes().length === 1);
+  // ... this one has none: it sweeps what is not its live attempts' all the same.
+  const now = openEnforcement("sweep", work, found.layout, false);
+  if (!("enforcement" in now)) throw new Error(now.unavailable);
+  expect(await sweepCgroups(now.enforcement, new Set())).toBe(1);
+  await waitFor("the process gone", async () => child.exitCode !== null || child.signalCode !== null, 5_000);
+  for (const dir of left.dirs) expect(existsSync(dir)).toBe(false);
+  removeBase(now.enforcement);
 });
 
 it("an agent with --no-enforce says so and reports host.enforces false; a job requiring it goes to the enforcing host", async (context) => {
