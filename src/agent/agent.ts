@@ -178,9 +178,9 @@ export class Agent {
     this.credential = await readHostCredential(this.options.workDir);
     this.launcher.on("started", (dir, pid) => this.started(dir, pid));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
-    this.context.enforcement = this.chooseEnforcement();
-    this.fixed.enforces = this.context.enforcement !== null;
     const gpus = await declaredGpus(this.options.gpus);
+    this.context.enforcement = this.chooseEnforcement(gpus.length > 0);
+    this.fixed.enforces = this.context.enforcement !== null;
     if (this.options.gpus !== undefined)
       this.log.info(`gpus: ${gpus.length > 0 ? gpus.join(",") : "none found"}`);
     if (gpus.length > 0) {
@@ -258,13 +258,14 @@ export class Agent {
   }
 
   /** Enforcement where the host allows it, said in one line either way. */
-  private chooseEnforcement(): Enforcement | null {
+  private chooseEnforcement(gpus: boolean): Enforcement | null {
     if (this.options.enforce === false) {
       this.log.warn("not enforcing resource limits: --no-enforce");
       return null;
     }
     const found = readLayout();
-    const chosen = "layout" in found ? openEnforcement(this.name, this.options.workDir, found.layout) : found;
+    const chosen =
+      "layout" in found ? openEnforcement(this.name, this.options.workDir, found.layout, gpus) : found;
     if ("unavailable" in chosen) {
       this.log.warn(`not enforcing resource limits: ${chosen.unavailable}`);
       return null;

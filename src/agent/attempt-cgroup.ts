@@ -140,8 +140,11 @@ export class AttemptCgroup {
 
   /**
    * Kills every process in the cgroup and waits until none is left (at most `timeoutMs`); true
-   * when it is empty. v2 writes cgroup.kill; v1 freezes the cgroup (when the freezer is there),
-   * so that nothing forks meanwhile, sends SIGKILL to each, and thaws it for them to die.
+   * when it is empty. Nothing may fork meanwhile: v2 writes cgroup.kill (or freezes the cgroup
+   * where the kernel has no cgroup.kill); v1 sets the process limit to 0 (pids.max: every fork
+   * then fails), and also freezes where its cgroup has a freezer directory (an earlier version's),
+   * sends SIGKILL to each, and thaws it for them to die. What a fork begun before the limit made
+   * is killed in a later round.
    */
   async killAll(timeoutMs = CGROUP_EMPTY_TIMEOUT_MS): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
@@ -168,6 +171,8 @@ export class AttemptCgroup {
           ? `${freezer}/freezer.state`
           : `${freezer}/cgroup.freeze`;
     const [frozen, thawed] = this.base.version === 1 ? ["FROZEN", "THAWED"] : ["1", "0"];
+    const pids = this.base.version === 1 ? this.dirFor("pids") : null;
+    if (pids) writeQuietly(`${pids}/pids.max`, "0");
     if (freezeFile) writeQuietly(freezeFile, frozen);
     for (const pid of this.processes()) {
       try {

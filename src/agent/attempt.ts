@@ -409,7 +409,7 @@ export class Attempt {
     return text === null ? null : cpuTimeFromShellTimes(text);
   }
 
-  /** What the attempt used (its cgroup's counters, or without one the shell's), then its cgroup emptied and removed. */
+  /** What the attempt used (its cgroup's counters, or without one the shell's), its cgroup emptied. */
   private async measureAndEnd(): Promise<AttemptUsage> {
     const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
     if (!this.cgroup) {
@@ -423,10 +423,11 @@ export class Attempt {
         oomKills: 0,
       };
     }
+    // Emptied before the end is reported, so that nothing of the attempt outlives it; the empty
+    // cgroup is removed with the folder (cleanup), off the way of the report.
     const oomKills = this.cgroup.oomKills();
     await this.cgroup.killAll();
     const { cpu, peakMemoryBytes } = this.cgroup.usage();
-    await this.cgroup.remove();
     return {
       wallSeconds,
       cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,
@@ -487,7 +488,7 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
-    // Gone already once the end was measured; an attempt that never started may have made one.
+    // Emptied when the end was measured (killed here too when the attempt never ended).
     await this.cgroup?.remove();
     if (this.owner !== null) await removeAttemptFolder(this.dir);
     else this.context.spares.retire(this.dir);

@@ -2,8 +2,8 @@
 // /proc/self/cgroup (pure: the texts are passed in). cgroup v2 when the unified tree offers the
 // memory, cpu and pids controllers below the agent's own cgroup (a delegated subtree, or the whole
 // tree for root); else cgroup v1, when a hierarchy is mounted for each of them (cpuacct, freezer
-// and devices are used too where mounted). One or the other, never a mix: an attempt's limits and
-// its accounting then come from one place.
+// and devices are found too where mounted; which of them an attempt uses, enforcement.ts chooses).
+// One or the other, never a mix: an attempt's limits and its accounting then come from one place.
 
 /** The controllers without which nothing is enforced. */
 export const REQUIRED_CONTROLLERS = ["memory", "cpu", "pids"] as const;

@@ -16,7 +16,10 @@ import {
 } from "./cgroup-layout.ts";
 
 export interface Enforcement {
+  /** Where attempts' cgroups are made: v1's devices hierarchy only on a host with GPUs to keep apart. */
   base: CgroupBase;
+  /** Every hierarchy the layout has: where an earlier run's attempts (with GPUs or not) may have been. */
+  fullBase: CgroupBase;
   /** The one line the agent logs at start. */
   description: string;
   /** The cgroup of an attempt (named by its folder's name). */
@@ -55,11 +58,19 @@ export function readLayout(): { layout: CgroupLayout } | { unavailable: string }
 /**
  * Makes the agent's base for attempts. In v2 the agent's own cgroup must hold no process once its
  * controllers are handed down (the kernel's rule for a cgroup with children that use them): the
- * agent's processes move into a leaf `agent` beside the base first.
+ * agent's processes move into a leaf `agent` beside the base first. In v1 each hierarchy is a
+ * directory to make, join and remove for every attempt: only those an attempt needs are used
+ * (attemptsBase), devices only when `gpus` (the host declares GPUs that attempts must be kept from).
  */
-export function openEnforcement(agentName: string, workDir: string, layout: CgroupLayout): EnforcementChoice {
+export function openEnforcement(
+  agentName: string,
+  workDir: string,
+  layout: CgroupLayout,
+  gpus = false,
+): EnforcementChoice {
   const name = baseName(agentName, workDir);
-  const base = baseUnder(layout, name);
+  const fullBase = baseUnder(layout, name);
+  const base = attemptsBase(fullBase, gpus);
   try {
     if (base.version === 2 && layout.version === 2) {
       const own = layout.dir;
@@ -90,6 +101,7 @@ export function openEnforcement(agentName: string, workDir: string, layout: Cgro
   return {
     enforcement: {
       base,
+      fullBase,
       description: `enforcing memory, CPU and process limits with cgroup v${base.version} (${controllers}) under ${where}`,
       attempt: (attemptName) => new AttemptCgroup(base, attemptName),
     },
@@ -98,23 +110,23 @@ export function openEnforcement(agentName: string, workDir: string, layout: Cgro
 
 /**
  * Removes the attempts' cgroups that are not in `live` (an earlier run's, whose attempt has ended),
- * killing what is left in them first.
+ * killing what is left in them first. Every hierarchy is looked in: an earlier run may have used
+ * one this run does not (devices, freezer), and left a directory there when its attempt was
+ * adopted and ended by this run.
  */
 export async function sweepCgroups(enforcement: Enforcement, live: ReadonlySet<string>): Promise<number> {
-  const base = enforcement.base;
-  const listing = base.version === 2 ? base.dir : base.dirs.memory;
-  let names: string[];
-  try {
-    names = readdirSync(listing, { withFileTypes: true })
-      .filter((entry) => entry.isDirectory())
-      .map((entry) => entry.name);
-  } catch {
-    return 0;
+  const base = enforcement.fullBase;
+  const names = new Set<string>();
+  for (const listing of base.version === 2 ? [base.dir] : new Set(Object.values(base.dirs))) {
+    try {
+      for (const entry of readdirSync(listing, { withFileTypes: true }))
+        if (entry.isDirectory()) names.add(entry.name);
+    } catch {}
   }
   let removed = 0;
   for (const name of names) {
     if (live.has(name)) continue;
-    await enforcement.attempt(name).remove();
+    await new AttemptCgroup(enforcement.fullBase, name).remove();
     removed++;
   }
   return removed;
@@ -122,11 +134,21 @@ export async function sweepCgroups(enforcement: Enforcement, live: ReadonlySet<s
 
 /** Removes the agent's base (when empty): an agent that stops leaves nothing behind. */
 export function removeBase(enforcement: Enforcement): void {
-  const base = enforcement.base;
+  const base = enforcement.fullBase;
   const dirs = base.version === 2 ? [base.dir] : [...new Set(Object.values(base.dirs))];
   for (const dir of dirs) {
     try {
       rmdirSync(dir);
     } catch {}
   }
+}
+
+/**
+ * The v1 hierarchies an attempt's cgroup is made in: not the freezer (the end of an attempt stops
+ * forks with its process limit instead, attempt-cgroup.ts), and devices only with GPUs to keep apart.
+ */
+function attemptsBase(base: CgroupBase, gpus: boolean): CgroupBase {
+  if (base.version === 2) return base;
+  const { devices, freezer: _, ...dirs } = base.dirs;
+  return { version: 1, dirs: gpus && devices !== undefined ? { ...dirs, devices } : dirs };
 }

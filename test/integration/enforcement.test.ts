@@ -5,10 +5,11 @@
 // enforces, and with --no-enforce that it does not. Needs root and the memory, cpu and pids
 // controllers (v1 or v2): without them the test is skipped saying why, and fails under CI.
 
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
+import { openEnforcement, readLayout, removeBase, sweepCgroups } from "../../src/agent/enforcement.ts";
 import {
   type AgentProcess,
   api,
@@ -141,6 +142,76 @@ it.for([
     await waitFor("the detached process gone", async () => !running(pid), 5_000);
   },
 );
+
+it("a job's process that keeps forking in a session of its own is gone with all it forked when the attempt ends", async (context) => {
+  skipUnlessEnforced(context);
+  const s = server!;
+  // A sleep of a length no other process has: what the loop forked is found by it.
+  const marker = `${300 + Math.floor(Math.random() * 1_000_000) / 1_000_000}`;
+  const pidFile = join(shared, `forking-${Date.now()}`);
+  const { id } = await api(s, "POST", "/api/v1/jobs", {
+    command: `setsid sh -c 'while :; do sleep ${marker} & sleep 0.01; done' </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; sleep 1`,
+  });
+  const forked = (): number[] =>
+    readdirSync("/proc")
+      .filter((name) => /^\d+$/.test(name))
+      .filter((pid) => {
+        try {
+          return (
+            readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\0${marker}\0` && running(Number(pid))
+          );
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  await waitFor("the loop's first children", async () => forked().length > 5);
+  const loop = Number(readFileSync(pidFile, "utf8").trim());
+  expect((await waitForJobEnd(s, id, 30_000)).state).toBe("succeeded");
+  await waitFor(
+    "the loop and all it forked gone",
+    async () => !running(loop) && forked().length === 0,
+    5_000,
+  );
+});
+
+it("an attempt's cgroup is made in the v1 hierarchies it needs: devices only on a host with GPUs, no freezer", (context) => {
+  skipUnlessEnforced(context);
+  const found = readLayout();
+  if (!("layout" in found) || found.layout.version !== 1) return context.skip("not cgroup v1");
+  const layout = found.layout;
+  const hierarchies = (gpus: boolean): string[] => {
+    const chosen = openEnforcement("hierarchies", tempDir("steward-hierarchies-"), layout, gpus);
+    if (!("enforcement" in chosen)) throw new Error(chosen.unavailable);
+    removeBase(chosen.enforcement);
+    const base = chosen.enforcement.base;
+    return base.version === 1 ? Object.keys(base.dirs).sort() : [];
+  };
+  const needed = (["cpu", "cpuacct", "memory", "pids"] as const).filter((c) => layout.dirs[c] !== undefined);
+  expect(hierarchies(false)).toEqual(needed);
+  if (layout.dirs.devices !== undefined) expect(hierarchies(true)).toEqual([...needed, "devices"].sort());
+});
+
+it("a restarted agent removes an earlier run's cgroup in every hierarchy, killing what is left in it", async (context) => {
+  skipUnlessEnforced(context);
+  const found = readLayout();
+  if (!("layout" in found)) throw new Error(found.unavailable);
+  const work = tempDir("steward-sweep-");
+  // The earlier run had GPUs (its attempts' cgroups had devices directories where mounted) ...
+  const earlier = openEnforcement("sweep", work, found.layout, true);
+  if (!("enforcement" in earlier)) throw new Error(earlier.unavailable);
+  const left = earlier.enforcement.attempt("ended-attempt");
+  left.create({ cpus: 1 });
+  const child = spawn("/bin/sh", ["-c", `${left.joinScript()}exec sleep 300`], { stdio: "ignore" });
+  await waitFor("the process in the cgroup", async () => left.processes().length === 1);
+  // ... this one has none: it sweeps what is not its live attempts' all the same.
+  const now = openEnforcement("sweep", work, found.layout, false);
+  if (!("enforcement" in now)) throw new Error(now.unavailable);
+  expect(await sweepCgroups(now.enforcement, new Set())).toBe(1);
+  await waitFor("the process gone", async () => child.exitCode !== null || child.signalCode !== null, 5_000);
+  for (const dir of left.dirs) expect(existsSync(dir)).toBe(false);
+  removeBase(now.enforcement);
+});
 
 it("an agent with --no-enforce says so and reports host.enforces false; a job requiring it goes to the enforcing host", async (context) => {
   skipUnlessEnforced(context);
