@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/broker/api/schemas.ts";
+import { removeAgentCgroups } from "./agent-cgroups.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const STEWARD = join(ROOT, "bin/steward");
@@ -229,6 +230,8 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
       for (const found of processesUnder(work)) frozen.add(found);
       for (const found of frozen) killQuietly(found, "SIGKILL");
       await exited;
+      // Nothing of it runs any more: its cgroups go too (an agent started again makes new ones).
+      await removeAgentCgroups(options.name, work);
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;

@@ -7,9 +7,9 @@
 // fail under CI).
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
 import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import { CSV_HEADERS } from "../../src/cli/usage-format.ts";
+import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -18,18 +18,9 @@ import {
   type StewardProcess,
   startAgentProcess,
   startServerProcess,
-  tempDir,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
-
-function enforcementUnavailable(): string | null {
-  if (process.getuid?.() !== 0) return "cgroups need root";
-  const found = readLayout();
-  if ("unavailable" in found) return found.unavailable;
-  const chosen = openEnforcement("probe", tempDir("steward-probe-"), found.layout);
-  return "unavailable" in chosen ? chosen.unavailable : null;
-}
 
 const unavailable = enforcementUnavailable();
 let server: StewardProcess & { joinToken: string };

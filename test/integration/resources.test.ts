@@ -8,7 +8,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
+import { readLayout } from "../../src/agent/enforcement.ts";
+import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -22,15 +23,6 @@ import {
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
-
-/** Why limits cannot be enforced here, or null. */
-function enforcementUnavailable(): string | null {
-  if (process.getuid?.() !== 0) return "cgroups need root";
-  const found = readLayout();
-  if ("unavailable" in found) return found.unavailable;
-  const chosen = openEnforcement("probe", tempDir("steward-probe-"), found.layout);
-  return "unavailable" in chosen ? chosen.unavailable : null;
-}
 
 const unavailable = enforcementUnavailable();
 let server: (StewardProcess & { joinToken: string }) | undefined;
