@@ -34,7 +34,7 @@ import type { Enforcement } from "./enforcement.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
-import { openJobFile, readJobFile } from "./job-written-file.ts";
+import { openJobFile, readJobFile, readJobFileSync } from "./job-written-file.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
@@ -404,8 +404,8 @@ export class Attempt {
    * The CPU time the supervisor's shell counted for the job (no cgroup), or null. Read as a job's
    * file (a regular file only, its start only): a job of the agent's own account can reach it.
    */
-  private async shellTimes(): Promise<CpuTime | null> {
-    const text = await readJobFile(join(this.dir, TIMES_FILE), null, SHELL_TIMES_MAX_BYTES);
+  private shellTimes(): CpuTime | null {
+    const text = readJobFileSync(join(this.dir, TIMES_FILE), null, SHELL_TIMES_MAX_BYTES);
     return text === null ? null : cpuTimeFromShellTimes(text);
   }
 
@@ -414,7 +414,7 @@ export class Attempt {
     const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
     if (!this.cgroup) {
       // The supervisor's `times`, written before the exit code: none when the supervisor vanished.
-      const cpu = this.exitCode === null ? null : await this.shellTimes();
+      const cpu = this.exitCode === null ? null : this.shellTimes();
       return {
         wallSeconds,
         cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,

@@ -6,6 +6,7 @@
 // file and, for a job of another account, that account's own; it is then read through
 // /proc/self/fd, which is that very file whatever the job renames or links meanwhile.
 
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 
 /** O_PATH (Linux; the same number on every architecture Node.js runs on there): not in fs.constants. */
@@ -57,5 +58,34 @@ export async function readJobFile(
     return null;
   } finally {
     await file.close();
+  }
+}
+
+/**
+ * readJobFile with synchronous calls, for a small file read once per attempt on the agent's way
+ * (a handful of system calls: far less than as many round trips through the thread pool).
+ */
+export function readJobFileSync(path: string, owner: number | null, maxBytes: number): string | null {
+  let handle: number;
+  try {
+    handle = openSync(path, O_PATH);
+  } catch {
+    return null;
+  }
+  try {
+    const info = fstatSync(handle);
+    if (!info.isFile() || (owner !== null && info.uid !== owner)) return null;
+    const reader = openSync(`/proc/self/fd/${handle}`, "r");
+    try {
+      const buffer = Buffer.alloc(maxBytes);
+      const bytesRead = readSync(reader, buffer, 0, maxBytes, 0);
+      return buffer.subarray(0, bytesRead).toString("utf8");
+    } finally {
+      closeSync(reader);
+    }
+  } catch {
+    return null;
+  } finally {
+    closeSync(handle);
   }
 }
