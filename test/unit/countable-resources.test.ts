@@ -310,3 +310,30 @@ describe("memory grown after running out of memory", () => {
     expect(grownMemoryMb(current, retry)).toBe(grown);
   });
 });
+
+describe("fitsCapacity agrees with capacityShortfall", () => {
+  it("over random needs and rooms: fits exactly when no shortfall is named", () => {
+    let seed = 20261127;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const need = {
+        cpus: next(4) + 1,
+        memoryMb: next(3) * 512,
+        ...(next(2) ? { gpus: next(3) } : {}),
+        ...(next(2) ? { custom: { license: next(3), fpga: next(2) } } : {}),
+      };
+      const room = {
+        slotsFree: next(6),
+        memoryFreeMb: next(4) * 512,
+        ...(next(2) ? { gpusFree: next(3) } : {}),
+        ...(next(2) ? { customFree: { license: next(3) } } : {}),
+      };
+      expect(fitsCapacity(need, room), JSON.stringify({ need, room })).toBe(
+        capacityShortfall(need, room) === null,
+      );
+    }
+  });
+});

@@ -20,8 +20,22 @@ export interface Need {
   custom?: Readonly<Record<string, number>>;
 }
 
+/**
+ * Whether the need fits: the same rule as capacityShortfall without the sentence, which a pass
+ * would otherwise write for every host that does not fit (rescheduling asks for each running task
+ * and each host with room).
+ */
 export function fitsCapacity(need: Need, capacity: Capacity): boolean {
-  return capacityShortfall(need, capacity) === null;
+  if (capacity.slotsFree < need.cpus || capacity.memoryFreeMb < need.memoryMb) return false;
+  const gpus = need.gpus ?? 0;
+  if (gpus > 0 && (capacity.gpusFree ?? 0) < gpus) return false;
+  if (need.custom) {
+    for (const name in need.custom) {
+      const units = need.custom[name];
+      if (units > 0 && (capacity.customFree?.[name] ?? 0) < units) return false;
+    }
+  }
+  return true;
 }
 
 export function capacityShortfall(need: Need, capacity: Capacity): string | null {
