@@ -33,3 +33,17 @@ export function enforcementUnavailable(): string | null {
     rmSync(probe, { recursive: true, force: true });
   }
 }
+
+/**
+ * Skips the test, saying why, when limits cannot be enforced here (`unavailable`, from
+ * enforcementUnavailable); under CI it fails instead. `what` says what the test needs.
+ */
+export function skipUnlessEnforced(
+  context: { skip: (note: string) => void },
+  unavailable: string | null,
+  what = "resource limits cannot be enforced here",
+): void {
+  if (!unavailable) return;
+  if (process.env.CI) throw new Error(`${what}: ${unavailable}`);
+  context.skip(`${what}: ${unavailable}`);
+}

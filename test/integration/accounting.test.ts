@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import { CSV_HEADERS } from "../../src/cli/usage-format.ts";
-import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -57,12 +57,6 @@ afterAll(async () => {
   cleanup(server?.data ?? "", ...agents.map((agent) => agent.work));
 });
 
-function skipUnlessEnforced(context: { skip: (note: string) => void }): void {
-  if (!unavailable) return;
-  if (process.env.CI) throw new Error(`usage cannot be measured here: ${unavailable}`);
-  context.skip(`usage cannot be measured here: ${unavailable}`);
-}
-
 type CsvRow = Record<(typeof CSV_HEADERS)[number], string>;
 
 /** `steward acct --format csv` read back (no field here holds a comma or a quote). */
@@ -83,7 +77,7 @@ async function submit(body: object): Promise<string> {
 
 describe("measured by an enforcing agent", () => {
   it("a job with cpus: 1 running four busy processes for 5 s uses at most about 1.1 CPU-seconds a second", async (context) => {
-    skipUnlessEnforced(context);
+    skipUnlessEnforced(context, unavailable, "usage cannot be measured here");
     const id = await submit({
       name: "four-busy",
       command: "for i in 1 2 3 4; do timeout 5 sh -c 'while :; do :; done' & done; wait",
@@ -103,7 +97,7 @@ describe("measured by an enforcing agent", () => {
   }, 90_000);
 
   it("steward acct --format csv lists each attempt with CPU time, peak memory and wall time, also after steward rm", async (context) => {
-    skipUnlessEnforced(context);
+    skipUnlessEnforced(context, unavailable, "usage cannot be measured here");
     const work = await submit({
       name: "work",
       command: "head -c 200000000 /dev/zero | gzip -1 > /dev/null; python3 -c 'x = bytearray(60 * 2**20)'",

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openEnforcement, readLayout, removeBase, sweepCgroups } from "../../src/agent/enforcement.ts";
-import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -47,12 +47,6 @@ afterAll(async () => {
   cleanup(shared, server?.data ?? "", agent?.work ?? "");
 });
 
-function skipUnlessEnforced(context: { skip: (note: string) => void }): void {
-  if (!unavailable) return;
-  if (process.env.CI) throw new Error(`resource limits cannot be enforced here: ${unavailable}`);
-  context.skip(`resource limits cannot be enforced here: ${unavailable}`);
-}
-
 /** Whether a process of that pid still runs (a zombie counts as gone). */
 function running(pid: number): boolean {
   try {
@@ -63,12 +57,12 @@ function running(pid: number): boolean {
 }
 
 it("says at start that it enforces, and how", (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   expect(agent!.output()).toMatch(/enforcing memory, CPU and process limits with cgroup v[12] /);
 });
 
 it("a job over its memory limit ends failed, out of memory; its neighbour finishes; the agent goes on", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
   const neighbour = await api(s, "POST", "/api/v1/jobs", {
     command: "sleep 3; echo unharmed",
@@ -96,7 +90,7 @@ it.for([
 ] as const)(
   "a process left in a session of its own is gone when the attempt %s",
   async ([, how, state], context) => {
-    skipUnlessEnforced(context);
+    skipUnlessEnforced(context, unavailable);
     const s = server!;
     const pidFile = join(shared, `left-${Date.now()}-${Math.random().toString(36).slice(2)}`);
     const body = {
@@ -136,7 +130,7 @@ it.for([
 );
 
 it("a job's process that keeps forking in a session of its own is gone with all it forked when the attempt ends", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
   // A sleep of a length no other process has: what the loop forked is found by it.
   const marker = `${300 + Math.floor(Math.random() * 1_000_000) / 1_000_000}`;
@@ -168,7 +162,7 @@ it("a job's process that keeps forking in a session of its own is gone with all 
 });
 
 it("an attempt's cgroup is made in the v1 hierarchies it needs: devices only on a host with GPUs, no freezer", (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const found = readLayout();
   if (!("layout" in found) || found.layout.version !== 1) return context.skip("not cgroup v1");
   const layout = found.layout;
@@ -185,7 +179,7 @@ it("an attempt's cgroup is made in the v1 hierarchies it needs: devices only on 
 });
 
 it("a restarted agent removes an earlier run's cgroup in every hierarchy, killing what is left in it", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const found = readLayout();
   if (!("layout" in found)) throw new Error(found.unavailable);
   const work = tempDir("steward-sweep-");
@@ -206,7 +200,7 @@ it("a restarted agent removes an earlier run's cgroup in every hierarchy, killin
 });
 
 it("an agent with --no-enforce says so and reports host.enforces false; a job requiring it goes to the enforcing host", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
   const lax = await startAgentProcess({
     name: "lax",

@@ -7,7 +7,7 @@
 // skipped saying why, and fails under CI.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -85,12 +85,6 @@ function series(samples: Sample[], name: string): Record<string, number> {
   return found;
 }
 
-function skipUnlessEnforced(context: { skip: (note: string) => void }): void {
-  if (!unavailable) return;
-  if (process.env.CI) throw new Error(`resource limits cannot be enforced here: ${unavailable}`);
-  context.skip(`resource limits cannot be enforced here: ${unavailable}`);
-}
-
 async function submit(s: StewardProcess, spec: unknown): Promise<string> {
   return ((await api(s, "POST", "/api/v1/jobs", spec)) as { id: string }).id;
 }
@@ -131,7 +125,7 @@ function counter(name: string, steps: number, stepSeconds: number) {
 const running = (job: JobJson) => job.tasks[0].attempts.some((attempt) => attempt.state === "running");
 
 it("gives each series of the work with its pool and owner labels and the values the jobs made", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
 
   // Ends of their own: one succeeds; one fails and one runs out of memory, both ann's.

@@ -4,7 +4,7 @@
 // enforcement the test is skipped saying why, and fails under CI.
 
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -38,12 +38,6 @@ afterAll(async () => {
   cleanup(server?.data ?? "", agent?.work ?? "");
 });
 
-function skipUnlessEnforced(context: { skip: (note: string) => void }): void {
-  if (!unavailable) return;
-  if (process.env.CI) throw new Error(`resource limits cannot be enforced here: ${unavailable}`);
-  context.skip(`resource limits cannot be enforced here: ${unavailable}`);
-}
-
 /**
  * Starts `count` sleeps, counting those whose fork succeeded, then prints the count. Python, not a
  * shell: bash gives up on the whole script when a fork fails.
@@ -72,7 +66,7 @@ async function logOf(s: StewardProcess, id: string): Promise<string> {
 }
 
 it("a job with maxProcesses 20 that forks 50 sleeps sees its forks fail; the agent goes on", async (context) => {
-  skipUnlessEnforced(context);
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
   const { id } = await api(s, "POST", "/api/v1/jobs", {
     command: forks(50),

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { readLayout } from "../../src/agent/enforcement.ts";
-import { enforcementUnavailable } from "../helpers/agent-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,
   api,
@@ -120,10 +120,7 @@ it("--resource license=1 serialises two jobs that each need one", async () => {
 });
 
 it("a job over its memory limit with memoryGrowth: 2 is retried at 200, then 400 MB, and succeeds", async (context) => {
-  if (unavailable) {
-    if (process.env.CI) throw new Error(`resource limits cannot be enforced here: ${unavailable}`);
-    context.skip(`resource limits cannot be enforced here: ${unavailable}`);
-  }
+  skipUnlessEnforced(context, unavailable);
   const s = server!;
   const { id } = await api(s, "POST", "/api/v1/jobs", {
     command: ["python3", "-c", "x = bytearray(300 * 2**20); print(len(x))"],
