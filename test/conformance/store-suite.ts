@@ -157,6 +157,8 @@ export function token(id: string, overrides: Partial<TokenRecord> = {}): TokenRe
     createdBy: "admin",
     expiresAt: 86_400_000,
     revokedAt: null,
+    group: null,
+    qos: null,
     ...overrides,
   };
 }

@@ -1,5 +1,6 @@
 // Explain and the scheduler agree: over random cluster states (hosts up and down, busy and free,
-// jobs of several owners, priorities, sizes, requirements, gangs, replicas, running tasks that
+// jobs of several owners, QoS tiers (with preemption between tiers and running limits per user and
+// group), priorities, sizes, requirements, gangs, replicas, running tasks that
 // preemption and rescheduling may stop, room kept by earlier preemptions), whenever explain says
 // a job starts at the next pass, the scheduler's plan for that state starts it, on the same hosts,
 // and the other way round; and explain names a preemption for a job exactly when the plan makes
@@ -9,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { explain } from "../../src/broker/scheduler/explain.ts";
 import type { OwnerShare } from "../../src/broker/scheduler/fair-share.ts";
 import { hostsOfPlacement } from "../../src/broker/scheduler/plan.ts";
+import { type Held, userTierKey } from "../../src/broker/scheduler/qos.ts";
 import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
 import { schedule } from "../../src/broker/scheduler/schedule.ts";
 import type {
@@ -20,6 +22,7 @@ import type {
   SchedulerState,
 } from "../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../src/common/model/cel.ts";
+import type { QosPolicy } from "../../src/common/model/qos-file.ts";
 import type { HostFacts } from "../../src/common/model/records.ts";
 import type { HostState } from "../../src/common/model/states.ts";
 
@@ -56,6 +59,38 @@ const REQUIREMENTS = [
 ].map((source) => (source === null ? null : compileExpression(source)));
 const RANKS = [null, null, compileExpression("host.speed")].map((rank) => rank);
 const OWNERS = ["alice", "bob", "carol"];
+/** `high` preempts `normal`; `scavenger` is below both; running limits per user of a tier and per group. */
+const TIERS = [
+  ["normal", 0],
+  ["normal", 0],
+  ["high", 10],
+  ["scavenger", -5],
+] as const;
+function randomQos(random: Random): QosPolicy {
+  const limit = () => (random.chance(0.3) ? random.int(1, 4) : null);
+  const tier = (priority: number, preempt: string[]) => ({
+    priority,
+    preempt,
+    maxRunningCpus: limit(),
+    maxRunningGpus: null,
+    maxQueuedTasks: null,
+    maxArrayTasks: null,
+    maxWallSeconds: null,
+  });
+  return {
+    tiers: new Map([
+      ["normal", tier(0, random.chance(0.5) ? ["scavenger"] : [])],
+      ["high", tier(10, ["normal", "scavenger"])],
+      ["scavenger", tier(-5, [])],
+    ]),
+    groups: new Map([
+      [
+        "physics",
+        { maxRunningCpus: limit(), maxRunningGpus: null, maxQueuedTasks: null, maxArrayTasks: null },
+      ],
+    ]),
+  };
+}
 
 function randomHost(random: Random, index: number): HostView {
   const name = `h${index}`;
@@ -96,12 +131,15 @@ function randomJob(random: Random, index: number): JobView {
   const createdAt = NOW - random.int(0, 1000) * 1000;
   const migrating = !gang && random.chance(0.1) ? random.int(5, 6) : null;
   const migrateTo = `h${random.int(0, 5)}`;
+  const [qos, qosPriority] = random.pick(TIERS);
   return {
     id: `j${index}`,
-    priority: random.pick([0, 0, 5, 10]),
+    priority: random.pick([0, 0, 5, 10, 1_000_000]),
     createdAt,
     seq: index,
     owner: random.pick(OWNERS),
+    qos,
+    qosPriority,
     cpus: random.pick([1, 1, 2, 3]),
     memoryMb: random.pick([0, 512, 4096]),
     requirements: random.pick(REQUIREMENTS),
@@ -135,10 +173,14 @@ function randomJob(random: Random, index: number): JobView {
 function randomRunning(random: Random, hosts: readonly HostView[], index: number): RunningTaskView {
   const startedAgo = random.int(10, 5000) * 1000;
   const reported = random.chance(0.85);
+  const [qos, qosPriority] = random.pick(TIERS);
   return {
     job: {
       id: `r${index}`,
       priority: random.pick([0, 0, 5]),
+      owner: random.pick(OWNERS),
+      qos,
+      qosPriority,
       cpus: random.pick([1, 2]),
       memoryMb: random.pick([0, 512]),
       requirements: random.pick(REQUIREMENTS),
@@ -182,11 +224,24 @@ function randomState(seed: number): SchedulerState {
     const held = random.chance(0.5) ? { slots: job.cpus, memoryMb: job.memoryMb } : { slots: 0, memoryMb: 0 };
     reserved.push({ job, taskIndex: [...job.readyTasks(NOW)][0], host: random.pick(hosts).name, held });
   }
+  const qos = randomQos(random);
+  const groupOf = new Map(OWNERS.filter(() => random.chance(0.5)).map((owner) => [owner, "physics"]));
+  const byUserTier = new Map<string, Held>();
+  const byGroup = new Map<string, Held>();
+  for (const task of running) {
+    const key = userTierKey(task.job.owner ?? "", task.job.qos ?? "normal");
+    const held = byUserTier.get(key) ?? { cpus: 0, gpus: 0 };
+    byUserTier.set(key, { cpus: held.cpus + task.job.cpus, gpus: 0 });
+    const group = groupOf.get(task.job.owner ?? "");
+    if (group) byGroup.set(group, { cpus: (byGroup.get(group)?.cpus ?? 0) + task.job.cpus, gpus: 0 });
+  }
   return {
     now: NOW,
     jobs,
     hosts,
     owners,
+    qos,
+    runningUse: { byUserTier, byGroup, groupOf },
     replicable,
     ...(reserved.length > 0 ? { reserved } : {}),
     ...(running.length > 0 || random.chance(0.5) ? { running: () => running } : {}),

@@ -238,12 +238,17 @@ describe("schedule with fair share", () => {
     expect(order).toStrictEqual(["bob", "alice", "bob"]);
   });
 
-  it("priority comes before fair share", () => {
+  it("the QoS tier's priority comes before fair share; a job's own priority does not", () => {
     const { counts } = placedPerOwner(
-      [job("j1", "alice", 20, { priority: 5 }), job("j2", "bob", 20)],
+      [job("j1", "alice", 20, { qos: "high", qosPriority: 5 }), job("j2", "bob", 20)],
       [host("h", 4)],
     );
     expect(counts).toStrictEqual({ alice: 4 });
+    const byPriority = placedPerOwner(
+      [job("j1", "alice", 20, { priority: 5 }), job("j2", "bob", 20)],
+      [host("h", 4)],
+    );
+    expect(byPriority.counts).toStrictEqual({ alice: 2, bob: 2 });
   });
 
   it("an owner's job that fits nowhere does not hold back the others", () => {

@@ -3,6 +3,7 @@
 // preemption, rescheduling) the live attempts, and answers a plan; null when there is nothing to
 // do. Explain hands the scheduler the same input (passInput) and runs it dry (explain-job.ts).
 
+import { rankedAtOrBelow } from "../scheduler/metascheduling.ts";
 import type { Plan } from "../scheduler/plan.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import { schedule } from "../scheduler/schedule.ts";
@@ -54,12 +55,15 @@ export function passInput(
   // Nothing can be placed without a free slot, and nothing moved or preempted without live work.
   if (!(freeSlot && (queued || replicable.length > 0)) && !preempting && !rescheduling) return null;
   const reserved = state.reservations.size > 0 ? state.reservedRooms() : [];
+  const runningUse = state.runningUse();
   return {
     now,
     jobs,
     ownerQueues: () => state.queue.ownerQueues(),
     hosts: state.hostViews(now, policy.walltimeMarginSeconds),
     owners: state.owners.shares(now),
+    qos: state.qos,
+    ...(runningUse ? { runningUse } : {}),
     replicable,
     ...(reserved.length > 0 ? { reserved } : {}),
     running: preempting || rescheduling ? () => runningViews(state) : undefined,
@@ -70,11 +74,14 @@ export function passInput(
   };
 }
 
-/** Whether the queue's first priority is above the lowest priority running (the queue is in priority order). */
+/**
+ * Whether the queue's first job is above some running task in tier priority, then job priority:
+ * every task a job may preempt is (scheduler/qos.ts), and the queue is in that order.
+ */
 function mayPreempt(state: ClusterState): boolean {
-  const top = state.queue.topPriority();
+  const top = state.queue.top();
   if (top === null) return false;
-  for (const live of state.live.values()) if (live.job.priority < top) return true;
+  for (const live of state.live.values()) if (!rankedAtOrBelow(top, live.job)) return true;
   return false;
 }
 

@@ -18,10 +18,22 @@ export const PREEMPTION_JOBS_PER_PASS = 8;
 /** How soon to look again while waiting for a task expected to end. */
 export const PREEMPTION_RECHECK_MS = 1000;
 
-/** The lowest priority among the running tasks (+Infinity when none: nothing to preempt). */
-function lowestPriority(running: readonly RunningTaskView[]): number {
-  let lowest = Number.POSITIVE_INFINITY;
-  for (const task of running) if (task.job.priority < lowest) lowest = task.job.priority;
+type Keyed = Pick<JobView, "priority" | "qosPriority">;
+
+/**
+ * Whether `a` comes after `b` or with it in the order of tier priority, then job priority. Every
+ * task a job may preempt comes strictly after it (qos.ts mayPreempt: the same user's lower job, or
+ * a tier its tier preempts, which the QoS file makes of a lower priority).
+ */
+export function rankedAtOrBelow(a: Keyed, b: Keyed): boolean {
+  const tiers = (a.qosPriority ?? 0) - (b.qosPriority ?? 0);
+  return tiers < 0 || (tiers === 0 && a.priority <= b.priority);
+}
+
+/** The running task last in the order of tier priority, then job priority (null when none: nothing to preempt). */
+function lowestRanked(running: readonly RunningTaskView[]): Keyed | null {
+  let lowest: Keyed | null = null;
+  for (const task of running) if (lowest === null || !rankedAtOrBelow(lowest, task.job)) lowest = task.job;
   return lowest;
 }
 
@@ -53,9 +65,11 @@ export function preemptionPass(
   running: () => readonly RunningTaskView[],
   policy: MetaschedulingPolicy,
   trace: PassTrace = {},
+  /** Why a job must wait for a running limit of its tier or group (qos.ts), or null: such a job preempts nothing. */
+  held: (job: JobView) => string | null = () => null,
 ): { preempt: Preemption[]; stop: StopEntry[]; recheckAt?: number } {
   const reserved = new Set((state.reserved ?? []).map((room) => taskKey(room.job.id, room.taskIndex)));
-  let lowest: number | null = null;
+  let lowest: Keyed | null | undefined;
   let looked = 0;
   for (const job of state.jobs) {
     if (looked >= PREEMPTION_JOBS_PER_PASS) break;
@@ -63,11 +77,12 @@ export function preemptionPass(
     if (!unplaced.any) continue;
     const feasible = feasibleFor(job);
     if (feasible.length === 0) continue;
-    lowest ??= lowestPriority(running());
-    // Queue order is by priority: no job from here on outranks a running task.
-    if (job.priority <= lowest) break;
+    if (lowest === undefined) lowest = lowestRanked(running());
+    // The queue is in this order too: no job from here on may preempt a running task.
+    if (lowest === null || rankedAtOrBelow(job, lowest)) break;
+    if (held(job) !== null) continue;
     looked++;
-    const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy);
+    const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy, state.qos);
     if (decision.kind === "wait") {
       trace.noPreemption?.(job, "a running task that would make room for it ends soon: it waits for that");
       return { preempt: [], stop: [], recheckAt: state.now + PREEMPTION_RECHECK_MS };

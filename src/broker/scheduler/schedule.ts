@@ -1,8 +1,10 @@
 // The scheduling pass: reconcile -> feasibility -> fit -> rank -> plan (Nomad's pipeline).
 // Room a preemption kept for a task goes to that task first, once it is free (plan.ts).
-// Jobs come in queue order (priority, then submit order). Within one priority, owners take turns
+// Jobs come in bands of QoS tier priority (qos.ts), highest first. Within a band, owners take turns
 // by fair share (fair-share.ts): each placement goes to the owner with the fewest cpus running,
-// counting what this pass has placed. Each ready task goes to the best-ranked feasible host that
+// counting what this pass has placed, ties to the job submitted first; inside an owner's lane,
+// jobs go by job priority, then submit order (queue-order.ts): a job's priority orders its owner's
+// own jobs only. A job whose user (or group) is at a running limit of its tier waits (qos.ts). Each ready task goes to the best-ranked feasible host that
 // fits. A job whose next task fits nowhere does not block the jobs behind it (backfill), and tasks
 // alike for placement (a batch) are not tried again once one of them found no room (batches.ts).
 // Slots left idle then take replicas of running tasks (stages/replicas.ts). Explain runs the same
@@ -13,7 +15,8 @@ import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
 import { preemptionPass, reschedulingPass } from "./metascheduling.ts";
 import { type Placement, type Plan, taskKey } from "./plan.ts";
 import { policyOf } from "./policy.ts";
-import { compareQueueOrder } from "./queue-order.ts";
+import { RunningQuotas } from "./qos.ts";
+import { compareSubmitOrder } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
 import { type Capacity, capacityOf, fitsCapacity, type Need, takeRoom } from "./stages/fit.ts";
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
@@ -32,7 +35,7 @@ interface JobCursor {
 }
 
 /**
- * An owner's jobs of one priority, in queue order, and the owner's standing as the pass goes. The
+ * An owner's jobs of one QoS band, in queue order, and the owner's standing as the pass goes. The
  * cursor of the job whose turn it is is made when needed: a queue of 100,000 jobs with four free
  * slots makes four cursors, not 100,000, and the owner's queue is read no further than that.
  */
@@ -52,6 +55,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     totalSlotsFree += Math.max(0, host.slotsFree);
   }
   const plan: Plan = { place, stop: [], preempt: [] };
+  const quotas = new RunningQuotas(state.qos, state.runningUse);
   /** Tasks placed first, in room kept for them (taskKey): the queue's turn skips them. */
   const placedFirst = new Set<string>();
   /** Cpus placed first per owner, counted into the owner's share when its turns come. */
@@ -81,6 +85,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       reserved: true,
     });
     placedFirst.add(taskKey(job.id, reserved.taskIndex));
+    quotas.add(job);
     const owner = job.owner ?? "";
     placedCpus.set(owner, (placedCpus.get(owner) ?? 0) + job.cpus);
   }
@@ -181,16 +186,17 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
 
   const queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
   while (totalSlotsFree > 0) {
-    // The next band: the highest priority at the head of an owner's queue.
-    let priority = Number.NEGATIVE_INFINITY;
+    // The next band: the highest tier priority at the head of an owner's queue.
+    let band = Number.NEGATIVE_INFINITY;
     for (const queue of queues) {
       const head = queue.peek();
-      if (head && head.priority > priority) priority = head.priority;
+      if (head && (head.qosPriority ?? 0) > band) band = head.qosPriority ?? 0;
     }
-    if (priority === Number.NEGATIVE_INFINITY) break;
+    if (band === Number.NEGATIVE_INFINITY) break;
+    const inBand = (job: JobView | null) => job !== null && (job.qosPriority ?? 0) === band;
     const lanes: Lane[] = [];
     for (const queue of queues)
-      if (queue.peek()?.priority === priority) {
+      if (inBand(queue.peek())) {
         const share = state.owners?.get(queue.owner) ?? NO_SHARE;
         const cpus = placedCpus.get(queue.owner) ?? 0;
         const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
@@ -200,14 +206,17 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const turn = nextTurn(lanes);
       const lane = lanes[turn];
       const job = lane.queue.peek()!;
-      lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
-      if (placeNext(lane.cursor)) {
+      const limited = quotas.held(job);
+      if (limited) trace.unplaced?.(job, limited);
+      else lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
+      if (!limited && placeNext(lane.cursor!)) {
+        quotas.add(job);
         const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
         lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
       } else {
         lane.cursor = null;
         lane.queue.advance();
-        if (lane.queue.peek()?.priority !== priority) lanes.splice(turn, 1);
+        if (!inBand(lane.queue.peek())) lanes.splice(turn, 1);
       }
     }
   }
@@ -221,7 +230,9 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     const running = lazyRunning(state.running);
     if (policy.preempt) {
       const placed = new Set(place.map((each) => taskKey(each.jobId, each.taskIndex)));
-      const decided = preemptionPass(state, placed, feasibleFor, capacity, running, policy, trace);
+      const decided = preemptionPass(state, placed, feasibleFor, capacity, running, policy, trace, (job) =>
+        quotas.held(job),
+      );
       plan.preempt.push(...decided.preempt);
       plan.stop.push(...decided.stop);
       if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;
@@ -280,13 +291,14 @@ export function needOf(job: JobView, taskIndex: number): Need {
   return memoryMb === undefined || memoryMb === job.memoryMb ? job : { ...job, memoryMb };
 }
 
-/** The lane whose turn it is: the owner with the smallest share, then the job first in queue order. */
+/** The lane whose turn it is: the owner with the smallest share, then the job submitted first. */
 function nextTurn(lanes: readonly Lane[]): number {
   let best = 0;
   for (let i = 1; i < lanes.length; i++) {
     const a = lanes[i];
     const b = lanes[best];
-    const order = compareOwnerShares(a.share, b.share) || compareQueueOrder(a.queue.peek()!, b.queue.peek()!);
+    const order =
+      compareOwnerShares(a.share, b.share) || compareSubmitOrder(a.queue.peek()!, b.queue.peek()!);
     if (order < 0) best = i;
   }
   return best;

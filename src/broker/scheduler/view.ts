@@ -4,11 +4,13 @@
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
 import type { JobEvent } from "../../common/model/events.ts";
+import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { HostFacts, StopIntent } from "../../common/model/records.ts";
 import type { HostState } from "../../common/model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
 import type { OwnerShare } from "./fair-share.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
+import type { RunningUse } from "./qos.ts";
 import type { GangNeeds } from "./stages/gang.ts";
 import type { Walltime } from "./walltime.ts";
 
@@ -24,8 +26,12 @@ export interface JobView {
   createdAt: number;
   /** Submission order, to break ties between jobs created in the same millisecond. */
   seq: number;
-  /** Who submitted the job: owners of one priority take turns by fair share. Absent: one anonymous owner. */
+  /** Who submitted the job: owners of one QoS band take turns by fair share. Absent: one anonymous owner. */
   owner?: string;
+  /** The job's QoS tier (qos.ts); absent: the default tier. */
+  qos?: string;
+  /** Its tier's priority: the band the job is in between users (queue-order.ts); absent: 0. */
+  qosPriority?: number;
   cpus: number;
   memoryMb: number;
   /** GPUs one task (one rank) takes; absent: none. */
@@ -71,7 +77,20 @@ export interface RunningTask {
 
 /** A live attempt as the scheduler sees it, for preemption and rescheduling. */
 export interface RunningTaskView {
-  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "rank">;
+  job: Pick<
+    JobView,
+    | "id"
+    | "priority"
+    | "cpus"
+    | "memoryMb"
+    | "gpus"
+    | "custom"
+    | "requirements"
+    | "rank"
+    | "owner"
+    | "qos"
+    | "qosPriority"
+  >;
   taskIndex: number;
   attempt: number;
   host: string;
@@ -124,6 +143,10 @@ export interface SchedulerState {
   hosts: readonly HostView[];
   /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
   owners?: ReadonlyMap<string, OwnerShare>;
+  /** The QoS tiers and groups' limits (qos.ts); absent: the one tier `normal`, no limits. */
+  qos?: QosPolicy;
+  /** What users and groups hold running now, for the running limits of the tiers and groups (qos.ts); absent: nothing. */
+  runningUse?: RunningUse;
   /** The live attempts, asked for only when preemption or rescheduling may act (absent: neither runs). */
   running?: () => readonly RunningTaskView[];
   /** Preemption and rescheduling settings; absent fields take the papers' defaults. */

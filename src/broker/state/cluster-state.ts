@@ -5,9 +5,11 @@
 import { measuredCpuSeconds } from "../../common/model/attempt-usage.ts";
 import { newGangProgress } from "../../common/model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../../common/model/ids.ts";
+import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/qos-file.ts";
 import type { AttemptRecord, HostRecord, PlacementEntry, TaskRecord } from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
+import { type Held, type RunningUse, userTierKey } from "../scheduler/qos.ts";
 import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
@@ -24,6 +26,8 @@ import { TokenRegistry } from "./token-registry.ts";
 export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
 
 export class ClusterState {
+  /** The QoS tiers and groups' limits (`--qos`): a job's tier priority is set from it as it joins. */
+  readonly qos: QosPolicy;
   /** Jobs in memory with their tasks and attempts: every live job, and ended ones not yet retired. */
   readonly jobs = new Map<string, JobEntry>();
   /** Jobs that ended and left memory: their headers only (the store has the rest). */
@@ -54,7 +58,12 @@ export class ClusterState {
   /** Jobs by their owner's submit key (JobRecord.submitKey), so that a repeated submit finds its job. */
   readonly submissions = new Map<string, JobEntry>();
 
+  constructor(qos: QosPolicy = DEFAULT_QOS_POLICY) {
+    this.qos = qos;
+  }
+
   addJob(job: JobEntry): void {
+    job.qosPriority = tierOf(this.qos, job.qos).priority;
     this.jobs.set(job.id, job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
@@ -129,6 +138,49 @@ export class ClusterState {
     }
     this.nextBackoffDue = next;
     return promoted;
+  }
+
+  /**
+   * What each user (by tier) and group holds running now, for the running limits (scheduler/qos.ts);
+   * null when the QoS policy sets none.
+   */
+  runningUse(): RunningUse | null {
+    const limited =
+      [...this.qos.tiers.values()].some(
+        (tier) => tier.maxRunningCpus !== null || tier.maxRunningGpus !== null,
+      ) ||
+      [...this.qos.groups.values()].some(
+        (group) => group.maxRunningCpus !== null || group.maxRunningGpus !== null,
+      );
+    if (!limited) return null;
+    const groupOf = this.tokens.groups();
+    const byUserTier = new Map<string, Held>();
+    const byGroup = new Map<string, Held>();
+    const add = (map: Map<string, Held>, key: string, cpus: number, gpus: number) => {
+      const held = map.get(key);
+      if (held) {
+        held.cpus += cpus;
+        held.gpus += gpus;
+      } else map.set(key, { cpus, gpus });
+    };
+    for (const { job, attempt } of this.live.values()) {
+      const ranks = hostsOf(attempt).length;
+      const cpus = job.cpus * ranks;
+      const gpus = (job.gpus ?? 0) * ranks;
+      add(byUserTier, userTierKey(job.owner, job.qos), cpus, gpus);
+      const group = groupOf.get(job.owner);
+      if (group !== undefined) add(byGroup, group, cpus, gpus);
+    }
+    return { byUserTier, byGroup, groupOf };
+  }
+
+  /** Tasks not ended of the owner's jobs (of one tier, or every tier when `qos` is null). */
+  unendedTasks(owner: string | ((owner: string) => boolean), qos: string | null): number {
+    const mine = typeof owner === "string" ? (other: string) => other === owner : owner;
+    let count = 0;
+    for (const job of this.jobs.values())
+      if (mine(job.owner) && (qos === null || job.qos === qos)) count += job.unendedTasks;
+    return count;
   }
 
   liveAttempt(jobId: string, taskIndex: number, number: number): LiveAttempt | undefined {

@@ -5,6 +5,7 @@ import { type CompiledExpression, compileExpression } from "../../common/model/c
 import { isLive } from "../../common/model/ids.ts";
 import { nodesOf } from "../../common/model/job-spec.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../../common/model/job-state.ts";
+import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../../common/model/records.ts";
 import { mayAddReplica } from "../../common/model/replicas.ts";
 import type { TaskState } from "../../common/model/states.ts";
@@ -110,6 +111,16 @@ export class JobEntry implements JobView {
   }
   get owner(): string {
     return this.record.owner;
+  }
+  /** The job's QoS tier (a job stored before tiers existed has the default one). */
+  get qos(): string {
+    return this.record.spec.qos ?? DEFAULT_QOS;
+  }
+  /** Its tier's priority under the server's QoS policy, set when the job joins the state (ClusterState.addJob). */
+  qosPriority = 0;
+  /** Tasks not ended (waiting, pending, held or running): what the queued-task limits count. */
+  get unendedTasks(): number {
+    return this.counts.pending + this.counts.running;
   }
   get createdAt(): number {
     return this.record.createdAt;

@@ -103,8 +103,12 @@ export class JobQueue {
 
   /** The highest priority queued (an upper bound: a job that has no ready work may count), or null. */
   topPriority(): number | null {
-    const first = this.#all.advance(this.#members);
-    return first === null ? null : first.priority;
+    return this.top()?.priority ?? null;
+  }
+
+  /** The first queued job in queue order (it may have no ready work now), or null. */
+  top(): JobEntry | null {
+    return this.#all.advance(this.#members);
   }
 
   /** Whether some queued job has ready work now. */

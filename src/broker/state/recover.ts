@@ -7,6 +7,7 @@
 import { measuredCpuSeconds } from "../../common/model/attempt-usage.ts";
 import { restartPlanOfEnded } from "../../common/model/gang.ts";
 import { hostsOf, isLive } from "../../common/model/ids.ts";
+import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
 import type { TaskRecord } from "../../common/model/records.ts";
 import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
 import type { StoreSnapshot } from "../store/store.ts";
@@ -15,8 +16,12 @@ import { newHostEntry } from "./host-entry.ts";
 import { JobEntry } from "./job-entry.ts";
 import { mayRetire } from "./job-header.ts";
 
-export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState {
-  const state = new ClusterState();
+export function recoverState(
+  snapshot: StoreSnapshot,
+  now: number,
+  qos: QosPolicy = DEFAULT_QOS_POLICY,
+): ClusterState {
+  const state = new ClusterState(qos);
   const tasksByJob = new Map<string, TaskRecord[]>();
   for (const task of snapshot.tasks) {
     const list = tasksByJob.get(task.jobId);

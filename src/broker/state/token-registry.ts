@@ -11,6 +11,10 @@ export interface Principal {
   role: Role;
   /** The stored token's id; null for the admin token given at server start. */
   tokenId: string | null;
+  /** The token's group (`token create --group`); absent or null: none. */
+  group?: string | null;
+  /** The QoS tiers the token's jobs may ask for; absent or null: the default tier (an admin: any). */
+  qos?: readonly string[] | null;
 }
 
 /** A presented token that matched a stored one but may no longer be used, and why. */
@@ -55,7 +59,24 @@ export class TokenRegistry {
   principal(text: string, now: number): Principal | Refusal | null {
     const found = this.match(text, "api", now);
     if (found === null || "refused" in found) return found;
-    return { user: found.subject, role: found.role ?? "reader", tokenId: found.id };
+    return {
+      user: found.subject,
+      role: found.role ?? "reader",
+      tokenId: found.id,
+      group: found.group ?? null,
+      qos: found.qos ?? null,
+    };
+  }
+
+  /**
+   * Each user's group, from their API tokens that are not revoked (a user's tokens should name one
+   * group; the newest that names one wins).
+   */
+  groups(): Map<string, string> {
+    const groups = new Map<string, string>();
+    for (const record of this.list("api"))
+      if (record.revokedAt === null && record.group) groups.set(record.subject, record.group);
+    return groups;
   }
 
   /** Every credential given to a host, revoked ones too. */

@@ -183,6 +183,8 @@ export const TOKENS: Table<TokenRecord> = {
     column("created_by", "createdBy", "text"),
     column("expires_at", "expiresAt", "bigint", true),
     column("revoked_at", "revokedAt", "bigint", true),
+    column("user_group", "group", "text", true),
+    column("qos", "qos", "json", true),
   ],
   generated: [],
   loadOrder: "created_at, id",

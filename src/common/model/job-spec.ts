@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { expressionProblem } from "./cel.ts";
 import { JobFileError } from "./jobfile-error.ts";
+import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
 
@@ -115,8 +116,16 @@ export const jobSpecSchema = z.strictObject({
   ),
   priority: about(
     z.int().default(0),
-    "Higher first in the queue; within a priority, owners take turns by fair share, then submit order.",
+    "Orders the owner's own jobs: higher first among them, then submit order. It never puts a job before, or lets it preempt, another user's job: between users, the QoS tier's priority orders, then fair share, then submit order.",
     5,
+  ),
+  qos: about(
+    z
+      .string()
+      .regex(QOS_NAME, "must be a QoS tier name (lower-case letters, digits, - or _)")
+      .default(DEFAULT_QOS),
+    "The QoS tier the job runs in (the server's `--qos` file): its priority between users, whom it may preempt, and the limits per user of the tier. The submitter's token must allow it.",
+    "high",
   ),
   timeLimitSeconds: about(
     z.number().positive().optional(),

@@ -268,4 +268,11 @@ export interface TokenRecord {
   createdBy: string;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** An API token's user's group (`token create --group`), for the groups' limits of the QoS file; null: none. */
+  group?: string | null;
+  /**
+   * The QoS tiers an API token's jobs may ask for (`token create --qos`); null: the default tier
+   * only (an admin's token: any tier).
+   */
+  qos?: string[] | null;
 }

@@ -15,6 +15,9 @@ export interface TokenRequest {
   pool: string | null;
   createdBy: string;
   expiresAt: number | null;
+  /** An API token's group and QoS tiers (TokenRecord.group, .qos); absent: none, the default tier. */
+  group?: string | null;
+  qos?: string[] | null;
 }
 
 export function createToken(step: Step, request: TokenRequest): TokenRecord {
@@ -32,6 +35,8 @@ export function createToken(step: Step, request: TokenRequest): TokenRecord {
     createdBy: request.createdBy,
     expiresAt: request.expiresAt,
     revokedAt: null,
+    group: request.group ?? null,
+    qos: request.qos ?? null,
   };
   step.write.addToken(record);
   return record;
@@ -83,6 +88,8 @@ export function issueHostCredential(
     createdBy: parent ?? "join token",
     expiresAt: null,
     revokedAt: null,
+    group: null,
+    qos: null,
   };
   step.write.addToken(record);
   return record;

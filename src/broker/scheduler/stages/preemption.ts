@@ -1,11 +1,15 @@
 // Preemption (GrADS Permission Service, appendix A.3): a task that cannot start for want of room
-// may stop a running task of lower priority. It waits instead when a running task that would make
+// may stop a running task it outranks: the same user's task of a lower priority, or another
+// user's task of a tier its QoS tier preempts (qos.ts mayPreempt; a job's priority never reaches
+// another user's task). It waits instead when a running task that would make
 // room is expected to end within the wait; otherwise it stops, among the preemptible tasks whose
 // stop makes room, the one with the largest remaining time (GrADS divides by the new job's
 // predicted time, the same for every candidate, so the order is the same).
 
+import type { QosPolicy } from "../../../common/model/qos-file.ts";
 import { progressMade, remainingSeconds } from "../estimate.ts";
 import type { MetaschedulingPolicy } from "../policy.ts";
+import { mayPreempt } from "../qos.ts";
 import type { HostView, JobView, RunningTaskView } from "../view.ts";
 import { type Capacity, fitsCapacity } from "./fit.ts";
 
@@ -56,12 +60,16 @@ export type PreemptionDecision =
  * job may run on (requirements, size), `free` their capacity left in this pass.
  */
 export function decidePreemption(
-  job: Pick<JobView, "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom">,
+  job: Pick<
+    JobView,
+    "id" | "priority" | "cpus" | "memoryMb" | "gpus" | "custom" | "owner" | "qos" | "qosPriority"
+  >,
   feasible: readonly HostView[],
   free: ReadonlyMap<string, Capacity>,
   running: readonly RunningTaskView[],
   now: number,
   policy: Pick<MetaschedulingPolicy, "preemptWaitSeconds" | "preemptMinProgress">,
+  qos?: QosPolicy,
 ): PreemptionDecision {
   const hosts = new Set(feasible.map((host) => host.name));
   let best: { victim: RunningTaskView; remaining: number } | null = null;
@@ -73,11 +81,15 @@ export function decidePreemption(
     if (remaining !== null && remaining <= policy.preemptWaitSeconds) {
       return { kind: "wait", until: task, remainingSeconds: remaining };
     }
-    // Never for a job of equal or lower priority.
-    if (task.job.priority >= job.priority) continue;
+    // Never a task the job does not outrank (another user's: only by the tiers).
+    if (!mayPreempt(job, task.job, qos)) continue;
     if (remaining === null || notPreemptible(task, policy) !== null) continue;
     if (!best || remaining > best.remaining) best = { victim: task, remaining };
   }
   if (best) return { kind: "preempt", victim: best.victim, remainingSeconds: best.remaining };
-  return { kind: "none", reason: "no lower-priority task may be preempted to make room" };
+  return {
+    kind: "none",
+    reason:
+      "no task it may preempt (the same user's of a lower priority, or of a tier its QoS tier preempts) would make room",
+  };
 }

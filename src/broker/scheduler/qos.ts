@@ -1,0 +1,143 @@
+// QoS tiers in a scheduling pass (the server's `--qos` file, common/model/qos-file.ts). Between
+// users a job's own priority counts for nothing: the tier's priority makes the bands, and a job
+// may stop another user's job only when its tier's `preempt` list names that job's tier. Within
+// one user, job priority orders (a higher one may preempt the user's own lower one). The running
+// limits of a tier (per user) and of a group hold a job back while the user or group is at them:
+// the job waits, it is not refused. Pure: what runs comes in.
+
+import {
+  DEFAULT_QOS,
+  DEFAULT_QOS_POLICY,
+  type GroupLimits,
+  type QosPolicy,
+  tierOf,
+} from "../../common/model/qos-file.ts";
+import type { JobView } from "./view.ts";
+
+/** Cpus and GPUs held by running attempts. */
+export interface Held {
+  cpus: number;
+  gpus: number;
+}
+
+export const NOTHING_HELD: Held = { cpus: 0, gpus: 0 };
+
+/** What users and groups hold running now (every rank of a gang counted). */
+export interface RunningUse {
+  /** By userTierKey(owner, qos). */
+  byUserTier: ReadonlyMap<string, Held>;
+  byGroup: ReadonlyMap<string, Held>;
+  /** Each user's group (a token's `--group`); a user not named has none. */
+  groupOf: ReadonlyMap<string, string>;
+}
+
+export function userTierKey(owner: string, qos: string): string {
+  return `${owner}\u0000${qos}`;
+}
+
+type Tiered = Pick<JobView, "owner" | "priority" | "qos" | "qosPriority">;
+
+/**
+ * Whether `job`, blocked for room, may stop the running `victim`. The same user: when it comes
+ * first in the user's own order (tier priority, then job priority). Another user: only when the
+ * job's tier preempts the victim's (the QoS file's `preempt`), whatever either job's priority.
+ */
+export function mayPreempt(job: Tiered, victim: Tiered, policy: QosPolicy = DEFAULT_QOS_POLICY): boolean {
+  if ((job.owner ?? "") === (victim.owner ?? "")) {
+    const tiers = (job.qosPriority ?? 0) - (victim.qosPriority ?? 0);
+    if (tiers > 0 || (tiers === 0 && job.priority > victim.priority)) return true;
+  }
+  return tierOf(policy, job.qos).preempt.includes(victim.qos ?? DEFAULT_QOS);
+}
+
+/** What one placement of the job adds to its user's running use: every rank of a gang. */
+export function heldBy(job: Pick<JobView, "cpus" | "gpus" | "gang">): Held {
+  const ranks = Math.max(1, job.gang?.nodes ?? 1);
+  return { cpus: job.cpus * ranks, gpus: (job.gpus ?? 0) * ranks };
+}
+
+/**
+ * Whether adding `adding` to what `who` holds passes one of its running limits: the sentence that
+ * says so (`user alice is at the limit of 64 running CPUs of QoS normal (64 running, a task needs
+ * 4)`), or null when it fits.
+ */
+export function runningLimitReached(
+  who: string,
+  held: Held,
+  adding: Held,
+  limits: Pick<GroupLimits, "maxRunningCpus" | "maxRunningGpus">,
+): string | null {
+  const checks = [
+    ["CPUs", limits.maxRunningCpus, held.cpus, adding.cpus],
+    ["GPUs", limits.maxRunningGpus, held.gpus, adding.gpus],
+  ] as const;
+  for (const [unit, limit, now, more] of checks) {
+    if (limit === null || more === 0 || now + more <= limit) continue;
+    return `${who} is at the limit of ${limit} running ${unit} (${now} running, a task needs ${more})`;
+  }
+  return null;
+}
+
+/** Whether a policy sets any running limit: without one, a pass checks nothing. */
+function hasRunningLimits(policy: QosPolicy): boolean {
+  for (const tier of policy.tiers.values())
+    if (tier.maxRunningCpus !== null || tier.maxRunningGpus !== null) return true;
+  for (const group of policy.groups.values())
+    if (group.maxRunningCpus !== null || group.maxRunningGpus !== null) return true;
+  return false;
+}
+
+/** The running limits through one pass: what runs, plus what the pass places as it goes. */
+export class RunningQuotas {
+  readonly #policy: QosPolicy;
+  readonly #use: RunningUse;
+  readonly #active: boolean;
+  readonly #placedByUserTier = new Map<string, Held>();
+  readonly #placedByGroup = new Map<string, Held>();
+
+  constructor(policy: QosPolicy = DEFAULT_QOS_POLICY, use?: RunningUse) {
+    this.#policy = policy;
+    this.#use = use ?? { byUserTier: new Map(), byGroup: new Map(), groupOf: new Map() };
+    this.#active = hasRunningLimits(policy);
+  }
+
+  /** Why the job's next placement must wait (its user or group is at a running limit), or null. */
+  held(job: Pick<JobView, "owner" | "qos" | "cpus" | "gpus" | "gang">): string | null {
+    if (!this.#active) return null;
+    const owner = job.owner ?? "";
+    const qos = job.qos ?? DEFAULT_QOS;
+    const adding = heldBy(job);
+    const key = userTierKey(owner, qos);
+    const byUser = runningLimitReached(
+      `user ${owner || "(anonymous)"}`,
+      sum(this.#use.byUserTier.get(key), this.#placedByUserTier.get(key)),
+      adding,
+      tierOf(this.#policy, qos),
+    );
+    if (byUser) return byUser.replace(/ \(/, ` of QoS ${qos} (`);
+    const group = this.#use.groupOf.get(owner);
+    const limits = group === undefined ? undefined : this.#policy.groups.get(group);
+    if (group === undefined || !limits) return null;
+    return runningLimitReached(
+      `group ${group} (of user ${owner})`,
+      sum(this.#use.byGroup.get(group), this.#placedByGroup.get(group)),
+      adding,
+      limits,
+    );
+  }
+
+  /** The pass placed the job's next task (or gang). */
+  add(job: Pick<JobView, "owner" | "qos" | "cpus" | "gpus" | "gang">): void {
+    if (!this.#active) return;
+    const owner = job.owner ?? "";
+    const adding = heldBy(job);
+    const key = userTierKey(owner, job.qos ?? DEFAULT_QOS);
+    this.#placedByUserTier.set(key, sum(this.#placedByUserTier.get(key), adding));
+    const group = this.#use.groupOf.get(owner);
+    if (group !== undefined) this.#placedByGroup.set(group, sum(this.#placedByGroup.get(group), adding));
+  }
+}
+
+function sum(a: Held | undefined, b: Held | undefined): Held {
+  return { cpus: (a?.cpus ?? 0) + (b?.cpus ?? 0), gpus: (a?.gpus ?? 0) + (b?.gpus ?? 0) };
+}
