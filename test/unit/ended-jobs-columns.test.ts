@@ -15,6 +15,7 @@ function header(id: string, overrides: Partial<JobHeader> = {}): JobHeader {
     endedAt: 1_700_000_060_000,
     taskCount: 1,
     counts: { pending: 0, running: 0, succeeded: 1, failed: 0, cancelled: 0 },
+    qos: "normal",
     ...overrides,
   };
 }
@@ -22,7 +23,7 @@ function header(id: string, overrides: Partial<JobHeader> = {}): JobHeader {
 describe("EndedJobs", () => {
   it.each([
     ["a numeric id", header("42")],
-    ["another id", header("j-1", { owner: "bob", state: "failed", priority: -3 })],
+    ["another id", header("j-1", { owner: "bob", state: "failed", priority: -3, qos: "high" })],
     [
       "no end time, an array's counts",
       header("7", {

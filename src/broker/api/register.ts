@@ -22,7 +22,13 @@ import {
   stewardRelease,
 } from "../../common/protocol/versions.ts";
 import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
-import { ConflictError, InvalidRequestError, NotFoundError, NotLeaderError } from "../reactor/errors.ts";
+import {
+  ConflictError,
+  InvalidRequestError,
+  NotFoundError,
+  NotLeaderError,
+  QuotaError,
+} from "../reactor/errors.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -192,6 +198,8 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     }
     if (error instanceof NotFoundError) return reply.code(404).send(answer("not_found", error.message));
     if (error instanceof ConflictError) return reply.code(409).send(answer("conflict", error.message));
+    if (error instanceof QuotaError)
+      return reply.code(429).send({ error: { code: "quota", field: error.field, message: error.message } });
     // (The library knows its error by a `method` field alone, so the code is checked too.)
     if (error.code === "FST_ERR_RESPONSE_SERIALIZATION" && isResponseSerializationError(error)) {
       // An answer that does not fit its own schema is a bug of the server, not of the request.

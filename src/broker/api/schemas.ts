@@ -187,6 +187,7 @@ export const jobSummarySchema = z
     owner: z.string(),
     state: z.enum(JOB_STATES),
     priority: z.int(),
+    qos: z.string().meta({ description: "the job's QoS tier (the job file's `qos`)" }),
     createdAt: isoTime,
     endedAt: isoTime.nullable(),
     taskCount: z.int(),
@@ -409,6 +410,13 @@ export const tokenSchema = z
     createdBy: z.string(),
     expiresAt: isoTime.nullable(),
     revokedAt: isoTime.nullable(),
+    group: z.string().nullable().meta({ description: "an API token's user's group (null: none)" }),
+    qos: z
+      .array(z.string())
+      .nullable()
+      .meta({
+        description: "the QoS tiers an API token's jobs may ask for (null: normal only; an admin's: any)",
+      }),
   })
   .meta({ id: "Token" });
 export type TokenView = z.infer<typeof tokenSchema>;
@@ -424,6 +432,11 @@ export const whoamiSchema = z
     role: z.enum(ROLES),
     tokenId: z.string().nullable().meta({ description: "null for the admin token given at server start" }),
     expiresAt: isoTime.nullable(),
+    group: z.string().nullable().meta({ description: "the token's group (null: none)" }),
+    qos: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "the QoS tiers the token's jobs may ask for (null: any, an admin)" }),
   })
   .meta({ id: "WhoAmI" });
 export type WhoAmI = z.infer<typeof whoamiSchema>;

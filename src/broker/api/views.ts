@@ -75,6 +75,7 @@ export function jobSummaryView(job: JobHeader): JobSummary {
     owner: job.owner,
     state: job.state,
     priority: job.priority,
+    qos: job.qos,
     createdAt: iso(job.createdAt),
     endedAt: iso(job.endedAt),
     taskCount: job.taskCount,

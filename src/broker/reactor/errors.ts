@@ -1,7 +1,15 @@
-// Errors a request can end with; the API maps them to 404, 409 and 400, and a standby's to a
+// Errors a request can end with; the API maps them to 404, 409, 429 and 400, and a standby's to a
 // redirect to the leader or 503.
 
 export class NotFoundError extends Error {}
+/** A limit of the owner's use (the QoS file's quotas): answered 429 with the limit and the use named. */
+export class QuotaError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
 export class ConflictError extends Error {}
 export class InvalidRequestError extends Error {
   readonly field: string;

@@ -6,6 +6,7 @@
 // it still tries to write.
 
 import type { Logger } from "pino";
+import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { ApiPorts } from "../api/ports.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
@@ -31,6 +32,8 @@ export interface BrokerOptions {
   policy?: Partial<MetaschedulingPolicy>;
   /** `--accounting-days`: how long removed jobs' accounting rows are kept. */
   accountingDays?: number;
+  /** `--qos FILE`: the QoS tiers and groups' limits. */
+  qos?: QosPolicy;
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -174,6 +177,7 @@ export class Broker {
       hostTimeoutSeconds,
       policy,
       accountingDays: this.#options.accountingDays,
+      qos: this.#options.qos,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")

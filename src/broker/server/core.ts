@@ -3,6 +3,7 @@
 // answers queries (src/broker/reactor/read-model.ts), and the state the agents' reports keep between
 // commits. The API is handed the commands and the read model as its ports (src/broker/api/ports.ts).
 
+import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
 import type { HostFacts } from "../../common/model/records.ts";
 import type { HeartbeatMessage } from "../../common/protocol/messages.ts";
 import { type AgentCommands, agentCommands } from "../reactor/commands/agents.ts";
@@ -35,6 +36,8 @@ export interface CoreOptions {
   policy?: Partial<MetaschedulingPolicy>;
   /** Accounting rows of removed jobs are kept this many days after their attempt ended (default 365). */
   accountingDays?: number;
+  /** The QoS tiers and groups' limits (`--qos FILE`); absent: the one tier `normal`, no limits. */
+  qos?: QosPolicy;
 }
 
 /** `--accounting-days`' default: a year of `steward acct` after a job is removed. */
@@ -61,12 +64,14 @@ export class Core {
   /** The store's meta entries (small records of the broker's own, e.g. the pilots it submitted). */
   #meta = new Map<string, string>();
   readonly #accountingDays: number;
+  readonly #qos: QosPolicy;
   #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#committer = committer;
     this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
-    this.reactor = new Reactor(new ClusterState(), committer, {
+    this.#qos = options.qos ?? DEFAULT_QOS_POLICY;
+    this.reactor = new Reactor(new ClusterState(this.#qos), committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
       now: options.now ?? Date.now,
       random: options.random ?? Math.random,
@@ -98,7 +103,7 @@ export class Core {
 
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
-    this.reactor.state = recoverState(snapshot, this.reactor.now());
+    this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#qos);
     this.#meta = new Map(Object.entries(snapshot.meta));
   }
 

@@ -9,6 +9,7 @@ import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { warmUpExpressions } from "../../common/model/cel.ts";
 import { parseJobFileText } from "../../common/model/job-spec.ts";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
+import type { QosPolicy } from "../../common/model/qos-file.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-timeout.ts";
 import { trackRequests } from "../api/last-resort.ts";
 import type { RateLimit } from "../api/rate-limit.ts";
@@ -51,6 +52,8 @@ export interface ServerOptions {
   leaseSeconds?: number;
   /** Pools backed by a batch system (`--pools FILE`), and where their pilots keep logs and work. */
   pools?: readonly PoolSpec[];
+  /** The QoS tiers and groups' limits (`--qos FILE`); absent: the one tier `normal`, no limits. */
+  qos?: QosPolicy;
   pilotDir?: string;
   /**
    * Folders no pilot account may reach (the data folder, the blobs folder): a pool whose pilots run
@@ -116,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
     policy: options.policy,
     accountingDays: options.accountingDays,
+    qos: options.qos,
     log,
     onDemoted: () => {
       gateway?.disconnectAll();

@@ -19,6 +19,8 @@ export class EndedJobs {
   #ids = new Float64Array(INITIAL_ROWS);
   #names: string[] = [];
   #owners: number[] = [];
+  /** Each row's QoS tier, as an index into #ownerNames (tier names are few, interned alike). */
+  #qos: number[] = [];
   #ownerNames: string[] = [];
   readonly #ownerIndex = new Map<string, number>();
   /** JOB_STATES index, or 255 for a removed row. */
@@ -62,6 +64,7 @@ export class EndedJobs {
     }
     this.#names[row] = header.name;
     this.#owners[row] = this.#owner(header.owner);
+    this.#qos[row] = this.#owner(header.qos);
     this.#states[row] = JOB_STATES.indexOf(header.state);
     this.#byState[this.#states[row]]++;
     this.#numbers[row * 3] = header.priority;
@@ -143,6 +146,7 @@ export class EndedJobs {
       endedAt: Number.isNaN(endedAt) ? null : endedAt,
       taskCount: c[row * 6],
       counts,
+      qos: this.#ownerNames[this.#qos[row]],
     };
   }
 

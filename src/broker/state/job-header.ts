@@ -21,6 +21,7 @@ export function headerOf(job: JobEntry): JobHeader {
     endedAt: record.endedAt,
     taskCount: job.tasks.length,
     counts: { ...job.counts },
+    qos: job.qos,
   };
 }
 

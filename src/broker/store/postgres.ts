@@ -105,6 +105,7 @@ const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
 const RECOVERY = recoverySql({
   countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
   specCpus: "coalesce((j.spec->'resources'->>'cpus')::float8, 1)",
+  specQos: "coalesce(j.spec->>'qos', 'normal')",
   placementHosts: "greatest(1, coalesce(json_array_length(a.placement), 1))",
   measuredCpuMs: "((a.usage->>'userSeconds')::float8 + (a.usage->>'systemSeconds')::float8) * 1000",
   param: (n) => `$${n}`,

@@ -4,6 +4,7 @@
 // times its run time, as scheduler/fair-share.ts's attemptCpuSeconds counts it). A job is live while it has not ended or an attempt of it
 // has not (a replica stopping); the partial index attempts_live finds those attempts at once.
 
+import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import type { JobHeader, UsageSample } from "../../common/model/records.ts";
 import { ATTEMPTS, CHECKPOINT_PARTS, columnNames, JOBS, selectColumns, TASKS } from "./schema.ts";
 
@@ -19,6 +20,8 @@ export interface RecoveryDialect {
   countIf(condition: string): string;
   /** The cpus of `jobs j`'s job file, a number. */
   specCpus: string;
+  /** The job file's QoS tier (jobs stored before tiers have none: the default tier). */
+  specQos: string;
   /** How many hosts an attempt `a` ran on (its placement's length, at least 1). */
   placementHosts: string;
   /** Attempt `a`'s measured CPU time in ms (user + system of its usage), NULL when not measured. */
@@ -37,8 +40,8 @@ export function recoverySql(dialect: RecoveryDialect) {
     endedHeaders:
       "SELECT j.id, j.name, j.owner, j.state, j.priority, j.created_at, j.ended_at, count(t.idx), " +
       `${count("t.state IN ('pending', 'held', 'waiting')")}, ${count("t.state = 'running'")}, ` +
-      `${count("t.state = 'succeeded'")}, ${count("t.state = 'failed'")}, ${count("t.state = 'cancelled'")} ` +
-      `FROM jobs j LEFT JOIN tasks t ON t.job_id = j.id WHERE NOT ${LIVE} GROUP BY j.id ORDER BY j.created_at, j.id`,
+      `${count("t.state = 'succeeded'")}, ${count("t.state = 'failed'")}, ${count("t.state = 'cancelled'")}, ` +
+      `${dialect.specQos} FROM jobs j LEFT JOIN tasks t ON t.job_id = j.id WHERE NOT ${LIVE} GROUP BY j.id ORDER BY j.created_at, j.id`,
     // The job file's cpus are read once per job, hosts and minute, not once per attempt.
     usage:
       `SELECT j.owner, u.minute, sum(${dialect.specCpus} * u.hosts * u.ms / 1000.0 + u.measured / 1000.0) FROM (` +
@@ -72,6 +75,7 @@ export function decodeHeader(row: readonly unknown[]): JobHeader {
       failed: Number(row[11] ?? 0),
       cancelled: Number(row[12] ?? 0),
     },
+    qos: typeof row[13] === "string" ? row[13] : DEFAULT_QOS,
   };
 }
 

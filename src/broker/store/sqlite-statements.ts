@@ -63,6 +63,7 @@ const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
 const RECOVERY = recoverySql({
   countIf: (condition) => `sum(${condition})`,
   specCpus: "coalesce(json_extract(j.spec, '$.resources.cpus'), 1)",
+  specQos: "coalesce(json_extract(j.spec, '$.qos'), 'normal')",
   placementHosts: "max(1, coalesce(json_array_length(a.placement), 1))",
   measuredCpuMs: "(json_extract(a.usage, '$.userSeconds') + json_extract(a.usage, '$.systemSeconds')) * 1000",
   param: () => "?",

@@ -46,6 +46,7 @@ export function registerPs(program: Command): void {
           job.name,
           job.owner,
           job.state,
+          job.qos,
           job.priority,
           `${job.counts.succeeded}/${job.taskCount}`,
           job.counts.running,
@@ -53,7 +54,7 @@ export function registerPs(program: Command): void {
           shortTime(job.createdAt),
         ]);
         process.stdout.write(
-          `${table(["ID", "NAME", "OWNER", "STATE", "PRIO", "DONE", "RUN", "FAIL", "SUBMITTED"], rows)}\n`,
+          `${table(["ID", "NAME", "OWNER", "STATE", "QOS", "PRIO", "DONE", "RUN", "FAIL", "SUBMITTED"], rows)}\n`,
         );
       },
     );

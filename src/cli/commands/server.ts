@@ -11,6 +11,7 @@ import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../common/model/pools-file.ts";
+import { parseQosFile, QosFileError, type QosPolicy } from "../../common/model/qos-file.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { daemonLogger } from "../logger.ts";
@@ -105,6 +106,10 @@ export function registerServer(program: Command): void {
           "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
         )
         .option(
+          "--qos <file>",
+          "QoS tiers (YAML): each tier's priority between users, the tiers it may preempt, its limits per user; and groups' limits",
+        )
+        .option(
           "--lease-seconds <s>",
           "with --store: how long the leader's lease lasts unless renewed; a standby takes over after it",
           number("--lease-seconds"),
@@ -132,6 +137,17 @@ export function registerServer(program: Command): void {
         "  Several servers on one store elect a leader; the others are standby: they redirect API",
         "  requests to the leader (307) and turn agents away, and take over once its lease runs out.",
         "  example: steward server --store 'postgres://steward@db:5432/grid?schema=steward' --data /srv/steward",
+        "",
+        "QoS file (--qos):",
+        "  tiers: a map of tier names (it must have normal, the tier of jobs that name none), each with",
+        "    priority (0; between users the higher tier goes first: a job's own priority orders its owner's",
+        "    jobs only), preempt ([], tiers of a lower priority whose running jobs it may preempt), and",
+        "    limits per user of the tier: maxRunningCpus, maxRunningGpus (jobs over them wait),",
+        "    maxQueuedTasks, maxArrayTasks (a submit over them gets 429), maxWallSeconds (a longer",
+        "    timeLimitSeconds is refused; a job with none gets it).",
+        "  groups: a map of group names (a token's --group), each with maxRunningCpus, maxRunningGpus,",
+        "    maxQueuedTasks, maxArrayTasks for the group's users together.",
+        "  Without --qos there is one tier, normal: priority 0, preempts nothing, no limits.",
         "",
         "Pools file (--pools):",
         "  pools: a list; each pool has name, driver (slurm) and optionally partition, maxPilots (4),",
@@ -161,12 +177,14 @@ export function registerServer(program: Command): void {
         options.blobs,
       );
       const pools = options.pools === undefined ? [] : readPoolsFile(options.pools);
+      const qos = options.qos === undefined ? undefined : readQosFile(options.qos);
       const log = daemonLogger(options.logFormat);
       installLastResortGuard(log);
       for (const notice of data.notices) log.warn(notice);
       const server = await startServer({
         ...serverOptions(data, options, log),
         pools,
+        ...(qos ? { qos } : {}),
         pilotDir: join(data.root, "pilots"),
         privateDirs: [data.root, ...(data.blobsWhere.startsWith("/") ? [data.blobsWhere] : [])],
       }).catch((error: unknown) => {
@@ -223,6 +241,22 @@ async function restoreInto(
 /** The URL without its password, for messages. */
 function redact(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, "$1:***@");
+}
+
+/** The QoS file, validated; a bad one stops the server with the line and the key named. */
+export function readQosFile(path: string): QosPolicy {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`--qos ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return parseQosFile(text);
+  } catch (error) {
+    if (error instanceof QosFileError) throw new CliError(`--qos ${path}: ${error.message}`);
+    throw error;
+  }
 }
 
 /** The pools file, validated; a bad one stops the server with the field named. */

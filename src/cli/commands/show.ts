@@ -19,7 +19,7 @@ export function registerShow(program: Command): void {
       const events = job.events ?? [];
       const c = job.counts;
       const lines = [
-        `job ${job.id}  ${job.name}  owner ${job.owner}  priority ${job.priority}`,
+        `job ${job.id}  ${job.name}  owner ${job.owner}  qos ${job.qos}  priority ${job.priority}`,
         `state ${job.state}  submitted ${shortTime(job.createdAt)}`,
         `tasks ${tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
         "",

@@ -2,6 +2,7 @@
 
 import { type Command, InvalidArgumentError } from "commander";
 import type { NewTokenView, TokenView, WhoAmI } from "../../broker/api/schemas.ts";
+import { QOS_NAME } from "../../common/model/qos-name.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
@@ -11,6 +12,17 @@ function lifetimeSeconds(text: string): number {
   const ms = parseLifetime(text);
   if (ms === null) throw new InvalidArgumentError("a lifetime such as 30d, 12h, 90m, 45s or 2w");
   return ms / 1000;
+}
+
+/** `normal,high` as a list of tier names. */
+function qosList(text: string): string[] {
+  const names = text.split(",").map((name) => name.trim());
+  const bad = names.find((name) => !QOS_NAME.test(name));
+  if (bad !== undefined)
+    throw new InvalidArgumentError(
+      `${bad === "" ? "an empty name" : bad}: tier names are lower-case letters, digits, - and _, comma-separated`,
+    );
+  return names;
 }
 
 function tokenRows(tokens: TokenView[]): string {
@@ -49,14 +61,38 @@ export function registerTokens(program: Command): void {
       "expire after this long (30d, 12h, 90m, 45s, 2w); without it, never",
       lifetimeSeconds,
     )
+    .option("--group <group>", "the user's group, for the groups' limits of the server's QoS file (--qos)")
+    .option(
+      "--qos <list>",
+      "the QoS tiers its jobs may ask for, comma-separated (normal,high); without it: normal only (an admin's token: any)",
+      qosList,
+    )
     .option("--json", "print JSON")
-    .action(async (options: { user: string; role: string; expires?: number; json?: boolean }) => {
-      const made = await new ApiClient().json<NewTokenView>("POST", "/api/v1/tokens", {
-        json: { user: options.user, role: options.role, expiresInSeconds: options.expires },
-      });
-      if (options.json) return printJson(made);
-      printNew(made, `token for ${made.user} (${made.role})`);
-    });
+    .action(
+      async (options: {
+        user: string;
+        role: string;
+        expires?: number;
+        group?: string;
+        qos?: string[];
+        json?: boolean;
+      }) => {
+        const made = await new ApiClient().json<NewTokenView>("POST", "/api/v1/tokens", {
+          json: {
+            user: options.user,
+            role: options.role,
+            expiresInSeconds: options.expires,
+            group: options.group,
+            qos: options.qos,
+          },
+        });
+        if (options.json) return printJson(made);
+        const extra = [made.group ? `group ${made.group}` : "", made.qos ? `QoS ${made.qos.join(",")}` : ""]
+          .filter(Boolean)
+          .join(", ");
+        printNew(made, `token for ${made.user} (${made.role}${extra ? `; ${extra}` : ""})`);
+      },
+    );
   token
     .command("list")
     .description("API tokens and host credentials (never the tokens themselves)")

@@ -51,6 +51,8 @@ export interface JobHeader {
   readonly endedAt: number | null;
   readonly taskCount: number;
   readonly counts: TaskCounts;
+  /** The job's QoS tier (spec.qos). */
+  readonly qos: string;
 }
 
 /**

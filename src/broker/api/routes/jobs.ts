@@ -7,6 +7,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
+import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -477,11 +478,18 @@ interface Submitter {
   owner: string;
   /** A user's dependencies are their own jobs only (another's is answered as no job); null for an admin's. */
   dependencyOwner: string | null;
+  /** The QoS tiers the token allows (`token create --qos`): the default tier when it names none; null (any) for an admin. */
+  allowedQos: readonly string[] | null;
 }
 
 function submitterOf(request: FastifyRequest): Submitter {
   const principal = request.principal ?? START_ADMIN;
-  return { owner: ownerOf(request), dependencyOwner: principal.role === "admin" ? null : principal.user };
+  const admin = principal.role === "admin";
+  return {
+    owner: ownerOf(request),
+    dependencyOwner: admin ? null : principal.user,
+    allowedQos: admin ? null : (principal.qos ?? [DEFAULT_QOS]),
+  };
 }
 
 /** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */
@@ -498,7 +506,7 @@ function submitKeyOf(request: FastifyRequest): string | null {
 async function submitJson(
   body: unknown,
   ports: ApiPorts,
-  { owner, dependencyOwner }: Submitter,
+  { owner, dependencyOwner, allowedQos }: Submitter,
   key: string | null,
 ): Promise<JobEntry> {
   const spec = validateJobSpec(body);
@@ -508,7 +516,10 @@ async function submitJson(
       `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
-  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async () => ({ spec, inputs: [] }));
+  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
+    spec,
+    inputs: [],
+  }));
 }
 
 /**
@@ -535,47 +546,56 @@ function parseJobField(text: string): unknown {
 async function submitMultipart(
   request: FastifyRequest,
   { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
-  { owner, dependencyOwner }: Submitter,
+  { owner, dependencyOwner, allowedQos }: Submitter,
   key: string | null,
 ) {
   let id: string | null = null;
   let received = false;
   try {
-    const job = await ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async (newId) => {
-      received = true;
-      let spec: JobSpec | null = null;
-      const stored = new Set<string>();
-      for await (const part of multipartParts(request)) {
-        if (part.type === "field") {
-          if (part.fieldname !== "job") continue;
-          if (part.valueTruncated) throw jobFileTooLarge();
-          spec = validateJobSpec(parseJobField(String(part.value)));
-          id = await newId();
-          continue;
+    const job = await ports.jobs.submit(
+      { owner, submitKey: key, dependencyOwner, allowedQos },
+      async (newId) => {
+        received = true;
+        let spec: JobSpec | null = null;
+        const stored = new Set<string>();
+        for await (const part of multipartParts(request)) {
+          if (part.type === "field") {
+            if (part.fieldname !== "job") continue;
+            if (part.valueTruncated) throw jobFileTooLarge();
+            spec = validateJobSpec(parseJobField(String(part.value)));
+            id = await newId();
+            continue;
+          }
+          if (!spec || !id) {
+            part.file.resume();
+            throw new InvalidRequestError("job", "the job field must come before the input files");
+          }
+          const path = part.fieldname;
+          if (!spec.inputs.includes(path)) {
+            part.file.resume();
+            throw new InvalidRequestError(
+              "inputs",
+              `${path} was uploaded but is not one of the job's inputs`,
+            );
+          }
+          try {
+            await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
+          } catch (error) {
+            throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
+          }
+          stored.add(path);
         }
-        if (!spec || !id) {
-          part.file.resume();
-          throw new InvalidRequestError("job", "the job field must come before the input files");
+        if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
+        const missing = spec.inputs.findIndex((path) => !stored.has(path));
+        if (missing >= 0) {
+          throw new InvalidRequestError(
+            `inputs[${missing}]`,
+            `${spec.inputs[missing]}: file was not uploaded`,
+          );
         }
-        const path = part.fieldname;
-        if (!spec.inputs.includes(path)) {
-          part.file.resume();
-          throw new InvalidRequestError("inputs", `${path} was uploaded but is not one of the job's inputs`);
-        }
-        try {
-          await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
-        } catch (error) {
-          throw uploadError(error, part.file, `input ${path}`, maxUploadBytes);
-        }
-        stored.add(path);
-      }
-      if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
-      const missing = spec.inputs.findIndex((path) => !stored.has(path));
-      if (missing >= 0) {
-        throw new InvalidRequestError(`inputs[${missing}]`, `${spec.inputs[missing]}: file was not uploaded`);
-      }
-      return { spec, inputs: [...spec.inputs], id };
-    });
+        return { spec, inputs: [...spec.inputs], id };
+      },
+    );
     // A repeated submit: its inputs are in already, the parts are read past, not stored again.
     if (!received)
       for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { DEFAULT_QOS, QOS_NAME } from "../../../common/model/qos-name.ts";
 import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
 import { newTokenOf } from "../../../common/model/tokens.ts";
 import { START_ADMIN } from "../auth.ts";
@@ -27,6 +28,10 @@ const lifetime = z
   .optional()
   .meta({ description: "seconds until the token expires (without it, it never does)" });
 
+const qosName = z
+  .string()
+  .regex(QOS_NAME, "lower-case letters, digits, - and _, up to 63, not starting with - or _");
+
 const tokenParams = z.object({ id: z.string().min(1).meta({ description: "the token's id" }) });
 
 function tokenView(record: TokenRecord, now: number): TokenView {
@@ -47,6 +52,8 @@ function tokenView(record: TokenRecord, now: number): TokenView {
     createdBy: record.createdBy,
     expiresAt: iso(record.expiresAt),
     revokedAt: iso(record.revokedAt),
+    group: record.group ?? null,
+    qos: record.qos ?? null,
   };
 }
 
@@ -74,6 +81,8 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
         role: principal.role,
         tokenId: principal.tokenId,
         expiresAt: record?.expiresAt ? new Date(record.expiresAt).toISOString() : null,
+        group: principal.group ?? null,
+        qos: principal.role === "admin" ? null : [...(principal.qos ?? [DEFAULT_QOS])],
       };
     },
   );
@@ -91,12 +100,19 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
             .meta({ description: "the user the token speaks for: the owner of the jobs it submits" }),
           role: z.enum(ROLES),
           expiresInSeconds: lifetime,
+          group: qosName
+            .optional()
+            .meta({ description: "the user's group, for the groups' limits of the server's QoS file" }),
+          qos: z.array(qosName).min(1).optional().meta({
+            description:
+              "the QoS tiers the token's jobs may ask for (without it: normal only; an admin's token may use any)",
+          }),
         }),
         response: { 201: json(newTokenSchema, "the new token"), ...errors(400, 401, 403) },
       },
     },
     async (request, reply) => {
-      const { user, role, expiresInSeconds } = request.body;
+      const { user, role, expiresInSeconds, group, qos } = request.body;
       const token = newTokenOf("api");
       const record = await ports.tokens.create({
         token,
@@ -105,6 +121,8 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
         pool: null,
         createdBy: actor(request),
         expiresAt: expiresInSeconds === undefined ? null : now() + expiresInSeconds * 1000,
+        group: group ?? null,
+        qos: qos ? [...new Set(qos)] : null,
       });
       reply.code(201);
       return { ...tokenView(record, now()), token: token.text };

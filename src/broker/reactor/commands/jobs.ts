@@ -15,6 +15,8 @@ export interface Submission {
   submitKey: string | null;
   /** The one owner whose jobs `dependsOn` may name (null: any). */
   dependencyOwner: string | null;
+  /** The QoS tiers the submitter may use; absent or null: any (an admin). */
+  allowedQos?: readonly string[] | null;
 }
 
 /** A submitted job as received: its file, its input files already stored, the id they are stored under. */
@@ -41,7 +43,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
      * job a submit with the same key made meanwhile (both in flight at once) instead of a second.
      */
     async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
-      const { owner, submitKey, dependencyOwner } = submission;
+      const { owner, submitKey, dependencyOwner, allowedQos = null } = submission;
       const known = submitKey === null ? undefined : await read.findSubmission(owner, submitKey);
       if (known) {
         await committer.flush();
@@ -49,7 +51,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
       }
       const { spec, inputs, id = await newId() } = await receive(newId);
       const job = await reactor.run((step) =>
-        submitJob(step, { id, spec, owner, inputs, submitKey, dependencyOwner }),
+        submitJob(step, { id, spec, owner, inputs, submitKey, dependencyOwner, allowedQos }),
       );
       if (job.id !== id) await committer.flush();
       return job;

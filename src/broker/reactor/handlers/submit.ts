@@ -2,10 +2,18 @@
 
 import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
 import { newTask } from "../../../common/model/new-records.ts";
+import { tierOf } from "../../../common/model/qos-file.ts";
 import type { JobRecord, TaskRecord } from "../../../common/model/records.ts";
-import { submissionKey } from "../../state/cluster-state.ts";
+import {
+  type OwnerStanding,
+  qosAccessRefusal,
+  type Refusal,
+  submitQuotaRefusal,
+  timeLimitOf,
+} from "../../scheduler/quotas.ts";
+import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
 import { JobEntry } from "../../state/job-entry.ts";
-import { InvalidRequestError } from "../errors.ts";
+import { InvalidRequestError, QuotaError } from "../errors.ts";
 import type { Step } from "../step.ts";
 
 export interface SubmitRequest {
@@ -21,16 +29,68 @@ export interface SubmitRequest {
    * null for any job (an admin).
    */
   dependencyOwner?: string | null;
+  /** The QoS tiers the submitter may use (a token's `--qos`); absent or null: any (an admin). */
+  allowedQos?: readonly string[] | null;
+}
+
+/**
+ * The owner's standing for the submit checks (scheduler/quotas.ts) of a job of tier `qos`: their
+ * group, and the tasks not ended of their jobs in the tier and of their group's, counted only
+ * where a limit needs them. `leaving` is a job whose own tasks are left out (one being changed).
+ */
+export function ownerStanding(
+  state: ClusterState,
+  owner: string,
+  qos: string,
+  allowedQos: readonly string[] | null,
+  leaving: JobEntry | null = null,
+): OwnerStanding {
+  const groups = state.tokens.groups();
+  const group = groups.get(owner) ?? null;
+  const own = leaving === null ? 0 : leaving.unendedTasks;
+  const tier = tierOf(state.qos, qos);
+  const queuedTasks =
+    tier.maxQueuedTasks === null
+      ? 0
+      : state.unendedTasks(owner, qos) - (leaving?.qos === qos && leaving.owner === owner ? own : 0);
+  const groupLimits = group === null ? undefined : state.qos.groups.get(group);
+  const groupQueuedTasks =
+    group === null || groupLimits?.maxQueuedTasks == null
+      ? 0
+      : state.unendedTasks((user) => groups.get(user) === group, null) - own;
+  return { user: owner, group, allowedQos, queuedTasks, groupQueuedTasks };
+}
+
+/** Throws the refusal as the API answers it: 429 for a limit of the owner's use, else 400. */
+export function refuse(refusal: Refusal): never {
+  if (refusal.status === 429) throw new QuotaError(refusal.field, refusal.message);
+  throw new InvalidRequestError(refusal.field, refusal.message);
 }
 
 export function submitJob(
   step: Step,
-  { id, spec, owner, inputs, submitKey = null, dependencyOwner = null }: SubmitRequest,
+  {
+    id,
+    spec: asked,
+    owner,
+    inputs,
+    submitKey = null,
+    dependencyOwner = null,
+    allowedQos = null,
+  }: SubmitRequest,
 ): JobEntry {
   const { state, now } = step;
   // The same submit again (its answer was lost): the job it made, unchanged.
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
+  let spec = asked;
+  const access = qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos);
+  if (access) refuse(access);
+  const quota = submitQuotaRefusal(spec, ownerStanding(state, owner, spec.qos, allowedQos), state.qos);
+  if (quota) refuse(quota);
+  // A tier with a wall limit gives it to a job that names none.
+  const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
+  if (timeLimitSeconds !== spec.timeLimitSeconds) spec = { ...spec, timeLimitSeconds };
   // Another user's job is answered as no job at all: a dependency on it would tell its state.
   spec.dependsOn.forEach((dependency, index) => {
     const dependencyOf = state.jobOwner(dependency);

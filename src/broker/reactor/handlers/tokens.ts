@@ -5,7 +5,7 @@
 
 import type { Role, TokenKind, TokenRecord } from "../../../common/model/records.ts";
 import type { NewToken } from "../../../common/model/tokens.ts";
-import { ConflictError, NotFoundError } from "../errors.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
 
 export interface TokenRequest {
@@ -23,6 +23,13 @@ export interface TokenRequest {
 export function createToken(step: Step, request: TokenRequest): TokenRecord {
   const { token } = request;
   if (step.state.tokens.get(token.id)) throw new ConflictError(`a token ${token.id} exists already`);
+  const { tiers } = step.state.qos;
+  const unknown = (request.qos ?? []).find((name) => !tiers.has(name));
+  if (unknown !== undefined)
+    throw new InvalidRequestError(
+      "qos",
+      `no QoS tier ${unknown}; the tiers are ${[...tiers.keys()].join(", ")}`,
+    );
   const record: TokenRecord = {
     id: token.id,
     kind: token.kind,
