@@ -411,12 +411,9 @@ export const tokenSchema = z
     expiresAt: isoTime.nullable(),
     revokedAt: isoTime.nullable(),
     group: z.string().nullable().meta({ description: "an API token's user's group (null: none)" }),
-    qos: z
-      .array(z.string())
-      .nullable()
-      .meta({
-        description: "the QoS tiers an API token's jobs may ask for (null: normal only; an admin's: any)",
-      }),
+    qos: z.array(z.string()).nullable().meta({
+      description: "the QoS tiers an API token's jobs may ask for (null: normal only; an admin's: any)",
+    }),
   })
   .meta({ id: "Token" });
 export type TokenView = z.infer<typeof tokenSchema>;

@@ -12,9 +12,8 @@ import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 
 export { DEFAULT_QOS, QOS_NAME };
 
-const name = z
-  .string()
-  .regex(QOS_NAME, "must be 1 to 63 lower-case letters, digits, - or _, not starting with - or _");
+const NAME_RULE = "must be 1 to 63 lower-case letters, digits, - or _, not starting with - or _";
+const name = z.string().regex(QOS_NAME, NAME_RULE);
 
 const limit = (what: string) =>
   z
@@ -45,10 +44,14 @@ const groupSchema = z.strictObject({
 
 const qosFileSchema = z
   .strictObject({
-    tiers: z.record(name, tierSchema),
-    groups: z.record(name, groupSchema).default({}),
+    tiers: z.record(z.string(), tierSchema),
+    groups: z.record(z.string(), groupSchema).default({}),
   })
   .superRefine((file, context) => {
+    for (const section of ["tiers", "groups"] as const)
+      for (const key of Object.keys(file[section]))
+        if (!QOS_NAME.test(key))
+          context.addIssue({ code: "custom", path: [section, key], message: NAME_RULE });
     if (!Object.hasOwn(file.tiers, DEFAULT_QOS))
       context.addIssue({
         code: "custom",
