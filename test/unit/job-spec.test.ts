@@ -27,6 +27,7 @@ describe("validateJobSpec defaults", () => {
       env: {},
       resources: { cpus: 1, memoryMb: 0 },
       priority: 0,
+      qos: "normal",
       retry: { maxAttempts: 1, backoffSeconds: 5 },
       checkpoint: { intervalSeconds: 60, graceSeconds: 30 },
       replicas: 1,
