@@ -517,14 +517,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       const t0 = 1_700_000_040_000; // a whole minute
       async function history(): Promise<void> {
         await store.commit(TERM, [
-          // Ended: two tasks, one attempt each, 4 cpus, owner bob.
+          // Ended: two tasks, one attempt each, 4 cpus, owner bob, QoS tier high.
           {
             op: "putJob",
             job: job("done", {
               state: "failed",
               owner: "bob",
               endedAt: t0 + 9000,
-              spec: FOUR_CPUS,
+              spec: { ...FOUR_CPUS, qos: "high" },
               submitKey: "k-done",
             }),
           },
@@ -616,6 +616,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             endedAt: t0 + 9000,
             taskCount: 2,
             counts: { pending: 0, running: 0, succeeded: 1, failed: 1, cancelled: 0 },
+            qos: "high",
           },
         ]);
         expect(live.hosts.map((each) => each.name)).toStrictEqual(["a"]);
@@ -692,7 +693,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         await history();
         const done = await store.loadJob("done");
         expect(done?.job.state).toBe("failed");
-        expect(done?.job.spec).toStrictEqual(FOUR_CPUS);
+        expect(done?.job.spec).toStrictEqual({ ...FOUR_CPUS, qos: "high" });
         expect(done?.tasks.map((each) => each.state)).toStrictEqual(["succeeded", "failed"]);
         expect(done?.attempts.map((each) => [each.taskIndex, each.number, each.outcome])).toStrictEqual([
           [0, 1, "succeeded"],
@@ -905,7 +906,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       });
 
       test("a token is kept with its hash; revoking puts it again with revokedAt, in one commit or two", async () => {
-        const api = token("a1", { createdAt: 1 });
+        const api = token("a1", { createdAt: 1, group: "physics", qos: ["normal", "high"] });
         const join = token("j1", { kind: "join", subject: "admin", role: null, pool: "gpu", createdAt: 2 });
         const credential = token("h1", {
           kind: "host",
