@@ -36,7 +36,8 @@ env: { OMP_NUM_THREADS: "4" }
 resources: { cpus: 4, memoryMb: 2048 }
 requirements: 'host.arch == "x86_64" && host.memFreeMb >= 512.0' # CEL over host facts
 rank: "host.speed * host.cpuFree" # higher first
-priority: 5
+priority: 5 # orders this user's own jobs only
+qos: normal # the QoS tier (the server's --qos file): priority between users, preemption, limits
 timeLimitSeconds: 3600
 retry: { maxAttempts: 3, backoffSeconds: 5 }
 checkpoint: { intervalSeconds: 120, graceSeconds: 30 }
