@@ -23,10 +23,11 @@ import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import type { Step } from "../../src/broker/reactor/step.ts";
-import type { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
 import { agentDetached, agentSeen } from "../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { parseQosFile } from "../../src/common/model/qos-file.ts";
 import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
@@ -42,6 +43,7 @@ function durable(state: ClusterState) {
       tasks: job.tasks,
       attempts: [...job.attempts.entries()].sort(([a], [b]) => a - b),
       counts: job.counts,
+      qosPriority: job.qosPriority,
       pending: sorted(job.pending),
       ready: sorted(job.ready),
       checkpoints: job.tasks.map((task) =>
@@ -105,6 +107,46 @@ function startAll(bench: HandlerBench, from: number): void {
 const sha = (letter: string) => letter.repeat(64);
 
 describe("the state rebuilt from the recorded changes", () => {
+  it("is the live state with QoS tiers: a job's tier, its tier priority, a tier's time limit, a token's group and tiers", () => {
+    const policy = parseQosFile(
+      "tiers: {normal: {maxWallSeconds: 600}, high: {priority: 10, preempt: [normal]}}",
+    );
+    const bench = new HandlerBench(new ClusterState(policy));
+    event(bench, (step) =>
+      createToken(step, {
+        token: newTokenOf("api"),
+        subject: "alice",
+        role: "user",
+        pool: null,
+        createdBy: "admin",
+        expiresAt: null,
+        group: "physics",
+        qos: ["normal", "high"],
+      }),
+    );
+    event(bench, (step) => attachHost(step, hello("h1", [], 1)));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, {
+          id,
+          spec: validateJobSpec(spec),
+          owner: "alice",
+          inputs: [],
+          allowedQos: ["normal", "high"],
+        }),
+      );
+    submit("1", { command: "a" });
+    submit("2", { command: "b", qos: "high" });
+    expect(bench.state.jobs.get("1")?.record.spec.timeLimitSeconds).toBe(600);
+    expect(bench.recovered().jobs.get("2")?.qosPriority).toBe(10);
+    schedule(bench);
+    expect(bench.starts().map((start) => start.jobId)).toStrictEqual(["2"]);
+    startAll(bench, 0);
+    event(bench, (step) => attemptEnded(step, "h1", ended("2", 1)));
+    expect(bench.recovered().ended.get("2")?.qos).toBe("high");
+    expect(bench.recovered().tokens.groups()).toStrictEqual(new Map([["alice", "physics"]]));
+  });
+
   it("is the live state after GPU placements and an out-of-memory end that grows a task's memory", () => {
     const bench = new HandlerBench();
     const gpuFacts = facts("g1", { gpus: ["0", "1"], resources: { license: 2 } });
