@@ -282,6 +282,27 @@ describe("submit checks", () => {
       null,
     ],
     [
+      "a task larger than the tier's running limit",
+      { resources: { cpus: 3 } },
+      standing(),
+      {
+        status: 400,
+        field: "resources",
+        message:
+          "a task of this job needs 3 CPUs and QoS normal allows a user 2 running: it could never start",
+      },
+    ],
+    [
+      "a gang larger than the group's running limit",
+      { qos: "high", nodes: 2, resources: { cpus: 2 } },
+      standing({ group: "physics" }),
+      {
+        status: 400,
+        field: "resources",
+        message: "a task of this job needs 4 CPUs and group physics allows 3 running: it could never start",
+      },
+    ],
+    [
       "a time limit over the tier's",
       { timeLimitSeconds: 7200 },
       standing(),

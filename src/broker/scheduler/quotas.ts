@@ -4,7 +4,7 @@
 // let it in. Each answers a refusal (the HTTP status and a sentence naming the limit and the
 // current use) or null. The running limits do not refuse: they hold jobs back (qos.ts). Pure.
 
-import type { JobSpec } from "../../common/model/job-spec.ts";
+import { type JobSpec, nodesOf } from "../../common/model/job-spec.ts";
 import { type QosPolicy, type QosTier, tierOf } from "../../common/model/qos-file.ts";
 
 /** What a submit needs to know of the job's owner. */
@@ -28,7 +28,7 @@ export interface Refusal {
 }
 
 type Tiered = Pick<JobSpec, "qos">;
-type Sized = Pick<JobSpec, "qos" | "array" | "timeLimitSeconds">;
+type Sized = Pick<JobSpec, "qos" | "array" | "timeLimitSeconds" | "resources" | "nodes">;
 
 /** The job's tier must exist and its submitter may use it. */
 export function qosAccessRefusal(
@@ -76,6 +76,24 @@ export function submitQuotaRefusal(spec: Sized, standing: OwnerStanding, policy:
       field: "timeLimitSeconds",
       message: `QoS ${spec.qos} allows a time limit of ${tier.maxWallSeconds} s at most, and the job asks for ${spec.timeLimitSeconds} s`,
     };
+  // A task (every rank of a gang) larger than a running limit would wait for ever.
+  const ranks = nodesOf(spec);
+  const task = { CPUs: spec.resources.cpus * ranks, GPUs: (spec.resources.gpus ?? 0) * ranks };
+  const running = [
+    [`QoS ${spec.qos} allows a user`, tier.maxRunningCpus, tier.maxRunningGpus],
+    [`group ${standing.group} allows`, group?.maxRunningCpus ?? null, group?.maxRunningGpus ?? null],
+  ] as const;
+  for (const [who, cpus, gpus] of running)
+    for (const [unit, limit] of [
+      ["CPUs", cpus],
+      ["GPUs", gpus],
+    ] as const)
+      if (limit !== null && task[unit] > limit)
+        return {
+          status: 400,
+          field: "resources",
+          message: `a task of this job needs ${task[unit]} ${unit} and ${who} ${limit} running: it could never start`,
+        };
   if (tier.maxArrayTasks !== null && adds > tier.maxArrayTasks)
     return {
       status: 429,

@@ -62,8 +62,13 @@ export class ClusterState {
     this.qos = qos;
   }
 
+  /** The priority of a tier under the server's QoS policy (a tier it does not name: the default tier's). */
+  qosPriorityOf(qos: string): number {
+    return tierOf(this.qos, qos).priority;
+  }
+
   addJob(job: JobEntry): void {
-    job.qosPriority = tierOf(this.qos, job.qos).priority;
+    job.qosPriority = this.qosPriorityOf(job.qos);
     this.jobs.set(job.id, job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
