@@ -22,6 +22,7 @@ import {
 } from "../../src/common/model/job-update.ts";
 import { JobFileError } from "../../src/common/model/jobfile-error.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
+import { Harness, submitOn } from "../helpers/core-harness.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 
 const queued: UpdateFacts = {
@@ -326,5 +327,33 @@ describe("an updated job rebuilt from the recorded changes", () => {
     // The recovered state places the updated job first, on the host its new requirements name.
     restarted.schedule();
     expect(restarted.starts()).toMatchObject([{ jobId: "1", host: "h1" }]);
+  });
+});
+
+describe("an update through the core, on SQLite", () => {
+  it("is in the store when it is answered: a restarted core reads the new values and the event", async () => {
+    const harness = new Harness();
+    try {
+      const core = await harness.start();
+      const job = await submitOn(
+        core,
+        validateJobSpec({ command: "run", requirements: 'host.name == "nowhere"' }),
+        "alice",
+        [],
+      );
+      await core.jobs.update(job.id, { priority: 6, requirements: 'host.name == "h9"' }, "alice");
+      const restarted = await harness.restart();
+      const recovered = restarted.read.job(job.id);
+      expect(recovered.record).toMatchObject({
+        priority: 6,
+        spec: { priority: 6, requirements: 'host.name == "h9"' },
+      });
+      expect(recovered.requirements?.source).toBe('host.name == "h9"');
+      expect((await harness.store.events(job.id)).map((event) => event.message)).toContain(
+        'updated by alice: priority 0 -> 6; requirements host.name == "nowhere" -> host.name == "h9"',
+      );
+    } finally {
+      await harness.close();
+    }
   });
 });
