@@ -9,6 +9,7 @@ import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/react
 import { holdJob } from "../../src/broker/reactor/handlers/control.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import { updateOf } from "../../src/cli/commands/update.ts";
 import { renderEvent } from "../../src/common/model/events.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import {
@@ -355,5 +356,21 @@ describe("an update through the core, on SQLite", () => {
     } finally {
       await harness.close();
     }
+  });
+});
+
+describe("steward update's options as the update it sends", () => {
+  const cases: [string, Parameters<typeof updateOf>[0], JobUpdate][] = [
+    ["a priority", { priority: -2 }, { priority: -2 }],
+    ["an expression", { requirements: 'host.name == "b"' }, { requirements: 'host.name == "b"' }],
+    ['"" removes an expression', { requirements: "", rank: " " }, { requirements: null, rank: null }],
+    ["0 removes the time limit", { timeLimit: 0 }, { timeLimitSeconds: null }],
+    ["a time limit", { timeLimit: 90 }, { timeLimitSeconds: 90 }],
+    ["cpus and memory, under resources", { cpus: 2, memoryMb: 0 }, { resources: { cpus: 2, memoryMb: 0 } }],
+    ["memory alone", { memoryMb: 512 }, { resources: { memoryMb: 512 } }],
+    ["nothing", { json: true }, {}],
+  ];
+  it.each(cases)("%s", (_, options, expected) => {
+    expect(updateOf(options)).toEqual(expected);
   });
 });

@@ -70,7 +70,8 @@ export const jobUpdateBody = z
       "The job file's fields to change, as a JSON merge patch of the job file: those absent stay as they are.",
   });
 
-const FIELD_LIST = "priority, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds";
+/** The fields an update may change, as its messages name them: `a, b and c`. */
+const FIELD_LIST = `${UPDATE_FIELDS.slice(0, -1).join(", ")} and ${UPDATE_FIELDS.at(-1)}`;
 
 /** Checks an update's shape: known fields, of the right types, at least one. */
 export function parseJobUpdate(input: unknown): JobUpdate {
