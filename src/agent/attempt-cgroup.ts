@@ -4,8 +4,7 @@
 // process left in it is killed and it is removed. In cgroup v1 it is one directory in each
 // hierarchy the agent uses; in v2, one directory.
 
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { mkdir, rmdir, writeFile } from "node:fs/promises";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CgroupLayout, V1Controller } from "./cgroup-layout.ts";
 import {
@@ -71,25 +70,19 @@ export class AttemptCgroup {
     return [...new Set(Object.values(this.base.dirs).map((dir) => `${dir}/${this.name}`))];
   }
 
-  /**
-   * Makes the directories and writes the limits; throws naming the file it could not write. The
-   * calls go to libuv's threads, the hierarchies at once: a mkdir in a cgroup file system waits
-   * for the kernel's cgroup lock, which the agent's one thread would otherwise wait for at every
-   * start (the enforced short-task throughput of `npm run bench` measures it).
-   */
-  async create(limits: AttemptLimits): Promise<void> {
-    await Promise.all(this.dirs.map((dir) => mkdir(dir, { recursive: true })));
+  /** Makes the directories and writes the limits; throws naming the file it could not write. */
+  create(limits: AttemptLimits): void {
+    for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
     const memory = this.dirFor("memory");
     const swapAccounted =
       this.base.version === 1 && memory !== null && existsSync(`${memory}/memory.memsw.limit_in_bytes`);
-    // In order: a setting may depend on an earlier one (v1's memsw limit on the memory limit).
     for (const setting of cgroupSettings(this.base.version, limits, swapAccounted)) {
       const dir = this.dirFor(setting.controller);
       // Devices are limited where the devices hierarchy is mounted (v1), not otherwise.
       if (dir === null) continue;
       const path = `${dir}/${setting.file}`;
       try {
-        await writeFile(path, setting.value);
+        writeFileSync(path, setting.value);
       } catch (error) {
         throw new Error(`cannot set ${path} to ${setting.value}: ${(error as Error).message}`);
       }
@@ -192,21 +185,20 @@ export class AttemptCgroup {
   /** Kills what is left and removes the directories; false when a process outlived the wait. */
   async remove(): Promise<boolean> {
     const empty = await this.killAll();
-    await Promise.all(this.dirs.map((dir) => removeDirectory(dir)));
-    return empty;
-  }
-}
-
-/** Removes an empty cgroup directory, waiting out EBUSY (its last process still being torn down). */
-async function removeDirectory(dir: string): Promise<void> {
-  for (let tries = 0; tries < 20; tries++) {
-    try {
-      await rmdir(dir);
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-      await sleep(25);
+    for (const dir of this.dirs) {
+      for (let tries = 0; tries < 20; tries++) {
+        try {
+          rmdirSync(dir);
+          break;
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          if (code === "ENOENT") break;
+          // EBUSY: the last process is still being torn down.
+          await sleep(25);
+        }
+      }
     }
+    return empty;
   }
 }
 

@@ -221,7 +221,7 @@ export class Attempt {
     if (paths.environmentFile) writeNewFile(paths.environmentFile, jobEnvironmentFile(this.spec, paths));
     // Its cgroup, with its limits: job.sh joins it first thing, so that all the job makes is in it.
     if (this.cgroup) {
-      await this.cgroup.create({
+      this.cgroup.create({
         memoryMb: this.spec.memoryMb,
         cpus: this.spec.cpus,
         maxProcesses: this.spec.maxProcesses,

@@ -70,7 +70,7 @@ it("v2 limits: memory.max with no swap, cpu.max and pids.max, and the out-of-mem
   const chosen = openEnforcement("v2-test", tempDir("steward-v2-"), found.layout);
   if ("unavailable" in chosen) throw new Error(chosen.unavailable);
   const cgroup = chosen.enforcement.attempt("attempt");
-  await cgroup.create({ memoryMb: 50, cpus: 1, maxProcesses: 32 });
+  cgroup.create({ memoryMb: 50, cpus: 1, maxProcesses: 32 });
   const dir = cgroup.dirs[0];
   expect(readFileSync(`${dir}/memory.max`, "utf8").trim()).toBe(String(50 * 2 ** 20));
   expect(readFileSync(`${dir}/memory.swap.max`, "utf8").trim()).toBe("0");

@@ -187,7 +187,7 @@ it("a restarted agent removes an earlier run's cgroup in every hierarchy, killin
   const earlier = openEnforcement("sweep", work, found.layout, true);
   if (!("enforcement" in earlier)) throw new Error(earlier.unavailable);
   const left = earlier.enforcement.attempt("ended-attempt");
-  await left.create({ cpus: 1 });
+  left.create({ cpus: 1 });
   const child = spawn("/bin/sh", ["-c", `${left.joinScript()}exec sleep 300`], { stdio: "ignore" });
   await waitFor("the process in the cgroup", async () => left.processes().length === 1);
   // ... this one has none: it sweeps what is not its live attempts' all the same.
