@@ -19,6 +19,7 @@ const EXPECTED: Record<string, Rule> = {
   "GET /api/v1/jobs": "any",
   "GET /api/v1/jobs/{id}": "job",
   "DELETE /api/v1/jobs/{id}": "job-writer",
+  "PATCH /api/v1/jobs/{id}": "job-writer",
   "POST /api/v1/jobs/{id}/cancel": "job-writer",
   "POST /api/v1/jobs/{id}/hold": "job-writer",
   "POST /api/v1/jobs/{id}/release": "job-writer",
@@ -130,7 +131,7 @@ async function call(method: string, path: string, token: string | undefined): Pr
   const headers: Record<string, string> = {};
   if (token !== undefined) headers.authorization = `Bearer ${token}`;
   let body: string | undefined;
-  if (method === "POST" || method === "PUT") {
+  if (method === "POST" || method === "PUT" || method === "PATCH") {
     headers["content-type"] =
       path.includes("/agent/") && method === "PUT" ? "application/octet-stream" : "application/json";
     body = headers["content-type"] === "application/json" ? "{}" : "x";

@@ -75,6 +75,9 @@ describe("ended jobs", () => {
     expect((await core.jobs.cancel(first)).record.state).toBe("succeeded");
     await expect(core.jobs.hold(first)).rejects.toBeInstanceOf(ConflictError);
     await expect(core.jobs.migrate(first, null)).rejects.toBeInstanceOf(ConflictError);
+    await expect(core.jobs.update(first, { priority: 3 })).rejects.toThrow(
+      new ConflictError(`job ${first} is succeeded: an ended job cannot be updated (submit it again)`),
+    );
     // A late report of its attempt changes nothing.
     await core.agents.attemptEnded("h1", ended(first, 1, "failed"));
     expect((await core.read.readJob(first)).attempt(0, 1)?.outcome).toBe("succeeded");

@@ -46,6 +46,20 @@ const CASES: [JobEvent, string][] = [
   [{ kind: "release", data: { by: "alice" } }, "released by alice"],
   [{ kind: "migrate", data: { to: "h2", by: "alice" } }, "migration to h2 requested by alice"],
   [{ kind: "migrate", data: { to: null, by: "alice" } }, "migration to another host requested by alice"],
+  [
+    {
+      kind: "updated",
+      data: {
+        by: "alice",
+        changes: [
+          { field: "priority", from: 0, to: 5 },
+          { field: "requirements", from: null, to: 'host.name == "b"' },
+          { field: "timeLimitSeconds", from: 60, to: null },
+        ],
+      },
+    },
+    'updated by alice: priority 0 -> 5; requirements none -> host.name == "b"; timeLimitSeconds 60 -> none',
+  ],
   [{ kind: "attempt.placed", data: { task: 0, attempt: 1, host: "h1" } }, "attempt 1 placed on h1"],
   [
     {

@@ -22,6 +22,7 @@ import {
 import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
+import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
 import type { Step } from "../../src/broker/reactor/step.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
@@ -374,6 +375,55 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => attemptEnded(step, "g1", ended("3", 1, "migrated")));
     schedule(bench);
     expect(bench.starts().at(-1)).toMatchObject({ jobId: "3", host: "g2", attempt: 2 });
+  });
+
+  it("is the live state after updates of queued jobs, a held one that ran, and an array's priority", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1", [], 1)));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+    submit("1", {
+      command: "grows",
+      resources: { memoryMb: 100 },
+      retry: { maxAttempts: 3, backoffSeconds: 0, memoryGrowth: 2 },
+    });
+    submit("2", { command: "queued", requirements: 'host.name == "nowhere"' });
+    submit("3", { command: "array", array: { count: 3 } });
+    schedule(bench);
+    startAll(bench, 0);
+    // Job 1 runs out of memory (its task grows to 200 MB), is held, and takes new values.
+    event(bench, (step) =>
+      attemptEnded(step, "h1", ended("1", 1, "failed", { cause: "oom", reason: "out of memory" })),
+    );
+    event(bench, (step) => holdJob(step, "1"));
+    event(bench, (step) =>
+      updateJob(step, {
+        id: "1",
+        update: { resources: { memoryMb: 500 }, requirements: 'host.name == "h1"', timeLimitSeconds: 60 },
+        by: "alice",
+      }),
+    );
+    expect(bench.state.jobs.get("1")?.tasks[0].memoryMb).toBeNull();
+    event(bench, (step) =>
+      updateJob(step, {
+        id: "2",
+        update: {
+          priority: 9,
+          requirements: 'host.name == "h1"',
+          rank: "host.speed",
+          resources: { cpus: 1 },
+        },
+        by: "alice",
+      }),
+    );
+    schedule(bench);
+    startAll(bench, 1);
+    expect(bench.starts().at(-1)).toMatchObject({ jobId: "2", host: "h1" });
+    event(bench, (step) => updateJob(step, { id: "3", update: { priority: 4 }, by: "admin" }));
+    event(bench, (step) => releaseJob(step, "1"));
+    expect(bench.events().filter((each) => each.kind === "updated")).toHaveLength(3);
   });
 
   it("differs from the live state when a change is made without its record", () => {

@@ -35,6 +35,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/jobs": "read",
   "GET /api/v1/jobs/:id": "job-read",
   "DELETE /api/v1/jobs/:id": "job-write",
+  "PATCH /api/v1/jobs/:id": "job-write",
   "POST /api/v1/jobs/:id/cancel": "job-write",
   "POST /api/v1/jobs/:id/hold": "job-write",
   "POST /api/v1/jobs/:id/release": "job-write",

@@ -4,6 +4,7 @@
 // know nothing else of it.
 
 import type { EventEmitter } from "node:events";
+import type { JobUpdate } from "../../common/model/job-update.ts";
 import type {
   CheckpointFile,
   EventRecord,
@@ -39,6 +40,8 @@ export interface JobCommands {
   hold(id: string, by?: string): Promise<JobEntry>;
   release(id: string, by?: string): Promise<JobEntry>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
+  /** Changes fields of a job not yet running (reactor/handlers/update.ts). */
+  update(id: string, update: JobUpdate, by?: string): Promise<JobEntry>;
   remove(id: string): Promise<void>;
 }
 

@@ -90,6 +90,17 @@ export class StateWrites {
     this.#changes.push({ op: "putJob", job: job.record });
   }
 
+  /**
+   * A new job file for a job not yet running (an update, already checked), with its priority; the
+   * job moves to its new place in the queue. `dynamicRequirements`: what the job wrote for itself
+   * that still holds (null once the update replaced the requirements).
+   */
+  replaceJobSpec(job: JobEntry, spec: JobRecord["spec"], dynamicRequirements: string | null): void {
+    job.replaceSpec(spec, dynamicRequirements);
+    this.#state.queue.reorder(job);
+    this.#changes.push({ op: "putJob", job: job.record });
+  }
+
   /** Removes a job with everything it has: one in memory, or one retired (its header only). */
   removeJob(id: string): void {
     const job = this.#state.jobs.get(id);

@@ -340,8 +340,9 @@ export class ClusterState {
         slots: host.record.slots,
         slotsFree,
         memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
-        ...(host.record.facts.gpus?.length ? { gpusFree: freeGpus(host).length } : {}),
-        ...(host.record.facts.resources ? { customFree: freeCustom(host) } : {}),
+        // Undefined rather than absent: every view has one shape (spreads here slowed each pass).
+        gpusFree: host.record.facts.gpus?.length ? freeGpus(host).length : undefined,
+        customFree: host.record.facts.resources ? freeCustom(host) : undefined,
         facts: {
           ...host.record.facts,
           slotsFree: Math.max(0, slotsFree),

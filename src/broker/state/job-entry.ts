@@ -37,7 +37,7 @@ export class JobEntry implements JobView {
   #progress: Map<number, ProgressSample> | null = null;
   /** The job file's requirements, or those the job wrote for itself since (setDynamicRequirements). */
   requirements: CompiledExpression | null;
-  readonly rank: CompiledExpression | null;
+  rank: CompiledExpression | null;
   /**
    * Requirements texts the job wrote that were refused (invalid), the latest REFUSED_KEPT, oldest
    * first: made when the first is. A job writing a new text every time must not grow the server.
@@ -149,6 +149,20 @@ export class JobEntry implements JobView {
   setDynamicRequirements(source: string): void {
     this.record.dynamicRequirements = source;
     this.requirements = compileExpression(source);
+  }
+
+  /**
+   * A new priority and job file (an update of a job not yet running, already checked): the
+   * requirements and rank are compiled again, and requirements the job wrote for itself give way
+   * to the new ones when they change.
+   */
+  replaceSpec(spec: JobRecord["spec"], dynamicRequirements: string | null): void {
+    this.record.spec = spec;
+    this.record.priority = spec.priority;
+    this.record.dynamicRequirements = dynamicRequirements;
+    const requirements = dynamicRequirements ?? spec.requirements;
+    this.requirements = requirements ? compileExpression(requirements) : null;
+    this.rank = spec.rank ? compileExpression(spec.rank) : null;
   }
 
   /** A multi-node job's gang (scheduler/stages/gang.ts); undefined for a single-host job. */

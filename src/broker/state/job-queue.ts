@@ -43,6 +43,13 @@ class OrderedJobs {
     items.splice(low, 0, job);
   }
 
+  /** Takes a job out of the order (it is inserted again at its new place). */
+  remove(job: JobEntry): void {
+    if (!this.present.delete(job)) return;
+    const index = this.items.indexOf(job, this.head);
+    if (index >= 0) this.items.splice(index, 1);
+  }
+
   /** Moves the head past the jobs that are not `members`; the first that is, or null. */
   advance(members: ReadonlySet<JobEntry>): JobEntry | null {
     const items = this.items;
@@ -95,6 +102,13 @@ export class JobQueue {
       this.#byOwner.set(job.owner, own);
     }
     own.insert(job);
+  }
+
+  /** A job whose priority changed moves to its new place in the order; a queued one stays queued. */
+  reorder(job: JobEntry): void {
+    this.#all.remove(job);
+    this.#byOwner.get(job.owner)?.remove(job);
+    if (this.#members.delete(job)) this.add(job);
   }
 
   delete(job: JobEntry): void {

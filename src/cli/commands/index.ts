@@ -17,6 +17,7 @@ const MODULES = {
   logs: () => import("./logs.ts").then((m) => m.registerLogs),
   wait: () => import("./wait.ts").then((m) => m.registerWait),
   control: () => import("./control.ts").then((m) => m.registerControl),
+  update: () => import("./update.ts").then((m) => m.registerUpdate),
   fetch: () => import("./fetch.ts").then((m) => m.registerFetch),
   hosts: () => import("./hosts.ts").then((m) => m.registerHosts),
   explain: () => import("./explain.ts").then((m) => m.registerExplain),
@@ -83,6 +84,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "migrate",
     module: "control",
     description: "move a running job to another host (or the one named), resuming from its checkpoint",
+  },
+  {
+    name: "update",
+    module: "update",
+    description:
+      "change a job that has not started: its priority, requirements, rank, cpus, memory or time limit, checked as at submit",
   },
   {
     name: "rm",

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { gangStopReason } from "./gang.ts";
 import { ATTEMPT_OUTCOMES, type AttemptOutcome, JOB_STATES } from "./states.ts";
 import type { EndCause } from "./task-outcome.ts";
+import { renderUpdateChange, UPDATE_FIELDS } from "./update-fields.ts";
 
 const END_CAUSES = ["host", "staging", "undelivered", "oom"] as const satisfies readonly EndCause[];
 
@@ -111,6 +112,20 @@ export const EVENT_DATA = {
   hold: z.object({ by }),
   release: z.object({ by }),
   migrate: z.object({ to: z.string().nullable().meta({ description: "null: any other host" }), by }),
+  updated: z
+    .object({
+      by,
+      changes: z
+        .array(
+          z.object({
+            field: z.enum(UPDATE_FIELDS),
+            from: z.union([z.number(), z.string()]).nullable().meta({ description: "null: none" }),
+            to: z.union([z.number(), z.string()]).nullable().meta({ description: "null: none" }),
+          }),
+        )
+        .meta({ description: "the fields the update changed, with their values before and after" }),
+    })
+    .meta({ description: "a job not yet running was updated (steward update)" }),
   "attempt.placed": z.object({ task, attempt, host }),
   restart: z.object({
     task,
@@ -268,6 +283,7 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
   hold: (d) => `held by ${d.by}`,
   release: (d) => `released by ${d.by}`,
   migrate: (d) => `migration ${d.to ? `to ${d.to}` : "to another host"} requested by ${d.by}`,
+  updated: (d) => `updated by ${d.by}: ${d.changes.map(renderUpdateChange).join("; ")}`,
   "attempt.placed": (d) => `attempt ${d.attempt} placed on ${d.host}`,
   restart: (d) =>
     `${who(d)}attempt ${d.attempt} on ${d.host} restarts ` +

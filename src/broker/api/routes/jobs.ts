@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
+import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
@@ -255,6 +256,27 @@ export function registerJobRoutes(
       await ports.jobs.remove(id);
       await blobs.deletePrefix(jobPrefix(id));
       return { id, removed: true as const };
+    },
+  );
+
+  api.patch(
+    "/api/v1/jobs/:id",
+    {
+      schema: {
+        summary:
+          "Update a job that has not started (pending, waiting or held): its priority, requirements, rank, cpus, memory or time limit, checked as at submit; an array with tasks running takes a new priority only",
+        params: jobParams,
+        body: jobUpdateBody,
+        response: {
+          200: json(jobSchema, "the job as updated (and durable), without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await ports.jobs.update(id, parseJobUpdate(request.body), actorOf(request));
+      return jobView(job, await store.events(id), false);
     },
   );
 

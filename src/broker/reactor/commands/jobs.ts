@@ -2,10 +2,12 @@
 // once its changes are durable.
 
 import type { JobSpec } from "../../../common/model/job-spec.ts";
+import { type JobUpdate, updatedFields, updateRefusal } from "../../../common/model/job-update.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError } from "../errors.ts";
 import { cancelJob, holdJob, migrateJob, releaseJob, removeJob } from "../handlers/control.ts";
 import { submitJob } from "../handlers/submit.ts";
+import { updateJob } from "../handlers/update.ts";
 import type { IdBlock } from "../id-block.ts";
 import type { CommandContext } from "./context.ts";
 
@@ -80,6 +82,20 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     async migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
       if (read.retired(id)) throw new ConflictError(`job ${id} has no running attempt to migrate`);
       return reactor.run((step) => migrateJob(step, id, to, by));
+    },
+
+    /**
+     * Changes fields of a job not yet running (an array's priority while some tasks run); resolves
+     * once the new job file is durable. One that has ended is refused naming its state.
+     */
+    async update(id: string, update: JobUpdate, by = "user"): Promise<JobEntry> {
+      const ended = read.retired(id) ? read.header(id) : undefined;
+      if (ended) {
+        const facts = { id, state: ended.state, cancelRequested: false, tasks: ended.taskCount };
+        const refusal = updateRefusal({ ...facts, liveTasks: 0, startedTasks: 0 }, updatedFields(update));
+        throw new ConflictError(refusal ?? `job ${id} is ${ended.state}`);
+      }
+      return reactor.run((step) => updateJob(step, { id, update, by }));
     },
 
     /** Removes a job that has ended, with its records. */

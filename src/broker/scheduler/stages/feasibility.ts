@@ -31,9 +31,12 @@ export const enoughCountable: FeasibilityStage = (job, host) => {
   const gpus = job.gpus ?? 0;
   const declared = host.facts.gpus?.length ?? 0;
   if (gpus > declared) return `job needs ${gpus} ${gpus === 1 ? "gpu" : "gpus"}, host has ${declared}`;
-  for (const [name, units] of Object.entries(job.custom ?? {})) {
-    const has = host.facts.resources?.[name] ?? 0;
-    if (units > has) return `job needs ${units} ${name}, host has ${has}`;
+  if (job.custom) {
+    for (const name in job.custom) {
+      const units = job.custom[name];
+      const has = host.facts.resources?.[name] ?? 0;
+      if (units > has) return `job needs ${units} ${name}, host has ${has}`;
+    }
   }
   return null;
 };

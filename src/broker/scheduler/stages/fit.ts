@@ -70,10 +70,12 @@ export function takeRoom(room: Capacity, need: Need): void {
 
 /** A copy of a host's room, for a pass to take from. */
 export function capacityOf(host: Capacity): Capacity {
+  // One shape for every host (absent fields undefined, not missing): a pass copies every host's
+  // room, and spreads of optional fields made it the pass's most allocating step.
   return {
     slotsFree: host.slotsFree,
     memoryFreeMb: host.memoryFreeMb,
-    ...(host.gpusFree !== undefined ? { gpusFree: host.gpusFree } : {}),
-    ...(host.customFree !== undefined ? { customFree: { ...host.customFree } } : {}),
+    gpusFree: host.gpusFree,
+    customFree: host.customFree === undefined ? undefined : { ...host.customFree },
   };
 }
