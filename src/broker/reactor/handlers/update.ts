@@ -12,11 +12,14 @@ import {
   updatedSpec,
   updateRefusal,
 } from "../../../common/model/job-update.ts";
+import { tierOf } from "../../../common/model/qos-file.ts";
+import { submitQuotaRefusal, timeLimitOf } from "../../scheduler/quotas.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { findJob } from "./control.ts";
+import { ownerStanding, refuse } from "./submit.ts";
 
 export interface UpdateRequest {
   id: string;
@@ -48,8 +51,15 @@ export function updateFactsOf(job: JobEntry): UpdateFacts {
  * admitted: checks a submit makes against the state (a QoS tier, a quota) belong here too.
  * Throws JobFileError (400) naming the field.
  */
-export function admitUpdatedSpec(_state: ClusterState, job: JobEntry, update: JobUpdate): JobSpec {
-  return updatedSpec(job.record.spec, update);
+export function admitUpdatedSpec(state: ClusterState, job: JobEntry, update: JobUpdate): JobSpec {
+  const spec = updatedSpec(job.record.spec, update);
+  // The limits of the job's QoS tier and its owner's group, as at submit (the job's own tasks
+  // left out of its owner's queued count): a task larger than a running limit, a time limit over
+  // the tier's; a job left without a time limit gets the tier's.
+  const quota = submitQuotaRefusal(spec, ownerStanding(state, job.owner, spec.qos, null, job), state.qos);
+  if (quota) refuse(quota);
+  const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
+  return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
 }
 
 /**

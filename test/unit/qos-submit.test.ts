@@ -1,0 +1,132 @@
+// The QoS policy at submit and update, through the handlers on the state alone (no store, no
+// clock): a tier the submitter may not use or that does not exist is refused (400), the queued
+// tasks of the owner's tier and of their group are counted from the state (429 over a limit), a
+// job without a time limit gets its tier's, and an update is checked against the same limits.
+
+import { describe, expect, it } from "vitest";
+import { InvalidRequestError, QuotaError } from "../../src/broker/reactor/errors.ts";
+import { attachHost } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import { createToken } from "../../src/broker/reactor/handlers/tokens.ts";
+import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import { ClusterState } from "../../src/broker/state/cluster-state.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { parseQosFile } from "../../src/common/model/qos-file.ts";
+import { newTokenOf } from "../../src/common/model/tokens.ts";
+import { hello } from "../helpers/agent-messages.ts";
+import { HandlerBench } from "../helpers/handler-bench.ts";
+
+const POLICY = parseQosFile(`
+tiers:
+  normal:
+    maxQueuedTasks: 5
+    maxRunningCpus: 4
+    maxWallSeconds: 600
+  high:
+    priority: 10
+groups:
+  physics:
+    maxQueuedTasks: 8
+`);
+
+function bench(): HandlerBench {
+  const b = new HandlerBench(new ClusterState(POLICY));
+  b.run((step) => attachHost(step, hello("h1", [], 1)));
+  for (const user of ["alice", "carol"])
+    b.run((step) =>
+      createToken(step, {
+        token: newTokenOf("api"),
+        subject: user,
+        role: "user",
+        pool: null,
+        createdBy: "admin",
+        expiresAt: null,
+        group: "physics",
+      }),
+    );
+  return b;
+}
+
+function submit(
+  b: HandlerBench,
+  id: string,
+  spec: Record<string, unknown>,
+  owner = "alice",
+  allowedQos: string[] | null = ["normal"],
+) {
+  return b.run((step) =>
+    submitJob(step, {
+      id,
+      spec: validateJobSpec({ command: "true", ...spec }),
+      owner,
+      inputs: [],
+      allowedQos,
+    }),
+  );
+}
+
+describe("submit under a QoS policy", () => {
+  it("refuses a tier the token does not allow, or that does not exist, creating nothing", () => {
+    const b = bench();
+    expect(() => submit(b, "1", { qos: "high" })).toThrow(
+      new InvalidRequestError("qos", "user alice may not use QoS high; their token allows normal"),
+    );
+    expect(() => submit(b, "2", { qos: "gold" }, "alice", null)).toThrow(
+      new InvalidRequestError("qos", "no QoS tier gold; the tiers are normal, high"),
+    );
+    expect(b.state.jobs.size).toBe(0);
+    submit(b, "3", { qos: "high" }, "alice", ["normal", "high"]);
+    expect(b.state.jobs.get("3")?.qosPriority).toBe(10);
+  });
+
+  it("counts the owner's tasks not ended in the tier, then the group's, from the state", () => {
+    const b = bench();
+    submit(b, "1", { array: { count: 4 } });
+    // Another tier's tasks do not count against normal's limit.
+    submit(b, "2", { qos: "high", array: { count: 3 } }, "alice", null);
+    expect(() => submit(b, "3", { array: { count: 2 } })).toThrow(
+      new QuotaError(
+        "qos",
+        "user alice has 4 tasks queued (not ended) in QoS normal and the limit is 5; this job adds 2",
+      ),
+    );
+    submit(b, "4", {});
+    // The group counts every tier of its users: 4 + 3 + 1 of alice's.
+    expect(() => submit(b, "5", {}, "carol")).toThrow(
+      new QuotaError(
+        "qos",
+        "group physics has 8 tasks queued (not ended) and the limit is 8; this job adds 1",
+      ),
+    );
+    expect([...b.state.jobs.keys()]).toStrictEqual(["1", "2", "4"]);
+  });
+
+  it("gives a job without a time limit its tier's, and refuses one above it", () => {
+    const b = bench();
+    submit(b, "1", {});
+    expect(b.state.jobs.get("1")?.record.spec.timeLimitSeconds).toBe(600);
+    submit(b, "2", { timeLimitSeconds: 60 });
+    expect(b.state.jobs.get("2")?.record.spec.timeLimitSeconds).toBe(60);
+    expect(() => submit(b, "3", { timeLimitSeconds: 601 })).toThrow(
+      "timeLimitSeconds: QoS normal allows a time limit of 600 s at most, and the job asks for 601 s",
+    );
+  });
+});
+
+describe("update under a QoS policy", () => {
+  it("checks the new job file against its tier's limits, leaving the job's own tasks out of the count", () => {
+    const b = bench();
+    submit(b, "1", { array: { count: 5 }, requirements: 'host.name == "nowhere"' });
+    // At the limit of 5 with its own 5 tasks: a new priority is still taken.
+    b.run((step) => updateJob(step, { id: "1", update: { priority: 3 }, by: "alice" }));
+    expect(b.state.jobs.get("1")?.priority).toBe(3);
+    expect(() =>
+      b.run((step) => updateJob(step, { id: "1", update: { timeLimitSeconds: 3600 }, by: "alice" })),
+    ).toThrow("timeLimitSeconds: QoS normal allows a time limit of 600 s at most");
+    expect(() =>
+      b.run((step) => updateJob(step, { id: "1", update: { resources: { cpus: 8 } }, by: "alice" })),
+    ).toThrow("a task of this job needs 8 CPUs and QoS normal allows a user 4 running: it could never start");
+    expect(b.state.jobs.get("1")?.record.spec.timeLimitSeconds).toBe(600);
+    expect(b.state.jobs.get("1")?.cpus).toBe(1);
+  });
+});
