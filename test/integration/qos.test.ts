@@ -96,6 +96,17 @@ const startedAt = (job: JobJson) => Date.parse(job.tasks[0].attempts[0].startedA
 const isRunning = (job: JobJson) => job.tasks[0].attempts.some((attempt) => attempt.state === "running");
 
 describe("sharing policy", () => {
+  it("a server with a bad QoS file does not start, naming the line and the key", async () => {
+    files = tempDir("steward-qos-");
+    const qos = join(files, "qos.yaml");
+    writeFileSync(qos, "tiers:\n  normal: {}\n  high:\n    priority: 5\n    preempt: [normal, gold]\n");
+    const started = await cli(null, ["server", "--data", join(files, "data"), "--port", "0", "--qos", qos]);
+    expect(started.code).not.toBe(0);
+    expect(started.stderr).toContain(
+      `--qos ${qos}: line 5: tiers.high.preempt[1]: no tier gold (tiers: normal, high)`,
+    );
+  });
+
   it("a priority of 1,000,000 overtakes its owner's jobs only, never another user's", async () => {
     const s = await start(1);
     const alice = await userOf(s, "alice");
