@@ -266,6 +266,7 @@ describe("explain agrees with the scheduler", () => {
     let jobsSeen = 0;
     let started = 0;
     let preempted = 0;
+    let limited = 0;
     for (let seed = FIRST_SEED; seed < FIRST_SEED + STATES; seed++) {
       const state = randomState(seed);
       const plan = schedule(state);
@@ -294,6 +295,7 @@ describe("explain agrees with the scheduler", () => {
         );
         if (scheduled.length > 0) started++;
         if (preemption) preempted++;
+        if (nextPass.line.includes("is at the limit of")) limited++;
       }
     }
     // The states are varied enough to say something both ways.
@@ -301,5 +303,6 @@ describe("explain agrees with the scheduler", () => {
     expect(started).toBeGreaterThan(STATES / 10);
     expect(jobsSeen - started).toBeGreaterThan(STATES / 10);
     expect(preempted).toBeGreaterThan(0);
+    expect(limited).toBeGreaterThan(0);
   });
 });

@@ -59,13 +59,14 @@ export function heldBy(job: Pick<JobView, "cpus" | "gpus" | "gang">): Held {
 /**
  * Whether adding `adding` to what `who` holds passes one of its running limits: the sentence that
  * says so (`user alice is at the limit of 64 running CPUs of QoS normal (64 running, a task needs
- * 4)`), or null when it fits.
+ * 4)`, `of`: ` of QoS normal`), or null when it fits.
  */
 export function runningLimitReached(
   who: string,
   held: Held,
   adding: Held,
   limits: Pick<GroupLimits, "maxRunningCpus" | "maxRunningGpus">,
+  of = "",
 ): string | null {
   const checks = [
     ["CPUs", limits.maxRunningCpus, held.cpus, adding.cpus],
@@ -73,7 +74,7 @@ export function runningLimitReached(
   ] as const;
   for (const [unit, limit, now, more] of checks) {
     if (limit === null || more === 0 || now + more <= limit) continue;
-    return `${who} is at the limit of ${limit} running ${unit} (${now} running, a task needs ${more})`;
+    return `${who} is at the limit of ${limit} running ${unit}${of} (${now} running, a task needs ${more})`;
   }
   return null;
 }
@@ -113,8 +114,9 @@ export class RunningQuotas {
       sum(this.#use.byUserTier.get(key), this.#placedByUserTier.get(key)),
       adding,
       tierOf(this.#policy, qos),
+      ` of QoS ${qos}`,
     );
-    if (byUser) return byUser.replace(/ \(/, ` of QoS ${qos} (`);
+    if (byUser) return byUser;
     const group = this.#use.groupOf.get(owner);
     const limits = group === undefined ? undefined : this.#policy.groups.get(group);
     if (group === undefined || !limits) return null;
