@@ -181,7 +181,7 @@ describe("sharing policy", () => {
     expect(bobEnd.state).toBe("succeeded");
     const preempted = bobEnd.tasks[0].attempts.filter((attempt) => attempt.outcome === "preempted");
     expect(preempted).toHaveLength(1);
-    expect(preempted[0].reason).toBe(`preempted for job ${urgent} (priority 0)`);
+    expect(preempted[0].reason).toBe(`preempted for job ${urgent} (QoS high, priority 0)`);
   });
 
   it("a queued-task limit answers 429; a running-CPU limit holds jobs until the user's running job ends", async () => {

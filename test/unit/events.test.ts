@@ -353,6 +353,21 @@ const CASES: [JobEvent, string][] = [
   ],
   [
     {
+      kind: "preempt",
+      data: {
+        task: 0,
+        attempt: 1,
+        host: "h2",
+        for: "9",
+        forPriority: 0,
+        forQos: "high",
+        remainingSeconds: 700.4,
+      },
+    },
+    "task 0 attempt 1 on h2 preempted for job 9 (QoS high, priority 0): 700 s of its work left, the most of the preemptible tasks",
+  ],
+  [
+    {
       kind: "reschedule",
       data: {
         task: 0,

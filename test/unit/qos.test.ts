@@ -499,6 +499,8 @@ describe("preemption between users goes by the QoS tiers", () => {
       pass([waiting], full, { running: () => [running("r1", "bob", { priority: 1_000_000 })] }),
     );
     expect(plan.preempt.map((each) => [each.stop.jobId, each.place.jobId])).toStrictEqual([["r1", "j2"]]);
+    expect(plan.preempt[0].stop.intent.reason).toBe("preempted for job j2 (QoS high, priority 0)");
+    expect(plan.preempt[0].stop.note?.data).toMatchObject({ for: "j2", forQos: "high" });
   });
 
   it("the GrADS rules still hold: a task without a checkpoint is not preempted", () => {

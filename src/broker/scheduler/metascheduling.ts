@@ -4,6 +4,7 @@
 // numbers behind them for the job's events. A preemption names the task it makes room for, whose
 // room is then kept for it (plan.ts).
 
+import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import { batchKey } from "./batches.ts";
 import { type Preemption, taskKey } from "./plan.ts";
 import type { MetaschedulingPolicy } from "./policy.ts";
@@ -90,7 +91,10 @@ export function preemptionPass(
     if (decision.kind === "none") trace.noPreemption?.(job, decision.reason);
     if (decision.kind !== "preempt" || unplaced.unreserved === null) continue;
     const { victim, remainingSeconds } = decision;
-    const reason = `preempted for job ${job.id} (priority ${job.priority})`;
+    // Across tiers the tier decided (its `preempt` list), not the job's priority: the reason says which.
+    const forQos =
+      (job.qos ?? DEFAULT_QOS) !== (victim.job.qos ?? DEFAULT_QOS) ? (job.qos ?? DEFAULT_QOS) : null;
+    const reason = `preempted for job ${job.id} (${forQos === null ? "" : `QoS ${forQos}, `}priority ${job.priority})`;
     const stop: StopEntry = {
       jobId: victim.job.id,
       taskIndex: victim.taskIndex,
@@ -104,6 +108,7 @@ export function preemptionPass(
           host: victim.host,
           for: job.id,
           forPriority: job.priority,
+          ...(forQos === null ? {} : { forQos }),
           remainingSeconds,
         },
       },

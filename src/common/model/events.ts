@@ -190,6 +190,12 @@ export const EVENT_DATA = {
     host,
     for: z.string().meta({ description: "the job it makes room for" }),
     forPriority: z.number(),
+    forQos: z
+      .string()
+      .optional()
+      .meta({
+        description: "the QoS tier of the job it makes room for, when the tiers decided (not the same tier)",
+      }),
     remainingSeconds: z.number(),
   }),
   reschedule: z.object({
@@ -315,7 +321,7 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
   "walltime.migrate": (d) =>
     `${who(d)}attempt ${d.attempt} leaves ${d.host}: its walltime ends in ${d.secondsLeft} s; migrating with its checkpoint`,
   preempt: (d) =>
-    `task ${d.task} attempt ${d.attempt} on ${d.host} preempted for job ${d.for} (priority ${d.forPriority}): ` +
+    `task ${d.task} attempt ${d.attempt} on ${d.host} preempted for job ${d.for} (${d.forQos === undefined ? "" : `QoS ${d.forQos}, `}priority ${d.forPriority}): ` +
     `${seconds(d.remainingSeconds)} of its work left, the most of the preemptible tasks`,
   reschedule: (d) =>
     `task ${d.task} attempt ${d.attempt} migrated to ${d.to}: estimated gain ${d.gain.toFixed(2)} ` +
