@@ -130,3 +130,51 @@ describe("update under a QoS policy", () => {
     expect(b.state.jobs.get("1")?.cpus).toBe(1);
   });
 });
+
+describe("a user's group", () => {
+  const token = (
+    id: string,
+    subject: string,
+    createdAt: number,
+    group: string | null,
+    revokedAt: number | null = null,
+  ) => ({
+    id,
+    kind: "api" as const,
+    subject,
+    role: "user" as const,
+    pool: null,
+    parent: null,
+    hash: "ab".repeat(32),
+    createdAt,
+    createdBy: "admin",
+    expiresAt: null,
+    revokedAt,
+    group,
+    qos: null,
+  });
+
+  it.each([
+    ["one token's group", [token("a", "alice", 1, "physics")], { alice: "physics" }],
+    [
+      "the newest token naming one wins",
+      [token("a", "alice", 2, "physics"), token("b", "alice", 1, "chem")],
+      { alice: "physics" },
+    ],
+    [
+      "a token naming none does not clear it",
+      [token("a", "alice", 1, "physics"), token("b", "alice", 2, null)],
+      { alice: "physics" },
+    ],
+    [
+      "a revoked token's group does not count",
+      [token("a", "alice", 2, "physics", 5), token("b", "alice", 1, "chem")],
+      { alice: "chem" },
+    ],
+    ["no group", [token("a", "alice", 1, null)], {}],
+  ])("%s", (_, tokens, expected) => {
+    const state = new ClusterState(POLICY);
+    for (const each of tokens) state.tokens.put(each);
+    expect(Object.fromEntries(state.tokens.groups())).toStrictEqual(expected);
+  });
+});

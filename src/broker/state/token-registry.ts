@@ -74,8 +74,18 @@ export class TokenRegistry {
    */
   groups(): Map<string, string> {
     const groups = new Map<string, string>();
-    for (const record of this.list("api"))
-      if (record.revokedAt === null && record.group) groups.set(record.subject, record.group);
+    const newest = new Map<string, TokenRecord>();
+    for (const record of this.#tokens.values()) {
+      if (record.kind !== "api" || record.revokedAt !== null || !record.group) continue;
+      const seen = newest.get(record.subject);
+      if (
+        seen &&
+        (seen.createdAt > record.createdAt || (seen.createdAt === record.createdAt && seen.id > record.id))
+      )
+        continue;
+      newest.set(record.subject, record);
+      groups.set(record.subject, record.group);
+    }
     return groups;
   }
 

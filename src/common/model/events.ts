@@ -190,12 +190,9 @@ export const EVENT_DATA = {
     host,
     for: z.string().meta({ description: "the job it makes room for" }),
     forPriority: z.number(),
-    forQos: z
-      .string()
-      .optional()
-      .meta({
-        description: "the QoS tier of the job it makes room for, when the tiers decided (not the same tier)",
-      }),
+    forQos: z.string().optional().meta({
+      description: "the QoS tier of the job it makes room for, when the tiers decided (not the same tier)",
+    }),
     remainingSeconds: z.number(),
   }),
   reschedule: z.object({
