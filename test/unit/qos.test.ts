@@ -553,3 +553,27 @@ describe("running limits hold jobs back", () => {
     );
   });
 });
+
+describe("replicas count against the running limits", () => {
+  it("an idle slot takes no replica for a user at the limit, and one for a user under it", () => {
+    const replicated = (id: string, owner: string) =>
+      job(id, owner, { replicas: 2, mayReplicate: (_task, live) => live < 2 }, 0);
+    const alice = replicated("j1", "alice");
+    const bob = replicated("j2", "bob");
+    const state = pass([], [host("h1", 1, 0), host("h2", 1, 0), host("idle", 2)], {
+      replicable: [
+        { job: alice, taskIndex: 0, hosts: ["h1"] },
+        { job: bob, taskIndex: 0, hosts: ["h2"] },
+      ],
+      runningUse: {
+        byUserTier: new Map([
+          [userTierKey("alice", "normal"), { cpus: 2, gpus: 0 }],
+          [userTierKey("bob", "normal"), { cpus: 1, gpus: 0 }],
+        ]),
+        byGroup: new Map(),
+        groupOf: new Map(),
+      },
+    });
+    expect(schedule(state).place.map((p) => `${p.kind} ${p.jobId}`)).toStrictEqual(["replica j2"]);
+  });
+});

@@ -17,6 +17,8 @@ interface JobRow {
   replicas?: number;
   cpus?: number;
   priority?: number;
+  /** The QoS tier's priority. */
+  qosPriority?: number;
   seq?: number;
   requirements?: string;
   rank?: string;
@@ -31,6 +33,7 @@ function job(row: JobRow): JobView {
   return {
     id: row.id,
     priority: row.priority ?? 0,
+    qosPriority: row.qosPriority ?? 0,
     createdAt: 0,
     seq: row.seq ?? 0,
     cpus: row.cpus ?? 1,
@@ -210,6 +213,29 @@ describe("replica stage", () => {
       {
         running: [
           { job: { id: "second", seq: 2 }, hosts: ["h2"] },
+          { job: { id: "first", seq: 1 }, hosts: ["h1"] },
+        ],
+        hosts: [busy("h1"), busy("h2"), { name: "idle" }],
+      },
+      ["+first/0@idle"],
+    ],
+    [
+      "equal speeds: a job's priority does not go first, a higher QoS tier does",
+      {
+        running: [
+          { job: { id: "pushy", seq: 2, priority: 1_000_000 }, hosts: ["h2"] },
+          { job: { id: "first", seq: 1 }, hosts: ["h1"] },
+          { job: { id: "high", seq: 3, qosPriority: 10 }, hosts: ["h3"] },
+        ],
+        hosts: [busy("h1"), busy("h2"), busy("h3"), { name: "idle" }],
+      },
+      ["+high/0@idle"],
+    ],
+    [
+      "equal speeds and tiers: submit order, whatever the priority",
+      {
+        running: [
+          { job: { id: "pushy", seq: 2, priority: 1_000_000 }, hosts: ["h2"] },
           { job: { id: "first", seq: 1 }, hosts: ["h1"] },
         ],
         hosts: [busy("h1"), busy("h2"), { name: "idle" }],

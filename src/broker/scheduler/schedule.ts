@@ -223,7 +223,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
   if (totalSlotsFree > 0) {
     const { now, jobs, hosts, replicable: running = [] } = state;
-    place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running }));
+    place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running, quotas }));
   }
 
   if (state.running) {

@@ -8,7 +8,8 @@
 
 import { batchKey } from "../batches.ts";
 import type { Placement, ReplicaPlacement } from "../plan.ts";
-import { compareQueueOrder } from "../queue-order.ts";
+import { compareSubmitOrder } from "../queue-order.ts";
+import type { RunningQuotas } from "../qos.ts";
 import type { HostView, JobView, RunningTask } from "../view.ts";
 import { infeasibility } from "./feasibility.ts";
 import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
@@ -25,6 +26,8 @@ export interface ReplicaInput {
   capacity: Map<string, Capacity>;
   /** Running tasks of jobs with replicas. */
   running: readonly RunningTask[];
+  /** The running limits of the QoS tiers and groups (qos.ts): a replica holds cpus like any attempt. */
+  quotas?: Pick<RunningQuotas, "held" | "add">;
 }
 
 /** A task that may get replicas in this pass, with the hosts its attempts hold (growing). */
@@ -66,12 +69,18 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
   // Round by round, one replica per task, so that every slow task gets one before any gets two.
   for (let placedInRound = true; placedInRound; ) {
     placedInRound = false;
+    // Then by QoS band and submit order: a job's own priority does not reach other users' tasks.
     candidates.sort(
-      (a, b) => bestSpeed(a) - bestSpeed(b) || compareQueueOrder(a.job, b.job) || a.taskIndex - b.taskIndex,
+      (a, b) =>
+        bestSpeed(a) - bestSpeed(b) ||
+        (b.job.qosPriority ?? 0) - (a.job.qosPriority ?? 0) ||
+        compareSubmitOrder(a.job, b.job) ||
+        a.taskIndex - b.taskIndex,
     );
     for (const candidate of candidates) {
       const { job, taskIndex, hosts } = candidate;
       if (!mayReplicate(job, taskIndex, hosts.length)) continue;
+      if (input.quotas?.held(job)) continue;
       let best: ScoredHost | null = null;
       for (const option of scored(job)) {
         const name = option.host.name;
@@ -83,6 +92,7 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
       takeRoom(room, job);
       hosts.push(best.host.name);
       place.push({ kind: "replica", jobId: job.id, taskIndex, host: best.host.name });
+      input.quotas?.add(job);
       placedInRound = true;
     }
   }
