@@ -13,6 +13,7 @@ import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable } from "../settings.ts";
 import { describe } from "./index.ts";
+import { readQosFile } from "./server.ts";
 
 export function registerUp(program: Command): void {
   configurable(
@@ -66,6 +67,10 @@ export function registerUp(program: Command): void {
           "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
         )
         .option(
+          "--qos <file>",
+          "QoS tiers (YAML, as steward server --qos): priorities between users, preemption between tiers, quotas",
+        )
+        .option(
           "--host-timeout-seconds <s>",
           "a host silent this long is lost",
           number("--host-timeout-seconds"),
@@ -80,7 +85,8 @@ export function registerUp(program: Command): void {
     const log = daemonLogger(options.logFormat);
     installLastResortGuard(log);
     for (const notice of data.notices) log.warn(notice);
-    const server = await startServer(serverOptions(data, options, log));
+    const qos = options.qos === undefined ? undefined : readQosFile(options.qos);
+    const server = await startServer({ ...serverOptions(data, options, log), ...(qos ? { qos } : {}) });
     const agents: Agent[] = [];
     for (let i = 1; i <= options.agents; i++) {
       const name = `local-${i}`;

@@ -8,8 +8,8 @@
 
 import { batchKey } from "../batches.ts";
 import type { Placement, ReplicaPlacement } from "../plan.ts";
-import { compareSubmitOrder } from "../queue-order.ts";
 import type { RunningQuotas } from "../qos.ts";
+import { compareSubmitOrder } from "../queue-order.ts";
 import type { HostView, JobView, RunningTask } from "../view.ts";
 import { infeasibility } from "./feasibility.ts";
 import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
