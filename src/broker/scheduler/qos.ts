@@ -95,6 +95,11 @@ export class RunningQuotas {
   readonly #active: boolean;
   readonly #placedByUserTier = new Map<string, Held>();
   readonly #placedByGroup = new Map<string, Held>();
+  /**
+   * The last refusal per user and tier, with the need it refused: what a pass holds only grows,
+   * so a job of the same need is refused alike without the sums (a held user's long backlog).
+   */
+  readonly #refused = new Map<string, { cpus: number; gpus: number; why: string }>();
 
   constructor(policy: QosPolicy = DEFAULT_QOS_POLICY, use?: RunningUse) {
     this.#policy = policy;
@@ -109,6 +114,14 @@ export class RunningQuotas {
     const qos = job.qos ?? DEFAULT_QOS;
     const adding = heldBy(job);
     const key = userTierKey(owner, qos);
+    const refused = this.#refused.get(key);
+    if (refused && refused.cpus === adding.cpus && refused.gpus === adding.gpus) return refused.why;
+    const why = this.#heldFor(owner, qos, key, adding);
+    if (why !== null) this.#refused.set(key, { ...adding, why });
+    return why;
+  }
+
+  #heldFor(owner: string, qos: string, key: string, adding: Held): string | null {
     const byUser = runningLimitReached(
       `user ${owner || "(anonymous)"}`,
       sum(this.#use.byUserTier.get(key), this.#placedByUserTier.get(key)),
