@@ -289,7 +289,7 @@ function JobPage({ id, live }) {
     <${Problem} error=${error} />
     <p class="job-state">
       <span class=${`badge state-${job.state}`} data-state=${job.state}>${job.state}</span>
-      owner ${job.owner} · priority ${job.priority} · submitted ${when(job.createdAt)}${job.endedAt ? ` · ended ${when(job.endedAt)}` : ""}
+      owner ${job.owner} · QoS ${job.qos} · priority ${job.priority} · submitted ${when(job.createdAt)}${job.endedAt ? ` · ended ${when(job.endedAt)}` : ""}
       · <progress max=${total} value=${done} aria-label=${`${done} of ${total} tasks ended`}></progress> ${done}/${total}
     </p>
     <${Actions} job=${job} hosts=${hosts} onDone=${load} />
