@@ -546,6 +546,13 @@ describe("running limits hold jobs back", () => {
       runningUse: { ...use, byUserTier: new Map([[userTierKey("alice", "normal"), { cpus: 2, gpus: 0 }]]) },
     });
     expect(starts(atLimit)).toStrictEqual(["j2", "j2"]);
+    // A held job is ahead of no one: carol's job waits behind bob's only.
+    const carol = job("j3", "carol");
+    const queue = [...jobs, carol];
+    const full = pass(queue, [host("h1", 1)], { runningUse: atLimit.runningUse });
+    expect(
+      explain({ now: NOW, job: carol, hosts: full.hosts, queue, pass: full }).ahead.map((each) => each.id),
+    ).toStrictEqual(["j2"]);
     expect(
       explain({ now: NOW, job: jobs[0], hosts: atLimit.hosts, queue: jobs, pass: atLimit }).nextPass.line,
     ).toBe(

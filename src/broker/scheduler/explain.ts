@@ -23,6 +23,7 @@ import {
 } from "./explain-running.ts";
 import type { OwnerShare } from "./fair-share.ts";
 import { hostsOfPlacement, type Plan } from "./plan.ts";
+import { RunningQuotas } from "./qos.ts";
 import { jobsAhead } from "./queue-position.ts";
 import { schedule } from "./schedule.ts";
 import {
@@ -111,8 +112,11 @@ export function explain(input: ExplainInput): Explanation {
     }
     return wants;
   };
+  // A job its user's running limit holds back takes no room this pass: it is not ahead of anyone.
+  const quotas = new RunningQuotas(pass.qos, pass.runningUse);
+  const competes = (other: JobView) => wantsSameHosts(other) && quotas.held(other) === null;
   const ahead =
-    queued && matchingHosts.length > 0 ? jobsAhead(job, input.queue, now, wantsSameHosts, input.owners) : [];
+    queued && matchingHosts.length > 0 ? jobsAhead(job, input.queue, now, competes, input.owners) : [];
   return {
     hosts: assessed.map((each) => each.explanation),
     summary: {
