@@ -8,8 +8,10 @@ import {
   pilotProbe,
 } from "../../src/broker/pools/pool-demand.ts";
 import { joinTokenScope, poolJoinToken } from "../../src/broker/pools/pool-token.ts";
+import { RunningQuotas, userTierKey } from "../../src/broker/scheduler/qos.ts";
 import { compileExpression } from "../../src/common/model/cel.ts";
 import { parsePoolsFile } from "../../src/common/model/pools-file.ts";
+import { parseQosFile } from "../../src/common/model/qos-file.ts";
 
 const NOW = 1_800_000_000_000;
 const [hpc, cloud] = parsePoolsFile(
@@ -157,5 +159,23 @@ describe("offerWork with gangs", () => {
   it("a 3-rank gang asks for 3 whole pilots", () => {
     const gang = job("g", 1, { gang: { nodes: 3, nodesPerHost: 1, restartPool: null } });
     expect(cpus(offerWork([gang], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 6 });
+  });
+});
+
+describe("offerWork under running limits", () => {
+  it("work a user's running limit holds back asks for no pilot; another user's does", () => {
+    const quotas = new RunningQuotas(parseQosFile("tiers: {normal: {maxRunningCpus: 2}}"), {
+      byUserTier: new Map([[userTierKey("alice", "normal"), { cpus: 1, gpus: 0 }]]),
+      byGroup: new Map(),
+      groupOf: new Map(),
+    });
+    const demand = offerWork(
+      [job("a", 5, { owner: "alice", qos: "normal" }), job("b", 1, { owner: "bob", qos: "normal" })],
+      [offer(hpc, 0, 8), offer(cloud, 0, 8)],
+      NOW,
+      quotas,
+    );
+    // alice runs 1 of her 2 cpus: one more task of hers; bob's one task.
+    expect(cpus(demand)).toStrictEqual({ hpc: 2, cloud: 0 });
   });
 });

@@ -6,6 +6,7 @@
 // goes to the next pool (GridWay's suspension timeout, at the level of a pool).
 
 import type { PoolSpec } from "../../common/model/pools-file.ts";
+import type { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import type { HostView, JobView } from "../scheduler/view.ts";
 import { pastWalltimeMargin, walltimeAt } from "../scheduler/walltime.ts";
@@ -68,6 +69,8 @@ export function offerWork(
   jobs: Iterable<OfferedJob>,
   pools: readonly PoolOffer[],
   now: number,
+  /** The running limits of the QoS tiers and groups: work they hold back asks for no pilot. */
+  quotas?: Pick<RunningQuotas, "held" | "add">,
 ): Map<string, PoolDemand> {
   const demand = new Map<string, PoolDemand>(
     pools.map((pool) => [pool.name, { cpus: 0, maxQueueWaitSeconds: null }]),
@@ -83,7 +86,7 @@ export function offerWork(
     const ranks = job.gang?.nodes ?? 1;
     const cpusIn = (i: number) => (ranks > 1 ? ranks * Math.max(job.cpus, pools[i].probe.slots) : job.cpus);
     for (const _ of tasksForNewPilots(job, now)) {
-      if (capacity <= 0) break;
+      if (capacity <= 0 || quotas?.held(job)) break;
       let taken = pools.findIndex((_pool, i) => feasible[i] && room[i] >= cpusIn(i));
       if (taken >= 0) {
         room[taken] -= cpusIn(taken);
@@ -97,6 +100,7 @@ export function offerWork(
         if (wait !== null)
           wanted.maxQueueWaitSeconds = Math.min(wanted.maxQueueWaitSeconds ?? Number.POSITIVE_INFINITY, wait);
       }
+      quotas?.add(job);
       capacity -= cpusIn(taken);
     }
   }

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
 import { type BatchDriver, DriverError, type PilotOwner, type PilotStatus } from "../drivers/driver.ts";
+import { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
@@ -76,7 +77,9 @@ interface PoolRuntime {
 }
 
 /** The hosts and the queue of the cluster: what the pools read to size and tend their pilots. */
-export type PoolCluster = Pick<ClusterState, "hosts" | "queue">;
+/** The QoS policy and running use, when the broker has them: work a running limit holds asks for no pilot. */
+export type PoolCluster = Pick<ClusterState, "hosts" | "queue"> &
+  Partial<Pick<ClusterState, "qos" | "runningUse">>;
 
 /** What the pools need of the broker, which only the leader has (null while standby). */
 export interface PoolClusterPort {
@@ -247,7 +250,8 @@ export class PoolManager {
           headroomCpus: allowed * spec.slotsPerPilot,
         };
       });
-      const demand = offerWork(state.queue.schedulable(), offers, now);
+      const quotas = new RunningQuotas(state.qos, state.runningUse?.() ?? undefined);
+      const demand = offerWork(state.queue.schedulable(), offers, now, quotas);
       for (const pool of this.#pools) {
         const wanted = demand.get(pool.spec.name);
         if (wanted && wanted.cpus > 0) await this.#submit(pool, wanted.cpus, wanted.maxQueueWaitSeconds, now);
