@@ -131,6 +131,28 @@ describe("update under a QoS policy", () => {
   });
 });
 
+describe("token create under a QoS policy", () => {
+  it("refuses a tier the server does not have, naming the tiers", () => {
+    const b = bench();
+    const make = (qos: string[]) =>
+      b.run((step) =>
+        createToken(step, {
+          token: newTokenOf("api"),
+          subject: "dave",
+          role: "user",
+          pool: null,
+          createdBy: "admin",
+          expiresAt: null,
+          qos,
+        }),
+      );
+    expect(() => make(["normal", "gold"])).toThrow(
+      new InvalidRequestError("qos", "no QoS tier gold; the tiers are normal, high"),
+    );
+    expect(make(["normal", "high"]).result.qos).toStrictEqual(["normal", "high"]);
+  });
+});
+
 describe("a user's group", () => {
   const token = (
     id: string,
