@@ -23,12 +23,16 @@ const as = (token: string) => ({ url: server.url, token });
 let alice: string;
 let bob: string;
 let reader: string;
-/** Bob's job on the agent's one slot, and his job of priority 10 waiting for it. */
+/**
+ * Bob's job on the agent's one slot, and his job of QoS tier `high` waiting for it (ahead of
+ * alice's: a job's own priority orders its owner's jobs only, and bob, running, has the larger share).
+ */
 let bobRunning: string;
 let bobWaiting: string;
+let qosDir: string | undefined;
 
-async function makeToken(user: string, role: string): Promise<string> {
-  const result = await cli(server, ["token", "create", "--user", user, "--role", role]);
+async function makeToken(user: string, role: string, ...more: string[]): Promise<string> {
+  const result = await cli(server, ["token", "create", "--user", user, "--role", role, ...more]);
   expect(result.code, result.stderr).toBe(0);
   return result.stdout.trim();
 }
@@ -48,7 +52,10 @@ async function trySubmit(token: string, body: unknown): Promise<{ status: number
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
+  qosDir = tempDir("steward-qos-");
+  const qos = join(qosDir, "qos.yaml");
+  writeFileSync(qos, "tiers: {normal: {}, high: {priority: 10}}\n");
+  server = await startServerProcess({ args: ["--qos", qos] });
   agent = await startAgentProcess({
     name: "x1",
     servers: [server.url],
@@ -59,20 +66,20 @@ beforeAll(async () => {
     ((await api(server, "GET", "/api/v1/hosts")) as { connected: boolean }[]).some((host) => host.connected),
   );
   alice = await makeToken("alice", "user");
-  bob = await makeToken("bob", "user");
+  bob = await makeToken("bob", "user", "--qos", "normal,high");
   reader = await makeToken("rita", "reader");
   bobRunning = await submit(bob, { name: "bobs-running", command: "sleep 120" });
   await waitFor("bob's job to run", async () => {
     const job = (await api(server, "GET", `/api/v1/jobs/${bobRunning}`)) as { state: string };
     return job.state === "running";
   });
-  bobWaiting = await submit(bob, { name: "bobs-waiting", command: "true", priority: 10 });
+  bobWaiting = await submit(bob, { name: "bobs-waiting", command: "true", qos: "high" });
 }, 90_000);
 
 afterAll(async () => {
   await agent?.crash();
   await server?.stop();
-  cleanup(server?.data ?? "", agent?.work ?? "");
+  cleanup(server?.data ?? "", agent?.work ?? "", qosDir ?? "");
 });
 
 describe("dependsOn", () => {
