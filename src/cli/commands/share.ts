@@ -44,7 +44,8 @@ export function shareTable(lines: Shares["lines"]): string {
       line.kind === "user" ? line.name : "",
       line.depth === 0 ? "" : String(line.rawShares),
       line.normShares.toFixed(6),
-      Math.round(line.usage),
+      // Small usage keeps its fractions (a few short jobs); large is counted in whole cpu-seconds.
+      line.usage < 100 ? line.usage.toFixed(2) : String(Math.round(line.usage)),
       line.normUsage.toFixed(6),
       line.depth === 0 ? "" : line.levelFactor.toFixed(6),
       line.factor === null ? "" : line.factor.toFixed(6),
