@@ -148,6 +148,14 @@ export function registerServer(program: Command): void {
         "                              broker's data folder (admin token, database, files).",
         "    pilotDir: /PATH           the pilots' token file, logs and work folders (default:",
         "                              ~ACCOUNT/.steward-pilots/POOL, or DATA/pilots/POOL without account).",
+        "",
+        "Shares file (--shares), fair share by accounts (docs/scheduling.md):",
+        "  accounts:",
+        "    physics: {shares: 3, users: {alice: 1, bob: 1}, accounts: {theory: {shares: 1, users: {dave: 1}}}}",
+        "    biology: {shares: 1, users: {carol: 1}}",
+        "  A user named nowhere is one share under the account named as their group, else under the root.",
+        "  The waiting user whose account, then whose own line, is furthest under its share goes first;",
+        "  one who used nothing goes first. steward share prints the tree.",
       ].join("\n"),
     )
     .action(async (options) => {
