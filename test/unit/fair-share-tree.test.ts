@@ -14,7 +14,14 @@ import {
   usageAt,
 } from "../../src/broker/scheduler/fair-share-tree.ts";
 import { OwnerUsage } from "../../src/broker/state/owner-usage.ts";
+import { recoverState } from "../../src/broker/state/recover.ts";
+import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { FLAT_SHARE_TREE, parseSharesFile } from "../../src/common/model/shares-file.ts";
+import {
+  attempt as attemptRecord,
+  job as jobRecord,
+  task as taskRecord,
+} from "../conformance/store-suite.ts";
 
 const DAY = 86_400;
 
@@ -331,6 +338,58 @@ describe("OwnerUsage with a shares tree", () => {
       ["root", null],
       ["erin", 1],
     ]);
+  });
+});
+
+describe("recovery rebuilds the usage with the server's tree and half-life", () => {
+  const t0 = 1_700_000_000_000;
+  const twoCpus = validateJobSpec({ command: "burn", resources: { cpus: 2 } });
+  const snapshot = () => ({
+    jobs: [
+      jobRecord("done", { owner: "alice", state: "succeeded" as const, spec: twoCpus, endedAt: t0 }),
+      jobRecord("live", { owner: "carol", state: "running" as const, spec: twoCpus }),
+    ],
+    tasks: [
+      taskRecord("done", 0, { state: "succeeded", attempts: 1 }),
+      taskRecord("live", 0, { state: "running", attempts: 1 }),
+    ],
+    attempts: [
+      // Ended at t0, 100 cpu-seconds measured.
+      attemptRecord("done", 0, 1, {
+        state: "ended",
+        outcome: "succeeded",
+        startedAt: t0 - 100_000,
+        endedAt: t0,
+        usage: { wallSeconds: 100, userSeconds: 100, systemSeconds: 0, peakMemoryMb: 5 },
+      }),
+      // Running on 2 cpus since t0.
+      attemptRecord("live", 0, 1, { state: "running", startedAt: t0 }),
+    ],
+    hosts: [],
+    tokens: [],
+    meta: {},
+    checkpointParts: [],
+  });
+
+  it("decays ended attempts with the half-life given, and live ones accrue from their start", () => {
+    const now = t0 + 3_600_000;
+    const state = recoverState(snapshot(), now, { tree: TREE, halfLifeSeconds: 3600 });
+    const shares = state.owners.shares(now);
+    // 100 an hour (one half-life) ago: 50.
+    expect(shares.get("alice")?.recentCpuSeconds).toBeCloseTo(50, 6);
+    // 2 cpus for an hour, each second decayed: 2 * 3600 / (2 ln 2).
+    expect(shares.get("carol")?.recentCpuSeconds).toBeCloseTo(3600 / Math.LN2, 3);
+    expect(shares.get("carol")?.runningCpus).toBe(2);
+    // bob (named, nothing used) first; then physics (u .5 of s .75) before biology (u .5 of s .25).
+    expect(shares.get("bob")?.factor).toBe(1);
+    expect(shares.get("alice")?.factor).toBeGreaterThan(shares.get("carol")?.factor ?? 1);
+  });
+
+  it("gives the same standing as the state it was recovered from", () => {
+    const now = t0 + 60_000;
+    const first = recoverState(snapshot(), t0, { tree: TREE });
+    const again = recoverState(snapshot(), now, { tree: TREE });
+    expect(again.owners.shares(now)).toStrictEqual(first.owners.shares(now));
   });
 });
 
