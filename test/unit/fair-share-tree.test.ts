@@ -324,6 +324,43 @@ describe("OwnerUsage with a shares tree", () => {
     expect(usage.share("alice", 60_000).runningCpus).toBe(0);
   });
 
+  it("its running usage, kept as two sums, agrees with usageAt over the attempts one by one", () => {
+    // A seeded walk of starts and stops over 60 days with a one-hour half-life (the sums rebase).
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const HALF = 3600;
+    const usage = new OwnerUsage({ halfLifeSeconds: HALF });
+    const live = new Map<string, { cpus: number; startedAt: number }>();
+    let now = 0;
+    /** Since when some attempt has run without a break, and the longest such stretch (the sums rebase past 500 half-lives). */
+    let busySince: number | null = null;
+    let longestBusy = 0;
+    for (let step = 0; step < 2000; step++) {
+      now += Math.floor(random() * 4_000_000);
+      if (busySince !== null) longestBusy = Math.max(longestBusy, now - busySince);
+      if (live.size > 0 && random() < 0.45) {
+        const key = [...live.keys()][Math.floor(random() * live.size)];
+        usage.stopped("alice", live.get(key)!.cpus, key);
+        live.delete(key);
+        if (live.size === 0) busySince = null;
+      } else {
+        busySince ??= now;
+        const cpus = 1 + Math.floor(random() * 4);
+        const key = `a${step}`;
+        usage.started("alice", cpus, key, now);
+        live.set(key, { cpus, startedAt: now });
+      }
+      const later = now + Math.floor(random() * 7_200_000);
+      const expected = usageAt({ cpuSeconds: 0, at: 0, running: live.values() }, later, HALF);
+      const got = usage.share("alice", later).recentCpuSeconds;
+      expect(Math.abs(got - expected), `step ${step}`).toBeLessThan(1e-6 * Math.max(1, expected));
+    }
+    expect(longestBusy / 1000 / HALF).toBeGreaterThan(600);
+  });
+
   it("decays ended usage with its own half-life", () => {
     const usage = new OwnerUsage({ halfLifeSeconds: 3600 });
     usage.used("alice", 80, 0);

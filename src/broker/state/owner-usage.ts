@@ -7,7 +7,7 @@
 import type { ShareTree } from "../../common/model/shares-file.ts";
 import { FLAT_SHARE_TREE } from "../../common/model/shares-file.ts";
 import { decayedUsage, FAIR_SHARE_HALF_LIFE_SECONDS, type OwnerShare } from "../scheduler/fair-share.ts";
-import { factorsOf, type ShareNode, shareTreeOf, usageAt } from "../scheduler/fair-share-tree.ts";
+import { factorsOf, type ShareNode, shareTreeOf } from "../scheduler/fair-share-tree.ts";
 
 /** How fair share is set up: the server's `--shares` and `--fair-share-half-life`. */
 export interface FairShareSettings {
@@ -29,7 +29,18 @@ interface Usage {
   at: number;
   /** Live attempts by their key, with what they hold and since when (their usage accrues). */
   running: Map<string, { cpus: number; startedAt: number }>;
+  /**
+   * The running attempts' accrual in two sums, so that a pass does not visit every live attempt:
+   * C = the sum of their cpus, W = the sum of cpus * 2^((startedAt - ref)/h). What they accrued by
+   * `now` is then h/ln 2 * (C - 2^(-(now - ref)/h) * W) (fair-share-tree.ts runningUsage, summed).
+   */
+  accrualCpus: number;
+  weight: number;
+  ref: number;
 }
+
+/** W is rebased on a newer reference before 2^(...) nears the largest double (2^1024). */
+const MAX_WEIGHT_EXPONENT = 500;
 
 export class OwnerUsage {
   readonly #owners = new Map<string, Usage>();
@@ -42,7 +53,7 @@ export class OwnerUsage {
   #usage(owner: string): Usage {
     let usage = this.#owners.get(owner);
     if (!usage) {
-      usage = { runningCpus: 0, cpuSeconds: 0, at: 0, running: new Map() };
+      usage = { runningCpus: 0, cpuSeconds: 0, at: 0, running: new Map(), accrualCpus: 0, weight: 0, ref: 0 };
       this.#owners.set(owner, usage);
     }
     return usage;
@@ -55,14 +66,52 @@ export class OwnerUsage {
   started(owner: string, cpus: number, key?: string, startedAt?: number): void {
     const usage = this.#usage(owner);
     usage.runningCpus += cpus;
-    if (key !== undefined && startedAt !== undefined) usage.running.set(key, { cpus, startedAt });
+    if (key === undefined || startedAt === undefined || usage.running.has(key)) return;
+    if (usage.running.size === 0) {
+      usage.ref = startedAt;
+      usage.weight = 0;
+      usage.accrualCpus = 0;
+    }
+    usage.running.set(key, { cpus, startedAt });
+    usage.accrualCpus += cpus;
+    const exponent = (startedAt - usage.ref) / 1000 / this.settings.halfLifeSeconds;
+    if (exponent > MAX_WEIGHT_EXPONENT) this.#rebase(usage, startedAt);
+    else usage.weight += cpus * 2 ** exponent;
   }
 
   /** An attempt stopped running: its cpus free up and its accrual ends (used() then charges it). */
   stopped(owner: string, cpus: number, key?: string): void {
     const usage = this.#usage(owner);
     usage.runningCpus = Math.max(0, usage.runningCpus - cpus);
-    if (key !== undefined) usage.running.delete(key);
+    const attempt = key === undefined ? undefined : usage.running.get(key);
+    if (key === undefined || attempt === undefined) return;
+    usage.running.delete(key);
+    if (usage.running.size === 0) {
+      usage.weight = 0;
+      usage.accrualCpus = 0;
+      return;
+    }
+    usage.accrualCpus -= attempt.cpus;
+    usage.weight -=
+      attempt.cpus * 2 ** ((attempt.startedAt - usage.ref) / 1000 / this.settings.halfLifeSeconds);
+  }
+
+  /** W again from the running attempts, against a new reference time. */
+  #rebase(usage: Usage, ref: number): void {
+    usage.ref = ref;
+    usage.weight = 0;
+    for (const attempt of usage.running.values())
+      usage.weight += attempt.cpus * 2 ** ((attempt.startedAt - ref) / 1000 / this.settings.halfLifeSeconds);
+  }
+
+  /** A user's usage at `now`: ended attempts decayed, plus what the running ones accrued (usageAt, from the sums). */
+  #usageOf(usage: Usage, now: number): number {
+    const h = this.settings.halfLifeSeconds;
+    const ended = decayedUsage(usage.cpuSeconds, usage.at, now, h);
+    if (usage.running.size === 0) return ended;
+    const accrued =
+      (h / Math.LN2) * (usage.accrualCpus - 2 ** (-(now - usage.ref) / 1000 / h) * usage.weight);
+    return ended + Math.max(0, accrued);
   }
 
   /** Adds the cpu-seconds of an attempt that ended at `endedAt` (ms): see attemptCpuSeconds. */
@@ -104,11 +153,7 @@ export class OwnerUsage {
 
   #usageAt(now: number): Map<string, number> {
     const usage = new Map<string, number>();
-    for (const [owner, record] of this.#owners)
-      usage.set(
-        owner,
-        usageAt({ ...record, running: record.running.values() }, now, this.settings.halfLifeSeconds),
-      );
+    for (const [owner, record] of this.#owners) usage.set(owner, this.#usageOf(record, now));
     return usage;
   }
 }
