@@ -1,5 +1,5 @@
 // The fair-share tree: each user's fair-share factor from the accounts' shares and everyone's
-// decayed usage (docs/scheduling.md "Fair share"). Slurm's classic factor applied level by level,
+// decayed usage (docs/scheduling.md "The fair-share factor"). Slurm's classic factor applied level by level,
 // ranked as Slurm's Fair Tree ranks users:
 //
 //   s = shares / (shares of the node and its siblings)       share within the parent
