@@ -78,7 +78,7 @@ describe("steward completion", () => {
   });
 
   it("bash: a command's name, its subcommands and its options", () => {
-    expect(offered("steward", "sh")).toEqual(["show"]);
+    expect(offered("steward", "sh")).toEqual(["show", "share"]);
     expect(offered("steward", "token", "")).toEqual(["create", "list", "revoke"]);
     expect(offered("steward", "logs", "--f")).toEqual(["--follow"]);
     expect(offered("steward", "--ver")).toEqual(["--version"]);

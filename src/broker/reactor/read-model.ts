@@ -4,6 +4,7 @@
 
 import type { JobState } from "../../common/model/states.ts";
 import { explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
@@ -101,6 +102,17 @@ export class ReadModel {
     for (const job of this.#state.jobs.values())
       counts.set(job.record.state, (counts.get(job.record.state) ?? 0) + 1);
     return counts;
+  }
+
+  /**
+   * The fair-share tree as lines at this moment (`steward share`): every line, or with `viewer`
+   * that user's own line and the accounts above it (scheduler/fair-share-tree.ts shareLines).
+   */
+  shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] } {
+    const now = this.now();
+    const owners = this.#state.owners;
+    const root = owners.tree(now, viewer === undefined ? [] : [viewer]);
+    return { at: now, halfLifeSeconds: owners.settings.halfLifeSeconds, lines: shareLines(root, viewer) };
   }
 
   listHosts(): HostListing[] {

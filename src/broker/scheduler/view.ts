@@ -122,7 +122,7 @@ export interface SchedulerState {
    */
   ownerQueues?: () => OwnerQueue[];
   hosts: readonly HostView[];
-  /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
+  /** Each owner's fair-share factor, cpus running and recent use (fair-share.ts); an owner not named has none (factor 1). */
   owners?: ReadonlyMap<string, OwnerShare>;
   /** The live attempts, asked for only when preemption or rescheduling may act (absent: neither runs). */
   running?: () => readonly RunningTaskView[];

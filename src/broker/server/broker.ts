@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { ApiPorts } from "../api/ports.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
@@ -31,6 +32,8 @@ export interface BrokerOptions {
   policy?: Partial<MetaschedulingPolicy>;
   /** `--accounting-days`: how long removed jobs' accounting rows are kept. */
   accountingDays?: number;
+  /** `--shares`, `--fair-share-half-life`. */
+  fairShare?: Partial<FairShareSettings>;
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -174,6 +177,7 @@ export class Broker {
       hostTimeoutSeconds,
       policy,
       accountingDays: this.#options.accountingDays,
+      fairShare: this.#options.fairShare,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")

@@ -19,6 +19,7 @@ import { Reactor } from "../reactor/reactor.ts";
 import { ReadModel } from "../reactor/read-model.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { ClusterState } from "../state/cluster-state.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import { recoverState } from "../state/recover.ts";
 import { agentDetached, agentSeen, checkpointTransferObserved, heartbeatSeen } from "../state/soft-state.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
@@ -35,6 +36,8 @@ export interface CoreOptions {
   policy?: Partial<MetaschedulingPolicy>;
   /** Accounting rows of removed jobs are kept this many days after their attempt ended (default 365). */
   accountingDays?: number;
+  /** The shares tree and the usage half-life (`--shares`, `--fair-share-half-life`). */
+  fairShare?: Partial<FairShareSettings>;
 }
 
 /** `--accounting-days`' default: a year of `steward acct` after a job is removed. */
@@ -61,12 +64,14 @@ export class Core {
   /** The store's meta entries (small records of the broker's own, e.g. the pilots it submitted). */
   #meta = new Map<string, string>();
   readonly #accountingDays: number;
+  readonly #fairShare: Partial<FairShareSettings>;
   #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#committer = committer;
     this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
-    this.reactor = new Reactor(new ClusterState(), committer, {
+    this.#fairShare = options.fairShare ?? {};
+    this.reactor = new Reactor(new ClusterState(this.#fairShare), committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
       now: options.now ?? Date.now,
       random: options.random ?? Math.random,
@@ -98,7 +103,7 @@ export class Core {
 
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
-    this.reactor.state = recoverState(snapshot, this.reactor.now());
+    this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#fairShare);
     this.#meta = new Map(Object.entries(snapshot.meta));
   }
 

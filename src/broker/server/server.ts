@@ -22,6 +22,7 @@ import { metaLedger } from "../pools/pilot-ledger.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
@@ -78,6 +79,8 @@ export interface ServerOptions {
   metricsOpen?: boolean;
   /** Removed jobs' accounting rows are kept this many days after their end (`--accounting-days`, default 365). */
   accountingDays?: number;
+  /** The shares tree and the usage half-life (`--shares`, `--fair-share-half-life`). */
+  fairShare?: Partial<FairShareSettings>;
   log: Logger;
 }
 
@@ -116,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     leaseSeconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
     policy: options.policy,
     accountingDays: options.accountingDays,
+    fairShare: options.fairShare,
     log,
     onDemoted: () => {
       gateway?.disconnectAll();

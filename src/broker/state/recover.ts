@@ -14,9 +14,15 @@ import { ClusterState } from "./cluster-state.ts";
 import { newHostEntry } from "./host-entry.ts";
 import { JobEntry } from "./job-entry.ts";
 import { mayRetire } from "./job-header.ts";
+import type { FairShareSettings } from "./owner-usage.ts";
 
-export function recoverState(snapshot: StoreSnapshot, now: number): ClusterState {
-  const state = new ClusterState();
+/** `fairShare` is set first: the half-life decays the usage as it is added back. */
+export function recoverState(
+  snapshot: StoreSnapshot,
+  now: number,
+  fairShare: Partial<FairShareSettings> = {},
+): ClusterState {
+  const state = new ClusterState(fairShare);
   const tasksByJob = new Map<string, TaskRecord[]>();
   for (const task of snapshot.tasks) {
     const list = tasksByJob.get(task.jobId);

@@ -14,6 +14,7 @@ const MODULES = {
   ps: () => import("./ps.ts").then((m) => m.registerPs),
   show: () => import("./show.ts").then((m) => m.registerShow),
   acct: () => import("./acct.ts").then((m) => m.registerAcct),
+  share: () => import("./share.ts").then((m) => m.registerShare),
   logs: () => import("./logs.ts").then((m) => m.registerLogs),
   wait: () => import("./wait.ts").then((m) => m.registerWait),
   control: () => import("./control.ts").then((m) => m.registerControl),
@@ -61,6 +62,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     module: "acct",
     description:
       "ended attempts with what they used (CPU time, peak memory, wall time, exit), also of removed jobs, like sacct",
+  },
+  {
+    name: "share",
+    module: "share",
+    description:
+      "the fair-share tree, like sshare: each account's and user's shares, decayed usage and factor (a user sees their own line)",
   },
   { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
   {
