@@ -207,11 +207,6 @@ export const jobSchema = jobSummarySchema
   .meta({ id: "Job" });
 export type Job = z.infer<typeof jobSchema>;
 
-/** What a dry run of a submit answers: the job file as the server reads it, nothing created. */
-export const checkedJobFileSchema = z
-  .object({ spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }) })
-  .meta({ id: "CheckedJobFile" });
-
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;
 
@@ -290,6 +285,18 @@ export const explanationSchema = z.object({
     }),
 });
 export type Explanation = z.infer<typeof explanationSchema>;
+
+/** What a dry run of a submit answers: the job file as the server reads it, nothing created. */
+export const checkedJobFileSchema = z
+  .object({
+    spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }),
+    explanation: explanationSchema.optional().meta({
+      description:
+        "with explain=1: what explain would say of the job submitted now (its id is `dry-run`; no job is made)",
+    }),
+  })
+  .meta({ id: "CheckedJobFile" });
+export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
 
 // ---- hosts
 
