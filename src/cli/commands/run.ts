@@ -51,12 +51,12 @@ Examples:
   steward run --cpus 4 --memory-mb 2048 -- ./simulate --steps 100
   steward run --array 10 -- sh -c 'echo task $STEWARD_TASK_INDEX'
   steward run --input data.csv --output result.txt -- sh -c 'sort data.csv > result.txt'
-  steward run --requirements 'host.gpus >= 1' --gpus 1 --retry 3 -- python train.py
+  steward run --requirements 'host.arch == "x86_64"' --gpus 1 --retry 3 -- python train.py
   id=$(steward run --detach --time-limit 3600 -- ./long-job)`;
 
-interface RunFlags extends RunOptions {
-  json?: boolean;
-}
+/** The options as commander gives them: a repeatable option not given is absent. */
+type RunFlags = Omit<RunOptions, "input" | "output" | "env"> &
+  Partial<Pick<RunOptions, "input" | "output" | "env">>;
 
 export function registerRun(program: Command): void {
   program
@@ -71,9 +71,9 @@ export function registerRun(program: Command): void {
     .option("--requirements <expr>", "CEL over host facts a host must satisfy")
     .option("--rank <expr>", "CEL over host facts: among the matching hosts, higher first")
     .option("--array <n>", "run the command as N tasks (STEWARD_TASK_INDEX 0..N-1)", wholeNumber("--array"))
-    .option("--input <file>", "a file of the current folder to upload (repeatable)", collect, [])
-    .option("--output <path>", "a file to collect, written here at the end (repeatable)", collect, [])
-    .option("--env <name=value>", "a variable of the job's environment (repeatable)", envVariable, {})
+    .option("--input <file>", "a file of the current folder to upload (repeatable)", collect)
+    .option("--output <path>", "a file to collect, written here at the end (repeatable)", collect)
+    .option("--env <name=value>", "a variable of the job's environment (repeatable)", envVariable)
     .option(
       "--checkpoint-interval <s>",
       "seconds between uploads of $STEWARD_CHECKPOINT_DIR",
@@ -84,7 +84,13 @@ export function registerRun(program: Command): void {
     .option("--priority <n>", "higher first among the owner's jobs", wholeNumber("--priority"))
     .option("--detach", "print the job id and exit 0 instead of waiting")
     .addHelpText("after", HELP)
-    .action(async (command: string[], options: RunFlags) => {
+    .action(async (command: string[], flags: RunFlags) => {
+      const options: RunOptions = {
+        ...flags,
+        input: flags.input ?? [],
+        output: flags.output ?? [],
+        env: flags.env ?? {},
+      };
       const client = new ApiClient();
       const id = await submitRun(client, command, options);
       if (options.detach) {
