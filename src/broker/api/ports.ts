@@ -4,6 +4,7 @@
 // know nothing else of it.
 
 import type { EventEmitter } from "node:events";
+import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
 import type {
   CheckpointFile,
@@ -90,6 +91,12 @@ export interface ReadModel {
   /** The fair-share tree as lines: every line, or a viewer's own and the accounts above it. */
   shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] };
   explain(id: string, viewer?: string | null): Promise<JobExplanation>;
+  explainDraft(
+    spec: JobSpec,
+    owner: string,
+    dependencyOwner: string | null,
+    viewer?: string | null,
+  ): { job: JobEntry; explanation: JobExplanation };
   ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[];
   liveRanksOn(host: string, jobId: string, taskIndex?: number): number[];
   isCurrent(jobId: string, taskIndex: number, number: number): boolean;

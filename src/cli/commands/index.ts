@@ -11,6 +11,7 @@ const MODULES = {
   server: () => import("./server.ts").then((m) => m.registerServer),
   agent: () => import("./agent.ts").then((m) => m.registerAgent),
   submit: () => import("./submit.ts").then((m) => m.registerSubmit),
+  run: () => import("./run.ts").then((m) => m.registerRun),
   ps: () => import("./ps.ts").then((m) => m.registerPs),
   show: () => import("./show.ts").then((m) => m.registerShow),
   acct: () => import("./acct.ts").then((m) => m.registerAcct),
@@ -53,7 +54,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "submit",
     module: "submit",
-    description: "submit a job file (YAML or JSON; - reads standard input); prints the job id",
+    description:
+      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing)",
+  },
+  {
+    name: "run",
+    module: "run",
+    description:
+      "run a command as a job: wait, stream its output, exit with its exit code (Ctrl-C cancels it; --detach prints the id)",
   },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
   { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
