@@ -18,6 +18,9 @@ const JOB_ID_COMMANDS: Record<string, "live" | "all"> = {
   migrate: "live",
 };
 
+/** Commands that take a command line after `--` (steward run -- CMD ARGS): commands, then files. */
+const ARGV_COMMANDS = new Set(["run"]);
+
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 export type Shell = (typeof SHELLS)[number];
 
@@ -30,6 +33,8 @@ interface CommandWords {
   valued: string[];
   subcommands: CommandWords[];
   jobIds: "live" | "all" | null;
+  /** Takes a command line after `--`. */
+  argv: boolean;
 }
 
 function wordsOf(command: Command): CommandWords {
@@ -44,6 +49,7 @@ function wordsOf(command: Command): CommandWords {
     valued,
     subcommands: command.commands.map(wordsOf),
     jobIds: JOB_ID_COMMANDS[command.name()] ?? null,
+    argv: ARGV_COMMANDS.has(command.name()),
   };
 }
 
@@ -72,6 +78,7 @@ function bashFunction(root: CommandWords): string {
           `        subcommands=${shellWord(command.subcommands.map((each) => each.name).join(" "))}`,
         );
       if (command.jobIds) lines.push(`        jobs=${command.jobIds}`);
+      if (command.argv) lines.push("        argv=1");
       for (const sub of command.subcommands)
         lines.push(
           `        [[ $sub == ${sub.name} ]] && options=${shellWord(sub.options.join(" "))} valued=${shellWord(sub.valued.join(" "))}`,
@@ -107,11 +114,21 @@ _steward() {
     fi
     return
   fi
-  local rest=$((i + 1)) options="" valued="" subcommands="" jobs=""
+  local rest=$((i + 1)) options="" valued="" subcommands="" jobs="" argv=""
   if ((rest < COMP_CWORD)) && [[ \${COMP_WORDS[rest]} != -* ]]; then sub=\${COMP_WORDS[rest]}; fi
   case $command in
 ${cases}
   esac
+  # After \`--\` comes a command line: a command's name, then the shell's own (file) completion.
+  if [[ -n $argv ]]; then
+    for ((i = rest; i < COMP_CWORD; i++)); do
+      if [[ \${COMP_WORDS[i]} == -- ]]; then
+        COMPREPLY=()
+        if ((i + 1 == COMP_CWORD)); then mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u); fi
+        return
+      fi
+    done
+  fi
   # The value of an option (a file, a number, a host): the shell's own completion.
   if [[ " $valued " == *" $prev "* ]]; then COMPREPLY=(); return; fi
   if [[ $cur == -* ]]; then
@@ -159,6 +176,13 @@ function fishScript(root: CommandWords): string {
       }
     }
     lines.push(...fishOptions(command, inCommand));
+    if (command.argv) {
+      // After `--`: a command's name, then files.
+      lines.push(
+        `complete -c steward -n ${shellWord(`${inCommand}; and test (commandline -opc)[-1] = --`)} -a ${shellWord("(__fish_complete_command)")}`,
+        `complete -c steward -n ${shellWord(`${inCommand}; and contains -- -- (commandline -opc); and not test (commandline -opc)[-1] = --`)} -F`,
+      );
+    }
     if (command.jobIds)
       lines.push(
         `complete -c steward -n ${shellWord(inCommand)} -a ${shellWord(`(__steward_job_ids${command.jobIds === "all" ? " --all" : ""})`)}`,

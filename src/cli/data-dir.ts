@@ -18,6 +18,7 @@ import { PostgresBlobStore } from "../broker/store/postgres-blobs.ts";
 import { SqliteStore } from "../broker/store/sqlite.ts";
 import type { Store } from "../broker/store/store.ts";
 import { CliError } from "./client.ts";
+import { type FairShareFlags, fairShareFrom } from "./fair-share-flags.ts";
 import { type PolicyFlags, policyFrom } from "./options.ts";
 import { BLOBS_FOLDER, DATA_FOLDER, privateFolder } from "./private-folder.ts";
 
@@ -108,7 +109,8 @@ export function serverOptions(
     submitBurst?: number;
     metricsOpen?: boolean;
     accountingDays?: number;
-  } & PolicyFlags,
+  } & PolicyFlags &
+    Partial<FairShareFlags>,
   log: Logger,
 ): ServerOptions {
   return {
@@ -127,6 +129,9 @@ export function serverOptions(
     bodyTimeoutSeconds: flags.bodyTimeoutSeconds,
     metricsOpen: flags.metricsOpen === true,
     accountingDays: flags.accountingDays,
+    ...(flags.fairShareHalfLife === undefined
+      ? {}
+      : { fairShare: fairShareFrom({ shares: flags.shares, fairShareHalfLife: flags.fairShareHalfLife }) }),
     backupFiles: [join(data.root, "admin-token"), join(data.root, "join-token")],
     ...(flags.submitRate !== undefined || flags.submitBurst !== undefined
       ? {

@@ -42,21 +42,28 @@ export function loadJobFile(path: string): LoadedJobFile {
     if (typeof raw !== "object" || raw === null || Array.isArray(raw))
       throw new JobFileError("", "a job file is a mapping of fields (command, inputs, ...)");
     const record = raw as Record<string, unknown>;
-    const named = Array.isArray(record.inputs) ? record.inputs : [];
-    const inputs: string[] = [];
-    named.forEach((input, index) => {
-      if (typeof input !== "string" || !staysInside(input)) return;
-      const file = join(folder, input);
-      if (!existsSync(file) || !statSync(file).isFile()) {
-        throw new JobFileError(`inputs[${index}]`, `${input}: no such file in ${folder}`);
-      }
-      inputs.push(input);
-    });
-    return { raw: record, inputs, folder };
+    return { raw: record, inputs: inputFiles(record.inputs, folder), folder };
   } catch (error) {
     if (error instanceof JobFileError) throw new CliError(`${label}: ${error.message}`, 2);
     throw error;
   }
+}
+
+/**
+ * The input files a job names that exist in `folder` (valid relative paths only: the server refuses
+ * the others, naming them); a valid path with no file behind it is the job file's error.
+ */
+export function inputFiles(named: unknown, folder: string): string[] {
+  const inputs: string[] = [];
+  (Array.isArray(named) ? named : []).forEach((input, index) => {
+    if (typeof input !== "string" || !staysInside(input)) return;
+    const file = join(folder, input);
+    if (!existsSync(file) || !statSync(file).isFile()) {
+      throw new JobFileError(`inputs[${index}]`, `${input}: no such file in ${folder}`);
+    }
+    inputs.push(input);
+  });
+  return inputs;
 }
 
 /**

@@ -128,7 +128,7 @@ export class HandlerBench {
 
   /** The state a broker would rebuild at `now` from the changes recorded so far. */
   recovered(): ClusterState {
-    return recoverState(this.stored(), this.now, this.state.qos);
+    return recoverState(this.stored(), this.now, this.state.owners.settings, this.state.qos);
   }
 }
 

@@ -36,6 +36,7 @@ const EXPECTED: Record<string, Rule> = {
   "DELETE /api/v1/hosts/{name}": "admin",
   "GET /api/v1/pools": "any",
   "GET /api/v1/accounting": "any",
+  "GET /api/v1/shares": "any",
   "GET /api/v1/whoami": "any",
   "POST /api/v1/tokens": "admin",
   "GET /api/v1/tokens": "admin",

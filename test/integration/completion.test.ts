@@ -78,10 +78,29 @@ describe("steward completion", () => {
   });
 
   it("bash: a command's name, its subcommands and its options", () => {
-    expect(offered("steward", "sh")).toEqual(["show"]);
+    expect(offered("steward", "sh")).toEqual(["show", "share"]);
     expect(offered("steward", "token", "")).toEqual(["create", "list", "revoke"]);
     expect(offered("steward", "logs", "--f")).toEqual(["--follow"]);
     expect(offered("steward", "--ver")).toEqual(["--version"]);
+  });
+
+  it("bash and fish: run's options, then after -- a command's name, then files; submit's --dry-run", () => {
+    expect(offered("steward", "ru")).toEqual(["run"]);
+    expect(offered("steward", "run", "--det")).toEqual(["--detach"]);
+    expect(offered("steward", "submit", "--dry")).toEqual(["--dry-run"]);
+    expect(offered("steward", "run", "--cpus", "2", "--", "hostnam")).toContain("hostname");
+    // The command's own options and files are the shell's to complete, not steward's.
+    expect(offered("steward", "run", "--", "ls", "--det")).toEqual([]);
+    if (installed("fish")) {
+      const byFish = (line: string) =>
+        execFileSync("fish", ["-c", `source $argv[1]; complete -C "${line}"`, scripts.fish], {
+          encoding: "utf8",
+          env: { ...process.env, PATH: `${join(ROOT, "bin")}:${process.env.PATH}` },
+        });
+      expect(byFish("steward run --det")).toMatch(/^--detach/m);
+      expect(byFish("steward run -- hostnam")).toMatch(/^hostname/m);
+      expect(byFish(`steward run -- ls ${ROOT}/packag`)).toContain(`${ROOT}/package.json`);
+    }
   });
 
   it("bash: the job ids of the running server for commands that take one", async () => {

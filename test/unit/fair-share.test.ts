@@ -124,12 +124,13 @@ describe("OwnerUsage", () => {
     usage.started("alice", 2);
     usage.started("alice", 1);
     usage.started("bob", 1);
-    expect(usage.share("alice", 0)).toStrictEqual({ runningCpus: 3, recentCpuSeconds: 0 });
+    expect(usage.share("alice", 0)).toStrictEqual({ runningCpus: 3, recentCpuSeconds: 0, factor: 1 });
     usage.stopped("alice", 2);
     usage.used("alice", 20, 10_000);
-    expect(usage.share("alice", 10_000)).toStrictEqual({ runningCpus: 1, recentCpuSeconds: 20 });
+    // Alice used all there is, bob nothing: bob ranks first (1), alice second of two (1/2).
+    expect(usage.share("alice", 10_000)).toStrictEqual({ runningCpus: 1, recentCpuSeconds: 20, factor: 0.5 });
     expect(usage.share("alice", 10_000 + HALF_LIFE_MS).recentCpuSeconds).toBeCloseTo(10, 9);
-    expect(usage.share("carol", 0)).toStrictEqual({ runningCpus: 0, recentCpuSeconds: 0 });
+    expect(usage.share("carol", 0)).toStrictEqual({ runningCpus: 0, recentCpuSeconds: 0, factor: 1 });
     expect([...usage.shares(0).keys()].sort()).toStrictEqual(["alice", "bob"]);
   });
 

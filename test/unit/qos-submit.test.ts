@@ -7,14 +7,18 @@ import { describe, expect, it } from "vitest";
 import { InvalidRequestError, QuotaError } from "../../src/broker/reactor/errors.ts";
 import { attachHost } from "../../src/broker/reactor/handlers/agent-reports.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
-import { createToken } from "../../src/broker/reactor/handlers/tokens.ts";
+import { createToken, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import type { ShareNode } from "../../src/broker/scheduler/fair-share-tree.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../src/common/model/qos-file.ts";
+import { parseSharesFile } from "../../src/common/model/shares-file.ts";
 import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
+
+const NOW = 1_000_000;
 
 const POLICY = parseQosFile(`
 tiers:
@@ -30,7 +34,7 @@ groups:
 `);
 
 function bench(): HandlerBench {
-  const b = new HandlerBench(new ClusterState(POLICY));
+  const b = new HandlerBench(new ClusterState({}, POLICY));
   b.run((step) => attachHost(step, hello("h1", [], 1)));
   for (const user of ["alice", "carol"])
     b.run((step) =>
@@ -195,8 +199,41 @@ describe("a user's group", () => {
     ],
     ["no group", [token("a", "alice", 1, null)], {}],
   ])("%s", (_, tokens, expected) => {
-    const state = new ClusterState(POLICY);
+    const state = new ClusterState({}, POLICY);
     for (const each of tokens) state.tokens.put(each);
     expect(Object.fromEntries(state.tokens.groups())).toStrictEqual(expected);
+  });
+});
+
+describe("a token's group in fair share", () => {
+  it("puts a user the shares tree names nowhere under the account of their group, until the token is revoked", () => {
+    const tree = parseSharesFile("accounts:\n  physics: {shares: 1, users: {bob: 1}}\n");
+    const b = new HandlerBench(new ClusterState({ tree }, POLICY));
+    const made = b.run((step) =>
+      createToken(step, {
+        token: newTokenOf("api"),
+        subject: "alice",
+        role: "user",
+        pool: null,
+        createdBy: "admin",
+        expiresAt: null,
+        group: "physics",
+      }),
+    ).result;
+    const accountOf = (state: ClusterState, user: string): string | null => {
+      const walk = (node: ShareNode, parent: string | null): string | null => {
+        if (node.kind === "user" && node.name === user) return parent;
+        for (const child of node.children) {
+          const found = walk(child, node.name);
+          if (found !== null) return found;
+        }
+        return null;
+      };
+      return walk(state.owners.tree(NOW, [user]), null);
+    };
+    expect(accountOf(b.state, "alice")).toBe("physics");
+    expect(accountOf(b.recovered(), "alice")).toBe("physics");
+    b.run((step) => revokeToken(step, made.id, ["api"]));
+    expect(accountOf(b.state, "alice")).toBe("root");
   });
 });

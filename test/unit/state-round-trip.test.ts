@@ -112,7 +112,7 @@ describe("the state rebuilt from the recorded changes", () => {
     const policy = parseQosFile(
       "tiers: {normal: {maxWallSeconds: 600}, high: {priority: 10, preempt: [normal]}}",
     );
-    const bench = new HandlerBench(new ClusterState(policy));
+    const bench = new HandlerBench(new ClusterState({}, policy));
     event(bench, (step) =>
       createToken(step, {
         token: newTokenOf("api"),

@@ -53,6 +53,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/pools": "read",
   // A user sees their own attempts only (the route narrows to them); admins and readers all.
   "GET /api/v1/accounting": "read",
+  "GET /api/v1/shares": "read",
   "POST /api/v1/tokens": "admin",
   "GET /api/v1/tokens": "admin",
   "DELETE /api/v1/tokens/:id": "admin",

@@ -4,6 +4,7 @@
 // know nothing else of it.
 
 import type { EventEmitter } from "node:events";
+import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
 import type {
   CheckpointFile,
@@ -21,6 +22,7 @@ import type {
 } from "../reactor/handlers/checkpoints.ts";
 import type { TokenRequest } from "../reactor/handlers/tokens.ts";
 import type { Explanation } from "../scheduler/explain.ts";
+import type { ShareLine } from "../scheduler/fair-share-tree.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { JobHeader } from "../state/job-header.ts";
@@ -86,7 +88,15 @@ export interface ReadModel {
   listJobs(withRetired?: boolean): JobHeader[];
   listHosts(): HostListing[];
   hostOf(name: string): HostListing | undefined;
+  /** The fair-share tree as lines: every line, or a viewer's own and the accounts above it. */
+  shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] };
   explain(id: string, viewer?: string | null): Promise<JobExplanation>;
+  explainDraft(
+    spec: JobSpec,
+    owner: string,
+    dependencyOwner: string | null,
+    viewer?: string | null,
+  ): { job: JobEntry; explanation: JobExplanation };
   ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[];
   liveRanksOn(host: string, jobId: string, taskIndex?: number): number[];
   isCurrent(jobId: string, taskIndex: number, number: number): boolean;

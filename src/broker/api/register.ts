@@ -53,6 +53,7 @@ import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
+import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
 import type { ErrorAnswer, Health } from "./schemas.ts";
@@ -235,6 +236,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     blobs,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
+    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
   });
   registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
@@ -242,6 +244,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerAgentFileRoutes(app, ports, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerAdminRoutes(app, deps.backup);
   registerAccountingRoutes(app, store);
+  registerShareRoutes(app, ports);
   registerSystemRoutes(app, {
     ports,
     store,

@@ -208,11 +208,6 @@ export const jobSchema = jobSummarySchema
   .meta({ id: "Job" });
 export type Job = z.infer<typeof jobSchema>;
 
-/** What a dry run of a submit answers: the job file as the server reads it, nothing created. */
-export const checkedJobFileSchema = z
-  .object({ spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }) })
-  .meta({ id: "CheckedJobFile" });
-
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;
 
@@ -226,71 +221,85 @@ export type OutputFile = z.infer<typeof outputFileSchema>;
 
 const hostReason = z.object({ host: z.string(), reason: z.string() });
 
-export const explanationSchema = z.object({
-  id: z.string(),
-  state: z.enum(JOB_STATES),
-  reasons: z.array(z.string()).meta({ description: "what keeps the job waiting before any host" }),
-  hosts: z.array(
-    hostReason.extend({ eligible: z.boolean().meta({ description: "the host matches the job" }) }),
-  ),
-  summary: z
-    .object({ matching: z.int(), withRoom: z.int() })
-    .meta({ description: "how many hosts match the job, and how many of those have room now" }),
-  clauses: z.array(z.object({ clause: z.string(), matching: z.int(), failing: z.array(hostReason) })).meta({
-    description: "the requirements clause by clause: on how many hosts each holds, and why not elsewhere",
-  }),
-  ahead: z.array(z.object({ id: z.string(), priority: z.int(), owner: z.string().nullable() })).meta({
-    description:
-      "jobs that get their turn first and want the hosts this job matches, in turn order (for a user's token, their own jobs only)",
-  }),
-  othersAhead: z.int().meta({
-    description:
-      "how many jobs of other users are ahead besides those in `ahead`, which a user's token does not see (0 for an admin or a reader, who see them all)",
-  }),
-  nextPass: z
-    .object({
-      starts: z
-        .array(z.object({ task: z.int(), hosts: z.array(z.string()), replica: z.boolean() }))
-        .meta({ description: "the tasks the next pass starts, each with its hosts (rank 0 first)" }),
-      preempts: z.object({ task: z.int(), host: z.string() }).nullable().meta({
-        description:
-          "the next pass stops a running task of lower priority on this host and keeps its room for this task",
-      }),
-      line: z.string().meta({ description: "the sentence steward explain prints" }),
-    })
-    .meta({
+export const explanationSchema = z
+  .object({
+    id: z.string(),
+    state: z.enum(JOB_STATES),
+    reasons: z.array(z.string()).meta({ description: "what keeps the job waiting before any host" }),
+    hosts: z.array(
+      hostReason.extend({ eligible: z.boolean().meta({ description: "the host matches the job" }) }),
+    ),
+    summary: z
+      .object({ matching: z.int(), withRoom: z.int() })
+      .meta({ description: "how many hosts match the job, and how many of those have room now" }),
+    clauses: z.array(z.object({ clause: z.string(), matching: z.int(), failing: z.array(hostReason) })).meta({
+      description: "the requirements clause by clause: on how many hosts each holds, and why not elsewhere",
+    }),
+    ahead: z.array(z.object({ id: z.string(), priority: z.int(), owner: z.string().nullable() })).meta({
       description:
-        "what the next scheduling pass does for the job: the scheduler's own pass run dry, so it says what the scheduler does",
+        "jobs that get their turn first and want the hosts this job matches, in turn order (for a user's token, their own jobs only)",
     }),
-  running: z
-    .array(
-      z.object({
-        task: z.int(),
-        attempt: z.int(),
-        host: z.string(),
-        estimates: z
-          .array(z.object({ host: z.string(), gain: z.number() }))
-          .nullable()
-          .meta({ description: "the last rescheduling estimate, best gain first" }),
-        estimatedAt: isoTime.nullable(),
-        preemption: z.object({ candidate: z.boolean(), reason: z.string() }).nullable(),
-        line: z.string().meta({ description: "the sentence steward explain prints" }),
-      }),
-    )
-    .meta({ description: "the job's running tasks, with what rescheduling and preemption last said" }),
-  pools: z
-    .array(
-      z.object({
-        pool: z.string(),
-        state: z.enum(["ok", "unavailable"]),
-        line: z.string().meta({ description: "the sentence steward explain prints" }),
-      }),
-    )
-    .meta({
-      description: "the batch-backed pools: whether their pilots could run the job, and what they do now",
+    othersAhead: z.int().meta({
+      description:
+        "how many jobs of other users are ahead besides those in `ahead`, which a user's token does not see (0 for an admin or a reader, who see them all)",
     }),
-});
+    nextPass: z
+      .object({
+        starts: z
+          .array(z.object({ task: z.int(), hosts: z.array(z.string()), replica: z.boolean() }))
+          .meta({ description: "the tasks the next pass starts, each with its hosts (rank 0 first)" }),
+        preempts: z.object({ task: z.int(), host: z.string() }).nullable().meta({
+          description:
+            "the next pass stops a running task of lower priority on this host and keeps its room for this task",
+        }),
+        line: z.string().meta({ description: "the sentence steward explain prints" }),
+      })
+      .meta({
+        description:
+          "what the next scheduling pass does for the job: the scheduler's own pass run dry, so it says what the scheduler does",
+      }),
+    running: z
+      .array(
+        z.object({
+          task: z.int(),
+          attempt: z.int(),
+          host: z.string(),
+          estimates: z
+            .array(z.object({ host: z.string(), gain: z.number() }))
+            .nullable()
+            .meta({ description: "the last rescheduling estimate, best gain first" }),
+          estimatedAt: isoTime.nullable(),
+          preemption: z.object({ candidate: z.boolean(), reason: z.string() }).nullable(),
+          line: z.string().meta({ description: "the sentence steward explain prints" }),
+        }),
+      )
+      .meta({ description: "the job's running tasks, with what rescheduling and preemption last said" }),
+    pools: z
+      .array(
+        z.object({
+          pool: z.string(),
+          state: z.enum(["ok", "unavailable"]),
+          line: z.string().meta({ description: "the sentence steward explain prints" }),
+        }),
+      )
+      .meta({
+        description: "the batch-backed pools: whether their pilots could run the job, and what they do now",
+      }),
+  })
+  .meta({ id: "Explanation" });
 export type Explanation = z.infer<typeof explanationSchema>;
+
+/** What a dry run of a submit answers: the job file as the server reads it, nothing created. */
+export const checkedJobFileSchema = z
+  .object({
+    spec: acceptedJobFile.meta({ description: "the job file with every default filled in" }),
+    explanation: explanationSchema.optional().meta({
+      description:
+        "with explain=1: what explain would say of the job submitted now (its id is `dry-run`; no job is made)",
+    }),
+  })
+  .meta({ id: "CheckedJobFile" });
+export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
 
 // ---- hosts
 
@@ -310,6 +319,47 @@ export const poolSchema = z
   })
   .meta({ id: "Pool" });
 export type Pool = z.infer<typeof poolSchema>;
+
+export const shareLineSchema = z
+  .object({
+    kind: z.enum(["account", "user"]),
+    name: z.string(),
+    parent: z.string().nullable().meta({ description: "the account it is in; null for the root" }),
+    depth: z.int().meta({ description: "0 for the root, 1 under it, and so on" }),
+    rawShares: z
+      .number()
+      .meta({ description: "shares as the shares file gives them (1 for a user it names nowhere)" }),
+    normShares: z
+      .number()
+      .meta({ description: "its fraction of the whole grid: levelShares times the parent's" }),
+    usage: z.number().meta({
+      description: "cpu-seconds used, decayed with the half-life (running attempts count as they run)",
+    }),
+    normUsage: z.number().meta({ description: "its fraction of every user's usage" }),
+    levelShares: z.number().meta({ description: "s: its shares over its and its siblings'" }),
+    levelUsage: z
+      .number()
+      .meta({ description: "u: its usage over its and its siblings' (0 when none used anything)" }),
+    levelFactor: z.number().meta({ description: "2^(-u/s): siblings are ranked by it, highest first" }),
+    factor: z.number().nullable().meta({
+      description:
+        "a user's fair-share factor, its rank over every user (1 for the first; a user who used nothing is first): the waiting user with the highest goes first; null for an account",
+    }),
+  })
+  .meta({ id: "ShareLine" });
+
+export const sharesSchema = z
+  .object({
+    at: z.iso.datetime().meta({ description: "when the figures were taken" }),
+    halfLifeSeconds: z
+      .number()
+      .meta({ description: "usage counts half as much after this long (--fair-share-half-life)" }),
+    lines: z.array(shareLineSchema).meta({
+      description:
+        "the tree, the root first, each account followed by its users and sub-accounts; a user token gets its own line and the accounts above it",
+    }),
+  })
+  .meta({ id: "Shares" });
 
 export const hostSchema = z
   .object({

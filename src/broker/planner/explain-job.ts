@@ -2,15 +2,20 @@
 // scheduling pass run dry on the very input a real pass gets (plan-pass.ts passInput), with
 // preemption's word on each of the job's running tasks. Reads the state only.
 
+import { type JobSpec, taskCount } from "../../common/model/job-spec.ts";
+import { newTask } from "../../common/model/new-records.ts";
+import type { JobRecord, TaskRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
 import { type Explanation, explain } from "../scheduler/explain.ts";
 import type { LiveTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
+import { compareQueueOrder } from "../scheduler/queue-order.ts";
 import { describeAhead } from "../scheduler/queue-position.ts";
 import { gangShortfall } from "../scheduler/stages/gang.ts";
 import { notPreemptible } from "../scheduler/stages/preemption.ts";
+import type { JobView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
-import type { JobEntry } from "../state/job-entry.ts";
+import { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { passInput, runningView } from "./plan-pass.ts";
 
@@ -28,6 +33,72 @@ export function explainJob(
   now: number,
   options: Partial<MetaschedulingPolicy> = {},
   viewer: string | null = null,
+): JobExplanation {
+  return explainEntry(state, job, now, options, viewer, false);
+}
+
+/** The id a job file explained before it is submitted goes by: no job's (job ids are numbers). */
+export const DRAFT_JOB_ID = "dry-run";
+
+/**
+ * A job file explained as if it were submitted now by `owner` (`POST /api/v1/jobs?dryRun=1&explain=1`):
+ * a job entry made as a submit makes it, which the state never holds, placed in the queue where a
+ * submit would put it (last of its priority) for the dry pass. The file is valid already
+ * (validateJobSpec); dependencies are the caller's to check.
+ */
+export function explainDraft(
+  state: ClusterState,
+  spec: JobSpec,
+  owner: string,
+  now: number,
+  options: Partial<MetaschedulingPolicy> = {},
+  viewer: string | null = null,
+): { job: JobEntry; explanation: JobExplanation } {
+  const job = draftJob(state, spec, owner, now);
+  return { job, explanation: explainEntry(state, job, now, options, viewer, true) };
+}
+
+/** The entry a submit of `spec` would make now (reactor/handlers/submit.ts), outside the state. */
+export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now: number): JobEntry {
+  const initial = state.dependenciesMet(spec.dependsOn) ? "pending" : "waiting";
+  const count = taskCount(spec);
+  const tasks: TaskRecord[] = new Array(count);
+  for (let index = 0; index < count; index++) tasks[index] = newTask(DRAFT_JOB_ID, index, initial);
+  const record: JobRecord = {
+    id: DRAFT_JOB_ID,
+    name: spec.name ?? DRAFT_JOB_ID,
+    owner,
+    state: initial,
+    priority: spec.priority,
+    held: false,
+    cancelRequested: false,
+    createdAt: now,
+    endedAt: null,
+    spec,
+    inputs: [...spec.inputs],
+    dynamicRequirements: null,
+    submitKey: null,
+    slowHosts: [],
+  };
+  return new JobEntry(record, state.nextSeq, tasks);
+}
+
+/** The queue's jobs with `draft` where a submit would put it (queue order). */
+function withDraft(jobs: Iterable<JobView>, draft: JobEntry): JobView[] {
+  const merged = [...jobs];
+  if (!draft.schedulable) return merged;
+  const at = merged.findIndex((other) => compareQueueOrder(draft, other) < 0);
+  merged.splice(at < 0 ? merged.length : at, 0, draft);
+  return merged;
+}
+
+function explainEntry(
+  state: ClusterState,
+  job: JobEntry,
+  now: number,
+  options: Partial<MetaschedulingPolicy>,
+  viewer: string | null,
+  draft: boolean,
 ): JobExplanation {
   const policy = policyOf(options);
   const hosts = state.hostViews(now, policy.walltimeMarginSeconds);
@@ -51,12 +122,18 @@ export function explainJob(
   }
   const owners = state.owners.shares(now);
   // A pass that would change nothing is not run: explain runs one over no jobs, which starts nothing.
-  const pass = passInput(state, now, options) ?? { now, jobs: [], hosts, owners };
+  let pass: SchedulerState = passInput(state, now, options) ?? { now, jobs: [], hosts, owners };
+  let queue: JobView[] = [...state.jobs.values()].filter((each) => each.schedulable);
+  if (draft) {
+    // Each owner's queue is then made from the jobs, the draft among them.
+    pass = { ...pass, jobs: withDraft(pass.jobs, job), ownerQueues: undefined };
+    queue = withDraft(queue, job);
+  }
   const explanation = explain({
     now,
     job,
     hosts,
-    queue: [...state.jobs.values()].filter((each) => each.schedulable),
+    queue,
     owners,
     running,
     pass,

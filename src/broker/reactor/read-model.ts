@@ -2,8 +2,10 @@
 // the reactor's state (and, for a job that ended and left memory, from the store). Nothing here
 // changes the state; the commands (reactor/commands/) do, each through one handler.
 
+import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { JobState } from "../../common/model/states.ts";
-import { explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
@@ -11,7 +13,7 @@ import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store } from "../store/store.ts";
-import { NotFoundError } from "./errors.ts";
+import { InvalidRequestError, NotFoundError } from "./errors.ts";
 import type { Reactor } from "./reactor.ts";
 
 export class ReadModel {
@@ -103,6 +105,17 @@ export class ReadModel {
     return counts;
   }
 
+  /**
+   * The fair-share tree as lines at this moment (`steward share`): every line, or with `viewer`
+   * that user's own line and the accounts above it (scheduler/fair-share-tree.ts shareLines).
+   */
+  shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] } {
+    const now = this.now();
+    const owners = this.#state.owners;
+    const root = owners.tree(now, viewer === undefined ? [] : [viewer]);
+    return { at: now, halfLifeSeconds: owners.settings.halfLifeSeconds, lines: shareLines(root, viewer) };
+  }
+
   listHosts(): HostListing[] {
     return this.#state.hostList();
   }
@@ -116,6 +129,26 @@ export class ReadModel {
   async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
     const job = await this.readJob(id);
     return explainJob(this.#state, job, this.#reactor.now(), this.#reactor.options.policy, viewer);
+  }
+
+  /**
+   * What explain would say of a job file submitted now by `owner`, without submitting it: a job
+   * entry the state never holds. Its dependencies are checked as a submit checks them (the same
+   * 400); `dependencyOwner` and `viewer` are as for submit and explain.
+   */
+  explainDraft(
+    spec: JobSpec,
+    owner: string,
+    dependencyOwner: string | null,
+    viewer: string | null = null,
+  ): { job: JobEntry; explanation: JobExplanation } {
+    const state = this.#state;
+    spec.dependsOn.forEach((dependency, index) => {
+      const dependencyOf = state.jobOwner(dependency);
+      if (dependencyOf === undefined || (dependencyOwner !== null && dependencyOf !== dependencyOwner))
+        throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
+    });
+    return explainDraft(state, spec, owner, this.#reactor.now(), this.#reactor.options.policy, viewer);
   }
 
   /**

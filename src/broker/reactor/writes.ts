@@ -209,6 +209,8 @@ export class StateWrites {
   /** Revoked now (tokens are kept, with when they were revoked). */
   revokeToken(record: TokenRecord): void {
     record.revokedAt = this.#now;
+    // Put again: what the registry derives from its tokens (users' groups) is made anew.
+    this.#state.tokens.put(record);
     this.#changes.push({ op: "putToken", token: record });
   }
 

@@ -1,17 +1,23 @@
-// Fair share between owners within one priority: the owner with the fewest cpus running now goes
-// first, ties broken by the cpu-seconds each used recently (decayed, as HTCondor's accountant does
-// with PRIORITY_HALFLIFE; measured CPU time where the agents measured it), then by submit order.
-// Pure: usage and the time come in.
+// Fair share between owners within one priority: the owner with the highest fair-share factor
+// goes first (fair-share-tree.ts: the accounts' shares against the cpu-seconds each used, decayed
+// as HTCondor's accountant and Slurm's PriorityDecayHalfLife do; measured CPU time where the
+// agents measured it), ties broken by the fewest cpus running now, then by the cpu-seconds used,
+// then by submit order. Pure: usage and the time come in.
 
-/** Recent usage halves every this many seconds (HTCondor's PRIORITY_HALFLIFE default: one day). */
-export const FAIR_SHARE_HALF_LIFE_SECONDS = 86_400;
+/** Usage halves every this many seconds (`--fair-share-half-life`; Slurm's PriorityDecayHalfLife default: 7 days). */
+export const FAIR_SHARE_HALF_LIFE_SECONDS = 7 * 86_400;
 
 /** An owner's standing at one moment. */
 export interface OwnerShare {
   /** Cpus of the owner's attempts running now (placements of this pass included). */
   runningCpus: number;
-  /** Cpu-seconds of the owner's ended attempts, decayed to now. */
+  /** Cpu-seconds the owner used, decayed to now: ended attempts, and what running ones accrued so far. */
   recentCpuSeconds: number;
+  /**
+   * The owner's fair-share factor (fair-share-tree.ts), 1 down to 0, as of the start of the pass;
+   * absent reads as 1, an owner who used nothing.
+   */
+  factor?: number;
 }
 
 export const NO_SHARE: OwnerShare = { runningCpus: 0, recentCpuSeconds: 0 };
@@ -42,7 +48,14 @@ export function decayedUsage(
   return value * 0.5 ** ((now - at) / 1000 / halfLifeSeconds);
 }
 
-/** Negative when owner `a` should be served before owner `b`; 0 leaves it to submit order. */
+/**
+ * Negative when owner `a` should be served before owner `b`: the higher fair-share factor first,
+ * then the fewer cpus running, then the fewer cpu-seconds used; 0 leaves it to submit order.
+ */
 export function compareOwnerShares(a: OwnerShare, b: OwnerShare): number {
-  return a.runningCpus - b.runningCpus || a.recentCpuSeconds - b.recentCpuSeconds;
+  return (
+    (b.factor ?? 1) - (a.factor ?? 1) ||
+    a.runningCpus - b.runningCpus ||
+    a.recentCpuSeconds - b.recentCpuSeconds
+  );
 }

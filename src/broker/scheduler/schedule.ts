@@ -1,11 +1,12 @@
 // The scheduling pass: reconcile -> feasibility -> fit -> rank -> plan (Nomad's pipeline).
 // Room a preemption kept for a task goes to that task first, once it is free (plan.ts).
 // Jobs come in bands of QoS tier priority (qos.ts), highest first. Within a band, owners take turns
-// by fair share (fair-share.ts): each placement goes to the owner with the fewest cpus running,
-// counting what this pass has placed, ties to the job submitted first; inside an owner's lane,
-// jobs go by job priority, then submit order (queue-order.ts): a job's priority orders its owner's
-// own jobs only. A job whose user (or group) is at a running limit of its tier waits (qos.ts). Each ready task goes to the best-ranked feasible host that
-// fits. A job whose next task fits nowhere does not block the jobs behind it (backfill), and tasks
+// by fair share (fair-share.ts): each placement goes to the owner with the highest fair-share
+// factor, then the fewest cpus running, counting what this pass has placed, ties to the job
+// submitted first; inside an owner's lane, jobs go by job priority, then submit order
+// (queue-order.ts): a job's priority orders its owner's own jobs only. A job whose user (or group)
+// is at a running limit of its tier waits (qos.ts). Each ready task goes to the best-ranked
+// feasible host that fits. A job whose next task fits nowhere does not block the jobs behind it (backfill), and tasks
 // alike for placement (a batch) are not tried again once one of them found no room (batches.ts).
 // Slots left idle then take replicas of running tasks (stages/replicas.ts). Explain runs the same
 // pass dry with a trace (explain.ts), so what it says of a job is what this pass does.

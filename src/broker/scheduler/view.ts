@@ -141,7 +141,7 @@ export interface SchedulerState {
    */
   ownerQueues?: () => OwnerQueue[];
   hosts: readonly HostView[];
-  /** Each owner's cpus running and recent use (fair-share.ts); an owner not named has none. */
+  /** Each owner's fair-share factor, cpus running and recent use (fair-share.ts); an owner not named has none (factor 1). */
   owners?: ReadonlyMap<string, OwnerShare>;
   /** The QoS tiers and groups' limits (qos.ts); absent: the one tier `normal`, no limits. */
   qos?: QosPolicy;

@@ -10,6 +10,7 @@ import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { ApiPorts } from "../api/ports.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
@@ -34,6 +35,8 @@ export interface BrokerOptions {
   accountingDays?: number;
   /** `--qos FILE`: the QoS tiers and groups' limits. */
   qos?: QosPolicy;
+  /** `--shares`, `--fair-share-half-life`. */
+  fairShare?: Partial<FairShareSettings>;
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -178,6 +181,7 @@ export class Broker {
       policy,
       accountingDays: this.#options.accountingDays,
       qos: this.#options.qos,
+      fairShare: this.#options.fairShare,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")

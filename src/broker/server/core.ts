@@ -20,6 +20,7 @@ import { Reactor } from "../reactor/reactor.ts";
 import { ReadModel } from "../reactor/read-model.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { ClusterState } from "../state/cluster-state.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import { recoverState } from "../state/recover.ts";
 import { agentDetached, agentSeen, checkpointTransferObserved, heartbeatSeen } from "../state/soft-state.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
@@ -38,6 +39,8 @@ export interface CoreOptions {
   accountingDays?: number;
   /** The QoS tiers and groups' limits (`--qos FILE`); absent: the one tier `normal`, no limits. */
   qos?: QosPolicy;
+  /** The shares tree and the usage half-life (`--shares`, `--fair-share-half-life`). */
+  fairShare?: Partial<FairShareSettings>;
 }
 
 /** `--accounting-days`' default: a year of `steward acct` after a job is removed. */
@@ -65,13 +68,15 @@ export class Core {
   #meta = new Map<string, string>();
   readonly #accountingDays: number;
   readonly #qos: QosPolicy;
+  readonly #fairShare: Partial<FairShareSettings>;
   #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#committer = committer;
     this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
     this.#qos = options.qos ?? DEFAULT_QOS_POLICY;
-    this.reactor = new Reactor(new ClusterState(this.#qos), committer, {
+    this.#fairShare = options.fairShare ?? {};
+    this.reactor = new Reactor(new ClusterState(this.#fairShare, this.#qos), committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
       now: options.now ?? Date.now,
       random: options.random ?? Math.random,
@@ -103,7 +108,7 @@ export class Core {
 
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
-    this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#qos);
+    this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#fairShare, this.#qos);
     this.#meta = new Map(Object.entries(snapshot.meta));
   }
 

@@ -23,6 +23,7 @@ import { metaLedger } from "../pools/pilot-ledger.ts";
 import { PoolManager } from "../pools/pool-manager.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
+import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
 import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
@@ -81,6 +82,8 @@ export interface ServerOptions {
   metricsOpen?: boolean;
   /** Removed jobs' accounting rows are kept this many days after their end (`--accounting-days`, default 365). */
   accountingDays?: number;
+  /** The shares tree and the usage half-life (`--shares`, `--fair-share-half-life`). */
+  fairShare?: Partial<FairShareSettings>;
   log: Logger;
 }
 
@@ -120,6 +123,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     policy: options.policy,
     accountingDays: options.accountingDays,
     qos: options.qos,
+    fairShare: options.fairShare,
     log,
     onDemoted: () => {
       gateway?.disconnectAll();

@@ -18,7 +18,7 @@ import { freeCustom, freeGpus, type HostEntry, holdCountable, type LiveAttempt }
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
-import { OwnerUsage } from "./owner-usage.ts";
+import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
 import { TokenRegistry } from "./token-registry.ts";
 
@@ -36,8 +36,8 @@ export class ClusterState {
   /** Every live attempt by its key: fencing looks here. */
   readonly live = new Map<string, LiveAttempt>();
   readonly queue = new JobQueue();
-  /** Cpus and recent cpu-seconds per owner, for fair share. */
-  readonly owners = new OwnerUsage();
+  /** Running attempts and decayed cpu-seconds per owner, and the shares tree: fair share. */
+  readonly owners: OwnerUsage;
   /** API tokens, join tokens and host credentials the server gave out. */
   readonly tokens = new TokenRegistry();
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
@@ -58,7 +58,13 @@ export class ClusterState {
   /** Jobs by their owner's submit key (JobRecord.submitKey), so that a repeated submit finds its job. */
   readonly submissions = new Map<string, JobEntry>();
 
-  constructor(qos: QosPolicy = DEFAULT_QOS_POLICY) {
+  /**
+   * `fairShare`: the shares tree and half-life (`--shares`, `--fair-share-half-life`); flat, 7 days by
+   * default. `qos`: the QoS tiers and groups' limits (`--qos`); the one tier `normal` by default.
+   */
+  constructor(fairShare: Partial<FairShareSettings> = {}, qos: QosPolicy = DEFAULT_QOS_POLICY) {
+    // A user the shares tree names nowhere goes under the account of their token's group.
+    this.owners = new OwnerUsage({ ...fairShare, groupOf: (user) => this.tokens.groupOf(user) });
     this.qos = qos;
   }
 
@@ -203,7 +209,7 @@ export class ClusterState {
     }
     const key = keyOf(attempt);
     this.live.set(key, entry);
-    this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length);
+    this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length, key, attempt.startedAt);
     const memoryMb = attempt.memoryMb ?? job.memoryMb;
     for (const rank of placementOf(attempt)) {
       const host = this.hosts.get(rank.host);
@@ -223,7 +229,7 @@ export class ClusterState {
     this.live.delete(key);
     this.watches.forget(key);
     const cpus = entry.job.cpus * hostsOf(attempt).length;
-    this.owners.stopped(entry.job.record.owner, cpus);
+    this.owners.stopped(entry.job.record.owner, cpus, key);
     if (attempt.endedAt !== null)
       this.owners.used(
         entry.job.record.owner,

@@ -15,13 +15,16 @@ import { ClusterState } from "./cluster-state.ts";
 import { newHostEntry } from "./host-entry.ts";
 import { JobEntry } from "./job-entry.ts";
 import { mayRetire } from "./job-header.ts";
+import type { FairShareSettings } from "./owner-usage.ts";
 
+/** `fairShare` is set first: the half-life decays the usage as it is added back. */
 export function recoverState(
   snapshot: StoreSnapshot,
   now: number,
+  fairShare: Partial<FairShareSettings> = {},
   qos: QosPolicy = DEFAULT_QOS_POLICY,
 ): ClusterState {
-  const state = new ClusterState(qos);
+  const state = new ClusterState(fairShare, qos);
   const tasksByJob = new Map<string, TaskRecord[]>();
   for (const task of snapshot.tasks) {
     const list = tasksByJob.get(task.jobId);

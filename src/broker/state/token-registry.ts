@@ -24,9 +24,12 @@ export interface Refusal {
 
 export class TokenRegistry {
   readonly #tokens = new Map<string, TokenRecord>();
+  /** Each user's group, made when first asked after a change (every pass may ask). */
+  #groups: Map<string, string> | null = null;
 
   put(record: TokenRecord): void {
     this.#tokens.set(record.id, record);
+    if (record.kind === "api") this.#groups = null;
   }
 
   get(id: string): TokenRecord | undefined {
@@ -72,7 +75,17 @@ export class TokenRegistry {
    * Each user's group, from their API tokens that are not revoked (a user's tokens should name one
    * group; the newest that names one wins).
    */
-  groups(): Map<string, string> {
+  groups(): ReadonlyMap<string, string> {
+    this.#groups ??= this.#groupsNow();
+    return this.#groups;
+  }
+
+  /** A user's group (groups()), or undefined. */
+  groupOf(user: string): string | undefined {
+    return this.groups().get(user);
+  }
+
+  #groupsNow(): Map<string, string> {
     const groups = new Map<string, string>();
     const newest = new Map<string, TokenRecord>();
     for (const record of this.#tokens.values()) {

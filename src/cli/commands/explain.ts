@@ -20,12 +20,12 @@ export function registerExplain(program: Command): void {
     });
 }
 
-function renderExplanation(answer: Explanation): string {
-  const lines = [
-    `job ${answer.id} is ${answer.state}`,
-    ...answer.reasons.map((reason) => `  ${reason}`),
-    `  ${answer.nextPass.line}`,
-  ];
+/** What explain prints; `headline` replaces `job ID is STATE` (a dry run's job has no id). */
+export function renderExplanation(
+  answer: Explanation,
+  headline = `job ${answer.id} is ${answer.state}`,
+): string {
+  const lines = [headline, ...answer.reasons.map((reason) => `  ${reason}`), `  ${answer.nextPass.line}`];
   if (answer.hosts.length === 0) {
     lines.push(
       answer.pools.length > 0

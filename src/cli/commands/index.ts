@@ -11,9 +11,11 @@ const MODULES = {
   server: () => import("./server.ts").then((m) => m.registerServer),
   agent: () => import("./agent.ts").then((m) => m.registerAgent),
   submit: () => import("./submit.ts").then((m) => m.registerSubmit),
+  run: () => import("./run.ts").then((m) => m.registerRun),
   ps: () => import("./ps.ts").then((m) => m.registerPs),
   show: () => import("./show.ts").then((m) => m.registerShow),
   acct: () => import("./acct.ts").then((m) => m.registerAcct),
+  share: () => import("./share.ts").then((m) => m.registerShare),
   logs: () => import("./logs.ts").then((m) => m.registerLogs),
   wait: () => import("./wait.ts").then((m) => m.registerWait),
   control: () => import("./control.ts").then((m) => m.registerControl),
@@ -52,7 +54,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "submit",
     module: "submit",
-    description: "submit a job file (YAML or JSON; - reads standard input); prints the job id",
+    description:
+      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing)",
+  },
+  {
+    name: "run",
+    module: "run",
+    description:
+      "run a command as a job: wait, stream its output, exit with its exit code (Ctrl-C cancels it; --detach prints the id)",
   },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
   { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
@@ -61,6 +70,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     module: "acct",
     description:
       "ended attempts with what they used (CPU time, peak memory, wall time, exit), also of removed jobs, like sacct",
+  },
+  {
+    name: "share",
+    module: "share",
+    description:
+      "the fair-share tree, like sshare: each account's and user's shares, decayed usage and factor (a user sees their own line)",
   },
   { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
   {

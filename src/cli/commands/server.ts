@@ -14,6 +14,7 @@ import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../common/mode
 import { parseQosFile, QosFileError, type QosPolicy } from "../../common/model/qos-file.ts";
 import { CliError } from "../client.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
+import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateUmask } from "../private-folder.ts";
@@ -22,105 +23,107 @@ import { describe } from "./index.ts";
 
 export function registerServer(program: Command): void {
   configurable(
-    policyOptions(
-      program
-        .command("server")
-        .description(describe("server"))
-        .option(
-          "--data <dir>",
-          "data folder: tokens, SQLite database (unless --store), files (unless --store or --blobs)",
-          ".steward",
-        )
-        .option(
-          "--store <url>",
-          "keep the records in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) instead of SQLite",
-        )
-        .option(
-          "--blobs <dir>",
-          "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
-        )
-        .option(
-          "--restore <file>",
-          "first unpack a backup (steward admin backup) into --data (and --blobs), which must be empty or absent; SQLite store only",
-        )
-        .option("--host <address>", "address to listen on", "127.0.0.1")
-        .option(
-          "--advertise-url <url>",
-          "the URL other hosts reach this server at (redirects, leader record, pilots' --server); default: the --host address, or with 0.0.0.0 or :: the machine's host name",
-        )
-        .option(
-          "--log-format <format>",
-          "json, or text (one readable line per event); default text on a terminal",
-        )
-        .option(
-          "--max-upload-mb <n>",
-          "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
-          integer("--max-upload-mb", 1),
-          DEFAULT_MAX_UPLOAD_MB,
-        )
-        .option(
-          "--max-log-mb <n>",
-          "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
-          integer("--max-log-mb", 1),
-          DEFAULT_MAX_LOG_MB,
-        )
-        .option(
-          "--submit-rate <n>",
-          "submits a second each user token may make, sustained (admin tokens are not limited); more get 429",
-          number("--submit-rate"),
-          DEFAULT_SUBMIT_RATE,
-        )
-        .option(
-          "--submit-burst <n>",
-          "submits a user token may make at once after a quiet spell",
-          integer("--submit-burst", 1),
-          DEFAULT_SUBMIT_BURST,
-        )
-        .option(
-          "--accounting-days <n>",
-          "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
-          integer("--accounting-days", 1),
-          DEFAULT_ACCOUNTING_DAYS,
-        )
-        .option(
-          "--metrics-open",
-          "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
-        )
-        .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
-        .option("--tls-key <file>", "the PEM private key of --tls-cert")
-        .option("--port <n>", "port", number("--port"), 4780)
-        .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-        .option(
-          "--join-token <token>",
-          "token agents present (default: generated and kept in the data folder)",
-        )
-        .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-        .option(
-          "--body-timeout-seconds <s>",
-          "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
-          number("--body-timeout-seconds"),
-          DEFAULT_BODY_TIMEOUT_SECONDS,
-        )
-        .option(
-          "--pools <file>",
-          "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
-        )
-        .option(
-          "--qos <file>",
-          "QoS tiers (YAML): each tier's priority between users, the tiers it may preempt, its limits per user; and groups' limits",
-        )
-        .option(
-          "--lease-seconds <s>",
-          "with --store: how long the leader's lease lasts unless renewed; a standby takes over after it",
-          number("--lease-seconds"),
-          2,
-        )
-        .option(
-          "--host-timeout-seconds <s>",
-          "a host silent this long is lost",
-          number("--host-timeout-seconds"),
-          10,
-        ),
+    fairShareOptions(
+      policyOptions(
+        program
+          .command("server")
+          .description(describe("server"))
+          .option(
+            "--data <dir>",
+            "data folder: tokens, SQLite database (unless --store), files (unless --store or --blobs)",
+            ".steward",
+          )
+          .option(
+            "--store <url>",
+            "keep the records in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) instead of SQLite",
+          )
+          .option(
+            "--blobs <dir>",
+            "keep the files (inputs, outputs, logs, checkpoints) in DIR, on a file system every broker mounts (default: PostgreSQL with --store, else DATA/blobs)",
+          )
+          .option(
+            "--restore <file>",
+            "first unpack a backup (steward admin backup) into --data (and --blobs), which must be empty or absent; SQLite store only",
+          )
+          .option("--host <address>", "address to listen on", "127.0.0.1")
+          .option(
+            "--advertise-url <url>",
+            "the URL other hosts reach this server at (redirects, leader record, pilots' --server); default: the --host address, or with 0.0.0.0 or :: the machine's host name",
+          )
+          .option(
+            "--log-format <format>",
+            "json, or text (one readable line per event); default text on a terminal",
+          )
+          .option(
+            "--max-upload-mb <n>",
+            "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
+            integer("--max-upload-mb", 1),
+            DEFAULT_MAX_UPLOAD_MB,
+          )
+          .option(
+            "--max-log-mb <n>",
+            "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
+            integer("--max-log-mb", 1),
+            DEFAULT_MAX_LOG_MB,
+          )
+          .option(
+            "--submit-rate <n>",
+            "submits a second each user token may make, sustained (admin tokens are not limited); more get 429",
+            number("--submit-rate"),
+            DEFAULT_SUBMIT_RATE,
+          )
+          .option(
+            "--submit-burst <n>",
+            "submits a user token may make at once after a quiet spell",
+            integer("--submit-burst", 1),
+            DEFAULT_SUBMIT_BURST,
+          )
+          .option(
+            "--accounting-days <n>",
+            "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
+            integer("--accounting-days", 1),
+            DEFAULT_ACCOUNTING_DAYS,
+          )
+          .option(
+            "--metrics-open",
+            "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+          )
+          .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
+          .option("--tls-key <file>", "the PEM private key of --tls-cert")
+          .option("--port <n>", "port", number("--port"), 4780)
+          .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+          .option(
+            "--join-token <token>",
+            "token agents present (default: generated and kept in the data folder)",
+          )
+          .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
+          .option(
+            "--body-timeout-seconds <s>",
+            "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
+            number("--body-timeout-seconds"),
+            DEFAULT_BODY_TIMEOUT_SECONDS,
+          )
+          .option(
+            "--pools <file>",
+            "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
+          )
+          .option(
+            "--qos <file>",
+            "QoS tiers (YAML): each tier's priority between users, the tiers it may preempt, its limits per user; and groups' limits",
+          )
+          .option(
+            "--lease-seconds <s>",
+            "with --store: how long the leader's lease lasts unless renewed; a standby takes over after it",
+            number("--lease-seconds"),
+            2,
+          )
+          .option(
+            "--host-timeout-seconds <s>",
+            "a host silent this long is lost",
+            number("--host-timeout-seconds"),
+            10,
+          ),
+      ),
     ),
   )
     .addHelpText(
@@ -161,6 +164,14 @@ export function registerServer(program: Command): void {
         "                              broker's data folder (admin token, database, files).",
         "    pilotDir: /PATH           the pilots' token file, logs and work folders (default:",
         "                              ~ACCOUNT/.steward-pilots/POOL, or DATA/pilots/POOL without account).",
+        "",
+        "Shares file (--shares), fair share by accounts (docs/scheduling.md):",
+        "  accounts:",
+        "    physics: {shares: 3, users: {alice: 1, bob: 1}, accounts: {theory: {shares: 1, users: {dave: 1}}}}",
+        "    biology: {shares: 1, users: {carol: 1}}",
+        "  A user named nowhere is one share under the account named as their group, else under the root.",
+        "  The waiting user whose account, then whose own line, is furthest under its share goes first;",
+        "  one who used nothing goes first. steward share prints the tree.",
       ].join("\n"),
     )
     .action(async (options) => {

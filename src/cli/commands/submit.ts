@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { Job } from "../../broker/api/schemas.ts";
+import type { CheckedJobFile, Job } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-import { loadJobFile, STDIN, submissionBody } from "../job-submission.ts";
+import { type LoadedJobFile, loadJobFile, STDIN, submissionBody } from "../job-submission.ts";
+import { renderExplanation } from "./explain.ts";
 import { describe } from "./index.ts";
 import { waitForJobs } from "./wait.ts";
 
@@ -17,13 +18,19 @@ export function registerSubmit(program: Command): void {
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  steward submit job.yaml --wait\n  echo '{command: hostname}' | steward submit -\n  generate-job | steward submit - --json   # inputs relative to the current folder",
+      "\nExamples:\n  steward submit job.yaml --wait\n  echo '{command: hostname}' | steward submit -\n  generate-job | steward submit - --json   # inputs relative to the current folder\n  steward submit --dry-run job.yaml        # valid? which hosts and pools could take it now?\n\n" +
+        "--dry-run checks the job file as a submit does (the same errors, exit 2) and prints what\n" +
+        "steward explain would say of the job if it were submitted now, without making it: the hosts\n" +
+        "that match, the requirements clause by clause, the pools. A valid file exits 0, even when no\n" +
+        "host matches it now.",
     )
     .option("--wait", "wait for the job to end; exit 0 only if it succeeded")
-    .option("--json", "print the whole job as JSON")
-    .action(async (file: string, options: { wait?: boolean; json?: boolean }) => {
+    .option("--json", "print the whole job as JSON (with --dry-run: the job file read and its explanation)")
+    .option("--dry-run", "check the job file and explain it against the hosts now; no job is made")
+    .action(async (file: string, options: { wait?: boolean; json?: boolean; dryRun?: boolean }) => {
       const job = loadJobFile(file);
       const client = new ApiClient();
+      if (options.dryRun) return dryRun(client, file, job, options.json === true);
       // One key per submit: if the answer is lost (a broker dies, a connection breaks), the request
       // is sent again, to the next server too, and finds the job the first one made.
       let created: Job;
@@ -44,4 +51,31 @@ export function registerSubmit(program: Command): void {
       else process.stdout.write(`${created.id}\n`);
       if (options.wait) process.exitCode = await waitForJobs(client, [created.id], null, !options.json);
     });
+}
+
+/** submit --dry-run: the server checks the job file and explains it; nothing is made. */
+async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json: boolean): Promise<void> {
+  const label = file === STDIN ? "standard input" : file;
+  let answer: CheckedJobFile;
+  try {
+    // The job file alone (a dry run takes no multipart): its inputs were found on disk already.
+    const body = job.text !== undefined ? await submissionBody(job) : { json: job.raw };
+    answer = await client.json<CheckedJobFile>("POST", "/api/v1/jobs", {
+      ...body,
+      query: { dryRun: 1, explain: 1 },
+      idempotent: true,
+    });
+  } catch (error) {
+    if (error instanceof CliError && error.status === 400)
+      throw new CliError(`${label}: ${error.message}`, 2);
+    throw error;
+  }
+  if (json) return printJson(answer);
+  const { spec, explanation } = answer;
+  if (!explanation) throw new CliError("the server answered no explanation (is it older than this client?)");
+  const tasks = spec.array?.count ?? 1;
+  const headline = `${label} is valid (${tasks} task${tasks === 1 ? "" : "s"}); submitted now, the job would be ${explanation.state}`;
+  process.stdout.write(renderExplanation(explanation, headline));
+  if (explanation.hosts.length > 0 && explanation.summary.matching === 0)
+    process.stdout.write("no host matches it now: it would wait until one does (steward hosts lists them)\n");
 }

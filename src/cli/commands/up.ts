@@ -8,6 +8,7 @@ import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
+import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
@@ -17,65 +18,67 @@ import { readQosFile } from "./server.ts";
 
 export function registerUp(program: Command): void {
   configurable(
-    policyOptions(
-      program
-        .command("up")
-        .description(describe("up"))
-        .option("--data <dir>", "data folder", ".steward")
-        .option("--port <n>", "port", integer("--port"), 4780)
-        .option(
-          "--advertise-url <url>",
-          "the URL other hosts reach this server at (agents of other machines, redirects); default: http://127.0.0.1:PORT",
-        )
-        .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
-        .addOption(
-          // A default that depends on the machine says so in words: the reference docs are the same everywhere.
-          new Option("--slots <n>", "slots (cpus) per agent")
-            .argParser(integer("--slots", 1))
-            .default(os.availableParallelism(), "this host's cpus"),
-        )
-        .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-        .option(
-          "--log-format <format>",
-          "json, or text (one readable line per event); default text on a terminal",
-        )
-        .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-        .option(
-          "--body-timeout-seconds <s>",
-          "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
-          number("--body-timeout-seconds"),
-          DEFAULT_BODY_TIMEOUT_SECONDS,
-        )
-        .option(
-          "--max-log-mb <n>",
-          "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
-          integer("--max-log-mb", 1),
-          DEFAULT_MAX_LOG_MB,
-        )
-        .option(
-          "--no-enforce",
-          "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
-        )
-        .option(
-          "--accounting-days <n>",
-          "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
-          integer("--accounting-days", 1),
-          DEFAULT_ACCOUNTING_DAYS,
-        )
-        .option(
-          "--metrics-open",
-          "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
-        )
-        .option(
-          "--qos <file>",
-          "QoS tiers (YAML, as steward server --qos): priorities between users, preemption between tiers, quotas",
-        )
-        .option(
-          "--host-timeout-seconds <s>",
-          "a host silent this long is lost",
-          number("--host-timeout-seconds"),
-          10,
-        ),
+    fairShareOptions(
+      policyOptions(
+        program
+          .command("up")
+          .description(describe("up"))
+          .option("--data <dir>", "data folder", ".steward")
+          .option("--port <n>", "port", integer("--port"), 4780)
+          .option(
+            "--advertise-url <url>",
+            "the URL other hosts reach this server at (agents of other machines, redirects); default: http://127.0.0.1:PORT",
+          )
+          .option("--agents <n>", "local agents to start", integer("--agents", 0), 1)
+          .addOption(
+            // A default that depends on the machine says so in words: the reference docs are the same everywhere.
+            new Option("--slots <n>", "slots (cpus) per agent")
+              .argParser(integer("--slots", 1))
+              .default(os.availableParallelism(), "this host's cpus"),
+          )
+          .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+          .option(
+            "--log-format <format>",
+            "json, or text (one readable line per event); default text on a terminal",
+          )
+          .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
+          .option(
+            "--body-timeout-seconds <s>",
+            "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
+            number("--body-timeout-seconds"),
+            DEFAULT_BODY_TIMEOUT_SECONDS,
+          )
+          .option(
+            "--max-log-mb <n>",
+            "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
+            integer("--max-log-mb", 1),
+            DEFAULT_MAX_LOG_MB,
+          )
+          .option(
+            "--no-enforce",
+            "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
+          )
+          .option(
+            "--accounting-days <n>",
+            "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
+            integer("--accounting-days", 1),
+            DEFAULT_ACCOUNTING_DAYS,
+          )
+          .option(
+            "--metrics-open",
+            "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
+          )
+          .option(
+            "--qos <file>",
+            "QoS tiers (YAML, as steward server --qos): priorities between users, preemption between tiers, quotas",
+          )
+          .option(
+            "--host-timeout-seconds <s>",
+            "a host silent this long is lost",
+            number("--host-timeout-seconds"),
+            10,
+          ),
+      ),
     ),
   ).action(async (options) => {
     // The broker's files and its agents' are this account's alone; jobs get the umask `up` was

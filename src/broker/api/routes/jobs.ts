@@ -10,6 +10,7 @@ import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
+import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { JobHeader } from "../../state/job-header.ts";
@@ -51,6 +52,8 @@ export interface JobRouteDeps {
   maxUploadBytes: number;
   /** Submits per user token (admins are not limited). */
   submitLimiter: SubmitRateLimiter;
+  /** What each batch-backed pool does for a job (a dry run's explanation). */
+  explainPools?: (job: JobEntry) => PoolNote[];
 }
 
 const LOG_POLL_MS = 250;
@@ -107,6 +110,10 @@ const submitQuery = z.object({
     false,
     "1: check the job file (JSON or YAML) and answer it as the server reads it, with its defaults; nothing is created",
   ),
+  explain: flag(
+    false,
+    "with dryRun=1: answer also what `steward explain` would say of the job if it were submitted now (hosts, pools, requirements clause by clause)",
+  ),
 });
 
 const migrateBody = z
@@ -125,7 +132,7 @@ const logQuery = z.object({
 
 export function registerJobRoutes(
   app: FastifyInstance,
-  { ports, store, blobs, maxUploadBytes, submitLimiter }: JobRouteDeps,
+  { ports, store, blobs, maxUploadBytes, submitLimiter, explainPools = () => [] }: JobRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -155,7 +162,18 @@ export function registerJobRoutes(
             "dryRun",
             "a dry run takes the job file as JSON or YAML, not multipart",
           );
-        return { spec: validateJobSpec(request.body) };
+        const spec = validateJobSpec(request.body);
+        if (!request.query.explain) return { spec };
+        // Explained as the submitter's job: a user's dependencies are their own jobs, and other
+        // users' jobs ahead are counted, not named (as GET /api/v1/jobs/{id}/explain).
+        const { owner, dependencyOwner } = submitterOf(request);
+        const { principal } = request;
+        const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
+        const { job, explanation } = ports.read.explainDraft(spec, owner, dependencyOwner, viewer);
+        return {
+          spec,
+          explanation: { id: job.id, state: job.record.state, ...explanation, pools: explainPools(job) },
+        };
       }
       const principal = request.principal ?? START_ADMIN;
       if (principal.role !== "admin") {

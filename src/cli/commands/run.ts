@@ -1,0 +1,234 @@
+// steward run [OPTIONS] -- COMMAND [ARGS...]: a job from the command line (srun, `hq submit -- cmd`).
+// It submits the job the options make, then follows each task's attempts' stdout and stderr as
+// they come, and exits with the job's exit code (run-job.ts); Ctrl-C cancels the job.
+
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Command } from "commander";
+import type { Job, Task } from "../../broker/api/schemas.ts";
+import { ApiClient, CliError } from "../client.ts";
+import { inputFiles, submissionBody } from "../job-submission.ts";
+import {
+  anyNumber,
+  collect,
+  envVariable,
+  firstUnsucceeded,
+  flagMessage,
+  INTERRUPTED_EXIT,
+  LinePrefixer,
+  MAX_FOLLOWED_TASKS,
+  type RunOptions,
+  runJobFile,
+  taskExitCode,
+  wholeNumber,
+} from "../run-job.ts";
+import { fetchedLine, fetchOutputs } from "./fetch.ts";
+import { describe } from "./index.ts";
+
+const ENDED = new Set(["succeeded", "failed", "cancelled"]);
+
+/** How often a followed task without its next attempt is asked again, at most (from 100 ms up). */
+const TASK_POLL_MAX_MS = 1000;
+
+const HELP = `
+The command and its arguments are run as they are, without a shell (give one for pipes and
+variables: -- sh -c '...'). Put -- before the command when it has options of its own.
+
+Without --detach, run waits for the job: each task's stdout and stderr come to this terminal's as
+they are written (every attempt's, a retried task's again), an array's lines prefixed by the task
+index ("3: ..."), a multi-node job's rank 0's. It then writes the job's --output files here, as
+steward fetch does (an array's under <task>/), and exits with the job's exit code:
+  0                  the job succeeded (an array: every task)
+  the task's code    its latest non-zero exit (an array: the lowest-index task that did not succeed)
+  1                  failed without an exit code of its own (lost, cancelled, killed, timed out)
+  130                Ctrl-C: the job is cancelled (pending tasks never start, running ones stop)
+  2                  the options make an invalid job (the server's message names the flag)
+--input files are uploaded from the current folder (relative paths inside it), as a job file's
+inputs; --detach prints the job id and exits 0 (steward logs, wait and fetch then).
+
+Examples:
+  steward run -- hostname
+  steward run --cpus 4 --memory-mb 2048 -- ./simulate --steps 100
+  steward run --array 10 -- sh -c 'echo task $STEWARD_TASK_INDEX'
+  steward run --input data.csv --output result.txt -- sh -c 'sort data.csv > result.txt'
+  steward run --requirements 'host.arch == "x86_64"' --gpus 1 --retry 3 -- python train.py
+  id=$(steward run --detach --time-limit 3600 -- ./long-job)`;
+
+/** The options as commander gives them: a repeatable option not given is absent. */
+type RunFlags = Omit<RunOptions, "input" | "output" | "env"> &
+  Partial<Pick<RunOptions, "input" | "output" | "env">>;
+
+export function registerRun(program: Command): void {
+  program
+    .command("run")
+    .description(describe("run"))
+    .usage("[options] -- <command> [args...]")
+    .argument("<command...>", "the command and its arguments (argv, no shell)")
+    .option("--name <name>", "the job's name (default: the command's)")
+    .option("--cpus <c>", "slots (cpus) one task takes", wholeNumber("--cpus"))
+    .option("--memory-mb <m>", "memory one task needs, MB", anyNumber("--memory-mb"))
+    .option("--gpus <n>", "GPUs one task takes (of its host agent's --gpus)", wholeNumber("--gpus"))
+    .option("--requirements <expr>", "CEL over host facts a host must satisfy")
+    .option("--rank <expr>", "CEL over host facts: among the matching hosts, higher first")
+    .option("--array <n>", "run the command as N tasks (STEWARD_TASK_INDEX 0..N-1)", wholeNumber("--array"))
+    .option("--input <file>", "a file of the current folder to upload (repeatable)", collect)
+    .option("--output <path>", "a file to collect, written here at the end (repeatable)", collect)
+    .option("--env <name=value>", "a variable of the job's environment (repeatable)", envVariable)
+    .option(
+      "--checkpoint-interval <s>",
+      "seconds between uploads of $STEWARD_CHECKPOINT_DIR",
+      anyNumber("--checkpoint-interval"),
+    )
+    .option("--retry <n>", "attempts a failing task may make (retry.maxAttempts)", wholeNumber("--retry"))
+    .option("--time-limit <s>", "seconds an attempt may run before it is stopped", anyNumber("--time-limit"))
+    .option("--priority <n>", "higher first among the owner's jobs", wholeNumber("--priority"))
+    .option("--detach", "print the job id and exit 0 instead of waiting")
+    .addHelpText("after", HELP)
+    .action(async (command: string[], flags: RunFlags) => {
+      const options: RunOptions = {
+        ...flags,
+        input: flags.input ?? [],
+        output: flags.output ?? [],
+        env: flags.env ?? {},
+      };
+      const client = new ApiClient();
+      const id = await submitRun(client, command, options);
+      if (options.detach) {
+        process.stdout.write(`${id}\n`);
+        return;
+      }
+      if (process.stderr.isTTY) process.stderr.write(`steward: job ${id} submitted (Ctrl-C cancels it)\n`);
+      process.exitCode = await attend(client, id, options.output.length > 0);
+    });
+}
+
+/** Submits the job the options make (its inputs uploaded from the current folder); its id. */
+async function submitRun(client: ApiClient, command: string[], options: RunOptions): Promise<string> {
+  const raw = runJobFile(command, options);
+  const folder = process.cwd();
+  let inputs: string[];
+  try {
+    inputs = inputFiles(raw.inputs, folder);
+  } catch (error) {
+    throw new CliError(flagMessage((error as Error).message), 2);
+  }
+  try {
+    const body = await submissionBody({ raw, inputs, folder });
+    const job = await client.json<Job>("POST", "/api/v1/jobs", {
+      ...body,
+      // As submit: a request sent again after a lost answer finds the job the first one made.
+      headers: { ...body.headers, "idempotency-key": randomUUID() },
+      idempotent: true,
+    });
+    return job.id;
+  } catch (error) {
+    if (error instanceof CliError && error.status === 400) throw new CliError(flagMessage(error.message), 2);
+    throw error;
+  }
+}
+
+/**
+ * Follows the job to its end: its tasks' output streamed, Ctrl-C cancelling it; then its outputs
+ * fetched (when asked for) and its exit code.
+ */
+async function attend(client: ApiClient, id: string, fetch: boolean): Promise<number> {
+  let interrupted = false;
+  const onInterrupt = () => {
+    // A second Ctrl-C does not wait for the cancel's answer.
+    if (interrupted) process.exit(INTERRUPTED_EXIT);
+    interrupted = true;
+    process.stderr.write(`\nsteward: cancelling job ${id}\n`);
+    client
+      .json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, { json: {}, idempotent: true })
+      .then(
+        () =>
+          process.stderr.write(
+            `steward: job ${id} cancelled: pending tasks never start, running ones are stopped\n`,
+          ),
+        (error: Error) => process.stderr.write(`steward: could not cancel job ${id}: ${error.message}\n`),
+      )
+      .finally(() => process.exit(INTERRUPTED_EXIT));
+  };
+  process.on("SIGINT", onInterrupt);
+  const job = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+    query: { tasks: 0, events: 0 },
+  });
+  const labelled = job.taskCount > 1;
+  let next = 0;
+  const follower = async () => {
+    while (next < job.taskCount) {
+      const index = next++;
+      await followTask(client, id, index, labelled);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(MAX_FOLLOWED_TASKS, job.taskCount) }, follower));
+  const code = await exitCode(client, id, job.taskCount);
+  if (fetch) {
+    const { written, bytes, root } = await fetchOutputs(client, id, ".");
+    process.stderr.write(`steward: ${fetchedLine(written.length, bytes)} under ${root}\n`);
+  }
+  process.off("SIGINT", onInterrupt);
+  return code;
+}
+
+/** One task's attempts in turn, each's stdout and stderr to ours until it ends, until the task has ended. */
+async function followTask(client: ApiClient, id: string, index: number, labelled: boolean): Promise<void> {
+  let attempt = 1;
+  let delay = 100;
+  for (;;) {
+    const task = await client.json<Task>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/tasks/${index}`);
+    const latest = task.attempts.reduce((most, each) => Math.max(most, each.number), 0);
+    if (latest >= attempt) {
+      await Promise.all([
+        streamLog(client, id, index, attempt, "stdout", labelled),
+        streamLog(client, id, index, attempt, "stderr", labelled),
+      ]);
+      attempt++;
+      delay = 100;
+      continue;
+    }
+    if (ENDED.has(task.state)) return;
+    await sleep(delay);
+    delay = Math.min(TASK_POLL_MAX_MS, delay * 1.5);
+  }
+}
+
+/** One attempt's stream, followed until the attempt ends (the server sends it whole by then). */
+async function streamLog(
+  client: ApiClient,
+  id: string,
+  index: number,
+  attempt: number,
+  stream: "stdout" | "stderr",
+  labelled: boolean,
+): Promise<void> {
+  const response = await client.request("GET", `/api/v1/jobs/${encodeURIComponent(id)}/logs`, {
+    query: { task: index, stream, follow: 1, attempt },
+  });
+  if (!response.body) return;
+  const target = stream === "stdout" ? process.stdout : process.stderr;
+  const write = (text: string | Uint8Array) => {
+    target.write(text);
+  };
+  const lines = labelled ? new LinePrefixer(`${index}: `, write) : null;
+  for await (const chunk of response.body) {
+    if (lines) lines.push(chunk);
+    else write(chunk);
+  }
+  lines?.end();
+}
+
+/** The job's exit code (run-job.ts): a single task's, or an array's first task that did not succeed. */
+async function exitCode(client: ApiClient, id: string, tasks: number): Promise<number> {
+  let index: number | null = 0;
+  if (tasks > 1) {
+    const { states, legend } = await client.json<{ states: string; legend: Record<string, string> }>(
+      "GET",
+      `/api/v1/jobs/${encodeURIComponent(id)}/task-states`,
+    );
+    index = firstUnsucceeded(states, legend.succeeded);
+  }
+  if (index === null) return 0;
+  const task = await client.json<Task>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/tasks/${index}`);
+  return taskExitCode(task);
+}
