@@ -158,6 +158,10 @@ describe("sharing policy", () => {
     const viaCli = await cli(alice, ["submit", jobFile]);
     expect(viaCli.code).not.toBe(0);
     expect(viaCli.stderr).toContain("user alice may not use QoS high; their token allows normal");
+    // A dry run says so too, making nothing.
+    const dryRun = await cli(alice, ["submit", "--dry-run", jobFile]);
+    expect(dryRun.code).not.toBe(0);
+    expect(dryRun.stderr).toContain("user alice may not use QoS high; their token allows normal");
 
     // alice's priority 1,000,000 in normal: it waits, bob's job is not stopped.
     const pushy = await submit(alice, { name: "pushy", priority: 1_000_000, command: "true" });

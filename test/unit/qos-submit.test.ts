@@ -4,9 +4,10 @@
 // job without a time limit gets its tier's, and an update is checked against the same limits.
 
 import { describe, expect, it } from "vitest";
+import { draftJob } from "../../src/broker/planner/explain-job.ts";
 import { InvalidRequestError, QuotaError } from "../../src/broker/reactor/errors.ts";
 import { attachHost } from "../../src/broker/reactor/handlers/agent-reports.ts";
-import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
+import { admitSpec, submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
 import type { ShareNode } from "../../src/broker/scheduler/fair-share-tree.ts";
@@ -235,5 +236,21 @@ describe("a token's group in fair share", () => {
     expect(accountOf(b.recovered(), "alice")).toBe("physics");
     b.run((step) => revokeToken(step, made.id, ["api"]));
     expect(accountOf(b.state, "alice")).toBe("root");
+  });
+});
+
+describe("a dry run under a QoS policy", () => {
+  it("is admitted or refused as the submit would be, and its draft is in its tier's band", () => {
+    const b = bench();
+    submit(b, "1", { array: { count: 5 } });
+    expect(() => admitSpec(b.state, validateJobSpec({ command: "true" }), "alice", ["normal"])).toThrow(
+      new QuotaError(
+        "qos",
+        "user alice has 5 tasks queued (not ended) in QoS normal and the limit is 5; this job adds 1",
+      ),
+    );
+    const high = admitSpec(b.state, validateJobSpec({ command: "true", qos: "high" }), "alice", null);
+    expect(draftJob(b.state, high, "alice", NOW).qosPriority).toBe(10);
+    expect(b.state.jobs.size).toBe(1);
   });
 });

@@ -91,6 +91,8 @@ export interface ReadModel {
   /** The fair-share tree as lines: every line, or a viewer's own and the accounts above it. */
   shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] };
   explain(id: string, viewer?: string | null): Promise<JobExplanation>;
+  /** A job file as a submit now would admit it (QoS tier, quotas), or the submit's refusal thrown. */
+  admitDraft(spec: JobSpec, owner: string, allowedQos: readonly string[] | null): JobSpec;
   explainDraft(
     spec: JobSpec,
     owner: string,

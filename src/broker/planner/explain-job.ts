@@ -80,7 +80,9 @@ export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now:
     submitKey: null,
     slowHosts: [],
   };
-  return new JobEntry(record, state.nextSeq, tasks);
+  const job = new JobEntry(record, state.nextSeq, tasks);
+  job.qosPriority = state.qosPriorityOf(job.qos);
+  return job;
 }
 
 /** The queue's jobs with `draft` where a submit would put it (queue order). */

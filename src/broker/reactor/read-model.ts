@@ -14,6 +14,7 @@ import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store } from "../store/store.ts";
 import { InvalidRequestError, NotFoundError } from "./errors.ts";
+import { admitSpec } from "./handlers/submit.ts";
 import type { Reactor } from "./reactor.ts";
 
 export class ReadModel {
@@ -129,6 +130,15 @@ export class ReadModel {
   async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
     const job = await this.readJob(id);
     return explainJob(this.#state, job, this.#reactor.now(), this.#reactor.options.policy, viewer);
+  }
+
+  /**
+   * The job file as a submit of it by `owner` now would be admitted (its QoS tier allowed, the
+   * limits of the tier and the group; a tier's wall limit given): refused with the submit's 400
+   * or 429 (handlers/submit.ts admitSpec). Changes nothing.
+   */
+  admitDraft(spec: JobSpec, owner: string, allowedQos: readonly string[] | null): JobSpec {
+    return admitSpec(this.#state, spec, owner, allowedQos);
   }
 
   /**

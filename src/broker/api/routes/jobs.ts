@@ -162,11 +162,12 @@ export function registerJobRoutes(
             "dryRun",
             "a dry run takes the job file as JSON or YAML, not multipart",
           );
-        const spec = validateJobSpec(request.body);
+        // Refused as a submit would be: its QoS tier, the quotas (400, 429).
+        const { owner, dependencyOwner, allowedQos } = submitterOf(request);
+        const spec = ports.read.admitDraft(validateJobSpec(request.body), owner, allowedQos);
         if (!request.query.explain) return { spec };
         // Explained as the submitter's job: a user's dependencies are their own jobs, and other
         // users' jobs ahead are counted, not named (as GET /api/v1/jobs/{id}/explain).
-        const { owner, dependencyOwner } = submitterOf(request);
         const { principal } = request;
         const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
         const { job, explanation } = ports.read.explainDraft(spec, owner, dependencyOwner, viewer);

@@ -61,6 +61,25 @@ export function ownerStanding(
   return { user: owner, group, allowedQos, queuedTasks, groupQueuedTasks };
 }
 
+/**
+ * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
+ * tier is unknown or not allowed or a limit says no; a tier with a wall limit gives it to a job
+ * that names none. Reads the state only (a dry run asks it too).
+ */
+export function admitSpec(
+  state: ClusterState,
+  spec: JobSpec,
+  owner: string,
+  allowedQos: readonly string[] | null,
+): JobSpec {
+  const access = qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos);
+  if (access) refuse(access);
+  const quota = submitQuotaRefusal(spec, ownerStanding(state, owner, spec.qos, allowedQos), state.qos);
+  if (quota) refuse(quota);
+  const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
+  return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
+}
+
 /** Throws the refusal as the API answers it: 429 for a limit of the owner's use, else 400. */
 export function refuse(refusal: Refusal): never {
   if (refusal.status === 429) throw new QuotaError(refusal.field, refusal.message);
@@ -83,14 +102,7 @@ export function submitJob(
   // The same submit again (its answer was lost): the job it made, unchanged.
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
-  let spec = asked;
-  const access = qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos);
-  if (access) refuse(access);
-  const quota = submitQuotaRefusal(spec, ownerStanding(state, owner, spec.qos, allowedQos), state.qos);
-  if (quota) refuse(quota);
-  // A tier with a wall limit gives it to a job that names none.
-  const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
-  if (timeLimitSeconds !== spec.timeLimitSeconds) spec = { ...spec, timeLimitSeconds };
+  const spec = admitSpec(state, asked, owner, allowedQos);
   // Another user's job is answered as no job at all: a dependency on it would tell its state.
   spec.dependsOn.forEach((dependency, index) => {
     const dependencyOf = state.jobOwner(dependency);
