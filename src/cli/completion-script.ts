@@ -16,6 +16,7 @@ const JOB_ID_COMMANDS: Record<string, "live" | "all"> = {
   hold: "live",
   release: "live",
   migrate: "live",
+  retry: "all",
 };
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
