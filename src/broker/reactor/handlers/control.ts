@@ -44,14 +44,17 @@ export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
 }
 
 /** The tasks of a job a request names, each checked to be one of its tasks (400 otherwise). */
-export function namedTasks(job: JobEntry, indexes: readonly number[], field = "tasks"): TaskRecord[] {
-  const outside = indexes.filter((index) => index >= job.tasks.length);
-  if (outside.length > 0) {
-    const has =
-      job.tasks.length === 1 ? "one task (0)" : `${job.tasks.length} tasks (0-${job.tasks.length - 1})`;
-    throw new InvalidRequestError(field, `job ${job.id} has ${has}: no task ${formatTaskList(outside)}`);
-  }
+export function namedTasks(job: JobEntry, indexes: readonly number[]): TaskRecord[] {
+  checkTaskIndexes(job.id, job.tasks.length, indexes);
   return indexes.map((index) => job.tasks[index]);
+}
+
+/** Refuses (400, field `tasks`) indexes past a job's tasks, naming them and what the job has. */
+export function checkTaskIndexes(id: string, count: number, indexes: readonly number[]): void {
+  const outside = indexes.filter((index) => index >= count);
+  if (outside.length === 0) return;
+  const has = count === 1 ? "one task (0)" : `${count} tasks (0-${count - 1})`;
+  throw new InvalidRequestError("tasks", `job ${id} has ${has}: no task ${formatTaskList(outside)}`);
 }
 
 /**

@@ -19,7 +19,7 @@ import type { JobEntry } from "../../state/job-entry.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
-import { namedTasks } from "./control.ts";
+import { checkTaskIndexes } from "./control.ts";
 import { settleWaiting } from "./dependencies.ts";
 import { refreshJobState } from "./job-state.ts";
 
@@ -35,23 +35,20 @@ export interface RetryOutcome extends RetrySelection {
   job: JobEntry;
 }
 
-/** The job in memory, or brought back from the store when it had ended and left. */
-function jobToRetry(step: Step, id: string, stored: StoredJob | null | undefined): JobEntry {
-  const job = step.state.jobs.get(id);
-  if (job) return job;
-  if (stored && stored.job.id === id && step.state.ended.has(id)) return step.write.reviveJob(stored);
-  throw new NotFoundError(`no job ${id}`);
-}
-
 export function retryJob(step: Step, request: RetryJobRequest): RetryOutcome {
   const { id, by, stored } = request;
-  const job = jobToRetry(step, id, stored);
-  if (request.tasks) namedTasks(job, request.tasks);
+  // Checked before a job that left memory comes back: a refusal leaves it where it was.
+  let job = step.state.jobs.get(id);
+  const fromStore = !job && stored && stored.job.id === id && step.state.ended.has(id) ? stored : null;
+  if (!job && !fromStore) throw new NotFoundError(`no job ${id}`);
+  const tasksNow = job?.tasks ?? fromStore!.tasks;
+  if (request.tasks) checkTaskIndexes(id, tasksNow.length, request.tasks);
   const selection = retrySelection(
-    job.tasks.map((task) => task.state),
+    tasksNow.map((task) => task.state),
     request,
   );
   if (selection.retry.length === 0) throw new ConflictError(nothingToRetry(id, request, selection));
+  job ??= step.write.reviveJob(fromStore!);
   const tasks = selection.retry.map((index) => job.tasks[index]);
   const waits = dependenciesOf(job.record.spec.dependsOn).length > 0;
   if (isEndedState(job.record.state) || job.record.cancelRequested)
