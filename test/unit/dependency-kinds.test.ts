@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidRequestError } from "../../src/broker/reactor/errors.ts";
 import { attachHost, attemptEnded } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { holdJob, releaseJob } from "../../src/broker/reactor/handlers/control.ts";
 import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { jobReasons } from "../../src/broker/state/job-reasons.ts";
@@ -125,6 +126,18 @@ describe("whole-job dependencies", () => {
     ]);
     endTask(bench, "2", 0, "succeeded");
     expect(stateOf(bench, "3")).toBe("pending");
+  });
+
+  it("a held job whose dependency ends meanwhile is pending once released", () => {
+    const bench = benchWith();
+    submit(bench, "1", { command: "a" });
+    submit(bench, "2", { command: "b", dependsOn: [{ job: "1", when: "ended" }] });
+    bench.run((step) => holdJob(step, "2"));
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    expect(stateOf(bench, "2")).toBe("held");
+    bench.run((step) => releaseJob(step, "2"));
+    expect(stateOf(bench, "2")).toBe("pending");
   });
 
   it("explain says what a job waits for", () => {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../src/broker/reactor/errors.ts";
 import { attachHost, attemptEnded } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
 import { cancelTasks } from "../../src/broker/reactor/handlers/control.ts";
 import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
@@ -89,6 +90,33 @@ describe("retryJob", () => {
     ]);
     endTask(bench, "1", 1, "failed");
     expect(bench.state.jobs.get("1")?.tasks[1]).toMatchObject({ state: "pending", failures: 1 });
+  });
+
+  it("restarts a task with a checkpoint from it, in a job brought back from the store", () => {
+    const bench = benchWith(1);
+    submit(bench, "1", { command: "x" });
+    bench.schedule();
+    const sha = "c".repeat(64);
+    bench.run((step) =>
+      checkpointObjectStored(step, { jobId: "1", taskIndex: 0, ranks: [0], sha256: sha, bytes: 7 }),
+    );
+    bench.run((step) =>
+      commitCheckpoint(step, {
+        jobId: "1",
+        taskIndex: 0,
+        attempt: 1,
+        manifest: { files: [{ path: "state", sha256: sha, bytes: 7 }] },
+      }),
+    );
+    endTask(bench, "1", 0, "failed");
+    expect(bench.state.jobs.has("1")).toBe(false);
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", stored: storedOf(bench, "1") }));
+    const from = bench.starts().length;
+    bench.schedule();
+    expect(bench.starts().slice(from)).toMatchObject([{ jobId: "1", attempt: 2, restarted: true }]);
+    expect(bench.events("1").map((event) => event.message)).toContain(
+      "attempt 2 on h1 restarts from checkpoint generation 1 (7 bytes)",
+    );
   });
 
   it("takes the tasks named that failed or were cancelled, and skips the others", () => {

@@ -160,7 +160,12 @@ export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void
 export function releaseDependents(step: Step, ended: JobEntry): void {
   for (const job of step.state.jobs.values()) {
     if (job === ended || job.isEnded()) continue;
-    if (job.record.state !== "waiting" && !step.state.sameTaskDependents.get(ended.id)?.has(job)) continue;
+    // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
+    const mayWait =
+      job.record.state === "waiting" ||
+      job.record.held ||
+      step.state.sameTaskDependents.get(ended.id)?.has(job);
+    if (!mayWait) continue;
     if (!dependencyIds(job.record.spec.dependsOn).includes(ended.id)) continue;
     settleWaiting(step, job, ended);
   }
