@@ -108,7 +108,10 @@ export const EVENT_DATA = {
       dependency: z.string().meta({ description: "the job depended on that ended" }),
       state: z.enum(JOB_STATES).meta({ description: "how it ended" }),
     })
-    .meta({ description: "a dependency ended: all succeeded (the job may start), or one did not" }),
+    .meta({
+      description:
+        "a dependency ended and the job's waiting tasks may go (one that can never be met is `dependency.unmet`; before it, this event also told of a dependency that did not succeed)",
+    }),
   "dependency.unmet": z
     .object({
       dependency: z.string().meta({ description: "the job depended on" }),
