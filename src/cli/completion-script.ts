@@ -16,6 +16,7 @@ const JOB_ID_COMMANDS: Record<string, "live" | "all"> = {
   hold: "live",
   release: "live",
   migrate: "live",
+  retry: "all",
 };
 
 /** Commands that take a command line after `--` (steward run -- CMD ARGS): commands, then files. */

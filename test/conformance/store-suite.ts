@@ -477,6 +477,23 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         ]);
       });
 
+      test("loadJob reads the job's checkpoint parts with it, and only its own", async () => {
+        await store.commit(TERM, [
+          { op: "putJob", job: job("j") },
+          { op: "putTasks", tasks: [task("j", 0), task("j", 1)] },
+          { op: "putJob", job: job("k") },
+          { op: "putTasks", tasks: [task("k", 0)] },
+          { op: "putCheckpointPart", part: checkpointPart("j", 1, 0, 2) },
+          { op: "putCheckpointPart", part: checkpointPart("j", 0, 0, 1) },
+          { op: "putCheckpointPart", part: checkpointPart("k", 0, 0, 1) },
+        ]);
+        expect((await store.loadJob("j"))?.checkpointParts).toStrictEqual([
+          checkpointPart("j", 0, 0, 1),
+          checkpointPart("j", 1, 0, 2),
+        ]);
+        expect((await store.loadJob("k"))?.checkpointParts).toStrictEqual([checkpointPart("k", 0, 0, 1)]);
+      });
+
       test("in one batch, put then delete leaves nothing; delete then put leaves the part", async () => {
         await store.commit(TERM, [
           { op: "putCheckpointPart", part: checkpointPart("a", 0, 0, 1) },

@@ -21,6 +21,7 @@ const EXPECTED: Record<string, Rule> = {
   "DELETE /api/v1/jobs/{id}": "job-writer",
   "PATCH /api/v1/jobs/{id}": "job-writer",
   "POST /api/v1/jobs/{id}/cancel": "job-writer",
+  "POST /api/v1/jobs/{id}/retry": "job-writer",
   "POST /api/v1/jobs/{id}/hold": "job-writer",
   "POST /api/v1/jobs/{id}/release": "job-writer",
   "POST /api/v1/jobs/{id}/migrate": "job-writer",

@@ -215,7 +215,7 @@ describe("steward up", () => {
     expect(noServer.stderr).toContain("cannot reach");
   });
 
-  it("runs a job after the jobs it depends on, and fails it when one of them fails", async () => {
+  it("runs a job after the jobs it depends on, and cancels it, naming the dependency, when one of them fails", async () => {
     const first = await api(steward, "POST", "/api/v1/jobs", { command: "sleep 1" });
     const after = await api(steward, "POST", "/api/v1/jobs", { command: "true", dependsOn: [first.id] });
     expect(after.state).toBe("waiting");
@@ -230,7 +230,7 @@ describe("steward up", () => {
     const orphan = await api(steward, "POST", "/api/v1/jobs", { command: "true", dependsOn: [broken.id] });
     expect((await cli(steward, ["wait", orphan.id, "--timeout", "30"])).code).toBe(1);
     const ended = await api(steward, "GET", `/api/v1/jobs/${orphan.id}`);
-    expect(ended.state).toBe("failed");
+    expect(ended.state).toBe("cancelled");
     expect(ended.tasks[0].attempts).toEqual([]);
     expect(ended.events.map((event: { message: string }) => event.message).join("\n")).toContain(
       `dependency ${broken.id} ended failed`,

@@ -42,6 +42,32 @@ const CASES: [JobEvent, string][] = [
   [{ kind: "dependencies", data: { dependency: "7", state: "succeeded" } }, "dependencies succeeded"],
   [{ kind: "dependencies", data: { dependency: "7", state: "failed" } }, "dependency 7 ended failed"],
   [{ kind: "cancel", data: { by: "alice" } }, "cancel requested by alice"],
+  [{ kind: "cancel", data: { by: "alice", tasks: "3, 7-9" } }, "cancel of tasks 3, 7-9 requested by alice"],
+  [{ kind: "cancel", data: { by: "alice", tasks: "4" } }, "cancel of task 4 requested by alice"],
+  [
+    { kind: "retried", data: { by: "alice", tasks: "3, 7-9", count: 4, array: true } },
+    "retried by alice: tasks 3, 7-9",
+  ],
+  [{ kind: "retried", data: { by: "bob", tasks: "0", count: 1, array: false } }, "retried by bob"],
+  [
+    { kind: "dependency.unmet", data: { dependency: "12", when: "failed", state: "succeeded", tasks: null } },
+    "cancelled: dependency 12 ended succeeded (this job waited for it to fail)",
+  ],
+  [
+    { kind: "dependency.unmet", data: { dependency: "12", when: "succeeded", state: null, tasks: null } },
+    "cancelled: dependency 12 was removed (this job waited for it to succeed)",
+  ],
+  [
+    {
+      kind: "dependency.unmet",
+      data: { dependency: "12", when: "succeeded", state: "failed", tasks: "2, 5" },
+    },
+    "tasks 2, 5 cancelled: the same tasks of dependency 12 ended failed (they waited for them to succeed)",
+  ],
+  [
+    { kind: "dependency.unmet", data: { dependency: "12", when: "failed", state: "succeeded", tasks: "3" } },
+    "task 3 cancelled: the same task of dependency 12 ended succeeded (it waited for it to fail)",
+  ],
   [{ kind: "hold", data: { by: "alice" } }, "held by alice"],
   [{ kind: "release", data: { by: "alice" } }, "released by alice"],
   [{ kind: "migrate", data: { to: "h2", by: "alice" } }, "migration to h2 requested by alice"],

@@ -10,6 +10,7 @@ import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/react
 import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
+  cancelTasks,
   drainHost,
   forgetHost,
   holdJob,
@@ -20,6 +21,7 @@ import {
   undrainHost,
 } from "../../src/broker/reactor/handlers/control.ts";
 import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
+import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
@@ -272,14 +274,14 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => drainHost(step, "h1"));
     event(bench, (step) => undrainHost(step, "h1"));
 
-    // Job 1 succeeds: job 3 may start. Job 4 is cancelled: job 5's tasks fail.
+    // Job 1 succeeds: job 3 may start. Job 4 is cancelled: job 5 can never run and is cancelled.
     endOf("1", 0, "succeeded");
     expect(bench.state.jobs.get("3")?.record.state).toBe("pending");
     event(bench, (step) => cancelJob(step, "4"));
     // Its attempt placed again after the release stops as the agent reports it.
     for (const attempt of [...bench.state.jobs.get("4")!.allLiveAttempts()])
       event(bench, (step) => attemptEnded(step, attempt.host, ended("4", attempt.number, "cancelled")));
-    expect(bench.state.header("5")?.state).toBe("failed");
+    expect(bench.state.header("5")?.state).toBe("cancelled");
     const before = bench.starts().length;
     schedule(bench);
     startAll(bench, before);
@@ -424,6 +426,90 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => updateJob(step, { id: "3", update: { priority: 4 }, by: "admin" }));
     event(bench, (step) => releaseJob(step, "1"));
     expect(bench.events().filter((each) => each.kind === "updated")).toHaveLength(3);
+  });
+
+  it("is the live state after retries (of a job that left memory too), cancels of some tasks and dependency kinds", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1", [], 8)));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      event(bench, (step) =>
+        submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }),
+      );
+    const endTask = (jobId: string, taskIndex: number, outcome: Parameters<typeof ended>[2]) => {
+      const attempt = bench.state.jobs.get(jobId)!.latestAttempt(taskIndex)!;
+      event(bench, (step) => attemptEnded(step, "h1", ended(jobId, attempt.number, outcome, { taskIndex })));
+    };
+    submit("1", { command: "work", array: { count: 4 } });
+    submit("2", { command: "cleanup", dependsOn: [{ job: "1", when: "ended" }] });
+    submit("3", { command: "rescue", dependsOn: [{ job: "1", when: "failed" }] });
+    submit("4", { command: "after", array: { count: 4 }, dependsOn: [{ job: "1", tasks: "same" }] });
+    schedule(bench);
+    startAll(bench, 0);
+    // Task 0 of job 1 succeeds: task 0 of job 4 may start before job 1 has ended.
+    endTask("1", 0, "succeeded");
+    expect(bench.state.jobs.get("4")?.tasks.map((task) => task.state)).toEqual([
+      "pending",
+      "waiting",
+      "waiting",
+      "waiting",
+    ]);
+    // Task 1 fails: task 1 of job 4 can never run. Tasks 2 and 3 are cancelled while running.
+    endTask("1", 1, "failed");
+    expect(bench.state.jobs.get("4")?.tasks[1].state).toBe("cancelled");
+    const stopsBefore = bench.stops().length;
+    event(bench, (step) => cancelTasks(step, "1", [2, 3]));
+    expect(
+      bench
+        .stops()
+        .slice(stopsBefore)
+        .map((stop) => stop.taskIndex),
+    ).toEqual([2, 3]);
+    endTask("1", 2, "cancelled");
+    expect(bench.state.jobs.get("1")?.tasks[2].state).toBe("cancelled");
+    endTask("1", 3, "failed");
+    // The user's cancel holds though the attempt ended failed: the task does not go round again.
+    expect(bench.state.header("1")?.state).toBe("failed");
+    expect(bench.state.jobs.has("1")).toBe(false);
+    expect(bench.state.jobs.get("2")?.record.state).toBe("pending");
+    expect(bench.state.jobs.get("3")?.record.state).toBe("pending");
+    expect(bench.state.jobs.get("4")?.tasks.map((task) => task.state)).toEqual([
+      "pending",
+      "cancelled",
+      "cancelled",
+      "cancelled",
+    ]);
+
+    // Job 1 left memory: the retry brings it back from the store with its attempts.
+    const stored = bench.stored();
+    const storedJob = {
+      job: stored.jobs.find((job) => job.id === "1")!,
+      tasks: stored.tasks.filter((task) => task.jobId === "1").sort((a, b) => a.index - b.index),
+      attempts: stored.attempts.filter((attempt) => attempt.jobId === "1"),
+      checkpointParts: [],
+    };
+    const outcome = event(bench, (step) =>
+      retryJob(step, { id: "1", by: "alice", failed: true, stored: structuredClone(storedJob) }),
+    );
+    expect(outcome.retry).toEqual([1, 3]);
+    const job = bench.state.jobs.get("1")!;
+    expect(job.record.state).toBe("pending");
+    expect(job.tasks[1]).toMatchObject({ state: "pending", failures: 0, attempts: 1 });
+    expect(job.latestAttempt(1)?.outcome).toBe("failed");
+    expect(bench.state.ended.has("1")).toBe(false);
+    const from = bench.starts().length;
+    schedule(bench);
+    startAll(bench, from);
+    expect(job.latestAttempt(1)?.number).toBe(2);
+    endTask("1", 1, "succeeded");
+    endTask("1", 3, "succeeded");
+    // Tasks 0, 1, 3 succeeded and 2 cancelled: the job reads cancelled.
+    expect(bench.state.header("1")?.state).toBe("cancelled");
+    expect(
+      bench
+        .events("1")
+        .filter((each) => each.kind === "retried")
+        .map((each) => each.message),
+    ).toEqual(["retried by alice: tasks 1, 3"]);
   });
 
   it("differs from the live state when a change is made without its record", () => {

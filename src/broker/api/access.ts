@@ -37,6 +37,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "DELETE /api/v1/jobs/:id": "job-write",
   "PATCH /api/v1/jobs/:id": "job-write",
   "POST /api/v1/jobs/:id/cancel": "job-write",
+  "POST /api/v1/jobs/:id/retry": "job-write",
   "POST /api/v1/jobs/:id/hold": "job-write",
   "POST /api/v1/jobs/:id/release": "job-write",
   "POST /api/v1/jobs/:id/migrate": "job-write",

@@ -13,6 +13,7 @@ import type {
   TokenKind,
   TokenRecord,
 } from "../../common/model/records.ts";
+import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
 import type { ReceivedJob, Submission } from "../reactor/commands/jobs.ts";
 import type { AttemptPlaced } from "../reactor/effects.ts";
 import type {
@@ -39,6 +40,10 @@ export interface JobCommands {
     receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
   ): Promise<JobEntry>;
   cancel(id: string, by?: string): Promise<JobEntry>;
+  /** Cancels some tasks of a job (reactor/handlers/control.ts's cancelTasks). */
+  cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobEntry>;
+  /** Gives failed or cancelled tasks new attempts (reactor/handlers/retry.ts). */
+  retry(id: string, request: RetryRequest, by?: string): Promise<RetrySelection & { job: JobEntry }>;
   hold(id: string, by?: string): Promise<JobEntry>;
   release(id: string, by?: string): Promise<JobEntry>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;

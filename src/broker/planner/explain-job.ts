@@ -2,7 +2,9 @@
 // scheduling pass run dry on the very input a real pass gets (plan-pass.ts passInput), with
 // preemption's word on each of the job's running tasks. Reads the state only.
 
+import { dependenciesOf } from "../../common/model/dependencies.ts";
 import { type JobSpec, taskCount } from "../../common/model/job-spec.ts";
+import { countBucket, deriveJobState, emptyCounts } from "../../common/model/job-state.ts";
 import { newTask } from "../../common/model/new-records.ts";
 import type { JobRecord, TaskRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
@@ -15,6 +17,7 @@ import { gangShortfall } from "../scheduler/stages/gang.ts";
 import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import type { JobView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
+import { initialTaskStates } from "../state/dependency-verdicts.ts";
 import { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { passInput, runningView } from "./plan-pass.ts";
@@ -60,10 +63,19 @@ export function explainDraft(
 
 /** The entry a submit of `spec` would make now (reactor/handlers/submit.ts), outside the state. */
 export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now: number): JobEntry {
-  const initial = state.dependenciesMet(spec.dependsOn) ? "pending" : "waiting";
   const count = taskCount(spec);
+  const { states, verdicts } = initialTaskStates(state, dependenciesOf(spec.dependsOn), count);
   const tasks: TaskRecord[] = new Array(count);
-  for (let index = 0; index < count; index++) tasks[index] = newTask(DRAFT_JOB_ID, index, initial);
+  const counts = emptyCounts();
+  for (let index = 0; index < count; index++) {
+    tasks[index] = newTask(DRAFT_JOB_ID, index, states[index]);
+    counts[countBucket(states[index])]++;
+  }
+  const initial = deriveJobState({
+    counts,
+    held: false,
+    dependenciesMet: !verdicts || verdicts.release.length > 0 || counts.pending === 0,
+  });
   const record: JobRecord = {
     id: DRAFT_JOB_ID,
     name: spec.name ?? DRAFT_JOB_ID,

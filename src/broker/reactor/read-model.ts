@@ -12,9 +12,9 @@ import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
-import type { Store } from "../store/store.ts";
-import { InvalidRequestError, NotFoundError } from "./errors.ts";
-import { admitSpec } from "./handlers/submit.ts";
+import type { Store, StoredJob } from "../store/store.ts";
+import { NotFoundError } from "./errors.ts";
+import { admitSpec, checkedDependencies } from "./handlers/submit.ts";
 import type { Reactor } from "./reactor.ts";
 
 export class ReadModel {
@@ -65,6 +65,11 @@ export class ReadModel {
     const stored = this.#state.ended.has(id) ? await this.#store.loadJob(id) : null;
     if (!stored) throw new NotFoundError(`no job ${id}`);
     return entryOfStored(stored);
+  }
+
+  /** A job that ended and left memory, as the store holds it (with its checkpoint parts); null when none. */
+  async storedJob(id: string): Promise<StoredJob | null> {
+    return this.#state.ended.has(id) ? this.#store.loadJob(id) : null;
   }
 
   /** Whether the job ended and left memory (only its header is here). */
@@ -153,11 +158,7 @@ export class ReadModel {
     viewer: string | null = null,
   ): { job: JobEntry; explanation: JobExplanation } {
     const state = this.#state;
-    spec.dependsOn.forEach((dependency, index) => {
-      const dependencyOf = state.jobOwner(dependency);
-      if (dependencyOf === undefined || (dependencyOwner !== null && dependencyOf !== dependencyOwner))
-        throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
-    });
+    checkedDependencies(state, spec, dependencyOwner);
     return explainDraft(state, spec, owner, this.#reactor.now(), this.#reactor.options.policy, viewer);
   }
 

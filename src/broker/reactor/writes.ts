@@ -22,8 +22,8 @@ import type {
 import type { AttemptOutcome, HostState, TaskState } from "../../common/model/states.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import { type HostEntry, type LiveAttempt, newHostEntry } from "../state/host-entry.ts";
-import type { JobEntry } from "../state/job-entry.ts";
-import type { Change } from "../store/store.ts";
+import { JobEntry } from "../state/job-entry.ts";
+import type { Change, StoredJob } from "../store/store.ts";
 
 /** What a step may change of a job's record (the rest is fixed at submit). */
 export type JobChange = Partial<
@@ -99,6 +99,20 @@ export class StateWrites {
     job.replaceSpec(spec, dynamicRequirements);
     this.#state.queue.reorder(job);
     this.#changes.push({ op: "putJob", job: job.record });
+  }
+
+  /**
+   * Brings an ended job that left memory back into it, from what the store holds (a retry): its
+   * header goes, its entry comes back with its tasks, attempts and checkpoint parts. Nothing is
+   * recorded here: the store holds these records already; what the retry changes is recorded next.
+   */
+  reviveJob(stored: StoredJob): JobEntry {
+    const job = new JobEntry(stored.job, this.#state.nextSeq++, stored.tasks);
+    for (const attempt of stored.attempts) job.addAttempt(attempt);
+    for (const part of stored.checkpointParts ?? []) job.checkpointsOf(part.taskIndex).parts.push(part);
+    this.#state.ended.delete(job.id);
+    this.#state.addJob(job);
+    return job;
   }
 
   /** Removes a job with everything it has: one in memory, or one retired (its header only). */

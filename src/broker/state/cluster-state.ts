@@ -59,6 +59,12 @@ export class ClusterState {
   readonly submissions = new Map<string, JobEntry>();
 
   /**
+   * Jobs in memory that wait on another's tasks one by one (dependsOn with `tasks: same`), by the
+   * id of the job they wait on: a task's end there looks at these only.
+   */
+  readonly sameTaskDependents = new Map<string, Set<JobEntry>>();
+
+  /**
    * `fairShare`: the shares tree and half-life (`--shares`, `--fair-share-half-life`); flat, 7 days by
    * default. `qos`: the QoS tiers and groups' limits (`--qos`); the one tier `normal` by default.
    */
@@ -76,6 +82,14 @@ export class ClusterState {
   addJob(job: JobEntry): void {
     job.qosPriority = this.qosPriorityOf(job.qos);
     this.jobs.set(job.id, job);
+    for (const id of sameTaskDependencyIds(job)) {
+      let dependents = this.sameTaskDependents.get(id);
+      if (!dependents) {
+        dependents = new Set();
+        this.sameTaskDependents.set(id, dependents);
+      }
+      dependents.add(job);
+    }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
     for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
@@ -84,6 +98,11 @@ export class ClusterState {
 
   removeJob(job: JobEntry): void {
     this.jobs.delete(job.id);
+    for (const id of sameTaskDependencyIds(job)) {
+      const dependents = this.sameTaskDependents.get(id);
+      dependents?.delete(job);
+      if (dependents?.size === 0) this.sameTaskDependents.delete(id);
+    }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
     this.queue.delete(job);
@@ -248,10 +267,6 @@ export class ClusterState {
     for (const name of hostsOf(attempt)) this.hosts.get(name)?.active.delete(key);
   }
 
-  dependenciesMet(dependsOn: readonly string[]): boolean {
-    return dependsOn.every((id) => this.jobState(id) === "succeeded");
-  }
-
   /**
    * Whether a reservation can still be used: its task waits, ready, in a job that may start, and
    * its host takes work. One that cannot holds no room (and a pass drops it).
@@ -372,6 +387,14 @@ export class ClusterState {
 /** An attempt's ranks with their hosts (an attempt recorded before placements: its one host). */
 function placementOf(attempt: AttemptRecord): PlacementEntry[] {
   return attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }];
+}
+
+/** The jobs a job waits on task by task (`tasks: same`). */
+function sameTaskDependencyIds(job: JobEntry): string[] {
+  const ids: string[] = [];
+  for (const entry of job.record.spec.dependsOn)
+    if (typeof entry !== "string" && entry.tasks === "same") ids.push(entry.job);
+  return ids;
 }
 
 /** The submissions index's key: a submit key counts within its owner's jobs. */

@@ -1,5 +1,11 @@
 // What keeps a job's tasks from starting, before any host is looked at (the first part of explain).
 
+import {
+  conditionVerb,
+  dependenciesOf,
+  dependencyVerdict,
+  describeDependency,
+} from "../../common/model/dependencies.ts";
 import type { ClusterState } from "./cluster-state.ts";
 import type { JobEntry } from "./job-entry.ts";
 
@@ -18,15 +24,34 @@ export function jobReasons(
   if (job.isEnded()) return [`the job has ended: ${record.state}`];
   if (record.cancelRequested) reasons.push("cancel was requested: nothing starts again");
   if (record.held) reasons.push("held by a user: `steward release` puts it back in the queue");
-  const unmet = record.spec.dependsOn.filter((dependency) => state.jobState(dependency) !== "succeeded");
+  const seen = (id: string) => (canSee(id) ? (state.jobState(id) ?? "removed") : "another user's job");
+  const dependencies = dependenciesOf(record.spec.dependsOn);
+  // A job id alone (wait for it to succeed): named together, as they always were.
+  const unmet = dependencies
+    .filter((each) => !each.sameTasks && each.when === "succeeded")
+    .map((each) => each.job)
+    .filter((dependency) => state.jobState(dependency) !== "succeeded");
   if (unmet.length) {
-    const states = unmet.map(
-      (dependency) =>
-        `${dependency} (${canSee(dependency) ? (state.jobState(dependency) ?? "removed") : "another user's job"})`,
-    );
+    const states = unmet.map((dependency) => `${dependency} (${seen(dependency)})`);
     reasons.push(
       `waiting for ${unmet.length === 1 ? "its dependency" : "dependencies"} ${states.join(", ")} to succeed`,
     );
+  }
+  let waitingTasks = -1;
+  for (const dependency of dependencies) {
+    if (!dependency.sameTasks && dependency.when === "succeeded") continue;
+    if (dependency.sameTasks) {
+      if (waitingTasks < 0) waitingTasks = job.tasks.filter((task) => task.state === "waiting").length;
+      if (waitingTasks === 0) continue;
+      const count = `${waitingTasks} task${waitingTasks === 1 ? "" : "s"}`;
+      reasons.push(
+        `${count} wait${waitingTasks === 1 ? "s" : ""} for the same tasks of job ${dependency.job} (${seen(dependency.job)}) ` +
+          `to ${conditionVerb(dependency.when)}, task by task`,
+      );
+      continue;
+    }
+    if (dependencyVerdict(dependency.when, state.jobState(dependency.job)) !== "wait") continue;
+    reasons.push(`waits for ${describeDependency(dependency)} (${seen(dependency.job)})`);
   }
   let backingOff = 0;
   let until = 0;

@@ -269,6 +269,7 @@ export class PostgresStore implements Store, Elections {
         job: CODEC.jobs.decode(row),
         tasks: (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
         attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
+        checkpointParts: (await rows(client, "jobCheckpointParts", [id])).map(CODEC.checkpointParts.decode),
       };
     });
   }

@@ -117,6 +117,7 @@ export class SqliteStore implements Store {
         job: CODEC.jobs.decode(row),
         tasks: this.#rows("jobTasks", id).map(CODEC.tasks.decode),
         attempts: this.#rows("jobAttempts", id).map(CODEC.attempts.decode),
+        checkpointParts: this.#rows("jobCheckpointParts", id).map(CODEC.checkpointParts.decode),
       };
     } finally {
       db.exec("COMMIT");

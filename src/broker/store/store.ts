@@ -73,6 +73,8 @@ export interface StoredJob {
   job: JobRecord;
   tasks: TaskRecord[];
   attempts: AttemptRecord[];
+  /** Its tasks' checkpoint parts kept (absent from a store that did not read them). */
+  checkpointParts?: CheckpointPart[];
 }
 
 /** A commit or reservation named a term older than one the store has seen: this server is no longer leader. */

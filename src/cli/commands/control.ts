@@ -1,5 +1,8 @@
 import { type Command, InvalidArgumentError } from "commander";
 import type { Job, JobSummary, Removed } from "../../broker/api/schemas.ts";
+import type { TaskState } from "../../common/model/states.ts";
+import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
+import { skippedSummary } from "../../common/model/task-retry.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
@@ -7,7 +10,7 @@ import { describe } from "./index.ts";
 
 /** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}. */
 export function registerControl(program: Command): void {
-  for (const action of ["cancel", "hold", "release"]) {
+  for (const action of ["hold", "release"]) {
     program
       .command(action)
       .description(describe(action))
@@ -23,6 +26,54 @@ export function registerControl(program: Command): void {
         else process.stdout.write(`job ${job.id}: ${job.state}\n`);
       });
   }
+  program
+    .command("cancel")
+    .description(describe("cancel"))
+    .argument("<id>", "job id")
+    .option("--tasks <list>", "cancel these tasks only, e.g. 3,7-9 (the rest go on)", taskListOption)
+    .option("--json", "print the job as JSON")
+    .action(async (id: string, options: { tasks?: number[]; json?: boolean }) => {
+      const job = await new ApiClient().json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, {
+        json: options.tasks ? { tasks: options.tasks } : {},
+      });
+      if (options.json) printJson(job);
+      else if (options.tasks)
+        process.stdout.write(`job ${job.id}: ${job.state} (cancelled ${taskWord(options.tasks)})\n`);
+      else process.stdout.write(`job ${job.id}: ${job.state}\n`);
+    });
+  program
+    .command("retry")
+    .description(describe("retry"))
+    .argument("<id>", "job id")
+    .option(
+      "--tasks <list>",
+      "retry these tasks, e.g. 3,7-9 (default: every failed or cancelled task)",
+      taskListOption,
+    )
+    .option("--failed", "failed tasks only, not cancelled ones")
+    .option("--json", "print the job, with the tasks retried and skipped, as JSON")
+    .addHelpText(
+      "after",
+      "\nA task retried gets a fresh retry budget, the same inputs, and starts from its checkpoint if it has one;" +
+        "\nthe attempts it had stay (logs, outputs, accounting). Tasks named that succeeded or have not ended are" +
+        "\nskipped, and said so; a retry that retries nothing is refused. Jobs cancelled because this one failed" +
+        "\nare not brought back: retry them too once it has succeeded.\n",
+    )
+    .action(async (id: string, options: { tasks?: number[]; failed?: boolean; json?: boolean }) => {
+      const answer = await new ApiClient().json<RetryAnswer>(
+        "POST",
+        `/api/v1/jobs/${encodeURIComponent(id)}/retry`,
+        {
+          json: {
+            ...(options.tasks ? { tasks: options.tasks } : {}),
+            ...(options.failed ? { failed: true } : {}),
+          },
+        },
+      );
+      if (options.json) return printJson(answer);
+      process.stdout.write(`job ${answer.id}: ${answer.state} (retried ${taskWord(answer.retried)})\n`);
+      if (answer.skipped.length > 0) process.stderr.write(`skipped: ${skippedSummary(answer.skipped)}\n`);
+    });
   program
     .command("migrate")
     .description(describe("migrate"))
@@ -72,6 +123,22 @@ export function registerControl(program: Command): void {
           `removed ${removed.length} job${removed.length === 1 ? "" : "s"} that ended before ${before.toISOString()}\n`,
         );
     });
+}
+
+type RetryAnswer = Job & { retried: number[]; skipped: { task: number; state: TaskState }[] };
+
+/** A --tasks value as indexes; a list that cannot be read is refused naming the part at fault. */
+export function taskListOption(value: string): number[] {
+  try {
+    return parseTaskList(value);
+  } catch (error) {
+    if (error instanceof TaskListError) throw new InvalidArgumentError(error.message);
+    throw error;
+  }
+}
+
+function taskWord(tasks: readonly number[]): string {
+  return `${tasks.length === 1 ? "task" : "tasks"} ${formatTaskList(tasks)}`;
 }
 
 /** The ids of the jobs (the caller may see) that ended before `before`, read page by page. */

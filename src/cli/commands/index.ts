@@ -87,7 +87,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "cancel",
     module: "control",
-    description: "cancel a job: pending tasks never start, running attempts are stopped",
+    description:
+      "cancel a job, or some of its tasks (--tasks 3,7-9): pending tasks never start, running attempts are stopped",
+  },
+  {
+    name: "retry",
+    module: "control",
+    description:
+      "give failed or cancelled tasks of a job new attempts with a fresh retry budget (--failed: failed only; --tasks 3,7-9)",
   },
   {
     name: "hold",

@@ -3,6 +3,7 @@
 // its data; the message is rendered from them here, never at the place that decided.
 
 import { z } from "zod";
+import { DEPENDENCY_CONDITIONS, unmetMessage } from "./dependencies.ts";
 import { gangStopReason } from "./gang.ts";
 import { ATTEMPT_OUTCOMES, type AttemptOutcome, JOB_STATES } from "./states.ts";
 import type { EndCause } from "./task-outcome.ts";
@@ -107,8 +108,38 @@ export const EVENT_DATA = {
       dependency: z.string().meta({ description: "the job depended on that ended" }),
       state: z.enum(JOB_STATES).meta({ description: "how it ended" }),
     })
-    .meta({ description: "a dependency ended: all succeeded (the job may start), or one did not" }),
-  cancel: z.object({ by }),
+    .meta({
+      description:
+        "a dependency ended and the job's waiting tasks may go (one that can never be met is `dependency.unmet`; before it, this event also told of a dependency that did not succeed)",
+    }),
+  "dependency.unmet": z
+    .object({
+      dependency: z.string().meta({ description: "the job depended on" }),
+      when: z.enum(DEPENDENCY_CONDITIONS).meta({ description: "what this job waited for it to do" }),
+      state: z
+        .enum(JOB_STATES)
+        .nullable()
+        .meta({ description: "how it (or its tasks, for `tasks: same`) ended; null: it was removed" }),
+      tasks: z.string().nullable().meta({
+        description: "`tasks: same`: the tasks cancelled (a list such as `3, 7-9`); null: every waiting task",
+      }),
+    })
+    .meta({ description: "a dependency can no longer be met: the tasks waiting on it were cancelled" }),
+  cancel: z.object({
+    by,
+    tasks: z
+      .string()
+      .optional()
+      .meta({ description: "the tasks cancelled (`3, 7-9`); absent: the whole job" }),
+  }),
+  retried: z
+    .object({
+      by,
+      tasks: z.string().meta({ description: "the tasks given new attempts, as a list such as `3, 7-9`" }),
+      count: z.int().meta({ description: "how many tasks" }),
+      array,
+    })
+    .meta({ description: "failed or cancelled tasks were given new attempts (steward retry)" }),
   hold: z.object({ by }),
   release: z.object({ by }),
   migrate: z.object({ to: z.string().nullable().meta({ description: "null: any other host" }), by }),
@@ -214,6 +245,8 @@ export type JobEvent = { [K in EventKind]: { kind: K; data: EventData<K> } }[Eve
 
 export const EVENT_KINDS = Object.keys(EVENT_DATA) as EventKind[];
 
+/** "task 3" or "tasks 3, 7-9", from a list as formatTaskList writes it. */
+const taskWord = (list: string) => (/^\d+$/.test(list) ? `task ${list}` : `tasks ${list}`);
 const seconds = (value: number) => `${Math.round(value)} s`;
 const who = (data: { array: boolean; task: number }) => (data.array ? `task ${data.task} ` : "");
 const failureWord = (outcome: AttemptOutcome) => (outcome === "timed_out" ? "timed out" : outcome);
@@ -282,7 +315,12 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
   state: (d) => `${d.from} -> ${d.to}`,
   dependencies: (d) =>
     d.state === "succeeded" ? "dependencies succeeded" : `dependency ${d.dependency} ended ${d.state}`,
-  cancel: (d) => `cancel requested by ${d.by}`,
+  "dependency.unmet": (d) => unmetMessage(d),
+  cancel: (d) =>
+    d.tasks === undefined
+      ? `cancel requested by ${d.by}`
+      : `cancel of ${taskWord(d.tasks)} requested by ${d.by}`,
+  retried: (d) => (d.array ? `retried by ${d.by}: ${taskWord(d.tasks)}` : `retried by ${d.by}`),
   hold: (d) => `held by ${d.by}`,
   release: (d) => `released by ${d.by}`,
   migrate: (d) => `migration ${d.to ? `to ${d.to}` : "to another host"} requested by ${d.by}`,

@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { expressionProblem } from "./cel.ts";
+import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
@@ -197,9 +198,28 @@ export const jobSpecSchema = z.strictObject({
     2,
   ),
   dependsOn: about(
-    z.array(z.string().min(1)).default([]),
-    "Ids of jobs that must succeed before this one starts; one that ends otherwise fails this job's waiting tasks.",
-    ["12", "13"],
+    z
+      .array(
+        z.union([
+          z.string().min(1),
+          z.strictObject({
+            job: about(z.string().min(1), "The id of the job waited for.", "12"),
+            when: about(
+              z.enum(DEPENDENCY_CONDITIONS).optional(),
+              "What it must do first: `succeeded` (absent), `ended` (whatever its state: a cleanup), `failed` (run only after it failed).",
+              "ended",
+            ),
+            tasks: about(
+              z.literal("same").optional(),
+              "`same`: task i waits for task i of that job only (both arrays of the same count), not for the whole job.",
+              "same",
+            ),
+          }),
+        ]),
+      )
+      .default([]),
+    "Jobs this one waits for: an id waits for that job to succeed; `{job, when, tasks}` for it to end or to fail, task by task with `tasks: same`. A dependency that can no longer be met (a job that failed when this waited for it to succeed, or succeeded when this waited for it to fail) ends this job's waiting tasks `cancelled`, naming it.",
+    ["12", { job: "13", when: "ended" }],
   ),
   nodes: about(
     z.int().min(1).max(MAX_NODES).optional(),

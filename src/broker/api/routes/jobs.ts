@@ -10,6 +10,7 @@ import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
+import { parseTaskList, TaskListError } from "../../../common/model/task-list.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -121,6 +122,36 @@ const migrateBody = z
   .nullish();
 // Fastify hands a request without a body to its schema as null.
 const emptyBody = z.object({}).nullish();
+
+const taskList = z
+  .union([z.string(), z.array(z.int().min(0))])
+  .meta({ description: "task indexes: a list such as `3,7-9`, or an array of indexes" });
+
+const cancelBody = z
+  .object({
+    tasks: taskList.optional().meta({ description: "cancel these tasks only (absent: the whole job)" }),
+  })
+  .nullish();
+
+const retryBody = z
+  .object({
+    tasks: taskList
+      .optional()
+      .meta({ description: "retry these tasks (absent: every failed or cancelled task)" }),
+    failed: z.boolean().optional().meta({ description: "true: failed tasks only (not cancelled ones)" }),
+  })
+  .nullish();
+
+/** A task list of a request body, as indexes; a list that cannot be read is a 400 naming the field. */
+function taskIndexes(tasks: string | number[]): number[] {
+  if (Array.isArray(tasks)) return [...new Set(tasks)].sort((a, b) => a - b);
+  try {
+    return parseTaskList(tasks);
+  } catch (error) {
+    if (error instanceof TaskListError) throw new InvalidRequestError("tasks", error.message);
+    throw error;
+  }
+}
 
 const logQuery = z.object({
   task: wholeNumber().default(0).meta({ description: "task index" }),
@@ -299,12 +330,70 @@ export function registerJobRoutes(
     },
   );
 
+  api.post(
+    "/api/v1/jobs/:id/cancel",
+    {
+      schema: {
+        summary:
+          "Cancel a job, or some of its tasks: pending tasks never start, running attempts are stopped (their outcome `cancelled`)",
+        params: jobParams,
+        body: cancelBody,
+        response: {
+          200: json(jobSchema, "the job, without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const tasks = request.body?.tasks;
+      const job =
+        tasks === undefined
+          ? await ports.jobs.cancel(id, actorOf(request))
+          : await ports.jobs.cancelTasks(id, taskIndexes(tasks), actorOf(request));
+      return jobView(job, await store.events(id), false);
+    },
+  );
+
+  api.post(
+    "/api/v1/jobs/:id/retry",
+    {
+      schema: {
+        summary:
+          "Give failed or cancelled tasks new attempts with a fresh retry budget (from their checkpoint if they have one); tasks named that succeeded or have not ended are skipped",
+        params: jobParams,
+        body: retryBody,
+        response: {
+          200: json(
+            jobSchema.extend({
+              retried: z.array(z.int()).meta({ description: "the tasks given new attempts" }),
+              skipped: z
+                .array(z.object({ task: z.int(), state: z.enum(JOB_STATES) }))
+                .meta({ description: "tasks named that were not retried, with their state" }),
+            }),
+            "the job (durable), without its tasks, with the tasks retried and skipped",
+          ),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const body = request.body ?? {};
+      const outcome = await ports.jobs.retry(
+        id,
+        {
+          ...(body.tasks === undefined ? {} : { tasks: taskIndexes(body.tasks) }),
+          ...(body.failed ? { failed: true } : {}),
+        },
+        actorOf(request),
+      );
+      const view = jobView(outcome.job, await store.events(id), false);
+      return { ...view, retried: outcome.retry, skipped: outcome.skipped };
+    },
+  );
+
   const controls: [string, string, (id: string, by: string) => Promise<JobEntry>][] = [
-    [
-      "cancel",
-      "Cancel a job: pending tasks never start, running attempts are stopped",
-      (id, by) => ports.jobs.cancel(id, by),
-    ],
     [
       "hold",
       "Hold a job: it does not start; running attempts stop (preempted, reason held)",

@@ -1,11 +1,23 @@
 // The user's requests on jobs, one command each: each runs one handler in the reactor and resolves
 // once its changes are durable.
 
+import { dependenciesOf } from "../../../common/model/dependencies.ts";
 import type { JobSpec } from "../../../common/model/job-spec.ts";
 import { type JobUpdate, updatedFields, updateRefusal } from "../../../common/model/job-update.ts";
+import type { TaskState } from "../../../common/model/states.ts";
+import type { RetryRequest } from "../../../common/model/task-retry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError } from "../errors.ts";
-import { cancelJob, holdJob, migrateJob, releaseJob, removeJob } from "../handlers/control.ts";
+import {
+  cancelJob,
+  cancelTasks,
+  holdJob,
+  migrateJob,
+  namedTasks,
+  releaseJob,
+  removeJob,
+} from "../handlers/control.ts";
+import { type RetryOutcome, retryJob } from "../handlers/retry.ts";
 import { submitJob } from "../handlers/submit.ts";
 import { updateJob } from "../handlers/update.ts";
 import type { IdBlock } from "../id-block.ts";
@@ -37,6 +49,28 @@ export type ReceiveJob = (newId: () => Promise<string>) => Promise<ReceivedJob>;
 export function jobCommands(context: CommandContext, jobIds: IdBlock) {
   const { reactor, committer, read } = context;
   const newId = async () => String(await jobIds.next());
+  /**
+   * The task states of `tasks: same` dependencies that left memory with tasks ended in different
+   * states: read from the store for the handler, which decides each task from them.
+   */
+  const sameTaskStates = async (spec: JobSpec): Promise<Map<string, TaskState[]> | undefined> => {
+    let loaded: Map<string, TaskState[]> | undefined;
+    for (const dependency of dependenciesOf(spec.dependsOn)) {
+      const header =
+        dependency.sameTasks && read.retired(dependency.job) ? read.header(dependency.job) : undefined;
+      if (!header) continue;
+      const { succeeded, failed, cancelled } = header.counts;
+      if ([succeeded, failed, cancelled].includes(header.taskCount)) continue;
+      const stored = await read.storedJob(dependency.job);
+      if (!stored) continue;
+      loaded ??= new Map();
+      loaded.set(
+        dependency.job,
+        stored.tasks.map((task) => task.state),
+      );
+    }
+    return loaded;
+  };
   return {
     /**
      * Creates a job; resolves once it is durable. A submit with a key an earlier one of the owner
@@ -52,8 +86,18 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
         return known;
       }
       const { spec, inputs, id = await newId() } = await receive(newId);
+      const dependencyTasks = await sameTaskStates(spec);
       const job = await reactor.run((step) =>
-        submitJob(step, { id, spec, owner, inputs, submitKey, dependencyOwner, allowedQos }),
+        submitJob(step, {
+          id,
+          spec,
+          owner,
+          inputs,
+          submitKey,
+          dependencyOwner,
+          dependencyTasks,
+          allowedQos,
+        }),
       );
       if (job.id !== id) await committer.flush();
       return job;
@@ -63,6 +107,28 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     cancel(id: string, by?: string): Promise<JobEntry> {
       if (read.retired(id)) return read.readJob(id);
       return reactor.run((step) => cancelJob(step, id, by));
+    },
+
+    /**
+     * Cancels some tasks of a job (`cancel ID --tasks LIST`): those not started end cancelled,
+     * running ones are stopped; one that has ended (the job's too) is left as it is.
+     */
+    async cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobEntry> {
+      if (read.retired(id)) {
+        const job = await read.readJob(id);
+        namedTasks(job, tasks);
+        return job;
+      }
+      return reactor.run((step) => cancelTasks(step, id, tasks, by));
+    },
+
+    /**
+     * Gives failed or cancelled tasks new attempts (model/task-retry.ts); resolves once durable. A
+     * job that ended and left memory is read from the store first and comes back into memory.
+     */
+    async retry(id: string, request: RetryRequest, by = "user"): Promise<RetryOutcome> {
+      const stored = read.retired(id) ? await read.storedJob(id) : null;
+      return reactor.run((step) => retryJob(step, { ...request, id, by, stored }));
     },
 
     /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */

@@ -21,6 +21,8 @@ import { refreshJobState } from "./job-state.ts";
 
 /** The reason a winning replica gives the others it stops. */
 export const REPLICA_LOST_REASON = "replica lost the race";
+/** The reason of a stop a user asked for (`steward cancel`, of the job or of some tasks). */
+export const USER_CANCEL_REASON = "cancelled by user";
 
 /** The start of an attempt (of its rank `rank`, for a gang): its command, its size, its devices. */
 export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): StartMessage {
@@ -79,7 +81,7 @@ export function sendStop(step: Step, job: JobEntry, attempt: AttemptRecord): voi
 
 /** Attempts stopped before intents were recorded: the intent follows from the job's flags. */
 function legacyStopIntent(job: JobEntry): StopIntent {
-  if (job.record.cancelRequested) return { outcome: "cancelled", reason: "cancelled by user" };
+  if (job.record.cancelRequested) return { outcome: "cancelled", reason: USER_CANCEL_REASON };
   if (job.record.held) return { outcome: "preempted", reason: "held" };
   return { outcome: "migrated", reason: "migrating to another host" };
 }
@@ -174,8 +176,11 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
       next = { ...next, next: { ...next.next, memoryMb: grown } };
     }
   }
-  // A task of a job being cancelled does not go round again.
-  const taskState = job.record.cancelRequested && next.state === "pending" ? "cancelled" : next.state;
+  // A task of a job being cancelled, or a task a user cancelled, does not go round again.
+  const cancelled =
+    job.record.cancelRequested ||
+    (attempt.stop?.outcome === "cancelled" && attempt.stop.reason === USER_CANCEL_REASON);
+  const taskState = cancelled && next.state === "pending" ? "cancelled" : next.state;
   step.write.updateTask(job, task, {
     systemFailures,
     failures: next.failures,

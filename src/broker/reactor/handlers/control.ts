@@ -1,12 +1,15 @@
 // What users ask of jobs and hosts: cancel, hold, release, migrate, drain, remove. Stops go
 // through the one plan applier (apply-plan.ts), as the scheduler's do.
 
-import type { HostRecord, StopIntent } from "../../../common/model/records.ts";
+import type { HostRecord, StopIntent, TaskRecord } from "../../../common/model/records.ts";
+import { isEndedState } from "../../../common/model/states.ts";
+import { formatTaskList } from "../../../common/model/task-list.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
-import { ConflictError, NotFoundError } from "../errors.ts";
+import { ConflictError, InvalidRequestError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { applyStops } from "./apply-plan.ts";
+import { USER_CANCEL_REASON } from "./attempts.ts";
 import { endOnHost } from "./gangs.ts";
 import { refreshJobState } from "./job-state.ts";
 
@@ -35,7 +38,48 @@ export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   if (dirty.length) step.write.updateTasks(job, dirty, { state: "cancelled" });
   step.write.updateJob(job, { cancelRequested: true });
   step.event(job, { kind: "cancel", data: { by } });
-  applyStops(step, stopsOf(job, { outcome: "cancelled", reason: "cancelled by user" }));
+  applyStops(step, stopsOf(job, { outcome: "cancelled", reason: USER_CANCEL_REASON }));
+  refreshJobState(step, job);
+  return job;
+}
+
+/** The tasks of a job a request names, each checked to be one of its tasks (400 otherwise). */
+export function namedTasks(job: JobEntry, indexes: readonly number[]): TaskRecord[] {
+  checkTaskIndexes(job.id, job.tasks.length, indexes);
+  return indexes.map((index) => job.tasks[index]);
+}
+
+/** Refuses (400, field `tasks`) indexes past a job's tasks, naming them and what the job has. */
+export function checkTaskIndexes(id: string, count: number, indexes: readonly number[]): void {
+  const outside = indexes.filter((index) => index >= count);
+  if (outside.length === 0) return;
+  const has = count === 1 ? "one task (0)" : `${count} tasks (0-${count - 1})`;
+  throw new InvalidRequestError("tasks", `job ${id} has ${has}: no task ${formatTaskList(outside)}`);
+}
+
+/**
+ * Cancels some tasks of a job (`steward cancel ID --tasks LIST`): those not started end cancelled,
+ * running ones are stopped as a cancel of the job stops them (their attempts end `cancelled`, and
+ * the task does not go round again); tasks that have ended are left as they are. The job ends once
+ * all its tasks have (model/job-state.ts: cancelled tasks beside succeeded ones read `cancelled`).
+ */
+export function cancelTasks(step: Step, id: string, indexes: readonly number[], by = "user"): JobEntry {
+  const job = findJob(step, id);
+  const named = namedTasks(job, indexes);
+  const open = named.filter((task) => !isEndedState(task.state));
+  if (open.length === 0) return job;
+  const notStarted = open.filter(
+    (task) => task.state === "pending" || task.state === "waiting" || task.state === "held",
+  );
+  if (notStarted.length) step.write.updateTasks(job, notStarted, { state: "cancelled" });
+  step.event(job, { kind: "cancel", data: { by, tasks: formatTaskList(open.map((task) => task.index)) } });
+  const chosen = new Set(open.map((task) => task.index));
+  applyStops(
+    step,
+    stopsOf(job, { outcome: "cancelled", reason: USER_CANCEL_REASON }).filter((stop) =>
+      chosen.has(stop.taskIndex),
+    ),
+  );
   refreshJobState(step, job);
   return job;
 }

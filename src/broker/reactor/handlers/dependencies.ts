@@ -1,20 +1,85 @@
-// dependsOn: a job that ended lets the jobs waiting on it go (when it succeeded and they have
-// nothing else to wait for), or fails their waiting tasks (when it did not succeed).
+// dependsOn (model/dependencies.ts): which waiting tasks of a job may go, and which can never run.
+// A job's waiting tasks are looked at again when a job they depend on ends, and, for `tasks: same`,
+// when a task of it ends; those whose dependencies are met become pending, those one of whose
+// dependencies can no longer be met end `cancelled`, with an event naming that dependency.
 
+import { dependenciesOf, dependencyIds } from "../../../common/model/dependencies.ts";
+import { formatTaskList } from "../../../common/model/task-list.ts";
+import { type UnmetDependency, waitingVerdicts } from "../../state/dependency-verdicts.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { refreshJobState } from "./job-state.ts";
 
+/** The event naming a dependency that can never be met, and the tasks it cancelled. */
+export function recordUnmet(step: Step, job: JobEntry, { dependency, state, tasks }: UnmetDependency): void {
+  step.event(job, {
+    kind: "dependency.unmet",
+    data: {
+      dependency: dependency.job,
+      when: dependency.when,
+      state,
+      tasks: dependency.sameTasks ? formatTaskList(tasks) : null,
+    },
+  });
+}
+
+/** Records what cannot be met: the tasks end cancelled, an event names the dependency. */
+function cancelUnmet(step: Step, job: JobEntry, unmet: readonly UnmetDependency[]): void {
+  for (const entry of unmet) {
+    if (entry.tasks.length === 0) continue;
+    step.write.updateTasks(
+      job,
+      entry.tasks.map((index) => job.tasks[index]),
+      { state: "cancelled" },
+    );
+    recordUnmet(step, job, entry);
+  }
+}
+
+/**
+ * Looks at a job's waiting tasks again: those whose dependencies are met become pending, those one
+ * of whose dependencies can never be met end cancelled. `ended`: the dependency whose end asks for
+ * this (the history says so when tasks go); absent for a task's end under `tasks: same`.
+ */
+export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void {
+  const waiting: number[] = [];
+  for (const task of job.tasks) if (task.state === "waiting") waiting.push(task.index);
+  if (waiting.length === 0) return;
+  const dependencies = dependenciesOf(job.record.spec.dependsOn);
+  const { release, cancel } = waitingVerdicts(step.state, dependencies, waiting);
+  if (release.length > 0) {
+    if (ended)
+      step.event(job, { kind: "dependencies", data: { dependency: ended.id, state: ended.record.state } });
+    step.write.updateTasks(
+      job,
+      release.map((index) => job.tasks[index]),
+      { state: "pending" },
+    );
+    step.schedule = true;
+  }
+  cancelUnmet(step, job, cancel);
+  if (release.length > 0 || cancel.length > 0) refreshJobState(step, job);
+}
+
+/** A job ended: the jobs waiting on it go, or are cancelled when they can never run. */
 export function releaseDependents(step: Step, ended: JobEntry): void {
-  const { state } = step;
-  for (const job of state.jobs.values()) {
-    if (job.record.state !== "waiting" || !job.record.spec.dependsOn.includes(ended.id)) continue;
-    const succeeded = ended.record.state === "succeeded";
-    if (succeeded && !state.dependenciesMet(job.record.spec.dependsOn)) continue;
-    const dirty = job.tasks.filter((task) => task.state === "waiting");
-    step.event(job, { kind: "dependencies", data: { dependency: ended.id, state: ended.record.state } });
-    step.write.updateTasks(job, dirty, { state: succeeded ? "pending" : "failed" });
-    refreshJobState(step, job);
+  for (const job of step.state.jobs.values()) {
+    if (job === ended || job.isEnded()) continue;
+    // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
+    const mayWait =
+      job.record.state === "waiting" ||
+      job.record.held ||
+      step.state.sameTaskDependents.get(ended.id)?.has(job);
+    if (!mayWait) continue;
+    if (!dependencyIds(job.record.spec.dependsOn).includes(ended.id)) continue;
+    settleWaiting(step, job, ended);
   }
   step.schedule = true;
+}
+
+/** Tasks of a job changed: jobs waiting on its tasks one by one (`tasks: same`) look again. */
+export function releaseSameTaskDependents(step: Step, job: JobEntry): void {
+  const dependents = step.state.sameTaskDependents.get(job.id);
+  if (!dependents) return;
+  for (const dependent of [...dependents]) if (!dependent.isEnded()) settleWaiting(step, dependent);
 }

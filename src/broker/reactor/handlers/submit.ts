@@ -1,9 +1,12 @@
 // A new job: its tasks start pending (or waiting on their dependencies).
 
+import { type Dependency, dependenciesOf, sameTasksProblem } from "../../../common/model/dependencies.ts";
 import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
+import { countBucket, deriveJobState, emptyCounts } from "../../../common/model/job-state.ts";
 import { newTask } from "../../../common/model/new-records.ts";
 import { tierOf } from "../../../common/model/qos-file.ts";
 import type { JobRecord, TaskRecord } from "../../../common/model/records.ts";
+import { isEndedState } from "../../../common/model/states.ts";
 import {
   type OwnerStanding,
   qosAccessRefusal,
@@ -12,9 +15,11 @@ import {
   timeLimitOf,
 } from "../../scheduler/quotas.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
+import { initialTaskStates, type LoadedTaskStates } from "../../state/dependency-verdicts.ts";
 import { JobEntry } from "../../state/job-entry.ts";
 import { InvalidRequestError, QuotaError } from "../errors.ts";
 import type { Step } from "../step.ts";
+import { recordUnmet } from "./dependencies.ts";
 
 export interface SubmitRequest {
   id: string;
@@ -29,6 +34,8 @@ export interface SubmitRequest {
    * null for any job (an admin).
    */
   dependencyOwner?: string | null;
+  /** Task states of `tasks: same` dependencies that left memory, read from the store. */
+  dependencyTasks?: LoadedTaskStates;
   /** The QoS tiers the submitter may use (a token's `--qos`); absent or null: any (an admin). */
   allowedQos?: readonly string[] | null;
 }
@@ -95,6 +102,7 @@ export function submitJob(
     inputs,
     submitKey = null,
     dependencyOwner = null,
+    dependencyTasks,
     allowedQos = null,
   }: SubmitRequest,
 ): JobEntry {
@@ -103,18 +111,18 @@ export function submitJob(
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
   const spec = admitSpec(state, asked, owner, allowedQos);
-  // Another user's job is answered as no job at all: a dependency on it would tell its state.
-  spec.dependsOn.forEach((dependency, index) => {
-    const dependencyOf = state.jobOwner(dependency);
-    if (dependencyOf === undefined || (dependencyOwner !== null && dependencyOf !== dependencyOwner))
-      throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency}`);
-  });
   const count = taskCount(spec);
-  const initial = state.dependenciesMet(spec.dependsOn) ? "pending" : "waiting";
+  const dependencies = checkedDependencies(state, spec, dependencyOwner);
+  const { states: initialStates, verdicts } = initialTaskStates(state, dependencies, count, dependencyTasks);
   const tasks: TaskRecord[] = new Array(count);
-  for (let index = 0; index < count; index++) {
-    tasks[index] = newTask(id, index, initial);
-  }
+  for (let index = 0; index < count; index++) tasks[index] = newTask(id, index, initialStates[index]);
+  const counts = emptyCounts();
+  for (const task of tasks) counts[countBucket(task.state)]++;
+  const initial = deriveJobState({
+    counts,
+    held: false,
+    dependenciesMet: !verdicts || verdicts.release.length > 0 || counts.pending === 0,
+  });
   const record: JobRecord = {
     id,
     name: spec.name ?? defaultName(spec),
@@ -124,7 +132,7 @@ export function submitJob(
     held: false,
     cancelRequested: false,
     createdAt: now,
-    endedAt: null,
+    endedAt: isEndedState(initial) ? now : null,
     spec,
     inputs,
     dynamicRequirements: null,
@@ -134,8 +142,32 @@ export function submitJob(
   const job = new JobEntry(record, state.nextSeq++, tasks);
   step.write.addJob(job);
   step.event(job, { kind: "submitted", data: { owner, tasks: count } });
+  for (const unmet of verdicts?.cancel ?? []) recordUnmet(step, job, unmet);
   step.schedule = true;
   return job;
+}
+
+/**
+ * The job file's dependencies, each checked as a submit checks it (a 400 naming the entry): the
+ * job exists and `dependencyOwner` may name it (another user's job is answered as no job at all:
+ * a dependency on it would tell its state); `tasks: same` needs arrays of one size.
+ */
+export function checkedDependencies(
+  state: ClusterState,
+  spec: JobSpec,
+  dependencyOwner: string | null,
+): Dependency[] {
+  const count = taskCount(spec);
+  const dependencies = dependenciesOf(spec.dependsOn);
+  dependencies.forEach((dependency, index) => {
+    const dependencyOf = state.jobOwner(dependency.job);
+    if (dependencyOf === undefined || (dependencyOwner !== null && dependencyOf !== dependencyOwner))
+      throw new InvalidRequestError(`dependsOn[${index}]`, `no job ${dependency.job}`);
+    if (!dependency.sameTasks) return;
+    const problem = sameTasksProblem(dependency.job, count, state.header(dependency.job)?.taskCount ?? 0);
+    if (problem) throw new InvalidRequestError(`dependsOn[${index}].tasks`, problem);
+  });
+  return dependencies;
 }
 
 function defaultName(spec: JobSpec): string {
