@@ -13,7 +13,7 @@ import os
 import posixpath
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 from urllib.parse import quote, urlencode
 
 from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, Answer, Transport
@@ -198,9 +198,30 @@ class Client:
                 yield summary
             path = following if limit is not None else None
 
-    def cancel(self, job_id: str) -> dict:
-        """Cancels the job: pending tasks never start, running attempts are stopped."""
-        return self._control(job_id, "cancel")
+    def cancel(self, job_id: str, tasks: Optional[Union[str, Sequence[int]]] = None) -> dict:
+        """Cancels the job (or only `tasks`: "3,7-9" or a list of indexes): pending tasks never
+        start, running attempts are stopped."""
+        return self._control(job_id, "cancel", {"tasks": _task_list(tasks)} if tasks is not None else {})
+
+    def retry(
+        self, job_id: str, tasks: Optional[Union[str, Sequence[int]]] = None, failed: bool = False
+    ) -> dict:
+        """Gives failed or cancelled tasks new attempts with a fresh retry budget (from their
+        checkpoint if they have one): every such task, only `tasks` ("3,7-9" or a list), or with
+        `failed=True` only the failed ones. The answer is the job, with `retried` and `skipped`."""
+        payload: dict = {}
+        if tasks is not None:
+            payload["tasks"] = _task_list(tasks)
+        if failed:
+            payload["failed"] = True
+        return self._control(job_id, "retry", payload)
+
+    def update(self, job_id: str, changes: dict) -> dict:
+        """Changes a job that has not started, as a merge of `changes` into its job file (for
+        example {"priority": 5, "requirements": 'host.name == "a"', "resources": {"memoryMb": 512}};
+        None removes requirements, rank or the time limit), checked as a submit is. A running
+        job is refused (steward.Conflict)."""
+        return self._json("PATCH", f"/api/v1/jobs/{_segment(job_id)}", payload=changes)
 
     def hold(self, job_id: str) -> dict:
         """Holds the job: it does not start; running attempts stop, with their checkpoints."""
@@ -220,6 +241,11 @@ class Client:
 
     def _control(self, job_id: str, action: str, payload: Optional[dict] = None) -> dict:
         return self._json("POST", f"/api/v1/jobs/{_segment(job_id)}/{action}", payload=payload or {})
+
+    def shares(self) -> dict:
+        """The fair-share tree: {at, halfLifeSeconds, lines}, a line for each account and user with
+        its shares, decayed usage and factor (a user sees their own line and the accounts above it)."""
+        return self._json("GET", "/api/v1/shares")
 
     def hosts(self) -> List[dict]:
         """The hosts with their state, slots and facts."""
@@ -348,6 +374,13 @@ def _query_value(value: Any) -> str:
     if value is False:
         return "0"
     return str(value)
+
+
+def _task_list(tasks: Union[str, Sequence[int]]) -> str:
+    """A task list as the API takes it: "3,7-9" as given, or indexes joined ("3,7,8,9")."""
+    if isinstance(tasks, str):
+        return tasks
+    return ",".join(str(int(index)) for index in tasks)
 
 
 def _segment(value: Any) -> str:

@@ -315,7 +315,7 @@ export class Attempt {
     this.pid = pid;
     this.noteStartTime(pid);
     this.startedAt ??= Date.now();
-    if (this.stopRequest) this.signal("SIGTERM");
+    if (this.stopRequest) this.signalJob("SIGTERM");
     this.armTimeLimit();
     this.armCheckpoints(onCheckpointError);
   }
@@ -375,14 +375,14 @@ export class Attempt {
     if (this.stopRequest || this.exitCode !== null) return;
     this.stopRequest = { outcome, reason };
     await writeAtomic(join(this.dir, "stop"), JSON.stringify(this.stopRequest)).catch(() => {});
-    this.signal("SIGTERM");
-    this.killTimer = setTimeout(() => this.signal("SIGKILL"), graceSeconds * 1000);
+    this.signalJob("SIGTERM");
+    this.killTimer = setTimeout(() => this.signalJob("SIGKILL"), graceSeconds * 1000);
     this.killTimer.unref();
   }
 
   kill(): void {
     this.stopRequest ??= { outcome: "lost", reason: "killed at the server's request" };
-    this.signal("SIGKILL");
+    this.signalJob("SIGKILL");
   }
 
   /** How the attempt ended, once its exit code is known; stages outputs out on success. */
@@ -505,6 +505,26 @@ export class Attempt {
 
   private signal(signal: NodeJS.Signals): void {
     if (this.pid !== null) signalGroup(this.pid, signal);
+  }
+
+  /**
+   * A stop's signal to a job that has not ended: to its process group, or, when there is none yet,
+   * to the job's pid itself. The supervisor reports the pid as soon as it forks the job's shell,
+   * and that shell makes the group only with `exec setsid`, job.sh's last step: a stop that came
+   * while the attempt was prepared (sent as the pid is reported) or in that moment would miss the
+   * job and leave it running until the SIGKILL after the grace period. The pid is signalled only
+   * while it is still the job's (its start time as recorded).
+   */
+  private signalJob(signal: NodeJS.Signals): void {
+    if (this.pid === null || this.exitCode !== null) return;
+    if (signalGroup(this.pid, signal)) return;
+    const found = readProcStat(this.pid);
+    if (found === null || found.state === "Z" || found.startTicks !== this.pidStartTime) return;
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // Gone meanwhile: its exit is on its way.
+    }
   }
 
   private async stageIn(): Promise<void> {

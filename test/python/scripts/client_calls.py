@@ -127,6 +127,32 @@ assert ADMIN.remove(long) == {"id": long, "removed": True}
 expect_error(steward.NotFound, lambda: ADMIN.job(long))
 check("hold, release, cancel, remove; Conflict, WaitTimeout, migrate to an unknown host")
 
+# ---- update a queued job, retry failed tasks, cancel some tasks, the fair-share tree
+
+queued = ADMIN.submit({"name": "queued", "command": "true", "requirements": 'host.name == "nowhere"'})
+updated = ADMIN.update(queued, {"priority": 4, "requirements": None})
+assert updated["priority"] == 4, updated
+assert ADMIN.wait(queued, timeout=30)["state"] == "succeeded"
+expect_error(steward.Conflict, lambda: ADMIN.update(queued, {"priority": 1}), "succeeded")
+flaky = ADMIN.submit(
+    {
+        "name": "flaky",
+        "command": f'test "$STEWARD_TASK_INDEX" != 1 || test -e {WORK}/flaky-again || {{ touch {WORK}/flaky-again; exit 1; }}',
+        "array": {"count": 3},
+    }
+)
+assert ADMIN.wait(flaky, timeout=30)["state"] == "failed"
+retried = ADMIN.retry(flaky, failed=True)
+assert retried["retried"] == [1] and retried["skipped"] == [], retried
+assert ADMIN.wait(flaky, timeout=30)["state"] == "succeeded"
+sleepers = ADMIN.submit({"name": "sleepers", "command": "sleep 60", "array": {"count": 2}})
+ADMIN.cancel(sleepers, tasks=[0, 1])
+assert ADMIN.wait(sleepers, timeout=30)["state"] == "cancelled"
+tree = ADMIN.shares()
+assert tree["halfLifeSeconds"] == 7 * 86400, tree
+assert any(line["kind"] == "user" and line["factor"] is not None for line in tree["lines"]), tree
+check("update, retry(failed=True), cancel(tasks=...), shares")
+
 # ---- listing, paged by the Link header
 
 everything = [summary["id"] for summary in ADMIN.jobs(all=True)]
