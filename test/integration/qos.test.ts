@@ -127,6 +127,42 @@ describe("sharing policy", () => {
     expect(ends.map((job) => job.qos)).toStrictEqual(["normal", "normal", "normal"]);
   });
 
+  it("steward update --qos moves a queued job to another tier's band; a tier its owner may not use is refused", async () => {
+    const s = await start(1);
+    const alice = await userOf(s, "alice");
+    const bob = await userOf(s, "bob");
+    const carol = await userOf(s, "carol", "normal,high");
+    const blocker = await submit(s, { name: "blocker", command: "sleep 3" });
+    await waitFor("the blocker to run", async () => isRunning(await getJob(s, blocker)), 15_000, 100);
+    const bobs = await submit(bob, { name: "bob", command: "sleep 1" });
+    const carols = await submit(carol, { name: "carol", command: "sleep 1" });
+    const alices = await submit(alice, { name: "alice", command: "sleep 1" });
+
+    // alice's token allows normal only: refused naming it, her job unchanged (API and CLI).
+    const refused = await api(alice, "PATCH", `/api/v1/jobs/${alices}`, { qos: "high" }).catch(
+      (error: { status: number; body: unknown }) => error,
+    );
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { message: "qos: user alice may not use QoS high; their token allows normal" } },
+    });
+    const viaCli = await cli(alice, ["update", alices, "--qos", "high"]);
+    expect(viaCli.code).not.toBe(0);
+    expect(viaCli.stderr).toContain("user alice may not use QoS high; their token allows normal");
+    expect((await getJob(s, alices)).qos).toBe("normal");
+
+    // carol's may: her job, submitted after bob's, now goes first.
+    const updated = await cli(carol, ["update", carols, "--qos", "high"]);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain("QoS high");
+    const ends = await Promise.all([bobs, carols, alices].map((id) => waitForJobEnd(s, id, 60_000)));
+    expect(ends.map((job) => job.state)).toStrictEqual(["succeeded", "succeeded", "succeeded"]);
+    const [b, c] = ends.map(startedAt);
+    expect(c).toBeLessThan(b);
+    expect(ends[1].qos).toBe("high");
+    expect(ends[1].events.map((event) => event.message)).toContain("updated by carol: qos normal -> high");
+  });
+
   it("priority does not preempt another user's job; a tier that preempts normal does; a tier not allowed is refused", async () => {
     const s = await start(1);
     const alice = await userOf(s, "alice");

@@ -38,6 +38,7 @@ const queued: UpdateFacts = {
 describe("updateRefusal", () => {
   const all: UpdateField[] = [
     "priority",
+    "qos",
     "requirements",
     "rank",
     "resources.cpus",
@@ -111,17 +112,17 @@ describe("parseJobUpdate", () => {
     [
       "an unknown field",
       { command: "x" },
-      "command: an update may change only priority, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "command: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
     ],
     [
       "an unknown resource",
       { resources: { gpus: 1 } },
-      "resources.gpus: an update may change only priority, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "resources.gpus: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
     ],
     [
       "nothing to change",
       {},
-      "nothing to change: give at least one of priority, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "nothing to change: give at least one of priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
     ],
     ["a wrong type", { priority: "high" }, "priority: Invalid input: expected number, received string"],
     ["not a mapping", [1], "an update is a mapping of the fields to change"],
@@ -134,6 +135,8 @@ describe("parseJobUpdate", () => {
   it("takes the fields it may change, null removing an expression", () => {
     const update = { priority: 5, requirements: null, resources: { memoryMb: 100 } };
     expect(parseJobUpdate(update)).toEqual(update);
+    expect(parseJobUpdate({ qos: "high" })).toEqual({ qos: "high" });
+    expect(() => parseJobUpdate({ qos: null })).toThrow("qos: ");
   });
 });
 
@@ -162,10 +165,11 @@ describe("updatedSpec", () => {
     ["negative memory", { resources: { memoryMb: -1 } }, { resources: { memoryMb: -1 } }],
     ["a time limit of no time", { timeLimitSeconds: -5 }, { timeLimitSeconds: -5 }],
     ["a priority that is not whole", { priority: 1.5 }, { priority: 1.5 }],
+    ["an empty QoS tier", { qos: "" }, { qos: "" }],
   ];
   it.each(bad)("refuses %s with the submit's message", (_, update, file) => {
     const expected = submitMessage({ command: "run", ...file });
-    expect(expected).toMatch(/^(requirements|rank|resources\.\w+|timeLimitSeconds|priority): /);
+    expect(expected).toMatch(/^(requirements|rank|resources\.\w+|timeLimitSeconds|priority|qos): /);
     expect(() => updatedSpec(spec, update)).toThrow(JobFileError);
     expect(() => updatedSpec(spec, update)).toThrow(expected);
   });

@@ -48,7 +48,13 @@ export interface JobCommands {
   release(id: string, by?: string): Promise<JobEntry>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
   /** Changes fields of a job not yet running (reactor/handlers/update.ts). */
-  update(id: string, update: JobUpdate, by?: string): Promise<JobEntry>;
+  /** `allowedQos`: the tiers the one who asks may give the job (null: any, an admin). */
+  update(
+    id: string,
+    update: JobUpdate,
+    by?: string,
+    allowedQos?: readonly string[] | null,
+  ): Promise<JobEntry>;
   remove(id: string): Promise<void>;
 }
 

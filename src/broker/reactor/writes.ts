@@ -97,6 +97,8 @@ export class StateWrites {
    */
   replaceJobSpec(job: JobEntry, spec: JobRecord["spec"], dynamicRequirements: string | null): void {
     job.replaceSpec(spec, dynamicRequirements);
+    // A new QoS tier moves the job to that tier's band.
+    job.qosPriority = this.#state.qosPriorityOf(job.qos);
     this.#state.queue.reorder(job);
     this.#changes.push({ op: "putJob", job: job.record });
   }

@@ -7,6 +7,7 @@ import { describe } from "./index.ts";
 
 interface UpdateOptions {
   priority?: number;
+  qos?: string;
   requirements?: string;
   rank?: string;
   memoryMb?: number;
@@ -29,6 +30,7 @@ function numberOf(flag: string, whole: boolean) {
 export function updateOf(options: UpdateOptions): JobUpdate {
   const update: JobUpdate = {};
   if (options.priority !== undefined) update.priority = options.priority;
+  if (options.qos !== undefined) update.qos = options.qos;
   if (options.requirements !== undefined)
     update.requirements = options.requirements.trim() === "" ? null : options.requirements;
   if (options.rank !== undefined) update.rank = options.rank.trim() === "" ? null : options.rank;
@@ -48,6 +50,7 @@ function newValues(job: Job, options: UpdateOptions): string {
   const shown = (value: unknown) => (value === undefined || value === null ? "none" : String(value));
   const parts: string[] = [];
   if (options.priority !== undefined) parts.push(`priority ${job.priority}`);
+  if (options.qos !== undefined) parts.push(`QoS ${job.qos}`);
   if (options.requirements !== undefined) parts.push(`requirements ${shown(spec.requirements)}`);
   if (options.rank !== undefined) parts.push(`rank ${shown(spec.rank)}`);
   if (options.cpus !== undefined) parts.push(`cpus ${spec.resources.cpus}`);
@@ -68,6 +71,7 @@ export function registerUpdate(program: Command): void {
       "the job's priority (higher first among the owner's jobs)",
       numberOf("--priority", true),
     )
+    .option("--qos <tier>", "the job's QoS tier: one its owner may use (checked as at submit)")
     .option(
       "--requirements <expr>",
       'CEL over host facts a host must satisfy, checked as at submit ("" removes them)',
@@ -92,7 +96,7 @@ export function registerUpdate(program: Command): void {
       const update = updateOf(options);
       if (Object.keys(update).length === 0)
         throw new CliError(
-          "nothing to change: give at least one of --priority, --requirements, --rank, --memory-mb, --cpus, --time-limit",
+          "nothing to change: give at least one of --priority, --qos, --requirements, --rank, --memory-mb, --cpus, --time-limit",
           2,
         );
       const job = await new ApiClient().json<Job>("PATCH", `/api/v1/jobs/${encodeURIComponent(id)}`, {

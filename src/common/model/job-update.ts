@@ -35,6 +35,10 @@ const expression = (purpose: string) =>
 
 const updateShape = {
   priority: z.int().optional().meta({ description: "the job's new priority" }),
+  qos: z
+    .string()
+    .optional()
+    .meta({ description: "the job's new QoS tier: one its owner may use, checked as at submit" }),
   requirements: expression("requirements expression"),
   rank: expression("rank expression"),
   timeLimitSeconds: z
@@ -92,6 +96,7 @@ export function parseJobUpdate(input: unknown): JobUpdate {
 export function updatedFields(update: JobUpdate): UpdateField[] {
   const named: Record<UpdateField, boolean> = {
     priority: update.priority !== undefined,
+    qos: update.qos !== undefined,
     requirements: update.requirements !== undefined,
     rank: update.rank !== undefined,
     "resources.cpus": update.resources?.cpus !== undefined,
@@ -108,7 +113,7 @@ export function updatedFields(update: JobUpdate): UpdateField[] {
  */
 export function updatedSpec(spec: JobSpec, update: JobUpdate): JobSpec {
   const next: Record<string, unknown> = structuredClone(spec);
-  for (const key of ["priority", "requirements", "rank", "timeLimitSeconds"] as const) {
+  for (const key of ["priority", "qos", "requirements", "rank", "timeLimitSeconds"] as const) {
     const value = update[key];
     if (value === null) delete next[key];
     else if (value !== undefined) next[key] = value;
@@ -191,6 +196,8 @@ export function updateChanges(
     switch (field) {
       case "priority":
         return priority;
+      case "qos":
+        return spec.qos;
       case "requirements":
         return requirements;
       case "rank":

@@ -4,6 +4,7 @@
 /** The fields an update may change, as the job file names them. */
 export const UPDATE_FIELDS = [
   "priority",
+  "qos",
   "requirements",
   "rank",
   "resources.cpus",

@@ -325,7 +325,8 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
-      const job = await ports.jobs.update(id, parseJobUpdate(request.body), actorOf(request));
+      const { allowedQos } = submitterOf(request);
+      const job = await ports.jobs.update(id, parseJobUpdate(request.body), actorOf(request), allowedQos);
       return jobView(job, await store.events(id), false);
     },
   );

@@ -154,14 +154,19 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
      * Changes fields of a job not yet running (an array's priority while some tasks run); resolves
      * once the new job file is durable. One that has ended is refused naming its state.
      */
-    async update(id: string, update: JobUpdate, by = "user"): Promise<JobEntry> {
+    async update(
+      id: string,
+      update: JobUpdate,
+      by = "user",
+      allowedQos: readonly string[] | null = null,
+    ): Promise<JobEntry> {
       const ended = read.retired(id) ? read.header(id) : undefined;
       if (ended) {
         const facts = { id, state: ended.state, cancelRequested: false, tasks: ended.taskCount };
         const refusal = updateRefusal({ ...facts, liveTasks: 0, startedTasks: 0 }, updatedFields(update));
         throw new ConflictError(refusal ?? `job ${id} is ${ended.state}`);
       }
-      return reactor.run((step) => updateJob(step, { id, update, by }));
+      return reactor.run((step) => updateJob(step, { id, update, by, allowedQos }));
     },
 
     /** Removes a job that has ended, with its records. */

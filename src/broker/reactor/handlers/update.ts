@@ -13,7 +13,7 @@ import {
   updateRefusal,
 } from "../../../common/model/job-update.ts";
 import { tierOf } from "../../../common/model/qos-file.ts";
-import { submitQuotaRefusal, timeLimitOf } from "../../scheduler/quotas.ts";
+import { qosAccessRefusal, submitQuotaRefusal, timeLimitOf } from "../../scheduler/quotas.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError } from "../errors.ts";
@@ -27,6 +27,11 @@ export interface UpdateRequest {
   update: JobUpdate;
   /** Who asks (the event names them). */
   by: string;
+  /**
+   * The QoS tiers the one who asks may give the job (their token's), as at submit; null: any (an
+   * admin). Checked only when the update names a tier.
+   */
+  allowedQos?: readonly string[] | null;
 }
 
 /** A job's state and how many of its tasks have started, as updateRefusal reads them. */
@@ -51,8 +56,18 @@ export function updateFactsOf(job: JobEntry): UpdateFacts {
  * admitted: checks a submit makes against the state (a QoS tier, a quota) belong here too.
  * Throws JobFileError (400) naming the field.
  */
-export function admitUpdatedSpec(state: ClusterState, job: JobEntry, update: JobUpdate): JobSpec {
+export function admitUpdatedSpec(
+  state: ClusterState,
+  job: JobEntry,
+  update: JobUpdate,
+  allowedQos: readonly string[] | null = null,
+): JobSpec {
   const spec = updatedSpec(job.record.spec, update);
+  // A tier the one who asks may not use is refused naming those they may (or the known ones).
+  if (update.qos !== undefined) {
+    const access = qosAccessRefusal(spec, { user: job.owner, allowedQos }, state.qos);
+    if (access) refuse(access);
+  }
   // The limits of the job's QoS tier and its owner's group, as at submit (the job's own tasks
   // left out of its owner's queued count): a task larger than a running limit, a time limit over
   // the tier's; a job left without a time limit gets the tier's.
@@ -67,12 +82,12 @@ export function admitUpdatedSpec(state: ClusterState, job: JobEntry, update: Job
  * unchanged when the update changes nothing. Refused with a ConflictError (409) naming the job's
  * state, or a JobFileError (400) as a submit of the new job file would be.
  */
-export function updateJob(step: Step, { id, update, by }: UpdateRequest): JobEntry {
+export function updateJob(step: Step, { id, update, by, allowedQos = null }: UpdateRequest): JobEntry {
   const job = findJob(step, id);
   const fields = updatedFields(update);
   const refusal = updateRefusal(updateFactsOf(job), fields);
   if (refusal) throw new ConflictError(refusal);
-  const spec = admitUpdatedSpec(step.state, job, update);
+  const spec = admitUpdatedSpec(step.state, job, update, allowedQos);
   const { record } = job;
   const requirements = record.dynamicRequirements ?? record.spec.requirements ?? null;
   const changes = updateChanges({ spec: record.spec, priority: record.priority, requirements }, spec, fields);
