@@ -7,7 +7,9 @@ import { ClusterState } from "../src/broker/state/cluster-state.ts";
 import { newHostEntry } from "../src/broker/state/host-entry.ts";
 import { JobEntry } from "../src/broker/state/job-entry.ts";
 import { validateJobSpec } from "../src/common/model/job-spec.ts";
+import { parseQosFile } from "../src/common/model/qos-file.ts";
 import type { AttemptRecord, HostFacts, JobRecord, TaskRecord } from "../src/common/model/records.ts";
+import { parseSharesFile } from "../src/common/model/shares-file.ts";
 import { type Benchmark, median, round } from "./benchmark.ts";
 
 const TASKS = 100_000;
@@ -198,6 +200,168 @@ function backlogCluster(): ClusterState {
   return state;
 }
 
+/** The sharing policy's scale: users in groups (accounts of the shares tree), tiers with limits. */
+const SHARING_USERS = 1_000;
+const SHARING_GROUPS = 10;
+const SHARING_JOBS = 100_000;
+
+/**
+ * Three tiers: high preempts normal; batch limits each user to 2 running cpus; each group to
+ * `groupCpus` running cpus (300 of each group's run at the start).
+ */
+function sharingQos(groupCpus: number): string {
+  return `
+tiers:
+  normal: {}
+  high: {priority: 10, preempt: [normal]}
+  batch: {maxRunningCpus: 2}
+groups:
+${Array.from({ length: SHARING_GROUPS }, (_, g) => `  g${g}: {maxRunningCpus: ${groupCpus}}`).join("\n")}
+`;
+}
+
+/** Ten accounts of shares 1 to 10, a hundred users each, of one share. */
+function sharingTree(): string {
+  const lines = ["accounts:"];
+  for (let g = 0; g < SHARING_GROUPS; g++) {
+    lines.push(`  g${g}:`, `    shares: ${g + 1}`, "    users:");
+    for (let u = g; u < SHARING_USERS; u += SHARING_GROUPS) lines.push(`      u${u}: 1`);
+  }
+  return lines.join("\n");
+}
+
+/** A small deterministic generator (the same state every run). */
+function random(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x = (x * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return x / 2_147_483_648;
+  };
+}
+
+/**
+ * 100,000 single-task jobs queued by 1,000 users in 10 groups (a shares tree, decayed usage of
+ * each user, a token naming each user's group), of three QoS tiers (high preempts normal, batch
+ * limits a user's running cpus), priorities 0 to 9; 1,000 hosts of 4 slots, 3 of them running
+ * tasks of these users (their running cpus count against the limits), 1 free.
+ */
+export function sharingCluster(groupCpus: number): ClusterState {
+  const next = random(7);
+  const state = new ClusterState(
+    { tree: parseSharesFile(sharingTree()), halfLifeSeconds: 7 * 86_400 },
+    parseQosFile(sharingQos(groupCpus)),
+  );
+  for (let u = 0; u < SHARING_USERS; u++) {
+    state.tokens.put({
+      id: `t${u}`,
+      kind: "api",
+      subject: `u${u}`,
+      role: "user",
+      pool: null,
+      parent: null,
+      hash: "",
+      createdAt: 0,
+      createdBy: "bench",
+      expiresAt: null,
+      revokedAt: null,
+      group: `g${u % SHARING_GROUPS}`,
+      qos: ["normal", "high", "batch"],
+    });
+    state.owners.used(`u${u}`, Math.floor(next() * 100_000), NOW - Math.floor(next() * 86_400_000));
+  }
+  for (let i = 0; i < HOSTS; i++) {
+    const name = `h${i}`;
+    state.hosts.set(
+      name,
+      newHostEntry(
+        {
+          name,
+          pool: "default",
+          state: "ready",
+          slots: 4,
+          labels: {},
+          facts: facts(name),
+          lastSeen: 0,
+          endsAt: null,
+        },
+        true,
+      ),
+    );
+  }
+  const tiers = [
+    "normal",
+    "normal",
+    "normal",
+    "normal",
+    "normal",
+    "normal",
+    "normal",
+    "normal",
+    "high",
+    "batch",
+  ];
+  // Running work: three tasks on each host, of users taken in turn.
+  for (let i = 0; i < HOSTS * 3; i++) {
+    const owner = `u${(i * 7) % SHARING_USERS}`;
+    const entry = job(`r${i}`, 1, { qos: tiers[i % tiers.length] }, i, 0, "running");
+    entry.record.owner = owner;
+    state.addJob(entry);
+    const task = entry.tasks[0];
+    task.attempts = 1;
+    const host = `h${Math.floor(i / 3)}`;
+    const attempt: AttemptRecord = {
+      jobId: entry.id,
+      taskIndex: 0,
+      number: 1,
+      host,
+      placement: [{ host, rank: 0 }],
+      state: "running",
+      outcome: null,
+      reason: null,
+      exitCode: null,
+      restarted: false,
+      startedAt: NOW - 60_000,
+      endedAt: null,
+      stop: null,
+      memoryMb: null,
+      usage: null,
+    };
+    entry.addAttempt(attempt);
+    state.activate(entry, attempt);
+  }
+  for (let i = 0; i < SHARING_JOBS; i++) {
+    const entry = job(
+      `q${i}`,
+      1,
+      { qos: tiers[Math.floor(next() * tiers.length)] },
+      HOSTS * 3 + i,
+      Math.floor(next() * 10),
+    );
+    entry.record.owner = `u${Math.floor(next() * SHARING_USERS)}`;
+    state.addJob(entry);
+  }
+  return state;
+}
+
+/** Passes over the sharing cluster (not applied: every run plans the same), and what one plans. */
+function timeSharingPasses(groupCpus: number): { times: number[]; placed: number; owners: number } {
+  const state = sharingCluster(groupCpus);
+  const times: number[] = [];
+  let placed = 0;
+  let owners = 0;
+  for (let run = 0; run < SHARING_RUNS; run++) {
+    const start = performance.now();
+    const plan = planPass(state, NOW, { preemptWaitSeconds: 300 });
+    times.push(performance.now() - start);
+    placed = plan?.place.length ?? 0;
+    owners = new Set(plan?.place.map((entry) => state.jobs.get(entry.jobId)?.record.owner)).size;
+  }
+  if (placed === 0) throw new Error("the benchmark's set-up is wrong: the pass placed nothing");
+  return { times, placed, owners };
+}
+
+const SHARING_RUNS = 20;
+
 /** A pass that places one task of a 100,000-job backlog (not applied: every run plans the same). */
 function timeBacklogPasses(): number[] {
   const state = backlogCluster();
@@ -263,11 +427,35 @@ export const planPassBenchmark: Benchmark = {
     progress(
       `plan pass, one free slot behind a backlog of 100,000 queued jobs: median ${backlogFigures.medianMs} ms`,
     );
+    const sharingFigures: Record<string, unknown> = {};
+    // Each group's limit well above its use (batch users' own limit holds them), then every group
+    // reaching its limit within the pass (its users' backlogs are passed over, job by job).
+    for (const [name, groupCpus] of [
+      ["groupsUnderLimit", 3_500],
+      ["groupsReachLimit", 350],
+    ] as const) {
+      const sharing = timeSharingPasses(groupCpus);
+      sharingFigures[name] = {
+        jobs: SHARING_JOBS,
+        users: SHARING_USERS,
+        hosts: HOSTS,
+        groupMaxRunningCpus: groupCpus,
+        medianMs: round(median(sharing.times), 3),
+        maxMs: round(Math.max(...sharing.times), 3),
+        runs: SHARING_RUNS,
+        placed: sharing.placed,
+        ownersPlaced: sharing.owners,
+      };
+      progress(
+        `plan pass with QoS tiers, running limits and a shares tree (${name}), ${SHARING_JOBS.toLocaleString("en")} queued jobs of ${SHARING_USERS} users on ${HOSTS} hosts: median ${round(median(sharing.times), 3)} ms (${sharing.placed} placed, ${sharing.owners} users)`,
+      );
+    }
     return {
       plan: {
         unplaceableArray100k: figures,
         metascheduling100k: metaFigures,
         backlog100kJobs: backlogFigures,
+        sharing100kJobs: sharingFigures,
       },
     };
   },

@@ -37,6 +37,15 @@ export function batchKey(
   return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}`;
 }
 
+/**
+ * What makes two jobs of one batch (`batch`: its batchKey) score hosts alike: the rank expression.
+ * Null for a job with hosts it broke its contract on (scored for itself alone).
+ */
+export function scoreKey(job: Pick<JobView, "rank" | "slowHosts">, batch: string): string | null {
+  if (job.slowHosts && job.slowHosts.length > 0) return null;
+  return `${batch}\u0001${expressionKey(job.rank)}`;
+}
+
 /** The batch keys that found no room in this pass. */
 export class ExhaustedBatches {
   readonly #keys = new Set<string>();

@@ -74,14 +74,15 @@ export function preemptionPass(
   let looked = 0;
   for (const job of state.jobs) {
     if (looked >= PREEMPTION_JOBS_PER_PASS) break;
+    lowest ??= lowestRanked(running());
+    // The queue is in this order too: no job from here on may preempt a running task.
+    if (lowest === null || rankedAtOrBelow(job, lowest)) break;
+    // First, as the cheapest: a user at a running limit has a long backlog of such jobs.
+    if (held(job) !== null) continue;
     const unplaced = unplacedTask(job, placed, reserved, state.now);
     if (!unplaced.any) continue;
     const feasible = feasibleFor(job);
     if (feasible.length === 0) continue;
-    if (lowest === undefined) lowest = lowestRanked(running());
-    // The queue is in this order too: no job from here on may preempt a running task.
-    if (lowest === null || rankedAtOrBelow(job, lowest)) break;
-    if (held(job) !== null) continue;
     looked++;
     const decision = decidePreemption(job, feasible, capacity, running(), state.now, policy, state.qos);
     if (decision.kind === "wait") {

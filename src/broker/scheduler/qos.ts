@@ -88,6 +88,15 @@ function hasRunningLimits(policy: QosPolicy): boolean {
   return false;
 }
 
+/** A refusal of a user's job of a tier and a need, kept for the rest of a pass. */
+interface Refused {
+  owner: string;
+  qos: string;
+  cpus: number;
+  gpus: number;
+  why: string;
+}
+
 /** The running limits through one pass: what runs, plus what the pass places as it goes. */
 export class RunningQuotas {
   readonly #policy: QosPolicy;
@@ -99,7 +108,12 @@ export class RunningQuotas {
    * The last refusal per user and tier, with the need it refused: what a pass holds only grows,
    * so a job of the same need is refused alike without the sums (a held user's long backlog).
    */
-  readonly #refused = new Map<string, { cpus: number; gpus: number; why: string }>();
+  readonly #refused = new Map<string, Map<string, Refused>>();
+  /**
+   * The last refusal, by user, tier and need: a held user's backlog comes one job after another
+   * (a pass passes over it, schedule.ts), and each is answered here without a key or a lookup.
+   */
+  #last: Refused | null = null;
 
   constructor(policy: QosPolicy = DEFAULT_QOS_POLICY, use?: RunningUse) {
     this.#policy = policy;
@@ -112,13 +126,26 @@ export class RunningQuotas {
     if (!this.#active) return null;
     const owner = job.owner ?? "";
     const qos = job.qos ?? DEFAULT_QOS;
-    const adding = heldBy(job);
-    const key = userTierKey(owner, qos);
-    const refused = this.#refused.get(key);
-    if (refused && refused.cpus === adding.cpus && refused.gpus === adding.gpus) return refused.why;
-    const why = this.#heldFor(owner, qos, key, adding);
-    if (why !== null) this.#refused.set(key, { ...adding, why });
-    return why;
+    const ranks = Math.max(1, job.gang?.nodes ?? 1);
+    const cpus = job.cpus * ranks;
+    const gpus = (job.gpus ?? 0) * ranks;
+    const last = this.#last;
+    if (last !== null && last.owner === owner && last.qos === qos && last.cpus === cpus && last.gpus === gpus)
+      return last.why;
+    let byTier = this.#refused.get(owner);
+    let refused = byTier?.get(qos);
+    if (!refused || refused.cpus !== cpus || refused.gpus !== gpus) {
+      const why = this.#heldFor(owner, qos, userTierKey(owner, qos), { cpus, gpus });
+      if (why === null) return null;
+      refused = { owner, qos, cpus, gpus, why };
+      if (!byTier) {
+        byTier = new Map();
+        this.#refused.set(owner, byTier);
+      }
+      byTier.set(qos, refused);
+    }
+    this.#last = refused;
+    return refused.why;
   }
 
   #heldFor(owner: string, qos: string, key: string, adding: Held): string | null {

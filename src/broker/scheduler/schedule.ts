@@ -11,7 +11,7 @@
 // Slots left idle then take replicas of running tasks (stages/replicas.ts). Explain runs the same
 // pass dry with a trace (explain.ts), so what it says of a job is what this pass does.
 
-import { batchKey, ExhaustedBatches } from "./batches.ts";
+import { batchKey, ExhaustedBatches, scoreKey } from "./batches.ts";
 import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
 import { preemptionPass, reschedulingPass } from "./metascheduling.ts";
 import { type Placement, type Plan, taskKey } from "./plan.ts";
@@ -31,6 +31,8 @@ interface JobCursor {
   /** Its batch key (batches.ts), made when the job's turn comes: most queued jobs get none in a pass. */
   key: string;
   scored: ScoredHost[] | null;
+  /** The room left on each scored host, in the same order (the pass's own Capacity objects). */
+  rooms: Capacity[] | null;
   /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
   tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
 }
@@ -102,6 +104,26 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     return feasible;
   };
 
+  /**
+   * Feasible hosts scored by the job's rank, shared by jobs alike in batch and rank (100,000
+   * single-task jobs of one kind are scored once a pass, not once each).
+   */
+  const scoredByKey = new Map<string, Scored>();
+  const score = (job: JobView, key: string): Scored => {
+    const scored = scoreHosts(job, feasibleFor(job, key));
+    return { scored, rooms: scored.map((each) => capacity.get(each.host.name)!) };
+  };
+  const scoredFor = (job: JobView, key: string): Scored => {
+    const shared = scoreKey(job, key);
+    if (shared === null) return score(job, key);
+    let scored = scoredByKey.get(shared);
+    if (!scored) {
+      scored = score(job, key);
+      scoredByKey.set(shared, scored);
+    }
+    return scored;
+  };
+
   const policy = policyOf(state.policy);
 
   /** Takes a host's room away from everything behind the gang that reserved it. */
@@ -117,7 +139,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   const placeGang = (cursor: JobCursor, gang: NonNullable<JobView["gang"]>): boolean => {
     const { job } = cursor;
     if (!cursor.scored) {
-      cursor.scored = scoreHosts(job, feasibleFor(job, cursor.key));
+      ({ scored: cursor.scored, rooms: cursor.rooms } = scoredFor(job, cursor.key));
       cursor.tasks = tasksToPlace(job, state.now);
     }
     const next = cursor.tasks!.next();
@@ -157,7 +179,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         trace.unplaced?.(job, "no host that takes work matches it");
         return false;
       }
-      cursor.scored = scoreHosts(job, feasible);
+      ({ scored: cursor.scored, rooms: cursor.rooms } = scoredFor(job, key));
       cursor.tasks = tasksToPlace(job, state.now);
     }
     for (;;) {
@@ -165,8 +187,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       if (next.done) return false;
       if (placedFirst.size > 0 && placedFirst.has(taskKey(job.id, next.value.index))) continue;
       const need = needOf(job, next.value.index);
-      const best = bestFit(cursor.scored, capacity, need, next.value.allows);
-      if (!best) {
+      const best = bestFit(cursor.scored, cursor.rooms!, need, next.value.allows);
+      if (best < 0) {
         // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
         if (need !== job)
           trace.unplaced?.(
@@ -178,9 +200,14 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         trace.unplaced?.(job, "no host it matches has room left in this pass");
         return false;
       }
-      takeRoom(capacity.get(best.host.name)!, need);
+      takeRoom(cursor.rooms![best], need);
       totalSlotsFree -= job.cpus;
-      place.push({ kind: "task", jobId: job.id, taskIndex: next.value.index, host: best.host.name });
+      place.push({
+        kind: "task",
+        jobId: job.id,
+        taskIndex: next.value.index,
+        host: cursor.scored[best].host.name,
+      });
       return true;
     }
   };
@@ -209,7 +236,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const job = lane.queue.peek()!;
       const limited = quotas.held(job);
       if (limited) trace.unplaced?.(job, limited);
-      else lane.cursor ??= { job, key: batchKey(job), scored: null, tasks: null };
+      else lane.cursor ??= { job, key: batchKey(job), scored: null, rooms: null, tasks: null };
       if (!limited && placeNext(lane.cursor!)) {
         quotas.add(job);
         const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
@@ -217,6 +244,17 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       } else {
         lane.cursor = null;
         lane.queue.advance();
+        // The jobs behind a held one are most often held for the same limit: they are passed over
+        // here, not one turn each (a turn weighs every lane). Alike either way: what a pass holds
+        // only grows, so a job held now would be held at its turn, and it places nothing.
+        if (limited) {
+          for (let next = lane.queue.peek(); inBand(next); next = lane.queue.peek()) {
+            const why = quotas.held(next!);
+            if (why === null) break;
+            trace.unplaced?.(next!, why);
+            lane.queue.advance();
+          }
+        }
         if (!inBand(lane.queue.peek())) lanes.splice(turn, 1);
       }
     }
@@ -314,23 +352,26 @@ function* tasksToPlace(
   for (const index of job.readyTasks(now)) yield { index, allows: null };
 }
 
+/** Feasible hosts scored for a job, with the room left on each (the same order). */
+interface Scored {
+  scored: ScoredHost[];
+  rooms: Capacity[];
+}
+
+/** The index of the best scored host with room for `need` (and that `allowed` lets), or -1. */
 function bestFit(
   scored: readonly ScoredHost[],
-  capacity: ReadonlyMap<string, Capacity>,
+  rooms: readonly Capacity[],
   need: Need,
   allowed: ((host: string) => boolean) | null,
-): ScoredHost | null {
-  let best: ScoredHost | null = null;
-  for (const candidate of scored) {
-    if (allowed && !allowed(candidate.host.name)) continue;
-    const room = capacity.get(candidate.host.name)!;
+): number {
+  let best = -1;
+  for (let i = 0; i < scored.length; i++) {
+    const room = rooms[i];
     if (!fitsCapacity(need, room)) continue;
-    if (
-      !best ||
-      compareScored(candidate, best, room.slotsFree, capacity.get(best.host.name)!.slotsFree) < 0
-    ) {
-      best = candidate;
-    }
+    if (allowed && !allowed(scored[i].host.name)) continue;
+    if (best < 0 || compareScored(scored[i], scored[best], room.slotsFree, rooms[best].slotsFree) < 0)
+      best = i;
   }
   return best;
 }
