@@ -40,7 +40,7 @@ priority: 5
 timeLimitSeconds: 3600
 retry: { maxAttempts: 3, backoffSeconds: 5 }
 checkpoint: { intervalSeconds: 120, graceSeconds: 30 }
-array: { count: 100 } # tasks 0..99, each sees STEWARD_TASK_INDEX
+array: { count: 100, parallel: 10 } # tasks 0..99, each sees STEWARD_TASK_INDEX; 10 at once
 replicas: 2 # run a task on 2 hosts at once when slots are idle, the first to succeed wins
 contract: { minProgressPerMinute: 0.05, graceSeconds: 60 }
 `;
@@ -119,6 +119,8 @@ function walk(schema: JsonSchema, prefix: string, rows: string[]): void {
       `| \`${path}\` | ${cell(typeOf(property))} | ${cell(fallback)} | ${cell(property.description ?? "")} | ${example === undefined ? "" : cell(code(example))} |`,
     );
     if (property.properties) walk(property, path, rows);
+    // A key of two forms (`array: N` or a mapping): the mapping's keys too.
+    for (const form of property.anyOf ?? []) if (form.properties) walk(form, path, rows);
   }
 }
 
