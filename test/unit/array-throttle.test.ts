@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { compareQueueOrder } from "../../src/broker/scheduler/queue-order.ts";
 import { schedule } from "../../src/broker/scheduler/schedule.ts";
-import { ArrayThrottle, throttleAllows, throttleReason } from "../../src/broker/scheduler/stages/throttle.ts";
+import {
+  ArrayThrottle,
+  throttleAllows,
+  throttleReason,
+  throttleRoom,
+} from "../../src/broker/scheduler/stages/throttle.ts";
 import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
 import { JobEntry } from "../../src/broker/state/job-entry.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
@@ -51,6 +56,15 @@ describe("throttleAllows / throttleReason", () => {
       expect(throttleReason(job, placed)).toBe(reason);
     },
   );
+
+  it.each([
+    { parallel: undefined, live: 7, room: Number.POSITIVE_INFINITY },
+    { parallel: 3, live: 1, room: 2 },
+    { parallel: 3, live: 3, room: 0 },
+    { parallel: 2, live: 5, room: 0 },
+  ])("throttleRoom: parallel $parallel, $live live -> $room", ({ parallel, live, room }) => {
+    expect(throttleRoom({ parallel, liveTasks: live })).toBe(room);
+  });
 
   it("ArrayThrottle counts placements of throttled jobs only", () => {
     const throttle = new ArrayThrottle();

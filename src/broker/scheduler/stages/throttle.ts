@@ -12,6 +12,13 @@ export function throttleAllows(job: Throttled, placed = 0): boolean {
   return job.parallel === undefined || (job.liveTasks ?? 0) + placed < job.parallel;
 }
 
+/** How many more of the job's tasks may start now (Infinity without a throttle). */
+export function throttleRoom(job: Throttled): number {
+  return job.parallel === undefined
+    ? Number.POSITIVE_INFINITY
+    : Math.max(0, job.parallel - (job.liveTasks ?? 0));
+}
+
 /** Why the job may start no more tasks now (explain's words), or null when it may. */
 export function throttleReason(job: Throttled, placed = 0): string | null {
   if (throttleAllows(job, placed)) return null;
