@@ -137,6 +137,24 @@ describe("an array's parameters", () => {
     });
   }, 90_000);
 
+  it("takes a parameters file of 100,000 lines", async () => {
+    const lines = Array.from({ length: 100_000 }, (_, i) => `case-${i}.dat --steps ${i % 97}`);
+    writeFileSync(join(folder, "many.txt"), `${lines.join("\n")}\n`);
+    writeFileSync(
+      join(folder, "many.yaml"),
+      "command: './sim ${param}'\ninputs: [many.txt]\nrequirements: 'host.name == \"nowhere\"'\narray: {paramsFile: many.txt}\n",
+    );
+    const started = Date.now();
+    const submitted = await cli(server, ["submit", join(folder, "many.yaml")]);
+    const seconds = (Date.now() - started) / 1000;
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const id = submitted.stdout.trim();
+    const summary = (await api(server, "GET", "/api/v1/jobs")) as { id: string; taskCount: number }[];
+    expect(summary.find((job) => job.id === id)?.taskCount).toBe(100_000);
+    expect(seconds).toBeLessThan(20);
+    await api(server, "POST", `/api/v1/jobs/${id}/cancel`, {});
+  }, 90_000);
+
   it("puts ${param} and ${param.KEY} into an argv command, and gives mappings STEWARD_PARAM_<KEY>", async () => {
     const id = await submit({
       command: [

@@ -211,7 +211,7 @@ export const jobSpecSchema = z.strictObject({
               .max(MAX_ARRAY_TASKS)
               .optional(),
             // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
-            "One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`; `${param}` and `${param.KEY}` in `command` and `env` values are replaced by it (`$${param}` stays `${param}`).",
+            "One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`; `${param}` and `${param.KEY}` in `command` and `env` values are replaced by it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.",
             ["a.dat", "b.dat"],
           ),
           paramsFile: about(

@@ -318,7 +318,7 @@ export function registerJobRoutes(
     {
       schema: {
         summary:
-          "Update a job that has not started (pending, waiting or held): its priority, requirements, rank, cpus, memory or time limit, checked as at submit; an array with tasks running takes a new priority only",
+          "Update a job that has not started (pending, waiting or held): its priority, requirements, rank, cpus, memory, time limit or array throttle, checked as at submit; an array with tasks running takes a new priority or throttle only",
         params: jobParams,
         body: jobUpdateBody,
         response: {
