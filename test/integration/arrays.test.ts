@@ -122,6 +122,8 @@ describe("an array's parameters", () => {
         "",
       ].join("\n"),
     );
+    const dry = await cli(server, ["submit", "--dry-run", join(folder, "job.yaml")]);
+    expect(dry.stdout).toContain("job.yaml is valid (a task per line of cases.txt)");
     const submitted = await cli(server, ["submit", join(folder, "job.yaml")]);
     expect(submitted.code, submitted.stderr).toBe(0);
     const id = submitted.stdout.trim();
