@@ -143,6 +143,12 @@ describe("parseJobUpdate", () => {
     ],
     ["a wrong type", { priority: "high" }, "priority: Invalid input: expected number, received string"],
     ["not a mapping", [1], "an update is a mapping of the fields to change"],
+    [
+      "an array's count",
+      { array: { count: 3 } },
+      "array.count: an update may change only priority, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
+    ],
+    ["a throttle of 0", { array: { parallel: 0 } }, "array.parallel: Too small"],
   ];
   it.each(refused)("refuses %s, naming the field", (_, input, message) => {
     expect(() => parseJobUpdate(input)).toThrow(JobFileError);
@@ -419,6 +425,8 @@ describe("steward update's options as the update it sends", () => {
     ["a time limit", { timeLimit: 90 }, { timeLimitSeconds: 90 }],
     ["cpus and memory, under resources", { cpus: 2, memoryMb: 0 }, { resources: { cpus: 2, memoryMb: 0 } }],
     ["memory alone", { memoryMb: 512 }, { resources: { memoryMb: 512 } }],
+    ["an array's throttle", { parallel: 8 }, { array: { parallel: 8 } }],
+    ["0 removes the throttle", { parallel: 0 }, { array: { parallel: null } }],
     ["nothing", { json: true }, {}],
   ];
   it.each(cases)("%s", (_, options, expected) => {
