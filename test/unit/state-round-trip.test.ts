@@ -407,7 +407,7 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(bench.starts().map((start) => start.command)).toEqual(
       [1, 2, 3, 4, 5].map((seed) => ["./sim", String(seed)]),
     );
-    // A broker rebuilt from the store sends the next task its own parameter, within the throttle.
+    // A broker rebuilt from the store knows the tasks that hold slots, the parameters and the throttle.
     const restarted = bench.restart();
     expect(restarted.state.jobs.get("1")?.liveTasks).toBe(4);
     expect(restarted.state.jobs.get("1")?.record.spec.array).toMatchObject({ count: 6, parallel: 4 });
