@@ -97,7 +97,10 @@ describe("paramsProblem", () => {
   ])("%s", (_name, params, use, expected) => {
     const problem = paramsProblem(params, use);
     if (expected === null) expect(problem).toBeNull();
-    else expect(`${problem?.field}: ${problem?.message}`).toContain(expected);
+    else {
+      const key = problem?.key === undefined ? "" : `.${problem.key}`;
+      expect(`array.params[${problem?.index}]${key}: ${problem?.message}`).toContain(expected);
+    }
   });
 });
 
@@ -197,9 +200,20 @@ describe("resolveParamsFile", () => {
     );
   });
 
+  it("refuses lines where the command names a key: lines are strings", () => {
+    const keyed = validateJobSpec({
+      command: "x ${param.seed}",
+      inputs: ["p.txt"],
+      array: { paramsFile: "p.txt" },
+    });
+    expect(() => resolveParamsFile(keyed, "1\n")).toThrow(
+      "array.paramsFile: p.txt line 1: a string, but the command or env names ${param.seed}",
+    );
+  });
+
   it("refuses a line too long, naming its number", () => {
     expect(() => resolveParamsFile(spec({}), `a\n${"x".repeat(40_000)}\n`)).toThrow(
-      "array.paramsFile: array.paramsFile p.txt line 2: longer than",
+      "array.paramsFile: p.txt line 2: longer than 32768 characters",
     );
   });
 });

@@ -83,49 +83,47 @@ export function taskLaunch(
 }
 
 /**
- * What is wrong with an array's parameters, as a JobFileError's field and message, or null: a key
- * that is not a PARAM_KEY_PATTERN, two keys of one mapping that give the same variable, a
- * parameter longer than MAX_PARAM_CHARS, a `${param.KEY}` in the command or env that a parameter
- * does not have (or that a string parameter is given).
+ * What is wrong with an array's parameters, or null: the parameter's index (and the key, for a bad
+ * key) and why. A key that is not a PARAM_KEY_PATTERN, two keys of one mapping that give the same
+ * variable, a parameter longer than MAX_PARAM_CHARS, a `${param.KEY}` in the command or env that a
+ * parameter does not have (or that a string parameter is given).
  */
 export function paramsProblem(
   params: readonly TaskParam[],
   uses: { command: string | readonly string[]; env: Readonly<Record<string, string>> },
-  field = "array.params",
-): { field: string; message: string } | null {
+): { index: number; key?: string; message: string } | null {
   const named = new Set<string>();
   const texts = [
     ...(typeof uses.command === "string" ? [uses.command] : uses.command),
     ...Object.values(uses.env),
   ];
   for (const text of texts) for (const key of placeholdersOf(text).keys) named.add(key);
+  const firstNamed = named.values().next().value;
   for (let index = 0; index < params.length; index++) {
     const param = params[index];
-    const at = `${field}[${index}]`;
     if (paramText(param).length > MAX_PARAM_CHARS)
-      return { field: at, message: `longer than ${MAX_PARAM_CHARS} characters` };
+      return { index, message: `longer than ${MAX_PARAM_CHARS} characters` };
     if (typeof param === "string") {
-      const key = named.values().next().value;
-      if (key !== undefined)
+      if (firstNamed !== undefined)
         return {
-          field: at,
-          message: `a string, but the command or env names \${param.${key}}: a mapping with key ${key} is needed`,
+          index,
+          message: `a string, but the command or env names \${param.${firstNamed}}: a mapping with key ${firstNamed} is needed`,
         };
       continue;
     }
     const variables = new Map<string, string>();
     for (const key of Object.keys(param)) {
       if (!PARAM_KEY_PATTERN.test(key))
-        return { field: `${at}.${key}`, message: "not a parameter key (1 to 64 letters, digits, _ or -)" };
+        return { index, key, message: "not a parameter key (1 to 64 letters, digits, _ or -)" };
       const variable = paramVariable(key);
       const other = variables.get(variable);
       if (other !== undefined)
-        return { field: at, message: `keys ${other} and ${key} would both be ${variable}` };
+        return { index, message: `keys ${other} and ${key} would both be ${variable}` };
       variables.set(variable, key);
     }
     for (const key of named)
       if (!Object.hasOwn(param, key))
-        return { field: at, message: `has no key ${key}, which the command or env names (\${param.${key}})` };
+        return { index, message: `has no key ${key}, which the command or env names (\${param.${key}})` };
   }
   return null;
 }

@@ -378,7 +378,10 @@ function checkArray(spec: JobSpec): void {
     if (problem) fail("array.count", problem);
     array.count = params.length;
     const wrong = paramsProblem(params, spec);
-    if (wrong) fail(wrong.field, wrong.message);
+    if (wrong) {
+      const key = wrong.key === undefined ? "" : `.${wrong.key}`;
+      fail(`array.params[${wrong.index}]${key}`, wrong.message);
+    }
   } else if (paramsFile !== undefined) {
     if (!spec.inputs.includes(paramsFile))
       fail(
@@ -402,12 +405,8 @@ export function resolveParamsFile(spec: JobSpec, text: string): JobSpec {
   if (problem) fail("array.count", problem);
   const { paramsFile: _read, ...rest } = array;
   const resolved: JobSpec = { ...spec, array: { ...rest, count: lines.length, params: lines } };
-  const wrong = paramsProblem(lines, resolved, `array.paramsFile ${name} line`);
-  if (wrong)
-    fail(
-      "array.paramsFile",
-      `${wrong.field.replace(/\[(\d+)\]$/, (_, i) => ` ${Number(i) + 1}`)}: ${wrong.message}`,
-    );
+  const wrong = paramsProblem(lines, resolved);
+  if (wrong) fail("array.paramsFile", `${name} line ${wrong.index + 1}: ${wrong.message}`);
   return resolved;
 }
 
