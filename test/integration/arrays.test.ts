@@ -107,6 +107,19 @@ describe("an array's throttle", () => {
   }, 120_000);
 });
 
+describe("steward run --parallel", () => {
+  it("sets an array's throttle, and is refused without --array", async () => {
+    const ran = await cli(server, ["run", "--array", "4", "--parallel", "2", "--detach", "--", "true"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const job = await waitForJobEnd(server, ran.stdout.trim(), 60_000);
+    expect(job.spec.array).toEqual({ count: 4, parallel: 2 });
+    expect(job.state).toBe("succeeded");
+    const alone = await cli(server, ["run", "--parallel", "2", "--", "true"]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--parallel needs --array N");
+  }, 60_000);
+});
+
 describe("an array's parameters", () => {
   it("gives each task its line of a parameters file, in STEWARD_TASK_PARAM and ${param}", async () => {
     const lines = ["alpha", "beta gamma", "delta", "eps'ilon", "zeta"];

@@ -97,6 +97,8 @@ export function registerRun(program: Command): void {
         output: flags.output ?? [],
         env: flags.env ?? {},
       };
+      if (options.parallel !== undefined && options.array === undefined)
+        throw new CliError("--parallel needs --array N: it limits the tasks of an array", 2);
       const client = new ApiClient();
       const id = await submitRun(client, command, options);
       if (options.detach) {
