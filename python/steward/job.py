@@ -8,6 +8,7 @@
     job.progress(0.5)                              # 0..1, for the scheduler
     job.set_requirements('host.memFreeMb >= 2048.0')  # self-migration
     job.restarted()                                # STEWARD_RESTARTED == 1
+    job.task_param(); job.params()                 # an array task's parameter: text, mapping
 
 Outside Steward it works too: the checkpoint folder is ./.steward-checkpoint, and progress and
 requirements go nowhere.
@@ -77,6 +78,25 @@ def checkpoint_generation(generation: int) -> None:
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
         raise TypeError("checkpoint_generation needs a whole number from 1")
     _write_atomically(os.path.join(checkpoint_dir(), GENERATION_FILE), str(generation).encode("ascii"))
+
+
+def task_param() -> Union[str, None]:
+    """This task's parameter in an array with `params` or `paramsFile` (STEWARD_TASK_PARAM): a
+    string as given, a mapping as JSON; None when the job gives its tasks none."""
+    return os.environ.get("STEWARD_TASK_PARAM")
+
+
+def params() -> Dict[str, Any]:
+    """This task's parameter as a mapping, its values with their types (numbers, booleans): the
+    JSON of STEWARD_TASK_PARAM when it is an object; {} when there is no parameter or it is not one."""
+    text = task_param()
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def gang() -> Dict[str, Any]:

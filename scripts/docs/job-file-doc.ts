@@ -41,7 +41,7 @@ qos: normal # the QoS tier (the server's --qos file): priority between users, pr
 timeLimitSeconds: 3600
 retry: { maxAttempts: 3, backoffSeconds: 5 }
 checkpoint: { intervalSeconds: 120, graceSeconds: 30 }
-array: { count: 100 } # tasks 0..99, each sees STEWARD_TASK_INDEX
+array: { count: 100, parallel: 10 } # tasks 0..99, each sees STEWARD_TASK_INDEX; 10 at once
 replicas: 2 # run a task on 2 hosts at once when slots are idle, the first to succeed wins
 contract: { minProgressPerMinute: 0.05, graceSeconds: 60 }
 `;
@@ -98,6 +98,24 @@ export function jobFileDoc(): string {
     "task by task. `steward explain` says what a job waits for (`waits for job 13 to end`). Retrying",
     "a job (`steward retry`) does not bring back the jobs cancelled because it failed: retry them too.",
     "",
+    "Arrays (`array`): `array: N` runs the command as N tasks, `STEWARD_TASK_INDEX` 0..N-1.",
+    "`parallel: M` runs at most M of them at once (`steward update ID --parallel M` changes it, also",
+    "while they run). Each task may get a parameter of its own, from a list or from an input file of",
+    "one line per task; the count then follows the parameters (a `count` given must agree, or the",
+    "submit is refused naming both):",
+    "",
+    "```yaml",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+    'command: [./simulate, --input, "${param}"]   # also ${param.KEY} for mappings, in env values too',
+    "inputs: [simulate, cases.txt]",
+    "array: { paramsFile: cases.txt, parallel: 8 }    # or params: [a.dat, b.dat] or [{seed: 1}, ...]",
+    "```",
+    "",
+    "The server reads the parameters file from the uploaded inputs at submit: the job's `spec` then",
+    "holds its lines as `array.params` and their number as `array.count` (`paramsFile` is not kept;",
+    "the file stays in the working folder as an input). What a task sees, and the substitution rules,",
+    "are in [job-environment.md](job-environment.md#array-parameters).",
+    "",
     "## Keys",
     "",
     "Absent: the key may be left out and has no default; required: it may not be left out.",
@@ -120,6 +138,8 @@ function walk(schema: JsonSchema, prefix: string, rows: string[]): void {
       `| \`${path}\` | ${cell(typeOf(property))} | ${cell(fallback)} | ${cell(property.description ?? "")} | ${example === undefined ? "" : cell(code(example))} |`,
     );
     if (property.properties) walk(property, path, rows);
+    // A key of two forms (`array: N` or a mapping): the mapping's keys too.
+    for (const form of property.anyOf ?? []) if (form.properties) walk(form, path, rows);
   }
 }
 

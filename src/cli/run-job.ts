@@ -20,6 +20,7 @@ export interface RunOptions {
   requirements?: string;
   rank?: string;
   array?: number;
+  parallel?: number;
   input: string[];
   output: string[];
   env: Record<string, string>;
@@ -41,7 +42,12 @@ export function runJobFile(command: readonly string[], options: RunOptions): Rec
   if (Object.keys(resources).length > 0) job.resources = resources;
   if (options.requirements !== undefined) job.requirements = options.requirements;
   if (options.rank !== undefined) job.rank = options.rank;
-  if (options.array !== undefined) job.array = { count: options.array };
+  if (options.array !== undefined)
+    job.array = {
+      count: options.array,
+      ...(options.parallel !== undefined ? { parallel: options.parallel } : {}),
+    };
+  else if (options.parallel !== undefined) job.array = { parallel: options.parallel };
   if (options.input.length > 0) job.inputs = [...options.input];
   if (options.output.length > 0) job.outputs = [...options.output];
   if (Object.keys(options.env).length > 0) job.env = { ...options.env };
@@ -63,6 +69,7 @@ export const FIELD_FLAGS: Readonly<Record<string, string>> = {
   requirements: "--requirements",
   rank: "--rank",
   array: "--array",
+  "array.parallel": "--parallel",
   inputs: "--input",
   outputs: "--output",
   env: "--env",

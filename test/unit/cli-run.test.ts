@@ -28,6 +28,11 @@ describe("the job file of steward run", () => {
       { command: ["sh", "-c", "echo hi"], resources: { cpus: 4, memoryMb: 512, gpus: 1 } },
     ],
     [
+      "an array's throttle",
+      { ...NONE, array: 10, parallel: 3 },
+      { command: ["sh", "-c", "echo hi"], array: { count: 10, parallel: 3 } },
+    ],
+    [
       "every other option",
       {
         name: "n",
@@ -73,6 +78,7 @@ describe("the server's message on the job file, named by run's flag", () => {
     ["inputs[1]: ../x: leaves the folder", "--input: ../x: leaves the folder"],
     ["env.1A: not a valid variable name", "--env: not a valid variable name"],
     ["array.count: Too big", "--array: Too big"],
+    ["array.parallel: Too small", "--parallel: Too small"],
     ["retry.maxAttempts: Too small", "--retry: Too small"],
     ["checkpoint.intervalSeconds: Too small", "--checkpoint-interval: Too small"],
     ["timeLimitSeconds: Too small", "--time-limit: Too small"],

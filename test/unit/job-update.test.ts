@@ -83,7 +83,25 @@ describe("updateRefusal", () => {
       "an array with tasks running keeps what they were placed with",
       { state: "running", tasks: 10, liveTasks: 2, startedTasks: 4 },
       ["priority", "requirements", "resources.memoryMb"],
-      "job 7 is running (2 of 10 tasks): only priority may change while its tasks run, not requirements, resources.memoryMb, which its running tasks were placed with (hold it first, or update it once they end)",
+      "job 7 is running (2 of 10 tasks): only priority and array.parallel may change while its tasks run, not requirements, resources.memoryMb, which its running tasks were placed with (hold it first, or update it once they end)",
+    ],
+    [
+      "an array with tasks running takes a new throttle with its priority",
+      { state: "running", tasks: 10, liveTasks: 2, startedTasks: 4 },
+      ["priority", "array.parallel"],
+      null,
+    ],
+    [
+      "an array whose tasks have run takes a new throttle",
+      { state: "pending", tasks: 10, startedTasks: 4 },
+      ["array.parallel"],
+      null,
+    ],
+    [
+      "a single job takes no throttle, whatever its state",
+      { state: "pending" },
+      ["array.parallel"],
+      "job 7 is not an array: array.parallel applies to arrays only",
     ],
     [
       "a job whose attempts have ended (held, or back in the queue) takes a new memory and requirements",
@@ -103,7 +121,7 @@ describe("updateRefusal", () => {
   });
 
   it("lets only the priority change while tasks run", () => {
-    expect(FIELDS_WHILE_RUNNING).toEqual(["priority"]);
+    expect(FIELDS_WHILE_RUNNING).toEqual(["priority", "array.parallel"]);
   });
 });
 
@@ -112,20 +130,26 @@ describe("parseJobUpdate", () => {
     [
       "an unknown field",
       { command: "x" },
-      "command: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "command: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
     ],
     [
       "an unknown resource",
       { resources: { gpus: 1 } },
-      "resources.gpus: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "resources.gpus: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
     ],
     [
       "nothing to change",
       {},
-      "nothing to change: give at least one of priority, qos, requirements, rank, resources.cpus, resources.memoryMb and timeLimitSeconds",
+      "nothing to change: give at least one of priority, qos, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
     ],
     ["a wrong type", { priority: "high" }, "priority: Invalid input: expected number, received string"],
     ["not a mapping", [1], "an update is a mapping of the fields to change"],
+    [
+      "an array's count",
+      { array: { count: 3 } },
+      "array.count: an update may change only priority, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
+    ],
+    ["a throttle of 0", { array: { parallel: 0 } }, "array.parallel: Too small"],
   ];
   it.each(refused)("refuses %s, naming the field", (_, input, message) => {
     expect(() => parseJobUpdate(input)).toThrow(JobFileError);
@@ -272,8 +296,41 @@ describe("updateJob", () => {
     update(b, "1", { priority: 4 });
     expect(b.state.jobs.get("1")?.priority).toBe(4);
     expect(() => update(b, "1", { resources: { memoryMb: 100 } })).toThrow(
-      "job 1 is running (1 of 3 tasks): only priority may change while its tasks run, not resources.memoryMb",
+      "job 1 is running (1 of 3 tasks): only priority and array.parallel may change while its tasks run, not resources.memoryMb",
     );
+  });
+
+  it("raises and lowers an array's throttle while its tasks run: more start, or fewer, from the next pass", () => {
+    const b = bench(["h1"], 8);
+    submit(b, "1", { command: "run", array: { count: 10, parallel: 2 } });
+    b.settle();
+    expect(b.starts()).toHaveLength(2);
+    const handled = update(b, "1", { array: { parallel: 5 } });
+    expect(handled.schedule).toBe(true);
+    b.settle();
+    expect(b.starts()).toHaveLength(5);
+    expect(b.events("1").find((event) => event.kind === "updated")?.message).toBe(
+      "updated by alice: array.parallel 2 -> 5",
+    );
+    // Lowered below what runs: none is stopped, none starts until fewer run.
+    update(b, "1", { array: { parallel: 3 } });
+    for (const start of b.starts().slice(0, 2)) {
+      b.run((step) => attemptStarted(step, "h1", { jobId: "1", taskIndex: start.taskIndex, attempt: 1 }));
+      b.run((step) => attemptEnded(step, "h1", ended("1", 1, "succeeded", { taskIndex: start.taskIndex })));
+    }
+    b.settle();
+    expect(b.starts()).toHaveLength(5);
+    // Removed: the rest start.
+    update(b, "1", { array: { parallel: null } });
+    b.settle();
+    expect(b.starts()).toHaveLength(10);
+    expect(b.state.jobs.get("1")?.record.spec.array).toEqual({ count: 10 });
+  });
+
+  it("refuses a throttle for a single job", () => {
+    const b = bench(["h1"]);
+    submit(b, "1", { command: "run" });
+    expect(() => update(b, "1", { array: { parallel: 2 } })).toThrow("job 1 is not an array");
   });
 
   it("answers the job unchanged, with no event, when the update changes nothing", () => {
@@ -372,6 +429,8 @@ describe("steward update's options as the update it sends", () => {
     ["a time limit", { timeLimit: 90 }, { timeLimitSeconds: 90 }],
     ["cpus and memory, under resources", { cpus: 2, memoryMb: 0 }, { resources: { cpus: 2, memoryMb: 0 } }],
     ["memory alone", { memoryMb: 512 }, { resources: { memoryMb: 512 } }],
+    ["an array's throttle", { parallel: 8 }, { array: { parallel: 8 } }],
+    ["0 removes the throttle", { parallel: 0 }, { array: { parallel: null } }],
     ["nothing", { json: true }, {}],
   ];
   it.each(cases)("%s", (_, options, expected) => {

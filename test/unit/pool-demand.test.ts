@@ -50,6 +50,20 @@ describe("offerWork", () => {
       { hpc: 3, cloud: 0 },
     ],
     [
+      "an array at its throttle asks pilots only for the tasks it may start",
+      [job("a", 10, { parallel: 4, liveTasks: 1 })],
+      [8, 8],
+      [0, 0],
+      { hpc: 3, cloud: 0 },
+    ],
+    [
+      "an array at its throttle asks for none",
+      [job("a", 10, { parallel: 2, liveTasks: 2 }), job("b", 1)],
+      [8, 8],
+      [0, 0],
+      { hpc: 1, cloud: 0 },
+    ],
+    [
       "room and pending pilots cover work before new pilots",
       [job("a", 3)],
       [8, 8],

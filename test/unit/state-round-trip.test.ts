@@ -2,6 +2,7 @@
 // series of events the state a broker rebuilds from the recorded changes is the live state (soft
 // state aside: leases, connections, progress; src/broker/state/soft-state.ts). Run over a day of a small
 // cluster, checked after every event; and a change made without its record is caught.
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${param.seed}` is the job file's placeholder
 
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -49,6 +50,7 @@ function durable(state: ClusterState) {
       qosPriority: job.qosPriority,
       pending: sorted(job.pending),
       ready: sorted(job.ready),
+      liveTasks: job.liveTasks,
       checkpoints: job.tasks.map((task) =>
         [...job.checkpointsOf(task.index).parts].sort(
           (a, b) => a.rank - b.rank || a.generation - b.generation,
@@ -426,6 +428,31 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => updateJob(step, { id: "3", update: { priority: 4 }, by: "admin" }));
     event(bench, (step) => releaseJob(step, "1"));
     expect(bench.events().filter((each) => each.kind === "updated")).toHaveLength(3);
+  });
+
+  it("is the live state of a throttled array with parameters, its throttle changed while it runs", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1", [], 8)));
+    const spec = validateJobSpec({
+      command: ["./sim", "${param.seed}"],
+      array: { params: [1, 2, 3, 4, 5, 6].map((seed) => ({ seed })), parallel: 2 },
+    });
+    event(bench, (step) => submitJob(step, { id: "1", spec, owner: "alice", inputs: [] }));
+    schedule(bench);
+    startAll(bench, 0);
+    expect(bench.state.jobs.get("1")?.liveTasks).toBe(2);
+    event(bench, (step) => updateJob(step, { id: "1", update: { array: { parallel: 4 } }, by: "alice" }));
+    schedule(bench);
+    startAll(bench, 2);
+    event(bench, (step) => attemptEnded(step, "h1", ended("1", 1, "succeeded", { taskIndex: 0 })));
+    schedule(bench);
+    expect(bench.starts().map((start) => start.command)).toEqual(
+      [1, 2, 3, 4, 5].map((seed) => ["./sim", String(seed)]),
+    );
+    // A broker rebuilt from the store knows the tasks that hold slots, the parameters and the throttle.
+    const restarted = bench.restart();
+    expect(restarted.state.jobs.get("1")?.liveTasks).toBe(4);
+    expect(restarted.state.jobs.get("1")?.record.spec.array).toMatchObject({ count: 6, parallel: 4 });
   });
 
   it("is the live state after retries (of a job that left memory too), cancels of some tasks and dependency kinds", () => {

@@ -8,6 +8,7 @@
 import type { PoolSpec } from "../../common/model/pools-file.ts";
 import type { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
+import { throttleRoom } from "../scheduler/stages/throttle.ts";
 import type { HostView, JobView } from "../scheduler/view.ts";
 import { pastWalltimeMargin, walltimeAt } from "../scheduler/walltime.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
@@ -110,11 +111,22 @@ export function offerWork(
 /** A name no host has: a pilot not yet started. */
 const NEW_PILOT = "\u0000new pilot";
 
-/** The job's ready tasks, and those that wait to move (a migration) and may go to a new pilot. */
+/**
+ * The job's ready tasks, and those that wait to move (a migration) and may go to a new pilot; no
+ * more than an array's throttle lets start now (stages/throttle.ts).
+ */
 function* tasksForNewPilots(job: OfferedJob, now: number): Iterable<number> {
-  yield* job.readyTasks(now);
+  let left = throttleRoom(job);
+  for (const index of job.readyTasks(now)) {
+    if (left-- <= 0) return;
+    yield index;
+  }
   if (!job.constrainedTasks) return;
-  for (const task of job.constrainedTasks(now)) if (task.allows(NEW_PILOT)) yield task.index;
+  for (const task of job.constrainedTasks(now)) {
+    if (!task.allows(NEW_PILOT)) continue;
+    if (left-- <= 0) return;
+    yield task.index;
+  }
 }
 
 /** Free cpus of a pool's hosts that can take work now (ready, connected, not near their walltime). */

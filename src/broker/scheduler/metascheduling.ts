@@ -12,6 +12,7 @@ import type { FeasibilityJob } from "./stages/feasibility.ts";
 import { type Capacity, fitsCapacity, takeRoom } from "./stages/fit.ts";
 import { decidePreemption } from "./stages/preemption.ts";
 import { bestMove, type MoveEstimate, notMovable, speedNeeded } from "./stages/rescheduling.ts";
+import { throttleAllows } from "./stages/throttle.ts";
 import type { HostView, JobView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "./view.ts";
 
 /** Blocked jobs looked at in one pass: the first in queue order matter, and a pass must stay short. */
@@ -58,6 +59,14 @@ function unplacedTask(
   return { any, unreserved: null };
 }
 
+/** How many of the job's tasks this pass placed (read only for a throttled array). */
+function placedOf(job: JobView, placed: ReadonlySet<string>): number {
+  const prefix = taskKey(job.id, 0).slice(0, -1); // the key less its task index
+  let count = 0;
+  for (const key of placed) if (key.startsWith(prefix)) count++;
+  return count;
+}
+
 export function preemptionPass(
   state: SchedulerState,
   placed: ReadonlySet<string>,
@@ -81,6 +90,8 @@ export function preemptionPass(
     if (held(job) !== null) continue;
     const unplaced = unplacedTask(job, placed, reserved, state.now);
     if (!unplaced.any) continue;
+    // An array at its throttle waits for its own tasks, not for room another job's would free.
+    if (job.parallel !== undefined && !throttleAllows(job, placedOf(job, placed))) continue;
     const feasible = feasibleFor(job);
     if (feasible.length === 0) continue;
     looked++;

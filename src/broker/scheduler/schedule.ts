@@ -23,6 +23,7 @@ import { type Capacity, capacityOf, fitsCapacity, type Need, takeRoom } from "./
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
 import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
+import { ArrayThrottle } from "./stages/throttle.ts";
 import type { HostView, JobView, OwnerQueue, PassTrace, RunningTaskView, SchedulerState } from "./view.ts";
 
 /** A job's place in its owner's turn: the hosts it may use and what is left to place. */
@@ -63,6 +64,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   const placedFirst = new Set<string>();
   /** Cpus placed first per owner, counted into the owner's share when its turns come. */
   const placedCpus = new Map<string, number>();
+  /** Tasks of throttled arrays placed in this pass (stages/throttle.ts). */
+  const throttle = new ArrayThrottle();
 
   // Room a preemption kept goes to its task once the stopped task has freed it.
   for (const reserved of state.reserved ?? []) {
@@ -89,6 +92,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     });
     placedFirst.add(taskKey(job.id, reserved.taskIndex));
     quotas.add(job);
+    throttle.placed(job);
     const owner = job.owner ?? "";
     placedCpus.set(owner, (placedCpus.get(owner) ?? 0) + job.cpus);
   }
@@ -168,6 +172,11 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   const placeNext = (cursor: JobCursor): boolean => {
     const { job, key } = cursor;
     if (job.gang && job.gang.nodes > 1) return placeGang(cursor, job.gang);
+    const throttled = throttle.reason(job);
+    if (throttled) {
+      trace.unplaced?.(job, throttled);
+      return false;
+    }
     if (exhausted.has(key)) {
       trace.unplaced?.(job, "work alike ahead of it found no room in this pass");
       return false;
@@ -208,6 +217,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         taskIndex: next.value.index,
         host: cursor.scored[best].host.name,
       });
+      throttle.placed(job);
       return true;
     }
   };

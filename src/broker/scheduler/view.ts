@@ -61,6 +61,10 @@ export interface JobView {
   };
   /** Since when the job's work has waited to start (a gang's reserve time counts from it); absent: createdAt. */
   readySince?: number;
+  /** At most this many tasks of the array may hold slots at once (`array.parallel`, stages/throttle.ts); absent: no limit. */
+  parallel?: number;
+  /** Tasks of the job with a live attempt now (starting, running or stopping); absent: 0. */
+  liveTasks?: number;
   /** Attempts one task may run at once (`replicas: k`, stages/replicas.ts); absent means 1. */
   replicas?: number;
   /** Whether a task with `live` attempts may have one more replica; absent: while live < replicas. */

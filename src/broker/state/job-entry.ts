@@ -3,7 +3,7 @@
 
 import { type CompiledExpression, compileExpression } from "../../common/model/cel.ts";
 import { isLive } from "../../common/model/ids.ts";
-import { nodesOf } from "../../common/model/job-spec.ts";
+import { arrayParallel, nodesOf } from "../../common/model/job-spec.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../../common/model/job-state.ts";
 import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../../common/model/records.ts";
@@ -50,6 +50,11 @@ export class JobEntry implements JobView {
   #migrating: Set<number> | null = null;
   /** Each task's checkpoint parts and pending objects: made when the first is known. */
   #taskCheckpoints: Map<number, TaskCheckpoints> | null = null;
+  /**
+   * Live attempts per task, for the tasks that have one (starting, running or stopping): its size is
+   * how many tasks hold slots now, which an array's `parallel` limits (read by every pass: kept, not counted).
+   */
+  readonly #liveByTask = new Map<number, number>();
   /** A multi-node job's next attempt after a lost rank: back to the healthy hosts, the lost avoided. */
   gangRestart: { previous: (string | null)[]; avoid: string[] } | null = null;
 
@@ -262,11 +267,30 @@ export class JobEntry implements JobView {
     const list = this.attempts.get(attempt.taskIndex);
     if (list) list.push(attempt);
     else this.attempts.set(attempt.taskIndex, [attempt]);
-    if (attempt.state === "ended") this.attemptEnded(attempt);
+    if (attempt.state === "ended") this.#countRun(attempt);
+    else this.#liveByTask.set(attempt.taskIndex, (this.#liveByTask.get(attempt.taskIndex) ?? 0) + 1);
   }
 
-  /** An attempt ended: a whole run that succeeded tells how long the job's tasks take. */
+  /** A live attempt (one addAttempt counted live) ended. */
   attemptEnded(attempt: AttemptRecord): void {
+    const live = (this.#liveByTask.get(attempt.taskIndex) ?? 0) - 1;
+    if (live > 0) this.#liveByTask.set(attempt.taskIndex, live);
+    else this.#liveByTask.delete(attempt.taskIndex);
+    this.#countRun(attempt);
+  }
+
+  /** Tasks with a live attempt (starting, running or stopping): those holding slots now. */
+  get liveTasks(): number {
+    return this.#liveByTask.size;
+  }
+
+  /** At most this many of the array's tasks run at once (`array.parallel`); undefined: no limit. */
+  get parallel(): number | undefined {
+    return arrayParallel(this.record.spec);
+  }
+
+  /** A whole run that succeeded tells how long the job's tasks take. */
+  #countRun(attempt: AttemptRecord): void {
     if (attempt.outcome !== "succeeded" || attempt.restarted || attempt.endedAt === null) return;
     this.#finished.count++;
     this.#finished.seconds += Math.max(0, attempt.endedAt - attempt.startedAt) / 1000;

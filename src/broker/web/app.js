@@ -10,6 +10,17 @@ import { TaskMap } from "./taskmap.js";
 import { Timeline } from "./timeline.js";
 import { toYaml } from "./yaml.js";
 
+/** An array's parameters shown in the job file, at most: the API's job has them all. */
+const SHOWN_PARAMS = 20;
+
+/** The job file as shown: a long list of parameters cut to its first ones. */
+function shownSpec(spec) {
+  const params = spec.array?.params;
+  if (!params || params.length <= SHOWN_PARAMS) return spec;
+  const more = `... and ${(params.length - SHOWN_PARAMS).toLocaleString()} more`;
+  return { ...spec, array: { ...spec.array, params: [...params.slice(0, SHOWN_PARAMS), more] } };
+}
+
 const JOB_STATES = ["held", "waiting", "pending", "running", "succeeded", "failed", "cancelled"];
 /** Above this many tasks a job's page loads the compact task states, not every task. */
 const FULL_TASKS_UP_TO = 500;
@@ -299,7 +310,7 @@ function JobPage({ id, live }) {
     ${task !== null ? html`<${TaskDetail} jobId=${job.id} index=${task} onClose=${() => setTask(null)} refreshedAt=${arrivedAt} />` : null}
     <details>
       <summary>Job file</summary>
-      <pre class="spec">${toYaml(job.spec)}</pre>
+      <pre class="spec">${toYaml(shownSpec(job.spec))}</pre>
     </details>
     ${
       job.events

@@ -50,6 +50,7 @@ Examples:
   steward run -- hostname
   steward run --cpus 4 --memory-mb 2048 -- ./simulate --steps 100
   steward run --array 10 -- sh -c 'echo task $STEWARD_TASK_INDEX'
+  steward run --array 100 --parallel 8 -- ./case.sh
   steward run --input data.csv --output result.txt -- sh -c 'sort data.csv > result.txt'
   steward run --requirements 'host.arch == "x86_64"' --gpus 1 --retry 3 -- python train.py
   id=$(steward run --detach --time-limit 3600 -- ./long-job)`;
@@ -71,6 +72,11 @@ export function registerRun(program: Command): void {
     .option("--requirements <expr>", "CEL over host facts a host must satisfy")
     .option("--rank <expr>", "CEL over host facts: among the matching hosts, higher first")
     .option("--array <n>", "run the command as N tasks (STEWARD_TASK_INDEX 0..N-1)", wholeNumber("--array"))
+    .option(
+      "--parallel <m>",
+      "with --array: at most M tasks run at once (steward update --parallel changes it)",
+      wholeNumber("--parallel"),
+    )
     .option("--input <file>", "a file of the current folder to upload (repeatable)", collect)
     .option("--output <path>", "a file to collect, written here at the end (repeatable)", collect)
     .option("--env <name=value>", "a variable of the job's environment (repeatable)", envVariable)
@@ -91,6 +97,8 @@ export function registerRun(program: Command): void {
         output: flags.output ?? [],
         env: flags.env ?? {},
       };
+      if (options.parallel !== undefined && options.array === undefined)
+        throw new CliError("--parallel needs --array N: it limits the tasks of an array", 2);
       const client = new ApiClient();
       const id = await submitRun(client, command, options);
       if (options.detach) {

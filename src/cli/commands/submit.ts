@@ -73,8 +73,13 @@ async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json:
   if (json) return printJson(answer);
   const { spec, explanation } = answer;
   if (!explanation) throw new CliError("the server answered no explanation (is it older than this client?)");
-  const tasks = spec.array?.count ?? 1;
-  const headline = `${label} is valid (${tasks} task${tasks === 1 ? "" : "s"}); submitted now, the job would be ${explanation.state}`;
+  const tasks = spec.array ? (spec.array.count ?? spec.array.params?.length) : 1;
+  // A parameters file is read at submit: a dry run has not uploaded it.
+  const counted =
+    tasks === undefined
+      ? `a task per line of ${spec.array?.paramsFile ?? "its parameters file"}`
+      : `${tasks} task${tasks === 1 ? "" : "s"}`;
+  const headline = `${label} is valid (${counted}); submitted now, the job would be ${explanation.state}`;
   process.stdout.write(renderExplanation(explanation, headline));
   if (explanation.hosts.length > 0 && explanation.summary.matching === 0)
     process.stdout.write("no host matches it now: it would wait until one does (steward hosts lists them)\n");

@@ -13,6 +13,7 @@ interface UpdateOptions {
   memoryMb?: number;
   cpus?: number;
   timeLimit?: number;
+  parallel?: number;
   json?: boolean;
 }
 
@@ -36,6 +37,8 @@ export function updateOf(options: UpdateOptions): JobUpdate {
   if (options.rank !== undefined) update.rank = options.rank.trim() === "" ? null : options.rank;
   if (options.timeLimit !== undefined)
     update.timeLimitSeconds = options.timeLimit === 0 ? null : options.timeLimit;
+  if (options.parallel !== undefined)
+    update.array = { parallel: options.parallel === 0 ? null : options.parallel };
   if (options.cpus !== undefined || options.memoryMb !== undefined)
     update.resources = {
       ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
@@ -55,6 +58,7 @@ function newValues(job: Job, options: UpdateOptions): string {
   if (options.rank !== undefined) parts.push(`rank ${shown(spec.rank)}`);
   if (options.cpus !== undefined) parts.push(`cpus ${spec.resources.cpus}`);
   if (options.memoryMb !== undefined) parts.push(`memory ${spec.resources.memoryMb} MB`);
+  if (options.parallel !== undefined) parts.push(`parallel ${shown(spec.array?.parallel)}`);
   if (options.timeLimit !== undefined)
     parts.push(`time limit ${spec.timeLimitSeconds === undefined ? "none" : `${spec.timeLimitSeconds} s`}`);
   return parts.join(", ");
@@ -84,19 +88,25 @@ export function registerUpdate(program: Command): void {
       "seconds an attempt may run before it is stopped (0 removes the limit)",
       numberOf("--time-limit", false),
     )
+    .option(
+      "--parallel <m>",
+      "an array: at most M of its tasks run at once, also while they run (0 removes the limit)",
+      numberOf("--parallel", true),
+    )
     .option("--json", "print the job as JSON")
     .addHelpText(
       "after",
       "\nOnly a job that has not started can be updated (pending, waiting or held): a running or ended one is\n" +
         "refused, naming its state; an array with tasks running takes a new --priority only, for its tasks\n" +
-        "not yet started. The new values are checked as at submit, recorded before the answer, named in\n" +
+        "not yet started, and a new --parallel at any time until it ends (a lower one stops no task: fewer\n" +
+        "start until it is met). The new values are checked as at submit, recorded before the answer, named in\n" +
         "the job's events (steward show), and the job is placed by them from the next scheduling pass.",
     )
     .action(async (id: string, options: UpdateOptions) => {
       const update = updateOf(options);
       if (Object.keys(update).length === 0)
         throw new CliError(
-          "nothing to change: give at least one of --priority, --qos, --requirements, --rank, --memory-mb, --cpus, --time-limit",
+          "nothing to change: give at least one of --priority, --qos, --requirements, --rank, --memory-mb, --cpus, --time-limit, --parallel",
           2,
         );
       const job = await new ApiClient().json<Job>("PATCH", `/api/v1/jobs/${encodeURIComponent(id)}`, {

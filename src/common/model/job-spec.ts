@@ -2,6 +2,7 @@
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { z } from "zod";
+import { countProblem, paramsFileLines, paramsProblem, type TaskParam } from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { JobFileError } from "./jobfile-error.ts";
@@ -14,12 +15,23 @@ export { relativePathProblem };
 /** Processes (and threads) one attempt may have at once when its job file names no number. */
 export const DEFAULT_MAX_PROCESSES = 4096;
 
+/** Tasks an array may have. */
+export const MAX_ARRAY_TASKS = 1_000_000;
+
 /** Ranks a multi-node job may ask for. */
 export const MAX_NODES = 1024;
 
 /** Ranks of a job: `nodes`, 1 for a single-host job. */
 export function nodesOf(spec: { nodes?: number }): number {
   return spec.nodes ?? 1;
+}
+
+/** An array as the job file gives it (`array: N` becomes `{count: N}`). */
+interface ArraySpec {
+  count?: number;
+  parallel?: number;
+  params?: (string | Record<string, string | number | boolean>)[];
+  paramsFile?: string;
 }
 
 const relativePath = z.string().superRefine((path, context) => {
@@ -181,16 +193,46 @@ export const jobSpecSchema = z.strictObject({
   ),
   array: about(
     z
-      .strictObject({
-        count: about(
-          z.int().min(1).max(1_000_000),
-          "Tasks of the array: 0..count-1, each sees its index in `STEWARD_TASK_INDEX`.",
-          100,
-        ),
-      })
+      .union([
+        z
+          .int()
+          .min(1)
+          .max(MAX_ARRAY_TASKS)
+          .transform((count): ArraySpec => ({ count }))
+          .meta({ description: "`array: N` is `array: {count: N}`." }),
+        z.strictObject({
+          count: about(
+            z.int().min(1).max(MAX_ARRAY_TASKS).optional(),
+            "Tasks of the array: 0..count-1, each sees its index in `STEWARD_TASK_INDEX`. With `params` or `paramsFile` it may be left out (one task per parameter); given, it must agree.",
+            100,
+          ),
+          parallel: about(
+            z.int().min(1).max(MAX_ARRAY_TASKS).optional(),
+            "At most this many tasks of the array run at once (a task holding a slot counts: starting, running or stopping); absent: no limit. `steward update ID --parallel M` changes it, also while tasks run.",
+            10,
+          ),
+          params: about(
+            z
+              .array(
+                z.union([z.string(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))]),
+              )
+              .min(1)
+              .max(MAX_ARRAY_TASKS)
+              .optional(),
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+            "One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`; `${param}` and `${param.KEY}` in `command` and `env` values are replaced by it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.",
+            ["a.dat", "b.dat"],
+          ),
+          paramsFile: about(
+            relativePath.optional(),
+            "An input file (listed in `inputs`) with one parameter per line, task i the line i+1: read by the server at submit, as `params` of strings. Empty lines are refused; a last line break makes no task.",
+            "cases.txt",
+          ),
+        }),
+      ])
       .optional(),
-    "A job array: the command runs once per task.",
-    { count: 100 },
+    "A job array: the command runs once per task. `array: N` is `array: {count: N}`.",
+    { count: 100, parallel: 10 },
   ),
   replicas: about(
     z.int().min(1).max(MAX_REPLICAS).default(1),
@@ -282,6 +324,7 @@ export function validateJobSpec(input: unknown): JobSpec {
       if (spec.array) fail("nodes", "a multi-node job is one gang: it may not be combined with array");
       if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
     }
+    checkArray(spec);
     return spec;
   }
   const { field, message } = firstProblem(result.error);
@@ -293,11 +336,97 @@ export function validateJobSpec(input: unknown): JobSpec {
  * message. An unknown key says most about a mistake, even when a required key beside it is missing.
  */
 export function firstProblem(error: z.ZodError): { field: string; message: string } {
-  const issue = error.issues.find((candidate) => candidate.code === "unrecognized_keys") ?? error.issues[0];
-  const path = issue.path.map(String);
+  const { path, issue } = unionBranch(firstOf(error.issues), []);
   if (issue.code === "unrecognized_keys")
-    return { field: formatPath([...path, issue.keys[0]]), message: "unknown key" };
-  return { field: formatPath(path), message: issue.message };
+    return { field: formatPath([...path, issue.keys[0]].map(String)), message: "unknown key" };
+  return { field: formatPath(path.map(String)), message: issue.message };
+}
+
+type Issue = z.core.$ZodIssue;
+
+function firstOf(issues: readonly Issue[]): Issue {
+  return issues.find((candidate) => candidate.code === "unrecognized_keys") ?? issues[0];
+}
+
+/**
+ * A union's problem (`array: N` or a mapping; a parameter a string or a mapping) as the form the
+ * value was meant to be: the branch whose problem lies deepest in the value, or, when none goes
+ * deeper than the value itself, the forms it could have had (`expected string, number or boolean`).
+ */
+function unionBranch(issue: Issue, prefix: PropertyKey[]): { path: PropertyKey[]; issue: Issue } {
+  const path = [...prefix, ...issue.path];
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) return { path, issue };
+  let best: { path: PropertyKey[]; issue: Issue } | null = null;
+  for (const branch of issue.errors) {
+    if (branch.length === 0) continue;
+    const found = unionBranch(firstOf(branch), path);
+    if (!best || found.path.length > best.path.length) best = found;
+  }
+  if (!best || best.path.length > path.length) return best ?? { path, issue };
+  const expected = issue.errors.flatMap((branch) =>
+    branch[0]?.code === "invalid_type" ? [String(branch[0].expected)] : [],
+  );
+  if (expected.length !== issue.errors.length) return best;
+  const forms =
+    expected.length > 1 ? `${expected.slice(0, -1).join(", ")} or ${expected.at(-1)}` : expected[0];
+  return { path, issue: { ...issue, message: `expected ${forms}` } };
+}
+
+/**
+ * An array's count, parameters and parameters file agree (the count is set from the parameters
+ * when left out), its parameters fit its command and env (array-params.ts), and its parameters
+ * file is one of its inputs (the server reads it at submit: resolveParamsFile).
+ */
+function checkArray(spec: JobSpec): void {
+  const array = spec.array;
+  if (!array) return;
+  const { params, paramsFile } = array;
+  if (params && paramsFile !== undefined) fail("array.paramsFile", "give params or paramsFile, not both");
+  if (params) {
+    const problem = countProblem(array.count, params.length, "array.params");
+    if (problem) fail("array.count", problem);
+    array.count = params.length;
+    const wrong = paramsProblem(params, spec);
+    if (wrong) {
+      const key = wrong.key === undefined ? "" : `.${wrong.key}`;
+      fail(`array.params[${wrong.index}]${key}`, wrong.message);
+    }
+  } else if (paramsFile !== undefined) {
+    if (!spec.inputs.includes(paramsFile))
+      fail(
+        "array.paramsFile",
+        `${paramsFile} is not one of the job's inputs: list it in inputs (they are uploaded at submit)`,
+      );
+  } else if (array.count === undefined) fail("array", "give count, params or paramsFile");
+}
+
+/**
+ * The job file with its parameters file read (its text, from the blob store at submit): the file's
+ * lines become `array.params` and its count, and `paramsFile` goes (the file stays an input).
+ * Throws JobFileError naming the field: a count that does not match the lines names both.
+ */
+export function resolveParamsFile(spec: JobSpec, text: string): JobSpec {
+  const array = spec.array;
+  if (array?.paramsFile === undefined) return spec;
+  const name = array.paramsFile;
+  const lines = paramsFileLines(text, name);
+  const problem = countProblem(array.count, lines.length, `array.paramsFile ${name} (one per line)`);
+  if (problem) fail("array.count", problem);
+  const { paramsFile: _read, ...rest } = array;
+  const resolved: JobSpec = { ...spec, array: { ...rest, count: lines.length, params: lines } };
+  const wrong = paramsProblem(lines, resolved);
+  if (wrong) fail("array.paramsFile", `${name} line ${wrong.index + 1}: ${wrong.message}`);
+  return resolved;
+}
+
+/** Task i's parameter, or undefined when the job has none. */
+export function taskParam(spec: JobSpec, taskIndex: number): TaskParam | undefined {
+  return spec.array?.params?.[taskIndex];
+}
+
+/** At most this many of the array's tasks run at once; undefined: no limit. */
+export function arrayParallel(spec: JobSpec): number | undefined {
+  return spec.array?.parallel;
 }
 
 function fail(field: string, message: string): never {
@@ -315,5 +444,5 @@ function formatPath(path: string[]): string {
 export { parseJobFileText } from "./jobfile-text.ts";
 
 export function taskCount(spec: JobSpec): number {
-  return spec.array?.count ?? 1;
+  return spec.array?.count ?? spec.array?.params?.length ?? 1;
 }

@@ -14,11 +14,15 @@ import { UPDATE_FIELDS, type UpdateChange, type UpdateField } from "./update-fie
 export { UPDATE_FIELDS, type UpdateChange, type UpdateField };
 
 /**
- * What may change while some tasks of an array run: the job's place in its owner's queue. The
+ * What may change while some tasks of an array run: the job's place in its owner's queue, and how
+ * many of its tasks may run at once (a lower throttle stops none: fewer start until it is met). The
  * running tasks keep the cpus, memory, requirements, rank and time limit they were placed with,
  * which their accounting, their hosts' room and the rescheduler read from the job.
  */
-export const FIELDS_WHILE_RUNNING: readonly UpdateField[] = ["priority"];
+export const FIELDS_WHILE_RUNNING: readonly UpdateField[] = ["priority", "array.parallel"];
+
+/** What only an array has: refused for a single job, whatever its state. */
+export const ARRAY_FIELDS: readonly UpdateField[] = ["array.parallel"];
 
 /**
  * What may not change once a task has run: the cpus its ended attempts' cpu time is counted at
@@ -52,10 +56,20 @@ const resourcesShape = {
   memoryMb: z.number().optional().meta({ description: "memory one task needs, MB (0: no need)" }),
 };
 
+const arrayShape = {
+  parallel: z
+    .int()
+    .min(1)
+    .nullable()
+    .optional()
+    .meta({ description: "at most this many of the array's tasks run at once; null removes the limit" }),
+};
+
 /** An update as the server takes it: known fields only (parseJobUpdate names an unknown one). */
 export const jobUpdateSchema = z.strictObject({
   ...updateShape,
   resources: z.strictObject(resourcesShape).optional(),
+  array: z.strictObject(arrayShape).optional(),
 });
 export type JobUpdate = z.infer<typeof jobUpdateSchema>;
 
@@ -67,6 +81,7 @@ export const jobUpdateBody = z
   .looseObject({
     ...updateShape,
     resources: z.looseObject(resourcesShape).optional(),
+    array: z.looseObject(arrayShape).optional(),
   })
   .meta({
     id: "JobUpdate",
@@ -102,6 +117,7 @@ export function updatedFields(update: JobUpdate): UpdateField[] {
     "resources.cpus": update.resources?.cpus !== undefined,
     "resources.memoryMb": update.resources?.memoryMb !== undefined,
     timeLimitSeconds: update.timeLimitSeconds !== undefined,
+    "array.parallel": update.array?.parallel !== undefined,
   };
   return UPDATE_FIELDS.filter((field) => named[field]);
 }
@@ -123,6 +139,11 @@ export function updatedSpec(spec: JobSpec, update: JobUpdate): JobSpec {
     for (const [key, value] of Object.entries(update.resources))
       if (value !== undefined) resources[key] = value;
     next.resources = resources;
+  }
+  const parallel = update.array?.parallel;
+  if (parallel !== undefined && spec.array) {
+    const { parallel: _before, ...array } = spec.array;
+    next.array = parallel === null ? array : { ...array, parallel };
   }
   return validateJobSpec(next);
 }
@@ -148,12 +169,15 @@ const ENDED: readonly JobState[] = ["succeeded", "failed", "cancelled"];
  * of whose tasks has started (pending, waiting, held) takes any field. A running single job (one
  * task: a multi-node gang, replicas) takes none. An array with tasks running takes only
  * FIELDS_WHILE_RUNNING, for its tasks not yet started. A job whose tasks have run and stopped
- * takes any field but FIELDS_FIXED_ONCE_RUN.
+ * takes any field but FIELDS_FIXED_ONCE_RUN. ARRAY_FIELDS are refused for a job of one task.
  */
 export function updateRefusal(job: UpdateFacts, fields: readonly UpdateField[]): string | null {
   if (ENDED.includes(job.state))
     return `job ${job.id} is ${job.state}: an ended job cannot be updated (submit it again)`;
   if (job.cancelRequested) return `job ${job.id} is being cancelled: it cannot be updated`;
+  const arrayOnly = fields.filter((field) => ARRAY_FIELDS.includes(field));
+  if (job.tasks === 1 && arrayOnly.length > 0)
+    return `job ${job.id} is not an array: ${arrayOnly.join(", ")} applies to arrays only`;
   if (job.liveTasks > 0) {
     if (job.tasks === 1)
       return (
@@ -164,7 +188,7 @@ export function updateRefusal(job: UpdateFacts, fields: readonly UpdateField[]):
     if (fixed.length > 0)
       return (
         `job ${job.id} is ${job.state} (${job.liveTasks} of ${job.tasks} tasks): ` +
-        `only ${FIELDS_WHILE_RUNNING.join(", ")} may change while its tasks run, ` +
+        `only ${FIELDS_WHILE_RUNNING.join(" and ")} may change while its tasks run, ` +
         `not ${fixed.join(", ")}, which its running tasks were placed with ` +
         "(hold it first, or update it once they end)"
       );
@@ -208,6 +232,8 @@ export function updateChanges(
         return spec.resources.memoryMb;
       case "timeLimitSeconds":
         return spec.timeLimitSeconds ?? null;
+      case "array.parallel":
+        return spec.array?.parallel ?? null;
     }
   };
   const changes: UpdateChange[] = [];

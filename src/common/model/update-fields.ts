@@ -10,6 +10,7 @@ export const UPDATE_FIELDS = [
   "resources.cpus",
   "resources.memoryMb",
   "timeLimitSeconds",
+  "array.parallel",
 ] as const;
 export type UpdateField = (typeof UPDATE_FIELDS)[number];
 

@@ -23,6 +23,7 @@ ENV_NAMES = [
     "STEWARD_NODE_COUNT",
     "STEWARD_NODES_FILE",
     "STEWARD_COORDINATOR",
+    "STEWARD_TASK_PARAM",
 ]
 
 
@@ -191,6 +192,28 @@ class StopRequest(unittest.TestCase):
         code, lines, _ = self.run_until_sigterm("poll")
         self.assertEqual(code, 0)
         self.assertEqual(lines, ["False", "ready", "polled"])
+
+
+class TaskParams(unittest.TestCase):
+    CASES = [
+        # (STEWARD_TASK_PARAM or None, task_param(), params())
+        (None, None, {}),
+        ("case-1.dat", "case-1.dat", {}),
+        ("", "", {}),
+        ('{"seed":7,"in-file":"a.dat","fast":true}', '{"seed":7,"in-file":"a.dat","fast":true}',
+         {"seed": 7, "in-file": "a.dat", "fast": True}),
+        ("[1, 2]", "[1, 2]", {}),
+        ("{not json", "{not json", {}),
+    ]
+
+    def test_table(self):
+        for value, text, mapping in self.CASES:
+            environ = {name: v for name, v in os.environ.items() if name != "STEWARD_TASK_PARAM"}
+            if value is not None:
+                environ["STEWARD_TASK_PARAM"] = value
+            with self.subTest(value=value), mock.patch.dict(os.environ, environ, clear=True):
+                self.assertEqual(job.task_param(), text)
+                self.assertEqual(job.params(), mapping)
 
 
 if __name__ == "__main__":

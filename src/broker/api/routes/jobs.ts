@@ -5,7 +5,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
+import {
+  type JobSpec,
+  nodesOf,
+  parseJobFileText,
+  resolveParamsFile,
+  validateJobSpec,
+} from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
@@ -314,7 +320,7 @@ export function registerJobRoutes(
     {
       schema: {
         summary:
-          "Update a job that has not started (pending, waiting or held): its priority, requirements, rank, cpus, memory or time limit, checked as at submit; an array with tasks running takes a new priority only",
+          "Update a job that has not started (pending, waiting or held): its priority, requirements, rank, cpus, memory, time limit or array throttle, checked as at submit; an array with tasks running takes a new priority or throttle only",
         params: jobParams,
         body: jobUpdateBody,
         response: {
@@ -724,7 +730,7 @@ async function submitMultipart(
             `${spec.inputs[missing]}: file was not uploaded`,
           );
         }
-        return { spec, inputs: [...spec.inputs], id };
+        return { spec: await withParamsFile(spec, blobs, id), inputs: [...spec.inputs], id };
       },
     );
     // A repeated submit: its inputs are in already, the parts are read past, not stored again.
@@ -735,6 +741,19 @@ async function submitMultipart(
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;
   }
+}
+
+/**
+ * The job file with its array's parameters file read from the blob store, where its upload put it
+ * (job-spec.ts resolveParamsFile): read here, once, so that the count is known at submit and every
+ * task's start carries its own line, whichever client uploaded the file.
+ */
+async function withParamsFile(spec: JobSpec, blobs: BlobStore, id: string): Promise<JobSpec> {
+  const name = spec.array?.paramsFile;
+  if (name === undefined) return spec;
+  const chunks: Buffer[] = [];
+  for await (const chunk of blobs.read(inputKey(id, name))) chunks.push(chunk as Buffer);
+  return resolveParamsFile(spec, Buffer.concat(chunks).toString("utf8"));
 }
 
 /**

@@ -9,6 +9,7 @@ import { attemptKey } from "../../../common/model/ids.ts";
 import { newAttempt } from "../../../common/model/new-records.ts";
 import type { AttemptRecord } from "../../../common/model/records.ts";
 import type { GangPlacement, Plan, Preemption, TaskPlacement } from "../../scheduler/plan.ts";
+import { throttleAllows } from "../../scheduler/stages/throttle.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import { assignGpus, customFits } from "../../state/device-assignment.ts";
 import { freeCustom, freeGpus } from "../../state/host-entry.ts";
@@ -113,6 +114,8 @@ function applyPlacement(
   if (!job || !host || !job.schedulable) return null;
   const task = job.tasks[placement.taskIndex];
   if (task?.state !== "pending" || !job.ready.has(task.index)) return null;
+  // An array at its throttle (its live tasks count each placement applied before this one).
+  if (!throttleAllows(job)) return null;
   const ranks = placement.kind === "gang" ? placement.ranks : [placement.host];
   const perHost = new Map<string, number>();
   for (const name of ranks) perHost.set(name, (perHost.get(name) ?? 0) + 1);

@@ -1,9 +1,11 @@
 // The life of an attempt as the server sees it: started on its hosts, asked to stop (with the
 // intent recorded, so a resent stop says the same), ended with an outcome that moves its task on.
 
+import { taskLaunch } from "../../../common/model/array-params.ts";
 import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
 import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts";
 import { hostsOf } from "../../../common/model/ids.ts";
+import { taskParam } from "../../../common/model/job-spec.ts";
 import type { AttemptRecord, StopIntent } from "../../../common/model/records.ts";
 import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
 import { type AttemptOutcome, isEndedState } from "../../../common/model/states.ts";
@@ -30,6 +32,12 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
   const memoryMb = attempt.memoryMb ?? spec.resources.memoryMb;
   const gpus = attempt.placement.find((entry) => entry.rank === rank)?.gpus;
   const custom = spec.resources.custom;
+  // An array's parameter is put in here, so that the agent runs what it is sent (array-params.ts).
+  const param = taskParam(spec, attempt.taskIndex);
+  const { command, env } =
+    param === undefined
+      ? { command: spec.command, env: spec.env }
+      : taskLaunch(spec.command, spec.env, param);
   return {
     type: "start",
     jobId: job.id,
@@ -37,8 +45,8 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     attempt: attempt.number,
     owner: job.record.owner,
     restarted: attempt.restarted,
-    command: spec.command,
-    env: spec.env,
+    command,
+    env,
     inputs: job.record.inputs,
     outputs: spec.outputs,
     cpus: spec.resources.cpus,
