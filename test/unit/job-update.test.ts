@@ -147,7 +147,7 @@ describe("parseJobUpdate", () => {
     [
       "an array's count",
       { array: { count: 3 } },
-      "array.count: an update may change only priority, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
+      "array.count: an update may change only priority, qos, requirements, rank, resources.cpus, resources.memoryMb, timeLimitSeconds and array.parallel",
     ],
     ["a throttle of 0", { array: { parallel: 0 } }, "array.parallel: Too small"],
   ];
