@@ -213,6 +213,22 @@ describe("runningLimitReached", () => {
     expect(quotas.held(task("bob"))).toBeNull();
     expect(new RunningQuotas(DEFAULT_QOS_POLICY).held({ owner: "x", cpus: 1000 })).toBeNull();
   });
+
+  it("holds every job of an owner whose group is at its cpu limit, and only then", () => {
+    const quotas = new RunningQuotas(POLICY, {
+      byUserTier: new Map(),
+      byGroup: new Map([["physics", { cpus: 2, gpus: 0 }]]),
+      groupOf: new Map([["alice", "physics"]]),
+    });
+    // physics: 2 of its 3 cpus run; bob has no group.
+    expect([quotas.ownerHeld("alice"), quotas.ownerHeld("bob")]).toEqual([false, false]);
+    quotas.add({ owner: "alice", qos: "high", cpus: 1 });
+    expect([quotas.ownerHeld("alice"), quotas.ownerHeld("bob")]).toEqual([true, false]);
+    // Every job of hers is held then, whatever its tier.
+    for (const qos of ["normal", "high", "low"])
+      expect(quotas.held({ owner: "alice", qos, cpus: 1 })).not.toBeNull();
+    expect(new RunningQuotas(DEFAULT_QOS_POLICY).ownerHeld("alice")).toBe(false);
+  });
 });
 
 describe("submit checks", () => {

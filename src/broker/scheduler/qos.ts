@@ -168,6 +168,18 @@ export class RunningQuotas {
     );
   }
 
+  /**
+   * Whether every job of the owner is held for the rest of the pass: their group is at its limit
+   * of running cpus (every task takes one at least), so no tier of theirs can place.
+   */
+  ownerHeld(owner: string): boolean {
+    if (!this.#active) return false;
+    const group = this.#use.groupOf.get(owner);
+    const limit = group === undefined ? null : (this.#policy.groups.get(group)?.maxRunningCpus ?? null);
+    if (group === undefined || limit === null) return false;
+    return (this.#use.byGroup.get(group)?.cpus ?? 0) + (this.#placedByGroup.get(group)?.cpus ?? 0) >= limit;
+  }
+
   /** The pass placed the job's next task (or gang). */
   add(job: Pick<JobView, "owner" | "qos" | "cpus" | "gpus" | "gang">): void {
     if (!this.#active) return;

@@ -59,6 +59,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     totalSlotsFree += Math.max(0, host.slotsFree);
   }
   const plan: Plan = { place, stop: [], preempt: [] };
+  /** The jobs of this pass's placements, by id (replicas look at those of jobs asking for more than one). */
+  const placedJobs = new Map<string, JobView>();
   const quotas = new RunningQuotas(state.qos, state.runningUse);
   /** Tasks placed first, in room kept for them (taskKey): the queue's turn skips them. */
   const placedFirst = new Set<string>();
@@ -83,6 +85,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     takeRoom(kept, need);
     Object.assign(room, kept);
     totalSlotsFree += Math.max(0, room.slotsFree) - before;
+    placedJobs.set(job.id, job);
     place.push({
       kind: "task",
       jobId: job.id,
@@ -164,6 +167,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       takeRoom(capacity.get(name)!, needs);
       totalSlotsFree -= job.cpus;
     }
+    placedJobs.set(job.id, job);
     place.push({ kind: "gang", jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
     return true;
   };
@@ -211,6 +215,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       }
       takeRoom(cursor.rooms![best], need);
       totalSlotsFree -= job.cpus;
+      placedJobs.set(job.id, job);
       place.push({
         kind: "task",
         jobId: job.id,
@@ -223,10 +228,17 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   };
 
   const queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
+  /**
+   * Owners all of whose jobs are held for the rest of the pass (their group at its cpu limit): their
+   * queues are left where they are, unread. Only when no one asks why each job waits (explain walks
+   * them, each held alike): the plan is the same either way.
+   */
+  const heldOwners = new Set<string>();
   while (totalSlotsFree > 0) {
     // The next band: the highest tier priority at the head of an owner's queue.
     let band = Number.NEGATIVE_INFINITY;
     for (const queue of queues) {
+      if (heldOwners.has(queue.owner)) continue;
       const head = queue.peek();
       if (head && (head.qosPriority ?? 0) > band) band = head.qosPriority ?? 0;
     }
@@ -234,7 +246,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     const inBand = (job: JobView | null) => job !== null && (job.qosPriority ?? 0) === band;
     const lanes: Lane[] = [];
     for (const queue of queues)
-      if (inBand(queue.peek())) {
+      if (!heldOwners.has(queue.owner) && inBand(queue.peek())) {
         const share = state.owners?.get(queue.owner) ?? NO_SHARE;
         const cpus = placedCpus.get(queue.owner) ?? 0;
         const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
@@ -253,6 +265,11 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         lane.share = { ...lane.share, runningCpus: lane.share.runningCpus + cpus };
       } else {
         lane.cursor = null;
+        if (limited && !trace.unplaced && quotas.ownerHeld(lane.queue.owner)) {
+          heldOwners.add(lane.queue.owner);
+          lanes.splice(turn, 1);
+          continue;
+        }
         lane.queue.advance();
         // The jobs behind a held one are most often held for the same limit: they are passed over
         // here, not one turn each (a turn weighs every lane). Alike either way: what a pass holds
@@ -272,7 +289,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
   if (totalSlotsFree > 0) {
     const { now, jobs, hosts, replicable: running = [] } = state;
-    place.push(...placeReplicas({ now, jobs, hosts, placed: place, capacity, running, quotas }));
+    place.push(...placeReplicas({ now, jobs, hosts, placed: place, placedJobs, capacity, running, quotas }));
   }
 
   if (state.running) {

@@ -22,6 +22,8 @@ export interface ReplicaInput {
   hosts: readonly HostView[];
   /** What the pass has placed so far. */
   placed: readonly Placement[];
+  /** The jobs of those placements by id (absent: found among `jobs`, a walk of the queue). */
+  placedJobs?: ReadonlyMap<string, JobView>;
   /** Free capacity left on each host that takes work (changed as replicas are placed). */
   capacity: Map<string, Capacity>;
   /** Running tasks of jobs with replicas. */
@@ -124,6 +126,13 @@ function candidatesOf(input: ReplicaInput): Candidate[] {
   };
   for (const task of input.running) {
     if ((task.job.replicas ?? 1) > 1) add(task.job, task.taskIndex, task.hosts);
+  }
+  if (input.placedJobs) {
+    for (const placement of input.placed) {
+      const job = input.placedJobs.get(placement.jobId);
+      if (job && (job.replicas ?? 1) > 1) add(job, placement.taskIndex, [placement.host]);
+    }
+    return [...candidates.values()];
   }
   const replicated = new Map<string, JobView>();
   for (const job of input.jobs) if ((job.replicas ?? 1) > 1) replicated.set(job.id, job);
