@@ -5,7 +5,13 @@
 import { measuredCpuSeconds } from "../../common/model/attempt-usage.ts";
 import { newGangProgress } from "../../common/model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../../common/model/ids.ts";
-import type { AttemptRecord, HostRecord, PlacementEntry, TaskRecord } from "../../common/model/records.ts";
+import type {
+  AttemptRecord,
+  HostRecord,
+  PlacementEntry,
+  TaskRecord,
+  WorkflowRecord,
+} from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
 import type { HostView, ReservedRoom } from "../scheduler/view.ts";
@@ -36,6 +42,8 @@ export class ClusterState {
   readonly owners: OwnerUsage;
   /** API tokens, join tokens and host credentials the server gave out. */
   readonly tokens = new TokenRegistry();
+  /** Every workflow by id (small, and kept whatever became of its jobs). */
+  readonly workflows = new Map<string, WorkflowRecord>();
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
   /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */

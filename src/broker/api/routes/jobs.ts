@@ -593,7 +593,7 @@ function firstAfter(jobs: readonly JobHeader[], after: string): number {
  * An admin may submit on another user's behalf by naming them in `x-steward-user` (the API only;
  * the CLI sends no such header); any other role's header is ignored.
  */
-function ownerOf(request: FastifyRequest): string {
+export function ownerOf(request: FastifyRequest): string {
   const principal = request.principal ?? START_ADMIN;
   if (principal.role !== "admin") return principal.user;
   const header = request.headers["x-steward-user"];
@@ -644,7 +644,7 @@ async function submitJson(
  * The multipart `job` field as data: JSON, or else YAML (the job file's text as on disk, which a
  * client without a YAML parser sends as it is).
  */
-function parseJobField(text: string): unknown {
+export function parseJobField(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -719,7 +719,7 @@ async function submitMultipart(
  * Why an input's upload failed: too large (413), a body cut short or malformed (400, the request's
  * fault: the file's stream failed, before or while it was read), or else the blob store's (500).
  */
-function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
+export function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
   if (error instanceof UploadTooLargeError) return error;
   const broken = file.errored;
   // The parser's own size limit (the same number) says so with a 413 of its own.
@@ -736,7 +736,7 @@ function malformedMultipart(error: unknown): InvalidRequestError {
 }
 
 /** The request's parts; a body the parser cannot read is the request's fault (400), not the server's. */
-async function* multipartParts(request: FastifyRequest) {
+export async function* multipartParts(request: FastifyRequest) {
   const iterator = request.parts()[Symbol.asyncIterator]();
   for (;;) {
     let next: Awaited<ReturnType<typeof iterator.next>>;

@@ -4,7 +4,7 @@ import { type Dependency, dependenciesOf, sameTasksProblem } from "../../../comm
 import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
 import { countBucket, deriveJobState, emptyCounts } from "../../../common/model/job-state.ts";
 import { newTask } from "../../../common/model/new-records.ts";
-import type { JobRecord, TaskRecord } from "../../../common/model/records.ts";
+import type { JobRecord, TaskRecord, WorkflowRef } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
 import { initialTaskStates, type LoadedTaskStates } from "../../state/dependency-verdicts.ts";
@@ -28,11 +28,22 @@ export interface SubmitRequest {
   dependencyOwner?: string | null;
   /** Task states of `tasks: same` dependencies that left memory, read from the store. */
   dependencyTasks?: LoadedTaskStates;
+  /** The workflow the job is made in, and its name there (absent: a job submitted alone). */
+  workflow?: WorkflowRef | null;
 }
 
 export function submitJob(
   step: Step,
-  { id, spec, owner, inputs, submitKey = null, dependencyOwner = null, dependencyTasks }: SubmitRequest,
+  {
+    id,
+    spec,
+    owner,
+    inputs,
+    submitKey = null,
+    dependencyOwner = null,
+    dependencyTasks,
+    workflow = null,
+  }: SubmitRequest,
 ): JobEntry {
   const { state, now } = step;
   // The same submit again (its answer was lost): the job it made, unchanged.
@@ -65,6 +76,7 @@ export function submitJob(
     dynamicRequirements: null,
     submitKey,
     slowHosts: [],
+    workflow,
   };
   const job = new JobEntry(record, state.nextSeq++, tasks);
   step.write.addJob(job);

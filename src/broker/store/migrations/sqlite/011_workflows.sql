@@ -1,0 +1,13 @@
+-- Workflows: named jobs made together in one commit from one file. A workflow keeps its jobs by
+-- name with the edges between them (JSON: [{name, job, dependsOn: [{name, when, sameTasks}]}]);
+-- each job made in one names its workflow and its name there (JSON: {id, name}).
+
+CREATE TABLE workflows (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT,
+  owner TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  jobs TEXT NOT NULL
+);
+
+ALTER TABLE jobs ADD COLUMN workflow TEXT;
