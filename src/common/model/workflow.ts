@@ -16,16 +16,7 @@ export const WORKFLOW_JOB_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,62}$/;
 /** The most jobs one workflow file may hold. */
 export const MAX_WORKFLOW_JOBS = 20_000;
 
-/** A workflow's id: `flow-` and its number (its own sequence, apart from the jobs'). */
-export const WORKFLOW_ID = /^flow-[1-9][0-9]*$/;
-
-export function workflowId(number: number): string {
-  return `flow-${number}`;
-}
-
-export function isWorkflowId(id: string): boolean {
-  return WORKFLOW_ID.test(id);
-}
+export { isWorkflowId, WORKFLOW_ID, workflowId } from "./workflow-id.ts";
 
 /** An edge of the workflow: the job named waits for `name` as `when` says. */
 export interface WorkflowEdge {
