@@ -38,7 +38,8 @@ export function workflowLayout(graph) {
   const layers = [];
   for (const job of graph) {
     const layer = layerOf.get(job.name);
-    (layers[layer] ??= []).push(job);
+    if (!layers[layer]) layers[layer] = [];
+    layers[layer].push(job);
   }
   const boxes = [];
   const at = new Map();
