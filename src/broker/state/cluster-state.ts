@@ -68,6 +68,12 @@ export class ClusterState {
    */
   readonly sameTaskDependents = new Map<string, Set<JobEntry>>();
 
+  /**
+   * Jobs in memory that name a job in dependsOn (any kind), by the id of the job they name: a job's
+   * end looks at these only, not at every job (a workflow's fan-in names thousands).
+   */
+  readonly dependents = new Map<string, Set<JobEntry>>();
+
   /** `fairShare`: the shares tree and half-life (`--shares`, `--fair-share-half-life`); flat, 7 days by default. */
   constructor(fairShare: Partial<FairShareSettings> = {}) {
     this.owners = new OwnerUsage(fairShare);
@@ -83,6 +89,14 @@ export class ClusterState {
       }
       dependents.add(job);
     }
+    for (const id of dependencyIdsOf(job)) {
+      let dependents = this.dependents.get(id);
+      if (!dependents) {
+        dependents = new Set();
+        this.dependents.set(id, dependents);
+      }
+      dependents.add(job);
+    }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
     for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
@@ -95,6 +109,11 @@ export class ClusterState {
       const dependents = this.sameTaskDependents.get(id);
       dependents?.delete(job);
       if (dependents?.size === 0) this.sameTaskDependents.delete(id);
+    }
+    for (const id of dependencyIdsOf(job)) {
+      const dependents = this.dependents.get(id);
+      dependents?.delete(job);
+      if (dependents?.size === 0) this.dependents.delete(id);
     }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
@@ -340,6 +359,13 @@ function placementOf(attempt: AttemptRecord): PlacementEntry[] {
 }
 
 /** The jobs a job waits on task by task (`tasks: same`). */
+/** The ids a job's dependsOn names, each once. */
+function dependencyIdsOf(job: JobEntry): Set<string> {
+  const ids = new Set<string>();
+  for (const entry of job.record.spec.dependsOn) ids.add(typeof entry === "string" ? entry : entry.job);
+  return ids;
+}
+
 function sameTaskDependencyIds(job: JobEntry): string[] {
   const ids: string[] = [];
   for (const entry of job.record.spec.dependsOn)
