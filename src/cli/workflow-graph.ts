@@ -6,6 +6,16 @@ import { table } from "./format.ts";
 
 type Member = Workflow["graph"][number];
 
+/** The most jobs the table lists, and the most names an edge line or a WAITS FOR cell gives (--json has all). */
+export const SHOWN_JOBS = 200;
+export const SHOWN_NAMES = 10;
+
+/** Names, the first SHOWN_NAMES of them, then how many more. */
+function names(list: readonly string[]): string {
+  if (list.length <= SHOWN_NAMES) return list.join(", ");
+  return `${list.slice(0, SHOWN_NAMES).join(", ")} and ${list.length - SHOWN_NAMES} more`;
+}
+
 function stateOf(member: Member): string {
   return member.state ?? "removed";
 }
@@ -13,14 +23,14 @@ function stateOf(member: Member): string {
 /** What a job waits for, by name, with the kind when it is not a success (`a (ended)`, `b (same tasks)`). */
 function waitsFor(member: Member): string {
   if (member.dependsOn.length === 0) return "-";
-  return member.dependsOn
-    .map((edge) => {
+  return names(
+    member.dependsOn.map((edge) => {
       const kinds = [edge.when === "succeeded" ? "" : edge.when, edge.sameTasks ? "same tasks" : ""].filter(
         Boolean,
       );
       return kinds.length === 0 ? edge.name : `${edge.name} (${kinds.join(", ")})`;
-    })
-    .join(", ");
+    }),
+  );
 }
 
 /** The edges, one line per job that others wait for: `a (succeeded) -> b (failed), c (running)`. */
@@ -37,7 +47,7 @@ export function edgeLines(graph: readonly Member[]): string[] {
   for (const member of graph) {
     const after = dependants.get(member.name);
     if (!after) continue;
-    const targets = after.map((name) => `${name} (${stateOf(byName.get(name)!)})`).join(", ");
+    const targets = names(after.map((name) => `${name} (${stateOf(byName.get(name)!)})`));
     lines.push(`${member.name} (${stateOf(member)}) -> ${targets}`);
   }
   return lines;
@@ -56,16 +66,21 @@ export function renderWorkflow(workflow: Workflow): string {
     "",
     table(
       ["NAME", "JOB", "STATE", "TASKS", "WAITS FOR"],
-      workflow.graph.map((member) => [
-        member.name,
-        member.job,
-        stateOf(member),
-        member.taskCount === 1 ? "1" : `${member.counts.succeeded}/${member.taskCount}`,
-        waitsFor(member),
-      ]),
+      workflow.graph
+        .slice(0, SHOWN_JOBS)
+        .map((member) => [
+          member.name,
+          member.job,
+          stateOf(member),
+          member.taskCount === 1 ? "1" : `${member.counts.succeeded}/${member.taskCount}`,
+          waitsFor(member),
+        ]),
     ),
   ];
+  if (workflow.graph.length > SHOWN_JOBS)
+    lines.push(`... ${workflow.graph.length - SHOWN_JOBS} more jobs (use --json)`);
   const edges = edgeLines(workflow.graph);
-  if (edges.length > 0) lines.push("", "graph:", ...edges.map((line) => `  ${line}`));
+  if (edges.length > 0) lines.push("", "graph:", ...edges.slice(0, SHOWN_JOBS).map((line) => `  ${line}`));
+  if (edges.length > SHOWN_JOBS) lines.push(`  ... ${edges.length - SHOWN_JOBS} more (use --json)`);
   return `${lines.join("\n")}\n`;
 }
