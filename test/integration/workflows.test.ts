@@ -127,7 +127,10 @@ describe("a workflow file", () => {
       "cancelled",
     ]);
     expect(jobD.tasks[0].attempts).toEqual([]);
-    expect(jobD.events.map((event) => event.message).join("\n")).toContain(`dependency ${b} ended failed`);
+    // The job's state is read from memory, its history from the store: wait for the commit.
+    await waitFor("d's history to name b", async () =>
+      (await getJob(alice, d)).events.some((event) => event.message.includes(`dependency ${b} ended failed`)),
+    );
     const aEnd = Date.parse(jobA.tasks[0].attempts[0].endedAt!);
     for (const job of [jobB, jobC])
       expect(Date.parse(job.tasks[0].attempts[0].startedAt)).toBeGreaterThanOrEqual(aEnd);
