@@ -351,7 +351,7 @@ function WorkflowPage({ id, live }) {
     <h2 id="workflow-title">Workflow ${workflow.workflow} <span class="muted">${workflow.name ?? ""}</span></h2>
     <${Problem} error=${error} />
     <p class="workflow-state">
-      <span class=${`badge state-${workflow.state}`} data-state=${workflow.state}>${workflow.state}</span>
+      <span class=${`badge state-${workflow.state}`} data-state=${workflow.state}>${workflow.state}</span>${" "}
       owner ${workflow.owner} · ${workflow.graph.length} jobs · submitted ${when(workflow.createdAt)}
     </p>
     <div class="actions" role="group" aria-label="actions">

@@ -17,10 +17,10 @@ export const STATE_COLOURS = {
   removed: "#ffffff",
 };
 
-const BOX_W = 150;
-const BOX_H = 34;
-const COL = 210;
-const ROW = 46;
+const BOX_W = 170;
+const BOX_H = 40;
+const COL = 230;
+const ROW = 52;
 /** A layer draws at most this many jobs; the rest are one box counting them by state. */
 export const MAX_PER_LAYER = 12;
 
@@ -83,6 +83,12 @@ export function workflowLayout(graph) {
   return { boxes, edges, width, height };
 }
 
+/** A name that fits its box beside the state (the box's title has it whole). */
+export const NAME_FITS = 16;
+function shortName(name) {
+  return name.length > NAME_FITS ? `${name.slice(0, NAME_FITS - 1)}…` : name;
+}
+
 function restTitle(box) {
   return `${box.count} more jobs: ${Object.entries(box.counts)
     .map(([state, n]) => `${n} ${state}`)
@@ -124,7 +130,7 @@ export function WorkflowGraph({ graph }) {
           return html`<g class="node rest" data-count=${box.count}>
             <title>${restTitle(box)}</title>
             <rect x=${box.x} y=${box.y} width=${BOX_W} height=${BOX_H} rx="5" fill="#f3f5f7" stroke="#333" stroke-dasharray="3 2"></rect>
-            <text x=${box.x + 8} y=${box.y + 21}>+ ${box.count.toLocaleString()} more</text>
+            <text x=${box.x + 8} y=${box.y + 24}>+ ${box.count.toLocaleString()} more</text>
           </g>`;
         const state = box.job.state ?? "removed";
         const dark = ["running", "succeeded", "failed", "cancelled"].includes(state);
@@ -132,7 +138,8 @@ export function WorkflowGraph({ graph }) {
           <g class="node" data-name=${box.job.name} data-job=${box.job.job} data-state=${state}>
             <title>${`${box.job.name}: job ${box.job.job}, ${state}`}</title>
             <rect x=${box.x} y=${box.y} width=${BOX_W} height=${BOX_H} rx="5" fill=${STATE_COLOURS[state] ?? "#999"} stroke="#333"></rect>
-            <text x=${box.x + 8} y=${box.y + 21} fill=${dark ? "white" : "#111"}>${box.job.name} · ${state}</text>
+            <text x=${box.x + 8} y=${box.y + 17} fill=${dark ? "white" : "#111"} font-weight="bold">${shortName(box.job.name)}</text>
+            <text x=${box.x + 8} y=${box.y + 33} fill=${dark ? "white" : "#111"} font-size="11">job ${box.job.job} · ${state}</text>
           </g>
         </a>`;
       })}
