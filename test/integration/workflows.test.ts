@@ -86,6 +86,14 @@ describe("a workflow file", () => {
     const bad = await cli(alice, ["submit", badJob]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("jobs.b.retry.maxAttempts");
+    // Sent as a job, a workflow file is refused saying where it goes.
+    const asJob = await api(alice, "POST", "/api/v1/jobs", { jobs: { a: { command: "true" } } }).catch(
+      (error: { status: number; message: string }) => error,
+    );
+    expect(asJob).toMatchObject({ status: 400 });
+    expect((asJob as Error).message).toContain(
+      "jobs: this is a workflow file: send it to POST /api/v1/workflows",
+    );
     expect(await jobCount()).toBe(before);
     expect((await cli(alice, ["ps", "--json"])).stdout.trim()).toBe("[]");
   });

@@ -10,6 +10,7 @@ import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../common/model/task-list.ts";
+import { isWorkflowFile } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -192,6 +193,7 @@ export function registerJobRoutes(
             "dryRun",
             "a dry run takes the job file as JSON or YAML, not multipart",
           );
+        refuseWorkflowFile(request.body);
         const spec = validateJobSpec(request.body);
         if (!request.query.explain) return { spec };
         // Explained as the submitter's job: a user's dependencies are their own jobs, and other
@@ -630,6 +632,7 @@ async function submitJson(
   { owner, dependencyOwner }: Submitter,
   key: string | null,
 ): Promise<JobEntry> {
+  refuseWorkflowFile(body);
   const spec = validateJobSpec(body);
   if (spec.inputs.length > 0) {
     throw new InvalidRequestError(
@@ -638,6 +641,15 @@ async function submitJson(
     );
   }
   return ports.jobs.submit({ owner, submitKey: key, dependencyOwner }, async () => ({ spec, inputs: [] }));
+}
+
+/** A workflow file sent as a job: refused naming where it goes (its `jobs` would be an unknown key). */
+function refuseWorkflowFile(body: unknown): void {
+  if (isWorkflowFile(body))
+    throw new InvalidRequestError(
+      "jobs",
+      "this is a workflow file: send it to POST /api/v1/workflows (steward submit does)",
+    );
 }
 
 /**
@@ -678,7 +690,9 @@ async function submitMultipart(
         if (part.type === "field") {
           if (part.fieldname !== "job") continue;
           if (part.valueTruncated) throw jobFileTooLarge();
-          spec = validateJobSpec(parseJobField(String(part.value)));
+          const field = parseJobField(String(part.value));
+          refuseWorkflowFile(field);
+          spec = validateJobSpec(field);
           id = await newId();
           continue;
         }
