@@ -339,8 +339,9 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             { name: "a", job: "j-1", dependsOn: [] },
             { name: "b", job: "j-2", dependsOn: [{ name: "a", when: "ended" as const, sameTasks: true }] },
           ],
+          submitKey: "k-1_x",
         };
-        const unnamed = { ...workflow, id: "flow-3", name: null, jobs: [] };
+        const unnamed = { ...workflow, id: "flow-3", name: null, jobs: [], submitKey: null };
         await store.commit(TERM, [
           { op: "putWorkflow", workflow },
           { op: "putWorkflow", workflow: unnamed },

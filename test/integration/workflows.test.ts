@@ -191,4 +191,24 @@ describe("a workflow file", () => {
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain(`workflow ${created.workflow} has no failed or cancelled job to retry`);
   }, 120_000);
+
+  it("sent again with its key (its answer lost) answers the workflow made, making no other", async () => {
+    const post = async () => {
+      const response = await fetch(`${server.url}/api/v1/workflows`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${bob.token}`,
+          "content-type": "application/yaml",
+          "idempotency-key": "flow-key-1",
+        },
+        body: "jobs:\n  one: {command: 'true'}\n  two: {command: 'true', dependsOn: [one]}\n",
+      });
+      expect(response.status).toBe(201);
+      return (await response.json()) as { workflow: string; jobs: Record<string, string> };
+    };
+    const first = await post();
+    expect(await post()).toEqual(first);
+    const bobs = (await api(bob, "GET", "/api/v1/jobs?all=1")) as { id: string }[];
+    expect(bobs.map((job) => job.id).sort()).toEqual(Object.values(first.jobs).sort());
+  });
 });

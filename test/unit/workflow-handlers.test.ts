@@ -105,6 +105,38 @@ describe("a workflow's submit", () => {
     expect(states(bench)).toEqual(["pending", "waiting", "waiting", "waiting"]);
   });
 
+  it("answers a repeated submit (the same owner's key) with the workflow made, making nothing", () => {
+    const bench = new HandlerBench();
+    const file = validateWorkflowFile(DIAMOND);
+    bench.run((step) =>
+      submitWorkflow(step, { id: "flow-1", file, owner: "alice", ids: IDS, submitKey: "k" }),
+    );
+    const again = bench.run((step) =>
+      submitWorkflow(step, {
+        id: "flow-2",
+        file,
+        owner: "alice",
+        ids: new Map([...IDS].map(([n, id]) => [n, `9${id}`])),
+        submitKey: "k",
+      }),
+    );
+    expect(again.result.workflow.id).toBe("flow-1");
+    expect(again.changes).toEqual([]);
+    // Another owner's same key is theirs.
+    const bob = bench.run((step) =>
+      submitWorkflow(step, {
+        id: "flow-3",
+        file,
+        owner: "bob",
+        ids: new Map([...IDS].map(([n, id]) => [n, `8${id}`])),
+        submitKey: "k",
+      }),
+    );
+    expect(bob.result.workflow.id).toBe("flow-3");
+    // The key comes back with the workflow after a restart.
+    expect(bench.recovered().workflowSubmissions.size).toBe(2);
+  });
+
   it("refuses a workflow id made before, changing nothing", () => {
     const bench = diamond();
     const before = bench.recorded.length;

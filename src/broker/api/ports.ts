@@ -122,7 +122,7 @@ export interface ReadModel {
 /** Workflows (reactor/commands/workflows.ts). */
 export interface WorkflowCommands {
   /** Makes every job of a workflow file at once; resolves once all are durable. */
-  submit(owner: string, receive: ReceiveWorkflow): Promise<WorkflowMade>;
+  submit(owner: string, submitKey: string | null, receive: ReceiveWorkflow): Promise<WorkflowMade>;
   /** Reruns the workflow's failed and cancelled jobs and what waits on them. */
   retry(id: string, by?: string): Promise<WorkflowRetried>;
 }

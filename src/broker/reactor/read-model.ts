@@ -88,6 +88,11 @@ export class ReadModel {
     return this.#state.jobOwner(id);
   }
 
+  /** The workflow this owner submitted with this Idempotency-Key, or undefined. */
+  workflowSubmission(owner: string, submitKey: string): WorkflowRecord | undefined {
+    return this.#state.workflowSubmissions.get(submissionKey(owner, submitKey));
+  }
+
   /** A workflow by its id, or undefined. */
   workflow(id: string): WorkflowRecord | undefined {
     return this.#state.workflows.get(id);

@@ -126,7 +126,7 @@ export class StateWrites {
 
   /** A new workflow (its jobs are added on their own, in the same step). */
   addWorkflow(workflow: WorkflowRecord): void {
-    this.#state.workflows.set(workflow.id, workflow);
+    this.#state.addWorkflow(workflow);
     this.#changes.push({ op: "putWorkflow", workflow });
   }
 

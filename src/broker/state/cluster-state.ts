@@ -44,6 +44,15 @@ export class ClusterState {
   readonly tokens = new TokenRegistry();
   /** Every workflow by id (small, and kept whatever became of its jobs). */
   readonly workflows = new Map<string, WorkflowRecord>();
+  /** Workflows by their owner's submit key (WorkflowRecord.submitKey): a repeated submit finds its workflow. */
+  readonly workflowSubmissions = new Map<string, WorkflowRecord>();
+
+  /** Adds a workflow with its indexes. */
+  addWorkflow(workflow: WorkflowRecord): void {
+    this.workflows.set(workflow.id, workflow);
+    if (workflow.submitKey !== null)
+      this.workflowSubmissions.set(submissionKey(workflow.owner, workflow.submitKey), workflow);
+  }
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
   /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */

@@ -225,6 +225,7 @@ export const WORKFLOWS: Table<WorkflowRecord> = {
     column("owner", "owner", "text"),
     column("created_at", "createdAt", "bigint"),
     column("jobs", "jobs", "json"),
+    column("submit_key", "submitKey", "text", true),
   ],
   generated: [],
   loadOrder: "created_at, id",

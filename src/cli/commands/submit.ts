@@ -104,7 +104,13 @@ async function submitWorkflow(
   if (options.dryRun) throw new CliError(`${label}: --dry-run takes a job file, not a workflow file`, 2);
   let created: WorkflowCreated;
   try {
-    created = await client.json<WorkflowCreated>("POST", "/api/v1/workflows", await workflowBody(workflow));
+    // One key per submit, as for a job: a lost answer is asked again and finds the workflow made.
+    const body = await workflowBody(workflow);
+    created = await client.json<WorkflowCreated>("POST", "/api/v1/workflows", {
+      ...body,
+      headers: { ...body.headers, "idempotency-key": randomUUID() },
+      idempotent: true,
+    });
   } catch (error) {
     if (error instanceof CliError && error.status === 400)
       throw new CliError(`${label}: ${error.message}`, 2);

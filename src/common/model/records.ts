@@ -57,6 +57,8 @@ export interface WorkflowRecord {
   createdAt: number;
   /** In the order they were made: each after the jobs it depends on. */
   jobs: WorkflowMember[];
+  /** The client's Idempotency-Key, or null: the same submit again answers this workflow. */
+  submitKey: string | null;
 }
 
 export interface WorkflowMember {

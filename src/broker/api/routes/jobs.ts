@@ -616,7 +616,7 @@ function submitterOf(request: FastifyRequest): Submitter {
 }
 
 /** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */
-function submitKeyOf(request: FastifyRequest): string | null {
+export function submitKeyOf(request: FastifyRequest): string | null {
   const header = request.headers["idempotency-key"];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) return null;

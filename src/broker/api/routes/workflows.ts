@@ -26,7 +26,7 @@ import {
 } from "../schemas.ts";
 import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
 import { iso } from "../views.ts";
-import { multipartParts, ownerOf, parseJobField, uploadError } from "./jobs.ts";
+import { multipartParts, ownerOf, parseJobField, submitKeyOf, uploadError } from "./jobs.ts";
 
 /** The largest workflow file, in bytes: room for its many jobs (10,000 small ones take about 1 MiB). */
 export const MAX_WORKFLOW_FILE_BYTES = 16 * 1024 * 1024;
@@ -133,9 +133,11 @@ export function registerWorkflowRoutes(
       const principal = request.principal ?? START_ADMIN;
       if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
       const owner = ownerOf(request);
+      // A submit repeated with its key answers the workflow the first one made.
+      const key = submitKeyOf(request);
       const made = request.isMultipart()
-        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, owner)
-        : await ports.workflows.submit(owner, async (assign) => {
+        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, owner, key)
+        : await ports.workflows.submit(owner, key, async (assign) => {
             const file = validateWorkflowFile(request.body);
             const named = file.jobs.find((job) => job.spec.inputs.length > 0);
             if (named)
@@ -217,12 +219,15 @@ async function submitMultipart(
   request: FastifyRequest,
   { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
   owner: string,
+  key: string | null,
 ) {
   let ids: WorkflowIds | null = null;
+  let received = false;
   /** The jobs with an input stored: what a refusal deletes. */
   const touched = new Set<string>();
   try {
-    return await ports.workflows.submit(owner, async (assign) => {
+    const made = await ports.workflows.submit(owner, key, async (assign) => {
+      received = true;
       let file: WorkflowFile | null = null;
       const stored = new Map<string, Set<string>>();
       for await (const part of multipartParts(request)) {
@@ -272,6 +277,10 @@ async function submitMultipart(
       }
       return { file, ids, inputs };
     });
+    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
+    if (!received)
+      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
+    return made;
   } catch (error) {
     for (const id of touched) await blobs.deletePrefix(jobPrefix(id));
     throw error;

@@ -43,17 +43,28 @@ export function workflowCommands(
   workflowIds: IdBlock,
   reserveJobIds: (count: number) => Promise<number>,
 ) {
-  const { reactor, read } = context;
+  const { reactor, read, committer } = context;
   const assign = async (file: WorkflowFile): Promise<WorkflowIds> => {
     const id = workflowId(await workflowIds.next());
     const first = await reserveJobIds(file.jobs.length);
     return { id, jobs: new Map(file.jobs.map((job, index) => [job.name, String(first + index)])) };
   };
   return {
-    /** Makes every job of the workflow at once; resolves once all are durable. */
-    async submit(owner: string, receive: ReceiveWorkflow): Promise<WorkflowMade> {
+    /**
+     * Makes every job of the workflow at once; resolves once all are durable. A submit with a key
+     * an earlier one of the owner used answers the workflow that one made (once durable), and
+     * `receive` is not called (its request is read past).
+     */
+    async submit(owner: string, submitKey: string | null, receive: ReceiveWorkflow): Promise<WorkflowMade> {
+      const known = submitKey === null ? undefined : read.workflowSubmission(owner, submitKey);
+      if (known) {
+        await committer.flush();
+        return { workflow: known, jobs: [] };
+      }
       const { file, ids, inputs } = await receive(assign);
-      return reactor.run((step) => submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs }));
+      return reactor.run((step) =>
+        submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey }),
+      );
     },
 
     /**

@@ -6,6 +6,7 @@
 import type { JobRecord, WorkflowMember, WorkflowRecord } from "../../../common/model/records.ts";
 import { retrySelection } from "../../../common/model/task-retry.ts";
 import { type WorkflowFile, withJobIds } from "../../../common/model/workflow.ts";
+import { submissionKey } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
@@ -22,11 +23,13 @@ export interface WorkflowSubmitRequest {
   ids: ReadonlyMap<string, string>;
   /** Each job's input files already in the blob store, by name (absent: none). */
   inputs?: ReadonlyMap<string, string[]>;
+  /** The client's Idempotency-Key, if it sent one. */
+  submitKey?: string | null;
 }
 
 export interface WorkflowMade {
   workflow: WorkflowRecord;
-  /** The jobs made, in the workflow's order. */
+  /** The jobs made, in the workflow's order (none when a repeated submit found the workflow). */
   jobs: JobEntry[];
 }
 
@@ -37,7 +40,11 @@ export interface WorkflowMade {
  * job's submit can refuse it: nothing is made unless all are.
  */
 export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): WorkflowMade {
-  const { id, file, owner, ids } = request;
+  const { id, file, owner, ids, submitKey = null } = request;
+  // The same submit again (both in flight at once): the workflow the first one made.
+  const known =
+    submitKey === null ? undefined : step.state.workflowSubmissions.get(submissionKey(owner, submitKey));
+  if (known) return { workflow: known, jobs: [] };
   if (step.state.workflows.has(id)) throw new ConflictError(`workflow ${id} exists already`);
   for (const job of file.jobs)
     if (!ids.has(job.name)) throw new Error(`submitWorkflow: no id for job ${job.name}`);
@@ -46,7 +53,14 @@ export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): Work
     job: ids.get(job.name)!,
     dependsOn: job.dependsOn.map(({ name, when, sameTasks }) => ({ name, when, sameTasks })),
   }));
-  const workflow: WorkflowRecord = { id, name: file.name, owner, createdAt: step.now, jobs: members };
+  const workflow: WorkflowRecord = {
+    id,
+    name: file.name,
+    owner,
+    createdAt: step.now,
+    jobs: members,
+    submitKey,
+  };
   step.write.addWorkflow(workflow);
   const jobs = file.jobs.map((job) =>
     submitJob(step, {

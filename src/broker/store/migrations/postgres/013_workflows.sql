@@ -6,7 +6,8 @@ CREATE TABLE workflows (
   name text,
   owner text NOT NULL,
   created_at bigint NOT NULL,
-  jobs json NOT NULL
+  jobs json NOT NULL,
+  submit_key text
 );
 
 ALTER TABLE jobs ADD COLUMN workflow json;

@@ -7,7 +7,8 @@ CREATE TABLE workflows (
   name TEXT,
   owner TEXT NOT NULL,
   created_at INTEGER NOT NULL,
-  jobs TEXT NOT NULL
+  jobs TEXT NOT NULL,
+  submit_key TEXT
 );
 
 ALTER TABLE jobs ADD COLUMN workflow TEXT;
