@@ -57,6 +57,7 @@ function job(
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   };
   const list: TaskRecord[] = Array.from({ length: tasks }, (_, index) => ({
     jobId: id,

@@ -51,6 +51,7 @@ async function fillStore(path: string, progress: (message: string) => void): Pro
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   });
   for (let j = 1; j <= ENDED_JOBS; j++) {
     const id = String(j);

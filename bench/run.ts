@@ -33,6 +33,7 @@ import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
 import { vsSlurmBenchmark } from "./vs-slurm.ts";
+import { workflowBenchmark } from "./workflow.ts";
 import { xargsBenchmark } from "./xargs.ts";
 
 /** In run order; a benchmark's `needs` come before it. */
@@ -42,6 +43,7 @@ const BENCHMARKS: Benchmark[] = [
   cliBenchmark,
   xargsBenchmark,
   endToEndBenchmark,
+  workflowBenchmark,
   enforcementBenchmark,
   crashRestartBenchmark,
   gangBenchmark,

@@ -61,6 +61,8 @@ export interface Cluster {
   adminToken: string;
   joinToken: string;
   agents: AgentProcess[];
+  /** The `steward server` process's pid (its CPU time is the broker's alone). */
+  serverPid: number;
   agent(name: string): AgentProcess;
   /** Waits until these hosts (all by default) are `ready` and connected. */
   waitForHosts(names?: string[], timeoutMs?: number): Promise<void>;
@@ -276,6 +278,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       adminToken,
       joinToken,
       agents,
+      serverPid: serverProcess.pid ?? 0,
       agent(name: string) {
         const agent = agents.find((a) => a.name === name);
         if (!agent) throw new Error(`${options.label}: no agent ${name}`);

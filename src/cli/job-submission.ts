@@ -82,3 +82,75 @@ export async function submissionBody(
   }
   return { body: form };
 }
+
+/** A workflow file as read on the client: the data, and each job's input files by the job's name. */
+export interface LoadedWorkflowFile {
+  raw: Record<string, unknown>;
+  /** The text as it is, sent when no job names inputs. */
+  text: string;
+  inputs: Map<string, string[]>;
+  folder: string;
+}
+
+/**
+ * A top-level `jobs:` (YAML) or `"jobs":` (JSON) may make a file a workflow file: only then is it
+ * parsed here to tell (a job file's text is sent as it is).
+ */
+const MAYBE_WORKFLOW = /^jobs\s*:|"jobs"\s*:/m;
+
+/**
+ * The file as a workflow file (a mapping with a top-level `jobs`), with its jobs' inputs found in
+ * its folder; null when it is a job file. The workflow's own checks are the server's.
+ */
+export function loadWorkflowFile(job: LoadedJobFile, label: string): LoadedWorkflowFile | null {
+  try {
+    let raw = job.raw;
+    let text = job.text;
+    if (raw === null) {
+      if (text === undefined || !MAYBE_WORKFLOW.test(text)) return null;
+      const parsed = parseJobFileText(text);
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
+      raw = parsed as Record<string, unknown>;
+    }
+    if (!("jobs" in raw)) return null;
+    text ??= JSON.stringify(raw);
+    const inputs = new Map<string, string[]>();
+    const jobs = raw.jobs;
+    if (jobs !== null && typeof jobs === "object" && !Array.isArray(jobs)) {
+      for (const [name, each] of Object.entries(jobs as Record<string, unknown>)) {
+        if (each === null || typeof each !== "object") continue;
+        try {
+          const found = inputFiles((each as Record<string, unknown>).inputs, job.folder);
+          if (found.length > 0) inputs.set(name, found);
+        } catch (error) {
+          if (error instanceof JobFileError)
+            throw new JobFileError(
+              `jobs.${name}.${error.field}`,
+              error.message.slice(error.field.length + 2),
+            );
+          throw error;
+        }
+      }
+    }
+    return { raw, text, inputs, folder: job.folder };
+  } catch (error) {
+    if (error instanceof JobFileError) throw new CliError(`${label}: ${error.message}`, 2);
+    throw error;
+  }
+}
+
+/**
+ * A workflow's request body: its text as YAML when no job names inputs, else multipart with the
+ * file as JSON in `workflow`, then each input streamed from disk as a part named NAME/PATH.
+ */
+export async function workflowBody(
+  file: LoadedWorkflowFile,
+): Promise<{ body: FormData | string; headers?: Record<string, string> }> {
+  if (file.inputs.size === 0) return { body: file.text, headers: { "content-type": "application/yaml" } };
+  const form = new FormData();
+  form.set("workflow", JSON.stringify(file.raw));
+  for (const [name, inputs] of file.inputs)
+    for (const input of inputs)
+      form.append(`${name}/${input}`, await openAsBlob(join(file.folder, input)), input);
+  return { body: form };
+}

@@ -63,6 +63,7 @@ export function job(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
     ...overrides,
   };
 }
@@ -204,6 +205,7 @@ const EMPTY: StoreSnapshot = {
   tokens: [],
   meta: {},
   checkpointParts: [],
+  workflows: [],
 };
 
 /** Values a schema must refuse (NOT NULL, CHECK): each makes its whole batch fail. */
@@ -317,6 +319,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             dynamicRequirements: 'host.labels.zone == "b" && host.memFreeMb >= 2048.0',
             slowHosts: ["h-1", "hôst ✓"],
             submitKey: "3f2b-key_1",
+            workflow: { id: "flow-3", name: "mésh.2" },
           }),
         ],
         ["held only", job("j-3", { held: true, state: "held" })],
@@ -326,6 +329,33 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       ])("job: %s", async (_, record) => {
         await store.commit(TERM, [{ op: "putJob", job: record }]);
         expect((await store.load()).jobs).toStrictEqual([record]);
+      });
+
+      test("workflow: every field, from load and loadLive, whatever became of its jobs", async () => {
+        const workflow = {
+          id: "flow-2",
+          name: "diamond ✓",
+          owner: "alice",
+          createdAt: 1_700_000_000_321,
+          jobs: [
+            { name: "a", job: "j-1", dependsOn: [] },
+            { name: "b", job: "j-2", dependsOn: [{ name: "a", when: "ended" as const, sameTasks: true }] },
+          ],
+          submitKey: "k-1_x",
+        };
+        const unnamed = { ...workflow, id: "flow-3", name: null, jobs: [], submitKey: null };
+        await store.commit(TERM, [
+          { op: "putWorkflow", workflow },
+          { op: "putWorkflow", workflow: unnamed },
+          {
+            op: "putJob",
+            job: job("j-1", { workflow: { id: "flow-2", name: "a" }, state: "succeeded", endedAt: 5 }),
+          },
+        ]);
+        expect((await store.load()).workflows).toStrictEqual([workflow, unnamed]);
+        const live = await store.loadLive();
+        expect(live.workflows).toStrictEqual([workflow, unnamed]);
+        expect((await store.loadJob("j-1"))?.job.workflow).toStrictEqual({ id: "flow-2", name: "a" });
       });
 
       test.each<[string, TaskRecord]>([

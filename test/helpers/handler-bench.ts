@@ -24,6 +24,7 @@ import type {
   JobRecord,
   TaskRecord,
   TokenRecord,
+  WorkflowRecord,
 } from "../../src/common/model/records.ts";
 import type { HeartbeatMessage, ServerMessage } from "../../src/common/protocol/messages.ts";
 
@@ -140,6 +141,7 @@ export function snapshotOf(changes: readonly Change[]): StoreSnapshot {
   const hosts = new Map<string, HostRecord>();
   const tokens = new Map<string, TokenRecord>();
   const parts = new Map<string, CheckpointPart>();
+  const workflows = new Map<string, WorkflowRecord>();
   const meta: Record<string, string> = {};
   const partKey = (jobId: string, taskIndex: number, rank: number, generation: number) =>
     `${jobId}/${taskIndex}/${rank}/${generation}`;
@@ -186,6 +188,9 @@ export function snapshotOf(changes: readonly Change[]): StoreSnapshot {
       case "setMeta":
         meta[change.key] = change.value;
         break;
+      case "putWorkflow":
+        workflows.set(change.workflow.id, change.workflow);
+        break;
     }
   }
   return {
@@ -196,5 +201,6 @@ export function snapshotOf(changes: readonly Change[]): StoreSnapshot {
     tokens: [...tokens.values()],
     meta,
     checkpointParts: [...parts.values()],
+    workflows: [...workflows.values()],
   };
 }

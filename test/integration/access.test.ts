@@ -31,6 +31,9 @@ const EXPECTED: Record<string, Rule> = {
   "GET /api/v1/jobs/{id}/explain": "job",
   "GET /api/v1/jobs/{id}/task-states": "job",
   "GET /api/v1/jobs/{id}/tasks/{task}": "job",
+  "POST /api/v1/workflows": "writer",
+  "GET /api/v1/workflows/{id}": "job",
+  "POST /api/v1/workflows/{id}/retry": "job-writer",
   "GET /api/v1/hosts": "any",
   "POST /api/v1/hosts/{name}/drain": "admin",
   "POST /api/v1/hosts/{name}/undrain": "admin",
@@ -86,6 +89,8 @@ let server: StewardProcess & { joinToken: string };
 const tokens: Partial<Record<Caller, string>> = {};
 let adminJob: string;
 let userJob: string;
+/** A workflow of each, for the workflows' routes (in place of the job of the same owner). */
+const workflowOf = new Map<string, string>();
 
 beforeAll(async () => {
   server = await startServerProcess();
@@ -111,6 +116,15 @@ beforeAll(async () => {
       command: "sleep 600",
     })) as { id: string }
   ).id;
+  for (const [jobId, token] of [
+    [adminJob, server.token],
+    [userJob, tokens.user ?? ""],
+  ] as const) {
+    const made = (await api({ url: server.url, token }, "POST", "/api/v1/workflows", {
+      jobs: { w: { command: "sleep 600" } },
+    })) as { workflow: string };
+    workflowOf.set(jobId, made.workflow);
+  }
 }, 60_000);
 
 afterAll(async () => {
@@ -120,7 +134,7 @@ afterAll(async () => {
 
 function fill(path: string, jobId: string): string {
   return path
-    .replace("{id}", jobId)
+    .replace("{id}", path.startsWith("/api/v1/workflows/") ? (workflowOf.get(jobId) ?? "") : jobId)
     .replace("{task}", "0")
     .replace("{attempt}", "1")
     .replace("{sha}", "0".repeat(64))

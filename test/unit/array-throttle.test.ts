@@ -174,6 +174,7 @@ describe("JobEntry keeps its live tasks counted", () => {
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   };
   it("counts a task once whatever its live attempts, and forgets it when the last ends", () => {
     const tasks = Array.from({ length: 5 }, (_, index) => newTask("7", index, "pending"));

@@ -21,6 +21,7 @@ function entry(id: string, priority: number, createdAt: number, tasks = 1, owner
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   };
   const list: TaskRecord[] = Array.from({ length: tasks }, (_, index) => ({
     jobId: id,

@@ -52,6 +52,7 @@ function job(id: string, priority: number, seq: number): JobEntry {
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   };
   const task: TaskRecord = {
     jobId: id,

@@ -26,6 +26,7 @@ import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import { retryWorkflow, submitWorkflow } from "../../src/broker/reactor/handlers/workflows.ts";
 import type { Step } from "../../src/broker/reactor/step.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
@@ -33,6 +34,7 @@ import { agentDetached, agentSeen } from "../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../src/common/model/qos-file.ts";
 import { newTokenOf } from "../../src/common/model/tokens.ts";
+import { validateWorkflowFile } from "../../src/common/model/workflow.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
 
@@ -82,6 +84,7 @@ function durable(state: ClusterState) {
     hosts,
     live: sorted(state.live.keys()),
     tokens: state.tokens.list(),
+    workflows: [...state.workflows.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
   };
 }
 
@@ -539,6 +542,60 @@ describe("the state rebuilt from the recorded changes", () => {
     ).toEqual(["retried by alice: tasks 1, 3"]);
   });
 
+  it("is the live state after a workflow's submit, a failure in it and its retry", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1", [], 8)));
+    const file = validateWorkflowFile({
+      name: "diamond",
+      jobs: {
+        a: { command: "a" },
+        b: { command: "b", dependsOn: ["a"] },
+        c: { command: "c", dependsOn: [{ job: "a", when: "ended" }] },
+        d: { command: "d", dependsOn: ["b", "c"] },
+      },
+    });
+    const ids = new Map([
+      ["a", "1"],
+      ["b", "2"],
+      ["c", "3"],
+      ["d", "4"],
+    ]);
+    event(bench, (step) => submitWorkflow(step, { id: "flow-1", file, owner: "alice", ids }));
+    expect(bench.state.jobs.get("4")?.record.workflow).toEqual({ id: "flow-1", name: "d" });
+    const endJob = (jobId: string, outcome: "succeeded" | "failed") => {
+      const attempt = bench.state.jobs.get(jobId)!.latestAttempt(0)!;
+      event(bench, (step) => attemptEnded(step, "h1", ended(jobId, attempt.number, outcome)));
+    };
+    let from = 0;
+    const run = () => {
+      schedule(bench);
+      startAll(bench, from);
+      from = bench.starts().length;
+    };
+    run();
+    endJob("1", "succeeded");
+    run();
+    endJob("2", "failed");
+    endJob("3", "succeeded");
+    expect(bench.state.header("4")?.state).toBe("cancelled");
+    // The failed and cancelled jobs left memory: the command reads them from the store first.
+    const snapshot = bench.stored();
+    const stored = new Map(
+      ["2", "4"].map((id) => [
+        id,
+        structuredClone({
+          job: snapshot.jobs.find((job) => job.id === id)!,
+          tasks: snapshot.tasks.filter((task) => task.jobId === id),
+          attempts: snapshot.attempts.filter((attempt) => attempt.jobId === id),
+          checkpointParts: [],
+        }),
+      ]),
+    );
+    event(bench, (step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }));
+    expect(bench.state.header("2")?.state).toBe("pending");
+    expect(bench.state.header("4")?.state).toBe("waiting");
+  });
+
   it("differs from the live state when a change is made without its record", () => {
     const bench = new HandlerBench();
     event(bench, (step) => attachHost(step, hello("h1")));
@@ -561,7 +618,7 @@ describe("handlers", () => {
   const byHand = [
     /\.(state|stop|outcome|exitCode|reason|endedAt|held|cancelRequested|slowHosts|attempts|failures|losses|systemFailures|notBefore|resultAttempt|checkpoint|migration|revokedAt|record|parts|lastSeen|facts)\s*(=(?!=)|\+=|-=|\+\+|--)/,
     /(?<!write)\.(setTaskState|activate|deactivate|addJob|removeJob|addAttempt|setMigration|setDynamicRequirements|checkpointCommitted)\(/,
-    /\.(hosts\.(set|delete)|tokens\.put|ended\.delete)\(/,
+    /\.(hosts\.(set|delete)|tokens\.put|ended\.delete|workflows\.set)\(/,
   ];
 
   it("change durable state only through step.write", () => {

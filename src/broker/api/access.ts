@@ -47,6 +47,10 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/jobs/:id/explain": "job-read",
   "GET /api/v1/jobs/:id/task-states": "job-read",
   "GET /api/v1/jobs/:id/tasks/:task": "job-read",
+  // A user's own workflows only (the routes answer another's as absent).
+  "POST /api/v1/workflows": "submit",
+  "GET /api/v1/workflows/:id": "job-read",
+  "POST /api/v1/workflows/:id/retry": "job-write",
   "GET /api/v1/hosts": "read",
   "POST /api/v1/hosts/:name/drain": "admin",
   "POST /api/v1/hosts/:name/undrain": "admin",

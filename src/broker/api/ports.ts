@@ -12,9 +12,11 @@ import type {
   HostRecord,
   TokenKind,
   TokenRecord,
+  WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
 import type { ReceivedJob, Submission } from "../reactor/commands/jobs.ts";
+import type { ReceiveWorkflow } from "../reactor/commands/workflows.ts";
 import type { AttemptPlaced } from "../reactor/effects.ts";
 import type {
   CheckpointCommit,
@@ -22,6 +24,7 @@ import type {
   CheckpointObjectStored,
 } from "../reactor/handlers/checkpoints.ts";
 import type { TokenRequest } from "../reactor/handlers/tokens.ts";
+import type { WorkflowMade, WorkflowRetried } from "../reactor/handlers/workflows.ts";
 import type { Explanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
 import type { HostListing } from "../state/cluster-state.ts";
@@ -95,6 +98,8 @@ export interface ReadModel {
   /** Any job, from memory or from the store; NotFoundError when there is none. */
   readJob(id: string): Promise<JobEntry>;
   header(id: string): JobHeader | undefined;
+  /** A workflow by its id, or undefined. */
+  workflow(id: string): WorkflowRecord | undefined;
   jobOwner(id: string): string | undefined;
   listJobs(withRetired?: boolean): JobHeader[];
   listHosts(): HostListing[];
@@ -122,8 +127,25 @@ export interface ReadModel {
   ): { files: CheckpointFile[]; gang?: { rank: number; generation: number } } | null;
 }
 
+/** Workflows (reactor/commands/workflows.ts). */
+export interface WorkflowCommands {
+  /**
+   * Makes every job of a workflow file at once; resolves once all are durable. `allowedQos`: the
+   * tiers the submitter's token allows (null: any, an admin), checked for every job as at submit.
+   */
+  submit(
+    owner: string,
+    submitKey: string | null,
+    receive: ReceiveWorkflow,
+    allowedQos?: readonly string[] | null,
+  ): Promise<WorkflowMade>;
+  /** Reruns the workflow's failed and cancelled jobs and what waits on them. */
+  retry(id: string, by?: string): Promise<WorkflowRetried>;
+}
+
 export interface ApiPorts {
   jobs: JobCommands;
+  workflows: WorkflowCommands;
   hosts: HostCommands;
   tokens: TokenCommands;
   checkpoints: CheckpointCommands;

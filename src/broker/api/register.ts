@@ -56,6 +56,7 @@ import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
+import { registerWorkflowRoutes } from "./routes/workflows.ts";
 import type { ErrorAnswer, Health } from "./schemas.ts";
 import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
@@ -237,6 +238,12 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
     ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
+  });
+  registerWorkflowRoutes(app, {
+    ports,
+    blobs,
+    submitLimiter,
+    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
   });
   registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));

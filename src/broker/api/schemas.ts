@@ -196,9 +196,19 @@ export const jobSummarySchema = z
   .meta({ id: "JobSummary" });
 export type JobSummary = z.infer<typeof jobSummarySchema>;
 
+export const workflowRefSchema = z
+  .object({
+    id: z.string().meta({ description: "the workflow's id (flow-N)" }),
+    name: z.string().meta({ description: "the job's name in the workflow" }),
+  })
+  .meta({ id: "WorkflowRef" });
+
 export const jobSchema = jobSummarySchema
   .extend({
     spec: acceptedJobFile,
+    workflow: workflowRefSchema.nullable().optional().meta({
+      description: "the workflow the job was made in, and its name there; null for a job submitted alone",
+    }),
     tasks: z
       .array(taskSchema)
       .optional()
@@ -207,6 +217,56 @@ export const jobSchema = jobSummarySchema
   })
   .meta({ id: "Job" });
 export type Job = z.infer<typeof jobSchema>;
+
+const workflowEdgeSchema = z.object({
+  name: z.string().meta({ description: "the job waited for, by its name in the workflow" }),
+  when: z.enum(["succeeded", "ended", "failed"]),
+  sameTasks: z.boolean().meta({ description: "tasks: same (task i waits for task i)" }),
+});
+
+/** The answer to a workflow's submit: its id and its jobs' ids by name. */
+export const workflowCreatedSchema = z
+  .object({
+    workflow: z.string().meta({ description: "the workflow's id (flow-N)" }),
+    name: z.string().nullable(),
+    jobs: z.record(z.string(), z.string()).meta({ description: "each job's id, by its name" }),
+  })
+  .meta({ id: "WorkflowCreated" });
+export type WorkflowCreated = z.infer<typeof workflowCreatedSchema>;
+
+export const workflowSchema = workflowCreatedSchema
+  .extend({
+    owner: z.string(),
+    createdAt: isoTime,
+    state: z
+      .enum(JOB_STATES)
+      .meta({ description: "the workflow's state, from its jobs' (model/workflow.ts)" }),
+    graph: z
+      .array(
+        z.object({
+          name: z.string(),
+          job: z.string().meta({ description: "the job's id" }),
+          state: z.enum(JOB_STATES).nullable().meta({ description: "null: the job was removed" }),
+          taskCount: z.int(),
+          counts: countsSchema,
+          endedAt: isoTime.nullable(),
+          dependsOn: z.array(workflowEdgeSchema),
+        }),
+      )
+      .meta({ description: "the jobs, each after those it depends on, with the edges by name" }),
+  })
+  .meta({ id: "Workflow" });
+export type Workflow = z.infer<typeof workflowSchema>;
+
+export const workflowRetrySchema = z
+  .object({
+    workflow: z.string(),
+    retried: z
+      .array(z.object({ name: z.string(), job: z.string(), tasks: z.array(z.int()) }))
+      .meta({ description: "the jobs given new attempts, with their tasks retried" }),
+  })
+  .meta({ id: "WorkflowRetried" });
+export type WorkflowRetry = z.infer<typeof workflowRetrySchema>;
 
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;

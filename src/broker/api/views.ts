@@ -8,9 +8,9 @@ import type { JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
 import type { AccountingRow, Attempt, Event, Host, Job, JobSummary, Task, Usage } from "./schemas.ts";
 
-function iso(ms: number): string;
-function iso(ms: number | null): string | null;
-function iso(ms: number | null): string | null {
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
@@ -87,6 +87,7 @@ export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks =
   return {
     ...jobSummaryView(headerOf(job)),
     spec: job.record.spec,
+    workflow: job.record.workflow ?? null,
     ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
     ...(events ? { events: events.map(eventView) } : {}),
   };

@@ -91,6 +91,7 @@ export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now:
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
+    workflow: null,
   };
   const job = new JobEntry(record, state.nextSeq, tasks);
   job.qosPriority = state.qosPriorityOf(job.qos);

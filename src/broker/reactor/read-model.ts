@@ -3,6 +3,7 @@
 // changes the state; the commands (reactor/commands/) do, each through one handler.
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
+import type { WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState } from "../../common/model/states.ts";
 import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
@@ -85,6 +86,16 @@ export class ReadModel {
   /** A job's owner, live or ended. */
   jobOwner(id: string): string | undefined {
     return this.#state.jobOwner(id);
+  }
+
+  /** The workflow this owner submitted with this Idempotency-Key, or undefined. */
+  workflowSubmission(owner: string, submitKey: string): WorkflowRecord | undefined {
+    return this.#state.workflowSubmissions.get(submissionKey(owner, submitKey));
+  }
+
+  /** A workflow by its id, or undefined. */
+  workflow(id: string): WorkflowRecord | undefined {
+    return this.#state.workflows.get(id);
   }
 
   /** The tokens this server gave out (API tokens, join tokens, host credentials). */

@@ -18,6 +18,7 @@ import type {
   StopIntent,
   TaskRecord,
   TokenRecord,
+  WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { AttemptOutcome, HostState, TaskState } from "../../common/model/states.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
@@ -123,6 +124,12 @@ export class StateWrites {
     if (job) this.#state.removeJob(job);
     this.#state.ended.delete(id);
     this.#changes.push({ op: "deleteJob", jobId: id });
+  }
+
+  /** A new workflow (its jobs are added on their own, in the same step). */
+  addWorkflow(workflow: WorkflowRecord): void {
+    this.#state.addWorkflow(workflow);
+    this.#changes.push({ op: "putWorkflow", workflow });
   }
 
   // ---- tasks

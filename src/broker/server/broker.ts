@@ -239,6 +239,7 @@ export function leadingCore(broker: Broker): Core {
 export function leadingPorts(broker: Broker): ApiPorts {
   return {
     jobs: leading(() => broker.core().jobs),
+    workflows: leading(() => broker.core().workflows),
     hosts: leading(() => broker.core().hosts),
     tokens: leading(() => broker.core().tokens),
     checkpoints: leading(() => broker.core().checkpoints),

@@ -12,6 +12,7 @@ import type { CommandContext } from "../reactor/commands/context.ts";
 import { type HostCommands, hostCommands } from "../reactor/commands/hosts.ts";
 import { type JobCommands, jobCommands } from "../reactor/commands/jobs.ts";
 import { type TokenCommands, tokenCommands } from "../reactor/commands/tokens.ts";
+import { type WorkflowCommands, workflowCommands } from "../reactor/commands/workflows.ts";
 import { forgetHost } from "../reactor/handlers/control.ts";
 import { heartbeatReported } from "../reactor/handlers/heartbeat.ts";
 import { walltimeDue } from "../reactor/handlers/walltime.ts";
@@ -49,12 +50,16 @@ export const DEFAULT_ACCOUNTING_DAYS = 365;
 /** How often the leader drops the accounting rows older than it keeps (and once at start). */
 const ACCOUNTING_PURGE_MS = 3_600_000;
 
+/** Workflow ids reserved at once (a workflow is rarer than a job: a small block skips few ids at a stop). */
+const WORKFLOW_ID_BLOCK_SIZE = 4;
+
 export class Core {
   readonly reactor: Reactor;
   /** What is asked of the cluster: jobs, headers, hosts, explain, tokens. */
   readonly read: ReadModel;
   /** The user's requests on jobs: submit, cancel, hold, release, migrate, remove. */
   readonly jobs: JobCommands;
+  readonly workflows: WorkflowCommands;
   /** The admin's requests on hosts: drain, undrain, remove. */
   readonly hosts: HostCommands;
   /** Tokens created and revoked. */
@@ -93,6 +98,20 @@ export class Core {
     this.read = new ReadModel(this.reactor, committer.store);
     const context: CommandContext = { reactor: this.reactor, committer, read: this.read };
     this.jobs = jobCommands(context, jobIds);
+    const workflowIds = new IdBlock(
+      (count) =>
+        committer.store.reserveIds(committer.term, "workflow", count).catch((error: unknown) => {
+          if (error instanceof StaleTermError) this.reactor.fatal(error);
+          throw error;
+        }),
+      WORKFLOW_ID_BLOCK_SIZE,
+    );
+    const reserveJobIds = (count: number) =>
+      committer.store.reserveIds(committer.term, "job", count).catch((error: unknown) => {
+        if (error instanceof StaleTermError) this.reactor.fatal(error);
+        throw error;
+      });
+    this.workflows = workflowCommands(context, workflowIds, reserveJobIds);
     this.hosts = hostCommands(context);
     this.tokens = tokenCommands(context);
     this.checkpoints = {

@@ -6,7 +6,13 @@ import { measuredCpuSeconds } from "../../common/model/attempt-usage.ts";
 import { newGangProgress } from "../../common/model/gang.ts";
 import { attemptKey, hostsOf, keyOf } from "../../common/model/ids.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/qos-file.ts";
-import type { AttemptRecord, HostRecord, PlacementEntry, TaskRecord } from "../../common/model/records.ts";
+import type {
+  AttemptRecord,
+  HostRecord,
+  PlacementEntry,
+  TaskRecord,
+  WorkflowRecord,
+} from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
 import { type Held, type RunningUse, userTierKey } from "../scheduler/qos.ts";
@@ -40,6 +46,17 @@ export class ClusterState {
   readonly owners: OwnerUsage;
   /** API tokens, join tokens and host credentials the server gave out. */
   readonly tokens = new TokenRegistry();
+  /** Every workflow by id (small, and kept whatever became of its jobs). */
+  readonly workflows = new Map<string, WorkflowRecord>();
+  /** Workflows by their owner's submit key (WorkflowRecord.submitKey): a repeated submit finds its workflow. */
+  readonly workflowSubmissions = new Map<string, WorkflowRecord>();
+
+  /** Adds a workflow with its indexes. */
+  addWorkflow(workflow: WorkflowRecord): void {
+    this.workflows.set(workflow.id, workflow);
+    if (workflow.submitKey !== null)
+      this.workflowSubmissions.set(submissionKey(workflow.owner, workflow.submitKey), workflow);
+  }
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
   /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */
@@ -63,6 +80,12 @@ export class ClusterState {
    * id of the job they wait on: a task's end there looks at these only.
    */
   readonly sameTaskDependents = new Map<string, Set<JobEntry>>();
+
+  /**
+   * Jobs in memory that name a job in dependsOn (any kind), by the id of the job they name: a job's
+   * end looks at these only, not at every job (a workflow's fan-in names thousands).
+   */
+  readonly dependents = new Map<string, Set<JobEntry>>();
 
   /**
    * `fairShare`: the shares tree and half-life (`--shares`, `--fair-share-half-life`); flat, 7 days by
@@ -90,6 +113,14 @@ export class ClusterState {
       }
       dependents.add(job);
     }
+    for (const id of dependencyIdsOf(job)) {
+      let dependents = this.dependents.get(id);
+      if (!dependents) {
+        dependents = new Set();
+        this.dependents.set(id, dependents);
+      }
+      dependents.add(job);
+    }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
     for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
@@ -102,6 +133,11 @@ export class ClusterState {
       const dependents = this.sameTaskDependents.get(id);
       dependents?.delete(job);
       if (dependents?.size === 0) this.sameTaskDependents.delete(id);
+    }
+    for (const id of dependencyIdsOf(job)) {
+      const dependents = this.dependents.get(id);
+      dependents?.delete(job);
+      if (dependents?.size === 0) this.dependents.delete(id);
     }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
@@ -390,6 +426,13 @@ function placementOf(attempt: AttemptRecord): PlacementEntry[] {
 }
 
 /** The jobs a job waits on task by task (`tasks: same`). */
+/** The ids a job's dependsOn names, each once. */
+function dependencyIdsOf(job: JobEntry): Set<string> {
+  const ids = new Set<string>();
+  for (const entry of job.record.spec.dependsOn) ids.add(typeof entry === "string" ? entry : entry.job);
+  return ids;
+}
+
 function sameTaskDependencyIds(job: JobEntry): string[] {
   const ids: string[] = [];
   for (const entry of job.record.spec.dependsOn)

@@ -2,6 +2,7 @@
 // The store holds the same records; this copy is rebuilt from it at start (state/recover.ts).
 
 import { type CompiledExpression, compileExpression } from "../../common/model/cel.ts";
+import { type Dependency, dependenciesOf } from "../../common/model/dependencies.ts";
 import { isLive } from "../../common/model/ids.ts";
 import { arrayParallel, nodesOf } from "../../common/model/job-spec.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../../common/model/job-state.ts";
@@ -19,6 +20,13 @@ const NO_PROGRESS: ReadonlyMap<number, ProgressSample> = new Map();
 
 /** Refused requirements texts a job remembers, so as not to report the same one again. */
 const REFUSED_KEPT = 64;
+
+/** A job's dependsOn as read: in order, by the job named, and whether any is `tasks: same`. */
+export interface JobDependencies {
+  list: readonly Dependency[];
+  byJob: ReadonlyMap<string, readonly Dependency[]>;
+  sameTasks: boolean;
+}
 
 export class JobEntry implements JobView {
   readonly record: JobRecord;
@@ -46,6 +54,13 @@ export class JobEntry implements JobView {
   /** Succeeded attempts that ran from the start (not from a checkpoint), and their seconds in all. */
   #finished = { count: 0, seconds: 0 };
   #checkpoints = false;
+  /** dependsOn read once (it never changes after submit): made when first asked for. */
+  #dependencies: JobDependencies | null = null;
+  /**
+   * Where the last look at the dependencies found one still waiting (an index of
+   * `dependencies.list`): the next look starts there (state/dependency-verdicts.ts). Not durable.
+   */
+  waitHint = 0;
   /** Tasks with a migration rule (TaskRecord.migration): made when the first gets one (they are few). */
   #migrating: Set<number> | null = null;
   /** Each task's checkpoint parts and pending objects: made when the first is known. */
@@ -350,6 +365,21 @@ export class JobEntry implements JobView {
   /** Every live attempt of the job. */
   *allLiveAttempts(): Iterable<AttemptRecord> {
     for (const list of this.attempts.values()) for (const attempt of list) if (isLive(attempt)) yield attempt;
+  }
+
+  /** The job's dependsOn, read once. */
+  get dependencies(): JobDependencies {
+    if (!this.#dependencies) {
+      const list = dependenciesOf(this.record.spec.dependsOn);
+      const byJob = new Map<string, Dependency[]>();
+      for (const dependency of list) {
+        const entries = byJob.get(dependency.job);
+        if (entries) entries.push(dependency);
+        else byJob.set(dependency.job, [dependency]);
+      }
+      this.#dependencies = { list, byJob, sameTasks: list.some((dependency) => dependency.sameTasks) };
+    }
+    return this.#dependencies;
   }
 
   isEnded(): boolean {

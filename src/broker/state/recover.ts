@@ -32,6 +32,7 @@ export function recoverState(
     else tasksByJob.set(task.jobId, [task]);
   }
   for (const token of snapshot.tokens) state.tokens.put(token);
+  for (const workflow of snapshot.workflows ?? []) state.addWorkflow(workflow);
   for (const host of snapshot.hosts) {
     state.hosts.set(host.name, newHostEntry({ ...host, lastSeen: now }, false));
   }

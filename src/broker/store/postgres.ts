@@ -17,6 +17,7 @@ import type {
   JobRecord,
   TaskRecord,
   TokenRecord,
+  WorkflowRecord,
 } from "../../common/model/records.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
@@ -40,6 +41,7 @@ import {
   TASKS,
   type Table,
   TOKENS,
+  WORKFLOWS,
 } from "./schema.ts";
 import {
   type AccountingQuery,
@@ -123,6 +125,7 @@ const SQL = {
     `WITH ORDINALITY AS u(${EVENT_NAMES}, n) ORDER BY n RETURNING id`,
   putHosts: upsertUnnest(HOSTS),
   putTokens: upsertUnnest(TOKENS),
+  putWorkflows: upsertUnnest(WORKFLOWS),
   setMeta: upsertUnnest(META),
   putCheckpointParts: upsertUnnest(CHECKPOINT_PARTS),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
@@ -138,6 +141,7 @@ const SQL = {
   loadAttempts: selectAll(ATTEMPTS),
   loadHosts: selectAll(HOSTS),
   loadTokens: selectAll(TOKENS),
+  loadWorkflows: selectAll(WORKFLOWS),
   loadMeta: selectAll(META),
   loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
   events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
@@ -242,6 +246,7 @@ export class PostgresStore implements Store, Elections {
       attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
+      workflows: (await rows(client, "loadWorkflows")).map(CODEC.workflows.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
       checkpointParts: (await rows(client, "loadCheckpointParts")).map(CODEC.checkpointParts.decode),
     }));
@@ -256,6 +261,7 @@ export class PostgresStore implements Store, Elections {
       usage: (await rows(client, "usage")).map(decodeUsage),
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
+      workflows: (await rows(client, "loadWorkflows")).map(CODEC.workflows.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
       checkpointParts: (await rows(client, "liveCheckpointParts")).map(CODEC.checkpointParts.decode),
     }));
@@ -443,6 +449,7 @@ class PendingPuts {
   attempts = new Rounds<AttemptRecord>((a) => `${a.jobId}\0${a.taskIndex}\0${a.number}`);
   hosts = new Rounds<HostRecord>((host) => host.name);
   tokens = new Rounds<TokenRecord>((token) => token.id);
+  workflows = new Rounds<WorkflowRecord>((workflow) => workflow.id);
   meta = new Rounds<MetaEntry>((entry) => entry.key);
   checkpointParts = new Rounds<CheckpointPart>(
     (part) => `${part.jobId}\0${part.taskIndex}\0${part.rank}\0${part.generation}`,
@@ -474,6 +481,9 @@ class PendingPuts {
       case "putToken":
         this.tokens.add(change.token);
         return;
+      case "putWorkflow":
+        this.workflows.add(change.workflow);
+        return;
       case "setMeta":
         this.meta.add({ key: change.key, value: change.value });
         return;
@@ -504,6 +514,7 @@ class PendingPuts {
     }
     await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
     await write(client, "putTokens", this.tokens.take(), CODEC.tokens);
+    await write(client, "putWorkflows", this.workflows.take(), CODEC.workflows);
     await write(client, "setMeta", this.meta.take(), CODEC.meta);
     await write(client, "putCheckpointParts", this.checkpointParts.take(), CODEC.checkpointParts);
   }

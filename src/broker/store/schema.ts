@@ -12,6 +12,7 @@ import type {
   JobRecord,
   TaskRecord,
   TokenRecord,
+  WorkflowRecord,
 } from "../../common/model/records.ts";
 
 /** The types a column may have; each database says how it keeps them (see Dialect). */
@@ -66,6 +67,7 @@ export const JOBS: Table<JobRecord> = {
     column("submit_key", "submitKey", "text", true),
     column("dynamic_requirements", "dynamicRequirements", "text", true),
     column("slow_hosts", "slowHosts", "json"),
+    column("workflow", "workflow", "json", true),
   ],
   generated: [],
   loadOrder: "created_at, id",
@@ -215,6 +217,22 @@ export const CHECKPOINT_PARTS: Table<CheckpointPart> = {
   loadOrder: "job_id, task_index, rank, generation",
 };
 
+/** Workflows (model/workflow.ts): their jobs by name with the edges, as made at submit. */
+export const WORKFLOWS: Table<WorkflowRecord> = {
+  name: "workflows",
+  key: ["id"],
+  columns: [
+    column("id", "id", "text"),
+    column("name", "name", "text", true),
+    column("owner", "owner", "text"),
+    column("created_at", "createdAt", "bigint"),
+    column("jobs", "jobs", "json"),
+    column("submit_key", "submitKey", "text", true),
+  ],
+  generated: [],
+  loadOrder: "created_at, id",
+};
+
 /** A table whatever its record: what the check of the migrations against this file reads. */
 export interface TableShape {
   name: string;
@@ -234,6 +252,7 @@ export const TABLES: readonly TableShape[] = [
   META,
   CHECKPOINT_PARTS,
   ACCOUNTING,
+  WORKFLOWS,
 ];
 
 // ---- codecs
@@ -338,5 +357,6 @@ export function rowCodecs(dialect: Dialect) {
     meta: rowCodec(META, dialect),
     checkpointParts: rowCodec(CHECKPOINT_PARTS, dialect),
     accounting: rowCodec(ACCOUNTING, dialect),
+    workflows: rowCodec(WORKFLOWS, dialect),
   };
 }

@@ -20,6 +20,7 @@ import {
   TASKS,
   type Table,
   TOKENS,
+  WORKFLOWS,
 } from "./schema.ts";
 
 /** What SQLite binds: booleans go in as 0/1 (see DIALECT). */
@@ -79,6 +80,7 @@ const SQL = {
   putAttempt: upsert(ATTEMPTS),
   putHost: upsert(HOSTS),
   putToken: upsert(TOKENS),
+  putWorkflow: upsert(WORKFLOWS),
   setMeta: upsert(META),
   putCheckpointPart: upsert(CHECKPOINT_PARTS),
   deleteCheckpointPart:
@@ -95,6 +97,7 @@ const SQL = {
   loadAttempts: selectAll(ATTEMPTS),
   loadHosts: selectAll(HOSTS),
   loadTokens: selectAll(TOKENS),
+  loadWorkflows: selectAll(WORKFLOWS),
   loadMeta: selectAll(META),
   loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
   events: `${EVENT_SELECT} WHERE job_id = ? ORDER BY at, id`,

@@ -112,6 +112,9 @@ export class SqliteWrites {
       case "putToken":
         statements.run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
         return;
+      case "putWorkflow":
+        statements.run("putWorkflow", ...(CODEC.workflows.encode(change.workflow) as SqlValue[]));
+        return;
       case "putCheckpointPart":
         statements.run("putCheckpointPart", ...(CODEC.checkpointParts.encode(change.part) as SqlValue[]));
         return;

@@ -79,6 +79,7 @@ export class SqliteStore implements Store {
         attempts: this.#decoded("loadAttempts", CODEC.attempts),
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
+        workflows: this.#decoded("loadWorkflows", CODEC.workflows),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
         checkpointParts: this.#decoded("loadCheckpointParts", CODEC.checkpointParts),
       };
@@ -99,6 +100,7 @@ export class SqliteStore implements Store {
         usage: this.#rows("usage").map(decodeUsage),
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
+        workflows: this.#decoded("loadWorkflows", CODEC.workflows),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
         checkpointParts: this.#decoded("liveCheckpointParts", CODEC.checkpointParts),
       };

@@ -17,6 +17,7 @@ import type {
   TaskRecord,
   TokenRecord,
   UsageSample,
+  WorkflowRecord,
 } from "../../common/model/records.ts";
 
 /** One change. Puts are upserts keyed by the record's identity, so replaying a batch is harmless. */
@@ -30,6 +31,8 @@ export type Change =
   | { op: "deleteHost"; name: string }
   /** Tokens are never deleted: a revoked one is kept with its revokedAt. */
   | { op: "putToken"; token: TokenRecord }
+  /** A new workflow (never changed after: its jobs' states are their own). */
+  | { op: "putWorkflow"; workflow: WorkflowRecord }
   /** A committed checkpoint manifest (a rank's part of a multi-node task's generation). */
   | { op: "putCheckpointPart"; part: CheckpointPart }
   | { op: "deleteCheckpointPart"; jobId: string; taskIndex: number; rank: number; generation: number }
@@ -56,6 +59,8 @@ export interface StoreSnapshot {
   meta: Record<string, string>;
   /** Committed checkpoint parts kept (of the live jobs only, from loadLive), by job, task, rank, generation. */
   checkpointParts: CheckpointPart[];
+  /** Every workflow (from load and loadLive alike: a workflow is small and outlives its jobs). */
+  workflows?: WorkflowRecord[];
   /** Headers of the jobs left out of `jobs` (loadLive only). */
   ended?: JobHeader[];
   /** Every ended attempt's cpu time, summed (loadLive only): fair share's history. */

@@ -1,5 +1,6 @@
 // The Steward dashboard: jobs (live through the event stream), a job with its task map, attempt
-// timeline, events and task detail, hosts and pools, actions, and submitting a job file.
+// timeline, events and task detail, a workflow's graph with its jobs' states, hosts and pools,
+// actions, and submitting a job file.
 // Preact with htm (no build step); every request goes through the public API with the user's token.
 
 import { render } from "preact";
@@ -8,6 +9,7 @@ import { ApiError, call, debounce, followEvents, followLog, savedToken, saveToke
 import { html } from "./html.js";
 import { TaskMap } from "./taskmap.js";
 import { Timeline } from "./timeline.js";
+import { WorkflowGraph } from "./workflow.js";
 import { toYaml } from "./yaml.js";
 
 /** An array's parameters shown in the job file, at most: the API's job has them all. */
@@ -301,6 +303,7 @@ function JobPage({ id, live }) {
     <p class="job-state">
       <span class=${`badge state-${job.state}`} data-state=${job.state}>${job.state}</span>
       owner ${job.owner} · QoS ${job.qos} · priority ${job.priority} · submitted ${when(job.createdAt)}${job.endedAt ? ` · ended ${when(job.endedAt)}` : ""}
+      ${job.workflow ? html` · <a class="workflow-link" href=${`#/workflows/${job.workflow.id}`}>workflow ${job.workflow.id}</a> (as ${job.workflow.name})` : null}
       · <progress max=${total} value=${done} aria-label=${`${done} of ${total} tasks ended`}></progress> ${done}/${total}
     </p>
     <${Actions} job=${job} hosts=${hosts} onDone=${load} />
@@ -319,6 +322,54 @@ function JobPage({ id, live }) {
     </section>`
         : null
     }
+  </article>`;
+}
+
+// ---- workflows
+
+function WorkflowPage({ id, live }) {
+  const [workflow, setWorkflow] = useState(null);
+  const [error, setError] = useState(null);
+  const [retryError, setRetryError] = useState(null);
+  const load = useCallback(async () => {
+    try {
+      setWorkflow(await call("GET", `/api/v1/workflows/${id}`));
+      setError(null);
+    } catch (failure) {
+      setError(failure.status === 404 ? `No workflow ${id} (or it is not yours).` : failure.message);
+    }
+  }, [id]);
+  // Its jobs' ids, for the live events that concern them.
+  const jobs = useMemo(() => new Set(workflow ? Object.values(workflow.jobs) : []), [workflow]);
+  useEffect(() => {
+    load();
+    const refresh = debounce(load, 300);
+    return live.subscribe((event) => jobs.has(event.jobId) && refresh());
+  }, [load, live, jobs]);
+  if (!workflow)
+    return html`<${Problem} error=${error} />${error ? null : html`<p class="muted">Loading workflow ${id}…</p>`}`;
+  const retry = async () => {
+    try {
+      await call("POST", `/api/v1/workflows/${id}/retry`, { json: {} });
+      setRetryError(null);
+      load();
+    } catch (failure) {
+      setRetryError(`Retry: ${failure.message}`);
+    }
+  };
+  const rerunnable = workflow.graph.some((job) => job.state === "failed" || job.state === "cancelled");
+  return html`<article class="workflow" aria-labelledby="workflow-title">
+    <h2 id="workflow-title">Workflow ${workflow.workflow} <span class="muted">${workflow.name ?? ""}</span></h2>
+    <${Problem} error=${error} />
+    <p class="workflow-state">
+      <span class=${`badge state-${workflow.state}`} data-state=${workflow.state}>${workflow.state}</span>${" "}
+      owner ${workflow.owner} · ${workflow.graph.length} jobs · submitted ${when(workflow.createdAt)}
+    </p>
+    <div class="actions" role="group" aria-label="actions">
+      <button onClick=${retry} disabled=${!rerunnable} title="rerun the failed and cancelled jobs; keep what succeeded">Retry what failed</button>
+      <${Problem} error=${retryError} />
+    </div>
+    <${WorkflowGraph} graph=${workflow.graph} />
   </article>`;
 }
 
@@ -508,11 +559,13 @@ function App() {
   const view =
     page === "jobs" && id
       ? html`<${JobPage} id=${id} live=${live} />`
-      : page === "hosts"
-        ? html`<${Hosts} live=${live} me=${me} />`
-        : page === "submit"
-          ? html`<${Submit} />`
-          : html`<${Jobs} live=${live} />`;
+      : page === "workflows" && id
+        ? html`<${WorkflowPage} id=${id} live=${live} />`
+        : page === "hosts"
+          ? html`<${Hosts} live=${live} me=${me} />`
+          : page === "submit"
+            ? html`<${Submit} />`
+            : html`<${Jobs} live=${live} />`;
   return html`<header>
       <nav aria-label="main">
         <strong class="brand">Steward</strong>

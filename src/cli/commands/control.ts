@@ -1,9 +1,10 @@
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job, JobSummary, Removed } from "../../broker/api/schemas.ts";
+import type { Job, JobSummary, Removed, WorkflowRetry } from "../../broker/api/schemas.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
 import { skippedSummary } from "../../common/model/task-retry.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
+import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";
@@ -44,7 +45,7 @@ export function registerControl(program: Command): void {
   program
     .command("retry")
     .description(describe("retry"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): its failed jobs and those cancelled for them")
     .option(
       "--tasks <list>",
       "retry these tasks, e.g. 3,7-9 (default: every failed or cancelled task)",
@@ -57,9 +58,13 @@ export function registerControl(program: Command): void {
       "\nA task retried gets a fresh retry budget, the same inputs, and starts from its checkpoint if it has one;" +
         "\nthe attempts it had stay (logs, outputs, accounting). Tasks named that succeeded or have not ended are" +
         "\nskipped, and said so; a retry that retries nothing is refused. Jobs cancelled because this one failed" +
-        "\nare not brought back: retry them too once it has succeeded.\n",
+        "\nare not brought back: retry them too once it has succeeded.\n" +
+        "\nsteward retry flow-N reruns a workflow's failed and cancelled jobs (their failed and cancelled tasks)" +
+        "\nin one step: the jobs cancelled because a dependency failed wait for it again, and what succeeded" +
+        "\nis kept (DAGMan's rescue). --tasks and --failed are for a job, not a workflow.\n",
     )
     .action(async (id: string, options: { tasks?: number[]; failed?: boolean; json?: boolean }) => {
+      if (isWorkflowId(id)) return retryWorkflow(id, options);
       const answer = await new ApiClient().json<RetryAnswer>(
         "POST",
         `/api/v1/jobs/${encodeURIComponent(id)}/retry`,
@@ -154,4 +159,18 @@ async function endedBefore(client: ApiClient, before: Date): Promise<string[]> {
     if (page.length < 1000) return ids;
     after = page[page.length - 1].id;
   }
+}
+
+/** `steward retry flow-N`: the workflow's failed and cancelled jobs, in one step. */
+async function retryWorkflow(id: string, options: { tasks?: number[]; failed?: boolean; json?: boolean }) {
+  if (options.tasks || options.failed)
+    throw new CliError("--tasks and --failed name a job's tasks: a workflow's retry takes neither", 2);
+  const answer = await new ApiClient().json<WorkflowRetry>(
+    "POST",
+    `/api/v1/workflows/${encodeURIComponent(id)}/retry`,
+    { json: {} },
+  );
+  if (options.json) return printJson(answer);
+  const jobs = answer.retried.map((each) => `${each.name} (job ${each.job})`).join(", ");
+  process.stdout.write(`workflow ${answer.workflow}: retried ${jobs}\n`);
 }

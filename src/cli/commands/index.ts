@@ -55,7 +55,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "submit",
     module: "submit",
     description:
-      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing)",
+      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing); a workflow file (jobs:) makes all its jobs at once and prints the workflow's id",
   },
   {
     name: "run",
@@ -64,7 +64,12 @@ export const COMMANDS: readonly CommandEntry[] = [
       "run a command as a job: wait, stream its output, exit with its exit code (Ctrl-C cancels it; --detach prints the id)",
   },
   { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
-  { name: "show", module: "show", description: "one job with its tasks, attempts and events" },
+  {
+    name: "show",
+    module: "show",
+    description:
+      "one job with its tasks, attempts and events; flow-N: a workflow's graph with each job's state",
+  },
   {
     name: "acct",
     module: "acct",
@@ -94,7 +99,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "retry",
     module: "control",
     description:
-      "give failed or cancelled tasks of a job new attempts with a fresh retry budget (--failed: failed only; --tasks 3,7-9)",
+      "give failed or cancelled tasks of a job new attempts with a fresh retry budget (--failed: failed only; --tasks 3,7-9); flow-N: rerun a workflow's failed jobs and those cancelled for them",
   },
   {
     name: "hold",

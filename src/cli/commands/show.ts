@@ -1,17 +1,28 @@
 import type { Command } from "commander";
-import type { Job } from "../../broker/api/schemas.ts";
+import type { Job, Workflow } from "../../broker/api/schemas.ts";
+import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { usageLine } from "../usage-format.ts";
+import { renderWorkflow } from "../workflow-graph.ts";
 import { describe } from "./index.ts";
 
 export function registerShow(program: Command): void {
   program
     .command("show")
     .description(describe("show"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): its jobs as a graph with their states")
     .option("--json", "print JSON")
     .action(async (id: string, options: { json?: boolean }) => {
+      if (isWorkflowId(id)) {
+        const workflow = await new ApiClient().json<Workflow>(
+          "GET",
+          `/api/v1/workflows/${encodeURIComponent(id)}`,
+        );
+        if (options.json) return printJson(workflow);
+        process.stdout.write(renderWorkflow(workflow));
+        return;
+      }
       const job = await new ApiClient().json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`);
       if (options.json) return printJson(job);
       // Asked for with its tasks and events (the default), so both are there.
@@ -20,7 +31,8 @@ export function registerShow(program: Command): void {
       const c = job.counts;
       const lines = [
         `job ${job.id}  ${job.name}  owner ${job.owner}  qos ${job.qos}  priority ${job.priority}`,
-        `state ${job.state}  submitted ${shortTime(job.createdAt)}`,
+        `state ${job.state}  submitted ${shortTime(job.createdAt)}` +
+          (job.workflow ? `  workflow ${job.workflow.id} (as ${job.workflow.name})` : ""),
         `tasks ${tasks.length}: ${c.succeeded} succeeded, ${c.running} running, ${c.pending} pending, ${c.failed} failed, ${c.cancelled} cancelled`,
         "",
       ];

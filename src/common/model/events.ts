@@ -138,6 +138,10 @@ export const EVENT_DATA = {
       tasks: z.string().meta({ description: "the tasks given new attempts, as a list such as `3, 7-9`" }),
       count: z.int().meta({ description: "how many tasks" }),
       array,
+      workflow: z
+        .string()
+        .optional()
+        .meta({ description: "the workflow whose retry this was (steward retry flow-ID)" }),
     })
     .meta({ description: "failed or cancelled tasks were given new attempts (steward retry)" }),
   hold: z.object({ by }),
@@ -320,7 +324,9 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
     d.tasks === undefined
       ? `cancel requested by ${d.by}`
       : `cancel of ${taskWord(d.tasks)} requested by ${d.by}`,
-  retried: (d) => (d.array ? `retried by ${d.by}: ${taskWord(d.tasks)}` : `retried by ${d.by}`),
+  retried: (d) =>
+    (d.array ? `retried by ${d.by}: ${taskWord(d.tasks)}` : `retried by ${d.by}`) +
+    (d.workflow ? ` with workflow ${d.workflow}` : ""),
   hold: (d) => `held by ${d.by}`,
   release: (d) => `released by ${d.by}`,
   migrate: (d) => `migration ${d.to ? `to ${d.to}` : "to another host"} requested by ${d.by}`,

@@ -35,6 +35,37 @@ export interface JobRecord {
    * whose answer it lost.
    */
   submitKey: string | null;
+  /** The workflow the job was made in, and its name there; null for a job submitted alone. */
+  workflow: WorkflowRef | null;
+}
+
+/** A job's place in a workflow: the workflow's id and the job's name in it. */
+export interface WorkflowRef {
+  id: string;
+  name: string;
+}
+
+/**
+ * A workflow (model/workflow.ts): its jobs by name with the edges between them, as made at submit.
+ * Its jobs' states are their own; the workflow keeps only who they are and how they wait.
+ */
+export interface WorkflowRecord {
+  id: string;
+  /** The workflow file's `name`, or null. */
+  name: string | null;
+  owner: string;
+  createdAt: number;
+  /** In the order they were made: each after the jobs it depends on. */
+  jobs: WorkflowMember[];
+  /** The client's Idempotency-Key, or null: the same submit again answers this workflow. */
+  submitKey: string | null;
+}
+
+export interface WorkflowMember {
+  name: string;
+  /** The job's id. */
+  job: string;
+  dependsOn: { name: string; when: "succeeded" | "ended" | "failed"; sameTasks: boolean }[];
 }
 
 /**

@@ -17,6 +17,7 @@ import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../common/model/task-list.ts";
+import { isWorkflowFile } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -200,6 +201,7 @@ export function registerJobRoutes(
             "a dry run takes the job file as JSON or YAML, not multipart",
           );
         // Refused as a submit would be: its QoS tier, the quotas (400, 429).
+        refuseWorkflowFile(request.body);
         const { owner, dependencyOwner, allowedQos } = submitterOf(request);
         const spec = ports.read.admitDraft(validateJobSpec(request.body), owner, allowedQos);
         if (!request.query.explain) return { spec };
@@ -602,7 +604,7 @@ function firstAfter(jobs: readonly JobHeader[], after: string): number {
  * An admin may submit on another user's behalf by naming them in `x-steward-user` (the API only;
  * the CLI sends no such header); any other role's header is ignored.
  */
-function ownerOf(request: FastifyRequest): string {
+export function ownerOf(request: FastifyRequest): string {
   const principal = request.principal ?? START_ADMIN;
   if (principal.role !== "admin") return principal.user;
   const header = request.headers["x-steward-user"];
@@ -619,7 +621,7 @@ interface Submitter {
   allowedQos: readonly string[] | null;
 }
 
-function submitterOf(request: FastifyRequest): Submitter {
+export function submitterOf(request: FastifyRequest): Submitter {
   const principal = request.principal ?? START_ADMIN;
   const admin = principal.role === "admin";
   return {
@@ -630,7 +632,7 @@ function submitterOf(request: FastifyRequest): Submitter {
 }
 
 /** The client's Idempotency-Key: letters, digits, `-` and `_`, 1 to 128 of them; null when absent. */
-function submitKeyOf(request: FastifyRequest): string | null {
+export function submitKeyOf(request: FastifyRequest): string | null {
   const header = request.headers["idempotency-key"];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined) return null;
@@ -646,6 +648,7 @@ async function submitJson(
   { owner, dependencyOwner, allowedQos }: Submitter,
   key: string | null,
 ): Promise<JobEntry> {
+  refuseWorkflowFile(body);
   const spec = validateJobSpec(body);
   if (spec.inputs.length > 0) {
     throw new InvalidRequestError(
@@ -659,11 +662,20 @@ async function submitJson(
   }));
 }
 
+/** A workflow file sent as a job: refused naming where it goes (its `jobs` would be an unknown key). */
+function refuseWorkflowFile(body: unknown): void {
+  if (isWorkflowFile(body))
+    throw new InvalidRequestError(
+      "jobs",
+      "this is a workflow file: send it to POST /api/v1/workflows (steward submit does)",
+    );
+}
+
 /**
  * The multipart `job` field as data: JSON, or else YAML (the job file's text as on disk, which a
  * client without a YAML parser sends as it is).
  */
-function parseJobField(text: string): unknown {
+export function parseJobField(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -699,7 +711,9 @@ async function submitMultipart(
           if (part.type === "field") {
             if (part.fieldname !== "job") continue;
             if (part.valueTruncated) throw jobFileTooLarge();
-            spec = validateJobSpec(parseJobField(String(part.value)));
+            const field = parseJobField(String(part.value));
+            refuseWorkflowFile(field);
+            spec = validateJobSpec(field);
             id = await newId();
             continue;
           }
@@ -760,7 +774,7 @@ async function withParamsFile(spec: JobSpec, blobs: BlobStore, id: string): Prom
  * Why an input's upload failed: too large (413), a body cut short or malformed (400, the request's
  * fault: the file's stream failed, before or while it was read), or else the blob store's (500).
  */
-function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
+export function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
   if (error instanceof UploadTooLargeError) return error;
   const broken = file.errored;
   // The parser's own size limit (the same number) says so with a 413 of its own.
@@ -777,7 +791,7 @@ function malformedMultipart(error: unknown): InvalidRequestError {
 }
 
 /** The request's parts; a body the parser cannot read is the request's fault (400), not the server's. */
-async function* multipartParts(request: FastifyRequest) {
+export async function* multipartParts(request: FastifyRequest) {
   const iterator = request.parts()[Symbol.asyncIterator]();
   for (;;) {
     let next: Awaited<ReturnType<typeof iterator.next>>;

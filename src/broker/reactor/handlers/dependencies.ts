@@ -3,9 +3,8 @@
 // when a task of it ends; those whose dependencies are met become pending, those one of whose
 // dependencies can no longer be met end `cancelled`, with an event naming that dependency.
 
-import { dependenciesOf, dependencyIds } from "../../../common/model/dependencies.ts";
 import { formatTaskList } from "../../../common/model/task-list.ts";
-import { type UnmetDependency, waitingVerdicts } from "../../state/dependency-verdicts.ts";
+import { stillWaitingAt, type UnmetDependency, waitingVerdicts } from "../../state/dependency-verdicts.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { refreshJobState } from "./job-state.ts";
@@ -45,8 +44,15 @@ export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void
   const waiting: number[] = [];
   for (const task of job.tasks) if (task.state === "waiting") waiting.push(task.index);
   if (waiting.length === 0) return;
-  const dependencies = dependenciesOf(job.record.spec.dependsOn);
-  const { release, cancel } = waitingVerdicts(step.state, dependencies, waiting);
+  // After one dependency's end, most often another still waits: nothing changes (a fan-in).
+  if (ended) {
+    const at = stillWaitingAt(step.state, job.dependencies, ended.id, job.waitHint);
+    if (at >= 0) {
+      job.waitHint = at;
+      return;
+    }
+  }
+  const { release, cancel } = waitingVerdicts(step.state, job.dependencies.list, waiting);
   if (release.length > 0) {
     if (ended)
       step.event(job, { kind: "dependencies", data: { dependency: ended.id, state: ended.record.state } });
@@ -63,7 +69,8 @@ export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void
 
 /** A job ended: the jobs waiting on it go, or are cancelled when they can never run. */
 export function releaseDependents(step: Step, ended: JobEntry): void {
-  for (const job of step.state.jobs.values()) {
+  const dependents = step.state.dependents.get(ended.id);
+  for (const job of dependents ? [...dependents] : []) {
     if (job === ended || job.isEnded()) continue;
     // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
     const mayWait =
@@ -71,7 +78,6 @@ export function releaseDependents(step: Step, ended: JobEntry): void {
       job.record.held ||
       step.state.sameTaskDependents.get(ended.id)?.has(job);
     if (!mayWait) continue;
-    if (!dependencyIds(job.record.spec.dependsOn).includes(ended.id)) continue;
     settleWaiting(step, job, ended);
   }
   step.schedule = true;

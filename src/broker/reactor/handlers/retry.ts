@@ -29,6 +29,8 @@ export interface RetryJobRequest extends RetryRequest {
   by: string;
   /** The job as the store holds it, when it had left memory (null or absent: it is in memory). */
   stored?: StoredJob | null;
+  /** The workflow whose retry this is (the event names it); absent for a job's own retry. */
+  workflow?: string;
 }
 
 export interface RetryOutcome extends RetrySelection {
@@ -55,7 +57,13 @@ export function retryJob(step: Step, request: RetryJobRequest): RetryOutcome {
     step.write.updateJob(job, { cancelRequested: false, endedAt: null });
   step.event(job, {
     kind: "retried",
-    data: { by, tasks: formatTaskList(selection.retry), count: tasks.length, array: job.tasks.length > 1 },
+    data: {
+      by,
+      tasks: formatTaskList(selection.retry),
+      count: tasks.length,
+      array: job.tasks.length > 1,
+      ...(request.workflow ? { workflow: request.workflow } : {}),
+    },
   });
   // A fresh budget, and anywhere again; the checkpoint and any memory grown after running out of it stay.
   step.write.updateTasks(job, tasks, {

@@ -5,7 +5,7 @@ import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
 import { countBucket, deriveJobState, emptyCounts } from "../../../common/model/job-state.ts";
 import { newTask } from "../../../common/model/new-records.ts";
 import { tierOf } from "../../../common/model/qos-file.ts";
-import type { JobRecord, TaskRecord } from "../../../common/model/records.ts";
+import type { JobRecord, TaskRecord, WorkflowRef } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import {
   type OwnerStanding,
@@ -38,6 +38,8 @@ export interface SubmitRequest {
   dependencyTasks?: LoadedTaskStates;
   /** The QoS tiers the submitter may use (a token's `--qos`); absent or null: any (an admin). */
   allowedQos?: readonly string[] | null;
+  /** The workflow the job is made in, and its name there (absent: a job submitted alone). */
+  workflow?: WorkflowRef | null;
 }
 
 /**
@@ -104,6 +106,7 @@ export function submitJob(
     dependencyOwner = null,
     dependencyTasks,
     allowedQos = null,
+    workflow = null,
   }: SubmitRequest,
 ): JobEntry {
   const { state, now } = step;
@@ -138,6 +141,7 @@ export function submitJob(
     dynamicRequirements: null,
     submitKey,
     slowHosts: [],
+    workflow,
   };
   const job = new JobEntry(record, state.nextSeq++, tasks);
   step.write.addJob(job);

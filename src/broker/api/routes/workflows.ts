@@ -1,0 +1,301 @@
+// /api/v1/workflows: submit a workflow file (model/workflow.ts), show one with its jobs' states,
+// retry what failed.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { emptyCounts } from "../../../common/model/job-state.ts";
+import type { WorkflowRecord } from "../../../common/model/records.ts";
+import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
+import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
+import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
+import type { BlobStore } from "../../store/blobs.ts";
+import { seesAllJobs } from "../access.ts";
+import { actorOf, START_ADMIN } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
+import type { SubmitRateLimiter } from "../rate-limit.ts";
+import {
+  errors,
+  json,
+  type Workflow,
+  type WorkflowCreated,
+  workflowCreatedSchema,
+  workflowRetrySchema,
+  workflowSchema,
+} from "../schemas.ts";
+import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
+import { iso } from "../views.ts";
+import { multipartParts, ownerOf, parseJobField, submitKeyOf, submitterOf, uploadError } from "./jobs.ts";
+
+/** The largest workflow file, in bytes: room for its many jobs (10,000 small ones take about 1 MiB). */
+export const MAX_WORKFLOW_FILE_BYTES = 16 * 1024 * 1024;
+
+export interface WorkflowRouteDeps {
+  ports: ApiPorts;
+  blobs: BlobStore;
+  maxUploadBytes: number;
+  submitLimiter: SubmitRateLimiter;
+}
+
+const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
+
+const submitBody = z.unknown().meta({
+  content: {
+    "application/json": {
+      schema: {
+        type: "object",
+        description:
+          "a workflow file: `jobs: {NAME: job file}` (each job's dependsOn names jobs of the workflow by NAME), optional `name`",
+      },
+    },
+    "application/yaml": { schema: { type: "string", description: "the workflow file as YAML, as on disk" } },
+    "multipart/form-data": {
+      schema: {
+        type: "object",
+        properties: {
+          workflow: { type: "string", description: "the workflow file as JSON or YAML; comes first" },
+        },
+        required: ["workflow"],
+        additionalProperties: {
+          type: "string",
+          format: "binary",
+          description:
+            "one file part per input of a job, named NAME/PATH (the job's name, then the input's path)",
+        },
+      },
+    },
+  },
+});
+
+/** The workflow as the API shows it: its jobs by name, and its graph with each job's state now. */
+export function workflowView(workflow: WorkflowRecord, ports: ApiPorts): Workflow {
+  const graph = workflow.jobs.map((member) => {
+    const header = ports.read.header(member.job);
+    return {
+      name: member.name,
+      job: member.job,
+      state: header?.state ?? null,
+      taskCount: header?.taskCount ?? 0,
+      counts: header ? { ...header.counts } : emptyCounts(),
+      endedAt: header ? iso(header.endedAt) : null,
+      dependsOn: member.dependsOn.map((edge) => ({ ...edge })),
+    };
+  });
+  return {
+    ...createdView(workflow),
+    owner: workflow.owner,
+    createdAt: iso(workflow.createdAt),
+    state: workflowState(graph.map((job) => job.state ?? undefined)),
+    graph,
+  };
+}
+
+function createdView(workflow: WorkflowRecord): WorkflowCreated {
+  return {
+    workflow: workflow.id,
+    name: workflow.name,
+    jobs: Object.fromEntries(workflow.jobs.map((member) => [member.name, member.job])),
+  };
+}
+
+/** The workflow, if the request's principal may see it (another user's answers 404, as absent). */
+function visibleWorkflow(request: FastifyRequest, ports: ApiPorts, id: string): WorkflowRecord {
+  const workflow = ports.read.workflow(id);
+  const principal = request.principal;
+  if (!workflow || (principal && !seesAllJobs(principal.role) && workflow.owner !== principal.user))
+    throw new NotFoundError(`no workflow ${id}`);
+  return workflow;
+}
+
+export function registerWorkflowRoutes(
+  app: FastifyInstance,
+  { ports, blobs, maxUploadBytes, submitLimiter }: WorkflowRouteDeps,
+): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+
+  api.post(
+    "/api/v1/workflows",
+    {
+      bodyLimit: MAX_WORKFLOW_FILE_BYTES,
+      schema: {
+        summary:
+          "Submit a workflow: every job of the file is made at once (all or none, one commit); answers the workflow's id and its jobs' ids by name",
+        consumes: ["application/json", "application/yaml", "multipart/form-data"],
+        body: submitBody,
+        response: {
+          201: json(workflowCreatedSchema, "accepted and durable: every job of the workflow"),
+          ...errors(400, 401, 403, 413, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const principal = request.principal ?? START_ADMIN;
+      if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
+      const owner = ownerOf(request);
+      // A submit repeated with its key answers the workflow the first one made.
+      const key = submitKeyOf(request);
+      // Every job's QoS tier is checked against the submitter's token, as at a job's submit.
+      const { allowedQos } = submitterOf(request);
+      const made = request.isMultipart()
+        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, owner, key, allowedQos)
+        : await ports.workflows.submit(
+            owner,
+            key,
+            async (assign) => {
+              const file = validateWorkflowFile(request.body);
+              const named = file.jobs.find((job) => job.spec.inputs.length > 0);
+              if (named)
+                throw new InvalidRequestError(
+                  `jobs.${named.name}.inputs[0]`,
+                  `${named.spec.inputs[0]}: file was not uploaded (send the workflow as multipart/form-data with its input files)`,
+                );
+              return { file, ids: await assign(file), inputs: new Map() };
+            },
+            allowedQos,
+          );
+      reply.code(201);
+      return createdView(made.workflow);
+    },
+  );
+
+  api.get(
+    "/api/v1/workflows/:id",
+    {
+      schema: {
+        summary:
+          "One workflow: its jobs by name, and its graph (each job after those it waits for) with each job's state",
+        params: workflowParams,
+        response: { 200: json(workflowSchema, "the workflow"), ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => workflowView(visibleWorkflow(request, ports, request.params.id), ports),
+  );
+
+  api.post(
+    "/api/v1/workflows/:id/retry",
+    {
+      schema: {
+        summary:
+          "Rerun what failed (DAGMan's rescue): every failed or cancelled job of the workflow gets its failed and cancelled tasks retried, in one commit; the jobs waiting on them wait again; what succeeded is kept",
+        params: workflowParams,
+        response: {
+          200: json(workflowRetrySchema, "the jobs retried (durable)"),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const workflow = visibleWorkflow(request, ports, request.params.id);
+      const outcome = await ports.workflows.retry(workflow.id, actorOf(request));
+      return {
+        workflow: workflow.id,
+        retried: outcome.retried.map(({ name, job, tasks }) => ({ name, job: job.id, tasks })),
+      };
+    },
+  );
+}
+
+/** A submit over the token's rate: answered 429 here (true), as a job's submit is. */
+function rateLimited(
+  reply: FastifyReply,
+  limiter: SubmitRateLimiter,
+  principal: { tokenId?: string | null; user: string },
+): boolean {
+  const wait = limiter.take(principal.tokenId ?? principal.user, Date.now());
+  if (wait <= 0) return false;
+  const { ratePerSecond, burst } = limiter.limit;
+  reply
+    .code(429)
+    .header("retry-after", String(Math.max(1, Math.ceil(wait))))
+    .send({
+      error: {
+        code: "rate_limited",
+        message: `too many submits from ${principal.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
+      },
+    });
+  return true;
+}
+
+/**
+ * Multipart: a field `workflow` (the file as JSON or YAML) first, then one file part per input,
+ * named `NAME/PATH`. The ids are handed out once the file is checked, and each input is stored
+ * under its job's id; a refusal deletes what was stored.
+ */
+async function submitMultipart(
+  request: FastifyRequest,
+  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
+  owner: string,
+  key: string | null,
+  allowedQos: readonly string[] | null,
+) {
+  let ids: WorkflowIds | null = null;
+  let received = false;
+  /** The jobs with an input stored: what a refusal deletes. */
+  const touched = new Set<string>();
+  try {
+    const made = await ports.workflows.submit(
+      owner,
+      key,
+      async (assign) => {
+        received = true;
+        let file: WorkflowFile | null = null;
+        const stored = new Map<string, Set<string>>();
+        for await (const part of multipartParts(request)) {
+          if (part.type === "field") {
+            if (part.fieldname !== "workflow") continue;
+            if (part.valueTruncated) throw jobFileTooLarge();
+            file = validateWorkflowFile(parseJobField(String(part.value)));
+            ids = await assign(file);
+            continue;
+          }
+          if (!file || !ids) {
+            part.file.resume();
+            throw new InvalidRequestError("workflow", "the workflow field must come before the input files");
+          }
+          const slash = part.fieldname.indexOf("/");
+          const name = slash < 0 ? "" : part.fieldname.slice(0, slash);
+          const path = part.fieldname.slice(slash + 1);
+          const job = file.jobs.find((each) => each.name === name);
+          const id = ids.jobs.get(name);
+          if (!job || id === undefined || !job.spec.inputs.includes(path)) {
+            part.file.resume();
+            throw new InvalidRequestError(
+              "inputs",
+              `${part.fieldname} was uploaded but is not an input of a job of the workflow (parts are named NAME/PATH)`,
+            );
+          }
+          touched.add(id);
+          try {
+            await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
+          } catch (error) {
+            throw uploadError(error, part.file, `input ${part.fieldname}`, maxUploadBytes);
+          }
+          const paths = stored.get(name) ?? new Set<string>();
+          stored.set(name, paths);
+          paths.add(path);
+        }
+        if (!file || !ids) throw new InvalidRequestError("workflow", "the workflow field is missing");
+        const inputs = new Map<string, string[]>();
+        for (const job of file.jobs) {
+          const missing = job.spec.inputs.findIndex((path) => !stored.get(job.name)?.has(path));
+          if (missing >= 0)
+            throw new InvalidRequestError(
+              `jobs.${job.name}.inputs[${missing}]`,
+              `${job.spec.inputs[missing]}: file was not uploaded`,
+            );
+          inputs.set(job.name, [...job.spec.inputs]);
+        }
+        return { file, ids, inputs };
+      },
+      allowedQos,
+    );
+    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
+    if (!received)
+      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
+    return made;
+  } catch (error) {
+    for (const id of touched) await blobs.deletePrefix(jobPrefix(id));
+    throw error;
+  }
+}

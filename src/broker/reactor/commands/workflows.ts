@@ -1,0 +1,94 @@
+// The user's requests on workflows (model/workflow.ts), one command each: a submit makes every job
+// of the file in one handler (one commit, one answer), a retry reruns what failed in one handler.
+
+import { type WorkflowFile, workflowId } from "../../../common/model/workflow.ts";
+import type { StoredJob } from "../../store/store.ts";
+import { NotFoundError } from "../errors.ts";
+import {
+  retryWorkflow,
+  submitWorkflow,
+  type WorkflowMade,
+  type WorkflowRetried,
+} from "../handlers/workflows.ts";
+import type { IdBlock } from "../id-block.ts";
+import type { CommandContext } from "./context.ts";
+
+/** The ids a workflow is made with: its own, and each job's by name. */
+export interface WorkflowIds {
+  id: string;
+  jobs: ReadonlyMap<string, string>;
+}
+
+/** A workflow as received: its file checked, each job's inputs stored under its id (by name). */
+export interface ReceivedWorkflow {
+  file: WorkflowFile;
+  ids: WorkflowIds;
+  inputs: ReadonlyMap<string, string[]>;
+}
+
+/**
+ * Receives a workflow file (and stores its jobs' inputs); `assign` hands out the ids for the file
+ * checked, before the inputs are stored under them.
+ */
+export type ReceiveWorkflow = (
+  assign: (file: WorkflowFile) => Promise<WorkflowIds>,
+) => Promise<ReceivedWorkflow>;
+
+/**
+ * `reserveJobIds(count)` reserves `count` consecutive job ids durably and returns the first: a
+ * workflow's jobs take one block (one reservation, however many jobs), from the jobs' sequence.
+ */
+export function workflowCommands(
+  context: CommandContext,
+  workflowIds: IdBlock,
+  reserveJobIds: (count: number) => Promise<number>,
+) {
+  const { reactor, read, committer } = context;
+  const assign = async (file: WorkflowFile): Promise<WorkflowIds> => {
+    const id = workflowId(await workflowIds.next());
+    const first = await reserveJobIds(file.jobs.length);
+    return { id, jobs: new Map(file.jobs.map((job, index) => [job.name, String(first + index)])) };
+  };
+  return {
+    /**
+     * Makes every job of the workflow at once; resolves once all are durable. A submit with a key
+     * an earlier one of the owner used answers the workflow that one made (once durable), and
+     * `receive` is not called (its request is read past).
+     */
+    async submit(
+      owner: string,
+      submitKey: string | null,
+      receive: ReceiveWorkflow,
+      allowedQos: readonly string[] | null = null,
+    ): Promise<WorkflowMade> {
+      const known = submitKey === null ? undefined : read.workflowSubmission(owner, submitKey);
+      if (known) {
+        await committer.flush();
+        return { workflow: known, jobs: [] };
+      }
+      const { file, ids, inputs } = await receive(assign);
+      return reactor.run((step) =>
+        submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey, allowedQos }),
+      );
+    },
+
+    /**
+     * Reruns the workflow's failed and cancelled jobs (handlers/workflows.ts); the jobs of it that
+     * ended and left memory are read from the store first.
+     */
+    async retry(id: string, by = "user"): Promise<WorkflowRetried> {
+      const workflow = read.workflow(id);
+      if (!workflow) throw new NotFoundError(`no workflow ${id}`);
+      const stored = new Map<string, StoredJob>();
+      for (const member of workflow.jobs) {
+        const state = read.header(member.job)?.state;
+        if ((state !== "failed" && state !== "cancelled") || !read.retired(member.job)) continue;
+        const job = await read.storedJob(member.job);
+        if (job) stored.set(member.job, job);
+      }
+      return reactor.run((step) => retryWorkflow(step, { id, by, stored }));
+    },
+  };
+}
+
+export type WorkflowCommands = ReturnType<typeof workflowCommands>;
