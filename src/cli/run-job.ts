@@ -28,6 +28,7 @@ export interface RunOptions {
   retry?: number;
   timeLimit?: number;
   priority?: number;
+  qos?: string;
   detach?: boolean;
 }
 
@@ -56,6 +57,7 @@ export function runJobFile(command: readonly string[], options: RunOptions): Rec
   if (options.retry !== undefined) job.retry = { maxAttempts: options.retry };
   if (options.timeLimit !== undefined) job.timeLimitSeconds = options.timeLimit;
   if (options.priority !== undefined) job.priority = options.priority;
+  if (options.qos !== undefined) job.qos = options.qos;
   return job;
 }
 
@@ -77,6 +79,7 @@ export const FIELD_FLAGS: Readonly<Record<string, string>> = {
   retry: "--retry",
   timeLimitSeconds: "--time-limit",
   priority: "--priority",
+  qos: "--qos",
 };
 
 /**

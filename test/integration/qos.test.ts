@@ -198,6 +198,10 @@ describe("sharing policy", () => {
     const dryRun = await cli(alice, ["submit", "--dry-run", jobFile]);
     expect(dryRun.code).not.toBe(0);
     expect(dryRun.stderr).toContain("user alice may not use QoS high; their token allows normal");
+    // And `steward run --qos`, naming the flag.
+    const run = await cli(alice, ["run", "--qos", "high", "--detach", "--", "true"]);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain("--qos: user alice may not use QoS high; their token allows normal");
 
     // alice's priority 1,000,000 in normal: it waits, bob's job is not stopped.
     const pushy = await submit(alice, { name: "pushy", priority: 1_000_000, command: "true" });

@@ -46,6 +46,7 @@ describe("the job file of steward run", () => {
         retry: 3,
         timeLimit: 60,
         priority: -2,
+        qos: "high",
         detach: true,
       },
       {
@@ -61,6 +62,7 @@ describe("the job file of steward run", () => {
         retry: { maxAttempts: 3 },
         timeLimitSeconds: 60,
         priority: -2,
+        qos: "high",
       },
     ],
   ])("%s", (_, options, expected) => {
@@ -82,6 +84,7 @@ describe("the server's message on the job file, named by run's flag", () => {
     ["retry.maxAttempts: Too small", "--retry: Too small"],
     ["checkpoint.intervalSeconds: Too small", "--checkpoint-interval: Too small"],
     ["timeLimitSeconds: Too small", "--time-limit: Too small"],
+    ["qos: user alice may not use QoS high", "--qos: user alice may not use QoS high"],
     ["requirements: unknown fact host.x", "--requirements: unknown fact host.x"],
     ["command: Too small", "the command: Too small"],
     ["colour: unknown key", "colour: unknown key"],

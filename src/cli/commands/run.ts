@@ -88,6 +88,7 @@ export function registerRun(program: Command): void {
     .option("--retry <n>", "attempts a failing task may make (retry.maxAttempts)", wholeNumber("--retry"))
     .option("--time-limit <s>", "seconds an attempt may run before it is stopped", anyNumber("--time-limit"))
     .option("--priority <n>", "higher first among the owner's jobs", wholeNumber("--priority"))
+    .option("--qos <tier>", "the job's QoS tier (default normal): one the token may use")
     .option("--detach", "print the job id and exit 0 instead of waiting")
     .addHelpText("after", HELP)
     .action(async (command: string[], flags: RunFlags) => {
