@@ -16,6 +16,7 @@ import {
   oomKillCount,
 } from "./cgroup-limits.ts";
 import { shellQuote } from "./job-script.ts";
+import { chargedBytes, type SpareCgroups } from "./spare-cgroups.ts";
 
 /** How long the end of an attempt waits for its last processes to go before it leaves the cgroup be. */
 export const CGROUP_EMPTY_TIMEOUT_MS = 5_000;
@@ -51,10 +52,13 @@ function read(path: string): string | null {
 export class AttemptCgroup {
   readonly base: CgroupBase;
   readonly name: string;
+  /** Emptied cgroups kept for reuse (spare-cgroups.ts): taken at create, given back at remove. */
+  readonly #spares: SpareCgroups | null;
 
-  constructor(base: CgroupBase, name: string) {
+  constructor(base: CgroupBase, name: string, spares: SpareCgroups | null = null) {
     this.base = base;
     this.name = name;
+    this.#spares = spares;
   }
 
   /** The attempt's directory for a controller (v2: the one directory). */
@@ -72,7 +76,8 @@ export class AttemptCgroup {
 
   /** Makes the directories and writes the limits; throws naming the file it could not write. */
   create(limits: AttemptLimits): void {
-    for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
+    // A kept cgroup, renamed to this attempt's name, or new ones.
+    if (!this.#spares?.takeAs(this.name)) for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
     const memory = this.dirFor("memory");
     const swapAccounted =
       this.base.version === 1 && memory !== null && existsSync(`${memory}/memory.memsw.limit_in_bytes`);
@@ -182,9 +187,21 @@ export class AttemptCgroup {
     if (freezeFile) writeQuietly(freezeFile, thawed);
   }
 
-  /** Kills what is left and removes the directories; false when a process outlived the wait. */
+  /**
+   * Kills what is left and removes the directories, or keeps them for another attempt when they
+   * may be (spare-cgroups.ts); false when a process outlived the wait.
+   */
   async remove(): Promise<boolean> {
     const empty = await this.killAll();
+    if (
+      empty &&
+      this.#spares?.keep(this.name, {
+        processes: 0,
+        oomKills: this.oomKills(),
+        chargedBytes: chargedBytes(this.dirFor("memory")),
+      })
+    )
+      return true;
     for (const dir of this.dirs) {
       for (let tries = 0; tries < 20; tries++) {
         try {

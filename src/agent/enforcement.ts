@@ -14,6 +14,7 @@ import {
   ownCgroups,
   REQUIRED_CONTROLLERS,
 } from "./cgroup-layout.ts";
+import { SpareCgroups } from "./spare-cgroups.ts";
 
 export interface Enforcement {
   /** Where attempts' cgroups are made: v1's devices hierarchy only on a host with GPUs to keep apart. */
@@ -24,6 +25,8 @@ export interface Enforcement {
   description: string;
   /** The cgroup of an attempt (named by its folder's name). */
   attempt(name: string): AttemptCgroup;
+  /** Emptied cgroups kept for the next attempts (v1 without devices only), or null. */
+  spares: SpareCgroups | null;
 }
 
 export type EnforcementChoice = { enforcement: Enforcement } | { unavailable: string };
@@ -98,12 +101,16 @@ export function openEnforcement(
   }
   const where = base.version === 2 ? base.dir : base.dirs.memory.replace(/^\/sys\/fs\/cgroup\/memory/, "");
   const controllers = base.version === 2 ? "memory, cpu, pids" : Object.keys(base.dirs).join(", ");
+  // Kept for reuse in v1 only (v2 has no rename of a cgroup, nor a reset of its CPU time), and not
+  // with devices to keep apart (a device list only grows).
+  const spares = base.version === 1 && base.dirs.devices === undefined ? new SpareCgroups(base) : null;
   return {
     enforcement: {
       base,
       fullBase,
       description: `enforcing memory, CPU and process limits with cgroup v${base.version} (${controllers}) under ${where}`,
-      attempt: (attemptName) => new AttemptCgroup(base, attemptName),
+      attempt: (attemptName) => new AttemptCgroup(base, attemptName, spares),
+      spares,
     },
   };
 }
@@ -134,6 +141,7 @@ export async function sweepCgroups(enforcement: Enforcement, live: ReadonlySet<s
 
 /** Removes the agent's base (when empty): an agent that stops leaves nothing behind. */
 export function removeBase(enforcement: Enforcement): void {
+  enforcement.spares?.removeAll();
   const base = enforcement.fullBase;
   const dirs = base.version === 2 ? [base.dir] : [...new Set(Object.values(base.dirs))];
   for (const dir of dirs) {

@@ -1,0 +1,101 @@
+// Emptied attempt cgroups kept for reuse (src/agent/spare-cgroups.ts), on this host's real cgroups
+// (v1): an attempt's cgroup that ended empty is kept under a spare name with its memory limit
+// lifted and its peak and CPU time reset; the next attempt takes it under its own name, with its
+// own limits and counters from zero; one that saw an out-of-memory kill is removed, not kept; an
+// agent that stops removes what it kept. Needs root and v1's memory, cpu, cpuacct and pids
+// controllers: skipped saying why otherwise (and fails under CI where they should be).
+
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { type Enforcement, openEnforcement, readLayout, removeBase } from "../../src/agent/enforcement.ts";
+import { mayKeepCgroup, SPARE_CGROUP_MAX_CHARGED_BYTES } from "../../src/agent/spare-cgroups.ts";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
+import { cleanup, tempDir } from "../helpers/steward.ts";
+
+const unavailable = enforcementUnavailable();
+const work = tempDir("steward-spare-cgroups-");
+let enforcement: Enforcement | undefined;
+
+afterAll(() => {
+  if (enforcement) removeBase(enforcement);
+  cleanup(work);
+});
+
+describe("which ended cgroups may be kept", () => {
+  it.each([
+    ["empty, no kill, little charged", { processes: 0, oomKills: 0, chargedBytes: 4096 }, true],
+    ["a process left", { processes: 1, oomKills: 0, chargedBytes: 0 }, false],
+    ["an out-of-memory kill counted", { processes: 0, oomKills: 1, chargedBytes: 0 }, false],
+    [
+      "much memory still charged",
+      { processes: 0, oomKills: 0, chargedBytes: SPARE_CGROUP_MAX_CHARGED_BYTES },
+      false,
+    ],
+    ["charge unknown", { processes: 0, oomKills: 0, chargedBytes: null }, false],
+  ])("%s", (_, remains, expected) => {
+    expect(mayKeepCgroup(remains)).toBe(expected);
+  });
+});
+
+/** Runs `script` in the cgroup and waits for it to end; its exit code. */
+function runIn(joinScript: string, script: string): Promise<number | null> {
+  return new Promise((done) => {
+    spawn("/bin/sh", ["-c", `${joinScript}${script}`], { stdio: "ignore" }).on("exit", (code) => done(code));
+  });
+}
+
+const read = (path: string) => readFileSync(path, "utf8").trim();
+
+it("keeps an emptied cgroup and gives it, reset, to the next attempt; not one with an out-of-memory kill", async (context) => {
+  skipUnlessEnforced(context, unavailable);
+  const found = readLayout();
+  if (!("layout" in found)) throw new Error(found.unavailable);
+  if (found.layout.version !== 1) return context.skip("spare cgroups are kept in cgroup v1 only");
+  const opened = openEnforcement("spares", work, found.layout, false);
+  if (!("enforcement" in opened)) throw new Error(opened.unavailable);
+  enforcement = opened.enforcement;
+  const spares = enforcement.spares!;
+
+  // The first attempt: a 50 MB limit, some CPU burnt.
+  const first = enforcement.attempt("first");
+  first.create({ memoryMb: 50, cpus: 1 });
+  const memory = first.dirFor("memory")!;
+  expect(read(`${memory}/memory.limit_in_bytes`)).toBe(String(50 * 1024 * 1024));
+  expect(await runIn(first.joinScript(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")).toBe(0);
+  expect(first.usage().cpu!.userMs + first.usage().cpu!.systemMs).toBeGreaterThan(0);
+  expect(await first.remove()).toBe(true);
+  expect(spares.size).toBe(1);
+  for (const dir of first.dirs) expect(existsSync(dir)).toBe(false);
+
+  // The next attempt takes it under its own name: no memory limit of the first's, counters reset.
+  const second = enforcement.attempt("second");
+  second.create({ cpus: 1 });
+  expect(spares.size).toBe(0);
+  for (const dir of second.dirs) expect(existsSync(dir)).toBe(true);
+  const reused = second.dirFor("memory")!;
+  expect(Number(read(`${reused}/memory.limit_in_bytes`))).toBeGreaterThan(2 ** 60);
+  expect(Number(read(`${reused}/memory.max_usage_in_bytes`))).toBeLessThan(SPARE_CGROUP_MAX_CHARGED_BYTES);
+  expect(second.usage().cpu).toEqual({ userMs: 0, systemMs: 0 });
+  expect(second.oomKills()).toBe(0);
+
+  // Over its limit: killed by the kernel; that cgroup is removed, not kept.
+  const third = enforcement.attempt("third");
+  third.create({ memoryMb: 20, cpus: 1 });
+  expect(spares.size).toBe(0);
+  await runIn(third.joinScript(), "exec head -c 200000000 /dev/zero | tail -c 1 >/dev/null");
+  await runIn(third.joinScript(), `exec awk 'BEGIN { s = sprintf("%200000000s", ""); print length(s) }'`);
+  expect(third.oomKills()).toBeGreaterThan(0);
+  expect(await second.remove()).toBe(true);
+  expect(await third.remove()).toBe(true);
+  expect(spares.size).toBe(1);
+  for (const dir of third.dirs) expect(existsSync(dir)).toBe(false);
+
+  // An agent that stops leaves nothing: the kept ones go with its base.
+  const keptDirs = spares.dirsOf("spare-1");
+  for (const dir of keptDirs) expect(existsSync(dir)).toBe(true);
+  removeBase(enforcement);
+  for (const dir of keptDirs) expect(existsSync(dir)).toBe(false);
+  expect(spares.size).toBe(0);
+  enforcement = undefined;
+});
