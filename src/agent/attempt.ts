@@ -38,7 +38,7 @@ import { openJobFile, readJobFile, readJobFileSync } from "./job-written-file.ts
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
-import { type SpareFolders, writeInPlace } from "./spare-folders.ts";
+import { BLANK_RECORD, type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
 export const GANG_CHECKPOINT_POLL_MS = 250;
@@ -229,8 +229,9 @@ export class Attempt {
       });
       paths.cgroupJoin = this.cgroup.joinScript();
     } else {
-      // No cgroup to measure: the supervisor writes the shell's `times` here (shell-times.ts).
-      writeNewFile(join(this.dir, TIMES_FILE), "");
+      // No cgroup to measure: the supervisor writes the shell's `times` here (shell-times.ts),
+      // over a blank line (a kept folder's file is rewritten in place, spare-folders.ts).
+      writeInPlace(join(this.dir, TIMES_FILE), BLANK_RECORD);
     }
     writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
     if (user) {

@@ -33,8 +33,11 @@ const { O_RDWR, O_NOFOLLOW, O_NONBLOCK } = constants;
 /** How many retired folders the agent keeps at least (twice its slots when that is more): as many as run at once make no new folder. */
 export const SPARE_FOLDERS_MAX = 64;
 
-/** The files a kept folder keeps: only the agent and the supervisor write them. */
-export const KEPT_FILES = ["start.json", "job.sh", "pid", "exit"] as const;
+/**
+ * The files a kept folder keeps: only the agent and the supervisor write them (`times`: the
+ * supervisor's CPU times of an attempt without a cgroup, shell-times.ts).
+ */
+export const KEPT_FILES = ["start.json", "job.sh", "pid", "exit", "times"] as const;
 
 /** What the supervisor's records (pid, exit) read while nothing is recorded: blank, not a value. */
 export const BLANK_RECORD = "\n";

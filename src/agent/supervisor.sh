@@ -21,7 +21,7 @@ supervise() {
   echo "started $pid $dir" 2>/dev/null
   wait "$pid"
   code=$?
-  # An attempt without a cgroup has an empty times file: the CPU time of the job and of what it
+  # An attempt without a cgroup has a times file (a blank line): the CPU time of the job and of what it
   # waited for (`times`, its second line) goes there, before the exit code, which the agent reads first.
   [ -f "$dir/times" ] && times 1<>"$dir/times"
   echo "$code" 1<>"$dir/exit"
