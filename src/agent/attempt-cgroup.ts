@@ -16,7 +16,7 @@ import {
   oomKillCount,
 } from "./cgroup-limits.ts";
 import { shellQuote } from "./job-script.ts";
-import { chargedBytes, type SpareCgroups } from "./spare-cgroups.ts";
+import type { SpareCgroups } from "./spare-cgroups.ts";
 
 /** How long the end of an attempt waits for its last processes to go before it leaves the cgroup be. */
 export const CGROUP_EMPTY_TIMEOUT_MS = 5_000;
@@ -41,6 +41,19 @@ export function baseUnder(layout: CgroupLayout, name: string): CgroupBase {
   return { version: 1, dirs: dirs as Extract<CgroupBase, { version: 1 }>["dirs"] };
 }
 
+/** The directory of cgroup `name` for a controller (v2: the one directory); null where v1 does not mount it. */
+export function cgroupDirFor(base: CgroupBase, name: string, controller: V1Controller): string | null {
+  if (base.version === 2) return `${base.dir}/${name}`;
+  const dir = base.dirs[controller];
+  return dir === undefined ? null : `${dir}/${name}`;
+}
+
+/** Every directory of cgroup `name`, each once (v1 hierarchies may be mounted together). */
+export function cgroupDirs(base: CgroupBase, name: string): string[] {
+  if (base.version === 2) return [`${base.dir}/${name}`];
+  return [...new Set(Object.values(base.dirs).map((dir) => `${dir}/${name}`))];
+}
+
 function read(path: string): string | null {
   try {
     return readFileSync(path, "utf8");
@@ -63,15 +76,12 @@ export class AttemptCgroup {
 
   /** The attempt's directory for a controller (v2: the one directory). */
   dirFor(controller: V1Controller): string | null {
-    if (this.base.version === 2) return `${this.base.dir}/${this.name}`;
-    const base = this.base.dirs[controller];
-    return base === undefined ? null : `${base}/${this.name}`;
+    return cgroupDirFor(this.base, this.name, controller);
   }
 
   /** Every directory of the attempt, each once (v1 hierarchies may be mounted together). */
   get dirs(): string[] {
-    if (this.base.version === 2) return [`${this.base.dir}/${this.name}`];
-    return [...new Set(Object.values(this.base.dirs).map((dir) => `${dir}/${this.name}`))];
+    return cgroupDirs(this.base, this.name);
   }
 
   /** Makes the directories and writes the limits; throws naming the file it could not write. */
@@ -129,6 +139,14 @@ export class AttemptCgroup {
     }
     if (peakMemoryBytes !== null && !Number.isFinite(peakMemoryBytes)) peakMemoryBytes = null;
     return { cpu, peakMemoryBytes };
+  }
+
+  /** The bytes still charged to its memory cgroup (v1), or null when they cannot be read. */
+  chargedBytes(): number | null {
+    const memory = this.base.version === 1 ? this.dirFor("memory") : null;
+    const text = memory === null ? null : read(`${memory}/memory.usage_in_bytes`);
+    const bytes = text === null ? Number.NaN : Number(text.trim());
+    return Number.isFinite(bytes) ? bytes : null;
   }
 
   /** The processes in the attempt's cgroup now. */
@@ -198,7 +216,7 @@ export class AttemptCgroup {
       this.#spares?.keep(this.name, {
         processes: 0,
         oomKills: this.oomKills(),
-        chargedBytes: chargedBytes(this.dirFor("memory")),
+        chargedBytes: this.chargedBytes(),
       })
     )
       return true;

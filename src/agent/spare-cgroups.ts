@@ -10,9 +10,8 @@
 // Kept ones are named `spare-N`: a restarted agent removes them with the other cgroups no live
 // attempt has (enforcement.ts, sweepCgroups), and an agent that stops removes them first.
 
-import { readFileSync, renameSync, rmdirSync, writeFileSync } from "node:fs";
-import type { CgroupBase } from "./attempt-cgroup.ts";
-import type { V1Controller } from "./cgroup-layout.ts";
+import { renameSync, rmdirSync, writeFileSync } from "node:fs";
+import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./attempt-cgroup.ts";
 
 /** How many emptied cgroups the agent keeps at most. */
 export const SPARE_CGROUPS_MAX = 64;
@@ -63,12 +62,7 @@ export class SpareCgroups {
 
   /** The directories of the cgroup `name`, each hierarchy once (they may be mounted together). */
   dirsOf(name: string): string[] {
-    return [...new Set(Object.values(this.#base.dirs).map((dir) => `${dir}/${name}`))];
-  }
-
-  #dirFor(name: string, controller: V1Controller): string | null {
-    const base = this.#base.dirs[controller];
-    return base === undefined ? null : `${base}/${name}`;
+    return cgroupDirs(this.#base, name);
   }
 
   /**
@@ -91,8 +85,8 @@ export class SpareCgroups {
    */
   keep(name: string, remains: CgroupRemains): boolean {
     if (this.#spares.length >= this.#max || !mayKeepCgroup(remains)) return false;
-    const memory = this.#dirFor(name, "memory");
-    const cpuacct = this.#dirFor(name, "cpuacct");
+    const memory = cgroupDirFor(this.#base, name, "memory");
+    const cpuacct = cgroupDirFor(this.#base, name, "cpuacct");
     try {
       if (memory !== null) {
         // No memory limit until the next attempt writes its own (it writes none when it asks for
@@ -115,17 +109,6 @@ export class SpareCgroups {
   /** Removes every kept cgroup (an agent that stops leaves nothing behind). */
   removeAll(): void {
     for (const spare of this.#spares.splice(0)) removeAll(this.dirsOf(spare));
-  }
-}
-
-/** The bytes charged to a v1 memory cgroup now, or null when it cannot be read. */
-export function chargedBytes(memoryDir: string | null): number | null {
-  if (memoryDir === null) return null;
-  try {
-    const bytes = Number(readFileSync(`${memoryDir}/memory.usage_in_bytes`, "utf8").trim());
-    return Number.isFinite(bytes) ? bytes : null;
-  } catch {
-    return null;
   }
 }
 

@@ -40,6 +40,8 @@ export interface SubmitRequest {
   allowedQos?: readonly string[] | null;
   /** The workflow the job is made in, and its name there (absent: a job submitted alone). */
   workflow?: WorkflowRef | null;
+  /** The job file was admitted already (admitSpec: a workflow's, all before any is made). */
+  admitted?: boolean;
 }
 
 /**
@@ -70,21 +72,43 @@ export function ownerStanding(
   return { user: owner, group, allowedQos, queuedTasks, groupQueuedTasks };
 }
 
+/** How admitSpec counts and checks beyond a plain submit. */
+export interface Admission {
+  /** Check the tier against `allowedQos` (false: an update that leaves the tier as it is). */
+  checkTier?: boolean;
+  /** A job whose own tasks are left out of the owner's standing (one being updated). */
+  leaving?: JobEntry | null;
+  /** Tasks not yet in the state counted as queued too: by tier, and in all (a workflow's earlier jobs). */
+  queuedBefore?: { tier: number; all: number };
+  /** Prefix of a refusal's field (`jobs.NAME.` for a workflow's job). */
+  field?: string;
+}
+
 /**
  * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
  * tier is unknown or not allowed or a limit says no; a tier with a wall limit gives it to a job
- * that names none. Reads the state only (a dry run asks it too).
+ * that names none. Reads the state only (a dry run, an update and a workflow ask it too).
  */
 export function admitSpec(
   state: ClusterState,
   spec: JobSpec,
   owner: string,
   allowedQos: readonly string[] | null,
+  { checkTier = true, leaving = null, queuedBefore, field = "" }: Admission = {},
 ): JobSpec {
-  const access = qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos);
-  if (access) refuse(access);
-  const quota = submitQuotaRefusal(spec, ownerStanding(state, owner, spec.qos, allowedQos), state.qos);
-  if (quota) refuse(quota);
+  const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `${field}${refusal.field}` });
+  const access = checkTier ? qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos) : null;
+  if (access) refuse(named(access));
+  const standing = ownerStanding(state, owner, spec.qos, allowedQos, leaving);
+  const counted = queuedBefore
+    ? {
+        ...standing,
+        queuedTasks: standing.queuedTasks + queuedBefore.tier,
+        groupQueuedTasks: standing.groupQueuedTasks + queuedBefore.all,
+      }
+    : standing;
+  const quota = submitQuotaRefusal(spec, counted, state.qos);
+  if (quota) refuse(named(quota));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
   return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
 }
@@ -107,13 +131,14 @@ export function submitJob(
     dependencyTasks,
     allowedQos = null,
     workflow = null,
+    admitted = false,
   }: SubmitRequest,
 ): JobEntry {
   const { state, now } = step;
   // The same submit again (its answer was lost): the job it made, unchanged.
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
-  const spec = admitSpec(state, asked, owner, allowedQos);
+  const spec = admitted ? asked : admitSpec(state, asked, owner, allowedQos);
   const count = taskCount(spec);
   const dependencies = checkedDependencies(state, spec, dependencyOwner);
   const { states: initialStates, verdicts } = initialTaskStates(state, dependencies, count, dependencyTasks);

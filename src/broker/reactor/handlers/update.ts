@@ -12,14 +12,12 @@ import {
   updatedSpec,
   updateRefusal,
 } from "../../../common/model/job-update.ts";
-import { tierOf } from "../../../common/model/qos-file.ts";
-import { qosAccessRefusal, submitQuotaRefusal, timeLimitOf } from "../../scheduler/quotas.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { findJob } from "./control.ts";
-import { ownerStanding, refuse } from "./submit.ts";
+import { admitSpec } from "./submit.ts";
 
 export interface UpdateRequest {
   id: string;
@@ -62,19 +60,13 @@ export function admitUpdatedSpec(
   update: JobUpdate,
   allowedQos: readonly string[] | null = null,
 ): JobSpec {
-  const spec = updatedSpec(job.record.spec, update);
-  // A tier the one who asks may not use is refused naming those they may (or the known ones).
-  if (update.qos !== undefined) {
-    const access = qosAccessRefusal(spec, { user: job.owner, allowedQos }, state.qos);
-    if (access) refuse(access);
-  }
-  // The limits of the job's QoS tier and its owner's group, as at submit (the job's own tasks
-  // left out of its owner's queued count): a task larger than a running limit, a time limit over
-  // the tier's; a job left without a time limit gets the tier's.
-  const quota = submitQuotaRefusal(spec, ownerStanding(state, job.owner, spec.qos, null, job), state.qos);
-  if (quota) refuse(quota);
-  const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
-  return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
+  // As at submit: a new tier the one who asks may not use is refused naming those they may; the
+  // limits of the tier and the owner's group, the job's own tasks left out of its owner's queued
+  // count; a job left without a time limit gets the tier's.
+  return admitSpec(state, updatedSpec(job.record.spec, update), job.owner, allowedQos, {
+    checkTier: update.qos !== undefined,
+    leaving: job,
+  });
 }
 
 /**

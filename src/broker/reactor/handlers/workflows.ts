@@ -3,18 +3,17 @@
 // jobs get their failed and cancelled tasks retried, dependants first waiting again for what they
 // depend on, what succeeded kept; one step too.
 
-import { taskCount } from "../../../common/model/job-spec.ts";
+import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
 import type { JobRecord, WorkflowMember, WorkflowRecord } from "../../../common/model/records.ts";
 import { retrySelection } from "../../../common/model/task-retry.ts";
 import { type WorkflowFile, withJobIds } from "../../../common/model/workflow.ts";
-import { qosAccessRefusal, type Refusal, submitQuotaRefusal } from "../../scheduler/quotas.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { ConflictError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { retryJob } from "./retry.ts";
-import { ownerStanding, refuse, submitJob } from "./submit.ts";
+import { admitSpec, submitJob } from "./submit.ts";
 
 export interface WorkflowSubmitRequest {
   /** The workflow's id (`flow-N`). */
@@ -53,7 +52,7 @@ export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): Work
   if (step.state.workflows.has(id)) throw new ConflictError(`workflow ${id} exists already`);
   for (const job of file.jobs)
     if (!ids.has(job.name)) throw new Error(`submitWorkflow: no id for job ${job.name}`);
-  admitWorkflow(step.state, file, ids, owner, allowedQos);
+  const admitted = admitWorkflow(step.state, file, ids, owner, allowedQos);
   const members: WorkflowMember[] = file.jobs.map((job) => ({
     name: job.name,
     job: ids.get(job.name)!,
@@ -71,12 +70,12 @@ export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): Work
   const jobs = file.jobs.map((job) =>
     submitJob(step, {
       id: ids.get(job.name)!,
-      spec: withJobIds(job, ids),
+      spec: admitted.get(job.name)!,
       owner,
       inputs: request.inputs?.get(job.name) ?? [],
       // The workflow's own jobs only: the owner's.
       dependencyOwner: owner,
-      allowedQos,
+      admitted: true,
       workflow: { id, name: job.name },
     }),
   );
@@ -84,9 +83,10 @@ export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): Work
 }
 
 /**
- * Checks every job of the workflow as its submit will (its QoS tier allowed, the owner's and
+ * Admits every job of the workflow as its submit would (its QoS tier allowed, the owner's and
  * group's queued-task and array limits), each with the workflow's jobs before it counted as
- * queued, before anything is made: a refusal (400, 429) names the job (`jobs.NAME.qos`).
+ * queued, before anything is made: a refusal (400, 429) names the job (`jobs.NAME.qos`). The job
+ * files as admitted (a tier's time limit given), by name.
  */
 export function admitWorkflow(
   state: ClusterState,
@@ -94,29 +94,22 @@ export function admitWorkflow(
   ids: ReadonlyMap<string, string>,
   owner: string,
   allowedQos: readonly string[] | null,
-): void {
+): Map<string, JobSpec> {
+  const admitted = new Map<string, JobSpec>();
   const before = new Map<string, number>();
-  let beforeAll = 0;
+  let all = 0;
   for (const job of file.jobs) {
-    const spec = withJobIds(job, ids);
-    const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `jobs.${job.name}.${refusal.field}` });
-    const access = qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos);
-    if (access) refuse(named(access));
-    const standing = ownerStanding(state, owner, spec.qos, allowedQos);
-    const quota = submitQuotaRefusal(
-      spec,
-      {
-        ...standing,
-        queuedTasks: standing.queuedTasks + (before.get(spec.qos) ?? 0),
-        groupQueuedTasks: standing.groupQueuedTasks + beforeAll,
-      },
-      state.qos,
-    );
-    if (quota) refuse(named(quota));
+    const asked = withJobIds(job, ids);
+    const spec = admitSpec(state, asked, owner, allowedQos, {
+      queuedBefore: { tier: before.get(asked.qos) ?? 0, all },
+      field: `jobs.${job.name}.`,
+    });
+    admitted.set(job.name, spec);
     const tasks = taskCount(spec);
     before.set(spec.qos, (before.get(spec.qos) ?? 0) + tasks);
-    beforeAll += tasks;
+    all += tasks;
   }
+  return admitted;
 }
 
 export interface WorkflowRetryRequest {
