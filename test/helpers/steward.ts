@@ -538,3 +538,28 @@ export function hostCredentialOf(workDir: string): Promise<string> {
     }
   });
 }
+
+/** An agent of `slots` slots joined to `server`, once the server lists it connected. */
+export async function startAttachedAgent(
+  server: StewardProcess & { joinToken: string },
+  name: string,
+  slots: number,
+): Promise<AgentProcess> {
+  const agent = await startAgentProcess({ name, slots, servers: [server.url], joinToken: server.joinToken });
+  await waitFor(`agent ${name} attached`, async () => {
+    const hosts = (await api(server, "GET", "/api/v1/hosts")) as { name: string; connected: boolean }[];
+    return hosts.some((host) => host.name === name && host.connected);
+  });
+  return agent;
+}
+
+/** A user's API token made by the server's admin, as a handle for `api` and `cli` as that user. */
+export async function userToken(
+  server: { url: string; token: string },
+  user: string,
+): Promise<{ url: string; token: string }> {
+  const { token } = (await api(server, "POST", "/api/v1/tokens", { user, role: "user" })) as {
+    token: string;
+  };
+  return { url: server.url, token };
+}

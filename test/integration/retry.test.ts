@@ -19,8 +19,9 @@ import {
   getJob,
   type JobJson,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
+  userToken,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
@@ -31,21 +32,6 @@ let alice: { url: string; token: string };
 let bob: { url: string; token: string };
 let markers: string;
 const submitted: string[] = [];
-
-async function startAgent(name: string, slots: number): Promise<void> {
-  agents.push(await startAgentProcess({ name, slots, servers: [server.url], joinToken: server.joinToken }));
-  await waitFor(`agent ${name} attached`, async () => {
-    const hosts = (await api(server, "GET", "/api/v1/hosts")) as { name: string; connected: boolean }[];
-    return hosts.some((host) => host.name === name && host.connected);
-  });
-}
-
-async function userToken(user: string): Promise<{ url: string; token: string }> {
-  const { token } = (await api(server, "POST", "/api/v1/tokens", { user, role: "user" })) as {
-    token: string;
-  };
-  return { url: server.url, token };
-}
 
 async function submit(spec: Record<string, unknown>, as = alice): Promise<string> {
   const { id } = (await api(as, "POST", "/api/v1/jobs", spec)) as { id: string };
@@ -58,10 +44,10 @@ const messages = (job: JobJson) => job.events.map((event) => event.message);
 
 beforeAll(async () => {
   server = await startServerProcess();
-  await startAgent("ra", 4);
-  await startAgent("rb", 4);
-  alice = await userToken("alice");
-  bob = await userToken("bob");
+  agents.push(await startAttachedAgent(server, "ra", 4));
+  agents.push(await startAttachedAgent(server, "rb", 4));
+  alice = await userToken(server, "alice");
+  bob = await userToken(server, "bob");
   markers = mkdtempSync(join(tmpdir(), "steward-retry-markers-"));
 }, 60_000);
 

@@ -15,8 +15,9 @@ import {
   cli,
   getJob,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
+  userToken,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
@@ -28,28 +29,6 @@ let bob: { url: string; token: string };
 let gate: string;
 const submitted: string[] = [];
 
-async function startAgent(name: string): Promise<AgentProcess> {
-  const agent = await startAgentProcess({
-    name,
-    slots: 1,
-    servers: [server.url],
-    joinToken: server.joinToken,
-  });
-  agents.push(agent);
-  await waitFor(`agent ${name} attached`, async () => {
-    const hosts = (await api(server, "GET", "/api/v1/hosts")) as { name: string; connected: boolean }[];
-    return hosts.some((host) => host.name === name && host.connected);
-  });
-  return agent;
-}
-
-async function userToken(user: string): Promise<{ url: string; token: string }> {
-  const { token } = (await api(server, "POST", "/api/v1/tokens", { user, role: "user" })) as {
-    token: string;
-  };
-  return { url: server.url, token };
-}
-
 async function submit(as: { url: string; token: string }, spec: Record<string, unknown>): Promise<string> {
   const { id } = (await api(as, "POST", "/api/v1/jobs", spec)) as { id: string };
   submitted.push(id);
@@ -58,10 +37,10 @@ async function submit(as: { url: string; token: string }, spec: Record<string, u
 
 beforeAll(async () => {
   server = await startServerProcess();
-  await startAgent("ux");
-  await startAgent("uy");
-  alice = await userToken("alice");
-  bob = await userToken("bob");
+  agents.push(await startAttachedAgent(server, "ux", 1));
+  agents.push(await startAttachedAgent(server, "uy", 1));
+  alice = await userToken(server, "alice");
+  bob = await userToken(server, "bob");
   gate = mkdtempSync(join(tmpdir(), "steward-update-gate-"));
 }, 60_000);
 
@@ -174,7 +153,7 @@ describe("steward update", () => {
     expect(recovered).toMatchObject({ state: "pending", priority: 4 });
     expect(recovered.spec.requirements).toBe('host.name == "uz"');
     // A host of that name joins: the job goes there.
-    await startAgent("uz");
+    agents.push(await startAttachedAgent(server, "uz", 1));
     const job = await waitForJobEnd(server, id);
     expect(job.state).toBe("succeeded");
     expect(job.tasks[0].attempts.map((attempt) => attempt.host)).toEqual(["uz"]);

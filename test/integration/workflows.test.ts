@@ -19,8 +19,9 @@ import {
   cli,
   getJob,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
+  userToken,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
@@ -31,31 +32,16 @@ let alice: { url: string; token: string };
 let bob: { url: string; token: string };
 let folder: string;
 
-async function startAgent(name: string, slots: number): Promise<void> {
-  agents.push(await startAgentProcess({ name, slots, servers: [server.url], joinToken: server.joinToken }));
-  await waitFor(`agent ${name} attached`, async () => {
-    const hosts = (await api(server, "GET", "/api/v1/hosts")) as { name: string; connected: boolean }[];
-    return hosts.some((host) => host.name === name && host.connected);
-  });
-}
-
-async function userToken(user: string): Promise<{ url: string; token: string }> {
-  const { token } = (await api(server, "POST", "/api/v1/tokens", { user, role: "user" })) as {
-    token: string;
-  };
-  return { url: server.url, token };
-}
-
 async function jobCount(): Promise<number> {
   return ((await api(server, "GET", "/api/v1/jobs?all=1")) as unknown[]).length;
 }
 
 beforeAll(async () => {
   server = await startServerProcess();
-  await startAgent("wa", 2);
-  await startAgent("wb", 2);
-  alice = await userToken("alice");
-  bob = await userToken("bob");
+  agents.push(await startAttachedAgent(server, "wa", 2));
+  agents.push(await startAttachedAgent(server, "wb", 2));
+  alice = await userToken(server, "alice");
+  bob = await userToken(server, "bob");
   folder = mkdtempSync(join(tmpdir(), "steward-workflow-"));
 }, 60_000);
 
