@@ -28,7 +28,7 @@ import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { declaredGpus } from "./gpus.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
-import { Launcher } from "./launcher.ts";
+import { chooseLauncher, Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
@@ -163,8 +163,9 @@ export class Agent {
       workDir: options.workDir,
       ...(options.jobUmask !== undefined ? { jobUmask: options.jobUmask } : {}),
       spares: new SpareFolders(options.workDir, Math.max(SPARE_FOLDERS_MAX, 2 * this.slots)),
+      launcher: chooseLauncher(process.env.STEWARD_LAUNCHER),
     };
-    this.launcher = new Launcher(join(options.workDir, "attempts"));
+    this.launcher = new Launcher(join(options.workDir, "attempts"), this.context.launcher);
   }
 
   async start(): Promise<void> {
@@ -196,6 +197,11 @@ export class Agent {
     const resources = this.options.resources ?? {};
     if (Object.keys(resources).length > 0) this.fixed.resources = resources;
     this.launcher.start();
+    if (this.launcher.kind === "sh" && (process.env.STEWARD_LAUNCHER ?? "") === "")
+      this.log.warn(
+        "jobs start through the sh launcher: no perl with its POSIX module here (a job costs two processes more)",
+      );
+    else this.log.info(`jobs start through the ${this.launcher.kind} launcher`);
     await this.adoptAttempts();
     if (this.context.enforcement) {
       const live = new Set([...this.attempts.values()].map((attempt) => basename(attempt.dir)));
@@ -359,7 +365,7 @@ export class Agent {
       });
       return;
     }
-    this.launcher.launch(attempt.dir);
+    if (attempt.launchRequest) this.launcher.launch(attempt.launchRequest);
   }
 
   private started(dir: string, pid: number): void {

@@ -104,9 +104,16 @@ export class AttemptCgroup {
     }
   }
 
+  /** The files a process writes `0` to, to move itself into the attempt's cgroup (one a hierarchy). */
+  procsFiles(): string[] {
+    return this.dirs.map((dir) => `${dir}/cgroup.procs`);
+  }
+
   /** Shell lines that move the shell running them into the attempt's cgroup (`echo 0` moves the writer). */
   joinScript(): string {
-    return this.dirs.map((dir) => `echo 0 > ${shellQuote(`${dir}/cgroup.procs`)} || exit 125\n`).join("");
+    return this.procsFiles()
+      .map((file) => `echo 0 > ${shellQuote(file)} || exit 125\n`)
+      .join("");
   }
 
   /** How many processes the kernel killed for the memory limit. */

@@ -33,8 +33,9 @@ import { CheckpointSync } from "./checkpoint.ts";
 import type { Enforcement } from "./enforcement.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
-import { type JobPaths, jobEnvironmentFile, jobScript } from "./job-script.ts";
+import { type JobPaths, jobEnvironmentFile, jobExec, jobScript } from "./job-script.ts";
 import { openJobFile, readJobFile, readJobFileSync } from "./job-written-file.ts";
+import type { LauncherKind, LaunchRequest } from "./launcher.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
@@ -61,6 +62,8 @@ export interface AttemptContext {
   enforcement?: Enforcement | null;
   /** The GPU ids the agent offers (--gpus): with enforcement on v1, an attempt may open only its own. */
   gpus?: readonly string[];
+  /** Which launcher starts the jobs (launcher.ts): launcher.pl needs no job.sh for the agent's own account's jobs. */
+  launcher: LauncherKind;
 }
 
 export interface AttemptResult {
@@ -126,6 +129,8 @@ export class Attempt {
   adopted = false;
   /** Set once the end was reported (or is being prepared): the attempt no longer holds slots. */
   ended = false;
+  /** What the launcher is told to start it, once prepared. */
+  launchRequest: LaunchRequest | null = null;
   /** Bytes of stdout and stderr already sent to the server. */
   readonly sent = { stdout: 0, stderr: 0 };
   readonly checkpoint: CheckpointSync;
@@ -219,7 +224,7 @@ export class Attempt {
     };
     // Root's alone, like job.sh: the job's shell reads it through a descriptor root opens.
     if (paths.environmentFile) writeNewFile(paths.environmentFile, jobEnvironmentFile(this.spec, paths));
-    // Its cgroup, with its limits: job.sh joins it first thing, so that all the job makes is in it.
+    // Its cgroup, with its limits: the job joins it first thing, so that all the job makes is in it.
     if (this.cgroup) {
       this.cgroup.create({
         memoryMb: this.spec.memoryMb,
@@ -229,11 +234,19 @@ export class Attempt {
       });
       paths.cgroupJoin = this.cgroup.joinScript();
     } else {
-      // No cgroup to measure: the supervisor writes the shell's `times` here (shell-times.ts),
-      // over a blank line (a kept folder's file is rewritten in place, spare-folders.ts).
+      // No cgroup to measure: the supervisor writes the job's CPU time here as the shell's `times`
+      // prints it (shell-times.ts), over a blank line (a kept folder's file is rewritten in place,
+      // spare-folders.ts).
       writeInPlace(join(this.dir, TIMES_FILE), BLANK_RECORD);
     }
-    writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
+    // launcher.pl starts a job of the agent's own account from what it is told; a job of another
+    // account, or any job under the shell launcher, runs job.sh.
+    const exec =
+      this.context.launcher === "perl" && !user
+        ? jobExec(this.spec, paths, this.cgroup?.procsFiles() ?? [])
+        : null;
+    if (exec === null) writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
+    this.launchRequest = { dir: this.dir, times: this.cgroup === null, exec };
     if (user) {
       await handOver(this.dir, user.account);
       this.ownedBy(user.account.uid);

@@ -5,6 +5,7 @@
 
 import { join } from "node:path";
 import type { StartMessage } from "../common/protocol/messages.ts";
+import type { JobExec } from "./launcher.ts";
 import type { JobUser } from "./run-as.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
@@ -96,15 +97,21 @@ export function countableEnvironment(spec: Pick<StartMessage, "gpus" | "resource
   return environment;
 }
 
+/**
+ * The environment, its names checked: the server checks them at submit; a name is not quoted in
+ * an `export` line (nor may it hold `=` for launcher.pl), so it is checked again here.
+ */
+function checkedNames(environment: Record<string, string>): Record<string, string> {
+  for (const name of Object.keys(environment))
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`not a valid variable name in the job's env: ${name}`);
+  return environment;
+}
+
 /** `export NAME='value'` lines, for a shell to run. */
 function exports(environment: Record<string, string>): string {
-  return Object.entries(environment)
-    .map(([name, value]) => {
-      // The server checks the names at submit; a name is not quoted, so it is checked again here.
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
-        throw new Error(`not a valid variable name in the job's env: ${name}`);
-      return `export ${name}=${shellQuote(value)}\n`;
-    })
+  return Object.entries(checkedNames(environment))
+    .map(([name, value]) => `export ${name}=${shellQuote(value)}\n`)
     .join("");
 }
 
@@ -129,13 +136,35 @@ export function jobEnvironmentFile(spec: StartMessage, paths: JobPaths): string 
 const TAKE_ENVIRONMENT =
   'environment=$(cat <&3) || exit 126; exec 3<&-; eval "$environment" || exit 126; unset environment; exec setsid "$@"';
 
+/** The job's command as the argv it is exec'd with: a string runs through `/bin/sh -c`. */
+function jobArgv(spec: StartMessage): string[] {
+  return typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
+}
+
+/**
+ * How launcher.pl starts a job of the agent's own account: what job.sh does for the shell
+ * launcher, as data (its cgroups joined first, then its run folder, umask and environment).
+ */
+export function jobExec(spec: StartMessage, paths: JobPaths, cgroupProcs: readonly string[]): JobExec {
+  // The server refuses them at submit; launcher.pl's fields end at one.
+  const words = [...jobArgv(spec), ...Object.values(spec.env)];
+  if (words.some((word) => word.includes("\0"))) throw new Error("the job's command or env holds a NUL byte");
+  return {
+    cwd: paths.runDir,
+    ...(paths.umask !== undefined ? { umask: paths.umask } : {}),
+    cgroupProcs,
+    env: checkedNames(jobEnvironment(spec, paths, process.env)),
+    argv: jobArgv(spec),
+  };
+}
+
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
   const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
   if (paths.cgroupJoin) lines.unshift(paths.cgroupJoin.trimEnd());
   // The agent makes its own files with umask 077; the job gets the umask the agent was started
   // with, as if run by hand (and setpriv keeps it for a job of another account).
   if (paths.umask !== undefined) lines.push(`umask ${paths.umask.toString(8).padStart(4, "0")}`);
-  const argv = typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
+  const argv = jobArgv(spec);
   const user = paths.user;
   if (!user) {
     // Sourced by the supervisor's subshell: setsid gives the job a session and process group of

@@ -1,30 +1,105 @@
-// Starts attempts through one long-lived sh (launcher.sh), which forks a supervisor (supervisor.sh)
-// per attempt. The supervisors tell us on the launcher's stdout when a job started and exited. The
-// launcher works in the attempts folder: it hears and tells attempts by their folder's name.
+// Starts attempts through one long-lived launcher process. Where the host has perl (with its
+// POSIX module, in every perl), launcher.pl: it forks each job, makes its session and execs it,
+// and, as the jobs' parent, records their exits. Otherwise launcher.sh, a shell that forks a
+// supervisor (supervisor.sh) per attempt, which runs job.sh and execs `setsid`. Either tells us on
+// its stdout when a job started and exited. The launcher works in the attempts folder: it hears
+// and tells attempts by their folder's name.
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 
-const LAUNCHER = join(import.meta.dirname, "launcher.sh");
+const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
 const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
+const PERL_LAUNCHER = join(import.meta.dirname, "launcher.pl");
+
+/** Which launcher starts attempts: `perl` (launcher.pl) or `sh` (launcher.sh and supervisor.sh). */
+export type LauncherKind = "perl" | "sh";
+
+/** What the environment variable STEWARD_LAUNCHER may ask for; `auto` (the default) takes perl where it runs. */
+export const LAUNCHER_CHOICES = ["auto", "perl", "sh"] as const;
+
+/**
+ * How a job starts (launcher.pl's `exec`): its run folder, umask (absent: the agent's), the
+ * cgroup.procs files it joins first, the variables set over the environment it inherits from the
+ * launcher (the agent's), and its argv (a string command is `/bin/sh -c` and the string).
+ */
+export interface JobExec {
+  cwd: string;
+  umask?: number;
+  cgroupProcs: readonly string[];
+  env: Readonly<Record<string, string>>;
+  argv: readonly string[];
+}
+
+/** One attempt to start: by its folder, its CPU time recorded in `times` or not, and how it runs. */
+export interface LaunchRequest {
+  dir: string;
+  /** Whether the launcher writes the job's CPU time to `times` (an attempt without a cgroup). */
+  times: boolean;
+  /** How the job runs; null: the attempt's job.sh runs in a shell (a job of another account). */
+  exec: JobExec | null;
+}
+
+/**
+ * The launcher to use: `choice` (from STEWARD_LAUNCHER), or with `auto`, perl when `perl -MPOSIX`
+ * runs here. Asking for perl where it does not run is an error.
+ */
+export function chooseLauncher(choice: string | undefined): LauncherKind {
+  const wanted = choice === undefined || choice === "" ? "auto" : choice;
+  if (!(LAUNCHER_CHOICES as readonly string[]).includes(wanted))
+    throw new Error(`STEWARD_LAUNCHER must be one of ${LAUNCHER_CHOICES.join(", ")}, not ${wanted}`);
+  if (wanted === "sh") return "sh";
+  const perl = spawnSync("perl", ["-MPOSIX", "-e", "1"], { stdio: "ignore", timeout: 10_000 });
+  if (perl.status === 0) return "perl";
+  if (wanted === "perl") throw new Error("STEWARD_LAUNCHER=perl, but `perl -MPOSIX` does not run here");
+  return "sh";
+}
+
+/**
+ * An attempt as launcher.pl reads it: a count, then that many fields, each ended by a NUL byte.
+ * No field can hold a NUL (nor can an argument or a variable's value of any program).
+ */
+export function encodeLaunch(root: string, request: LaunchRequest): string {
+  const fields = [relative(root, request.dir), request.times ? "1" : "0"];
+  const { exec } = request;
+  if (exec === null) fields.push("script");
+  else
+    fields.push(
+      "exec",
+      exec.cwd,
+      exec.umask === undefined ? "" : exec.umask.toString(8).padStart(4, "0"),
+      String(exec.cgroupProcs.length),
+      ...exec.cgroupProcs,
+      String(Object.keys(exec.env).length),
+      ...Object.entries(exec.env).map(([name, value]) => `${name}=${value}`),
+      ...exec.argv,
+    );
+  for (const field of fields)
+    if (field.includes("\0")) throw new Error("the job's command or environment holds a NUL byte");
+  return `${fields.length}\0${fields.map((field) => `${field}\0`).join("")}`;
+}
 
 export class Launcher extends EventEmitter<{ started: [string, number]; exited: [string, number] }> {
+  readonly kind: LauncherKind;
   private child: ChildProcess | null = null;
   private closed = false;
   /** The folder of the attempt folders: the launcher works there, and is told only their names. */
   private readonly root: string;
 
-  constructor(root: string) {
+  constructor(root: string, kind: LauncherKind) {
     super();
     this.root = root;
+    this.kind = kind;
   }
 
   start(): void {
     this.closed = false;
-    // Its own session: a terminal's Ctrl-C to the agent does not reach the supervisors.
-    const child = spawn("/bin/sh", [LAUNCHER, SUPERVISOR], {
+    const [program, args] =
+      this.kind === "perl" ? ["perl", [PERL_LAUNCHER]] : ["/bin/sh", [SHELL_LAUNCHER, SUPERVISOR]];
+    // Its own session: a terminal's Ctrl-C to the agent does not reach the launcher or the jobs.
+    const child = spawn(program, args, {
       cwd: this.root,
       stdio: ["pipe", "pipe", "ignore"],
       detached: true,
@@ -39,11 +114,14 @@ export class Launcher extends EventEmitter<{ started: [string, number]; exited: 
     child.unref();
   }
 
-  /** Starts the attempt of folder `dir`, one in the root. */
-  launch(dir: string): void {
+  /** Starts an attempt whose folder (one in the root) is prepared. */
+  launch(request: LaunchRequest): void {
     if (!this.child) this.start();
-    // Its name alone: the launcher's shell reads its input one byte a call.
-    this.child!.stdin!.write(`${relative(this.root, dir)}\n`);
+    // The shell launcher is told the folder's name alone (it reads its input one byte a call) and
+    // runs its job.sh; launcher.pl is told how the job runs.
+    this.child!.stdin!.write(
+      this.kind === "perl" ? encodeLaunch(this.root, request) : `${relative(this.root, request.dir)}\n`,
+    );
   }
 
   close(): void {

@@ -67,6 +67,8 @@ export interface UpOptions {
   agents?: number;
   slots?: number;
   args?: string[];
+  /** Variables set for the process (through `env`), such as STEWARD_LAUNCHER. */
+  env?: Record<string, string>;
 }
 
 /** A Steward process that exited while it was starting (its output is in the message). */
@@ -108,7 +110,8 @@ async function startUpOn(data: string, port: number, options: UpOptions): Promis
     String(options.slots ?? 2),
     ...(options.args ?? []),
   ];
-  return startProcess(args, { data, port, agents });
+  const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
+  return startProcess(args, { data, port, agents, ...(env.length ? { prefix: ["env", ...env] } : {}) });
 }
 
 export interface ServerProcessOptions {

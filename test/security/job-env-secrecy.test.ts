@@ -121,9 +121,16 @@ if (unavailable && process.env.CI) {
     });
 
     it.each([
-      ["a --run-as-owner host", "owner", ["--run-as-owner"]],
-      ["an agent run as root without run-as", "plain", []],
-    ])("on %s", async (_what, name, args) => {
+      ["a --run-as-owner host", "owner", ["--run-as-owner"], []],
+      ["an agent run as root without run-as", "plain", [], []],
+      // The shell launcher (where perl is missing) hands the env over in job.sh, not a pipe.
+      [
+        "an agent run as root without run-as, with the shell launcher",
+        "plain-sh",
+        [],
+        ["env", "STEWARD_LAUNCHER=sh"],
+      ],
+    ])("on %s", async (_what, name, args, prefix) => {
       const secret = `secret-${randomBytes(12).toString("hex")}`;
       // How the job's env reached it before: on setpriv's and env's command lines, for a moment.
       // Run now and then while the scanner looks, it shows the scanner catches such a moment.
@@ -134,6 +141,7 @@ if (unavailable && process.env.CI) {
         servers: [server.url],
         joinToken: server.joinToken,
         args,
+        ...(prefix.length ? { prefix } : {}),
       });
       const scanner = await startScanner([secret, control]);
       let result: ScanResult | null = null;
@@ -166,7 +174,7 @@ if (unavailable && process.env.CI) {
           "the tasks' folders",
           () => {
             const all = filesUnder(agent.work);
-            return all.filter((path) => path.endsWith("job.sh")).length === TASKS ? all : null;
+            return all.filter((path) => path.endsWith("start.json")).length === TASKS ? all : null;
           },
           20_000,
         );

@@ -55,6 +55,9 @@ function about<T extends z.ZodType>(schema: T, description: string, example: unk
   return schema.meta({ description, examples: [example] });
 }
 
+/** A command's words and variables' values reach exec(2) as C strings: no NUL byte in them. */
+const withoutNul = z.string().regex(/^[^\0]*$/, "must not contain a NUL byte");
+
 export const jobSpecSchema = z.strictObject({
   name: about(
     z.string().min(1).max(200).optional(),
@@ -62,7 +65,7 @@ export const jobSpecSchema = z.strictObject({
     "cfd",
   ),
   command: about(
-    z.union([z.string().min(1), z.array(z.string()).min(1)]),
+    z.union([withoutNul.min(1), z.array(withoutNul).min(1)]),
     "What to run, in the job's working folder: a list is executed as it is (no shell); a string runs through `/bin/sh -c`.",
     ["./ns3d", "input"],
   ),
@@ -78,7 +81,7 @@ export const jobSpecSchema = z.strictObject({
   ),
   env: about(
     z
-      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name"), z.string())
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "not a valid variable name"), withoutNul)
       .default({}),
     "Environment variables of the job, besides the `STEWARD_*` ones. Never on a command line.",
     { OMP_NUM_THREADS: "4" },

@@ -1,0 +1,136 @@
+// Both launchers (src/agent/launcher.ts) start jobs alike: launcher.pl, chosen where perl runs,
+// and the shell launcher with its supervisors, the fallback (STEWARD_LAUNCHER=sh). Each: a job
+// leads a session and process group of its own with SIGPIPE and SIGHUP at their defaults, gets its
+// command's words and its variables byte for byte, ends with its own exit code or 128+signal (127
+// for a command not found), has its CPU time counted without a cgroup, and outlives a kill -9 of
+// its agent with its exit code. Real processes: `steward up`, and a server with an agent process.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  api,
+  cleanup,
+  getJob,
+  type StewardProcess,
+  startAgentProcess,
+  startServerProcess,
+  startUp,
+  waitFor,
+  waitForJobEnd,
+} from "../helpers/steward.ts";
+
+async function logsOf(steward: StewardProcess, id: string): Promise<string> {
+  const response = await fetch(`${steward.url}/api/v1/jobs/${id}/logs?task=0`, {
+    headers: { authorization: `Bearer ${steward.token}` },
+  });
+  return response.text();
+}
+
+describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
+  let steward: StewardProcess;
+
+  beforeAll(async () => {
+    steward = await startUp({
+      agents: 1,
+      slots: 2,
+      args: ["--no-enforce"],
+      env: { STEWARD_LAUNCHER: launcher },
+    });
+  }, 30_000);
+
+  afterAll(async () => {
+    await steward?.stop();
+  });
+
+  it("is the job's parent", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", { command: "cat /proc/$PPID/comm" });
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
+    expect((await logsOf(steward, id)).trim()).toBe(launcher);
+  });
+
+  it("runs a job in a session and process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {
+    const command = "grep SigIgn /proc/self/status; cut -d' ' -f5,6 /proc/$$/stat; echo $$";
+    const { id } = await api(steward, "POST", "/api/v1/jobs", { command });
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
+    const [ignoredLine, groupLine, pidLine] = (await logsOf(steward, id)).trim().split("\n");
+    const ignored = BigInt(`0x${ignoredLine.split(/\s+/)[1]}`);
+    expect(ignored & (1n << 12n)).toBe(0n); // SIGPIPE (13)
+    expect(ignored & 1n).toBe(0n); // SIGHUP (1)
+    const [pgid, sid] = groupLine.trim().split(/\s+/);
+    expect(pgid).toBe(pidLine.trim());
+    expect(sid).toBe(pidLine.trim());
+  });
+
+  it("gives the job its words and variables byte for byte", async () => {
+    const odd = `it's "quoted" $HOME \\ and\na newline`;
+    const { id } = await api(steward, "POST", "/api/v1/jobs", {
+      command: ["/bin/sh", "-c", 'printf "[%s]\\n" "$1" "$ODD"; pwd', "job", odd],
+      env: { ODD: odd },
+    });
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
+    const out = await logsOf(steward, id);
+    expect(out.startsWith(`[${odd}]\n[${odd}]\n`)).toBe(true);
+    expect(out.trim().endsWith("/run")).toBe(true);
+  });
+
+  it("ends with the job's own exit code, 128+N for signal N, 127 for a command not found", async () => {
+    const cases: [unknown, string][] = [
+      ["exit 3", "exit code 3"],
+      ["exit 254", "exit code 254"],
+      ["kill -TERM $$", "killed by signal 15"],
+      [["no-such-command-here"], "exit code 127"],
+    ];
+    for (const [command, reason] of cases) {
+      const { id } = await api(steward, "POST", "/api/v1/jobs", { command });
+      const job = await waitForJobEnd(steward, id, 30_000);
+      expect(job.state, JSON.stringify(command)).toBe("failed");
+      expect(job.tasks[0].attempts[0].reason, JSON.stringify(command)).toBe(reason);
+    }
+  });
+
+  it("counts the CPU time of the job and of what it waited for, without a cgroup", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", {
+      command: "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done & wait",
+    });
+    const job = await waitForJobEnd(steward, id, 60_000);
+    expect(job.state).toBe("succeeded");
+    const usage = job.tasks[0].attempts[0].usage!;
+    expect(usage.userSeconds! + usage.systemSeconds!).toBeGreaterThan(0.05);
+    expect(usage.peakMemoryMb).toBeNull();
+  });
+});
+
+describe.each(["perl", "sh"])("with the %s launcher, kill -9 of the agent alone", (launcher) => {
+  it("leaves its jobs running: restarted, the agent reports each one's exit code", async () => {
+    const server = await startServerProcess({ heartbeatSeconds: 1, hostTimeoutSeconds: 6 });
+    const options = {
+      name: `restart-${launcher}`,
+      slots: 2,
+      servers: [server.url],
+      joinToken: server.joinToken,
+      prefix: ["env", `STEWARD_LAUNCHER=${launcher}`],
+    };
+    const agent = await startAgentProcess(options);
+    let again: Awaited<ReturnType<typeof startAgentProcess>> | null = null;
+    try {
+      const { id } = await api(server, "POST", "/api/v1/jobs", {
+        // Task 0 ends while the agent is away, task 1 after its return.
+        command: 'if [ "$STEWARD_TASK_INDEX" = 0 ]; then sleep 1; exit 5; else sleep 4; exit 6; fi',
+        array: { count: 2 },
+      });
+      await waitFor("both running", async () => {
+        const job = await getJob(server, id);
+        return job.tasks.every((task) => task.attempts[0]?.state === "running") ? job : null;
+      });
+      await agent.kill9();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      again = await startAgentProcess({ ...options, work: agent.work });
+      const job = await waitForJobEnd(server, id, 60_000);
+      expect(job.tasks.map((task) => task.attempts.length)).toEqual([1, 1]);
+      expect(job.tasks.map((task) => task.attempts[0].reason)).toEqual(["exit code 5", "exit code 6"]);
+    } finally {
+      await (again ?? agent).crash();
+      await server.stop();
+      cleanup(agent.work, server.data);
+    }
+  }, 90_000);
+});
