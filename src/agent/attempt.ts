@@ -129,6 +129,8 @@ export class Attempt {
   adopted = false;
   /** Set once the end was reported (or is being prepared): the attempt no longer holds slots. */
   ended = false;
+  /** Whether the attempt's cgroup was seen empty at its end: nothing of the job holds a part of its folder. */
+  #nothingLeft = false;
   /** What the launcher is told to start it, once prepared. */
   launchRequest: LaunchRequest | null = null;
   /** Bytes of stdout and stderr already sent to the server. */
@@ -200,8 +202,10 @@ export class Attempt {
     // Another account's job writes its notes in a folder of its own; one of the agent's account in
     // the attempt's (one folder fewer to make and remove for each short task).
     if (user) this.#notes = join(this.dir, "notes");
+    // A kept folder may have them already, empty (spare-folders.ts).
     for (const dir of [this.runDir, this.checkpointDir, this.#notes])
-      if (dir) mkdirSync(dir, { mode: 0o700 });
+      if (dir && !(reused && lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()))
+        mkdirSync(dir, { mode: 0o700 });
     // A job run as another account: its logs are made here, the agent's and private, for the
     // supervisor to append to. A job of the agent's own account: the supervisor's append makes
     // them, inside this private folder (two files fewer for each short task).
@@ -440,7 +444,7 @@ export class Attempt {
     // Emptied before the end is reported, so that nothing of the attempt outlives it; the empty
     // cgroup is removed with the folder (cleanup), off the way of the report.
     const oomKills = this.cgroup.oomKills();
-    await this.cgroup.killAll();
+    this.#nothingLeft = await this.cgroup.killAll();
     const { cpu, peakMemoryBytes } = this.cgroup.usage();
     return {
       wallSeconds,
@@ -505,7 +509,7 @@ export class Attempt {
     // Emptied when the end was measured (killed here too when the attempt never ended).
     await this.cgroup?.remove();
     if (this.owner !== null) await removeAttemptFolder(this.dir);
-    else this.context.spares.retire(this.dir);
+    else this.context.spares.retire(this.dir, this.#nothingLeft);
   }
 
   private clearTimers(): void {

@@ -76,13 +76,41 @@ export function writeInPlace(path: string, content: string | Buffer): void {
 }
 
 /**
+ * The parts a job touches that a folder may keep when nothing of its last job can still hold them
+ * (its cgroup was seen empty): its folders while empty, its logs while empty. Removing a folder
+ * frees its block, which costs more than the rest of a short task on some filesystems (ext4 with
+ * discard: `rmdir` was the agent's largest cost per `true` task), and the next attempt makes it anew.
+ */
+export const EMPTY_PARTS_KEPT = ["run", "checkpoint", "stdout", "stderr"] as const;
+
+/**
+ * Whether `path` is an empty part the next attempt may take as new: a folder of the agent's own,
+ * mode 0700, with nothing in it, or a plain file of its own, 0600, empty, with no other link.
+ */
+function isEmptyPart(path: string, isDirectory: boolean): boolean {
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  const uid = process.getuid?.() ?? -1;
+  if (!info || info.uid !== uid) return false;
+  if (isDirectory)
+    return info.isDirectory() && (info.mode & 0o7777) === 0o700 && readdirSync(path).length === 0;
+  return info.isFile() && (info.mode & 0o7777) === 0o600 && info.size === 0 && info.nlink === 1;
+}
+
+/**
  * Empties a folder down to its kept files: everything else goes, and so does a kept name that is
  * no longer a plain file of its own (a job of the agent's account could swap one for a link);
- * pid and exit read blank again.
+ * pid and exit read blank again. With `keepEmptyParts` (nothing of the last job runs any more),
+ * its empty folders and logs stay for the next attempt (EMPTY_PARTS_KEPT).
  */
-export function emptyForReuse(dir: string): void {
+export function emptyForReuse(dir: string, keepEmptyParts = false): void {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
+    if (
+      keepEmptyParts &&
+      (EMPTY_PARTS_KEPT as readonly string[]).includes(entry.name) &&
+      isEmptyPart(path, entry.isDirectory())
+    )
+      continue;
     const kept = (KEPT_FILES as readonly string[]).includes(entry.name);
     if (!kept || !entry.isFile() || lstatSync(path).nlink !== 1) {
       remove(path, entry.isDirectory());
@@ -154,16 +182,17 @@ export class SpareFolders {
 
   /**
    * Takes an ended attempt's folder out of attempts/ (at once, in one rename) and keeps it emptied,
-   * or removes it when enough are kept.
+   * or removes it when enough are kept. `nothingLeft`: no process of the attempt's job can still
+   * hold a part of it (its cgroup was seen empty), so its empty parts may stay.
    */
-  retire(dir: string): void {
+  retire(dir: string, nothingLeft = false): void {
     if (this.#spares.length >= this.#max) {
       removeOwnAttemptFolder(dir);
       return;
     }
     const spare = join(this.#root, `${basename(dir)}.${this.#named++}`);
     renameSync(dir, spare);
-    emptyForReuse(spare);
+    emptyForReuse(spare, nothingLeft);
     this.#spares.push(spare);
   }
 }

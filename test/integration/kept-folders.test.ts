@@ -8,6 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   api,
   cleanup,
@@ -76,5 +77,35 @@ describe("kept attempt folders", () => {
     expect(await logOf(a.id)).toBe("first\n");
     await waitFor("B's folder kept", () => readdirSync(spare).length === 1);
     expect(existsSync(join(shared, "leaked-done"))).toBe(true);
+  });
+});
+
+describe("kept attempt folders on an enforcing agent", () => {
+  const unavailable = enforcementUnavailable();
+  let enforcing: StewardProcess | null = null;
+
+  afterAll(async () => {
+    await enforcing?.stop();
+    if (enforcing) cleanup(enforcing.data);
+  });
+
+  it("keep the empty working folder of a job whose cgroup was emptied, and never a folder the job left something in", async (context) => {
+    skipUnlessEnforced(context, unavailable);
+    enforcing = await startUp({ agents: 1, slots: 1 });
+    const server = enforcing;
+    // Each job prints its working folder's inode; the third leaves a file there and a process
+    // in a session of its own, which the end of its cgroup kills.
+    const runInode = async (command: string) => {
+      const { id } = await api(server, "POST", "/api/v1/jobs", { command: `stat -c %i .; ${command}` });
+      expect((await waitForJobEnd(server, id)).state).toBe("succeeded");
+      const spare = join(server.data, "agents", "local-1", "spare");
+      await waitFor("the folder kept", () => readdirSync(spare).length === 1);
+      return (await cli(server, ["logs", id])).stdout.trim();
+    };
+    const first = await runInode("true");
+    expect(await runInode("true")).toBe(first);
+    expect(await runInode("echo left > left.txt; setsid sleep 300 </dev/null >/dev/null 2>&1 &")).toBe(first);
+    // The next job's working folder is a new, empty one: nothing of the third job's is in it.
+    expect((await runInode("ls -A")).split("\n")).toHaveLength(1);
   });
 });

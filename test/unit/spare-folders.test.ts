@@ -2,6 +2,7 @@
 // becomes the next attempt's folder.
 
 import {
+  chmodSync,
   existsSync,
   linkSync,
   mkdirSync,
@@ -85,6 +86,60 @@ describe("emptyForReuse", () => {
     emptyForReuse(dir);
     expect(readdirSync(dir)).toEqual(["start.json"]);
     expect(readFileSync(victim, "utf8")).toBe("intact\n");
+  });
+});
+
+describe("emptyForReuse, nothing of the last job left (its cgroup seen empty)", () => {
+  /** An ended short task's folder: its parts made as the agent makes them, empty. */
+  function emptyPartsFolder(name: string): string {
+    const dir = join(work, "attempts", name);
+    for (const part of ["run", "checkpoint"]) mkdirSync(join(dir, part), { recursive: true, mode: 0o700 });
+    for (const file of ["start.json", "pid", "exit"]) writeFileSync(join(dir, file), "x\n");
+    for (const log of ["stdout", "stderr"]) writeFileSync(join(dir, log), "", { mode: 0o600 });
+    return dir;
+  }
+
+  it("keeps run/, checkpoint/, stdout and stderr while empty (the same folders and files)", () => {
+    const dir = emptyPartsFolder("j1.0.1");
+    const inodes = Object.fromEntries(
+      ["run", "checkpoint", "stdout", "stderr"].map((part) => [part, statSync(join(dir, part)).ino]),
+    );
+    emptyForReuse(dir, true);
+    expect(readdirSync(dir).sort()).toEqual([
+      "checkpoint",
+      "exit",
+      "pid",
+      "run",
+      "start.json",
+      "stderr",
+      "stdout",
+    ]);
+    for (const [part, inode] of Object.entries(inodes)) expect(statSync(join(dir, part)).ino).toBe(inode);
+    // Without the word that nothing is left, they go as before.
+    emptyForReuse(dir);
+    expect(readdirSync(dir).sort()).toEqual(["exit", "pid", "start.json"]);
+  });
+
+  it.each([
+    ["a folder with something in it", (dir: string) => writeFileSync(join(dir, "run", "out.txt"), "r")],
+    ["a log with something in it", (dir: string) => writeFileSync(join(dir, "stdout"), "out\n")],
+    ["a folder opened to others", (dir: string) => chmodSync(join(dir, "checkpoint"), 0o777)],
+    ["a log opened to others", (dir: string) => chmodSync(join(dir, "stderr"), 0o644)],
+    [
+      "a link in a part's place",
+      (dir: string) => {
+        rmSync(join(dir, "run"), { recursive: true });
+        symlinkSync(work, join(dir, "run"));
+      },
+    ],
+    ["a log with another link", (dir: string) => linkSync(join(dir, "stdout"), join(work, "elsewhere"))],
+  ])("removes the part that is not an empty one of its own: %s", (_what, change) => {
+    const dir = emptyPartsFolder("j1.0.1");
+    change(dir);
+    emptyForReuse(dir, true);
+    expect(readdirSync(dir)).toHaveLength(6);
+    // What a link pointed at is left alone.
+    expect(existsSync(join(work, "attempts", "j1.0.1"))).toBe(true);
   });
 });
 
