@@ -177,7 +177,7 @@ export class Agent {
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
     if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
-    this.launcher.on("started", (dir, pid) => this.started(dir, pid));
+    this.launcher.on("started", (dir, pid, exited) => this.started(dir, pid, exited));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
     const gpus = await declaredGpus(this.options.gpus);
     this.context.enforcement = this.chooseEnforcement(gpus.length > 0);
@@ -368,10 +368,10 @@ export class Agent {
     if (attempt.launchRequest) this.launcher.launch(attempt.launchRequest);
   }
 
-  private started(dir: string, pid: number): void {
+  private started(dir: string, pid: number, exited = false): void {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.pid !== null) return;
-    attempt.markStarted(pid, this.checkpointError(attempt));
+    attempt.markStarted(pid, this.checkpointError(attempt), exited);
     // Rank 0 of a gang tells the server the coordinator's port, and the other ranks start with it.
     const coordinator = attempt.spec.gang?.rank === 0 ? attempt.spec.gang.coordinator : null;
     const coordinatorPort = coordinator

@@ -329,10 +329,16 @@ export class Attempt {
     return exit === null ? null : Number(exit.trim());
   }
 
-  markStarted(pid: number, onCheckpointError?: (error: unknown) => void): void {
+  /**
+   * The job started as `pid`. `exited`: its exit is known already (a short job), so there is no
+   * start time to record (it tells the job from a later process after an agent restart, when the
+   * exit is not known) and nothing to arm.
+   */
+  markStarted(pid: number, onCheckpointError?: (error: unknown) => void, exited = false): void {
     this.pid = pid;
-    this.noteStartTime(pid);
     this.startedAt ??= Date.now();
+    if (exited) return;
+    this.noteStartTime(pid);
     if (this.stopRequest) this.signalJob("SIGTERM");
     this.armTimeLimit();
     this.armCheckpoints(onCheckpointError);

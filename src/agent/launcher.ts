@@ -8,7 +8,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { join, relative } from "node:path";
-import { createInterface } from "node:readline";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
 const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
@@ -81,7 +80,29 @@ export function encodeLaunch(root: string, request: LaunchRequest): string {
   return `${fields.length}\0${fields.map((field) => `${field}\0`).join("")}`;
 }
 
-export class Launcher extends EventEmitter<{ started: [string, number]; exited: [string, number] }> {
+/** A launcher's line: a job started (its pid) or exited (its code), by its folder's name. */
+export interface LauncherLine {
+  kind: "started" | "exited";
+  value: number;
+  name: string;
+}
+
+/** The lines of a launcher's output that say something (others are passed over). */
+export function parseLauncherLines(text: string): LauncherLine[] {
+  const lines: LauncherLine[] = [];
+  for (const line of text.split("\n")) {
+    const match = /^(started|exited) (\d+) (.+)$/.exec(line);
+    if (match)
+      lines.push({ kind: match[1] as LauncherLine["kind"], value: Number(match[2]), name: match[3] });
+  }
+  return lines;
+}
+
+/**
+ * `started` carries whether the same read also said the job exited (a short job): its start time
+ * need not be recorded, nor its timers armed.
+ */
+export class Launcher extends EventEmitter<{ started: [string, number, boolean]; exited: [string, number] }> {
   readonly kind: LauncherKind;
   private child: ChildProcess | null = null;
   private closed = false;
@@ -106,7 +127,15 @@ export class Launcher extends EventEmitter<{ started: [string, number]; exited: 
     });
     this.child = child;
     child.stdin?.on("error", () => {});
-    createInterface({ input: child.stdout! }).on("line", (line) => this.parse(line));
+    // Read as it comes, whole lines only: a read often holds a short job's start and its exit.
+    let partial = "";
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      const text = partial + chunk;
+      const end = text.lastIndexOf("\n");
+      partial = text.slice(end + 1);
+      if (end >= 0) this.parse(text.slice(0, end));
+    });
     child.once("exit", () => {
       if (this.child === child) this.child = null;
       if (!this.closed) this.start();
@@ -130,11 +159,13 @@ export class Launcher extends EventEmitter<{ started: [string, number]; exited: 
     this.child = null;
   }
 
-  private parse(line: string): void {
-    const match = /^(started|exited) (\d+) (.+)$/.exec(line);
-    if (!match) return;
-    const dir = join(this.root, match[3]);
-    if (match[1] === "started") this.emit("started", dir, Number(match[2]));
-    else this.emit("exited", dir, Number(match[2]));
+  private parse(text: string): void {
+    const lines = parseLauncherLines(text);
+    const exited = new Set(lines.filter((line) => line.kind === "exited").map((line) => line.name));
+    for (const line of lines) {
+      const dir = join(this.root, line.name);
+      if (line.kind === "started") this.emit("started", dir, line.value, exited.has(line.name));
+      else this.emit("exited", dir, line.value);
+    }
   }
 }

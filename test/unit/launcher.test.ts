@@ -1,0 +1,84 @@
+// What the agent tells launcher.pl and reads back from either launcher, as pure functions.
+
+import { describe, expect, it } from "vitest";
+import { chooseLauncher, encodeLaunch, parseLauncherLines } from "../../src/agent/launcher.ts";
+
+describe("encodeLaunch", () => {
+  it.each([
+    [
+      "a job of the agent's own account, every field",
+      {
+        dir: "/w/attempts/j1.0.1",
+        times: true,
+        exec: {
+          cwd: "/w/attempts/j1.0.1/run",
+          umask: 0o22,
+          cgroupProcs: ["/sys/fs/cgroup/memory/s/j1.0.1/cgroup.procs"],
+          env: { A: "x=y", NL: "a\nb" },
+          argv: ["/bin/sh", "-c", "echo 'hi'"],
+        },
+      },
+      [
+        "j1.0.1",
+        "1",
+        "exec",
+        "/w/attempts/j1.0.1/run",
+        "0022",
+        "1",
+        "/sys/fs/cgroup/memory/s/j1.0.1/cgroup.procs",
+        "2",
+        "A=x=y",
+        "NL=a\nb",
+        "/bin/sh",
+        "-c",
+        "echo 'hi'",
+      ],
+    ],
+    [
+      "no umask, no cgroup, no variables, an empty argument",
+      {
+        dir: "/w/attempts/j2.3.1",
+        times: false,
+        exec: { cwd: "/r", cgroupProcs: [], env: {}, argv: ["x", ""] },
+      },
+      ["j2.3.1", "0", "exec", "/r", "", "0", "0", "x", ""],
+    ],
+    [
+      "a job run as another account: its job.sh",
+      { dir: "/w/attempts/j3.0.2", times: true, exec: null },
+      ["j3.0.2", "1", "script"],
+    ],
+  ])("%s", (_what, request, fields) => {
+    expect(encodeLaunch("/w/attempts", request)).toBe(
+      `${fields.length}\0${fields.map((f) => `${f}\0`).join("")}`,
+    );
+  });
+
+  it("refuses a field with a NUL byte, which would end it early", () => {
+    const request = {
+      dir: "/w/attempts/j1.0.1",
+      times: false,
+      exec: { cwd: "/r", cgroupProcs: [], env: { A: "a\0b" }, argv: ["true"] },
+    };
+    expect(() => encodeLaunch("/w/attempts", request)).toThrow(/NUL byte/);
+  });
+});
+
+describe("parseLauncherLines", () => {
+  it("reads starts and exits, passing over other lines", () => {
+    expect(
+      parseLauncherLines("started 12 j1.0.1\nnoise\nexited 0 j1.0.1\nexited 137 j2.0.1.rank1\n"),
+    ).toEqual([
+      { kind: "started", value: 12, name: "j1.0.1" },
+      { kind: "exited", value: 0, name: "j1.0.1" },
+      { kind: "exited", value: 137, name: "j2.0.1.rank1" },
+    ]);
+  });
+});
+
+describe("chooseLauncher", () => {
+  it("takes sh when asked, and refuses a name it does not know", () => {
+    expect(chooseLauncher("sh")).toBe("sh");
+    expect(() => chooseLauncher("bash")).toThrow("STEWARD_LAUNCHER must be one of auto, perl, sh, not bash");
+  });
+});
