@@ -372,6 +372,10 @@ export class Agent {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.pid !== null) return;
     attempt.markStarted(pid, this.checkpointError(attempt), exited);
+    // A job whose exit came with its start (a short one) is reported once, by its end: the server
+    // takes an end of a starting attempt as it takes one of a running attempt. A gang's rank
+    // reports its start always: the others wait for its coordinator's port.
+    if (exited && !attempt.spec.gang) return;
     // Rank 0 of a gang tells the server the coordinator's port, and the other ranks start with it.
     const coordinator = attempt.spec.gang?.rank === 0 ? attempt.spec.gang.coordinator : null;
     const coordinatorPort = coordinator
