@@ -14,6 +14,9 @@ import {
   cpuTimeFromCpuacct,
   cpuTimeFromCpuStat,
   oomKillCount,
+  settingsToWrite,
+  type WrittenSettings,
+  writtenSettings,
 } from "./cgroup-limits.ts";
 import { shellQuote } from "./job-script.ts";
 import type { SpareCgroups } from "./spare-cgroups.ts";
@@ -67,6 +70,10 @@ export class AttemptCgroup {
   readonly name: string;
   /** Emptied cgroups kept for reuse (spare-cgroups.ts): taken at create, given back at remove. */
   readonly #spares: SpareCgroups | null;
+  /** What its files are set to, once made. */
+  #settings: WrittenSettings = new Map();
+  /** Its end, once measured: emptied (nothing can join it again), with this many out-of-memory kills. */
+  #emptied: { oomKills: number } | null = null;
 
   constructor(base: CgroupBase, name: string, spares: SpareCgroups | null = null) {
     this.base = base;
@@ -84,14 +91,23 @@ export class AttemptCgroup {
     return cgroupDirs(this.base, this.name);
   }
 
-  /** Makes the directories and writes the limits; throws naming the file it could not write. */
+  /**
+   * Makes the directories (or takes a kept cgroup) and writes the limits (on a kept one, those that
+   * differ from what it holds); throws naming the file it could not write.
+   */
   create(limits: AttemptLimits): void {
     // A kept cgroup, renamed to this attempt's name, or new ones.
-    if (!this.#spares?.takeAs(this.name)) for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
+    const kept = this.#spares?.takeAs(this.name) ?? null;
+    if (kept === null) for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
     const memory = this.dirFor("memory");
     const swapAccounted =
-      this.base.version === 1 && memory !== null && existsSync(`${memory}/memory.memsw.limit_in_bytes`);
-    for (const setting of cgroupSettings(this.base.version, limits, swapAccounted)) {
+      this.base.version === 1 &&
+      memory !== null &&
+      (kept?.has("memory/memory.memsw.limit_in_bytes") ||
+        existsSync(`${memory}/memory.memsw.limit_in_bytes`));
+    const wanted = cgroupSettings(this.base.version, limits, swapAccounted);
+    this.#settings = writtenSettings(wanted);
+    for (const setting of kept === null ? wanted : settingsToWrite(kept, wanted)) {
       const dir = this.dirFor(setting.controller);
       // Devices are limited where the devices hierarchy is mounted (v1), not otherwise.
       if (dir === null) continue;
@@ -156,6 +172,14 @@ export class AttemptCgroup {
     return Number.isFinite(bytes) ? bytes : null;
   }
 
+  /**
+   * Says the attempt's end was measured with the cgroup seen empty (killAll answered true) and
+   * `oomKills` counted: its removal need not look again.
+   */
+  endMeasured(oomKills: number): void {
+    this.#emptied = { oomKills };
+  }
+
   /** The processes in the attempt's cgroup now. */
   processes(): number[] {
     const dir = this.dirFor("pids") ?? this.dirs[0];
@@ -202,7 +226,11 @@ export class AttemptCgroup {
           : `${freezer}/cgroup.freeze`;
     const [frozen, thawed] = this.base.version === 1 ? ["FROZEN", "THAWED"] : ["1", "0"];
     const pids = this.base.version === 1 ? this.dirFor("pids") : null;
-    if (pids) writeQuietly(`${pids}/pids.max`, "0");
+    if (pids) {
+      writeQuietly(`${pids}/pids.max`, "0");
+      // Kept, the cgroup holds this now: the next attempt writes its own limit over it.
+      this.#settings = new Map([...this.#settings, ["pids/pids.max", "0"]]);
+    }
     if (freezeFile) writeQuietly(freezeFile, frozen);
     for (const pid of this.processes()) {
       try {
@@ -217,14 +245,19 @@ export class AttemptCgroup {
    * may be (spare-cgroups.ts); false when a process outlived the wait.
    */
   async remove(): Promise<boolean> {
-    const empty = await this.killAll();
+    // Emptied when its end was measured (endMeasured): no process can join it since.
+    const empty = this.#emptied !== null || (await this.killAll());
     if (
       empty &&
-      this.#spares?.keep(this.name, {
-        processes: 0,
-        oomKills: this.oomKills(),
-        chargedBytes: this.chargedBytes(),
-      })
+      this.#spares?.keep(
+        this.name,
+        {
+          processes: 0,
+          oomKills: this.#emptied?.oomKills ?? this.oomKills(),
+          chargedBytes: this.chargedBytes(),
+        },
+        this.#settings,
+      )
     )
       return true;
     for (const dir of this.dirs) {

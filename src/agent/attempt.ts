@@ -451,6 +451,7 @@ export class Attempt {
     // cgroup is removed with the folder (cleanup), off the way of the report.
     const oomKills = this.cgroup.oomKills();
     this.#nothingLeft = await this.cgroup.killAll();
+    if (this.#nothingLeft) this.cgroup.endMeasured(oomKills);
     const { cpu, peakMemoryBytes } = this.cgroup.usage();
     return {
       wallSeconds,

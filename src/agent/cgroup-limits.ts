@@ -66,6 +66,42 @@ export function cgroupSettings(version: 1 | 2, limits: AttemptLimits, swapAccoun
   return settings;
 }
 
+/** What was last written to a cgroup's files, by `controller/file`: a kept cgroup's settings (v1). */
+export type WrittenSettings = ReadonlyMap<string, string>;
+
+function settingKey(setting: CgroupSetting): string {
+  return `${setting.controller}/${setting.file}`;
+}
+
+/** The settings as written: what a cgroup holds once they are. */
+export function writtenSettings(settings: readonly CgroupSetting[]): WrittenSettings {
+  return new Map(settings.map((setting) => [settingKey(setting), setting.value]));
+}
+
+/**
+ * The writes that give a kept cgroup (v1), whose files hold `written`, the settings `wanted`
+ * (cgroupSettings): only the values that differ. The memory limits are written together or not
+ * at all: when they change, both are lifted first (memory+swap first: it may never be below the
+ * memory limit), then the new ones written in order, as on a new cgroup.
+ */
+export function settingsToWrite(written: WrittenSettings, wanted: readonly CgroupSetting[]): CgroupSetting[] {
+  const isMemory = (setting: CgroupSetting) => setting.controller === "memory";
+  const memoryWanted = wanted.filter(isMemory);
+  const memoryWritten = [...written].filter(([key]) => key.startsWith("memory/"));
+  const memorySame =
+    memoryWanted.length === memoryWritten.length &&
+    memoryWanted.every((setting) => written.get(settingKey(setting)) === setting.value);
+  const writes: CgroupSetting[] = [];
+  if (!memorySame) {
+    for (const file of ["memory.memsw.limit_in_bytes", "memory.limit_in_bytes"])
+      if (written.has(`memory/${file}`)) writes.push({ controller: "memory", file, value: "-1" });
+    writes.push(...memoryWanted);
+  }
+  for (const setting of wanted)
+    if (!isMemory(setting) && written.get(settingKey(setting)) !== setting.value) writes.push(setting);
+  return writes;
+}
+
 /** The count of out-of-memory kills in a memory.oom_control (v1) or memory.events (v2) text. */
 export function oomKillCount(text: string): number {
   const match = /^oom_kill (\d+)$/m.exec(text);

@@ -6,12 +6,14 @@
 // left in it, no out-of-memory kill counted (that count cannot be reset, and the next attempt's
 // end reads it), and less than SPARE_CGROUP_MAX_CHARGED_BYTES still charged to it (the page cache
 // of files its job wrote: the next attempt's peak memory counts from there). Its peak memory and
-// CPU time are reset when it is kept; the next attempt writes its own limits (attempt-cgroup.ts).
+// CPU time are reset when it is kept; its limits stay, remembered, and the next attempt writes only
+// those of its own that differ (attempt-cgroup.ts, settingsToWrite).
 // Kept ones are named `spare-N`: a restarted agent removes them with the other cgroups no live
 // attempt has (enforcement.ts, sweepCgroups), and an agent that stops removes them first.
 
 import { renameSync, rmdirSync, writeFileSync } from "node:fs";
 import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./attempt-cgroup.ts";
+import type { WrittenSettings } from "./cgroup-limits.ts";
 
 /** How many emptied cgroups the agent keeps at most. */
 export const SPARE_CGROUPS_MAX = 64;
@@ -48,7 +50,8 @@ type V1Base = Extract<CgroupBase, { version: 1 }>;
 export class SpareCgroups {
   readonly #base: V1Base;
   readonly #max: number;
-  readonly #spares: string[] = [];
+  /** Kept cgroups, each with what its files were last set to. */
+  readonly #spares: { name: string; settings: WrittenSettings }[] = [];
   #named = 0;
 
   constructor(base: V1Base, max = SPARE_CGROUPS_MAX) {
@@ -66,49 +69,45 @@ export class SpareCgroups {
   }
 
   /**
-   * Gives a kept cgroup the name `name` (its directories renamed in every hierarchy): true when
-   * there was one to give, false when the attempt must make its own.
+   * Gives a kept cgroup the name `name` (its directories renamed in every hierarchy) and answers
+   * what its files were last set to, or null when there was none to give and the attempt must
+   * make its own.
    */
-  takeAs(name: string): boolean {
+  takeAs(name: string): WrittenSettings | null {
     for (;;) {
       const spare = this.#spares.pop();
-      if (spare === undefined) return false;
-      if (renameAll(this.dirsOf(spare), this.dirsOf(name))) return true;
+      if (spare === undefined) return null;
+      if (renameAll(this.dirsOf(spare.name), this.dirsOf(name))) return spare.settings;
       // Removed by hand meanwhile, or half renamed: not used.
-      removeAll(this.dirsOf(spare));
+      removeAll(this.dirsOf(spare.name));
     }
   }
 
   /**
-   * Keeps the emptied cgroup `name` of an ended attempt, reset, under a spare name; false when it
-   * is not to be kept (full, or its remains say no: mayKeepCgroup), and the caller removes it.
+   * Keeps the emptied cgroup `name` of an ended attempt, its peak memory and CPU time reset and
+   * its limits as `settings` say they are, under a spare name; false when it is not to be kept
+   * (full, or its remains say no: mayKeepCgroup), and the caller removes it.
    */
-  keep(name: string, remains: CgroupRemains): boolean {
+  keep(name: string, remains: CgroupRemains, settings: WrittenSettings): boolean {
     if (this.#spares.length >= this.#max || !mayKeepCgroup(remains)) return false;
     const memory = cgroupDirFor(this.#base, name, "memory");
     const cpuacct = cgroupDirFor(this.#base, name, "cpuacct");
     try {
-      if (memory !== null) {
-        // No memory limit until the next attempt writes its own (it writes none when it asks for
-        // no memory): memory+swap first, which may never be below the memory limit.
-        writeIfThere(`${memory}/memory.memsw.limit_in_bytes`, "-1");
-        writeFileSync(`${memory}/memory.limit_in_bytes`, "-1");
-        // The next attempt's peak counts from its start (writing 0 resets it), and its CPU time.
-        writeFileSync(`${memory}/memory.max_usage_in_bytes`, "0");
-      }
+      // The next attempt's peak counts from its start (writing 0 resets it), and its CPU time.
+      if (memory !== null) writeFileSync(`${memory}/memory.max_usage_in_bytes`, "0");
       if (cpuacct !== null) writeFileSync(`${cpuacct}/cpuacct.usage`, "0");
     } catch {
       return false;
     }
     const spare = `${SPARE_CGROUP_PREFIX}${this.#named++}`;
     if (!renameAll(this.dirsOf(name), this.dirsOf(spare))) return false;
-    this.#spares.push(spare);
+    this.#spares.push({ name: spare, settings });
     return true;
   }
 
   /** Removes every kept cgroup (an agent that stops leaves nothing behind). */
   removeAll(): void {
-    for (const spare of this.#spares.splice(0)) removeAll(this.dirsOf(spare));
+    for (const spare of this.#spares.splice(0)) removeAll(this.dirsOf(spare.name));
   }
 }
 
@@ -127,15 +126,6 @@ function renameAll(from: readonly string[], to: readonly string[]): boolean {
     }
   }
   return true;
-}
-
-/** Writes a control file that the kernel may not have (memsw without swap accounting). */
-function writeIfThere(path: string, value: string): void {
-  try {
-    writeFileSync(path, value);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
 }
 
 function removeAll(dirs: readonly string[]): void {

@@ -10,6 +10,8 @@ import {
   cpuTimeFromCpuStat,
   DEFAULT_MAX_PROCESSES,
   oomKillCount,
+  settingsToWrite,
+  writtenSettings,
 } from "../../src/agent/cgroup-limits.ts";
 import { baseName } from "../../src/agent/enforcement.ts";
 
@@ -203,5 +205,56 @@ describe("what an attempt's cgroup is set to", () => {
     expect(cpuTimeFromCpuStat("usage_usec 1\n")).toBeNull();
     expect(cpuTimeFromCpuacct("2000000000\n", "1000000\n")).toEqual({ userMs: 2000, systemMs: 1 });
     expect(cpuTimeFromCpuacct("", "")).toBeNull();
+  });
+});
+
+describe("what a kept cgroup is written when the next attempt takes it (v1)", () => {
+  const MB = 1024 * 1024;
+  const limits = (memoryMb?: number, cpus = 1) => cgroupSettings(1, { cpus, memoryMb }, true);
+  const writes = (before: ReturnType<typeof limits>, after: ReturnType<typeof limits>) =>
+    settingsToWrite(writtenSettings(before), after).map((s) => `${s.file}=${s.value}`);
+
+  it.each([
+    ["the same limits: nothing", limits(100), limits(100), []],
+    ["no memory limit either time: nothing", limits(), limits(), []],
+    ["another CPU quota: that alone", limits(100, 1), limits(100, 2), ["cpu.cfs_quota_us=200000"]],
+    [
+      "a memory limit where there was none: both, memory first",
+      limits(),
+      limits(100),
+      [`memory.limit_in_bytes=${100 * MB}`, `memory.memsw.limit_in_bytes=${100 * MB}`],
+    ],
+    [
+      "none where there was one: both lifted, memory+swap first",
+      limits(100),
+      limits(),
+      ["memory.memsw.limit_in_bytes=-1", "memory.limit_in_bytes=-1"],
+    ],
+    [
+      "a higher one: lifted, then written as on a new cgroup",
+      limits(100),
+      limits(200),
+      [
+        "memory.memsw.limit_in_bytes=-1",
+        "memory.limit_in_bytes=-1",
+        `memory.limit_in_bytes=${200 * MB}`,
+        `memory.memsw.limit_in_bytes=${200 * MB}`,
+      ],
+    ],
+  ])("%s", (_what, before, after, expected) => {
+    expect(writes(before, after)).toEqual(expected);
+  });
+
+  it("writes everything a cgroup needs to hold `wanted`, whatever it held", () => {
+    // After the writes, the cgroup holds what `wanted` says, file by file (a lifted limit: -1).
+    const cases = [limits(), limits(100), limits(200, 2), limits(50, 3)];
+    for (const before of cases)
+      for (const after of cases) {
+        const files = new Map(writtenSettings(before));
+        for (const write of settingsToWrite(writtenSettings(before), after))
+          files.set(`${write.controller}/${write.file}`, write.value);
+        for (const [key, value] of files) if (value === "-1") files.delete(key);
+        expect(files).toEqual(writtenSettings(after));
+      }
   });
 });
