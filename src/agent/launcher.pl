@@ -110,7 +110,11 @@ sub run_job {
     chdir $cwd or _exit(126);
     umask( oct $umask ) if $umask ne '';
     my $count = shift @more;
-    %ENV = map { my $at = index( $_, '=' ); ( substr( $_, 0, $at ) => substr( $_, $at + 1 ) ) } splice( @more, 0, $count );
+    # Over the environment it inherits from the launcher (the agent's), as job.sh's exports are.
+    for my $variable ( splice( @more, 0, $count ) ) {
+        my $at = index( $variable, '=' );
+        $ENV{ substr( $variable, 0, $at ) } = substr( $variable, $at + 1 );
+    }
     setsid();
     my @argv = @more;
     { no warnings 'exec'; exec { $argv[0] } @argv; }

@@ -33,7 +33,7 @@ describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
       agents: 1,
       slots: 2,
       args: ["--no-enforce"],
-      env: { STEWARD_LAUNCHER: launcher },
+      env: { STEWARD_LAUNCHER: launcher, AGENT_MARK: "from the agent" },
     });
   }, 30_000);
 
@@ -58,6 +58,16 @@ describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
     const [pgid, sid] = groupLine.trim().split(/\s+/);
     expect(pgid).toBe(pidLine.trim());
     expect(sid).toBe(pidLine.trim());
+  });
+
+  it("gives the job the agent's environment, its own variables over it", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", {
+      command:
+        'echo "$AGENT_MARK|$OWN|$STEWARD_TASK_INDEX"; [ -n "$PATH" ] && [ -n "$HOME" ] && echo inherited',
+      env: { OWN: "the job's" },
+    });
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
+    expect(await logsOf(steward, id)).toBe("from the agent|the job's|0\ninherited\n");
   });
 
   it("gives the job its words and variables byte for byte", async () => {
