@@ -108,6 +108,9 @@ sub run_job {
         close $fh or _exit(125);
     }
     chdir $cwd or _exit(126);
+    # As a shell's `cd` leaves them (job.sh's, under the shell launcher).
+    $ENV{PWD} = $cwd;
+    delete $ENV{OLDPWD};
     umask( oct $umask ) if $umask ne '';
     my $count = shift @more;
     # Over the environment it inherits from the launcher (the agent's), as job.sh's exports are.

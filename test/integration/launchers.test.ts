@@ -60,14 +60,17 @@ describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
     expect(sid).toBe(pidLine.trim());
   });
 
-  it("gives the job the agent's environment, its own variables over it", async () => {
+  it("gives the job the agent's environment, its own variables over it, and PWD its working folder", async () => {
+    // No shell: printenv shows the environment exactly as the job got it (a shell would mend PWD).
     const { id } = await api(steward, "POST", "/api/v1/jobs", {
-      command:
-        'echo "$AGENT_MARK|$OWN|$STEWARD_TASK_INDEX"; [ -n "$PATH" ] && [ -n "$HOME" ] && echo inherited',
+      command: ["printenv", "AGENT_MARK", "OWN", "STEWARD_TASK_INDEX", "HOME", "PWD"],
       env: { OWN: "the job's" },
     });
     expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
-    expect(await logsOf(steward, id)).toBe("from the agent|the job's|0\ninherited\n");
+    const [mark, own, index, home, pwd] = (await logsOf(steward, id)).trimEnd().split("\n");
+    expect([mark, own, index]).toEqual(["from the agent", "the job's", "0"]);
+    expect(home).toBe(process.env.HOME);
+    expect(pwd).toMatch(/\/attempts\/\d+\.0\.1\/run$/);
   });
 
   it("gives the job its words and variables byte for byte", async () => {
