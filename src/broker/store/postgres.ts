@@ -4,7 +4,8 @@
 // A commit is one transaction. Within it, the puts between two deletes are gathered per table and
 // written as one statement per table (UNNEST of column arrays): puts to different tables commute,
 // and puts to one table are upserts where the last one wins, so the result is the batch applied in
-// order, in a handful of round trips instead of one per change.
+// order, in a handful of round trips instead of one per change. A commit of puts alone, with no key
+// put twice in a table, is one statement and one round trip (pg-commit-statement.ts).
 
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
@@ -21,6 +22,7 @@ import type {
 } from "../../common/model/records.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { commitStatement, type PutRows, readAnswer } from "./pg-commit-statement.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
 import {
@@ -299,7 +301,27 @@ export class PostgresStore implements Store, Elections {
   }
 
   async commit(term: number, changes: readonly Change[]): Promise<void> {
-    this.#connected();
+    const pool = this.#connected();
+    const puts = PendingPuts.ofPutsOnly(changes);
+    const statement = puts?.oneStatement(term);
+    if (puts && statement) {
+      const answer = readAnswer((await pool.query(statement)).rows[0]);
+      if (answer.term === term) {
+        // Only a committed event gets its id.
+        puts.events.forEach((event, i) => {
+          event.id = answer.eventIds[i];
+        });
+        return;
+      }
+      // Nothing was written: the store holds another term.
+      if (answer.term > term) throw new StaleTermError(term, answer.term);
+      // An older one: the transaction below makes this term the newest as it commits.
+    }
+    await this.#commitInTransaction(term, changes);
+  }
+
+  /** The commit as one transaction: the term checked (and recorded when newer), then the changes in order. */
+  async #commitInTransaction(term: number, changes: readonly Change[]): Promise<void> {
     const batch = new PendingPuts();
     await this.#transaction("BEGIN", async (client) => {
       await checkTerm(client, term);
@@ -437,11 +459,15 @@ async function rows(client: PoolClient, name: StatementName, values: unknown[] =
   return (await client.query(query(name, values))).rows;
 }
 
+type Put = Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>;
+
 /**
  * The puts of a batch since its last delete, per table. Rows that name a key already seen go into
  * a later round, because one INSERT ... ON CONFLICT may not touch a row twice: round n holds the
  * n-th put of each key, so the rounds, applied in order, leave the last put of every key, and
- * every put is still checked by the schema as it would be one by one.
+ * every put is still checked by the schema as it would be one by one. A put of the very record
+ * that was the key's last put is left out: rows are encoded as they are written, so it would write
+ * the same row again.
  */
 class PendingPuts {
   jobs = new Rounds<JobRecord>((job) => job.id);
@@ -459,9 +485,56 @@ class PendingPuts {
   /** The events inserted so far with the ids they were given. */
   added: [EventRecord, number][] = [];
 
-  add(
-    change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>,
-  ): void {
+  /** The batch of these changes when they are all puts; null when one is a delete. */
+  static ofPutsOnly(changes: readonly Change[]): PendingPuts | null {
+    const batch = new PendingPuts();
+    for (const change of changes) {
+      if (
+        change.op === "deleteJob" ||
+        change.op === "deleteHost" ||
+        change.op === "deleteCheckpointPart" ||
+        change.op === "purgeAccounting"
+      )
+        return null;
+      batch.add(change);
+    }
+    return batch;
+  }
+
+  /**
+   * The whole batch as one statement (pg-commit-statement.ts) for `term`, or null when it does not
+   * fit one: a key put twice in a table (two rounds) or more rows in a table than one statement
+   * takes; null too when there is nothing to write.
+   */
+  oneStatement(term: number): QueryArrayConfig | null {
+    const puts: PutRows[] = [];
+    const tables = [
+      [JOBS, this.jobs, CODEC.jobs],
+      [TASKS, this.tasks, CODEC.tasks],
+      [ATTEMPTS, this.attempts, CODEC.attempts],
+      [HOSTS, this.hosts, CODEC.hosts],
+      [TOKENS, this.tokens, CODEC.tokens],
+      [WORKFLOWS, this.workflows, CODEC.workflows],
+      [META, this.meta, CODEC.meta],
+      [CHECKPOINT_PARTS, this.checkpointParts, CODEC.checkpointParts],
+    ] as const;
+    for (const [table, rounds, codec] of tables) {
+      const only = rounds.only();
+      if (only === null) return null;
+      if (only.length === 0) continue;
+      if (only.length > ROWS_PER_STATEMENT) return null;
+      // Each table's codec matches its table; the tuple's union type does not say so.
+      puts.push({ table, columns: columnArrays(only, codec as RowCodec<unknown>) });
+    }
+    if (this.events.length > ROWS_PER_STATEMENT) return null;
+    // Nothing to write (a commit that only checks its term): the transaction does that.
+    if (puts.length === 0 && this.events.length === 0) return null;
+    const events =
+      this.events.length === 0 ? null : { table: EVENTS, columns: columnArrays(this.events, CODEC.events) };
+    return commitStatement(term, puts, events);
+  }
+
+  add(change: Put): void {
     switch (change.op) {
       case "putJob":
         this.jobs.add(change.job);
@@ -522,7 +595,8 @@ class PendingPuts {
 
 class Rounds<T> {
   readonly #key: (record: T) => string;
-  #seen = new Map<string, number>();
+  /** Each key's rounds so far and the record of its last put. */
+  #seen = new Map<string, { rounds: number; last: T }>();
   #rounds: T[][] = [];
 
   constructor(key: (record: T) => string) {
@@ -531,10 +605,18 @@ class Rounds<T> {
 
   add(record: T): void {
     const key = this.#key(record);
-    const round = this.#seen.get(key) ?? 0;
-    this.#seen.set(key, round + 1);
+    const seen = this.#seen.get(key);
+    if (seen?.last === record) return;
+    const round = seen?.rounds ?? 0;
+    this.#seen.set(key, { rounds: round + 1, last: record });
     this.#rounds[round] ??= [];
     this.#rounds[round].push(record);
+  }
+
+  /** The records when they are one round (none: empty), or null for more than one. */
+  only(): T[] | null {
+    if (this.#rounds.length > 1) return null;
+    return this.#rounds[0] ?? [];
   }
 
   take(): T[][] {
