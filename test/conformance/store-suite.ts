@@ -838,6 +838,13 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.reserveIds(newer, "job", 4)).toBe(5);
       });
 
+      test("a reservation with a newer term is accepted and makes it the newest", async () => {
+        expect(await store.reserveIds(7, "job", 4)).toBe(1);
+        expect(await store.currentTerm()).toBe(7);
+        await expect(store.reserveIds(6, "job", 4)).rejects.toBeInstanceOf(StaleTermError);
+        expect(await store.reserveIds(7, "job", 4)).toBe(5);
+      });
+
       test("a count below 1 is refused", async () => {
         await expect(store.reserveIds(await store.beginTerm(), "job", 0)).rejects.toThrow(RangeError);
       });

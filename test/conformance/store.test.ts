@@ -464,6 +464,29 @@ if (unreachable && process.env.CI) {
       expect(await store.events("late")).toStrictEqual([]);
     });
 
+    test("a reservation waiting for the leadership row while another server takes the lead reserves nothing", async () => {
+      const store = makeStore();
+      await store.open();
+      const term = await store.beginTerm();
+      expect(await store.reserveIds(term, "job", 4)).toBe(1);
+      const other = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
+      await other.connect();
+      try {
+        await other.query("BEGIN");
+        await other.query(
+          `UPDATE ${pg.escapeIdentifier(schema)}.leadership SET term = term + 1 WHERE id = 1`,
+        );
+        const late = store.reserveIds(term, "job", 4);
+        late.catch(() => {});
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await other.query("COMMIT");
+        await expect(late).rejects.toMatchObject({ term, newest: term + 1 });
+      } finally {
+        await other.end();
+      }
+      expect(await store.reserveIds(term + 1, "job", 4)).toBe(5);
+    });
+
     test("the migrated tables have the columns and types of src/broker/store/schema.ts", async () => {
       const store = makeStore();
       await store.open();

@@ -165,6 +165,14 @@ const SQL = {
   reserveIds:
     "INSERT INTO sequences AS s (name, next) VALUES ($1, 1 + $2::bigint) " +
     "ON CONFLICT (name) DO UPDATE SET next = s.next + $2::bigint RETURNING next - $2::bigint",
+  // The same in one statement, written only when the leadership row names the term $1 (locked as a
+  // commit's first statement locks it); answers the term found and the first id (null when not written).
+  reserveIdsInOneStatement:
+    "WITH lead AS MATERIALIZED (SELECT term FROM leadership WHERE id = 1 FOR UPDATE), " +
+    "reserved AS (INSERT INTO sequences AS s (name, next) SELECT $2, 1 + $3::bigint " +
+    "WHERE EXISTS (SELECT 1 FROM lead WHERE term = $1) " +
+    "ON CONFLICT (name) DO UPDATE SET next = s.next + $3::bigint RETURNING next - $3::bigint) " +
+    "SELECT (SELECT term FROM lead), (SELECT * FROM reserved)",
 } as const;
 
 type StatementName = keyof typeof SQL;
@@ -361,6 +369,13 @@ export class PostgresStore implements Store, Elections {
 
   async reserveIds(term: number, sequence: string, count: number): Promise<number> {
     if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    const found = await this.#connected().query(query("reserveIdsInOneStatement", [term, sequence, count]));
+    const [stored, first] = found.rows[0] as [unknown, unknown];
+    if (first !== null) return Number(first);
+    // Nothing was reserved: the store holds another term (or none).
+    const newest = stored === null ? 0 : Number(stored);
+    if (newest > term) throw new StaleTermError(term, newest);
+    // An older one: the transaction below makes this term the newest as it reserves.
     return this.#transaction("BEGIN", async (client) => {
       await checkTerm(client, term);
       const result = await client.query(query("reserveIds", [sequence, count]));
