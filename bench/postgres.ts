@@ -167,6 +167,8 @@ async function endToEnd(options: BenchOptions, xargsRate: unknown, progress: (me
   try {
     await cluster.waitForHosts();
     const meter = await CostMeter.start(cluster);
+    const agentPid = cluster.agents[0].pid;
+    const agentBefore = processCpuSeconds(agentPid);
     const start = performance.now();
     const id = await cluster.api.submit({ name: "bench-pg-e2e", command: ["true"], array: { count: TASKS } });
     for (;;) {
@@ -177,12 +179,27 @@ async function endToEnd(options: BenchOptions, xargsRate: unknown, progress: (me
     }
     const seconds = since(start) / 1000;
     const tasksPerSecond = TASKS / seconds;
-    const perTask = await meter.per(TASKS);
+    const agentAfter = processCpuSeconds(agentPid);
+    const perTask = {
+      ...(await meter.per(TASKS)),
+      // The agent's own CPU, and that of the processes it reaped (those it waited for), a task.
+      agentCpuMs:
+        agentBefore && agentAfter
+          ? round(
+              ((agentAfter.user + agentAfter.system - agentBefore.user - agentBefore.system) * 1000) / TASKS,
+              3,
+            )
+          : null,
+      agentReapedCpuMs:
+        agentBefore && agentAfter
+          ? round(((agentAfter.children - agentBefore.children) * 1000) / TASKS, 3)
+          : null,
+    };
     const fractionOfXargs = typeof xargsRate === "number" ? round(tasksPerSecond / xargsRate, 4) : null;
     progress(
       `postgres: end-to-end ${TASKS} tasks in ${round(seconds, 3)} s (${round(tasksPerSecond)}/s, ` +
         `${fractionOfXargs ?? "?"} of xargs; a task: broker ${perTask.brokerCpuMs} ms CPU, ` +
-        `database ${perTask.databaseCpuMs} ms CPU, ${perTask.storeCommits} commits)`,
+        `database ${perTask.databaseCpuMs} ms CPU, agent ${perTask.agentCpuMs} ms CPU, ${perTask.storeCommits} commits)`,
     );
     return {
       tasks: TASKS,
