@@ -533,15 +533,15 @@ class PendingPuts {
       [META, this.meta, CODEC.meta],
       [CHECKPOINT_PARTS, this.checkpointParts, CODEC.checkpointParts],
     ] as const;
-    for (const [table, rounds, codec] of tables) {
-      const only = rounds.only();
-      if (only === null) return null;
-      if (only.length === 0) continue;
-      if (only.length > ROWS_PER_STATEMENT) return null;
-      // Each table's codec matches its table; the tuple's union type does not say so.
-      puts.push({ table, columns: columnArrays(only, codec as RowCodec<unknown>) });
-    }
+    // Whether it fits is known before any row is encoded.
+    const rows = tables.map(([, rounds]) => rounds.only());
+    if (rows.some((each) => each === null || each.length > ROWS_PER_STATEMENT)) return null;
     if (this.events.length > ROWS_PER_STATEMENT) return null;
+    tables.forEach(([table, , codec], i) => {
+      const only = rows[i] ?? [];
+      // Each table's codec matches its table; the tuple's union type does not say so.
+      if (only.length > 0) puts.push({ table, columns: columnArrays(only, codec as RowCodec<unknown>) });
+    });
     // Nothing to write (a commit that only checks its term): the transaction does that.
     if (puts.length === 0 && this.events.length === 0) return null;
     const events =
