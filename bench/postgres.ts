@@ -1,25 +1,28 @@
 // postgres: the broker on PostgreSQL (STEWARD_TEST_PG_URL, a fresh schema each time): submit
 // throughput and 2,000-task end-to-end throughput beside the SQLite figures of `submit` and
-// `end-to-end`, and the failover time of two brokers on one database: from kill -9 of the leader to
-// the first submit the other accepts (median of 5).
+// `end-to-end`, the end-to-end rate over xargs's of the same run, the broker's and the database's
+// CPU per request and per task, and the failover time of two brokers on one database: from kill -9
+// of the leader to the first submit the other accepts (median of 5).
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { Api } from "./api.ts";
-import { type Benchmark, median, REPOSITORY, round, since } from "./benchmark.ts";
-import { startCluster } from "./steward-cluster.ts";
-import { freePort, waitForHealth } from "./steward-process.ts";
+import { type Benchmark, type BenchOptions, figure, median, REPOSITORY, round, since } from "./benchmark.ts";
+import { type Cluster, startCluster } from "./steward-cluster.ts";
+import { type CpuSeconds, freePort, processCpuSeconds, waitForHealth } from "./steward-process.ts";
+import { XARGS_PARALLEL, XARGS_TASKS } from "./xargs.ts";
 
 const PG_URL = process.env.STEWARD_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const SEQUENTIAL = 500;
 const CLIENTS = 8;
 const CONCURRENT = 1000;
-const TASKS = 2000;
-const SLOTS = 4;
-const FAILOVERS = 5;
+const TASKS = XARGS_TASKS;
+const SLOTS = XARGS_PARALLEL;
+/** Failover runs (`STEWARD_BENCH_PG_FAILOVERS`, 0 for none: the throughput figures alone). */
+const FAILOVERS = Number(process.env.STEWARD_BENCH_PG_FAILOVERS ?? 5);
 const STEWARD = join(REPOSITORY, "bin", "steward");
 const NEVER = 'host.name == "nowhere"';
 
@@ -48,51 +51,124 @@ function freshStore(label: string): { url: string; drop: () => Promise<void> } {
   };
 }
 
-async function submitRate(api: Api, total: number, clients: number): Promise<number> {
+/** CPU seconds (user + system) of the database's processes: every process named `postgres`. */
+function databaseCpuSeconds(): number {
+  let total = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, "utf8").trim() !== "postgres") continue;
+    } catch {
+      continue;
+    }
+    const cpu = processCpuSeconds(Number(name));
+    if (cpu) total += cpu.user + cpu.system;
+  }
+  return total;
+}
+
+/** The server's counter `name` from /metrics, or null. */
+async function metric(cluster: Cluster, name: string): Promise<number | null> {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(await cluster.api.metrics());
+  return match ? Number(match[1]) : null;
+}
+
+/** What the broker (the server process), the database and the store did over some work of `units`. */
+class CostMeter {
+  readonly #cluster: Cluster;
+  readonly #broker: CpuSeconds | null;
+  readonly #database: number;
+  readonly #commits: number | null;
+
+  private constructor(cluster: Cluster, broker: CpuSeconds | null, database: number, commits: number | null) {
+    this.#cluster = cluster;
+    this.#broker = broker;
+    this.#database = database;
+    this.#commits = commits;
+  }
+
+  static async start(cluster: Cluster): Promise<CostMeter> {
+    const commits = await metric(cluster, "steward_store_commits");
+    return new CostMeter(cluster, processCpuSeconds(cluster.serverPid), databaseCpuSeconds(), commits);
+  }
+
+  /** Per unit: the broker's CPU, the database's CPU (ms) and the store's commits. */
+  async per(units: number) {
+    const broker = processCpuSeconds(this.#cluster.serverPid);
+    const database = databaseCpuSeconds();
+    const commits = await metric(this.#cluster, "steward_store_commits");
+    return {
+      brokerCpuMs:
+        broker && this.#broker
+          ? round(((broker.user + broker.system - this.#broker.user - this.#broker.system) * 1000) / units, 3)
+          : null,
+      databaseCpuMs: round(((database - this.#database) * 1000) / units, 3),
+      storeCommits:
+        commits !== null && this.#commits !== null ? round((commits - this.#commits) / units, 3) : null,
+    };
+  }
+}
+
+async function submitRate(cluster: Cluster, total: number, clients: number) {
+  const meter = await CostMeter.start(cluster);
   let next = 0;
   const client = async () => {
     while (next < total) {
       next++;
-      await api.submit({ name: "bench-pg", command: "true", requirements: NEVER });
+      await cluster.api.submit({ name: "bench-pg", command: "true", requirements: NEVER });
     }
   };
   const start = performance.now();
   await Promise.all(Array.from({ length: clients }, client));
-  return round(total / (since(start) / 1000));
+  const perSecond = round(total / (since(start) / 1000));
+  return { perSecond, perRequest: await meter.per(total) };
 }
 
-async function throughput(progress: (message: string) => void) {
+async function submitThroughput(options: BenchOptions, progress: (message: string) => void) {
   const store = freshStore("submit");
-  const submitCluster = await startCluster({
+  const cluster = await startCluster({
     label: "pg-submit",
     agents: 0,
     slots: 1,
     serverArgs: ["--store", store.url],
+    cpuProf: options.cpuProf,
+    keep: options.keep,
   });
-  let submit: { sequential: number; concurrent8: number };
   try {
-    await submitRate(submitCluster.api, 50, 1);
-    submit = {
-      sequential: await submitRate(submitCluster.api, SEQUENTIAL, 1),
-      concurrent8: await submitRate(submitCluster.api, CONCURRENT, CLIENTS),
-    };
+    await submitRate(cluster, 50, 1);
+    const sequential = await submitRate(cluster, SEQUENTIAL, 1);
+    const concurrent = await submitRate(cluster, CONCURRENT, CLIENTS);
     progress(
-      `postgres: submit sequential ${submit.sequential}/s, ${CLIENTS} clients ${submit.concurrent8}/s`,
+      `postgres: submit sequential ${sequential.perSecond}/s, ${CLIENTS} clients ${concurrent.perSecond}/s ` +
+        `(${CLIENTS} clients, a request: broker ${concurrent.perRequest.brokerCpuMs} ms CPU, ` +
+        `database ${concurrent.perRequest.databaseCpuMs} ms CPU, ${concurrent.perRequest.storeCommits} commits)`,
     );
+    return {
+      sequential: sequential.perSecond,
+      concurrent8: concurrent.perSecond,
+      perRequest: { sequential: sequential.perRequest, concurrent8: concurrent.perRequest },
+    };
   } finally {
-    await submitCluster.stop();
+    await cluster.stop();
     await store.drop();
   }
+}
 
-  const e2eStore = freshStore("e2e");
+async function endToEnd(options: BenchOptions, xargsRate: unknown, progress: (message: string) => void) {
+  const store = freshStore("e2e");
   const cluster = await startCluster({
     label: "pg-e2e",
     agents: 1,
     slots: SLOTS,
-    serverArgs: ["--store", e2eStore.url],
+    serverArgs: ["--store", store.url],
+    cpuProf: options.cpuProf,
+    keep: options.keep,
   });
   try {
     await cluster.waitForHosts();
+    const meter = await CostMeter.start(cluster);
+    const agentPid = cluster.agents[0].pid;
+    const agentBefore = processCpuSeconds(agentPid);
     const start = performance.now();
     const id = await cluster.api.submit({ name: "bench-pg-e2e", command: ["true"], array: { count: TASKS } });
     for (;;) {
@@ -102,17 +178,40 @@ async function throughput(progress: (message: string) => void) {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     const seconds = since(start) / 1000;
-    const endToEnd = {
+    const tasksPerSecond = TASKS / seconds;
+    const agentAfter = processCpuSeconds(agentPid);
+    const perTask = {
+      ...(await meter.per(TASKS)),
+      // The agent's own CPU, and that of the processes it reaped (those it waited for), a task.
+      agentCpuMs:
+        agentBefore && agentAfter
+          ? round(
+              ((agentAfter.user + agentAfter.system - agentBefore.user - agentBefore.system) * 1000) / TASKS,
+              3,
+            )
+          : null,
+      agentReapedCpuMs:
+        agentBefore && agentAfter
+          ? round(((agentAfter.children - agentBefore.children) * 1000) / TASKS, 3)
+          : null,
+    };
+    const fractionOfXargs = typeof xargsRate === "number" ? round(tasksPerSecond / xargsRate, 4) : null;
+    progress(
+      `postgres: end-to-end ${TASKS} tasks in ${round(seconds, 3)} s (${round(tasksPerSecond)}/s, ` +
+        `${fractionOfXargs ?? "?"} of xargs; a task: broker ${perTask.brokerCpuMs} ms CPU, ` +
+        `database ${perTask.databaseCpuMs} ms CPU, agent ${perTask.agentCpuMs} ms CPU, ${perTask.storeCommits} commits)`,
+    );
+    return {
       tasks: TASKS,
       slots: SLOTS,
       seconds: round(seconds, 3),
-      tasksPerSecond: round(TASKS / seconds),
+      tasksPerSecond: round(tasksPerSecond),
+      fractionOfXargs,
+      perTask,
     };
-    progress(`postgres: end-to-end ${TASKS} tasks in ${endToEnd.seconds} s (${endToEnd.tasksPerSecond}/s)`);
-    return { submit, endToEnd };
   } finally {
     await cluster.stop();
-    await e2eStore.drop();
+    await store.drop();
   }
 }
 
@@ -161,15 +260,17 @@ async function failover(): Promise<number> {
 
 export const postgresBenchmark: Benchmark = {
   name: "postgres",
-  description: `on PostgreSQL: submit and ${TASKS}-task end-to-end throughput, and failover of two brokers (kill -9 to the first accepted submit, median of ${FAILOVERS})`,
-  async run({ progress }) {
+  description: `on PostgreSQL: submit and ${TASKS}-task end-to-end throughput (and its fraction of xargs's), and failover of two brokers (kill -9 to the first accepted submit, median of ${FAILOVERS})`,
+  needs: ["xargs"],
+  async run({ options, results, progress }) {
     try {
       await onPostgres((client) => client.query("SELECT 1"));
     } catch (error) {
       progress(`postgres: no server at ${PG_URL} (${(error as Error).message}); skipped`);
       return { postgres: { skipped: (error as Error).message } };
     }
-    const { submit, endToEnd } = await throughput(progress);
+    const submit = await submitThroughput(options, progress);
+    const e2e = await endToEnd(options, figure(results, "raw.xargsTasksPerSecond"), progress);
     const runs: number[] = [];
     for (let i = 0; i < FAILOVERS; i++) {
       runs.push(await failover());
@@ -180,8 +281,11 @@ export const postgresBenchmark: Benchmark = {
     return {
       postgres: {
         submit,
-        endToEnd,
-        failoverSeconds: { median: round(median(runs), 3), runs: runs.map((each) => round(each, 3)) },
+        endToEnd: e2e,
+        failoverSeconds:
+          runs.length === 0
+            ? null
+            : { median: round(median(runs), 3), runs: runs.map((each) => round(each, 3)) },
       },
     };
   },

@@ -29,6 +29,7 @@ import { postgresBenchmark } from "./postgres.ts";
 import { recoveryBenchmark } from "./recovery.ts";
 import { replayLcgBenchmark } from "./replay-lcg.ts";
 import { replayLcgRealBenchmark } from "./replay-lcg-real.ts";
+import { sideBySideBenchmark } from "./side-by-side.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
@@ -56,6 +57,7 @@ const BENCHMARKS: Benchmark[] = [
   postgresBenchmark,
   slurmPoolBenchmark,
   vsSlurmBenchmark,
+  sideBySideBenchmark,
   dashboardBenchmark,
 ];
 

@@ -32,27 +32,42 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   }
 }
 
-/** Seconds for `count` `true` jobs as one Slurm array, submit to the last one gone from the queue. */
-export async function slurmArraySeconds(dir: string, count = TASKS): Promise<number> {
+/** The largest array task index the cluster takes (MaxArraySize - 1; Slurm's default 1000). */
+async function maxArrayIndex(): Promise<number> {
+  const { stdout } = await run("scontrol", ["show", "config"]);
+  const size = /^MaxArraySize\s*=\s*(\d+)/m.exec(stdout);
+  return size ? Number(size[1]) - 1 : 1000;
+}
+
+/**
+ * Seconds for `count` `true` jobs as one Slurm array, submit to the last one gone from the queue;
+ * at most `atOnce` of them running at a time when given (`--array=1-N%atOnce`). More tasks than
+ * the cluster's largest array go as several arrays, each submitted when the one before is done.
+ */
+export async function slurmArraySeconds(dir: string, count = TASKS, atOnce?: number): Promise<number> {
+  const largest = await maxArrayIndex();
   const start = performance.now();
-  const { stdout } = await run("sbatch", [
-    "--parsable",
-    `--array=1-${count}`,
-    "--job-name=steward-bench-array",
-    `--output=${join(dir, "array-%A_%a.log")}`,
-    "--wrap=true",
-  ]);
-  const id = stdout.trim().split(";")[0];
-  await waitUntil(
-    "the Slurm array to finish",
-    async () => {
-      const queue = await run("squeue", ["--noheader", `--jobs=${id}`, "--format=%i"]).catch(() => ({
-        stdout: "x",
-      }));
-      return queue.stdout.trim() === "";
-    },
-    30 * 60_000,
-  );
+  for (let left = count; left > 0; left -= largest) {
+    const size = Math.min(left, largest);
+    const { stdout } = await run("sbatch", [
+      "--parsable",
+      `--array=1-${size}${atOnce === undefined ? "" : `%${atOnce}`}`,
+      "--job-name=steward-bench-array",
+      `--output=${join(dir, "array-%A_%a.log")}`,
+      "--wrap=true",
+    ]);
+    const id = stdout.trim().split(";")[0];
+    await waitUntil(
+      "the Slurm array to finish",
+      async () => {
+        const queue = await run("squeue", ["--noheader", `--jobs=${id}`, "--format=%i"]).catch(() => ({
+          stdout: "x",
+        }));
+        return queue.stdout.trim() === "";
+      },
+      30 * 60_000,
+    );
+  }
   return since(start) / 1000;
 }
 

@@ -256,6 +256,17 @@ const BAD_CHANGES: { name: string; change: Change }[] = [
   },
 ];
 
+/** One attempt's record as two steps of one batch put it: the very records, not copies. */
+const ATTEMPT_RUNNING = attempt("j", 0, 1);
+const ATTEMPT_ENDED = attempt("j", 0, 1, {
+  state: "ended",
+  outcome: "succeeded",
+  exitCode: 0,
+  endedAt: 1_700_000_002_000,
+});
+const JOB = job("j");
+const JOB_HELD = job("j", { held: true });
+
 export function describeStoreConformance(name: string, makeStore: () => Promise<StoreUnderTest>): void {
   describe(`Store conformance: ${name}`, () => {
     let subject: StoreUnderTest;
@@ -827,6 +838,13 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.reserveIds(newer, "job", 4)).toBe(5);
       });
 
+      test("a reservation with a newer term is accepted and makes it the newest", async () => {
+        expect(await store.reserveIds(7, "job", 4)).toBe(1);
+        expect(await store.currentTerm()).toBe(7);
+        await expect(store.reserveIds(6, "job", 4)).rejects.toBeInstanceOf(StaleTermError);
+        expect(await store.reserveIds(7, "job", 4)).toBe(5);
+      });
+
       test("a count below 1 is refused", async () => {
         await expect(store.reserveIds(await store.beginTerm(), "job", 0)).rejects.toThrow(RangeError);
       });
@@ -1043,6 +1061,27 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
               task("j", i, i === 10 ? { attempts: 2 } : {}),
             ).filter((t) => t.index !== 180),
           },
+        ],
+        [
+          "one record put again after another record of its key: the record put last wins",
+          [
+            { op: "putAttempt", attempt: ATTEMPT_RUNNING },
+            { op: "putAttempt", attempt: ATTEMPT_ENDED },
+            { op: "putAttempt", attempt: ATTEMPT_RUNNING },
+            { op: "putJob", job: JOB },
+            { op: "putJob", job: JOB_HELD },
+            { op: "putJob", job: JOB_HELD },
+          ],
+          { attempts: [ATTEMPT_RUNNING], jobs: [JOB_HELD] },
+        ],
+        [
+          "one record put again after its own put: stored once",
+          [
+            { op: "putAttempt", attempt: ATTEMPT_ENDED },
+            { op: "putAttempt", attempt: ATTEMPT_ENDED },
+            { op: "putTasks", tasks: [task("j", 0), task("j", 1)] },
+          ],
+          { attempts: [ATTEMPT_ENDED], tasks: [task("j", 0), task("j", 1)] },
         ],
         [
           "meta set twice: the last wins",

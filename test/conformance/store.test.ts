@@ -422,6 +422,71 @@ if (unreachable && process.env.CI) {
       expect(ids).toHaveLength(11);
     });
 
+    test("a commit waiting for the leadership row while another server takes the lead writes nothing", async () => {
+      const store = makeStore();
+      await store.open();
+      const term = await store.beginTerm();
+      await store.commit(term, [{ op: "putJob", job: job("before") }]);
+      // Another server's election, holding the row until it commits (tryLead's update).
+      const other = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
+      await other.connect();
+      let waited = false;
+      try {
+        await other.query("BEGIN");
+        await other.query(
+          `UPDATE ${pg.escapeIdentifier(schema)}.leadership SET term = term + 1 WHERE id = 1`,
+        );
+        const late = store.commit(term, [
+          { op: "putJob", job: job("late") },
+          { op: "putTasks", tasks: [task("late", 0)] },
+          { op: "addEvent", event: event("late", 1, "from the deposed term") },
+        ]);
+        late.catch(() => {});
+        // The commit waits on the row lock (it has not settled) until the election commits.
+        const settled = await Promise.race([
+          late.then(
+            () => true,
+            () => true,
+          ),
+          new Promise<false>((resolve) => setTimeout(() => resolve(false), 300)),
+        ]);
+        waited = !settled;
+        await other.query("COMMIT");
+        await expect(late).rejects.toMatchObject({ term, newest: term + 1 });
+        await expect(late).rejects.toBeInstanceOf(StaleTermError);
+      } finally {
+        await other.end();
+      }
+      expect(waited).toBe(true);
+      const snapshot = await store.load();
+      expect(snapshot.jobs.map((each) => each.id)).toStrictEqual(["before"]);
+      expect(snapshot.tasks).toStrictEqual([]);
+      expect(await store.events("late")).toStrictEqual([]);
+    });
+
+    test("a reservation waiting for the leadership row while another server takes the lead reserves nothing", async () => {
+      const store = makeStore();
+      await store.open();
+      const term = await store.beginTerm();
+      expect(await store.reserveIds(term, "job", 4)).toBe(1);
+      const other = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
+      await other.connect();
+      try {
+        await other.query("BEGIN");
+        await other.query(
+          `UPDATE ${pg.escapeIdentifier(schema)}.leadership SET term = term + 1 WHERE id = 1`,
+        );
+        const late = store.reserveIds(term, "job", 4);
+        late.catch(() => {});
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await other.query("COMMIT");
+        await expect(late).rejects.toMatchObject({ term, newest: term + 1 });
+      } finally {
+        await other.end();
+      }
+      expect(await store.reserveIds(term + 1, "job", 4)).toBe(5);
+    });
+
     test("the migrated tables have the columns and types of src/broker/store/schema.ts", async () => {
       const store = makeStore();
       await store.open();

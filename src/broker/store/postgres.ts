@@ -4,7 +4,8 @@
 // A commit is one transaction. Within it, the puts between two deletes are gathered per table and
 // written as one statement per table (UNNEST of column arrays): puts to different tables commute,
 // and puts to one table are upserts where the last one wins, so the result is the batch applied in
-// order, in a handful of round trips instead of one per change.
+// order, in a handful of round trips instead of one per change. A commit of puts alone, with no key
+// put twice in a table, is one statement and one round trip (pg-commit-statement.ts).
 
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
@@ -21,6 +22,7 @@ import type {
 } from "../../common/model/records.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { commitStatement, type PutRows, readAnswer } from "./pg-commit-statement.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
 import {
@@ -163,6 +165,14 @@ const SQL = {
   reserveIds:
     "INSERT INTO sequences AS s (name, next) VALUES ($1, 1 + $2::bigint) " +
     "ON CONFLICT (name) DO UPDATE SET next = s.next + $2::bigint RETURNING next - $2::bigint",
+  // The same in one statement, written only when the leadership row names the term $1 (locked as a
+  // commit's first statement locks it); answers the term found and the first id (null when not written).
+  reserveIdsInOneStatement:
+    "WITH lead AS MATERIALIZED (SELECT term FROM leadership WHERE id = 1 FOR UPDATE), " +
+    "reserved AS (INSERT INTO sequences AS s (name, next) SELECT $2, 1 + $3::bigint " +
+    "WHERE EXISTS (SELECT 1 FROM lead WHERE term = $1) " +
+    "ON CONFLICT (name) DO UPDATE SET next = s.next + $3::bigint RETURNING next - $3::bigint) " +
+    "SELECT (SELECT term FROM lead), (SELECT * FROM reserved)",
 } as const;
 
 type StatementName = keyof typeof SQL;
@@ -299,7 +309,27 @@ export class PostgresStore implements Store, Elections {
   }
 
   async commit(term: number, changes: readonly Change[]): Promise<void> {
-    this.#connected();
+    const pool = this.#connected();
+    const puts = PendingPuts.ofPutsOnly(changes);
+    const statement = puts?.oneStatement(term);
+    if (puts && statement) {
+      const answer = readAnswer((await pool.query(statement)).rows[0]);
+      if (answer.term === term) {
+        // Only a committed event gets its id.
+        puts.events.forEach((event, i) => {
+          event.id = answer.eventIds[i];
+        });
+        return;
+      }
+      // Nothing was written: the store holds another term.
+      if (answer.term > term) throw new StaleTermError(term, answer.term);
+      // An older one: the transaction below makes this term the newest as it commits.
+    }
+    await this.#commitInTransaction(term, changes);
+  }
+
+  /** The commit as one transaction: the term checked (and recorded when newer), then the changes in order. */
+  async #commitInTransaction(term: number, changes: readonly Change[]): Promise<void> {
     const batch = new PendingPuts();
     await this.#transaction("BEGIN", async (client) => {
       await checkTerm(client, term);
@@ -339,6 +369,13 @@ export class PostgresStore implements Store, Elections {
 
   async reserveIds(term: number, sequence: string, count: number): Promise<number> {
     if (!Number.isSafeInteger(count) || count < 1) throw new RangeError(`cannot reserve ${count} ids`);
+    const found = await this.#connected().query(query("reserveIdsInOneStatement", [term, sequence, count]));
+    const [stored, first] = found.rows[0] as [unknown, unknown];
+    if (first !== null) return Number(first);
+    // Nothing was reserved: the store holds another term (or none).
+    const newest = stored === null ? 0 : Number(stored);
+    if (newest > term) throw new StaleTermError(term, newest);
+    // An older one: the transaction below makes this term the newest as it reserves.
     return this.#transaction("BEGIN", async (client) => {
       await checkTerm(client, term);
       const result = await client.query(query("reserveIds", [sequence, count]));
@@ -437,11 +474,15 @@ async function rows(client: PoolClient, name: StatementName, values: unknown[] =
   return (await client.query(query(name, values))).rows;
 }
 
+type Put = Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>;
+
 /**
  * The puts of a batch since its last delete, per table. Rows that name a key already seen go into
  * a later round, because one INSERT ... ON CONFLICT may not touch a row twice: round n holds the
  * n-th put of each key, so the rounds, applied in order, leave the last put of every key, and
- * every put is still checked by the schema as it would be one by one.
+ * every put is still checked by the schema as it would be one by one. A put of the very record
+ * that was the key's last put is left out: rows are encoded as they are written, so it would write
+ * the same row again.
  */
 class PendingPuts {
   jobs = new Rounds<JobRecord>((job) => job.id);
@@ -459,9 +500,56 @@ class PendingPuts {
   /** The events inserted so far with the ids they were given. */
   added: [EventRecord, number][] = [];
 
-  add(
-    change: Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>,
-  ): void {
+  /** The batch of these changes when they are all puts; null when one is a delete. */
+  static ofPutsOnly(changes: readonly Change[]): PendingPuts | null {
+    const batch = new PendingPuts();
+    for (const change of changes) {
+      if (
+        change.op === "deleteJob" ||
+        change.op === "deleteHost" ||
+        change.op === "deleteCheckpointPart" ||
+        change.op === "purgeAccounting"
+      )
+        return null;
+      batch.add(change);
+    }
+    return batch;
+  }
+
+  /**
+   * The whole batch as one statement (pg-commit-statement.ts) for `term`, or null when it does not
+   * fit one: a key put twice in a table (two rounds) or more rows in a table than one statement
+   * takes; null too when there is nothing to write.
+   */
+  oneStatement(term: number): QueryArrayConfig | null {
+    const puts: PutRows[] = [];
+    const tables = [
+      [JOBS, this.jobs, CODEC.jobs],
+      [TASKS, this.tasks, CODEC.tasks],
+      [ATTEMPTS, this.attempts, CODEC.attempts],
+      [HOSTS, this.hosts, CODEC.hosts],
+      [TOKENS, this.tokens, CODEC.tokens],
+      [WORKFLOWS, this.workflows, CODEC.workflows],
+      [META, this.meta, CODEC.meta],
+      [CHECKPOINT_PARTS, this.checkpointParts, CODEC.checkpointParts],
+    ] as const;
+    // Whether it fits is known before any row is encoded.
+    const rows = tables.map(([, rounds]) => rounds.only());
+    if (rows.some((each) => each === null || each.length > ROWS_PER_STATEMENT)) return null;
+    if (this.events.length > ROWS_PER_STATEMENT) return null;
+    tables.forEach(([table, , codec], i) => {
+      const only = rows[i] ?? [];
+      // Each table's codec matches its table; the tuple's union type does not say so.
+      if (only.length > 0) puts.push({ table, columns: columnArrays(only, codec as RowCodec<unknown>) });
+    });
+    // Nothing to write (a commit that only checks its term): the transaction does that.
+    if (puts.length === 0 && this.events.length === 0) return null;
+    const events =
+      this.events.length === 0 ? null : { table: EVENTS, columns: columnArrays(this.events, CODEC.events) };
+    return commitStatement(term, puts, events);
+  }
+
+  add(change: Put): void {
     switch (change.op) {
       case "putJob":
         this.jobs.add(change.job);
@@ -522,7 +610,8 @@ class PendingPuts {
 
 class Rounds<T> {
   readonly #key: (record: T) => string;
-  #seen = new Map<string, number>();
+  /** Each key's rounds so far and the record of its last put. */
+  #seen = new Map<string, { rounds: number; last: T }>();
   #rounds: T[][] = [];
 
   constructor(key: (record: T) => string) {
@@ -531,10 +620,18 @@ class Rounds<T> {
 
   add(record: T): void {
     const key = this.#key(record);
-    const round = this.#seen.get(key) ?? 0;
-    this.#seen.set(key, round + 1);
+    const seen = this.#seen.get(key);
+    if (seen?.last === record) return;
+    const round = seen?.rounds ?? 0;
+    this.#seen.set(key, { rounds: round + 1, last: record });
     this.#rounds[round] ??= [];
     this.#rounds[round].push(record);
+  }
+
+  /** The records when they are one round (none: empty), or null for more than one. */
+  only(): T[] | null {
+    if (this.#rounds.length > 1) return null;
+    return this.#rounds[0] ?? [];
   }
 
   take(): T[][] {
