@@ -103,6 +103,12 @@ const EXIT_POLL_MS = 250;
 const MISSING_EXIT_GRACE_MS = 2000;
 /** Missed heartbeat answers after which the connection counts as dead (a half-open TCP). */
 const MISSED_PONGS = 3;
+/**
+ * How long a job's start waits to be reported: a job that ends sooner is reported once, by its end
+ * (the server takes the end of an attempt it has not heard start as it takes any end), which saves
+ * a short task a report, a commit and an acknowledgement. A gang's rank reports its start at once.
+ */
+export const START_REPORT_DELAY_MS = 10;
 
 export class Agent {
   readonly name: string;
@@ -116,6 +122,9 @@ export class Agent {
   private readonly outbox = new Outbox();
   private readonly launcher: Launcher;
   private readonly missingSince = new Map<string, number>();
+  /** Started attempts whose start is not reported yet (START_REPORT_DELAY_MS), and the timer that reports them. */
+  private readonly unreportedStarts = new Set<Attempt>();
+  private startReportTimer: NodeJS.Timeout | null = null;
   private ws: WebSocket | null = null;
   private serverIndex = 0;
   private failures = 0;
@@ -256,6 +265,7 @@ export class Agent {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     for (const timer of this.timers) clearInterval(timer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.startReportTimer) clearTimeout(this.startReportTimer);
     if (killAttempts) for (const attempt of this.attempts.values()) attempt.kill();
     // An agent that holds no attempt leaves no cgroup of its own behind.
     if (this.context.enforcement && this.attempts.size === 0) removeBase(this.context.enforcement);
@@ -372,10 +382,28 @@ export class Agent {
     const attempt = this.byDir.get(dir);
     if (!attempt || attempt.pid !== null) return;
     attempt.markStarted(pid, this.checkpointError(attempt), exited);
-    // A job whose exit came with its start (a short one) is reported once, by its end: the server
-    // takes an end of a starting attempt as it takes one of a running attempt. A gang's rank
-    // reports its start always: the others wait for its coordinator's port.
-    if (exited && !attempt.spec.gang) return;
+    // A job whose exit came with its start (a short one) is reported once, by its end, and so is
+    // one that ends within START_REPORT_DELAY_MS. A gang's rank reports its start at once: the
+    // others wait for its coordinator's port.
+    if (attempt.spec.gang) {
+      this.reportStarted(attempt);
+      return;
+    }
+    if (exited) return;
+    this.unreportedStarts.add(attempt);
+    this.startReportTimer ??= setTimeout(() => this.reportStarts(), START_REPORT_DELAY_MS);
+  }
+
+  /** Reports the starts held back, of the attempts that have not ended meanwhile. */
+  private reportStarts(): void {
+    this.startReportTimer = null;
+    for (const attempt of this.unreportedStarts) if (!attempt.ended) this.reportStarted(attempt);
+    this.unreportedStarts.clear();
+  }
+
+  private reportStarted(attempt: Attempt): void {
+    const pid = attempt.pid;
+    if (pid === null) return;
     // Rank 0 of a gang tells the server the coordinator's port, and the other ranks start with it.
     const coordinator = attempt.spec.gang?.rank === 0 ? attempt.spec.gang.coordinator : null;
     const coordinatorPort = coordinator
