@@ -19,10 +19,13 @@
 use strict;
 use warnings;
 use POSIX qw(:sys_wait_h :signal_h setsid _exit);
-use Fcntl qw(O_RDWR O_CREAT O_WRONLY O_APPEND);
+use Fcntl qw(O_RDWR O_CREAT O_WRONLY O_APPEND O_NONBLOCK F_GETFL F_SETFL);
 use Errno qw(ENOENT EINTR);
 
-$| = 1;
+{
+    my $flags = fcntl( STDOUT, F_GETFL, 0 );
+    fcntl( STDOUT, F_SETFL, $flags | O_NONBLOCK ) if defined $flags;
+}
 # Only the launcher: children put them back before they exec (an ignored signal is inherited).
 $SIG{PIPE} = 'IGNORE';
 $SIG{HUP}  = 'IGNORE';
@@ -42,10 +45,12 @@ sub record {
     close $fh;
 }
 
+# A line to the agent, in one write, or none: stdout does not block (a pipe takes a short write
+# whole or not at all), so that an agent that does not read (frozen) never holds up the reaping of
+# jobs and the recording of their exits; the agent finds an exit it was not told of in the folder.
 sub tell_agent {
     my ($line) = @_;
-    local $SIG{PIPE} = 'IGNORE';
-    print STDOUT $line;
+    syswrite( STDOUT, $line );
 }
 
 # Shell `times` output (its second line is what the agent reads): minutes and seconds.
