@@ -109,20 +109,6 @@ describe("steward up", () => {
     expect((await cli(steward, ["show", id])).code).toBe(3);
   });
 
-  it("runs a job in a process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {
-    // The job's own /proc entry (its name is "sh", no spaces): field 5 is the process group, 6 the session.
-    const command = "grep SigIgn /proc/self/status; cut -d' ' -f5,6 /proc/$$/stat; echo $$";
-    const { id } = await api(steward, "POST", "/api/v1/jobs", { command });
-    await cli(steward, ["wait", id, "--timeout", "20"]);
-    const [ignoredLine, groupLine, pidLine] = (await cli(steward, ["logs", id])).stdout.trim().split("\n");
-    const ignored = BigInt(`0x${ignoredLine.split(/\s+/)[1]}`);
-    expect(ignored & (1n << 12n)).toBe(0n); // SIGPIPE (13)
-    expect(ignored & 1n).toBe(0n); // SIGHUP (1)
-    const [pgid, sid] = groupLine.trim().split(/\s+/);
-    expect(pgid).toBe(pidLine.trim());
-    expect(sid).toBe(pidLine.trim());
-  });
-
   it("follows a running attempt's output with logs -f", async () => {
     const file = jobFile("follow", `command: "for i in 1 2 3 4; do echo line $i; sleep 0.7; done"\n`);
     const id = (await cli(steward, ["submit", file])).stdout.trim();
