@@ -21,6 +21,8 @@ interface Rate {
   storeCommits: number | null;
   seconds: number;
   requestsPerSecond: number;
+  /** CPU time (user + system, ms) of the `steward up` process a request: its threads, no agent runs. */
+  brokerCpuMs: number | null;
   latencyMs: { p50: number; p90: number; p99: number; max: number };
 }
 
@@ -56,6 +58,7 @@ async function submitMany(steward: Steward, total: number, clients: number): Pro
   const { api } = steward;
   const commitsBefore = await steward.metric("steward_store_commits");
   const latencies: number[] = [];
+  const cpuBefore = steward.cpuSeconds();
   let next = 0;
   const client = async () => {
     while (next < total) {
@@ -68,6 +71,7 @@ async function submitMany(steward: Steward, total: number, clients: number): Pro
   const start = performance.now();
   await Promise.all(Array.from({ length: clients }, client));
   const seconds = since(start) / 1000;
+  const cpuAfter = steward.cpuSeconds();
   latencies.sort((a, b) => a - b);
   const commitsAfter = await steward.metric("steward_store_commits");
   return {
@@ -75,6 +79,10 @@ async function submitMany(steward: Steward, total: number, clients: number): Pro
     storeCommits: commitsBefore !== null && commitsAfter !== null ? commitsAfter - commitsBefore : null,
     seconds: round(seconds, 3),
     requestsPerSecond: round(total / seconds),
+    brokerCpuMs:
+      cpuBefore && cpuAfter
+        ? round(((cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system) * 1000) / total, 3)
+        : null,
     latencyMs: {
       p50: round(percentile(latencies, 0.5), 2),
       p90: round(percentile(latencies, 0.9), 2),
@@ -100,11 +108,15 @@ export const submitBenchmark: Benchmark = {
       progress(`submit: warmed up with ${WARM_UP} submissions`);
 
       const sequential = await submitMany(steward, SEQUENTIAL, 1);
-      progress(`submit: sequential ${sequential.requestsPerSecond}/s (p50 ${sequential.latencyMs.p50} ms)`);
+      progress(
+        `submit: sequential ${sequential.requestsPerSecond}/s (p50 ${sequential.latencyMs.p50} ms, ` +
+          `broker ${sequential.brokerCpuMs} ms CPU a request)`,
+      );
 
       const concurrent = await submitMany(steward, CONCURRENT, CLIENTS);
       progress(
-        `submit: ${CLIENTS} clients ${concurrent.requestsPerSecond}/s (p50 ${concurrent.latencyMs.p50} ms)`,
+        `submit: ${CLIENTS} clients ${concurrent.requestsPerSecond}/s (p50 ${concurrent.latencyMs.p50} ms, ` +
+          `broker ${concurrent.brokerCpuMs} ms CPU a request)`,
       );
 
       const bulkArray10k = await timeBulk(steward, 10_000, progress);

@@ -120,6 +120,32 @@ describe("the typed API", () => {
     expect(((await bad.json()) as { error: { field: string } }).error.field).toBe("Idempotency-Key");
   });
 
+  it("a submit answers the new job's events as stored, ids and all; its repeat with the key the same", async () => {
+    const send = (body: unknown) =>
+      fetch(`${steward.url}/api/v1/jobs`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${steward.token}`,
+          "content-type": "application/json",
+          "idempotency-key": "events-key",
+        },
+        body: JSON.stringify(body),
+      }).then(async (response) => ({ status: response.status, job: jobSchema.parse(await response.json()) }));
+    // Never placed: no event but its own until it is cancelled.
+    const first = await send({ command: "true", requirements: 'host.name == "nowhere"' });
+    expect(first.status).toBe(201);
+    expect(first.job.events?.map((event) => event.kind)).toStrictEqual(["submitted"]);
+    expect(first.job.events?.[0].id).toBeGreaterThan(0);
+    const shown = jobSchema.parse(await api(steward, "GET", `/api/v1/jobs/${first.job.id}`));
+    expect(first.job.events).toStrictEqual(shown.events);
+    // The repeat's events are read from the store: the job's cancellation is among them.
+    await api(steward, "POST", `/api/v1/jobs/${first.job.id}/cancel`);
+    const again = await send({ command: "true", requirements: 'host.name == "nowhere"' });
+    expect(again.job.id).toBe(first.job.id);
+    expect(again.job.events?.slice(0, 1)).toStrictEqual(first.job.events);
+    expect(again.job.events?.map((event) => event.kind)).toContain("cancel");
+  });
+
   it("a multipart submit repeated with its Idempotency-Key answers the same job, its inputs read past", async () => {
     const send = () => {
       const form = new FormData();

@@ -5,7 +5,12 @@
 
 import { Environment } from "@marcbachmann/cel-js";
 import { describe, expect, it } from "vitest";
-import { compileExpression, evaluateRank, evaluateRequirement } from "../../src/common/model/cel.ts";
+import {
+  checkExpression,
+  compileExpression,
+  evaluateRank,
+  evaluateRequirement,
+} from "../../src/common/model/cel.ts";
 import { EvaluationLimitError, guardTree, runGuarded } from "../../src/common/model/cel-guard.ts";
 import { facts } from "../helpers/core-harness.ts";
 
@@ -127,5 +132,21 @@ describe("the guard at evaluation", () => {
     const first = evaluateRequirement(blows, host);
     expect(first).toEqual({ ok: false, reason: expect.stringMatching(/over the limit of 100000/) });
     expect(evaluateRequirement(blows, host)).toEqual(first);
+  });
+
+  it("two jobs of one expression share its checked tree, not a refusal: one blown on a host leaves the other", () => {
+    // Within the budget; over the size limit only where the host's name is long.
+    const source =
+      "cel.bind(b, host.name + host.name + host.name + host.name, cel.bind(c, b + b + b + b + b + b + b + b, c.size() > 0))";
+    expect(checkExpression(source, "requirements")).toBeNull();
+    const blown = compileExpression(source);
+    const other = compileExpression(source);
+    expect(evaluateRequirement(blown, { ...facts("h1"), name: "n".repeat(4000) })).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/a value of 112000 characters is over the limit of 100000/),
+    });
+    expect(evaluateRequirement(other, facts("h1"))).toEqual({ ok: true });
+    // The one blown stays refused, whatever the host.
+    expect(evaluateRequirement(blown, facts("h1"))).toMatchObject({ ok: false });
   });
 });

@@ -15,7 +15,7 @@ import type {
   WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
-import type { ReceivedJob, Submission } from "../reactor/commands/jobs.ts";
+import type { ReceivedJob, Submission, SubmittedJob } from "../reactor/commands/jobs.ts";
 import type { ReceiveWorkflow } from "../reactor/commands/workflows.ts";
 import type { AttemptPlaced } from "../reactor/effects.ts";
 import type {
@@ -42,6 +42,11 @@ export interface JobCommands {
     submission: Submission,
     receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
   ): Promise<JobEntry>;
+  /** The same, answering also the new job's events as committed (null: a repeated submit's job). */
+  submitWithEvents(
+    submission: Submission,
+    receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
+  ): Promise<SubmittedJob>;
   cancel(id: string, by?: string): Promise<JobEntry>;
   /** Cancels some tasks of a job (reactor/handlers/control.ts's cancelTasks). */
   cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobEntry>;

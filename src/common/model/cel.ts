@@ -53,7 +53,17 @@ export function expressionProblem(
   source: string,
   purpose: CelPurpose,
 ): { kind: "cel" | "cost"; message: string } | null {
-  let parsed: ReturnType<typeof environment.parse>;
+  const known = CHECKED.get(source);
+  if (known) return typeProblem(known.type, purpose);
+  return checkedProblem(source, purpose);
+}
+
+/** expressionProblem without the expressions kept: a sound one is kept for the next to ask. */
+function checkedProblem(
+  source: string,
+  purpose: CelPurpose,
+): { kind: "cel" | "cost"; message: string } | null {
+  let parsed: Parsed;
   try {
     parsed = environment.parse(source);
   } catch (error) {
@@ -69,6 +79,12 @@ export function expressionProblem(
   }
   if (!result.valid) return { kind: "cel", message: firstLine(result.error) };
   const type = result.type ?? "dyn";
+  keep(source, { parsed, type, guarded: false });
+  return typeProblem(type, purpose);
+}
+
+/** Whether an expression of this type may serve the purpose. */
+function typeProblem(type: string, purpose: CelPurpose): { kind: "cel"; message: string } | null {
   if (purpose === "requirements" && type !== "bool" && type !== "dyn") {
     return { kind: "cel", message: `must be a boolean expression, but it is ${type}` };
   }
@@ -76,6 +92,33 @@ export function expressionProblem(
     return { kind: "cel", message: `must be a number, but it is ${type}` };
   }
   return null;
+}
+
+type Parsed = ReturnType<typeof environment.parse>;
+
+/**
+ * A sound expression (it parses, its cost is within the budget, it type-checks) as parsed and
+ * checked, shared by the checks and compilations of the same text: a submit checks its job file's
+ * expressions and then compiles them, and jobs of one kind repeat the same ones. Its tree carries
+ * no state between evaluations (a compiled expression's refusal is its own), so jobs may share it.
+ */
+interface Checked {
+  readonly parsed: Parsed;
+  readonly type: string;
+  /** Whether the guard is installed on its tree (once compiled). */
+  guarded: boolean;
+}
+
+/** The sound expressions kept, by their text; the oldest go first past CHECKED_KEPT. */
+const CHECKED = new Map<string, Checked>();
+const CHECKED_KEPT = 256;
+
+function keep(source: string, checked: Checked): void {
+  CHECKED.set(source, checked);
+  if (CHECKED.size > CHECKED_KEPT) {
+    const oldest = CHECKED.keys().next().value;
+    if (oldest !== undefined) CHECKED.delete(oldest);
+  }
 }
 
 type CheckResult = { valid: boolean; type?: string; error?: { message?: string } };
@@ -93,6 +136,17 @@ export type CompiledExpression = ((host: HostFacts) => unknown) & {
  * throws the same from then on, so that it costs the event loop its few milliseconds once, not once a host and pass.
  */
 export function compileExpression(source: string): CompiledExpression {
+  const known = CHECKED.get(source);
+  if (!known) return compileChecked(source);
+  if (!known.guarded) {
+    guardTree(known.parsed.ast);
+    known.guarded = true;
+  }
+  return guardedEvaluation(source, known.parsed, null);
+}
+
+/** compileExpression without the expressions kept: a sound one is kept for the next to ask. */
+function compileChecked(source: string): CompiledExpression {
   const evaluate = environment.parse(source);
   const ast = evaluate.ast;
   const checked = evaluate.check() as CheckResult;
@@ -102,7 +156,16 @@ export function compileExpression(source: string): CompiledExpression {
     if (problem) refusal = new EvaluationLimitError(problem);
   }
   // The type check has set what each node evaluates to: the guard wraps that.
-  if (!refusal) guardTree(ast);
+  if (!refusal) {
+    guardTree(ast);
+    keep(source, { parsed: evaluate, type: checked.type ?? "dyn", guarded: true });
+  }
+  return guardedEvaluation(source, evaluate, refusal);
+}
+
+/** The evaluation of a parsed (and, when sound, guarded) expression; `refusal`: why it never runs. */
+function guardedEvaluation(source: string, evaluate: Parsed, refused: Error | null): CompiledExpression {
+  let refusal = refused;
   const guarded = (host: HostFacts) => {
     if (refusal) throw refusal;
     try {
@@ -114,7 +177,7 @@ export function compileExpression(source: string): CompiledExpression {
       throw error;
     }
   };
-  return Object.assign(guarded, { source, ast });
+  return Object.assign(guarded, { source, ast: evaluate.ast });
 }
 
 export type RequirementResult = { ok: true } | { ok: false; reason: string };
@@ -160,8 +223,9 @@ export function firstLine(error: unknown): string {
 export function warmUpExpressions(host: HostFacts): void {
   const list = `[${Array.from({ length: 200 }, (_, i) => i).join(", ")}]`;
   const source = `${list}.exists(a, a < 0) || host.labels.exists(k, k.startsWith("x")) || host.name.matches("^n[0-9]+$") && host.speed * 2.0 > 1.0`;
+  // Past the expressions kept: each round parses and checks again, as a new text would.
   for (let round = 0; round < 5; round++) {
-    checkExpression(source, "requirements");
-    evaluateRequirement(compileExpression(source), host);
+    checkedProblem(source, "requirements");
+    evaluateRequirement(compileChecked(source), host);
   }
 }

@@ -19,6 +19,7 @@ import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../common/model/task-list.ts";
 import { isWorkflowFile } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
+import type { SubmittedJob } from "../../reactor/commands/jobs.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { JobHeader } from "../../state/job-header.ts";
@@ -234,12 +235,12 @@ export function registerJobRoutes(
       const submitter = submitterOf(request);
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
-      const job = request.isMultipart()
+      const { job, events } = request.isMultipart()
         ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, submitter, key)
         : await submitJson(request.body, ports, submitter, key);
-      const events = await store.events(job.id);
       reply.code(201);
-      return jobView(job, events, job.tasks.length === 1);
+      // A new job's events came with its commit; an earlier submit's job's are read.
+      return jobView(job, events ?? (await store.events(job.id)), job.tasks.length === 1);
     },
   );
 
@@ -647,7 +648,7 @@ async function submitJson(
   ports: ApiPorts,
   { owner, dependencyOwner, allowedQos }: Submitter,
   key: string | null,
-): Promise<JobEntry> {
+): Promise<SubmittedJob> {
   refuseWorkflowFile(body);
   const spec = validateJobSpec(body);
   if (spec.inputs.length > 0) {
@@ -656,7 +657,7 @@ async function submitJson(
       `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
-  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
+  return ports.jobs.submitWithEvents({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
     spec,
     inputs: [],
   }));
@@ -701,7 +702,7 @@ async function submitMultipart(
   let id: string | null = null;
   let received = false;
   try {
-    const job = await ports.jobs.submit(
+    const submitted = await ports.jobs.submitWithEvents(
       { owner, submitKey: key, dependencyOwner, allowedQos },
       async (newId) => {
         received = true;
@@ -750,7 +751,7 @@ async function submitMultipart(
     // A repeated submit: its inputs are in already, the parts are read past, not stored again.
     if (!received)
       for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
-    return job;
+    return submitted;
   } catch (error) {
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;

@@ -4,9 +4,11 @@
 import { dependenciesOf } from "../../../common/model/dependencies.ts";
 import type { JobSpec } from "../../../common/model/job-spec.ts";
 import { type JobUpdate, updatedFields, updateRefusal } from "../../../common/model/job-update.ts";
+import type { EventRecord } from "../../../common/model/records.ts";
 import type { TaskState } from "../../../common/model/states.ts";
 import type { RetryRequest } from "../../../common/model/task-retry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
+import { CommittedEventsOfJobs } from "../committed-events.ts";
 import { ConflictError } from "../errors.ts";
 import {
   cancelJob,
@@ -46,9 +48,21 @@ export interface ReceivedJob {
  */
 export type ReceiveJob = (newId: () => Promise<string>) => Promise<ReceivedJob>;
 
+/** A submit's answer: the job, and its events when this submit made it. */
+export interface SubmittedJob {
+  job: JobEntry;
+  /**
+   * The job's events committed by the time of the answer (oldest first, as the store reads them)
+   * when this submit made the job; null when it answers the job of an earlier submit with the same
+   * key, whose events are the store's to tell.
+   */
+  events: EventRecord[] | null;
+}
+
 export function jobCommands(context: CommandContext, jobIds: IdBlock) {
   const { reactor, committer, read } = context;
   const newId = async () => String(await jobIds.next());
+  const committedEvents = new CommittedEventsOfJobs((listener) => reactor.events.on("event", listener));
   /**
    * The task states of `tasks: same` dependencies that left memory with tasks ended in different
    * states: read from the store for the handler, which decides each task from them.
@@ -71,23 +85,26 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     }
     return loaded;
   };
-  return {
-    /**
-     * Creates a job; resolves once it is durable. A submit with a key an earlier one of the owner
-     * used answers the job that one made, once that is durable too, and `receive` is not called
-     * (its request is read past). The key is looked up here, once; the handler only answers the
-     * job a submit with the same key made meanwhile (both in flight at once) instead of a second.
-     */
-    async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
-      const { owner, submitKey, dependencyOwner, allowedQos = null } = submission;
-      const known = submitKey === null ? undefined : await read.findSubmission(owner, submitKey);
-      if (known) {
-        await committer.flush();
-        return known;
-      }
-      const { spec, inputs, id = await newId() } = await receive(newId);
-      const dependencyTasks = await sameTaskStates(spec);
-      const job = await reactor.run((step) =>
+  /**
+   * Creates a job; resolves once it is durable, with its events as committed (SubmittedJob). A
+   * submit with a key an earlier one of the owner used answers the job that one made, once that is
+   * durable too, and `receive` is not called (its request is read past). The key is looked up
+   * here, once; the handler only answers the job a submit with the same key made meanwhile (both
+   * in flight at once) instead of a second.
+   */
+  const submitWithEvents = async (submission: Submission, receive: ReceiveJob): Promise<SubmittedJob> => {
+    const { owner, submitKey, dependencyOwner, allowedQos = null } = submission;
+    const known = submitKey === null ? undefined : await read.findSubmission(owner, submitKey);
+    if (known) {
+      await committer.flush();
+      return { job: known, events: null };
+    }
+    const { spec, inputs, id = await newId() } = await receive(newId);
+    const dependencyTasks = await sameTaskStates(spec);
+    committedEvents.watch(id);
+    let job: JobEntry;
+    try {
+      job = await reactor.run((step) =>
         submitJob(step, {
           id,
           spec,
@@ -99,9 +116,24 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
           allowedQos,
         }),
       );
-      if (job.id !== id) await committer.flush();
-      return job;
+    } catch (error) {
+      committedEvents.take(id);
+      throw error;
+    }
+    const events = committedEvents.take(id);
+    if (job.id !== id) {
+      await committer.flush();
+      return { job, events: null };
+    }
+    return { job, events };
+  };
+  return {
+    /** Creates a job (submitWithEvents), answering the job alone. */
+    async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
+      return (await submitWithEvents(submission, receive)).job;
     },
+
+    submitWithEvents,
 
     /** Cancels a job; one that has ended is answered as it is. */
     cancel(id: string, by?: string): Promise<JobEntry> {
