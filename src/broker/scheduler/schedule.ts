@@ -207,7 +207,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       // Tasks of the batch's own need (almost all) ask the shared queue; the others look at every host.
       const best =
         need === job && !next.value.allows
-          ? (cursor.shared!.queue ??= new FitQueue(cursor.scored, cursor.rooms!, need)).best()
+          ? fitQueueOf(cursor.shared!, need).best()
           : bestFitScan(cursor.scored, cursor.rooms!, need, next.value.allows);
       if (best < 0) {
         // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
@@ -385,6 +385,12 @@ function* tasksToPlace(
   // Tasks with a rule of their own (migrations) are few: each is tried on its own.
   for (const task of job.constrainedTasks?.(now) ?? []) yield { index: task.index, allows: task.allows };
   for (const index of job.readyTasks(now)) yield { index, allows: null };
+}
+
+/** The queue of the batch's own need over these scored hosts, made at its first task. */
+function fitQueueOf(shared: Scored, need: Need): FitQueue {
+  shared.queue ??= new FitQueue(shared.scored, shared.rooms, need);
+  return shared.queue;
 }
 
 /** Feasible hosts scored for a job, with the room left on each (the same order). */
