@@ -48,7 +48,9 @@ export function passInput(
   // Read lazily: a pass looks no further into the queue than it places (state/job-queue.ts).
   const jobs = state.queue.readyJobs();
   const queued = state.queue.hasReady();
-  const preempting = policy.preempt !== false && queued && state.live.size > 0;
+  // Only a queued job ranked above some running task may preempt (mayPreempt); otherwise the
+  // preemption stage would stop at the first job, after making a view of every running task.
+  const preempting = policy.preempt !== false && queued && state.live.size > 0 && mayPreempt(state);
   const rescheduling = policy.reschedule !== false && freeSlot && state.live.size > 0;
   // Running tasks that may take idle slots as replicas (stages/replicas.ts).
   const replicable = freeSlot ? replicableTasks(state) : [];
@@ -69,6 +71,7 @@ export function passInput(
     running: preempting || rescheduling ? () => runningViews(state) : undefined,
     policy: {
       ...policy,
+      ...(preempting ? {} : { preempt: false }),
       ...(state.transferBytesPerSecond ? { transferBytesPerSecond: state.transferBytesPerSecond } : {}),
     },
   };
