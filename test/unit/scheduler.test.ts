@@ -621,37 +621,3 @@ describe("explainJob", () => {
     expect(explainJob(job({ id: "j" }), [])).toEqual([]);
   });
 });
-
-describe("a pass's placement limit", () => {
-  const jobs = [job({ id: "a", tasks: [0, 1, 2, 3, 4, 5] })];
-  const hosts = [host({ name: "h1", slots: 4 }), host({ name: "h2", slots: 4 })];
-
-  it("stops at the limit with room and work left, and says another pass follows", () => {
-    const limited = schedule({ now: NOW, jobs, hosts, maxPlacements: 4 });
-    const whole = schedule({ now: NOW, jobs, hosts });
-    // The first placements of a whole pass, no more.
-    expect(short(limited.place)).toStrictEqual(short(whole.place).slice(0, 4));
-    expect(limited.more).toBe(true);
-    expect(whole.more).toBeUndefined();
-  });
-
-  it("does not say so when the limit is reached as the room runs out", () => {
-    const full = [host({ name: "h1", slots: 2 }), host({ name: "h2", slots: 2 })];
-    expect(schedule({ now: NOW, jobs, hosts: full, maxPlacements: 4 }).more).toBeUndefined();
-  });
-
-  it("leaves replicas to the last pass: the slots a limited pass leaves free are not idle", () => {
-    const replicated = { ...job({ id: "r", tasks: [] }), replicas: 2 };
-    const state = {
-      now: NOW,
-      jobs: [replicated, ...jobs.map((each) => ({ ...each, createdAt: 1 }))],
-      hosts: [...hosts, host({ name: "h3", slots: 1 })],
-      replicable: [{ job: replicated, taskIndex: 0, hosts: ["h3"] }],
-    };
-    // Unlimited, the two slots left once the six tasks are placed take a replica.
-    expect(schedule(state).place.some((each) => each.kind === "replica")).toBe(true);
-    const limited = schedule({ ...state, maxPlacements: 2 });
-    expect(limited.place.map((each) => each.kind)).toStrictEqual(["task", "task"]);
-    expect(limited.more).toBe(true);
-  });
-});

@@ -12,24 +12,16 @@ import type { ClusterState } from "../state/cluster-state.ts";
 import type { LiveAttempt } from "../state/host-entry.ts";
 import { replicableTasks } from "./running-tasks.ts";
 
-/**
- * Placements one pass makes at most: 100,000 tasks placed at once were one commit of 200,000 rows
- * before the first start could leave; in passes of this many, the first starts are committed and
- * sent while the next are planned.
- */
-export const PLACEMENTS_PER_PASS = 10_000;
-
 export function planPass(
   state: ClusterState,
   now: number,
   policy: Partial<MetaschedulingPolicy> = {},
-  maxPlacements: number = PLACEMENTS_PER_PASS,
 ): Plan | null {
   state.promoteDueBackoffs(now);
   state.dropStaleReservations();
   const input = passInput(state, now, policy);
   if (!input) return null;
-  const plan = schedule({ ...input, maxPlacements });
+  const plan = schedule(input);
   const empty =
     plan.place.length === 0 &&
     plan.stop.length === 0 &&

@@ -207,8 +207,6 @@ export class Reactor {
     if (plan && (plan.place.length > 0 || plan.stop.length > 0 || plan.preempt.length > 0)) {
       void this.run((step) => applyPlan(step, plan)).catch(() => {});
     }
-    // The pass stopped at its limit: the next goes on once the events waiting now are handled.
-    if (plan?.more) this.kick();
   }
 
   /** The store refused a write of this server's (another server leads): stop, as after a failed commit. */

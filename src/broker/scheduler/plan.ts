@@ -55,12 +55,6 @@ export interface Plan {
   preempt: Preemption[];
   /** When the scheduler wants another pass even if nothing happens (it waits for a task expected to end). */
   recheckAt?: number;
-  /**
-   * The pass stopped at its placement limit (SchedulerState.maxPlacements) with room left (work
-   * too, as far as it knows: when its last placement took the last ready task, the next pass finds
-   * nothing): another pass follows at once; only the last one looks at replicas, preemption and moves.
-   */
-  more?: true;
 }
 
 /** The hosts a placement takes, rank 0 first. */

@@ -242,8 +242,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
    * them, each held alike): the plan is the same either way.
    */
   const heldOwners = new Set<string>();
-  const limit = state.maxPlacements ?? Number.POSITIVE_INFINITY;
-  while (totalSlotsFree > 0 && place.length < limit) {
+  while (totalSlotsFree > 0) {
     // The next band: the highest tier priority at the head of an owner's queue.
     let band = Number.NEGATIVE_INFINITY;
     for (const queue of queues) {
@@ -261,7 +260,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
         lanes.push({ share: counted, queue, cursor: null });
       }
-    while (lanes.length > 0 && totalSlotsFree > 0 && place.length < limit) {
+    while (lanes.length > 0 && totalSlotsFree > 0) {
       const turn = nextTurn(lanes);
       const lane = lanes[turn];
       const job = lane.queue.peek()!;
@@ -294,12 +293,6 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         if (!inBand(lane.queue.peek())) lanes.splice(turn, 1);
       }
     }
-  }
-  // At its limit, the pass leaves the rest to the next one: the slots it left free are not idle,
-  // and the stages that stop running work look at the cluster once the placing is done.
-  if (place.length >= limit && totalSlotsFree > 0) {
-    plan.more = true;
-    return plan;
   }
   // Slots still idle may take replicas of running tasks (OurGrid), never a slot pending work could use.
   if (totalSlotsFree > 0) {

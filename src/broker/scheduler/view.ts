@@ -157,11 +157,6 @@ export interface SchedulerState {
   policy?: Partial<MetaschedulingPolicy>;
   /** Running tasks that may be given a replica on an idle slot; absent means none. */
   replicable?: readonly RunningTask[];
-  /**
-   * Placements a pass makes at most (absent: no limit). A pass that reaches it says so (Plan.more)
-   * and the next one goes on: the first starts are committed and sent while the rest is planned.
-   */
-  maxPlacements?: number;
   /** Room preemptions keep for tasks that have not started yet (plan.ts); absent means none. */
   reserved?: readonly ReservedRoom[];
 }
