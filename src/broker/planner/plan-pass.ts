@@ -21,7 +21,11 @@ export function planPass(
   state.dropStaleReservations();
   const input = passInput(state, now, policy);
   if (!input) return null;
-  const plan = schedule(input);
+  // Only a queued job ranked above some running task may preempt (mayPreempt); otherwise the
+  // preemption stage would stop at the first job, after making a view of every running task.
+  // (Explain keeps the stage: a draft it looks at may rank above what the queue holds.)
+  const idle = input.running !== undefined && input.policy?.preempt !== false && !mayPreempt(state);
+  const plan = schedule(idle ? { ...input, policy: { ...input.policy, preempt: false } } : input);
   const empty =
     plan.place.length === 0 &&
     plan.stop.length === 0 &&
@@ -48,9 +52,7 @@ export function passInput(
   // Read lazily: a pass looks no further into the queue than it places (state/job-queue.ts).
   const jobs = state.queue.readyJobs();
   const queued = state.queue.hasReady();
-  // Only a queued job ranked above some running task may preempt (mayPreempt); otherwise the
-  // preemption stage would stop at the first job, after making a view of every running task.
-  const preempting = policy.preempt !== false && queued && state.live.size > 0 && mayPreempt(state);
+  const preempting = policy.preempt !== false && queued && state.live.size > 0;
   const rescheduling = policy.reschedule !== false && freeSlot && state.live.size > 0;
   // Running tasks that may take idle slots as replicas (stages/replicas.ts).
   const replicable = freeSlot ? replicableTasks(state) : [];
@@ -71,7 +73,6 @@ export function passInput(
     running: preempting || rescheduling ? () => runningViews(state) : undefined,
     policy: {
       ...policy,
-      ...(preempting ? {} : { preempt: false }),
       ...(state.transferBytesPerSecond ? { transferBytesPerSecond: state.transferBytesPerSecond } : {}),
     },
   };
