@@ -394,6 +394,48 @@ function timeMetaschedulingPasses(): { times: number[]; stops: number; preemptio
   return { times, stops, preemptions };
 }
 
+/** Hosts and tasks of the placement pass: every task has a slot, across ten times more hosts. */
+const WIDE_HOSTS = 10_000;
+const WIDE_SLOTS = 10;
+const WIDE_RUNS = 5;
+
+/**
+ * One pass placing a 100,000-task array on 10,000 empty hosts of 10 slots (every task placed; the
+ * plan is not applied, so every run plans the same). A scan of every host for each task made
+ * this a billion comparisons (stages/fit-queue.ts).
+ */
+function timeWidePlacement(): { times: number[]; placed: number } {
+  const state = new ClusterState();
+  for (let i = 0; i < WIDE_HOSTS; i++) {
+    const name = `w${i}`;
+    const entry = newHostEntry(
+      {
+        name,
+        pool: "default",
+        state: "ready",
+        slots: WIDE_SLOTS,
+        labels: {},
+        facts: { ...facts(name), cpus: WIDE_SLOTS, slotsFree: WIDE_SLOTS },
+        lastSeen: 0,
+        endsAt: null,
+      },
+      true,
+    );
+    state.hosts.set(name, entry);
+  }
+  state.addJob(job("wide", TASKS, { array: { count: TASKS } }, 1));
+  const times: number[] = [];
+  let placed = 0;
+  for (let run = 0; run < WIDE_RUNS; run++) {
+    const start = performance.now();
+    const plan = planPass(state, 1_000);
+    times.push(performance.now() - start);
+    placed = plan?.place.length ?? 0;
+  }
+  if (placed !== TASKS) throw new Error(`the wide pass placed ${placed} tasks, not ${TASKS}`);
+  return { times, placed };
+}
+
 export const planPassBenchmark: Benchmark = {
   name: "plan",
   description: `one scheduling pass over a ${TASKS.toLocaleString("en")}-task array that fits nowhere, ${HOSTS} hosts (pure)`,
@@ -451,9 +493,22 @@ export const planPassBenchmark: Benchmark = {
         `plan pass with QoS tiers, running limits and a shares tree (${name}), ${SHARING_JOBS.toLocaleString("en")} queued jobs of ${SHARING_USERS} users on ${HOSTS} hosts: median ${round(median(sharing.times), 3)} ms (${sharing.placed} placed, ${sharing.owners} users)`,
       );
     }
+    const wide = timeWidePlacement();
+    const wideFigures = {
+      hosts: WIDE_HOSTS,
+      slotsPerHost: WIDE_SLOTS,
+      placed: wide.placed,
+      medianMs: round(median(wide.times), 1),
+      maxMs: round(Math.max(...wide.times), 1),
+      runs: WIDE_RUNS,
+    };
+    progress(
+      `plan pass placing a 100,000-task array on ${WIDE_HOSTS.toLocaleString("en")} hosts: median ${wideFigures.medianMs} ms`,
+    );
     return {
       plan: {
         unplaceableArray100k: figures,
+        placeArray100kOn10kHosts: wideFigures,
         metascheduling100k: metaFigures,
         backlog100kJobs: backlogFigures,
         sharing100kJobs: sharingFigures,

@@ -24,6 +24,7 @@ import { enforcementBenchmark } from "./enforcement.ts";
 import { gangBenchmark } from "./gang.ts";
 import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
+import { millionTasksBenchmark } from "./million-tasks.ts";
 import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
 import { recoveryBenchmark } from "./recovery.ts";
@@ -53,6 +54,7 @@ const BENCHMARKS: Benchmark[] = [
   replayLcgBenchmark,
   replayLcgRealBenchmark,
   manyHostsBenchmark,
+  millionTasksBenchmark,
   recoveryBenchmark,
   postgresBenchmark,
   slurmPoolBenchmark,

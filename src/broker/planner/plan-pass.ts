@@ -21,7 +21,11 @@ export function planPass(
   state.dropStaleReservations();
   const input = passInput(state, now, policy);
   if (!input) return null;
-  const plan = schedule(input);
+  // Only a queued job ranked above some running task may preempt (mayPreempt); otherwise the
+  // preemption stage would stop at the first job, after making a view of every running task.
+  // (Explain keeps the stage: a draft it looks at may rank above what the queue holds.)
+  const idle = input.running !== undefined && input.policy?.preempt !== false && !mayPreempt(state);
+  const plan = schedule(idle ? { ...input, policy: { ...input.policy, preempt: false } } : input);
   const empty =
     plan.place.length === 0 &&
     plan.stop.length === 0 &&

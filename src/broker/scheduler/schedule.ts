@@ -20,8 +20,9 @@ import { RunningQuotas } from "./qos.ts";
 import { compareSubmitOrder } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
 import { type Capacity, capacityOf, fitsCapacity, type Need, takeRoom } from "./stages/fit.ts";
+import { bestFitScan, FitQueue } from "./stages/fit-queue.ts";
 import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang.ts";
-import { compareScored, type ScoredHost, scoreHosts } from "./stages/rank.ts";
+import { type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
 import { ArrayThrottle } from "./stages/throttle.ts";
 import type { HostView, JobView, OwnerQueue, PassTrace, RunningTaskView, SchedulerState } from "./view.ts";
@@ -34,6 +35,8 @@ interface JobCursor {
   scored: ScoredHost[] | null;
   /** The room left on each scored host, in the same order (the pass's own Capacity objects). */
   rooms: Capacity[] | null;
+  /** Shared by the jobs whose hosts are scored alike (scoredFor). */
+  shared: Scored | null;
   /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
   tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
 }
@@ -192,7 +195,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
         trace.unplaced?.(job, "no host that takes work matches it");
         return false;
       }
-      ({ scored: cursor.scored, rooms: cursor.rooms } = scoredFor(job, key));
+      cursor.shared = scoredFor(job, key);
+      ({ scored: cursor.scored, rooms: cursor.rooms } = cursor.shared);
       cursor.tasks = tasksToPlace(job, state.now);
     }
     for (;;) {
@@ -200,7 +204,11 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       if (next.done) return false;
       if (placedFirst.size > 0 && placedFirst.has(taskKey(job.id, next.value.index))) continue;
       const need = needOf(job, next.value.index);
-      const best = bestFit(cursor.scored, cursor.rooms!, need, next.value.allows);
+      // Tasks of the batch's own need (almost all) ask the shared queue; the others look at every host.
+      const best =
+        need === job && !next.value.allows
+          ? fitQueueOf(cursor.shared!, need).best()
+          : bestFitScan(cursor.scored, cursor.rooms!, need, next.value.allows);
       if (best < 0) {
         // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
         if (need !== job)
@@ -258,7 +266,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const job = lane.queue.peek()!;
       const limited = quotas.held(job);
       if (limited) trace.unplaced?.(job, limited);
-      else lane.cursor ??= { job, key: batchKey(job), scored: null, rooms: null, tasks: null };
+      else lane.cursor ??= { job, key: batchKey(job), scored: null, rooms: null, shared: null, tasks: null };
       if (!limited && placeNext(lane.cursor!)) {
         quotas.add(job);
         const cpus = job.cpus * Math.max(1, job.gang?.nodes ?? 1);
@@ -379,26 +387,16 @@ function* tasksToPlace(
   for (const index of job.readyTasks(now)) yield { index, allows: null };
 }
 
+/** The queue of the batch's own need over these scored hosts, made at its first task. */
+function fitQueueOf(shared: Scored, need: Need): FitQueue {
+  shared.queue ??= new FitQueue(shared.scored, shared.rooms, need);
+  return shared.queue;
+}
+
 /** Feasible hosts scored for a job, with the room left on each (the same order). */
 interface Scored {
   scored: ScoredHost[];
   rooms: Capacity[];
-}
-
-/** The index of the best scored host with room for `need` (and that `allowed` lets), or -1. */
-function bestFit(
-  scored: readonly ScoredHost[],
-  rooms: readonly Capacity[],
-  need: Need,
-  allowed: ((host: string) => boolean) | null,
-): number {
-  let best = -1;
-  for (let i = 0; i < scored.length; i++) {
-    const room = rooms[i];
-    if (!fitsCapacity(need, room)) continue;
-    if (allowed && !allowed(scored[i].host.name)) continue;
-    if (best < 0 || compareScored(scored[i], scored[best], room.slotsFree, rooms[best].slotsFree) < 0)
-      best = i;
-  }
-  return best;
+  /** The best host for the batch's own need, made at the first task that has it. */
+  queue?: FitQueue;
 }

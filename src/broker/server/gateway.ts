@@ -56,6 +56,10 @@ export class AgentGateway implements AgentLinks {
   private readonly options: GatewayOptions;
   private readonly maxLogBytes: number;
   private readonly logMarker: Buffer;
+  /** Each connection's TCP socket, under its WebSocket: corked while a turn of the event loop sends. */
+  readonly #raw = new WeakMap<WebSocket, Duplex>();
+  /** Sockets corked in this turn: their frames leave together, in one write, once it is over. */
+  readonly #corked = new Set<Duplex>();
 
   constructor(options: GatewayOptions) {
     this.options = options;
@@ -77,7 +81,10 @@ export class AgentGateway implements AgentLinks {
     }
     // The callback runs at once, within this call: the count of unwelcomed connections and the
     // room checked above cannot drift apart.
-    this.wss.handleUpgrade(request, socket, head, (ws) => this.accept(ws, this.unwelcomed.watch(ws, socket)));
+    this.wss.handleUpgrade(request, socket, head, (ws) => {
+      this.#raw.set(ws, socket);
+      this.accept(ws, this.unwelcomed.watch(ws, socket));
+    });
     return true;
   }
 
@@ -86,8 +93,27 @@ export class AgentGateway implements AgentLinks {
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
     const held = this.beforeWelcome.get(ws);
     if (held) held.push(message);
-    else ws.send(JSON.stringify(message));
+    else this.#send(ws, JSON.stringify(message));
     return true;
+  }
+
+  /**
+   * Sends a frame; frames sent to one connection in the same turn of the event loop (the starts of
+   * a plan, the acknowledgements of a commit) leave in one write instead of one system call each.
+   */
+  #send(ws: WebSocket, text: string): void {
+    const raw = this.#raw.get(ws);
+    if (raw && !this.#corked.has(raw)) {
+      if (this.#corked.size === 0) setImmediate(() => this.#uncork());
+      raw.cork();
+      this.#corked.add(raw);
+    }
+    ws.send(text);
+  }
+
+  #uncork(): void {
+    for (const raw of this.#corked) raw.uncork();
+    this.#corked.clear();
   }
 
   disconnect(host: string): void {
@@ -214,7 +240,7 @@ export class AgentGateway implements AgentLinks {
               applied.then(
                 () => {
                   if (ws.readyState === WebSocket.OPEN)
-                    ws.send(JSON.stringify({ type: "ack", seq: message.seq }));
+                    this.#send(ws, JSON.stringify({ type: "ack", seq: message.seq }));
                 },
                 (error) => log.error({ err: error }, "report not applied"),
               );

@@ -2,7 +2,7 @@
 // what its live attempts hold.
 
 import type { GangProgress } from "../../common/model/gang.ts";
-import type { AttemptRecord, HostRecord } from "../../common/model/records.ts";
+import type { AttemptRecord, HostRecord, PlacementEntry } from "../../common/model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { JobEntry } from "./job-entry.ts";
 
@@ -30,6 +30,8 @@ export interface HostEntry {
   active: Map<string, LiveAttempt>;
   /** Where other hosts reach this one (its agent's hello), for multi-node jobs. */
   address: string;
+  /** The placement its one-host attempts without GPUs share (onePlacement), made at the first. */
+  onePlacement?: PlacementEntry[];
 }
 
 export function newHostEntry(record: HostRecord, connected: boolean): HostEntry {
@@ -43,6 +45,19 @@ export function newHostEntry(record: HostRecord, connected: boolean): HostEntry 
     active: new Map(),
     address: "127.0.0.1",
   };
+}
+
+/**
+ * The placement of a one-host attempt without GPUs on this host: one array for all of them (a
+ * million-task array held a million copies of `[{ host, rank: 0 }]`, a tenth of its memory). It is
+ * frozen: nothing changes a placement once made, and a change would throw, not reach other attempts.
+ */
+export function onePlacement(host: HostEntry): PlacementEntry[] {
+  // The frozen array typed as the record's mutable one: see above.
+  host.onePlacement ??= Object.freeze([
+    Object.freeze({ host: host.record.name, rank: 0 }),
+  ]) as PlacementEntry[];
+  return host.onePlacement;
 }
 
 /** The GPU ids the host's agent declares that no live attempt holds, in the agent's order. */

@@ -24,11 +24,24 @@ export interface Refusal {
 
 export class TokenRegistry {
   readonly #tokens = new Map<string, TokenRecord>();
+  /** Host credentials by host, then id (in the order of #tokens): a hello of 10,000 hosts' looks at its own. */
+  readonly #hostCredentials = new Map<string, Map<string, TokenRecord>>();
   /** Each user's group, made when first asked after a change (every pass may ask). */
   #groups: Map<string, string> | null = null;
 
   put(record: TokenRecord): void {
+    const previous = this.#tokens.get(record.id);
+    if (previous?.kind === "host" && (record.kind !== "host" || previous.subject !== record.subject))
+      this.#hostCredentials.get(previous.subject)?.delete(previous.id);
     this.#tokens.set(record.id, record);
+    if (record.kind === "host") {
+      let credentials = this.#hostCredentials.get(record.subject);
+      if (!credentials) {
+        credentials = new Map();
+        this.#hostCredentials.set(record.subject, credentials);
+      }
+      credentials.set(record.id, record);
+    }
     if (record.kind === "api") this.#groups = null;
   }
 
@@ -104,7 +117,7 @@ export class TokenRegistry {
 
   /** Every credential given to a host, revoked ones too. */
   credentialsOf(host: string): TokenRecord[] {
-    return [...this.#tokens.values()].filter((each) => each.kind === "host" && each.subject === host);
+    return [...(this.#hostCredentials.get(host)?.values() ?? [])];
   }
 
   /** The usable credential of a host, if it has one. */

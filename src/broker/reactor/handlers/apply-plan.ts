@@ -12,7 +12,7 @@ import type { GangPlacement, Plan, Preemption, TaskPlacement } from "../../sched
 import { throttleAllows } from "../../scheduler/stages/throttle.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import { assignGpus, customFits } from "../../state/device-assignment.ts";
-import { freeCustom, freeGpus } from "../../state/host-entry.ts";
+import { freeCustom, freeGpus, onePlacement } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { RoomReservation } from "../../state/room-reservations.ts";
 import type { Step } from "../step.ts";
@@ -141,7 +141,7 @@ function applyPlacement(
     state: "running",
   });
   const attempt = newAttempt(task, ranks, now);
-  attempt.placement = devices;
+  attempt.placement = ranks.length === 1 && !job.gpus ? onePlacement(host) : devices;
   const live = step.write.addAttempt(job, attempt);
   // A task a preemption kept room for starts (there, or sooner elsewhere): its room is given back.
   if (state.reservations.delete(job.id, task.index)) live.startedByPreemption = true;
