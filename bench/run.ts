@@ -29,7 +29,7 @@ import { planPassBenchmark } from "./plan-pass.ts";
 import { postgresBenchmark } from "./postgres.ts";
 import { recoveryBenchmark } from "./recovery.ts";
 import { replayLcgBenchmark } from "./replay-lcg.ts";
-import { replayLcgRealBenchmark } from "./replay-lcg-real.ts";
+import { replayLcgFastBenchmark, replayLcgRealBenchmark } from "./replay-lcg-real.ts";
 import { sideBySideBenchmark } from "./side-by-side.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
@@ -53,6 +53,7 @@ const BENCHMARKS: Benchmark[] = [
   checkpointOverheadBenchmark,
   replayLcgBenchmark,
   replayLcgRealBenchmark,
+  replayLcgFastBenchmark,
   manyHostsBenchmark,
   millionTasksBenchmark,
   recoveryBenchmark,
