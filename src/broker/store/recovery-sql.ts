@@ -42,16 +42,17 @@ export function recoverySql(dialect: RecoveryDialect) {
       `${count("t.state IN ('pending', 'held', 'waiting')")}, ${count("t.state = 'running'")}, ` +
       `${count("t.state = 'succeeded'")}, ${count("t.state = 'failed'")}, ${count("t.state = 'cancelled'")}, ` +
       `${dialect.specQos} FROM jobs j LEFT JOIN tasks t ON t.job_id = j.id WHERE NOT ${LIVE} GROUP BY j.id ORDER BY j.created_at, j.id`,
-    // The job file's cpus are read once per job, hosts and minute, not once per attempt.
+    // The job file's cpus are read once per job and minute, not once per attempt (cpus times the
+    // sum of hosts times run time: one group a job and minute, fewer than with the hosts apart).
     // An attempt's measured time is read from its usage once (a million ended attempts at start).
     usage:
-      `SELECT j.owner, u.minute, sum(${dialect.specCpus} * u.hosts * u.ms / 1000.0 + u.measured / 1000.0) FROM (` +
-      "SELECT m.job_id, m.hosts, m.minute, " +
-      "sum(CASE WHEN m.measured IS NULL THEN m.ran ELSE 0 END) AS ms, coalesce(sum(m.measured), 0) AS measured FROM (" +
+      `SELECT j.owner, u.minute, sum(${dialect.specCpus} * u.ms / 1000.0 + u.measured / 1000.0) FROM (` +
+      "SELECT m.job_id, m.minute, " +
+      "sum(CASE WHEN m.measured IS NULL THEN m.hosts * m.ran ELSE 0 END) AS ms, coalesce(sum(m.measured), 0) AS measured FROM (" +
       `SELECT a.job_id, ${dialect.placementHosts} AS hosts, (a.ended_at / 60000) * 60000 AS minute, ` +
       `a.ended_at - a.started_at AS ran, CASE WHEN a.usage IS NULL THEN NULL ELSE ${dialect.measuredCpuMs} END AS measured ` +
       "FROM attempts a WHERE a.ended_at IS NOT NULL) m " +
-      "GROUP BY m.job_id, m.hosts, m.minute) u JOIN jobs j ON j.id = u.job_id GROUP BY j.owner, u.minute",
+      "GROUP BY m.job_id, m.minute) u JOIN jobs j ON j.id = u.job_id GROUP BY j.owner, u.minute",
     job: `SELECT ${columnNames(selectColumns(JOBS))} FROM jobs WHERE id = ${dialect.param(1)}`,
     jobTasks: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} ORDER BY ${TASKS.loadOrder}`,
     jobAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} ORDER BY ${ATTEMPTS.loadOrder}`,
