@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/broker/store/store.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
+import { newTask } from "../../src/common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
@@ -394,6 +395,27 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       ])("task: %s", async (_, record) => {
         await store.commit(TERM, [{ op: "putTasks", tasks: [record] }]);
         expect((await store.load()).tasks).toStrictEqual([record]);
+      });
+
+      test("putNewTasks makes a new job's tasks as newTask does; later puts of the commit land on them", async () => {
+        const placed: TaskRecord = { ...newTask("big", 7, "running"), attempts: 1 };
+        await store.commit(TERM, [
+          { op: "putJob", job: job("big") },
+          { op: "putNewTasks", jobId: "big", count: 1000, state: "pending" },
+          { op: "putTasks", tasks: [placed] },
+          { op: "putJob", job: job("held") },
+          { op: "putNewTasks", jobId: "held", count: 3, state: "held" },
+          { op: "putJob", job: job("none") },
+          { op: "putNewTasks", jobId: "none", count: 0, state: "pending" },
+        ]);
+        const expected = Array.from({ length: 1000 }, (_, i) =>
+          i === 7 ? placed : newTask("big", i, "pending"),
+        );
+        expect((await store.loadJob("big"))?.tasks).toStrictEqual(expected);
+        expect((await store.loadJob("held"))?.tasks).toStrictEqual(
+          [0, 1, 2].map((i) => newTask("held", i, "held")),
+        );
+        expect((await store.loadJob("none"))?.tasks).toStrictEqual([]);
       });
 
       test.each<[string, AttemptRecord]>([

@@ -15,6 +15,7 @@ import { recoverState } from "../../src/broker/state/recover.ts";
 import { heartbeatSeen } from "../../src/broker/state/soft-state.ts";
 import type { Change, StoreSnapshot } from "../../src/broker/store/store.ts";
 import { attemptKey } from "../../src/common/model/ids.ts";
+import { newTask } from "../../src/common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
@@ -152,6 +153,10 @@ export function snapshotOf(changes: readonly Change[]): StoreSnapshot {
         break;
       case "putTasks":
         for (const task of change.tasks) tasks.set(`${task.jobId}/${task.index}`, task);
+        break;
+      case "putNewTasks":
+        for (let index = 0; index < change.count; index++)
+          tasks.set(`${change.jobId}/${index}`, newTask(change.jobId, index, change.state));
         break;
       case "putAttempt": {
         const { jobId, taskIndex, number } = change.attempt;

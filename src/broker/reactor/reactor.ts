@@ -111,6 +111,7 @@ export class Reactor {
         const changed = new Set<string>();
         for (const change of step.changes)
           if (change.op === "putTasks") for (const task of change.tasks) changed.add(task.jobId);
+          else if (change.op === "putNewTasks") changed.add(change.jobId);
         for (const jobId of changed) this.events.emit("progress", jobId);
       }
     }

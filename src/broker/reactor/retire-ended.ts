@@ -14,6 +14,7 @@ export function jobsChanged(changes: readonly Change[]): Set<string> {
     if (change.op === "putJob") ids.add(change.job.id);
     else if (change.op === "putAttempt") ids.add(change.attempt.jobId);
     else if (change.op === "putTasks") for (const task of change.tasks) ids.add(task.jobId);
+    else if (change.op === "putNewTasks") ids.add(change.jobId);
   }
   return ids;
 }

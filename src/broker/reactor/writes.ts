@@ -8,6 +8,7 @@
 // Test: test/unit/state-round-trip.test.ts recovers the state from the changes and compares.
 
 import type { AttemptUsage } from "../../common/model/attempt-usage.ts";
+import { isNewTask } from "../../common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointInfo,
@@ -27,6 +28,22 @@ import { JobEntry } from "../state/job-entry.ts";
 import type { Change, StoredJob } from "../store/store.ts";
 
 /** What a step may change of a job's record (the rest is fixed at submit). */
+
+/** From this many tasks, a new job's tasks are stored as one putNewTasks change when they allow. */
+export const NEW_TASKS_AS_ONE_CHANGE_MIN = 256;
+
+/** A new job's tasks as one change: putNewTasks when they are all new alike and many, else putTasks. */
+export function newTasksChange(jobId: string, tasks: TaskRecord[]): Change {
+  const state = tasks[0]?.state;
+  if (
+    state !== undefined &&
+    tasks.length >= NEW_TASKS_AS_ONE_CHANGE_MIN &&
+    tasks.every((task, index) => isNewTask(task, jobId, index, state))
+  )
+    return { op: "putNewTasks", jobId, count: tasks.length, state };
+  return { op: "putTasks", tasks };
+}
+
 export type JobChange = Partial<
   Pick<JobRecord, "state" | "endedAt" | "held" | "cancelRequested" | "slowHosts">
 >;
@@ -77,7 +94,7 @@ export class StateWrites {
   addJob(job: JobEntry): void {
     this.#state.addJob(job);
     this.#changes.push({ op: "putJob", job: job.record });
-    this.#changes.push({ op: "putTasks", tasks: job.tasks });
+    this.#changes.push(newTasksChange(job.record.id, job.tasks));
   }
 
   updateJob(job: JobEntry, change: JobChange): void {

@@ -22,6 +22,7 @@ import type {
 } from "../../common/model/records.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import { newTasksSql } from "./new-tasks-sql.ts";
 import { commitStatement, type PutRows, readAnswer } from "./pg-commit-statement.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
@@ -131,6 +132,13 @@ const SQL = {
   setMeta: upsertUnnest(META),
   putCheckpointParts: upsertUnnest(CHECKPOINT_PARTS),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
+  putNewTasks: newTasksSql({
+    jobId: "$1",
+    state: "$2",
+    count: "$3",
+    series: "generate_series(0, $3::bigint - 1) AS seq(i)",
+    beforeConflict: "",
+  }),
   deleteCheckpointPart:
     "DELETE FROM checkpoint_parts WHERE job_id = $1 AND task_index = $2 AND rank = $3 AND generation = $4",
   // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all five.
@@ -348,6 +356,11 @@ export class PostgresStore implements Store, Elections {
             await batch.flush(client);
             await run(client, "deleteHost", [change.name]);
             break;
+          case "putNewTasks":
+            // In order: the puts before it first, those after it (a task placed at once) after.
+            await batch.flush(client);
+            await run(client, "putNewTasks", [change.jobId, change.state, change.count]);
+            break;
           case "deleteCheckpointPart":
             await batch.flush(client);
             await run(client, "deleteCheckpointPart", [
@@ -474,7 +487,10 @@ async function rows(client: PoolClient, name: StatementName, values: unknown[] =
   return (await client.query(query(name, values))).rows;
 }
 
-type Put = Exclude<Change, { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" }>;
+type Put = Exclude<
+  Change,
+  { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" | "putNewTasks" }
+>;
 
 /**
  * The puts of a batch since its last delete, per table. Rows that name a key already seen go into
@@ -508,7 +524,8 @@ class PendingPuts {
         change.op === "deleteJob" ||
         change.op === "deleteHost" ||
         change.op === "deleteCheckpointPart" ||
-        change.op === "purgeAccounting"
+        change.op === "purgeAccounting" ||
+        change.op === "putNewTasks"
       )
         return null;
       batch.add(change);

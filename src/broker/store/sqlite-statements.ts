@@ -28,6 +28,9 @@ export type SqlValue = string | number | null;
 export type Row = readonly unknown[];
 
 export const SQLITE_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "sqlite");
+
+import { newTasksSql } from "./new-tasks-sql.ts";
+
 const BUSY_TIMEOUT_MS = 10_000;
 
 /** SQLite keeps booleans as 0/1 and JSON as text. */
@@ -88,6 +91,10 @@ const SQL = {
   deleteJobCheckpointParts: "DELETE FROM checkpoint_parts WHERE job_id = ?",
   addEvent: `INSERT INTO events (${columnNames(EVENTS.columns)}) VALUES (${EVENTS.columns.map(() => "?").join(", ")}) RETURNING id`,
   deleteHost: "DELETE FROM hosts WHERE name = ?",
+  // Numbered: the count is named twice. A recursive series makes the indices.
+  putNewTasks: `WITH RECURSIVE seq(i) AS (SELECT 0 WHERE ?3 > 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3) ${newTasksSql(
+    { jobId: "?1", state: "?2", count: "?3", series: "seq", beforeConflict: "WHERE true " },
+  )}`,
   deleteJobAttempts: "DELETE FROM attempts WHERE job_id = ?",
   deleteJobTasks: "DELETE FROM tasks WHERE job_id = ?",
   deleteJobEvents: "DELETE FROM events WHERE job_id = ?",

@@ -93,6 +93,9 @@ export class SqliteWrites {
       case "putTasks":
         this.#putTasks(change.tasks);
         return;
+      case "putNewTasks":
+        statements.run("putNewTasks", change.jobId, change.state, change.count);
+        return;
       case "putAttempt":
         statements.run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
         return;

@@ -19,11 +19,17 @@ import type {
   UsageSample,
   WorkflowRecord,
 } from "../../common/model/records.ts";
+import type { TaskState } from "../../common/model/states.ts";
 
 /** One change. Puts are upserts keyed by the record's identity, so replaying a batch is harmless. */
 export type Change =
   | { op: "putJob"; job: JobRecord }
   | { op: "putTasks"; tasks: TaskRecord[] }
+  /**
+   * Tasks 0 to count-1 of a new job, each as newTask makes it in `state` (a large array's): one
+   * statement makes the rows, so that a million tasks are not sent and bound one by one.
+   */
+  | { op: "putNewTasks"; jobId: string; count: number; state: TaskState }
   | { op: "putAttempt"; attempt: AttemptRecord }
   /** Inserts the event; the store sets its `id` (increasing in commit order) on the record. */
   | { op: "addEvent"; event: EventRecord }

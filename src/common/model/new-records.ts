@@ -21,6 +21,24 @@ export function newTask(jobId: string, index: number, state: TaskState): TaskRec
   };
 }
 
+/** Whether `task` is task `index` of job `jobId` as newTask made it in `state`, untouched since. */
+export function isNewTask(task: TaskRecord, jobId: string, index: number, state: TaskState): boolean {
+  return (
+    task.jobId === jobId &&
+    task.index === index &&
+    task.state === state &&
+    task.attempts === 0 &&
+    task.failures === 0 &&
+    task.losses === 0 &&
+    task.systemFailures === 0 &&
+    task.notBefore === null &&
+    task.resultAttempt === null &&
+    task.checkpoint === null &&
+    task.migration === null &&
+    task.memoryMb === null
+  );
+}
+
 /**
  * The task's next attempt on one host (or a gang's hosts, rank 0 first), starting now; the caller
  * has counted it in `task.attempts`. It restarts from the task's last checkpoint when there is one.
