@@ -389,7 +389,6 @@ export class Agent {
       this.reportStarted(attempt);
       return;
     }
-    if (exited) return;
     this.unreportedStarts.add(attempt);
     this.startReportTimer ??= setTimeout(() => this.reportStarts(), START_REPORT_DELAY_MS);
   }

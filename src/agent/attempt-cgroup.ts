@@ -180,6 +180,11 @@ export class AttemptCgroup {
     this.#emptied = { oomKills };
   }
 
+  /** Whether it was seen empty at the attempt's measured end: nothing of the job can hold anything of it. */
+  get emptied(): boolean {
+    return this.#emptied !== null;
+  }
+
   /** The processes in the attempt's cgroup now. */
   processes(): number[] {
     const dir = this.dirFor("pids") ?? this.dirs[0];

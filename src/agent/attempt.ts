@@ -129,8 +129,6 @@ export class Attempt {
   adopted = false;
   /** Set once the end was reported (or is being prepared): the attempt no longer holds slots. */
   ended = false;
-  /** Whether the attempt's cgroup was seen empty at its end: nothing of the job holds a part of its folder. */
-  #nothingLeft = false;
   /** What the launcher is told to start it, once prepared. */
   launchRequest: LaunchRequest | null = null;
   /** Bytes of stdout and stderr already sent to the server. */
@@ -450,8 +448,7 @@ export class Attempt {
     // Emptied before the end is reported, so that nothing of the attempt outlives it; the empty
     // cgroup is removed with the folder (cleanup), off the way of the report.
     const oomKills = this.cgroup.oomKills();
-    this.#nothingLeft = await this.cgroup.killAll();
-    if (this.#nothingLeft) this.cgroup.endMeasured(oomKills);
+    if (await this.cgroup.killAll()) this.cgroup.endMeasured(oomKills);
     const { cpu, peakMemoryBytes } = this.cgroup.usage();
     return {
       wallSeconds,
@@ -516,7 +513,8 @@ export class Attempt {
     // Emptied when the end was measured (killed here too when the attempt never ended).
     await this.cgroup?.remove();
     if (this.owner !== null) await removeAttemptFolder(this.dir);
-    else this.context.spares.retire(this.dir, this.#nothingLeft);
+    // Its cgroup seen empty at the end: nothing of the job holds a part of the folder.
+    else this.context.spares.retire(this.dir, this.cgroup?.emptied ?? false);
   }
 
   private clearTimers(): void {

@@ -50,10 +50,17 @@ export function chooseLauncher(choice: string | undefined): LauncherKind {
   if (!(LAUNCHER_CHOICES as readonly string[]).includes(wanted))
     throw new Error(`STEWARD_LAUNCHER must be one of ${LAUNCHER_CHOICES.join(", ")}, not ${wanted}`);
   if (wanted === "sh") return "sh";
-  const perl = spawnSync("perl", ["-MPOSIX", "-e", "1"], { stdio: "ignore", timeout: 10_000 });
-  if (perl.status === 0) return "perl";
+  if (perlRuns()) return "perl";
   if (wanted === "perl") throw new Error("STEWARD_LAUNCHER=perl, but `perl -MPOSIX` does not run here");
   return "sh";
+}
+
+let perlFound: boolean | null = null;
+
+/** Whether `perl -MPOSIX` runs here: asked once a process (`up` starts several agents). */
+function perlRuns(): boolean {
+  perlFound ??= spawnSync("perl", ["-MPOSIX", "-e", "1"], { stdio: "ignore", timeout: 10_000 }).status === 0;
+  return perlFound;
 }
 
 /**

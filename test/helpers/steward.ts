@@ -566,3 +566,41 @@ export async function userToken(
   };
   return { url: server.url, token };
 }
+
+/** A server with agents attached and the tokens of two users, alice and bob: what users do, tested. */
+export interface UsersCluster {
+  /** The server; a test that restarts it puts the new one here, for stop(). */
+  server: StewardProcess & { joinToken: string };
+  agents: AgentProcess[];
+  alice: { url: string; token: string };
+  bob: { url: string; token: string };
+  /** A folder of the test's own (markers, job files), removed at stop. */
+  folder: string;
+  /** Cancels the jobs named (left running by a failed test), stops everything and removes its folders. */
+  stop(cancel?: readonly string[]): Promise<void>;
+}
+
+export async function startUsersCluster(
+  agentNames: readonly string[],
+  slots: number,
+  folderPrefix: string,
+): Promise<UsersCluster> {
+  const server = await startServerProcess();
+  const agents: AgentProcess[] = [];
+  for (const name of agentNames) agents.push(await startAttachedAgent(server, name, slots));
+  const cluster: UsersCluster = {
+    server,
+    agents,
+    alice: await userToken(server, "alice"),
+    bob: await userToken(server, "bob"),
+    folder: tempDir(folderPrefix),
+    async stop(cancel = []) {
+      const now = cluster.server;
+      for (const id of cancel) await api(now, "POST", `/api/v1/jobs/${id}/cancel`, {}).catch(() => {});
+      for (const agent of agents) await agent.stop();
+      await now.stop();
+      cleanup(now.data, cluster.folder, ...agents.map((agent) => agent.work));
+    },
+  };
+  return cluster;
+}

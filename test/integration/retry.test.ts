@@ -7,27 +7,24 @@
 // starts task i of one array right after task i of the other, before that one has ended; `cancel
 // --tasks` cancels just those tasks; another user's job answers as absent.
 
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   api,
-  cleanup,
   cli,
   getJob,
   type JobJson,
   type StewardProcess,
-  startAttachedAgent,
   startServerProcess,
-  userToken,
+  startUsersCluster,
+  type UsersCluster,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
 let server: StewardProcess & { joinToken: string };
-const agents: AgentProcess[] = [];
+let cluster: UsersCluster;
 let alice: { url: string; token: string };
 let bob: { url: string; token: string };
 let markers: string;
@@ -43,19 +40,12 @@ const attemptsPerTask = (job: JobJson) => job.tasks.map((task) => task.attempts.
 const messages = (job: JobJson) => job.events.map((event) => event.message);
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  agents.push(await startAttachedAgent(server, "ra", 4));
-  agents.push(await startAttachedAgent(server, "rb", 4));
-  alice = await userToken(server, "alice");
-  bob = await userToken(server, "bob");
-  markers = mkdtempSync(join(tmpdir(), "steward-retry-markers-"));
+  cluster = await startUsersCluster(["ra", "rb"], 4, "steward-retry-markers-");
+  ({ server, alice, bob, folder: markers } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  for (const id of submitted) await api(server, "POST", `/api/v1/jobs/${id}/cancel`, {}).catch(() => {});
-  for (const agent of agents) await agent.stop();
-  await server?.stop();
-  cleanup(server?.data ?? "", markers ?? "", ...agents.map((agent) => agent.work));
+  await cluster?.stop(submitted);
 });
 
 describe("steward retry", () => {
@@ -77,7 +67,7 @@ describe("steward retry", () => {
     );
     // Answered means durable: a kill -9 now loses nothing.
     await server.kill9();
-    server = await startServerProcess({ data: server.data, port: server.port });
+    server = cluster.server = await startServerProcess({ data: server.data, port: server.port });
     alice = { url: server.url, token: alice.token };
     bob = { url: server.url, token: bob.token };
 

@@ -4,26 +4,24 @@
 // (the CLI exits non-zero and prints it); another user's job answers as absent, an admin may update
 // it; and an update answered before a kill -9 of the server is what the restarted server places by.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   api,
-  cleanup,
   cli,
   getJob,
   type StewardProcess,
   startAttachedAgent,
   startServerProcess,
-  userToken,
+  startUsersCluster,
+  type UsersCluster,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
 let server: StewardProcess & { joinToken: string };
-const agents: AgentProcess[] = [];
+let cluster: UsersCluster;
 let alice: { url: string; token: string };
 let bob: { url: string; token: string };
 let gate: string;
@@ -36,19 +34,12 @@ async function submit(as: { url: string; token: string }, spec: Record<string, u
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  agents.push(await startAttachedAgent(server, "ux", 1));
-  agents.push(await startAttachedAgent(server, "uy", 1));
-  alice = await userToken(server, "alice");
-  bob = await userToken(server, "bob");
-  gate = mkdtempSync(join(tmpdir(), "steward-update-gate-"));
+  cluster = await startUsersCluster(["ux", "uy"], 1, "steward-update-gate-");
+  ({ server, alice, bob, folder: gate } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  for (const id of submitted) await api(server, "POST", `/api/v1/jobs/${id}/cancel`, {}).catch(() => {});
-  for (const agent of agents) await agent.stop();
-  await server?.stop();
-  cleanup(server?.data ?? "", gate ?? "", ...agents.map((agent) => agent.work));
+  await cluster?.stop(submitted);
 });
 
 describe("steward update", () => {
@@ -147,13 +138,13 @@ describe("steward update", () => {
     const result = await cli(alice, ["update", id, "--requirements", 'host.name == "uz"', "--priority", "4"]);
     expect(result.code, result.stderr).toBe(0);
     await server.kill9();
-    server = await startServerProcess({ data: server.data, port: server.port });
+    server = cluster.server = await startServerProcess({ data: server.data, port: server.port });
     alice = { url: server.url, token: alice.token };
     const recovered = await getJob(server, id);
     expect(recovered).toMatchObject({ state: "pending", priority: 4 });
     expect(recovered.spec.requirements).toBe('host.name == "uz"');
     // A host of that name joins: the job goes there.
-    agents.push(await startAttachedAgent(server, "uz", 1));
+    cluster.agents.push(await startAttachedAgent(server, "uz", 1));
     const job = await waitForJobEnd(server, id);
     expect(job.state).toBe("succeeded");
     expect(job.tasks[0].attempts.map((attempt) => attempt.host)).toEqual(["uz"]);

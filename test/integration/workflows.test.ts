@@ -7,27 +7,24 @@
 // job's show names its workflow; the workflow survives a restart of the server; another user's
 // workflow answers as absent.
 
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Workflow } from "../../src/broker/api/schemas.ts";
 import {
-  type AgentProcess,
   api,
-  cleanup,
   cli,
   getJob,
   type StewardProcess,
-  startAttachedAgent,
   startServerProcess,
-  userToken,
+  startUsersCluster,
+  type UsersCluster,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
 
 let server: StewardProcess & { joinToken: string };
-const agents: AgentProcess[] = [];
+let cluster: UsersCluster;
 let alice: { url: string; token: string };
 let bob: { url: string; token: string };
 let folder: string;
@@ -37,18 +34,12 @@ async function jobCount(): Promise<number> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  agents.push(await startAttachedAgent(server, "wa", 2));
-  agents.push(await startAttachedAgent(server, "wb", 2));
-  alice = await userToken(server, "alice");
-  bob = await userToken(server, "bob");
-  folder = mkdtempSync(join(tmpdir(), "steward-workflow-"));
+  cluster = await startUsersCluster(["wa", "wb"], 2, "steward-workflow-");
+  ({ server, alice, bob, folder } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  for (const agent of agents) await agent.stop();
-  await server?.stop();
-  cleanup(server?.data ?? "", folder ?? "", ...agents.map((agent) => agent.work));
+  await cluster?.stop();
 });
 
 describe("a workflow file", () => {
@@ -142,7 +133,7 @@ describe("a workflow file", () => {
 
     // Answered means durable: the workflow comes back with the server.
     await server.stop();
-    server = await startServerProcess({ data: server.data, port: server.port });
+    server = cluster.server = await startServerProcess({ data: server.data, port: server.port });
     alice = { url: server.url, token: alice.token };
     bob = { url: server.url, token: bob.token };
     await waitFor("agents back", async () => {
