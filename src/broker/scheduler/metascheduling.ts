@@ -149,7 +149,26 @@ export function reschedulingPass(
   if (withRoom.length === 0) return [];
   const candidates: { task: RunningTaskView; current: HostView; targets: HostView[]; move: MoveEstimate }[] =
     [];
-  const feasibleByKey = new Map<string, Set<string>>();
+  // The hosts with room that a batch's tasks may move to, fastest first: the same for every task of
+  // the batch (its requirements and its need are in the key; no room is taken before the moves are
+  // chosen), so worked out once a batch and once a job object, not once a task.
+  const fittingByKey = new Map<string, HostView[]>();
+  const fittingByJob = new Map<FeasibilityJob, HostView[]>();
+  const fittingFor = (job: RunningTaskView["job"]): HostView[] => {
+    let fitting = fittingByJob.get(job);
+    if (fitting) return fitting;
+    const key = batchKey(job);
+    fitting = fittingByKey.get(key);
+    if (!fitting) {
+      const feasible = new Set(feasibleFor(job).map((host) => host.name));
+      fitting = withRoom.filter(
+        (host) => feasible.has(host.name) && fitsCapacity(job, capacity.get(host.name)!),
+      );
+      fittingByKey.set(key, fitting);
+    }
+    fittingByJob.set(job, fitting);
+    return fitting;
+  };
   for (const task of running) {
     const current = hosts.get(task.host);
     if (!current || notMovable(task, state.now, policy) !== null) continue;
@@ -158,16 +177,10 @@ export function reschedulingPass(
       trace.rescheduling?.(task, []);
       continue;
     }
-    const key = batchKey(task.job);
-    let feasible = feasibleByKey.get(key);
-    if (!feasible) {
-      feasible = new Set(feasibleFor(task.job).map((host) => host.name));
-      feasibleByKey.set(key, feasible);
-    }
     const targets: HostView[] = [];
-    for (const host of withRoom) {
+    for (const host of fittingFor(task.job)) {
       if (host.facts.speed <= needed) break;
-      if (feasible.has(host.name) && fitsCapacity(task.job, capacity.get(host.name)!)) targets.push(host);
+      targets.push(host);
     }
     const move = bestMove(task, current, targets, state.now, policy);
     if (trace.rescheduling) {
