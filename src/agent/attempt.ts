@@ -62,7 +62,7 @@ export interface AttemptContext {
   enforcement?: Enforcement | null;
   /** The GPU ids the agent offers (--gpus): with enforcement on v1, an attempt may open only its own. */
   gpus?: readonly string[];
-  /** Which launcher starts the jobs (launcher.ts): launcher.pl needs no job.sh for the agent's own account's jobs. */
+  /** Which launcher starts the jobs (launcher.ts): launcher.c and launcher.pl need no job.sh for the agent's own account's jobs. */
   launcher: LauncherKind;
 }
 
@@ -241,10 +241,10 @@ export class Attempt {
       // spare-folders.ts).
       writeInPlace(join(this.dir, TIMES_FILE), BLANK_RECORD);
     }
-    // launcher.pl starts a job of the agent's own account from what it is told; a job of another
-    // account, or any job under the shell launcher, runs job.sh.
+    // launcher.c and launcher.pl start a job of the agent's own account from what they are told; a
+    // job of another account, or any job under the shell launcher, runs job.sh.
     const exec =
-      this.context.launcher === "perl" && !user
+      this.context.launcher !== "sh" && !user
         ? jobExec(this.spec, paths, this.cgroup?.procsFiles() ?? [])
         : null;
     if (exec === null) writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));

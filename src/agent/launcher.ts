@@ -1,23 +1,33 @@
-// Starts attempts through one long-lived launcher process. Where the host has perl (with its
-// POSIX module, in every perl), launcher.pl: it forks each job, makes its session and execs it,
-// and, as the jobs' parent, records their exits. Otherwise launcher.sh, a shell that forks a
-// supervisor (supervisor.sh) per attempt, which runs job.sh and execs `setsid`. Either tells us on
-// its stdout when a job started and exited. The launcher works in the attempts folder: it hears
-// and tells attempts by their folder's name.
+// Starts attempts through one long-lived launcher process. Where the host has a C compiler,
+// launcher.c, compiled once and kept: it starts each job with vfork (no copy of its own memory),
+// makes its session and execs it, and, as the jobs' parent, records their exits. Where it has
+// perl (with its POSIX module, in every perl), launcher.pl does the same with a fork. Otherwise
+// launcher.sh, a shell that forks a supervisor (supervisor.sh) per attempt, which runs job.sh and
+// execs `setsid`. Each tells us on its stdout when a job started and exited. The launcher works in
+// the attempts folder: it hears and tells attempts by their folder's name.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
 const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
 const PERL_LAUNCHER = join(import.meta.dirname, "launcher.pl");
+const C_LAUNCHER_SOURCE = join(import.meta.dirname, "launcher.c");
 
-/** Which launcher starts attempts: `perl` (launcher.pl) or `sh` (launcher.sh and supervisor.sh). */
-export type LauncherKind = "perl" | "sh";
+/**
+ * Which launcher starts attempts: `c` (launcher.c, compiled), `perl` (launcher.pl) or `sh`
+ * (launcher.sh and supervisor.sh).
+ */
+export type LauncherKind = "c" | "perl" | "sh";
 
-/** What the environment variable STEWARD_LAUNCHER may ask for; `auto` (the default) takes perl where it runs. */
-export const LAUNCHER_CHOICES = ["auto", "perl", "sh"] as const;
+/**
+ * What the environment variable STEWARD_LAUNCHER may ask for; `auto` (the default) takes the first
+ * of c, perl and sh that runs here.
+ */
+export const LAUNCHER_CHOICES = ["auto", "c", "perl", "sh"] as const;
 
 /**
  * How a job starts (launcher.pl's `exec`): its run folder, umask (absent: the agent's), the
@@ -42,17 +52,74 @@ export interface LaunchRequest {
 }
 
 /**
- * The launcher to use: `choice` (from STEWARD_LAUNCHER), or with `auto`, perl when `perl -MPOSIX`
- * runs here. Asking for perl where it does not run is an error.
+ * The launcher to use: `choice` (from STEWARD_LAUNCHER), or with `auto`, the compiled one where
+ * launcher.c compiles (or was compiled), else perl when `perl -MPOSIX` runs here, else the shell.
+ * Asking for one that does not run here is an error.
  */
 export function chooseLauncher(choice: string | undefined): LauncherKind {
   const wanted = choice === undefined || choice === "" ? "auto" : choice;
   if (!(LAUNCHER_CHOICES as readonly string[]).includes(wanted))
     throw new Error(`STEWARD_LAUNCHER must be one of ${LAUNCHER_CHOICES.join(", ")}, not ${wanted}`);
   if (wanted === "sh") return "sh";
+  if ((wanted === "auto" || wanted === "c") && compiledLauncher() !== null) return "c";
+  if (wanted === "c")
+    throw new Error(`STEWARD_LAUNCHER=c, but launcher.c does not compile here (${compileFailure})`);
   if (perlRuns()) return "perl";
   if (wanted === "perl") throw new Error("STEWARD_LAUNCHER=perl, but `perl -MPOSIX` does not run here");
   return "sh";
+}
+
+/**
+ * Where the compiled launchers are kept, each in a folder named by its source's hash: beside
+ * Node's compile cache of the sources (bin/steward's), which is trusted alike; STEWARD_LAUNCHER_CACHE
+ * names another.
+ */
+function launcherCache(): string {
+  return (
+    process.env.STEWARD_LAUNCHER_CACHE ||
+    join(import.meta.dirname, "..", "..", "node_modules", ".cache", "steward-launcher")
+  );
+}
+
+let compiled: string | null | undefined;
+let compileFailure = "";
+
+/**
+ * The program compiled from launcher.c (`cc`, or $CC), compiled on first need and kept: asked once
+ * a process. Null where there is no compiler or it fails (the reason in compileFailure).
+ */
+export function compiledLauncher(): string | null {
+  if (compiled !== undefined) return compiled;
+  compiled = null;
+  try {
+    const source = readFileSync(C_LAUNCHER_SOURCE);
+    const folder = join(launcherCache(), createHash("sha256").update(source).digest("hex").slice(0, 16));
+    // Named `launcher`: the jobs' parent is called that in `ps`.
+    const program = join(folder, "launcher");
+    if (existsSync(program)) {
+      compiled = program;
+      return compiled;
+    }
+    mkdirSync(folder, { recursive: true, mode: 0o755 });
+    // Agents starting together each compile to a file of their own; the first rename wins.
+    const partial = `${program}.${process.pid}.tmp`;
+    const result = spawnSync(process.env.CC || "cc", ["-O2", "-o", partial, C_LAUNCHER_SOURCE], {
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: 60_000,
+    });
+    if (result.status !== 0) {
+      compileFailure = result.error
+        ? result.error.message
+        : `cc exited ${result.status}: ${result.stderr.toString().trim().split("\n")[0] ?? ""}`;
+      rmSync(partial, { force: true });
+      return null;
+    }
+    renameSync(partial, program);
+    compiled = program;
+  } catch (error) {
+    compileFailure = (error as Error).message;
+  }
+  return compiled;
 }
 
 let perlFound: boolean | null = null;
@@ -64,7 +131,7 @@ function perlRuns(): boolean {
 }
 
 /**
- * An attempt as launcher.pl reads it: a count, then that many fields, each ended by a NUL byte.
+ * An attempt as launcher.c and launcher.pl read it: a count, then that many fields, each ended by a NUL byte.
  * No field can hold a NUL (nor can an argument or a variable's value of any program).
  */
 export function encodeLaunch(root: string, request: LaunchRequest): string {
@@ -125,7 +192,11 @@ export class Launcher extends EventEmitter<{ started: [string, number, boolean];
   start(): void {
     this.closed = false;
     const [program, args] =
-      this.kind === "perl" ? ["perl", [PERL_LAUNCHER]] : ["/bin/sh", [SHELL_LAUNCHER, SUPERVISOR]];
+      this.kind === "c"
+        ? [compiledLauncher()!, []]
+        : this.kind === "perl"
+          ? ["perl", [PERL_LAUNCHER]]
+          : ["/bin/sh", [SHELL_LAUNCHER, SUPERVISOR]];
     // Its own session: a terminal's Ctrl-C to the agent does not reach the launcher or the jobs.
     const child = spawn(program, args, {
       cwd: this.root,
@@ -154,9 +225,9 @@ export class Launcher extends EventEmitter<{ started: [string, number, boolean];
   launch(request: LaunchRequest): void {
     if (!this.child) this.start();
     // The shell launcher is told the folder's name alone (it reads its input one byte a call) and
-    // runs its job.sh; launcher.pl is told how the job runs.
+    // runs its job.sh; launcher.c and launcher.pl are told how the job runs.
     this.child!.stdin!.write(
-      this.kind === "perl" ? encodeLaunch(this.root, request) : `${relative(this.root, request.dir)}\n`,
+      this.kind === "sh" ? `${relative(this.root, request.dir)}\n` : encodeLaunch(this.root, request),
     );
   }
 

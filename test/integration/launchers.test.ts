@@ -1,4 +1,5 @@
-// Both launchers (src/agent/launcher.ts) start jobs alike: launcher.pl, chosen where perl runs,
+// The three launchers (src/agent/launcher.ts) start jobs alike: launcher.c, compiled and chosen where
+// a C compiler runs, launcher.pl (STEWARD_LAUNCHER=perl, chosen where perl runs and no compiler),
 // and the shell launcher with its supervisors, the fallback (STEWARD_LAUNCHER=sh). Each: a job
 // leads a session and process group of its own with SIGPIPE and SIGHUP at their defaults, gets its
 // command's words and its variables byte for byte, ends with its own exit code or 128+signal (127
@@ -25,7 +26,7 @@ async function logsOf(steward: StewardProcess, id: string): Promise<string> {
   return response.text();
 }
 
-describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
+describe.each(["c", "perl", "sh"])("the %s launcher", (launcher) => {
   let steward: StewardProcess;
 
   beforeAll(async () => {
@@ -44,7 +45,8 @@ describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
   it("is the job's parent", async () => {
     const { id } = await api(steward, "POST", "/api/v1/jobs", { command: "cat /proc/$PPID/comm" });
     expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
-    expect((await logsOf(steward, id)).trim()).toBe(launcher);
+    // The compiled launcher is the program `launcher` (launcher.ts keeps it under that name).
+    expect((await logsOf(steward, id)).trim()).toBe(launcher === "c" ? "launcher" : launcher);
   });
 
   it("runs a job in a session and process group of its own, with SIGPIPE and SIGHUP at their defaults", async () => {
@@ -112,7 +114,7 @@ describe.each(["perl", "sh"])("the %s launcher", (launcher) => {
   });
 });
 
-describe.each(["perl", "sh"])("with the %s launcher, kill -9 of the agent alone", (launcher) => {
+describe.each(["c", "perl", "sh"])("with the %s launcher, kill -9 of the agent alone", (launcher) => {
   it("leaves its jobs running: restarted, the agent reports each one's exit code", async () => {
     const server = await startServerProcess({ heartbeatSeconds: 1, hostTimeoutSeconds: 6 });
     const options = {

@@ -1,7 +1,14 @@
-// What the agent tells launcher.pl and reads back from either launcher, as pure functions.
+// What the agent tells launcher.c and launcher.pl and reads back from any launcher, as pure functions;
+// which launcher it chooses.
 
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { chooseLauncher, encodeLaunch, parseLauncherLines } from "../../src/agent/launcher.ts";
+import {
+  chooseLauncher,
+  compiledLauncher,
+  encodeLaunch,
+  parseLauncherLines,
+} from "../../src/agent/launcher.ts";
 
 describe("encodeLaunch", () => {
   it.each([
@@ -79,6 +86,19 @@ describe("parseLauncherLines", () => {
 describe("chooseLauncher", () => {
   it("takes sh when asked, and refuses a name it does not know", () => {
     expect(chooseLauncher("sh")).toBe("sh");
-    expect(() => chooseLauncher("bash")).toThrow("STEWARD_LAUNCHER must be one of auto, perl, sh, not bash");
+    expect(() => chooseLauncher("bash")).toThrow(
+      "STEWARD_LAUNCHER must be one of auto, c, perl, sh, not bash",
+    );
+  });
+
+  it("takes the compiled launcher first where launcher.c compiles, and perl when asked", () => {
+    // Every machine the tests run on has a C compiler (npm builds native modules with it) and perl.
+    const program = compiledLauncher();
+    expect(program).not.toBeNull();
+    expect(existsSync(program!)).toBe(true);
+    expect(chooseLauncher(undefined)).toBe("c");
+    expect(chooseLauncher("auto")).toBe("c");
+    expect(chooseLauncher("c")).toBe("c");
+    expect(chooseLauncher("perl")).toBe("perl");
   });
 });
