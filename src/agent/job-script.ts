@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { StartMessage } from "../common/protocol/messages.ts";
 import type { JobExec } from "./launcher.ts";
 import type { JobUser } from "./run-as.ts";
+import { shellFreeWords } from "./simple-command.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
 export const SDK_PATH = join(import.meta.dirname, "..", "common", "sdk", "index.js");
@@ -136,9 +137,13 @@ export function jobEnvironmentFile(spec: StartMessage, paths: JobPaths): string 
 const TAKE_ENVIRONMENT =
   'environment=$(cat <&3) || exit 126; exec 3<&-; eval "$environment" || exit 126; unset environment; exec setsid "$@"';
 
-/** The job's command as the argv it is exec'd with: a string runs through `/bin/sh -c`. */
+/**
+ * The job's command as the argv it is exec'd with: a string runs through `/bin/sh -c`, unless the
+ * shell would only split it into words and run them (simple-command.ts).
+ */
 function jobArgv(spec: StartMessage): string[] {
-  return typeof spec.command === "string" ? ["/bin/sh", "-c", spec.command] : spec.command;
+  if (typeof spec.command !== "string") return spec.command;
+  return shellFreeWords(spec.command) ?? ["/bin/sh", "-c", spec.command];
 }
 
 /**

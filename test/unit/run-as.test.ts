@@ -221,6 +221,13 @@ describe("jobScript", () => {
     expect(lines.at(-1)).toBe(`exec setsid '/bin/sh' '-c' 'echo '\\''hi'\\'''`);
   });
 
+  it("execs a command of plain words without a shell (simple-command.ts)", () => {
+    const lines = jobScript({ ...spec, command: "sleep 30" }, paths)
+      .trimEnd()
+      .split("\n");
+    expect(lines.at(-1)).toBe("exec setsid 'sleep' '30'");
+  });
+
   it("drops to the account with setpriv by its full path before any of the job's environment takes effect", () => {
     const user = { account: alice, setpriv: "/usr/bin/setpriv" };
     const environmentFile = "/w/attempts/j1.0.1/environment";

@@ -66,7 +66,7 @@ export const jobSpecSchema = z.strictObject({
   ),
   command: about(
     z.union([withoutNul.min(1), z.array(withoutNul).min(1)]),
-    "What to run, in the job's working folder: a list is executed as it is (no shell); a string runs through `/bin/sh -c`.",
+    "What to run, in the job's working folder: a list is executed as it is (no shell); a string runs through `/bin/sh -c` (a string of plain words that names a program, with no shell syntax and no builtin such as `cd` or `echo`, runs as those words without starting a shell, as GNU make does: the same program, arguments and environment; only a missing program's message differs, the exit code is 127 either way).",
     ["./ns3d", "input"],
   ),
   inputs: about(
