@@ -284,3 +284,46 @@ describe("checkpoints through the reactor", () => {
     expect(core.read.findJob(job.id)?.tasks[0].checkpoint).toMatchObject({ generation: 2, bytes: 4 });
   });
 });
+
+describe("reads", () => {
+  /** A real SQLite store whose commits wait while `held` is set. */
+  class HeldStore extends SqliteStore {
+    held: Promise<void> | null = null;
+    override async commit(...args: Parameters<SqliteStore["commit"]>): Promise<void> {
+      if (this.held) await this.held;
+      return super.commit(...args);
+    }
+  }
+
+  it("a job is read once the changes handled before the read are committed, with their events", async () => {
+    await harness.close();
+    const store = new HeldStore(":memory:");
+    harness = new Harness(store);
+    await harness.start();
+    const { core } = harness;
+    const job = await submitOn(
+      core,
+      validateJobSpec({ command: "true", requirements: 'host.name == "nowhere"' }),
+      "alice",
+    );
+    await settle();
+    let release = () => {};
+    store.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    // Handled at once (the state in memory changes), committed once the store lets it.
+    const cancelled = core.jobs.cancel(job.id, "alice");
+    let read: JobEntry | null = null;
+    const reading = core.read.readJob(job.id).then((entry) => {
+      read = entry;
+    });
+    await settle();
+    expect(read).toBeNull();
+    store.held = null;
+    release();
+    await Promise.all([cancelled, reading]);
+    expect((read as JobEntry | null)?.record.state).toBe("cancelled");
+    const kinds = (await store.events(job.id)).map((event) => event.kind);
+    expect(kinds).toContain("cancel");
+  });
+});

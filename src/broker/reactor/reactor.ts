@@ -95,6 +95,14 @@ export class Reactor {
     return handled.result;
   }
 
+  /**
+   * Resolves once every change handled so far is committed: what is read after it (the state in
+   * memory, the events in the store) holds nothing the store does not, and agrees with itself.
+   */
+  committed(): Promise<void> {
+    return this.#committer.flush();
+  }
+
   async #commit(step: Handled<unknown>, jobs: ReadonlySet<string>): Promise<void> {
     if (step.changes.length > 0) {
       try {

@@ -59,8 +59,13 @@ export class ReadModel {
     return job;
   }
 
-  /** Any job with its tasks and attempts: from memory, or from the store once it has ended and left. */
+  /**
+   * Any job with its tasks and attempts: from memory, or from the store once it has ended and left.
+   * Read once the changes handled so far are committed: a job is never shown in a state the store
+   * does not hold yet (a crash would take it back), nor without the events that came with it.
+   */
   async readJob(id: string): Promise<JobEntry> {
+    await this.#reactor.committed();
     const job = this.#state.jobs.get(id);
     if (job) return job;
     const stored = this.#state.ended.has(id) ? await this.#store.loadJob(id) : null;
