@@ -1,6 +1,7 @@
 // The reshaped core's rules, on a real SQLite store: recorded stop and migration intents survive
 // reconnects and restarts, failure classes at the edges, terms fence a deposed server.
 
+import { spawn } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
@@ -326,4 +327,38 @@ describe("reads", () => {
     const kinds = (await store.events(job.id)).map((event) => event.kind);
     expect(kinds).toContain("cancel");
   });
+});
+
+describe("leases after a long stretch of work", () => {
+  it("an agent whose messages wait unread in its socket is not taken for lost once the loop reads them", async () => {
+    await harness.close();
+    harness = new Harness();
+    // The real clock and the reactor's own timer: the order of the event loop's phases is the test.
+    Object.defineProperty(harness, "now", { get: () => Date.now() });
+    const core = await harness.start();
+    await core.agents.attachHost(hello("h1"));
+    core.reactor.start();
+    // The agent's messages: a line every 50 ms from another process, each renewing the lease as
+    // the gateway does for any message.
+    const agent = spawn("/bin/sh", ["-c", "while :; do echo heartbeat; sleep 0.05; done"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    agent.stdout.on("data", () => core.touch("h1"));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A pass over a huge backlog, or a long collection: the loop does nothing else for longer
+      // than the host timeout (3 s) while the agent's lines pile up in the pipe.
+      await new Promise<void>((resolve) =>
+        setImmediate(() => {
+          const until = Date.now() + 3500;
+          while (Date.now() < until) {}
+          resolve();
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(core.read.listHosts().find((host) => host.name === "h1")?.state).toBe("ready");
+    } finally {
+      agent.kill("SIGKILL");
+    }
+  }, 15_000);
 });

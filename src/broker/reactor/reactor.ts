@@ -174,7 +174,7 @@ export class Reactor {
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.tick(), TICK_MS);
+    this.#timer = setInterval(() => this.#timerTick(), TICK_MS);
     this.#timer.unref();
     this.kick();
   }
@@ -184,9 +184,30 @@ export class Reactor {
     if (this.#timer) clearInterval(this.#timer);
   }
 
-  /** Leases and back-offs; also called directly by tests with their own clock. */
+  /**
+   * Leases and back-offs; also called directly by tests with their own clock. Run from the timer,
+   * the leases are looked at once the event loop has read its sockets (setImmediate runs after the
+   * poll phase): after a long stretch of work (a pass over a huge backlog, a long collection) the
+   * timers run before the sockets are read, and every agent whose heartbeats wait unread in its
+   * socket would be taken for lost.
+   */
   tick(): void {
+    this.#expireLeases();
+    this.#checkBackoffs();
+  }
+
+  #timerTick(): void {
+    setImmediate(() => {
+      if (!this.#stopped) this.#expireLeases();
+    });
+    this.#checkBackoffs();
+  }
+
+  #expireLeases(): void {
     void this.run((step) => expireLeases(step, this.options.hostTimeoutSeconds)).catch(() => {});
+  }
+
+  #checkBackoffs(): void {
     const now = this.now();
     const discoveryMs = (this.options.policy?.discoverySeconds ?? DISCOVERY_SECONDS) * 1000;
     if (
