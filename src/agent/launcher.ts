@@ -93,11 +93,15 @@ export function compiledLauncher(): string | null {
   compiled = null;
   try {
     const source = readFileSync(C_LAUNCHER_SOURCE);
-    const folder = join(launcherCache(), createHash("sha256").update(source).digest("hex").slice(0, 16));
+    // One folder a version of the source and a kind of machine: an installation shared by hosts
+    // of several kinds (a network file system) keeps a program for each.
+    const hash = createHash("sha256").update(source).digest("hex").slice(0, 16);
+    const folder = join(launcherCache(), `${hash}-${process.platform}-${process.arch}`);
     // Named `launcher`: the jobs' parent is called that in `ps`.
     const program = join(folder, "launcher");
     if (existsSync(program)) {
-      compiled = program;
+      if (launcherRuns(program)) compiled = program;
+      else compileFailure = `${program} does not run here`;
       return compiled;
     }
     mkdirSync(folder, { recursive: true, mode: 0o755 });
@@ -114,12 +118,24 @@ export function compiledLauncher(): string | null {
       rmSync(partial, { force: true });
       return null;
     }
+    if (!launcherRuns(partial)) {
+      compileFailure = "the compiled launcher does not run";
+      rmSync(partial, { force: true });
+      return null;
+    }
     renameSync(partial, program);
     compiled = program;
   } catch (error) {
     compileFailure = (error as Error).message;
   }
   return compiled;
+}
+
+/** Whether the compiled launcher runs here: with nothing on its stdin it exits at once, with 0. */
+function launcherRuns(program: string): boolean {
+  return (
+    spawnSync(program, [], { input: "", stdio: ["pipe", "ignore", "ignore"], timeout: 10_000 }).status === 0
+  );
 }
 
 let perlFound: boolean | null = null;

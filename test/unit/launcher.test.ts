@@ -1,8 +1,10 @@
 // What the agent tells launcher.c and launcher.pl and reads back from any launcher, as pure functions;
 // which launcher it chooses.
 
-import { existsSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import {
   chooseLauncher,
   compiledLauncher,
@@ -100,5 +102,28 @@ describe("chooseLauncher", () => {
     expect(chooseLauncher("auto")).toBe("c");
     expect(chooseLauncher("c")).toBe("c");
     expect(chooseLauncher("perl")).toBe("perl");
+  });
+
+  it("does not take a kept program that does not run here (another machine's), and says why", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "steward-launcher-cache-"));
+    process.env.STEWARD_LAUNCHER_CACHE = cache;
+    try {
+      vi.resetModules();
+      const compiledHere = await import("../../src/agent/launcher.ts");
+      const program = compiledHere.compiledLauncher();
+      expect(program?.startsWith(cache)).toBe(true);
+      expect(program).toContain(`-${process.platform}-${process.arch}/`);
+      writeFileSync(program!, "not a program of this machine\n");
+      chmodSync(program!, 0o755);
+      vi.resetModules();
+      const later = await import("../../src/agent/launcher.ts");
+      expect(later.compiledLauncher()).toBeNull();
+      expect(() => later.chooseLauncher("c")).toThrow("does not run here");
+      expect(later.chooseLauncher("auto")).toBe("perl");
+    } finally {
+      delete process.env.STEWARD_LAUNCHER_CACHE;
+      vi.resetModules();
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });
