@@ -192,8 +192,11 @@ browserTests(() => {
       `task map of 100,000 tasks: drawn in ${figures.drawMs.toFixed(1)} ms, ${figures.sinceArrival.toFixed(1)} ms after the data arrived`,
     );
     expect(figures.sinceArrival).toBeLessThan(1000);
-    // Hovering a cell names its task.
-    const box = await page.locator(".taskmap canvas").boundingBox();
+    // Hovering a cell names its task (the map is drawn again when the job's data is read again:
+    // its canvas is looked for once it shows).
+    const canvas = page.locator(".taskmap canvas");
+    await canvas.waitFor({ state: "visible", timeout: 10_000 });
+    const box = await canvas.boundingBox();
     if (!box) throw new Error("no task map");
     await page.mouse.move(box.x + 1, box.y + 1);
     await expect.poll(() => page.textContent(".taskmap .hover")).toBe("task 0: pending");
