@@ -375,7 +375,10 @@ export class Agent {
       });
       return;
     }
-    if (attempt.launchRequest) this.launcher.launch(attempt.launchRequest);
+    if (attempt.launchRequest) {
+      attempt.markLaunched();
+      this.launcher.launch(attempt.launchRequest);
+    }
   }
 
   private started(dir: string, pid: number, exited = false): void {

@@ -332,6 +332,15 @@ export class Attempt {
    * start time to record (it tells the job from a later process after an agent restart, when the
    * exit is not known) and nothing to arm.
    */
+  /**
+   * The launcher is asked to start the job: its wall time counts from here. The compiled launcher
+   * tells of a start once the job's exec is done, a moment into the job's own time; counted from
+   * that, a `sleep 0.5` could measure 0.499 s.
+   */
+  markLaunched(): void {
+    this.startedAt = Date.now();
+  }
+
   markStarted(pid: number, onCheckpointError?: (error: unknown) => void, exited = false): void {
     this.pid = pid;
     this.startedAt ??= Date.now();
