@@ -122,7 +122,10 @@ export class Attempt {
   private pidStartTime: string | null = null;
   /** When the supervisor wrote the pid file: stands in for a start time the agent could not record. */
   private pidWrittenMs: number | null = null;
-  /** When the job process started (ms), for the time limit. */
+  /**
+   * When the job started (ms), for its wall time and its time limit: when the launcher was asked to
+   * start it (markLaunched), or for an adopted attempt when its pid was recorded.
+   */
   startedAt: number | null = null;
   exitCode: number | null = null;
   /** Taken over from an earlier run of the agent, rather than started by this one. */
@@ -343,7 +346,6 @@ export class Attempt {
 
   markStarted(pid: number, onCheckpointError?: (error: unknown) => void, exited = false): void {
     this.pid = pid;
-    this.startedAt ??= Date.now();
     if (exited) return;
     this.noteStartTime(pid);
     if (this.stopRequest) this.signalJob("SIGTERM");

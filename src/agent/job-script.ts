@@ -151,15 +151,16 @@ function jobArgv(spec: StartMessage): string[] {
  * launcher, as data (its cgroups joined first, then its run folder, umask and environment).
  */
 export function jobExec(spec: StartMessage, paths: JobPaths, cgroupProcs: readonly string[]): JobExec {
+  const argv = jobArgv(spec);
   // The server refuses them at submit; launcher.pl's fields end at one.
-  const words = [...jobArgv(spec), ...Object.values(spec.env)];
+  const words = [...argv, ...Object.values(spec.env)];
   if (words.some((word) => word.includes("\0"))) throw new Error("the job's command or env holds a NUL byte");
   return {
     cwd: paths.runDir,
     ...(paths.umask !== undefined ? { umask: paths.umask } : {}),
     cgroupProcs,
     env: checkedNames(jobEnvironment(spec, paths, process.env)),
-    argv: jobArgv(spec),
+    argv,
   };
 }
 
