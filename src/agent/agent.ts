@@ -6,9 +6,10 @@
 import { statSync } from "node:fs";
 import { mkdir, open, readdir } from "node:fs/promises";
 import os from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
+import { LINK_STATES, type LinkSocket } from "../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -28,7 +29,7 @@ import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { declaredGpus } from "./gpus.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
-import { chooseLauncher, Launcher } from "./launcher.ts";
+import { chooseLauncher, type LaunchedJob, Launcher } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
@@ -73,6 +74,11 @@ export interface AgentOptions {
   gpus?: string;
   /** `--resource name=N`: countable resources offered to jobs. */
   resources?: Record<string, number>;
+  /**
+   * A link to a server in this process (`steward up`'s own agents), used instead of a WebSocket to
+   * `servers` (which still serve the files: inputs, outputs, checkpoints).
+   */
+  localLink?: () => LinkSocket;
 }
 
 /** The host's first external IPv4 address, or the loopback when it has none. */
@@ -125,7 +131,7 @@ export class Agent {
   /** Started attempts whose start is not reported yet (START_REPORT_DELAY_MS), and the timer that reports them. */
   private readonly unreportedStarts = new Set<Attempt>();
   private startReportTimer: NodeJS.Timeout | null = null;
-  private ws: WebSocket | null = null;
+  private ws: LinkSocket | null = null;
   private serverIndex = 0;
   private failures = 0;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -186,7 +192,7 @@ export class Agent {
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
     if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
-    this.launcher.on("started", (dir, pid, exited) => this.started(dir, pid, exited));
+    this.launcher.on("started", (job) => this.started(job));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
     const gpus = await declaredGpus(this.options.gpus);
     this.context.enforcement = this.chooseEnforcement(gpus.length > 0);
@@ -213,7 +219,8 @@ export class Agent {
     else this.log.info(`jobs start through the ${this.launcher.kind} launcher`);
     await this.adoptAttempts();
     if (this.context.enforcement) {
-      const live = new Set([...this.attempts.values()].map((attempt) => basename(attempt.dir)));
+      const live = new Set<string>();
+      for (const attempt of this.attempts.values()) if (attempt.cgroupName) live.add(attempt.cgroupName);
       const swept = await sweepCgroups(this.context.enforcement, live);
       if (swept > 0)
         this.log.info({ swept }, "removed the cgroups of attempts that ended while the agent was away");
@@ -381,10 +388,10 @@ export class Agent {
     }
   }
 
-  private started(dir: string, pid: number, exited = false): void {
-    const attempt = this.byDir.get(dir);
+  private started(job: LaunchedJob): void {
+    const attempt = this.byDir.get(job.dir);
     if (!attempt || attempt.pid !== null) return;
-    attempt.markStarted(pid, this.checkpointError(attempt), exited);
+    attempt.markStarted(job, this.checkpointError(attempt));
     // A job whose exit came with its start (a short one) is reported once, by its end, and so is
     // one that ends within START_REPORT_DELAY_MS. A gang's rank reports its start at once: the
     // others wait for its coordinator's port.
@@ -471,7 +478,8 @@ export class Agent {
   private connect(): void {
     if (this.stopped) return;
     const url = this.serverUrl().replace(/^http/, "ws") + AGENT_CONNECT_PATH;
-    const ws = new WebSocket(url, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
+    const ws: LinkSocket =
+      this.options.localLink?.() ?? new WebSocket(url, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
     this.ws = ws;
     this.welcomed = false;
     ws.on("open", () => void this.sendHello(ws));
@@ -512,7 +520,7 @@ export class Agent {
     });
   }
 
-  private disconnected(ws: WebSocket): void {
+  private disconnected(ws: LinkSocket): void {
     if (this.ws !== ws) return;
     this.ws = null;
     this.welcomed = false;
@@ -532,7 +540,7 @@ export class Agent {
     this.options.onIncompatible?.(message);
   }
 
-  private async sendHello(ws: WebSocket): Promise<void> {
+  private async sendHello(ws: LinkSocket): Promise<void> {
     const held = [...this.attempts.values()].map((attempt) => ({
       ...ref(attempt),
       state: attempt.ended ? ("ended" as const) : ("running" as const),
@@ -559,7 +567,7 @@ export class Agent {
     return readHostFacts(this.fixed, Math.max(0, this.slots - this.busySlots()));
   }
 
-  private async handle(ws: WebSocket, message: ServerMessage): Promise<void> {
+  private async handle(ws: LinkSocket, message: ServerMessage): Promise<void> {
     switch (message.type) {
       case "welcome": {
         if (message.credential) {
@@ -615,8 +623,8 @@ export class Agent {
     }
   }
 
-  private async heartbeat(ws: WebSocket): Promise<void> {
-    if (ws.readyState !== WebSocket.OPEN) return;
+  private async heartbeat(ws: LinkSocket): Promise<void> {
+    if (ws.readyState !== LINK_STATES.OPEN) return;
     if (this.awaitingPongs >= MISSED_PONGS) {
       this.log.warn("no answer from the server; reconnecting");
       ws.terminate();
@@ -642,8 +650,8 @@ export class Agent {
     if (this.ws && this.welcomed) this.send(this.ws, message);
   }
 
-  private send(ws: WebSocket, message: AgentMessage): void {
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  private send(ws: LinkSocket, message: AgentMessage): void {
+    if (ws.readyState === LINK_STATES.OPEN) ws.send(JSON.stringify(message));
   }
 
   // ---- logs
@@ -682,7 +690,7 @@ export class Agent {
       const size = Math.min(info?.size ?? 0, this.maxLogBytes + 1);
       if (size <= attempt.sent[stream]) continue;
       const ws = this.ws;
-      if (!ws || !this.welcomed || ws.readyState !== WebSocket.OPEN) return;
+      if (!ws || !this.welcomed || ws.readyState !== LINK_STATES.OPEN) return;
       const handle = await open(path, "r");
       try {
         while (attempt.sent[stream] < size) {

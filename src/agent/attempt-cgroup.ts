@@ -4,7 +4,7 @@
 // process left in it is killed and it is removed. In cgroup v1 it is one directory in each
 // hierarchy the agent uses; in v2, one directory.
 
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CgroupLayout, V1Controller } from "./cgroup-layout.ts";
 import {
@@ -19,7 +19,7 @@ import {
   writtenSettings,
 } from "./cgroup-limits.ts";
 import { shellQuote } from "./job-script.ts";
-import type { SpareCgroups } from "./spare-cgroups.ts";
+import type { KeptCgroup, SpareCgroups } from "./spare-cgroups.ts";
 
 /** How long the end of an attempt waits for its last processes to go before it leaves the cgroup be. */
 export const CGROUP_EMPTY_TIMEOUT_MS = 5_000;
@@ -67,18 +67,29 @@ function read(path: string): string | null {
 
 export class AttemptCgroup {
   readonly base: CgroupBase;
+  /** Its name: the attempt folder's, or a kept cgroup's (recorded in the attempt's start.json). */
   readonly name: string;
-  /** Emptied cgroups kept for reuse (spare-cgroups.ts): taken at create, given back at remove. */
+  /** Emptied cgroups kept for reuse (spare-cgroups.ts): given back at remove. */
   readonly #spares: SpareCgroups | null;
+  /** The kept cgroup it is (its directories there already, its files as they say), until create. */
+  #kept: KeptCgroup | null;
   /** What its files are set to, once made. */
   #settings: WrittenSettings = new Map();
   /** Its end, once measured: emptied (nothing can join it again), with this many out-of-memory kills. */
   #emptied: { oomKills: number } | null = null;
 
-  constructor(base: CgroupBase, name: string, spares: SpareCgroups | null = null) {
+  /** The cgroup `name`; `kept`: a kept cgroup of that name taken for a new attempt (SpareCgroups.take). */
+  constructor(
+    base: CgroupBase,
+    name: string,
+    spares: SpareCgroups | null = null,
+    kept: KeptCgroup | null = null,
+  ) {
     this.base = base;
     this.name = name;
     this.#spares = spares;
+    this.#kept = kept;
+    if (kept) this.#settings = kept.settings;
   }
 
   /** The attempt's directory for a controller (v2: the one directory). */
@@ -96,8 +107,9 @@ export class AttemptCgroup {
    * differ from what it holds); throws naming the file it could not write.
    */
   create(limits: AttemptLimits): void {
-    // A kept cgroup, renamed to this attempt's name, or new ones.
-    const kept = this.#spares?.takeAs(this.name) ?? null;
+    // A kept cgroup whose directories are all there (nobody removed one by hand meanwhile), or new ones.
+    const kept = this.#kept !== null && this.dirs.every(isDirectory) ? this.#kept.settings : null;
+    this.#kept = null;
     if (kept === null) for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
     const memory = this.dirFor("memory");
     const swapAccounted =
@@ -265,21 +277,32 @@ export class AttemptCgroup {
       )
     )
       return true;
+    let gone = true;
     for (const dir of this.dirs) {
-      for (let tries = 0; tries < 20; tries++) {
+      for (let tries = 0; ; tries++) {
         try {
           rmdirSync(dir);
           break;
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code;
           if (code === "ENOENT") break;
+          if (tries === 19) {
+            gone = false;
+            break;
+          }
           // EBUSY: the last process is still being torn down.
           await sleep(25);
         }
       }
     }
+    // A directory left (a process outlived the wait) keeps its name from new attempts.
+    if (gone) this.#spares?.removed(this.name);
     return empty;
   }
+}
+
+function isDirectory(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
 function writeQuietly(path: string, value: string): void {

@@ -35,7 +35,7 @@ import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { type JobPaths, jobEnvironmentFile, jobExec, jobScript } from "./job-script.ts";
 import { openJobFile, readJobFile, readJobFileSync } from "./job-written-file.ts";
-import type { LauncherKind, LaunchRequest } from "./launcher.ts";
+import type { LaunchedJob, LauncherKind, LaunchRequest } from "./launcher.ts";
 import { writeNewFile } from "./new-file.ts";
 import type { JobUser } from "./run-as.ts";
 import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
@@ -77,6 +77,11 @@ export interface AttemptResult {
 }
 
 export type AttemptUsage = NonNullable<EndedEvent["usage"]>;
+
+/** An attempt's start.json: the server's start message, and the name of the cgroup it was given. */
+interface StartRecord extends StartMessage {
+  cgroup?: string;
+}
 
 /** The reason of an attempt the kernel killed for its memory limit. */
 export function outOfMemoryReason(memoryMb: number | undefined): string {
@@ -142,8 +147,11 @@ export class Attempt {
   private limitTimer: NodeJS.Timeout | null = null;
   private checkpointTimer: NodeJS.Timeout | null = null;
   private readonly context: AttemptContext;
-  /** The attempt's cgroup, where limits are enforced (named after its folder). */
-  private readonly cgroup: AttemptCgroup | null;
+  /**
+   * The attempt's cgroup, where limits are enforced: chosen when it is prepared (a kept one, or a
+   * new one named after its folder) and named in its start.json, or an adopted attempt's.
+   */
+  private cgroup: AttemptCgroup | null = null;
 
   constructor(spec: StartMessage, context: AttemptContext) {
     this.spec = spec;
@@ -164,7 +172,11 @@ export class Attempt {
       dir: join(this.dir, "checkpoint"),
       ...(spec.gang ? { rank: spec.gang.rank } : {}),
     });
-    this.cgroup = context.enforcement?.attempt(basename(this.dir)) ?? null;
+  }
+
+  /** The name of its cgroup, or null without one. */
+  get cgroupName(): string | null {
+    return this.cgroup?.name ?? null;
   }
 
   get key(): string {
@@ -195,7 +207,9 @@ export class Attempt {
     // Rank 0's agent picks the coordinator's port: free now, for the job to listen on.
     if (gang && gang.rank === 0 && gang.coordinator === null)
       gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
-    const startJson = JSON.stringify(this.spec);
+    this.cgroup = this.context.enforcement?.newAttempt(basename(this.dir)) ?? null;
+    const record: StartRecord = this.cgroup ? { ...this.spec, cgroup: this.cgroup.name } : this.spec;
+    const startJson = JSON.stringify(record);
     // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),
     // its start.json already written; the job's parts are new either way.
     const reused = user === null && this.context.spares.reuseAs(this.dir, startJson);
@@ -265,13 +279,16 @@ export class Attempt {
 
   /** Re-adopts an attempt from its folder after an agent restart; null when the folder is unusable. */
   static async adopt(dir: string, context: AttemptContext): Promise<Attempt | null> {
-    let spec: StartMessage;
+    let record: StartRecord;
     try {
-      spec = JSON.parse(await readFile(join(dir, "start.json"), "utf8")) as StartMessage;
+      record = JSON.parse(await readFile(join(dir, "start.json"), "utf8")) as StartRecord;
     } catch {
       return null;
     }
+    const { cgroup, ...spec } = record;
     const attempt = new Attempt(spec, context);
+    // An earlier version's attempt has no cgroup named: its cgroup had the folder's name.
+    attempt.cgroup = context.enforcement?.attempt(cgroup ?? basename(dir)) ?? null;
     attempt.adopted = true;
     attempt.ownedBy((await jobOwner(dir))?.uid ?? null);
     if (lstatSync(join(dir, "notes"), { throwIfNoEntry: false })?.isDirectory())
@@ -331,11 +348,6 @@ export class Attempt {
   }
 
   /**
-   * The job started as `pid`. `exited`: its exit is known already (a short job), so there is no
-   * start time to record (it tells the job from a later process after an agent restart, when the
-   * exit is not known) and nothing to arm.
-   */
-  /**
    * The launcher is asked to start the job: its wall time counts from here. The compiled launcher
    * tells of a start once the job's exec is done, a moment into the job's own time; counted from
    * that, a `sleep 0.5` could measure 0.499 s.
@@ -344,10 +356,17 @@ export class Attempt {
     this.startedAt = Date.now();
   }
 
-  markStarted(pid: number, onCheckpointError?: (error: unknown) => void, exited = false): void {
-    this.pid = pid;
-    if (exited) return;
-    this.noteStartTime(pid);
+  /**
+   * The job started as `job.pid`. `job.exited`: its exit is known already (a short job), so there
+   * is no start time to record (it tells the job from a later process after an agent restart, when
+   * the exit is not known) and nothing to arm.
+   */
+  markStarted(job: Omit<LaunchedJob, "dir">, onCheckpointError?: (error: unknown) => void): void {
+    this.pid = job.pid;
+    // The compiled launcher read the start time and wrote it under the pid itself.
+    if (job.startTicks !== undefined) this.pidStartTime = job.startTicks;
+    if (job.exited) return;
+    if (job.startTicks === undefined) this.noteStartTime(job.pid);
     if (this.stopRequest) this.signalJob("SIGTERM");
     this.armTimeLimit();
     this.armCheckpoints(onCheckpointError);

@@ -23,8 +23,10 @@ export interface Enforcement {
   fullBase: CgroupBase;
   /** The one line the agent logs at start. */
   description: string;
-  /** The cgroup of an attempt (named by its folder's name). */
+  /** The cgroup `name` of an attempt (an adopted one's, as its start.json names it). */
   attempt(name: string): AttemptCgroup;
+  /** A cgroup for a new attempt: a kept one (under its own name), or a new one named `folderName`. */
+  newAttempt(folderName: string): AttemptCgroup;
   /** Emptied cgroups kept for the next attempts (v1 without devices only), or null. */
   spares: SpareCgroups | null;
 }
@@ -109,7 +111,17 @@ export function openEnforcement(
       base,
       fullBase,
       description: `enforcing memory, CPU and process limits with cgroup v${base.version} (${controllers}) under ${where}`,
-      attempt: (attemptName) => new AttemptCgroup(base, attemptName, spares),
+      attempt: (name) => {
+        spares?.named(name);
+        return new AttemptCgroup(base, name, spares);
+      },
+      newAttempt: (folderName) => {
+        if (!spares) return new AttemptCgroup(base, folderName);
+        const kept = spares.take();
+        const name = kept?.name ?? spares.freeName(folderName);
+        spares.named(name);
+        return new AttemptCgroup(base, name, spares, kept);
+      },
       spares,
     },
   };

@@ -91,6 +91,36 @@ static void tell_agent(const char *what, long value, const char *dir) {
   if (length > 0 && (size_t)length < sizeof line) (void)!write(1, line, (size_t)length);
 }
 
+/*
+ * When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat, as the agent
+ * reads it: job-process.ts), into `out`; empty when it cannot be read. The child is not reaped yet
+ * (only this process reaps it), so its /proc entry is there even when it has ended.
+ */
+static void start_ticks(pid_t pid, char *out, size_t size) {
+  out[0] = '\0';
+  char path[48], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t length = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (length <= 0) return;
+  text[length] = '\0';
+  /* The command name (field 2) may hold spaces and parentheses: count from the last ')'. */
+  char *at = strrchr(text, ')');
+  if (at == NULL || at[1] == '\0') return;
+  at += 2; /* field 3 */
+  for (int field = 3; field < 22 && at != NULL; field++) {
+    at = strchr(at, ' ');
+    if (at != NULL) at++;
+  }
+  if (at == NULL) return;
+  size_t digits = strspn(at, "0123456789");
+  if (digits == 0 || digits >= size) return;
+  memcpy(out, at, digits);
+  out[digits] = '\0';
+}
+
 /* Shell `times` output (its second line is what the agent reads): minutes and seconds. */
 static void shell_time(char *out, size_t size, struct timeval spent) {
   double seconds = (double)spent.tv_sec + (double)spent.tv_usec / 1e6;
@@ -326,10 +356,20 @@ static void launch(char **fields, int count, const sigset_t *unblocked) {
     attempt->times = strcmp(fields[1], "1") == 0;
     attempt->next = running;
     running = attempt;
-    char pid_text[24];
-    snprintf(pid_text, sizeof pid_text, "%d\n", (int)pid);
+    /* The pid and its start time (what tells the job from a later process with its pid), and a
+       line to the agent: started PID:TICKS DIR (PID alone when the time could not be read). */
+    char ticks[32], pid_text[64], line[PATH_MAX + 96];
+    start_ticks(pid, ticks, sizeof ticks);
+    int length;
+    if (ticks[0] != '\0') {
+      snprintf(pid_text, sizeof pid_text, "%d\n%s\n", (int)pid, ticks);
+      length = snprintf(line, sizeof line, "started %d:%s %s\n", (int)pid, ticks, dir);
+    } else {
+      snprintf(pid_text, sizeof pid_text, "%d\n", (int)pid);
+      length = snprintf(line, sizeof line, "started %d %s\n", (int)pid, dir);
+    }
     record(dir, "pid", pid_text);
-    tell_agent("started", pid, dir);
+    if (length > 0 && (size_t)length < sizeof line) (void)!write(1, line, (size_t)length);
   }
   free(stdout_path);
   free(stderr_path);

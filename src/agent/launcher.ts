@@ -170,29 +170,47 @@ export function encodeLaunch(root: string, request: LaunchRequest): string {
   return `${fields.length}\0${fields.map((field) => `${field}\0`).join("")}`;
 }
 
-/** A launcher's line: a job started (its pid) or exited (its code), by its folder's name. */
+/**
+ * A launcher's line: a job started (its pid) or exited (its code), by its folder's name. The
+ * compiled launcher tells a start with the job's start time in /proc's clock ticks
+ * (`started PID:TICKS NAME`), which it has also written under the pid in the pid file.
+ */
 export interface LauncherLine {
   kind: "started" | "exited";
   value: number;
   name: string;
+  /** With a start: when the job started, in clock ticks since boot (/proc/PID/stat), when the launcher read it. */
+  startTicks?: string;
 }
 
 /** The lines of a launcher's output that say something (others are passed over). */
 export function parseLauncherLines(text: string): LauncherLine[] {
   const lines: LauncherLine[] = [];
   for (const line of text.split("\n")) {
-    const match = /^(started|exited) (\d+) (.+)$/.exec(line);
-    if (match)
-      lines.push({ kind: match[1] as LauncherLine["kind"], value: Number(match[2]), name: match[3] });
+    const match = /^(started|exited) (\d+)(?::(\d+))? (.+)$/.exec(line);
+    if (!match) continue;
+    const kind = match[1] as LauncherLine["kind"];
+    lines.push({
+      kind,
+      value: Number(match[2]),
+      name: match[4],
+      ...(kind === "started" && match[3] !== undefined ? { startTicks: match[3] } : {}),
+    });
   }
   return lines;
 }
 
-/**
- * `started` carries whether the same read also said the job exited (a short job): its start time
- * need not be recorded, nor its timers armed.
- */
-export class Launcher extends EventEmitter<{ started: [string, number, boolean]; exited: [string, number] }> {
+/** A job's start as the launcher tells it. */
+export interface LaunchedJob {
+  dir: string;
+  pid: number;
+  /** The same read also said the job exited (a short job): its timers need not be armed. */
+  exited: boolean;
+  /** Its start time in clock ticks, recorded in the pid file by the launcher; absent: the agent records it. */
+  startTicks?: string;
+}
+
+export class Launcher extends EventEmitter<{ started: [LaunchedJob]; exited: [string, number] }> {
   readonly kind: LauncherKind;
   private child: ChildProcess | null = null;
   private closed = false;
@@ -258,7 +276,13 @@ export class Launcher extends EventEmitter<{ started: [string, number, boolean];
     const exited = new Set(lines.filter((line) => line.kind === "exited").map((line) => line.name));
     for (const line of lines) {
       const dir = join(this.root, line.name);
-      if (line.kind === "started") this.emit("started", dir, line.value, exited.has(line.name));
+      if (line.kind === "started")
+        this.emit("started", {
+          dir,
+          pid: line.value,
+          exited: exited.has(line.name),
+          ...(line.startTicks !== undefined ? { startTicks: line.startTicks } : {}),
+        });
       else this.emit("exited", dir, line.value);
     }
   }

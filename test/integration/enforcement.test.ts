@@ -235,3 +235,43 @@ it("an agent with --no-enforce says so and reports host.enforces false; a job re
     cleanup(lax.work);
   }
 });
+
+it("a restarted agent finds a running attempt's cgroup by the name its start.json gives (a kept one's), and leaves it be", async (context) => {
+  skipUnlessEnforced(context, unavailable);
+  const own = await startServerProcess({ heartbeatSeconds: 1, hostTimeoutSeconds: 10 });
+  const options = { name: "keeper", slots: 1, servers: [own.url], joinToken: own.joinToken };
+  const first = await startAgentProcess(options);
+  let again: AgentProcess | null = null;
+  try {
+    // A short job first: its emptied cgroup is kept, under its own name.
+    const short = await api(own, "POST", "/api/v1/jobs", { command: "true" });
+    expect((await waitForJobEnd(own, short.id, 30_000)).state).toBe("succeeded");
+    // The next attempt takes that cgroup; its start.json names it.
+    const { id } = await api(own, "POST", "/api/v1/jobs", {
+      command: "sleep 3; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+    });
+    const startJson = join(first.work, "attempts", `${id}.0.1`, "start.json");
+    const named = await waitFor("the attempt's start.json", () => {
+      try {
+        return (JSON.parse(readFileSync(startJson, "utf8")) as { cgroup?: string }).cgroup ?? null;
+      } catch {
+        return null;
+      }
+    });
+    expect(named).toBe(`${short.id}.0.1`);
+    await waitFor("running", async () => (await getJob(own, id)).state === "running");
+    await first.kill9();
+    again = await startAgentProcess({ ...options, work: first.work });
+    // Not swept (the job would have been killed: exit code 137), and measured from that cgroup.
+    const job = await waitForJobEnd(own, id, 60_000);
+    expect(job.state).toBe("succeeded");
+    expect(job.tasks[0].attempts).toHaveLength(1);
+    const usage = job.tasks[0].attempts[0].usage!;
+    expect(usage.userSeconds! + usage.systemSeconds!).toBeGreaterThan(0.05);
+    expect(usage.peakMemoryMb).not.toBeNull();
+  } finally {
+    await (again ?? first).crash();
+    await own.stop();
+    cleanup(own.data, first.work);
+  }
+}, 90_000);

@@ -6,7 +6,10 @@
 // for a command not found), has its CPU time counted without a cgroup, and outlives a kill -9 of
 // its agent with its exit code. Real processes: `steward up`, and a server with an agent process.
 
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readProcStat } from "../../src/agent/job-process.ts";
 import {
   api,
   cleanup,
@@ -60,6 +63,18 @@ describe.each(["c", "perl", "sh"])("the %s launcher", (launcher) => {
     const [pgid, sid] = groupLine.trim().split(/\s+/);
     expect(pgid).toBe(pidLine.trim());
     expect(sid).toBe(pidLine.trim());
+  });
+
+  it("records the job's start time under its pid, as /proc has it (what tells the job from a later process)", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", { command: ["sleep", "2"] });
+    const pidFile = join(steward.data, "agents", "local-1", "attempts", `${id}.0.1`, "pid");
+    // The compiled launcher writes both lines; with perl and sh the agent adds the time once told.
+    const [pid, ticks] = await waitFor("the pid and its start time", () => {
+      const lines = readFileSync(pidFile, "utf8").split("\n").filter(Boolean);
+      return lines.length === 2 ? lines : null;
+    });
+    expect(ticks).toBe(readProcStat(Number(pid))?.startTicks);
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
   });
 
   it("gives the job the agent's environment, its own variables over it, and PWD its working folder", async () => {

@@ -1,12 +1,13 @@
 // Emptied attempt cgroups kept for reuse (src/agent/spare-cgroups.ts), on this host's real cgroups
-// (v1): an attempt's cgroup that ended empty is kept under a spare name with its memory limit
-// lifted and its peak and CPU time reset; the next attempt takes it under its own name, with its
-// own limits and counters from zero; one that saw an out-of-memory kill is removed, not kept; an
-// agent that stops removes what it kept. Needs root and v1's memory, cpu, cpuacct and pids
+// (v1): an attempt's cgroup that ended empty is kept, under its name, with its peak and CPU time
+// reset; the next attempt takes it (its name with it), with its own limits and counters from zero;
+// a new cgroup never takes a name a cgroup still holds; one that saw an out-of-memory kill is
+// removed, not kept; a kept one removed by hand meanwhile is made again; an agent that stops
+// removes what it kept. Needs root and v1's memory, cpu, cpuacct and pids
 // controllers: skipped saying why otherwise (and fails under CI where they should be).
 
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmdirSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Enforcement, openEnforcement, readLayout, removeBase } from "../../src/agent/enforcement.ts";
 import { mayKeepCgroup, SPARE_CGROUP_MAX_CHARGED_BYTES } from "../../src/agent/spare-cgroups.ts";
@@ -58,31 +59,42 @@ it("keeps an emptied cgroup and gives it, reset, to the next attempt; not one wi
   const spares = enforcement.spares!;
 
   // The first attempt: a 50 MB limit, some CPU burnt.
-  const first = enforcement.attempt("first");
+  const first = enforcement.newAttempt("first");
+  expect(first.name).toBe("first");
   first.create({ memoryMb: 50, cpus: 1 });
   const memory = first.dirFor("memory")!;
   expect(read(`${memory}/memory.limit_in_bytes`)).toBe(String(50 * 1024 * 1024));
   expect(await runIn(first.joinScript(), "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")).toBe(0);
   expect(first.usage().cpu!.userMs + first.usage().cpu!.systemMs).toBeGreaterThan(0);
   expect(await first.remove()).toBe(true);
+  // Kept as it is, under its name: nothing renamed.
   expect(spares.size).toBe(1);
-  for (const dir of first.dirs) expect(existsSync(dir)).toBe(false);
+  for (const dir of first.dirs) expect(existsSync(dir)).toBe(true);
 
-  // The next attempt takes it under its own name: no memory limit of the first's, counters reset.
-  const second = enforcement.attempt("second");
+  // The next attempt takes it, its name with it: no memory limit of the first's, counters reset.
+  const second = enforcement.newAttempt("second");
+  expect(second.name).toBe("first");
   second.create({ cpus: 1 });
   expect(spares.size).toBe(0);
-  for (const dir of second.dirs) expect(existsSync(dir)).toBe(true);
   const reused = second.dirFor("memory")!;
   expect(Number(read(`${reused}/memory.limit_in_bytes`))).toBeGreaterThan(2 ** 60);
   expect(Number(read(`${reused}/memory.max_usage_in_bytes`))).toBeLessThan(SPARE_CGROUP_MAX_CHARGED_BYTES);
   expect(second.usage().cpu).toEqual({ userMs: 0, systemMs: 0 });
   expect(second.oomKills()).toBe(0);
 
+  // An attempt whose folder has the name a cgroup still holds gets another name.
+  const again = enforcement.newAttempt("first");
+  expect(again.name).toBe("first~1");
+  again.create({ cpus: 1 });
+  for (const dir of again.dirs) expect(existsSync(dir)).toBe(true);
+  expect(await again.remove()).toBe(true);
+
   // Over its limit: killed by the kernel; that cgroup is removed, not kept.
-  const third = enforcement.attempt("third");
+  const kept = spares.size;
+  const third = enforcement.newAttempt("third");
+  expect(third.name).toBe("first~1");
   third.create({ memoryMb: 20, cpus: 1 });
-  expect(spares.size).toBe(0);
+  expect(spares.size).toBe(kept - 1);
   await runIn(third.joinScript(), "exec head -c 200000000 /dev/zero | tail -c 1 >/dev/null");
   await runIn(third.joinScript(), `exec awk 'BEGIN { s = sprintf("%200000000s", ""); print length(s) }'`);
   expect(third.oomKills()).toBeGreaterThan(0);
@@ -91,8 +103,16 @@ it("keeps an emptied cgroup and gives it, reset, to the next attempt; not one wi
   expect(spares.size).toBe(1);
   for (const dir of third.dirs) expect(existsSync(dir)).toBe(false);
 
+  // A kept cgroup removed by hand meanwhile: the attempt that takes it makes it again.
+  for (const dir of second.dirs) rmdirSync(dir);
+  const fourth = enforcement.newAttempt("fourth");
+  expect(fourth.name).toBe("first");
+  fourth.create({ memoryMb: 30, cpus: 1 });
+  expect(read(`${fourth.dirFor("memory")!}/memory.limit_in_bytes`)).toBe(String(30 * 1024 * 1024));
+  expect(await fourth.remove()).toBe(true);
+
   // An agent that stops leaves nothing: the kept ones go with its base.
-  const keptDirs = spares.dirsOf("spare-1");
+  const keptDirs = spares.dirsOf("first");
   for (const dir of keptDirs) expect(existsSync(dir)).toBe(true);
   removeBase(enforcement);
   for (const dir of keptDirs) expect(existsSync(dir)).toBe(false);

@@ -83,6 +83,15 @@ describe("parseLauncherLines", () => {
       { kind: "exited", value: 137, name: "j2.0.1.rank1" },
     ]);
   });
+
+  it("reads the start time the compiled launcher tells with a start", () => {
+    expect(parseLauncherLines("started 12:98765 j1.0.1\nexited 0 j1.0.1\nexited 3:4 j1.0.2\n")).toEqual([
+      { kind: "started", value: 12, name: "j1.0.1", startTicks: "98765" },
+      { kind: "exited", value: 0, name: "j1.0.1" },
+      // Only a start carries a time.
+      { kind: "exited", value: 3, name: "j1.0.2" },
+    ]);
+  });
 });
 
 describe("chooseLauncher", () => {

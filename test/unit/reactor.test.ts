@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
 import { SqliteStore } from "../../src/broker/store/sqlite.ts";
-import { StaleTermError } from "../../src/broker/store/store.ts";
+import { type Change, StaleTermError } from "../../src/broker/store/store.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { SYSTEM_FAILURE_LIMIT } from "../../src/common/model/task-outcome.ts";
 import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
@@ -361,4 +361,65 @@ describe("leases after a long stretch of work", () => {
       agent.kill("SIGKILL");
     }
   }, 15_000);
+});
+
+describe("a slot freed by an end", () => {
+  /** A real SQLite store that keeps the changes of each commit. */
+  class CountingStore extends SqliteStore {
+    commits: Change[][] = [];
+    override async commit(term: number, changes: readonly Change[]): Promise<void> {
+      this.commits.push([...changes]);
+      await super.commit(term, changes);
+    }
+  }
+
+  it("is given to the next task in the same commit as the end: its start does not wait for another", async () => {
+    const store = new CountingStore(":memory:");
+    const own = new Harness(store);
+    const core = await own.start();
+    try {
+      await core.agents.attachHost(hello("h1", [], 1));
+      const job = await submitOn(
+        core,
+        validateJobSpec({ command: "sleep 100", array: { count: 2 }, requirements: 'host.name == "h1"' }),
+        "alice",
+      );
+      await settle();
+      await core.agents.attachHost(hello("h2", [], 1));
+      const other = await submitOn(core, validateJobSpec({ command: "sleep 100" }), "bob");
+      await settle();
+      expect(own.starts().map((start) => [start.host, start.jobId, start.taskIndex])).toEqual([
+        ["h1", job.id, 0],
+        ["h2", other.id, 0],
+      ]);
+      await core.agents.attemptStarted("h1", job.id, 0, 1);
+      store.commits = [];
+      own.sent = [];
+      // As the in-process link delivers reports: in a turn's setImmediate, another report whose
+      // commit is asked for first (its batch is taken in the next turn, before the pass the end asks for).
+      await new Promise<void>((done) =>
+        setImmediate(() => {
+          void core.agents.attemptStarted("h2", other.id, 0, 1);
+          void core.agents.attemptEnded("h1", ended(job.id, 1)).then(done);
+        }),
+      );
+      await settle();
+      expect(own.starts().map((start) => start.taskIndex)).toEqual([1]);
+      const withTheEnd = store.commits.filter((changes) =>
+        changes.some(
+          (change) =>
+            change.op === "putAttempt" && change.attempt.jobId === job.id && change.attempt.taskIndex === 0,
+        ),
+      );
+      expect(withTheEnd).toHaveLength(1);
+      expect(
+        withTheEnd[0].some(
+          (change) =>
+            change.op === "putAttempt" && change.attempt.jobId === job.id && change.attempt.taskIndex === 1,
+        ),
+      ).toBe(true);
+    } finally {
+      await own.close();
+    }
+  });
 });

@@ -65,6 +65,9 @@ export class Reactor {
     this.state = state;
     this.#committer = committer;
     this.options = options;
+    // A pass that is due runs before the next batch is taken: the starts it plans for the slots
+    // the batch's ends freed are committed with those ends, not one commit later.
+    committer.beforeBatch = () => this.#passIfDue();
   }
 
   setLinks(links: AgentLinks): void {
@@ -223,10 +226,14 @@ export class Reactor {
   kick(): void {
     if (this.#schedulePending || this.#stopped) return;
     this.#schedulePending = true;
-    setImmediate(() => {
-      this.#schedulePending = false;
-      this.#schedulePass();
-    });
+    setImmediate(() => this.#passIfDue());
+  }
+
+  /** Runs the pass asked for (kick), unless it ran already (before a commit's batch was taken). */
+  #passIfDue(): void {
+    if (!this.#schedulePending || this.#stopped) return;
+    this.#schedulePending = false;
+    this.#schedulePass();
   }
 
   #schedulePass(): void {

@@ -6,7 +6,8 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
-import { WebSocket, WebSocketServer } from "ws";
+import { WebSocketServer } from "ws";
+import { LINK_STATES, type LinkSocket, localLink } from "../../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -46,18 +47,20 @@ export class AgentGateway implements AgentLinks {
   /** The size limit of one message of a welcomed agent (log chunks, hellos of big hosts). */
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
   private readonly unwelcomed = new UnwelcomedConnections();
-  private readonly sockets = new Map<string, WebSocket>();
+  private readonly sockets = new Map<string, LinkSocket>();
+  /** The server ends of in-process agents' links (acceptLocal): not among the WebSocket server's clients. */
+  readonly #local = new Set<LinkSocket>();
   private readonly logWrites = new Map<string, Promise<unknown>>();
   /**
    * Messages for a connection whose welcome is not sent yet, sent right after it: a start must not
    * reach an agent before the welcome that brings its host credential, which its file requests need.
    */
-  private readonly beforeWelcome = new Map<WebSocket, ServerMessage[]>();
+  private readonly beforeWelcome = new Map<LinkSocket, ServerMessage[]>();
   private readonly options: GatewayOptions;
   private readonly maxLogBytes: number;
   private readonly logMarker: Buffer;
   /** Each connection's TCP socket, under its WebSocket: corked while a turn of the event loop sends. */
-  readonly #raw = new WeakMap<WebSocket, Duplex>();
+  readonly #raw = new WeakMap<LinkSocket, Duplex>();
   /** Sockets corked in this turn: their frames leave together, in one write, once it is over. */
   readonly #corked = new Set<Duplex>();
 
@@ -90,7 +93,7 @@ export class AgentGateway implements AgentLinks {
 
   send(host: string, message: ServerMessage): boolean {
     const ws = this.sockets.get(host);
-    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    if (!ws || ws.readyState !== LINK_STATES.OPEN) return false;
     const held = this.beforeWelcome.get(ws);
     if (held) held.push(message);
     else this.#send(ws, JSON.stringify(message));
@@ -101,7 +104,7 @@ export class AgentGateway implements AgentLinks {
    * Sends a frame; frames sent to one connection in the same turn of the event loop (the starts of
    * a plan, the acknowledgements of a commit) leave in one write instead of one system call each.
    */
-  #send(ws: WebSocket, text: string): void {
+  #send(ws: LinkSocket, text: string): void {
     const raw = this.#raw.get(ws);
     if (raw && !this.#corked.has(raw)) {
       if (this.#corked.size === 0) setImmediate(() => this.#uncork());
@@ -125,8 +128,25 @@ export class AgentGateway implements AgentLinks {
     this.options.core.detachHost(host);
   }
 
+  /**
+   * A link for an agent in this process (`steward up`'s own): answers the agent's end. The server's
+   * end is served as a connection is, from its hello on; nobody outside the process can reach it,
+   * so the limits of a connection before its welcome (unwelcomed.ts) do not watch it.
+   */
+  acceptLocal(): LinkSocket {
+    const [agentEnd, serverEnd] = localLink();
+    this.#local.add(serverEnd);
+    serverEnd.once("close", () => this.#local.delete(serverEnd));
+    this.accept(serverEnd, {
+      helloArrived() {},
+      welcomed() {},
+      refuse: (reason) => serverEnd.close(1008, reason),
+    });
+    return agentEnd;
+  }
+
   close(): void {
-    for (const ws of this.wss.clients) ws.terminate();
+    for (const ws of [...this.wss.clients, ...this.#local]) ws.terminate();
     this.wss.close();
   }
 
@@ -137,10 +157,10 @@ export class AgentGateway implements AgentLinks {
   /** Lets every agent go (this server stopped leading): each reconnects and finds the leader. */
   disconnectAll(): void {
     this.sockets.clear();
-    for (const ws of this.wss.clients) ws.close(STANDBY_CLOSE_CODE, "standby");
+    for (const ws of [...this.wss.clients, ...this.#local]) ws.close(STANDBY_CLOSE_CODE, "standby");
   }
 
-  private accept(ws: WebSocket, watch: UnwelcomedWatch): void {
+  private accept(ws: LinkSocket, watch: UnwelcomedWatch): void {
     const { core, log } = this.options;
     let name: string | null = null;
     let helloArrived = false;
@@ -239,7 +259,7 @@ export class AgentGateway implements AgentLinks {
               // agent's outbox would jam.
               applied.then(
                 () => {
-                  if (ws.readyState === WebSocket.OPEN)
+                  if (ws.readyState === LINK_STATES.OPEN)
                     this.#send(ws, JSON.stringify({ type: "ack", seq: message.seq }));
                 },
                 (error) => log.error({ err: error }, "report not applied"),
@@ -263,7 +283,7 @@ export class AgentGateway implements AgentLinks {
   }
 
   private async hello(
-    ws: WebSocket,
+    ws: LinkSocket,
     message: Extract<AgentMessage, { type: "hello" }>,
     watch: UnwelcomedWatch,
   ): Promise<boolean> {

@@ -10,6 +10,7 @@ import { warmUpExpressions } from "../../common/model/cel.ts";
 import { parseJobFileText } from "../../common/model/job-spec.ts";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
+import type { LinkSocket } from "../../common/protocol/local-link.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-timeout.ts";
 import { trackRequests } from "../api/last-resort.ts";
 import type { RateLimit } from "../api/rate-limit.ts";
@@ -92,6 +93,8 @@ export interface RunningServer {
   url: string;
   /** How this machine reaches it (the listen address, or loopback for a wildcard one): for `up`'s own agents. */
   localUrl: string;
+  /** A link to this server for an agent in the same process (`up`'s own): no socket in between. */
+  localAgentLink(): LinkSocket;
   port: number;
   core: Core;
   app: FastifyInstance;
@@ -325,6 +328,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     url,
     localUrl,
+    localAgentLink: () => {
+      if (!gateway) throw new Error("the server is not started");
+      return gateway.acceptLocal();
+    },
     port,
     core,
     app,

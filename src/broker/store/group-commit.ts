@@ -18,6 +18,11 @@ export class GroupCommitter {
   commits = 0;
   #queue: Pending[] = [];
   #busy = false;
+  /**
+   * Called as a batch is about to be taken (reactor.ts: a scheduling pass that is due runs then):
+   * what it pushes joins this batch instead of waiting for the next commit.
+   */
+  beforeBatch: (() => void) | null = null;
 
   constructor(store: Store, term: number) {
     this.store = store;
@@ -53,6 +58,7 @@ export class GroupCommitter {
   }
 
   async #commitBatch(): Promise<void> {
+    this.beforeBatch?.();
     const batch = this.#queue;
     this.#queue = [];
     const changes = batch.flatMap((pending) => pending.changes);

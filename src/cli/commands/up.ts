@@ -98,6 +98,8 @@ export function registerUp(program: Command): void {
       const agent = new Agent({
         // Its own agents reach it on this machine, whatever it advertises to others.
         servers: [server.localUrl],
+        // Its messages go straight to the server's gateway, without a socket (the files still go by HTTP).
+        localLink: server.localAgentLink,
         joinToken: data.joinToken,
         name,
         slots: options.slots,
