@@ -132,6 +132,9 @@ export class Agent {
   private readonly unreportedStarts = new Set<Attempt>();
   private startReportTimer: NodeJS.Timeout | null = null;
   private ws: LinkSocket | null = null;
+  /** Acknowledged ends not forgotten yet (forgetSoon), and the turn that forgets them. */
+  private readonly acknowledged = new Set<Attempt>();
+  private forgetTimer: NodeJS.Immediate | null = null;
   private serverIndex = 0;
   private failures = 0;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -273,6 +276,10 @@ export class Agent {
     for (const timer of this.timers) clearInterval(timer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.startReportTimer) clearTimeout(this.startReportTimer);
+    if (this.forgetTimer) {
+      clearImmediate(this.forgetTimer);
+      await this.forgetAcknowledged();
+    }
     if (killAttempts) for (const attempt of this.attempts.values()) attempt.kill();
     // An agent that holds no attempt leaves no cgroup of its own behind.
     if (this.context.enforcement && this.attempts.size === 0) removeBase(this.context.enforcement);
@@ -461,7 +468,28 @@ export class Agent {
     }
   }
 
+  /**
+   * Forgets an attempt whose end the server has, once the messages that came with the
+   * acknowledgement are handled: the starts a commit sends with the acknowledgements of the ends
+   * it holds are prepared and launched first, and the ended attempts' folders and cgroups retired
+   * after, off the way of the next jobs.
+   */
+  private forgetSoon(attempt: Attempt): void {
+    this.acknowledged.add(attempt);
+    this.forgetTimer ??= setImmediate(() => void this.forgetAcknowledged());
+  }
+
+  private async forgetAcknowledged(): Promise<void> {
+    this.forgetTimer = null;
+    for (const attempt of [...this.acknowledged]) {
+      this.acknowledged.delete(attempt);
+      await this.forget(attempt);
+    }
+  }
+
   private async forget(attempt: Attempt): Promise<void> {
+    // Once: a reconnect's acknowledgement may come after the first one's.
+    if (this.attempts.get(attempt.key) !== attempt) return;
     this.attempts.delete(attempt.key);
     this.byDir.delete(attempt.dir);
     await attempt.cleanup().catch(() => {});
@@ -607,7 +635,7 @@ export class Agent {
         const report = this.outbox.ack(message.seq);
         if (report?.event.kind === "ended") {
           const attempt = this.attempts.get(attemptKeyOf(report.event));
-          if (attempt) await this.forget(attempt);
+          if (attempt) this.forgetSoon(attempt);
         }
         return;
       }
