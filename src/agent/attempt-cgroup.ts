@@ -4,8 +4,10 @@
 // process left in it is killed and it is removed. In cgroup v1 it is one directory in each
 // hierarchy the agent uses; in v2, one directory.
 
-import { existsSync, lstatSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, rmdirSync } from "node:fs";
+import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { cgroupFiles } from "./cgroup-files.ts";
 import type { CgroupLayout, V1Controller } from "./cgroup-layout.ts";
 import {
   type AttemptLimits,
@@ -57,12 +59,25 @@ export function cgroupDirs(base: CgroupBase, name: string): string[] {
   return [...new Set(Object.values(base.dirs).map((dir) => `${dir}/${name}`))];
 }
 
-function read(path: string): string | null {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return null;
+/**
+ * Whether the kernel accounts swap in the memory hierarchy of the cgroup directory `memory` (v1's
+ * memory.memsw files: the kernel's swapaccount setting, the same for every cgroup of a
+ * hierarchy, so looked at once for each).
+ */
+const swapAccounting = new Map<string, boolean>();
+function swapAccountedIn(memory: string): boolean {
+  const hierarchy = dirname(memory);
+  let accounted = swapAccounting.get(hierarchy);
+  if (accounted === undefined) {
+    accounted = existsSync(`${memory}/memory.memsw.limit_in_bytes`);
+    swapAccounting.set(hierarchy, accounted);
   }
+  return accounted;
+}
+
+/** A cgroup file's text, through the agent's open files (cgroup-files.ts), or null. */
+function read(path: string): string | null {
+  return cgroupFiles.read(path);
 }
 
 export class AttemptCgroup {
@@ -112,11 +127,7 @@ export class AttemptCgroup {
     this.#kept = null;
     if (kept === null) for (const dir of this.dirs) mkdirSync(dir, { recursive: true });
     const memory = this.dirFor("memory");
-    const swapAccounted =
-      this.base.version === 1 &&
-      memory !== null &&
-      (kept?.has("memory/memory.memsw.limit_in_bytes") ||
-        existsSync(`${memory}/memory.memsw.limit_in_bytes`));
+    const swapAccounted = this.base.version === 1 && memory !== null && swapAccountedIn(memory);
     const wanted = cgroupSettings(this.base.version, limits, swapAccounted);
     this.#settings = writtenSettings(wanted);
     for (const setting of kept === null ? wanted : settingsToWrite(kept, wanted)) {
@@ -125,7 +136,7 @@ export class AttemptCgroup {
       if (dir === null) continue;
       const path = `${dir}/${setting.file}`;
       try {
-        writeFileSync(path, setting.value);
+        cgroupFiles.write(path, setting.value);
       } catch (error) {
         throw new Error(`cannot set ${path} to ${setting.value}: ${(error as Error).message}`);
       }
@@ -278,6 +289,7 @@ export class AttemptCgroup {
     )
       return true;
     let gone = true;
+    cgroupFiles.closeUnder(this.dirs);
     for (const dir of this.dirs) {
       for (let tries = 0; ; tries++) {
         try {
@@ -307,6 +319,6 @@ function isDirectory(path: string): boolean {
 
 function writeQuietly(path: string, value: string): void {
   try {
-    writeFileSync(path, value);
+    cgroupFiles.write(path, value);
   } catch {}
 }

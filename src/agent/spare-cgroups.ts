@@ -13,8 +13,9 @@
 // A restarted agent removes the kept ones with the other cgroups no live attempt has
 // (enforcement.ts, sweepCgroups), and an agent that stops removes them first.
 
-import { rmdirSync, writeFileSync } from "node:fs";
+import { rmdirSync } from "node:fs";
 import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./attempt-cgroup.ts";
+import { cgroupFiles } from "./cgroup-files.ts";
 import type { WrittenSettings } from "./cgroup-limits.ts";
 
 /** How many emptied cgroups the agent keeps at most. */
@@ -110,8 +111,8 @@ export class SpareCgroups {
     const cpuacct = cgroupDirFor(this.#base, name, "cpuacct");
     try {
       // The next attempt's peak counts from its start (writing 0 resets it), and its CPU time.
-      if (memory !== null) writeFileSync(`${memory}/memory.max_usage_in_bytes`, "0");
-      if (cpuacct !== null) writeFileSync(`${cpuacct}/cpuacct.usage`, "0");
+      if (memory !== null) cgroupFiles.write(`${memory}/memory.max_usage_in_bytes`, "0");
+      if (cpuacct !== null) cgroupFiles.write(`${cpuacct}/cpuacct.usage`, "0");
     } catch {
       return false;
     }
@@ -122,6 +123,7 @@ export class SpareCgroups {
   /** Removes every kept cgroup (an agent that stops leaves nothing behind). */
   removeAll(): void {
     for (const spare of this.#spares.splice(0)) {
+      cgroupFiles.closeUnder(this.dirsOf(spare.name));
       removeAll(this.dirsOf(spare.name));
       this.#names.delete(spare.name);
     }
