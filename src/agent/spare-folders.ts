@@ -83,13 +83,16 @@ export function writeInPlace(path: string, content: string | Buffer): void {
  */
 export const EMPTY_PARTS_KEPT = ["run", "checkpoint", "stdout", "stderr"] as const;
 
+/** The agent's own uid (it never changes while it runs). */
+const OWN_UID = process.getuid?.() ?? -1;
+
 /**
  * Whether `path` is an empty part the next attempt may take as new: a folder of the agent's own,
  * mode 0700, with nothing in it, or a plain file of its own, 0600, empty, with no other link.
  */
 function isEmptyPart(path: string, isDirectory: boolean): boolean {
   const info = lstatSync(path, { throwIfNoEntry: false });
-  const uid = process.getuid?.() ?? -1;
+  const uid = OWN_UID;
   if (!info || info.uid !== uid) return false;
   if (isDirectory)
     return info.isDirectory() && (info.mode & 0o7777) === 0o700 && readdirSync(path).length === 0;
@@ -99,7 +102,7 @@ function isEmptyPart(path: string, isDirectory: boolean): boolean {
 /**
  * Empties a folder down to its kept files: everything else goes, and so does a kept name that is
  * no longer a plain file of its own (a job of the agent's account could swap one for a link);
- * pid and exit read blank again. With `keepEmptyParts` (nothing of the last job runs any more),
+ * pid and exit read blank again (a new blank file in place of one with another link). With `keepEmptyParts` (nothing of the last job runs any more),
  * its empty folders and logs stay for the next attempt (EMPTY_PARTS_KEPT).
  */
 export function emptyForReuse(dir: string, keepEmptyParts = false): void {
@@ -112,11 +115,16 @@ export function emptyForReuse(dir: string, keepEmptyParts = false): void {
     )
       continue;
     const kept = (KEPT_FILES as readonly string[]).includes(entry.name);
-    if (!kept || !entry.isFile() || lstatSync(path).nlink !== 1) {
+    if (!kept || !entry.isFile()) {
       remove(path, entry.isDirectory());
       continue;
     }
-    if (entry.name === "pid" || entry.name === "exit") writeInPlace(path, BLANK_RECORD);
+    // Written blank in place; one with another link is replaced by a new file (writeInPlace).
+    if (entry.name === "pid" || entry.name === "exit") {
+      writeInPlace(path, BLANK_RECORD);
+      continue;
+    }
+    if (lstatSync(path).nlink !== 1) remove(path, false);
   }
 }
 

@@ -73,7 +73,7 @@ describe("emptyForReuse", () => {
     expect(readFileSync(join(dir, "exit"), "utf8")).toBe(BLANK_RECORD);
   });
 
-  it("removes a kept name that a job swapped for a link, a hard link or a folder", () => {
+  it("removes a kept name that a job swapped for a link or a folder, and writes a new exit over a hard link", () => {
     const dir = endedFolder("j1.0.1");
     const victim = join(work, "victim");
     writeFileSync(victim, "intact\n");
@@ -84,7 +84,10 @@ describe("emptyForReuse", () => {
     rmSync(join(dir, "job.sh"));
     mkdirSync(join(dir, "job.sh"));
     emptyForReuse(dir);
-    expect(readdirSync(dir)).toEqual(["start.json"]);
+    // pid (a link) and job.sh (a folder) are gone; exit (a hard link) is a new blank file.
+    expect(readdirSync(dir).sort()).toEqual(["exit", "start.json"]);
+    expect(readFileSync(join(dir, "exit"), "utf8")).toBe(BLANK_RECORD);
+    expect(statSync(join(dir, "exit")).nlink).toBe(1);
     expect(readFileSync(victim, "utf8")).toBe("intact\n");
   });
 });
