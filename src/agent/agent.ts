@@ -9,7 +9,7 @@ import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
-import { LINK_STATES, type LinkSocket } from "../common/protocol/local-link.ts";
+import { fromThisProcess, LINK_STATES, type LinkSocket } from "../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -525,7 +525,7 @@ export class Agent {
           );
           return;
         }
-        message = serverMessage.parse(parsed);
+        message = fromThisProcess(ws) ? (parsed as ServerMessage) : serverMessage.parse(parsed);
       } catch (error) {
         this.log.warn({ err: error }, "malformed server message");
         return;

@@ -7,7 +7,12 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer } from "ws";
-import { LINK_STATES, type LinkSocket, localLink } from "../../common/protocol/local-link.ts";
+import {
+  fromThisProcess,
+  LINK_STATES,
+  type LinkSocket,
+  localLink,
+} from "../../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
@@ -184,7 +189,7 @@ export class AgentGateway implements AgentLinks {
           watch.refuse(Buffer.from(reason).subarray(0, 123).toString());
           return;
         }
-        message = agentMessage.parse(parsed);
+        message = fromThisProcess(ws) ? (parsed as AgentMessage) : agentMessage.parse(parsed);
       } catch (error) {
         log.warn({ err: error }, "malformed agent message");
         if (!helloArrived) watch.refuse("the first message must be a hello");
