@@ -1,8 +1,9 @@
-// Telling an attempt's job from a process that reused its pid. The supervisor records only the
-// pid (a shell reads /proc one byte a call: some 300 system calls a task); the agent, told the job
-// started, reads the job's start time from /proc in one call and adds it to the pid file. Should
-// the agent go down before it could, the pid file's time stands in: the job started before its
-// supervisor wrote the pid, a process that reused the pid after.
+// Telling an attempt's job from a process that reused its pid. The compiled launcher writes the
+// job's start time (from /proc) under its pid at once. The perl launcher and the shell supervisor
+// record only the pid (a shell reads /proc one byte a call: some 300 system calls a task); the
+// agent, told the job started, reads the job's start time from /proc in one call and adds it to
+// the pid file. Should the agent go down before it could, the pid file's time stands in: the job
+// started before its supervisor wrote the pid, a process that reused the pid after.
 
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 
