@@ -77,7 +77,11 @@ describe("the guard at evaluation", () => {
   ])("stops %s", (_name, source, message) => {
     // The first evaluation runs code not yet optimised; the second is what a scheduling pass sees.
     guarded(source);
-    const { value, ms } = guarded(source);
+    let { value, ms } = guarded(source);
+    // On a loaded machine the process may lose its core for longer than the guard's clock allows
+    // (EVALUATION_MAX_MS), which then stops the evaluation first: another try, at most two more.
+    for (let tries = 1; tries < 3 && value instanceof EvaluationLimitError && value.outOfTime; tries++)
+      ({ value, ms } = guarded(source));
     expect(value).toBeInstanceOf(EvaluationLimitError);
     expect((value as Error).message).toMatch(message);
     // A few milliseconds on a quiet machine; the margin is for a busy one.

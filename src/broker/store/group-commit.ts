@@ -58,7 +58,15 @@ export class GroupCommitter {
   }
 
   async #commitBatch(): Promise<void> {
-    this.beforeBatch?.();
+    try {
+      this.beforeBatch?.();
+    } catch (error) {
+      // What it failed at is not this batch's: the batch is committed all the same, and the
+      // error goes where an error of the event loop goes.
+      setImmediate(() => {
+        throw error;
+      });
+    }
     const batch = this.#queue;
     this.#queue = [];
     const changes = batch.flatMap((pending) => pending.changes);
