@@ -137,6 +137,9 @@ it("kill -9 of the leader: redirects name the new leader's advertised address, a
   await waitFor("agent on broker1", async () =>
     ((await api(first, "GET", "/api/v1/hosts")) as { connected: boolean }[]).some((host) => host.connected),
   );
+  // And welcomed, with the host credential it must present to the next leader: a host shows
+  // connected once its hello is handled, a moment before its welcome is committed and sent.
+  await waitFor("the agent welcomed", () => agent.output().includes('"msg":"attached"'));
 
   await first.kill9();
   await waitFor("broker2 leads", async () => (await health(second.url))?.role === "leader", 15_000);
