@@ -75,11 +75,6 @@ function swapAccountedIn(memory: string): boolean {
   return accounted;
 }
 
-/** A cgroup file's text, through the agent's open files (cgroup-files.ts), or null. */
-function read(path: string): string | null {
-  return cgroupFiles.read(path);
-}
-
 export class AttemptCgroup {
   readonly base: CgroupBase;
   /** Its name: the attempt folder's, or a kept cgroup's (recorded in the attempt's start.json). */
@@ -159,7 +154,9 @@ export class AttemptCgroup {
   oomKills(): number {
     const memory = this.dirFor("memory");
     if (memory === null) return 0;
-    const text = read(`${memory}/${this.base.version === 2 ? "memory.events" : "memory.oom_control"}`);
+    const text = cgroupFiles.read(
+      `${memory}/${this.base.version === 2 ? "memory.events" : "memory.oom_control"}`,
+    );
     return text === null ? 0 : oomKillCount(text);
   }
 
@@ -168,19 +165,19 @@ export class AttemptCgroup {
     let peakMemoryBytes: number | null = null;
     if (this.base.version === 2) {
       const dir = this.dirs[0];
-      const stat = read(`${dir}/cpu.stat`);
+      const stat = cgroupFiles.read(`${dir}/cpu.stat`);
       cpu = stat === null ? null : cpuTimeFromCpuStat(stat);
-      const peak = read(`${dir}/memory.peak`);
+      const peak = cgroupFiles.read(`${dir}/memory.peak`);
       peakMemoryBytes = peak === null ? null : Number(peak.trim());
     } else {
       const cpuacct = this.dirFor("cpuacct");
       if (cpuacct !== null) {
-        const user = read(`${cpuacct}/cpuacct.usage_user`);
-        const system = read(`${cpuacct}/cpuacct.usage_sys`);
+        const user = cgroupFiles.read(`${cpuacct}/cpuacct.usage_user`);
+        const system = cgroupFiles.read(`${cpuacct}/cpuacct.usage_sys`);
         cpu = user === null || system === null ? null : cpuTimeFromCpuacct(user, system);
       }
       const memory = this.dirFor("memory");
-      const peak = memory === null ? null : read(`${memory}/memory.max_usage_in_bytes`);
+      const peak = memory === null ? null : cgroupFiles.read(`${memory}/memory.max_usage_in_bytes`);
       peakMemoryBytes = peak === null ? null : Number(peak.trim());
     }
     if (peakMemoryBytes !== null && !Number.isFinite(peakMemoryBytes)) peakMemoryBytes = null;
@@ -190,7 +187,7 @@ export class AttemptCgroup {
   /** The bytes still charged to its memory cgroup (v1), or null when they cannot be read. */
   chargedBytes(): number | null {
     const memory = this.base.version === 1 ? this.dirFor("memory") : null;
-    const text = memory === null ? null : read(`${memory}/memory.usage_in_bytes`);
+    const text = memory === null ? null : cgroupFiles.read(`${memory}/memory.usage_in_bytes`);
     const bytes = text === null ? Number.NaN : Number(text.trim());
     return Number.isFinite(bytes) ? bytes : null;
   }
@@ -211,7 +208,7 @@ export class AttemptCgroup {
   /** The processes in the attempt's cgroup now. */
   processes(): number[] {
     const dir = this.dirFor("pids") ?? this.dirs[0];
-    const text = read(`${dir}/cgroup.procs`);
+    const text = cgroupFiles.read(`${dir}/cgroup.procs`);
     if (text === null) return [];
     return text
       .split("\n")

@@ -3,8 +3,8 @@
 // and tears down every controller's state) cost the agent about 0.1 to 0.2 ms of CPU a task, a
 // tenth of a short task's whole cost. A kept cgroup keeps its name: the attempt that takes it
 // records the name in its start.json (attempt.ts), which is how a restarted agent finds it; no
-// directory is renamed (two renames in each of four hierarchies an attempt cost more than the
-// rest of its cgroup's work). A cgroup is kept only when nothing of its attempt can reach the next
+// directory is renamed (two renames in each of four hierarchies an attempt were 224 ms of 3.9 s
+// of the agent's main thread in a CPU profile of 2,000 short tasks). A cgroup is kept only when nothing of its attempt can reach the next
 // one: no process left in it, no out-of-memory kill counted (that count cannot be reset, and the
 // next attempt's end reads it), and less than SPARE_CGROUP_MAX_CHARGED_BYTES still charged to it
 // (the page cache of files its job wrote: the next attempt's peak memory counts from there). Its

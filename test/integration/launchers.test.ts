@@ -6,10 +6,12 @@
 // for a command not found), has its CPU time counted without a cgroup, and outlives a kill -9 of
 // its agent with its exit code. Real processes: `steward up`, and a server with an agent process.
 
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readProcStat } from "../../src/agent/job-process.ts";
+import { compiledLauncher, encodeLaunch } from "../../src/agent/launcher.ts";
 import {
   api,
   cleanup,
@@ -18,6 +20,7 @@ import {
   startAgentProcess,
   startServerProcess,
   startUp,
+  tempDir,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
@@ -163,4 +166,35 @@ describe.each(["c", "perl", "sh"])("with the %s launcher, kill -9 of the agent a
       cleanup(agent.work, server.data);
     }
   }, 90_000);
+});
+
+it("the compiled launcher writes the job's start time under its pid and tells it with the start", async () => {
+  const program = compiledLauncher();
+  expect(program).not.toBeNull();
+  const root = tempDir("steward-launcher-ticks-");
+  try {
+    const dir = join(root, "j1.0.1");
+    mkdirSync(join(dir, "run"), { recursive: true });
+    const child = spawn(program!, [], { cwd: root, stdio: ["pipe", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += String(chunk);
+    });
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    child.stdin.end(
+      encodeLaunch(root, {
+        dir,
+        times: false,
+        exec: { cwd: join(dir, "run"), cgroupProcs: [], env: {}, argv: ["sleep", "0.2"] },
+      }),
+    );
+    await exited;
+    const started = /^started (\d+):(\d+) j1\.0\.1$/m.exec(out);
+    expect(started, out).not.toBeNull();
+    const [, pid, ticks] = started!;
+    expect(readFileSync(join(dir, "pid"), "utf8")).toBe(`${pid}\n${ticks}\n`);
+    expect(out).toMatch(/^exited 0 j1\.0\.1$/m);
+  } finally {
+    cleanup(root);
+  }
 });

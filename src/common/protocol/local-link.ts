@@ -18,7 +18,6 @@ export interface LinkSocket {
   on(event: "message", listener: (data: unknown) => void): this;
   on(event: "close", listener: (code: number, reason: unknown) => void): this;
   on(event: "error", listener: (error: Error) => void): this;
-  once(event: "close", listener: (code: number, reason: unknown) => void): this;
 }
 
 /**
