@@ -592,6 +592,31 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     });
 
     describe("a start from a long history: loadLive, loadJob, findSubmission", () => {
+      test("loadJobRecord reads the job alone; loadTask one task with its own attempts", async () => {
+        await store.commit(TERM, [
+          { op: "putJob", job: job("j") },
+          { op: "putTasks", tasks: [task("j", 0), task("j", 1, { state: "running", attempts: 2 })] },
+          { op: "putAttempt", attempt: attempt("j", 1, 2) },
+          { op: "putAttempt", attempt: attempt("j", 0, 1) },
+          { op: "putAttempt", attempt: attempt("j", 1, 1, { state: "ended", outcome: "lost", endedAt: 5 }) },
+          { op: "putJob", job: job("k") },
+          { op: "putTasks", tasks: [task("k", 1)] },
+          { op: "putAttempt", attempt: attempt("k", 1, 1) },
+        ]);
+        expect(await store.loadJobRecord("j")).toStrictEqual(job("j"));
+        expect(await store.loadJobRecord("none")).toBeNull();
+        expect(await store.loadTask("j", 1)).toStrictEqual({
+          task: task("j", 1, { state: "running", attempts: 2 }),
+          attempts: [attempt("j", 1, 1, { state: "ended", outcome: "lost", endedAt: 5 }), attempt("j", 1, 2)],
+        });
+        expect(await store.loadTask("j", 0)).toStrictEqual({
+          task: task("j", 0),
+          attempts: [attempt("j", 0, 1)],
+        });
+        expect(await store.loadTask("j", 2)).toBeNull();
+        expect(await store.loadTask("none", 0)).toBeNull();
+      });
+
       const FOUR_CPUS = validateJobSpec({ command: "true", resources: { cpus: 4 } });
       const minute = 60_000;
       const t0 = 1_700_000_040_000; // a whole minute

@@ -2,7 +2,7 @@
 // its entry goes and its header stays; its tasks and attempts are read from the store when asked
 // for, and a restart reads only the live jobs whole. Real SQLite store, recording link.
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ConflictError } from "../../src/broker/reactor/errors.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { ended, Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
@@ -60,6 +60,35 @@ describe("ended jobs", () => {
     expect(core.read.listJobs(false).map((each) => each.id)).toStrictEqual([pending.id]);
     expect(Object.fromEntries(core.read.jobCountsByState())).toEqual({ succeeded: 1, pending: 1 });
     expect(core.read.jobOwner(id)).toBe("alice");
+  });
+
+  it("show their summary and one task without reading the job whole", async () => {
+    const core = harness.core;
+    const id = await runToEnd("true", "failed");
+    expect(core.read.findJob(id)).toBeUndefined();
+    const wholeReads = vi.spyOn(harness.store, "loadJob");
+    const head = await core.read.readJobHead(id);
+    expect(head.header).toMatchObject({ id, state: "failed", taskCount: 1, counts: { failed: 1 } });
+    expect(head.record).toMatchObject({ id, owner: "alice", state: "failed" });
+    expect(head.record.spec.command).toBe("true");
+    const task = await core.read.readTask(id, 0);
+    expect(task.task).toMatchObject({ jobId: id, index: 0, state: "failed" });
+    expect(task.attempts).toMatchObject([{ number: 1, host: "h1", outcome: "failed" }]);
+    expect(task.progress).toBeUndefined();
+    await expect(core.read.readTask(id, 1)).rejects.toThrow(`job ${id} has no task 1`);
+    await expect(core.read.readJobHead("nope")).rejects.toThrow("no job nope");
+    await expect(core.read.readTask("nope", 0)).rejects.toThrow("no job nope");
+    expect(wholeReads).not.toHaveBeenCalled();
+    // A job in memory answers the same from its entry.
+    const live = await submitOn(
+      core,
+      validateJobSpec({ command: "sleep 9", requirements: 'host.name == "x"' }),
+      "bob",
+      [],
+    );
+    expect((await core.read.readJobHead(live.id)).header).toMatchObject({ id: live.id, state: "pending" });
+    expect((await core.read.readTask(live.id, 0)).task.state).toBe("pending");
+    await expect(core.read.readTask(live.id, 1)).rejects.toThrow(`job ${live.id} has no task 1`);
   });
 
   it("still release the jobs that depend on them, and answer controls as ended jobs do", async () => {

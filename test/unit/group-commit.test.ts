@@ -31,6 +31,12 @@ class SlowStore implements Store {
   loadJob(id: string) {
     return this.inner.loadJob(id);
   }
+  loadJobRecord(id: string) {
+    return this.inner.loadJobRecord(id);
+  }
+  loadTask(jobId: string, index: number) {
+    return this.inner.loadTask(jobId, index);
+  }
   findSubmission(owner: string, key: string) {
     return this.inner.findSubmission(owner, key);
   }

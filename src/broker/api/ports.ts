@@ -25,6 +25,7 @@ import type {
 } from "../reactor/handlers/checkpoints.ts";
 import type { TokenRequest } from "../reactor/handlers/tokens.ts";
 import type { WorkflowMade, WorkflowRetried } from "../reactor/handlers/workflows.ts";
+import type { JobHead, TaskRead } from "../reactor/read-model.ts";
 import type { Explanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
 import type { HostListing } from "../state/cluster-state.ts";
@@ -102,6 +103,10 @@ export interface ReadModel {
   job(id: string): JobEntry;
   /** Any job, from memory or from the store; NotFoundError when there is none. */
   readJob(id: string): Promise<JobEntry>;
+  /** Any job without its tasks and attempts (its summary); NotFoundError when there is none. */
+  readJobHead(id: string): Promise<JobHead>;
+  /** One task of any job with its attempts; NotFoundError when there is no such job or task. */
+  readTask(id: string, index: number): Promise<TaskRead>;
   header(id: string): JobHeader | undefined;
   /** A workflow by its id, or undefined. */
   workflow(id: string): WorkflowRecord | undefined;

@@ -3,6 +3,7 @@
 
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
 import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
+import type { JobHead, TaskRead } from "../reactor/read-model.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { headerOf, type JobHeader } from "../state/job-header.ts";
@@ -56,12 +57,21 @@ export function accountingRowView(row: AccountingRecord): AccountingRow {
 }
 
 export function taskView(job: JobEntry, task: TaskRecord): Task {
-  const progress = task.state === "running" ? job.progress.get(task.index) : undefined;
+  return taskReadView({
+    task,
+    attempts: job.attempts.get(task.index) ?? [],
+    progress: job.progress.get(task.index),
+  });
+}
+
+/** A task as the API shows it, from its record, its attempts and its last progress. */
+export function taskReadView({ task, attempts, progress: last }: TaskRead): Task {
+  const progress = task.state === "running" ? last : undefined;
   return {
     index: task.index,
     state: task.state,
     progress: progress ? { fraction: progress.fraction, at: iso(progress.at) } : null,
-    attempts: (job.attempts.get(task.index) ?? []).map(attemptView),
+    attempts: attempts.map(attemptView),
     checkpoint: task.checkpoint
       ? { generation: task.checkpoint.generation, bytes: task.checkpoint.bytes, at: iso(task.checkpoint.at) }
       : null,
@@ -85,10 +95,17 @@ export function jobSummaryView(job: JobHeader): JobSummary {
 
 export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
   return {
-    ...jobSummaryView(headerOf(job)),
-    spec: job.record.spec,
-    workflow: job.record.workflow ?? null,
+    ...jobHeadView({ header: headerOf(job), record: job.record }, events),
     ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
+  };
+}
+
+/** A job without its tasks: its summary, job file and workflow (and its events when given). */
+export function jobHeadView({ header, record }: JobHead, events: EventRecord[] | null): Job {
+  return {
+    ...jobSummaryView(header),
+    spec: record.spec,
+    workflow: record.workflow ?? null,
     ...(events ? { events: events.map(eventView) } : {}),
   };
 }

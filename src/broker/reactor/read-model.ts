@@ -3,9 +3,10 @@
 // changes the state; the commands (reactor/commands/) do, each through one handler.
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
-import type { WorkflowRecord } from "../../common/model/records.ts";
+import type { AttemptRecord, JobRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState } from "../../common/model/states.ts";
 import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import type { ProgressSample } from "../scheduler/estimate.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
@@ -17,6 +18,19 @@ import type { Store, StoredJob } from "../store/store.ts";
 import { NotFoundError } from "./errors.ts";
 import { admitSpec, checkedDependencies } from "./handlers/submit.ts";
 import type { Reactor } from "./reactor.ts";
+
+/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
+export interface JobHead {
+  header: JobHeader;
+  record: JobRecord;
+}
+
+/** One task with its attempts (by number) and, while it runs, the last progress it reported. */
+export interface TaskRead {
+  task: TaskRecord;
+  attempts: readonly AttemptRecord[];
+  progress: ProgressSample | undefined;
+}
 
 export class ReadModel {
   readonly #reactor: Reactor;
@@ -71,6 +85,39 @@ export class ReadModel {
     const stored = this.#state.ended.has(id) ? await this.#store.loadJob(id) : null;
     if (!stored) throw new NotFoundError(`no job ${id}`);
     return entryOfStored(stored);
+  }
+
+  /**
+   * A job without its tasks and attempts (what its summary shows): from memory, or for a job that
+   * ended and left it, the header kept here and the job's record alone from the store; a
+   * million-task array's rows are not read to show its counts. Read once committed, as readJob.
+   */
+  async readJobHead(id: string): Promise<JobHead> {
+    await this.#reactor.committed();
+    const job = this.#state.jobs.get(id);
+    if (job) return { header: headerOf(job), record: job.record };
+    const header = this.#state.ended.get(id);
+    const record = header ? await this.#store.loadJobRecord(id) : null;
+    if (!header || !record) throw new NotFoundError(`no job ${id}`);
+    return { header, record };
+  }
+
+  /**
+   * One task of any job with its attempts: from memory, or from the store (that task's rows alone)
+   * once the job has ended and left it. Read once committed, as readJob.
+   */
+  async readTask(id: string, index: number): Promise<TaskRead> {
+    await this.#reactor.committed();
+    const job = this.#state.jobs.get(id);
+    if (job) {
+      const task = job.tasks[index];
+      if (!task) throw new NotFoundError(`job ${id} has no task ${index}`);
+      return { task, attempts: job.attempts.get(index) ?? [], progress: job.progress.get(index) };
+    }
+    if (!this.#state.ended.has(id)) throw new NotFoundError(`no job ${id}`);
+    const stored = await this.#store.loadTask(id, index);
+    if (!stored) throw new NotFoundError(`job ${id} has no task ${index}`);
+    return { ...stored, progress: undefined };
   }
 
   /** A job that ended and left memory, as the store holds it (with its checkpoint parts); null when none. */

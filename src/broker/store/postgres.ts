@@ -54,6 +54,7 @@ import {
   StaleTermError,
   type Store,
   type StoredJob,
+  type StoredTask,
   type StoreSnapshot,
 } from "./store.ts";
 
@@ -294,6 +295,22 @@ export class PostgresStore implements Store, Elections {
         tasks: (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
         attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
         checkpointParts: (await rows(client, "jobCheckpointParts", [id])).map(CODEC.checkpointParts.decode),
+      };
+    });
+  }
+
+  async loadJobRecord(id: string): Promise<JobRecord | null> {
+    const row = (await this.#connected().query(query("job", [id]))).rows[0];
+    return row ? CODEC.jobs.decode(row) : null;
+  }
+
+  async loadTask(jobId: string, index: number): Promise<StoredTask | null> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+      const row = (await rows(client, "task", [jobId, index]))[0];
+      if (!row) return null;
+      return {
+        task: CODEC.tasks.decode(row),
+        attempts: (await rows(client, "taskAttempts", [jobId, index])).map(CODEC.attempts.decode),
       };
     });
   }

@@ -56,6 +56,8 @@ export function recoverySql(dialect: RecoveryDialect) {
     job: `SELECT ${columnNames(selectColumns(JOBS))} FROM jobs WHERE id = ${dialect.param(1)}`,
     jobTasks: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} ORDER BY ${TASKS.loadOrder}`,
     jobAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} ORDER BY ${ATTEMPTS.loadOrder}`,
+    task: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} AND idx = ${dialect.param(2)}`,
+    taskAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} AND task_index = ${dialect.param(2)} ORDER BY number`,
     jobCheckpointParts: `SELECT ${columnNames(selectColumns(CHECKPOINT_PARTS))} FROM checkpoint_parts WHERE job_id = ${dialect.param(1)} ORDER BY ${CHECKPOINT_PARTS.loadOrder}`,
     submission: `SELECT id FROM jobs WHERE owner = ${dialect.param(1)} AND submit_key = ${dialect.param(2)}`,
   };

@@ -5,7 +5,7 @@
 // commit's fsync does not hold up the server's event loop.
 
 import { backup, DatabaseSync } from "node:sqlite";
-import type { AccountingRecord, EventRecord } from "../../common/model/records.ts";
+import type { AccountingRecord, EventRecord, JobRecord } from "../../common/model/records.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import type { RowCodec } from "./schema.ts";
@@ -18,7 +18,7 @@ import {
   Statements,
 } from "./sqlite-statements.ts";
 import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
-import type { AccountingQuery, Change, Store, StoredJob, StoreSnapshot } from "./store.ts";
+import type { AccountingQuery, Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
 
 export { SQLITE_MIGRATIONS_DIR } from "./sqlite-statements.ts";
 
@@ -120,6 +120,27 @@ export class SqliteStore implements Store {
         tasks: this.#rows("jobTasks", id).map(CODEC.tasks.decode),
         attempts: this.#rows("jobAttempts", id).map(CODEC.attempts.decode),
         checkpointParts: this.#rows("jobCheckpointParts", id).map(CODEC.checkpointParts.decode),
+      };
+    } finally {
+      db.exec("COMMIT");
+    }
+  }
+
+  async loadJobRecord(id: string): Promise<JobRecord | null> {
+    this.#database();
+    const row = this.#rows("job", id)[0];
+    return row ? CODEC.jobs.decode(row) : null;
+  }
+
+  async loadTask(jobId: string, index: number): Promise<StoredTask | null> {
+    const db = this.#database();
+    db.exec("BEGIN");
+    try {
+      const row = this.#rows("task", jobId, index)[0];
+      if (!row) return null;
+      return {
+        task: CODEC.tasks.decode(row),
+        attempts: this.#rows("taskAttempts", jobId, index).map(CODEC.attempts.decode),
       };
     } finally {
       db.exec("COMMIT");

@@ -88,6 +88,12 @@ export interface StoredJob {
   checkpointParts?: CheckpointPart[];
 }
 
+/** One task of a stored job, with its attempts (by number). */
+export interface StoredTask {
+  task: TaskRecord;
+  attempts: AttemptRecord[];
+}
+
 /** A commit or reservation named a term older than one the store has seen: this server is no longer leader. */
 export class StaleTermError extends Error {
   readonly term: number;
@@ -112,6 +118,13 @@ export interface Store {
   loadLive(): Promise<StoreSnapshot>;
   /** One job with its tasks and attempts, or null when there is no such job. */
   loadJob(id: string): Promise<StoredJob | null>;
+  /**
+   * One job's record without its tasks and attempts, or null: what a job's summary needs, read
+   * without a million-task array's rows.
+   */
+  loadJobRecord(id: string): Promise<JobRecord | null>;
+  /** One task of a job with its attempts, or null when the job has no such task. */
+  loadTask(jobId: string, index: number): Promise<StoredTask | null>;
   /** The id of the job this owner submitted with this Idempotency-Key, or null. */
   findSubmission(owner: string, submitKey: string): Promise<string | null>;
   /** The newest term seen plus one, recorded as the newest in its own transaction; returns it. */

@@ -51,7 +51,7 @@ import {
   UploadTooLargeError,
   uploadTooLarge,
 } from "../upload-limit.ts";
-import { jobSummaryView, jobView, taskView } from "../views.ts";
+import { jobHeadView, jobSummaryView, jobView, taskReadView } from "../views.ts";
 
 export interface JobRouteDeps {
   ports: ApiPorts;
@@ -295,9 +295,13 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id } = request.params;
+      if (!request.query.tasks) {
+        const head = await ports.read.readJobHead(id);
+        return jobHeadView(head, request.query.events ? await store.events(id) : null);
+      }
       const job = await ports.read.readJob(id);
       const events = request.query.events ? await store.events(id) : null;
-      return jobView(job, events, request.query.tasks);
+      return jobView(job, events);
     },
   );
 
@@ -465,10 +469,7 @@ export function registerJobRoutes(
     },
     async (request) => {
       const { id, task } = request.params;
-      const job = await ports.read.readJob(id);
-      const record = job.tasks[task];
-      if (!record) throw new NotFoundError(`job ${id} has no task ${task}`);
-      return taskView(job, record);
+      return taskReadView(await ports.read.readTask(id, task));
     },
   );
 
