@@ -9,6 +9,7 @@ import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
+import { newTokenOf } from "../common/model/tokens.ts";
 import { fromThisProcess, LINK_STATES, type LinkSocket } from "../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
@@ -151,7 +152,10 @@ export class Agent {
   private leaving = false;
   private leavingReason = LEAVING_REASON;
   private readonly runAs: RunAs;
-  /** The host credential the server gave at the first join (host-credential in the work folder). */
+  /**
+   * The host credential (host-credential in the work folder): made here before the first join and
+   * proposed in the hello; the server's welcome may give another (a server that makes its own).
+   */
   private credential: string | null = null;
   private readonly log: Logger;
 
@@ -195,6 +199,12 @@ export class Agent {
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
     if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
+    if (this.credential === null && this.options.joinToken) {
+      // Made and kept before the first hello, which proposes it: a server that commits it and
+      // stops before its welcome arrives has given this agent the credential all the same.
+      this.credential = newTokenOf("host").text;
+      await writeHostCredential(this.options.workDir, this.credential);
+    }
     this.launcher.on("started", (job) => this.started(job));
     this.launcher.on("exited", (dir, code) => void this.exited(dir, code));
     const gpus = await declaredGpus(this.options.gpus);

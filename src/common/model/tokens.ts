@@ -52,6 +52,17 @@ export function newTokenOf(kind: TokenKind, random: (bytes: number) => Buffer = 
   return { kind, id, secret, text: formatToken(kind, id, secret), hash: secretHash(secret) };
 }
 
+/**
+ * A token as its holder presents it, with the hash the store would keep; null when the text is not
+ * a token of `kind`. A joining agent makes its host credential itself (newTokenOf) and proposes it
+ * in its hello: the server keeps this hash of it.
+ */
+export function presentedToken(text: string, kind: TokenKind): NewToken | null {
+  const parsed = parseToken(text);
+  if (!parsed || parsed.kind !== kind) return null;
+  return { ...parsed, text, hash: secretHash(parsed.secret) };
+}
+
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
 /**

@@ -25,7 +25,7 @@ export function ofAnotherVersion(message: unknown, type: "hello" | "welcome"): S
   };
 }
 
-/** Where in its work folder an agent keeps the host credential of its first welcome. */
+/** Where in its work folder an agent keeps its host credential (made before its first hello). */
 export const HOST_CREDENTIAL_FILE = "host-credential";
 
 export const hostFacts = z.object({
@@ -75,7 +75,10 @@ export const helloMessage = z.object({
   name: z.string().min(1),
   /** The join token: what a host that has no credential yet joins with. */
   token: z.string(),
-  /** The host credential its first welcome gave it: it speaks for this host name from then on. */
+  /**
+   * The host credential: it speaks for this host name once the server has it. At the first join
+   * (with the join token) the one the agent made and proposes, which the server keeps.
+   */
   credential: z.string().optional(),
   pool: z.string(),
   slots: z.int().min(1),
@@ -192,7 +195,10 @@ export const welcomeMessage = z.object({
   maxLogBytes: z.int().min(1).optional(),
   /** Attempts named in hello that are no longer current: kill them, report nothing more of them. */
   kill: z.array(z.object(attemptRef)),
-  /** A new host credential (the agent joined with a join token): keep it and present it from now on. */
+  /**
+   * The host credential (the agent joined with a join token): the one it proposed, or a new one the
+   * server made instead; keep it and present it from now on.
+   */
   credential: z.string().optional(),
 });
 

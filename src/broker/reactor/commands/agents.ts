@@ -1,7 +1,7 @@
 // What an agent reports, one command each: it resolves once the report's changes are durable, and
 // only then is the report acknowledged.
 
-import { newTokenOf } from "../../../common/model/tokens.ts";
+import { type NewToken, newTokenOf, presentedToken } from "../../../common/model/tokens.ts";
 import type { EndedEvent, HelloMessage } from "../../../common/protocol/messages.ts";
 import { ConflictError } from "../errors.ts";
 import { type AttemptRef, attachHost, attemptEnded, attemptStarted } from "../handlers/agent-reports.ts";
@@ -13,16 +13,22 @@ export function agentCommands({ reactor }: CommandContext) {
     /**
      * An agent said hello. Returns the attempts it must kill (no longer live) and, when it joined
      * with a join token (`credential` given), the text of the host credential it gets, durable
-     * before it is answered.
+     * before it is answered: the one the agent proposed in its hello (made and kept in its work
+     * folder before it said hello, so that a server that commits it and dies before its welcome
+     * reaches the agent leaves the agent holding it), or a new one when it proposed none or one
+     * whose id is taken.
      */
     async attachHost(
       message: HelloMessage,
       credential?: { parent: string | null },
     ): Promise<{ kill: AttemptRef[]; credential?: string }> {
-      const token = credential ? newTokenOf("host") : undefined;
+      const proposed = credential && message.credential ? presentedToken(message.credential, "host") : null;
+      let token: NewToken | undefined;
       const kill = await reactor.run((step) => {
-        if (credential && token)
+        if (credential) {
+          token = proposed && !step.state.tokens.get(proposed.id) ? proposed : newTokenOf("host");
           issueHostCredential(step, message.name, message.pool, credential.parent, token);
+        }
         // Let in by its credential, which was revoked (the host removed) before this step ran: the
         // agent says hello again and is refused then.
         else if (message.credential && !step.state.tokens.credentialOf(message.name, step.now))
