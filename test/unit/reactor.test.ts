@@ -327,6 +327,33 @@ describe("reads", () => {
     const kinds = (await store.events(job.id)).map((event) => event.kind);
     expect(kinds).toContain("cancel");
   });
+
+  it("a host is listed attached once its attach is committed", async () => {
+    await harness.close();
+    const store = new HeldStore(":memory:");
+    harness = new Harness(store);
+    await harness.start();
+    const { core } = harness;
+    let release = () => {};
+    store.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    const attached = core.agents.attachHost(hello("h1"));
+    await settle();
+    // In memory the host is there and connected; the store does not hold it yet.
+    expect(core.read.listHosts().map((host) => [host.name, host.connected])).toStrictEqual([["h1", true]]);
+    let listed: string[] | null = null;
+    const reading = core.read.readHosts().then((hosts) => {
+      listed = hosts.map((host) => `${host.name} ${host.connected}`);
+    });
+    await settle();
+    expect(listed).toBeNull();
+    store.held = null;
+    release();
+    await Promise.all([attached, reading]);
+    expect(listed).toStrictEqual(["h1 true"]);
+    expect((await store.load()).hosts.map((host) => host.name)).toStrictEqual(["h1"]);
+  });
 });
 
 describe("leases after a long stretch of work", () => {

@@ -113,6 +113,8 @@ export interface ReadModel {
   jobOwner(id: string): string | undefined;
   listJobs(withRetired?: boolean): JobHeader[];
   listHosts(): HostListing[];
+  /** Every host, read once the changes handled so far are committed. */
+  readHosts(): Promise<HostListing[]>;
   hostOf(name: string): HostListing | undefined;
   /** The fair-share tree as lines: every line, or a viewer's own and the accounts above it. */
   shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] };

@@ -189,6 +189,15 @@ export class ReadModel {
     return this.#state.hostList();
   }
 
+  /**
+   * Every host as the API shows it, read once the changes handled so far are committed (as
+   * readJob): a host is not shown attached before its attach is durable.
+   */
+  async readHosts(): Promise<HostListing[]> {
+    await this.#reactor.committed();
+    return this.#state.hostList();
+  }
+
   /** A host as the API shows it: its record, free slots, whether attached, its live attempts. */
   hostOf(name: string): HostListing | undefined {
     return this.#state.hostList().find((host) => host.name === name);

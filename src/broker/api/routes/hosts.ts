@@ -28,12 +28,12 @@ export function registerHostRoutes(
         response: { 200: json(z.array(hostSchema), "every host"), ...errors(401) },
       },
     },
-    async () => ports.read.listHosts().map(hostView),
+    async () => (await ports.read.readHosts()).map(hostView),
   );
 
   const hostParams = z.object({ name: z.string().min(1).meta({ description: "the agent's --name" }) });
-  const answer = (name: string) => {
-    const host = ports.read.hostOf(name);
+  const answer = async (name: string) => {
+    const host = (await ports.read.readHosts()).find((each) => each.name === name);
     if (!host) throw new NotFoundError(`no host ${name}`);
     return hostView(host);
   };
