@@ -418,6 +418,47 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect((await store.loadJob("none"))?.tasks).toStrictEqual([]);
       });
 
+      test("a new job's untouched tasks read alike from every load, in the tasks' order, and go with the job", async () => {
+        const placed: TaskRecord = { ...newTask("c", 1, "running"), attempts: 1 };
+        await store.commit(TERM, [
+          { op: "putJob", job: job("a") },
+          { op: "putTasks", tasks: [task("a", 0), task("a", 1)] },
+          { op: "putJob", job: job("c") },
+          { op: "putNewTasks", jobId: "c", count: 300, state: "pending" },
+          { op: "putJob", job: job("b", { state: "held", held: true }) },
+          { op: "putNewTasks", jobId: "b", count: 256, state: "held" },
+        ]);
+        // A task's first change writes its row; one past the range is a task of its own.
+        await store.commit(TERM, [{ op: "putTasks", tasks: [placed, task("c", 300)] }]);
+        const c = [
+          ...Array.from({ length: 300 }, (_, i) => (i === 1 ? placed : newTask("c", i, "pending"))),
+          task("c", 300),
+        ];
+        const b = Array.from({ length: 256 }, (_, i) => newTask("b", i, "held"));
+        const all = [task("a", 0), task("a", 1), ...b, ...c];
+        expect((await store.load()).tasks).toStrictEqual(all);
+        expect((await store.loadLive()).tasks).toStrictEqual(all);
+        expect((await store.loadJob("c"))?.tasks).toStrictEqual(c);
+        expect((await store.loadTask("c", 1))?.task).toStrictEqual(placed);
+        expect((await store.loadTask("c", 299))?.task).toStrictEqual(newTask("c", 299, "pending"));
+        expect((await store.loadTask("c", 300))?.task).toStrictEqual(task("c", 300));
+        expect(await store.loadTask("c", 301)).toBeNull();
+        expect((await store.loadTask("b", 255))?.task).toStrictEqual(newTask("b", 255, "held"));
+        expect(await store.loadTask("b", 256)).toBeNull();
+        // Made new again (the same batch replayed): the rows of its range go, those past it stay.
+        await store.commit(TERM, [{ op: "putNewTasks", jobId: "c", count: 300, state: "pending" }]);
+        expect((await store.loadJob("c"))?.tasks).toStrictEqual([
+          ...Array.from({ length: 300 }, (_, i) => newTask("c", i, "pending")),
+          task("c", 300),
+        ]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "c" }]);
+        expect((await store.load()).tasks).toStrictEqual([task("a", 0), task("a", 1), ...b]);
+        expect(await store.loadTask("c", 0)).toBeNull();
+        // A job made again under a removed job's id has none of its tasks.
+        await store.commit(TERM, [{ op: "putJob", job: job("c") }]);
+        expect((await store.loadJob("c"))?.tasks).toStrictEqual([]);
+      });
+
       test.each<[string, AttemptRecord]>([
         ["running: outcome, reason, exit code and end null", attempt("j", 0, 1)],
         [

@@ -1,5 +1,5 @@
-// A new job's tasks as one store change: many untouched tasks as putNewTasks (the database makes
-// the rows), anything else as putTasks of the records themselves.
+// A new job's tasks as one store change: many untouched tasks as putNewTasks (the store keeps
+// them as one range), anything else as putTasks of the records themselves.
 
 import { describe, expect, it } from "vitest";
 import { NEW_TASKS_AS_ONE_CHANGE_MIN, newTasksChange } from "../../src/broker/reactor/writes.ts";

@@ -22,10 +22,17 @@ import type {
 } from "../../common/model/records.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
-import { newTasksSql } from "./new-tasks-sql.ts";
+import {
+  decodeNewTaskRange,
+  jobTasksWithUntouched,
+  type NewTaskRange,
+  newTaskRangeSql,
+  taskOrUntouched,
+  withUntouchedTasks,
+} from "./new-task-ranges.ts";
 import { commitStatement, type PutRows, readAnswer } from "./pg-commit-statement.ts";
 import { inTransaction } from "./pg-transaction.ts";
-import { decodeHeader, decodeUsage, recoverySql } from "./recovery-sql.ts";
+import { decodeHeader, decodeUsage, LIVE_IDS, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
   CHECKPOINT_PARTS,
@@ -117,6 +124,8 @@ const RECOVERY = recoverySql({
   param: (n) => `$${n}`,
 });
 
+const NEW_TASK_RANGES = newTaskRangeSql((n) => `$${n}`, LIVE_IDS);
+
 const SQL = {
   ...RECOVERY,
   ...accountingSql((n) => `$${n}`),
@@ -133,19 +142,16 @@ const SQL = {
   setMeta: upsertUnnest(META),
   putCheckpointParts: upsertUnnest(CHECKPOINT_PARTS),
   deleteHost: "DELETE FROM hosts WHERE name = $1",
-  putNewTasks: newTasksSql({
-    jobId: "$1",
-    state: "$2",
-    count: "$3",
-    series: "generate_series(0, $3::bigint - 1) AS seq(i)",
-    beforeConflict: "",
-  }),
+  ...NEW_TASK_RANGES,
+  // One round trip: rows of tasks 0 to count-1 go (none, for a new job), the range is put.
+  putNewTasks: `WITH c AS (DELETE FROM tasks WHERE job_id = $1 AND idx < $3) ${NEW_TASK_RANGES.putNewTaskRange}`,
   deleteCheckpointPart:
     "DELETE FROM checkpoint_parts WHERE job_id = $1 AND task_index = $2 AND rank = $3 AND generation = $4",
-  // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all five.
+  // Data-modifying WITH clauses run whether or not they are referenced: one round trip for all six.
   deleteJob:
     "WITH a AS (DELETE FROM attempts WHERE job_id = $1), t AS (DELETE FROM tasks WHERE job_id = $1), " +
-    "e AS (DELETE FROM events WHERE job_id = $1), c AS (DELETE FROM checkpoint_parts WHERE job_id = $1) " +
+    "e AS (DELETE FROM events WHERE job_id = $1), c AS (DELETE FROM checkpoint_parts WHERE job_id = $1), " +
+    "n AS (DELETE FROM new_tasks WHERE job_id = $1) " +
     "DELETE FROM jobs WHERE id = $1",
   loadJobs: selectAll(JOBS),
   loadTasks: selectAll(TASKS),
@@ -261,7 +267,11 @@ export class PostgresStore implements Store, Elections {
     // One REPEATABLE READ transaction: the five reads see one state even while others commit.
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
       jobs: (await rows(client, "loadJobs")).map(CODEC.jobs.decode),
-      tasks: (await rows(client, "loadTasks")).map(CODEC.tasks.decode),
+      tasks: await tasksWithUntouched(client, {
+        rows: "loadTasks",
+        ranges: "loadNewTaskRanges",
+        order: "taskJobOrder",
+      }),
       attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
@@ -274,7 +284,11 @@ export class PostgresStore implements Store, Elections {
   async loadLive(): Promise<StoreSnapshot> {
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
       jobs: (await rows(client, "liveJobs")).map(CODEC.jobs.decode),
-      tasks: (await rows(client, "liveTasks")).map(CODEC.tasks.decode),
+      tasks: await tasksWithUntouched(client, {
+        rows: "liveTasks",
+        ranges: "liveNewTaskRanges",
+        order: "liveTaskJobOrder",
+      }),
       attempts: (await rows(client, "liveAttempts")).map(CODEC.attempts.decode),
       ended: (await rows(client, "endedHeaders")).map(decodeHeader),
       usage: (await rows(client, "usage")).map(decodeUsage),
@@ -292,7 +306,10 @@ export class PostgresStore implements Store, Elections {
       if (!row) return null;
       return {
         job: CODEC.jobs.decode(row),
-        tasks: (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+        tasks: jobTasksWithUntouched(
+          (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+          await rangeOf(client, id),
+        ),
         attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
         checkpointParts: (await rows(client, "jobCheckpointParts", [id])).map(CODEC.checkpointParts.decode),
       };
@@ -307,9 +324,14 @@ export class PostgresStore implements Store, Elections {
   async loadTask(jobId: string, index: number): Promise<StoredTask | null> {
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
       const row = (await rows(client, "task", [jobId, index]))[0];
-      if (!row) return null;
+      const task = taskOrUntouched(
+        row && CODEC.tasks.decode(row),
+        row ? undefined : await rangeOf(client, jobId),
+        index,
+      );
+      if (!task) return null;
       return {
-        task: CODEC.tasks.decode(row),
+        task,
         attempts: (await rows(client, "taskAttempts", [jobId, index])).map(CODEC.attempts.decode),
       };
     });
@@ -502,6 +524,27 @@ async function run(client: PoolClient, name: StatementName, values: unknown[]): 
 
 async function rows(client: PoolClient, name: StatementName, values: unknown[] = []): Promise<Row[]> {
   return (await client.query(query(name, values))).rows;
+}
+
+/** A job's range of untouched tasks (new-task-ranges.ts), if it has one. */
+async function rangeOf(client: PoolClient, jobId: string): Promise<NewTaskRange | undefined> {
+  const row = (await rows(client, "jobNewTaskRange", [jobId]))[0];
+  return row ? decodeNewTaskRange(row) : undefined;
+}
+
+/**
+ * The tasks of a load: its rows, with the untouched tasks of its ranges made where there is no row
+ * (the jobs' order read only when there are ranges: the rows come ordered).
+ */
+async function tasksWithUntouched(
+  client: PoolClient,
+  names: { rows: StatementName; ranges: StatementName; order: StatementName },
+): Promise<TaskRecord[]> {
+  const tasks = (await rows(client, names.rows)).map(CODEC.tasks.decode);
+  const ranges = (await rows(client, names.ranges)).map(decodeNewTaskRange);
+  if (ranges.length === 0) return tasks;
+  const order = (await rows(client, names.order)).map((row) => row[0] as string);
+  return withUntouchedTasks(tasks, ranges, () => order);
 }
 
 type Put = Exclude<

@@ -13,7 +13,8 @@ const ENDED_STATES = "('succeeded', 'failed', 'cancelled')";
 /** The condition on `jobs j` that it is live. */
 const LIVE = `(j.state NOT IN ${ENDED_STATES} OR j.id IN (SELECT a.job_id FROM attempts a WHERE a.state <> 'ended'))`;
 
-const LIVE_IDS = `SELECT j.id FROM jobs j WHERE ${LIVE}`;
+/** The ids of the live jobs. */
+export const LIVE_IDS = `SELECT j.id FROM jobs j WHERE ${LIVE}`;
 
 export interface RecoveryDialect {
   /** A count of the rows that satisfy `condition` (SQLite: sum of a boolean; PostgreSQL: a filter). */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR } from "./migrate.ts";
-import { recoverySql } from "./recovery-sql.ts";
+import { LIVE_IDS, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
   CHECKPOINT_PARTS,
@@ -29,7 +29,7 @@ export type Row = readonly unknown[];
 
 export const SQLITE_MIGRATIONS_DIR = join(MIGRATIONS_DIR, "sqlite");
 
-import { newTasksSql } from "./new-tasks-sql.ts";
+import { newTaskRangeSql } from "./new-task-ranges.ts";
 
 const BUSY_TIMEOUT_MS = 10_000;
 
@@ -91,10 +91,7 @@ const SQL = {
   deleteJobCheckpointParts: "DELETE FROM checkpoint_parts WHERE job_id = ?",
   addEvent: `INSERT INTO events (${columnNames(EVENTS.columns)}) VALUES (${EVENTS.columns.map(() => "?").join(", ")}) RETURNING id`,
   deleteHost: "DELETE FROM hosts WHERE name = ?",
-  // Numbered: the count is named twice. A recursive series makes the indices.
-  putNewTasks: `WITH RECURSIVE seq(i) AS (SELECT 0 WHERE ?3 > 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?3) ${newTasksSql(
-    { jobId: "?1", state: "?2", count: "?3", series: "seq", beforeConflict: "WHERE true " },
-  )}`,
+  ...newTaskRangeSql(() => "?", LIVE_IDS),
   deleteJobAttempts: "DELETE FROM attempts WHERE job_id = ?",
   deleteJobTasks: "DELETE FROM tasks WHERE job_id = ?",
   deleteJobEvents: "DELETE FROM events WHERE job_id = ?",

@@ -94,7 +94,8 @@ export class SqliteWrites {
         this.#putTasks(change.tasks);
         return;
       case "putNewTasks":
-        statements.run("putNewTasks", change.jobId, change.state, change.count);
+        statements.run("clearNewTaskRows", change.jobId, change.count);
+        statements.run("putNewTaskRange", change.jobId, change.state, change.count);
         return;
       case "putAttempt":
         statements.run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
@@ -135,6 +136,7 @@ export class SqliteWrites {
         statements.run("deleteJobCheckpointParts", change.jobId);
         statements.run("deleteJobAttempts", change.jobId);
         statements.run("deleteJobTasks", change.jobId);
+        statements.run("deleteNewTaskRange", change.jobId);
         statements.run("deleteJobEvents", change.jobId);
         statements.run("deleteJob", change.jobId);
         return;

@@ -7,6 +7,13 @@
 import { backup, DatabaseSync } from "node:sqlite";
 import type { AccountingRecord, EventRecord, JobRecord } from "../../common/model/records.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
+import {
+  decodeNewTaskRange,
+  jobTasksWithUntouched,
+  type NewTaskRange,
+  taskOrUntouched,
+  withUntouchedTasks,
+} from "./new-task-ranges.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import type { RowCodec } from "./schema.ts";
 import {
@@ -75,7 +82,11 @@ export class SqliteStore implements Store {
     try {
       return {
         jobs: this.#decoded("loadJobs", CODEC.jobs),
-        tasks: this.#decoded("loadTasks", CODEC.tasks),
+        tasks: withUntouchedTasks(
+          this.#decoded("loadTasks", CODEC.tasks),
+          this.#rows("loadNewTaskRanges").map(decodeNewTaskRange),
+          () => this.#rows("taskJobOrder").map((row) => row[0] as string),
+        ),
         attempts: this.#decoded("loadAttempts", CODEC.attempts),
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
@@ -94,7 +105,11 @@ export class SqliteStore implements Store {
     try {
       return {
         jobs: this.#decoded("liveJobs", CODEC.jobs),
-        tasks: this.#decoded("liveTasks", CODEC.tasks),
+        tasks: withUntouchedTasks(
+          this.#decoded("liveTasks", CODEC.tasks),
+          this.#rows("liveNewTaskRanges").map(decodeNewTaskRange),
+          () => this.#rows("liveTaskJobOrder").map((row) => row[0] as string),
+        ),
         attempts: this.#decoded("liveAttempts", CODEC.attempts),
         ended: this.#rows("endedHeaders").map(decodeHeader),
         usage: this.#rows("usage").map(decodeUsage),
@@ -117,7 +132,7 @@ export class SqliteStore implements Store {
       if (!row) return null;
       return {
         job: CODEC.jobs.decode(row),
-        tasks: this.#rows("jobTasks", id).map(CODEC.tasks.decode),
+        tasks: jobTasksWithUntouched(this.#rows("jobTasks", id).map(CODEC.tasks.decode), this.#range(id)),
         attempts: this.#rows("jobAttempts", id).map(CODEC.attempts.decode),
         checkpointParts: this.#rows("jobCheckpointParts", id).map(CODEC.checkpointParts.decode),
       };
@@ -137,11 +152,13 @@ export class SqliteStore implements Store {
     db.exec("BEGIN");
     try {
       const row = this.#rows("task", jobId, index)[0];
-      if (!row) return null;
-      return {
-        task: CODEC.tasks.decode(row),
-        attempts: this.#rows("taskAttempts", jobId, index).map(CODEC.attempts.decode),
-      };
+      const task = taskOrUntouched(
+        row && CODEC.tasks.decode(row),
+        row ? undefined : this.#range(jobId),
+        index,
+      );
+      if (!task) return null;
+      return { task, attempts: this.#rows("taskAttempts", jobId, index).map(CODEC.attempts.decode) };
     } finally {
       db.exec("COMMIT");
     }
@@ -235,6 +252,12 @@ export class SqliteStore implements Store {
     const records: R[] = [];
     for (const row of this.#statement(name).iterate()) records.push(codec.decode(row as unknown as Row));
     return records;
+  }
+
+  /** A job's range of untouched tasks (new-task-ranges.ts), if it has one. */
+  #range(jobId: string): NewTaskRange | undefined {
+    const row = this.#rows("jobNewTaskRange", jobId)[0];
+    return row ? decodeNewTaskRange(row) : undefined;
   }
 
   #rows(name: StatementName, ...values: (string | number)[]): Row[] {

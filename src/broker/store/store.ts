@@ -26,8 +26,8 @@ export type Change =
   | { op: "putJob"; job: JobRecord }
   | { op: "putTasks"; tasks: TaskRecord[] }
   /**
-   * Tasks 0 to count-1 of a new job, each as newTask makes it in `state` (a large array's): one
-   * statement makes the rows, so that a million tasks are not sent and bound one by one.
+   * Tasks 0 to count-1 of a new job, each as newTask makes it in `state` (a large array's): kept
+   * as one range, not a row a task (new-task-ranges.ts); every load reads them as those tasks.
    */
   | { op: "putNewTasks"; jobId: string; count: number; state: TaskState }
   | { op: "putAttempt"; attempt: AttemptRecord }
