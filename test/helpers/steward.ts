@@ -1,13 +1,14 @@
 // Real Steward processes for integration and fault tests: free ports, temp folders, clean-up.
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/broker/api/schemas.ts";
 import { removeAgentCgroups } from "./agent-cgroups.ts";
+import { startedAgents } from "./started-agents.ts";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const STEWARD = join(ROOT, "bin/steward");
@@ -111,7 +112,20 @@ async function startUpOn(data: string, port: number, options: UpOptions): Promis
     ...(options.args ?? []),
   ];
   const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
-  return startProcess(args, { data, port, agents, ...(env.length ? { prefix: ["env", ...env] } : {}) });
+  const up = await startProcess(args, {
+    data,
+    port,
+    agents,
+    ...(env.length ? { prefix: ["env", ...env] } : {}),
+  });
+  // Its agents' work folders, as `up` makes them (src/cli/commands/up.ts).
+  for (let i = 1; i <= agents; i++)
+    startedAgents.push({
+      name: `local-${i}`,
+      work: join(realpathSync(data), "agents", `local-${i}`),
+      child: up.child,
+    });
+  return up;
 }
 
 export interface ServerProcessOptions {
@@ -205,6 +219,7 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
   ];
   const [command, ...rest] = options.prefix ? [...options.prefix, STEWARD, ...args] : [STEWARD, ...args];
   const { child, output, exited } = spawnCaptured(command, rest, "info");
+  startedAgents.push({ name: options.name, work, child });
   const pid = child.pid!;
   return {
     name: options.name,
