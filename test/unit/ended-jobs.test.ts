@@ -62,7 +62,7 @@ describe("ended jobs", () => {
     expect(core.read.jobOwner(id)).toBe("alice");
   });
 
-  it("show their summary and one task without reading the job whole", async () => {
+  it("show their summary and one task, and answer controls, without reading the job whole", async () => {
     const core = harness.core;
     const id = await runToEnd("true", "failed");
     expect(core.read.findJob(id)).toBeUndefined();
@@ -78,6 +78,13 @@ describe("ended jobs", () => {
     await expect(core.read.readTask(id, 1)).rejects.toThrow(`job ${id} has no task 1`);
     await expect(core.read.readJobHead("nope")).rejects.toThrow("no job nope");
     await expect(core.read.readTask("nope", 0)).rejects.toThrow("no job nope");
+    // The controls that answer an ended job as it is answer it the same way.
+    expect((await core.jobs.cancel(id, "alice")).header.state).toBe("failed");
+    expect((await core.jobs.cancelTasks(id, [0], "alice")).record.id).toBe(id);
+    await expect(core.jobs.cancelTasks(id, [1], "alice")).rejects.toThrow(
+      `job ${id} has one task (0): no task 1`,
+    );
+    expect((await core.jobs.release(id, "alice")).header.counts.failed).toBe(1);
     expect(wholeReads).not.toHaveBeenCalled();
     // A job in memory answers the same from its entry.
     const live = await submitOn(

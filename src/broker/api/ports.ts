@@ -25,12 +25,12 @@ import type {
 } from "../reactor/handlers/checkpoints.ts";
 import type { TokenRequest } from "../reactor/handlers/tokens.ts";
 import type { WorkflowMade, WorkflowRetried } from "../reactor/handlers/workflows.ts";
-import type { JobHead, TaskRead } from "../reactor/read-model.ts";
+import type { TaskRead } from "../reactor/read-model.ts";
 import type { Explanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import type { JobHeader } from "../state/job-header.ts";
+import type { JobHead, JobHeader } from "../state/job-header.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 
 export interface JobCommands {
@@ -48,13 +48,13 @@ export interface JobCommands {
     submission: Submission,
     receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
   ): Promise<SubmittedJob>;
-  cancel(id: string, by?: string): Promise<JobEntry>;
+  cancel(id: string, by?: string): Promise<JobHead>;
   /** Cancels some tasks of a job (reactor/handlers/control.ts's cancelTasks). */
-  cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobEntry>;
+  cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobHead>;
   /** Gives failed or cancelled tasks new attempts (reactor/handlers/retry.ts). */
   retry(id: string, request: RetryRequest, by?: string): Promise<RetrySelection & { job: JobEntry }>;
   hold(id: string, by?: string): Promise<JobEntry>;
-  release(id: string, by?: string): Promise<JobEntry>;
+  release(id: string, by?: string): Promise<JobHead>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
   /** Changes fields of a job not yet running (reactor/handlers/update.ts). */
   /** `allowedQos`: the tiers the one who asks may give the job (null: any, an admin). */

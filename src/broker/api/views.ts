@@ -3,10 +3,10 @@
 
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
 import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
-import type { JobHead, TaskRead } from "../reactor/read-model.ts";
+import type { TaskRead } from "../reactor/read-model.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import { headerOf, type JobHeader } from "../state/job-header.ts";
+import { headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
 import type { AccountingRow, Attempt, Event, Host, Job, JobSummary, Task, Usage } from "./schemas.ts";
 
 export function iso(ms: number): string;
@@ -95,7 +95,7 @@ export function jobSummaryView(job: JobHeader): JobSummary {
 
 export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
   return {
-    ...jobHeadView({ header: headerOf(job), record: job.record }, events),
+    ...jobHeadView(headOf(job), events),
     ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
   };
 }

@@ -3,7 +3,7 @@
 // changes the state; the commands (reactor/commands/) do, each through one handler.
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
-import type { AttemptRecord, JobRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
+import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState } from "../../common/model/states.ts";
 import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
@@ -11,19 +11,13 @@ import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
-import { headerOf, type JobHeader } from "../state/job-header.ts";
+import { headerOf, headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
 import { restartManifest } from "../state/task-checkpoints.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store, StoredJob } from "../store/store.ts";
 import { NotFoundError } from "./errors.ts";
 import { admitSpec, checkedDependencies } from "./handlers/submit.ts";
 import type { Reactor } from "./reactor.ts";
-
-/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
-export interface JobHead {
-  header: JobHeader;
-  record: JobRecord;
-}
 
 /** One task with its attempts (by number) and, while it runs, the last progress it reported. */
 export interface TaskRead {
@@ -95,7 +89,7 @@ export class ReadModel {
   async readJobHead(id: string): Promise<JobHead> {
     await this.#reactor.committed();
     const job = this.#state.jobs.get(id);
-    if (job) return { header: headerOf(job), record: job.record };
+    if (job) return headOf(job);
     const header = this.#state.ended.get(id);
     const record = header ? await this.#store.loadJobRecord(id) : null;
     if (!header || !record) throw new NotFoundError(`no job ${id}`);

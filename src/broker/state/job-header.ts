@@ -4,7 +4,7 @@
 // (ReadModel.readJob), so a long history costs a small object per job, not every task and attempt it
 // ever had.
 
-import type { JobHeader } from "../../common/model/records.ts";
+import type { JobHeader, JobRecord } from "../../common/model/records.ts";
 import type { JobEntry } from "./job-entry.ts";
 
 export type { JobHeader } from "../../common/model/records.ts";
@@ -23,6 +23,17 @@ export function headerOf(job: JobEntry): JobHeader {
     counts: { ...job.counts },
     qos: job.qos,
   };
+}
+
+/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
+export interface JobHead {
+  header: JobHeader;
+  record: JobRecord;
+}
+
+/** A job in memory as its summary shows it. */
+export function headOf(job: JobEntry): JobHead {
+  return { header: headerOf(job), record: job.record };
 }
 
 /**

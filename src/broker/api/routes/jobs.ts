@@ -22,7 +22,7 @@ import type { PoolNote } from "../../pools/pool-manager.ts";
 import type { SubmittedJob } from "../../reactor/commands/jobs.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
-import type { JobHeader } from "../../state/job-header.ts";
+import { headOf, type JobHead, type JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
@@ -361,11 +361,11 @@ export function registerJobRoutes(
     async (request) => {
       const { id } = request.params;
       const tasks = request.body?.tasks;
-      const job =
+      const head =
         tasks === undefined
           ? await ports.jobs.cancel(id, actorOf(request))
           : await ports.jobs.cancelTasks(id, taskIndexes(tasks), actorOf(request));
-      return jobView(job, await store.events(id), false);
+      return jobHeadView(head, await store.events(id));
     },
   );
 
@@ -407,11 +407,11 @@ export function registerJobRoutes(
     },
   );
 
-  const controls: [string, string, (id: string, by: string) => Promise<JobEntry>][] = [
+  const controls: [string, string, (id: string, by: string) => Promise<JobHead>][] = [
     [
       "hold",
       "Hold a job: it does not start; running attempts stop (preempted, reason held)",
-      (id, by) => ports.jobs.hold(id, by),
+      async (id, by) => headOf(await ports.jobs.hold(id, by)),
     ],
     ["release", "Release a held job", (id, by) => ports.jobs.release(id, by)],
   ];
@@ -430,10 +430,9 @@ export function registerJobRoutes(
         },
       },
       async (request) =>
-        jobView(
+        jobHeadView(
           await control(request.params.id, actorOf(request)),
           await store.events(request.params.id),
-          false,
         ),
     );
   }

@@ -8,14 +8,15 @@ import type { EventRecord } from "../../../common/model/records.ts";
 import type { TaskState } from "../../../common/model/states.ts";
 import type { RetryRequest } from "../../../common/model/task-retry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
+import { headOf, type JobHead } from "../../state/job-header.ts";
 import { CommittedEventsOfJobs } from "../committed-events.ts";
 import { ConflictError } from "../errors.ts";
 import {
   cancelJob,
   cancelTasks,
+  checkTaskIndexes,
   holdJob,
   migrateJob,
-  namedTasks,
   releaseJob,
   removeJob,
 } from "../handlers/control.ts";
@@ -135,23 +136,26 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
 
     submitWithEvents,
 
-    /** Cancels a job; one that has ended is answered as it is. */
-    cancel(id: string, by?: string): Promise<JobEntry> {
-      if (read.retired(id)) return read.readJob(id);
-      return reactor.run((step) => cancelJob(step, id, by));
+    /**
+     * Cancels a job; one that has ended is answered as it is. Answers the job without its tasks
+     * (one that ended and left memory is not read whole from the store for it).
+     */
+    async cancel(id: string, by?: string): Promise<JobHead> {
+      if (read.retired(id)) return read.readJobHead(id);
+      return headOf(await reactor.run((step) => cancelJob(step, id, by)));
     },
 
     /**
      * Cancels some tasks of a job (`cancel ID --tasks LIST`): those not started end cancelled,
      * running ones are stopped; one that has ended (the job's too) is left as it is.
      */
-    async cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobEntry> {
+    async cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobHead> {
       if (read.retired(id)) {
-        const job = await read.readJob(id);
-        namedTasks(job, tasks);
-        return job;
+        const head = await read.readJobHead(id);
+        checkTaskIndexes(id, head.header.taskCount, tasks);
+        return head;
       }
-      return reactor.run((step) => cancelTasks(step, id, tasks, by));
+      return headOf(await reactor.run((step) => cancelTasks(step, id, tasks, by)));
     },
 
     /**
@@ -170,10 +174,10 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
       return reactor.run((step) => holdJob(step, id, by));
     },
 
-    /** Releases a held job; one that has ended is answered as it is. */
-    release(id: string, by?: string): Promise<JobEntry> {
-      if (read.retired(id)) return read.readJob(id);
-      return reactor.run((step) => releaseJob(step, id, by));
+    /** Releases a held job; one that has ended is answered as it is (without its tasks, as cancel). */
+    async release(id: string, by?: string): Promise<JobHead> {
+      if (read.retired(id)) return read.readJobHead(id);
+      return headOf(await reactor.run((step) => releaseJob(step, id, by)));
     },
 
     /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
