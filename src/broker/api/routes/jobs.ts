@@ -21,6 +21,7 @@ import { isWorkflowFile } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import type { SubmittedJob } from "../../reactor/commands/jobs.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { TaskRead } from "../../reactor/read-model.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { headOf, type JobHead, type JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
@@ -506,11 +507,15 @@ export function registerJobRoutes(
     async (request, reply) => {
       const { id } = request.params;
       const { task, stream, follow, attempt, rank } = request.query;
-      const job = await ports.read.readJob(id);
-      if (task >= job.tasks.length) throw new NotFoundError(`job ${id} has no task ${task}`);
-      if (rank >= nodesOf(job.record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
+      // The job's head and the task's own rows: an ended array is not read whole for one log.
+      const { header, record } = await ports.read.readJobHead(id);
+      if (task >= header.taskCount) throw new NotFoundError(`job ${id} has no task ${task}`);
+      if (rank >= nodesOf(record.spec)) throw new NotFoundError(`job ${id} has no rank ${rank}`);
       reply.header("content-type", "text/plain; charset=utf-8");
-      return Readable.from(followLog(blobs, job, { task, stream, rank }, follow, attempt ?? null, request));
+      const read = () => ports.read.readTask(id, task);
+      return Readable.from(
+        followLog(blobs, id, read, { task, stream, rank }, follow, attempt ?? null, request),
+      );
     },
   );
 
@@ -560,8 +565,14 @@ export function registerJobRoutes(
     },
     async (request, reply) => {
       const { id, task: index, "*": path } = request.params;
-      const job = await ports.read.readJob(id);
-      const record = job.tasks[index];
+      const record = await ports.read
+        .readTask(id, index)
+        .then((read) => read.task)
+        .catch((error) => {
+          // A job without that task: the same answer as a task without a result.
+          if (error instanceof NotFoundError && ports.read.header(id)) return null;
+          throw error;
+        });
       if (!record || record.resultAttempt === null)
         throw new NotFoundError(`task ${index} of job ${id} has no result`);
       const key = outputKey(id, index, record.resultAttempt, path);
@@ -811,7 +822,8 @@ export async function* multipartParts(request: FastifyRequest) {
 /** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
 async function* followLog(
   blobs: BlobStore,
-  job: JobEntry,
+  jobId: string,
+  readTask: () => Promise<TaskRead>,
   { task: taskIndex, stream, rank }: { task: number; stream: "stdout" | "stderr"; rank: number },
   follow: boolean,
   wanted: number | null,
@@ -823,14 +835,16 @@ async function* followLog(
     closed = true;
   });
   for (;;) {
-    const attempt = wanted === null ? job.latestAttempt(taskIndex) : job.attempt(taskIndex, wanted);
+    const { task, attempts } = await readTask();
+    const attempt =
+      wanted === null ? attempts[attempts.length - 1] : attempts.find((each) => each.number === wanted);
     if (!attempt) {
-      if (!follow || closed || job.tasks[taskIndex].state !== "pending") return;
+      if (!follow || closed || task.state !== "pending") return;
       await sleep(LOG_POLL_MS);
       continue;
     }
     const ended = attempt.state === "ended";
-    const key = logKey(job.id, taskIndex, attempt.number, stream, rank);
+    const key = logKey(jobId, taskIndex, attempt.number, stream, rank);
     const info = await blobs.stat(key);
     if (info && info.bytes > offset) {
       for await (const chunk of blobs.read(key, offset)) {
