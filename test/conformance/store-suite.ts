@@ -439,6 +439,10 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect((await store.load()).tasks).toStrictEqual(all);
         expect((await store.loadLive()).tasks).toStrictEqual(all);
         expect((await store.loadJob("c"))?.tasks).toStrictEqual(c);
+        expect(await store.loadTaskStates("c")).toStrictEqual(c.map((each) => each.state));
+        expect(await store.loadTaskStates("b")).toStrictEqual(b.map((each) => each.state));
+        expect(await store.loadTaskStates("a")).toStrictEqual(["pending", "pending"]);
+        expect(await store.loadTaskStates("none")).toStrictEqual([]);
         expect((await store.loadTask("c", 1))?.task).toStrictEqual(placed);
         expect((await store.loadTask("c", 299))?.task).toStrictEqual(newTask("c", 299, "pending"));
         expect((await store.loadTask("c", 300))?.task).toStrictEqual(task("c", 300));

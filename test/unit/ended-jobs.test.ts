@@ -76,6 +76,8 @@ describe("ended jobs", () => {
     expect(task.attempts).toMatchObject([{ number: 1, host: "h1", outcome: "failed" }]);
     expect(task.progress).toBeUndefined();
     await expect(core.read.readTask(id, 1)).rejects.toThrow(`job ${id} has no task 1`);
+    expect(await core.read.readTaskStates(id)).toStrictEqual(["failed"]);
+    await expect(core.read.readTaskStates("nope")).rejects.toThrow("no job nope");
     await expect(core.read.readJobHead("nope")).rejects.toThrow("no job nope");
     await expect(core.read.readTask("nope", 0)).rejects.toThrow("no job nope");
     // The controls that answer an ended job as it is answer it the same way.
@@ -96,6 +98,7 @@ describe("ended jobs", () => {
     expect((await core.read.readJobHead(live.id)).header).toMatchObject({ id: live.id, state: "pending" });
     expect((await core.read.readTask(live.id, 0)).task.state).toBe("pending");
     await expect(core.read.readTask(live.id, 1)).rejects.toThrow(`job ${live.id} has no task 1`);
+    expect(await core.read.readTaskStates(live.id)).toStrictEqual(["pending"]);
   });
 
   it("still release the jobs that depend on them, and answer controls as ended jobs do", async () => {

@@ -37,6 +37,9 @@ class SlowStore implements Store {
   loadTask(jobId: string, index: number) {
     return this.inner.loadTask(jobId, index);
   }
+  loadTaskStates(jobId: string) {
+    return this.inner.loadTaskStates(jobId);
+  }
   findSubmission(owner: string, key: string) {
     return this.inner.findSubmission(owner, key);
   }

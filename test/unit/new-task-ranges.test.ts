@@ -8,6 +8,7 @@ import {
   jobTasksWithUntouched,
   type NewTaskRange,
   taskOrUntouched,
+  taskStatesWithUntouched,
   withUntouchedTasks,
 } from "../../src/broker/store/new-task-ranges.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
@@ -74,6 +75,26 @@ describe("withUntouchedTasks", () => {
       newTask("c", 0, "pending"),
       touched("c", 1),
     ]);
+  });
+});
+
+describe("taskStatesWithUntouched", () => {
+  it.each<[string, [number, string][], NewTaskRange | undefined, string[]]>([
+    [
+      "rows only",
+      [
+        [0, "running"],
+        [1, "failed"],
+      ],
+      undefined,
+      ["running", "failed"],
+    ],
+    ["a range only", [], range("j", 3, "held"), ["held", "held", "held"]],
+    ["rows over the range", [[1, "running"]], range("j", 3), ["pending", "running", "pending"]],
+    ["a row just past the range", [[2, "succeeded"]], range("j", 2), ["pending", "pending", "succeeded"]],
+    ["nothing", [], undefined, []],
+  ])("%s", (_what, rows, given, expected) => {
+    expect(taskStatesWithUntouched(rows, given)).toStrictEqual(expected);
   });
 });
 

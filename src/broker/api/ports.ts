@@ -14,6 +14,7 @@ import type {
   TokenRecord,
   WorkflowRecord,
 } from "../../common/model/records.ts";
+import type { TaskState } from "../../common/model/states.ts";
 import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
 import type { ReceivedJob, Submission, SubmittedJob } from "../reactor/commands/jobs.ts";
 import type { ReceiveWorkflow } from "../reactor/commands/workflows.ts";
@@ -107,6 +108,8 @@ export interface ReadModel {
   readJobHead(id: string): Promise<JobHead>;
   /** One task of any job with its attempts; NotFoundError when there is no such job or task. */
   readTask(id: string, index: number): Promise<TaskRead>;
+  /** The state of each task of any job, by index; NotFoundError when there is no such job. */
+  readTaskStates(id: string): Promise<readonly TaskState[]>;
   header(id: string): JobHeader | undefined;
   /** A workflow by its id, or undefined. */
   workflow(id: string): WorkflowRecord | undefined;

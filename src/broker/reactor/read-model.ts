@@ -4,7 +4,7 @@
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
-import type { JobState } from "../../common/model/states.ts";
+import type { JobState, TaskState } from "../../common/model/states.ts";
 import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
@@ -112,6 +112,18 @@ export class ReadModel {
     const stored = await this.#store.loadTask(id, index);
     if (!stored) throw new NotFoundError(`job ${id} has no task ${index}`);
     return { ...stored, progress: undefined };
+  }
+
+  /**
+   * The state of each task of any job, by index: from memory, or from the store (the states alone)
+   * once the job has ended and left it. Read once committed, as readJob.
+   */
+  async readTaskStates(id: string): Promise<readonly TaskState[]> {
+    await this.#reactor.committed();
+    const job = this.#state.jobs.get(id);
+    if (job) return job.tasks.map((task) => task.state);
+    if (!this.#state.ended.has(id)) throw new NotFoundError(`no job ${id}`);
+    return this.#store.loadTaskStates(id);
   }
 
   /** A job that ended and left memory, as the store holds it (with its checkpoint parts); null when none. */

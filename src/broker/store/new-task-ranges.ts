@@ -85,6 +85,18 @@ export function withUntouchedTasks(
   return tasks;
 }
 
+/** The state of each task of a job by index: its rows' (index, state) with the range's where none. */
+export function taskStatesWithUntouched(
+  rows: readonly (readonly unknown[])[],
+  range: NewTaskRange | undefined,
+): TaskState[] {
+  const last = rows.length > 0 ? Number(rows[rows.length - 1][0]) : -1;
+  const states = new Array<TaskState>(Math.max(range?.count ?? 0, last + 1));
+  if (range) states.fill(range.state, 0, range.count);
+  for (const row of rows) states[Number(row[0])] = row[1] as TaskState;
+  return states;
+}
+
 /** One task of a job: its row, else the range's untouched task of that index, else null. */
 export function taskOrUntouched(
   row: TaskRecord | undefined,

@@ -20,6 +20,7 @@ import type {
   TokenRecord,
   WorkflowRecord,
 } from "../../common/model/records.ts";
+import type { TaskState } from "../../common/model/states.ts";
 import { accountingSql } from "./accounting-sql.ts";
 import { MIGRATIONS_DIR, type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import {
@@ -28,6 +29,7 @@ import {
   type NewTaskRange,
   newTaskRangeSql,
   taskOrUntouched,
+  taskStatesWithUntouched,
   withUntouchedTasks,
 } from "./new-task-ranges.ts";
 import { commitStatement, type PutRows, readAnswer } from "./pg-commit-statement.ts";
@@ -335,6 +337,12 @@ export class PostgresStore implements Store, Elections {
         attempts: (await rows(client, "taskAttempts", [jobId, index])).map(CODEC.attempts.decode),
       };
     });
+  }
+
+  async loadTaskStates(jobId: string): Promise<TaskState[]> {
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) =>
+      taskStatesWithUntouched(await rows(client, "taskStates", [jobId]), await rangeOf(client, jobId)),
+    );
   }
 
   async findSubmission(owner: string, submitKey: string): Promise<string | null> {

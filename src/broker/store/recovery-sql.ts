@@ -57,6 +57,7 @@ export function recoverySql(dialect: RecoveryDialect) {
     job: `SELECT ${columnNames(selectColumns(JOBS))} FROM jobs WHERE id = ${dialect.param(1)}`,
     jobTasks: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} ORDER BY ${TASKS.loadOrder}`,
     jobAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} ORDER BY ${ATTEMPTS.loadOrder}`,
+    taskStates: `SELECT idx, state FROM tasks WHERE job_id = ${dialect.param(1)} ORDER BY idx`,
     task: `SELECT ${columnNames(selectColumns(TASKS))} FROM tasks WHERE job_id = ${dialect.param(1)} AND idx = ${dialect.param(2)}`,
     taskAttempts: `SELECT ${columnNames(selectColumns(ATTEMPTS))} FROM attempts WHERE job_id = ${dialect.param(1)} AND task_index = ${dialect.param(2)} ORDER BY number`,
     jobCheckpointParts: `SELECT ${columnNames(selectColumns(CHECKPOINT_PARTS))} FROM checkpoint_parts WHERE job_id = ${dialect.param(1)} ORDER BY ${CHECKPOINT_PARTS.loadOrder}`,

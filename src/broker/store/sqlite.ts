@@ -6,12 +6,14 @@
 
 import { backup, DatabaseSync } from "node:sqlite";
 import type { AccountingRecord, EventRecord, JobRecord } from "../../common/model/records.ts";
+import type { TaskState } from "../../common/model/states.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import {
   decodeNewTaskRange,
   jobTasksWithUntouched,
   type NewTaskRange,
   taskOrUntouched,
+  taskStatesWithUntouched,
   withUntouchedTasks,
 } from "./new-task-ranges.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
@@ -159,6 +161,16 @@ export class SqliteStore implements Store {
       );
       if (!task) return null;
       return { task, attempts: this.#rows("taskAttempts", jobId, index).map(CODEC.attempts.decode) };
+    } finally {
+      db.exec("COMMIT");
+    }
+  }
+
+  async loadTaskStates(jobId: string): Promise<TaskState[]> {
+    const db = this.#database();
+    db.exec("BEGIN");
+    try {
+      return taskStatesWithUntouched(this.#rows("taskStates", jobId), this.#range(jobId));
     } finally {
       db.exec("COMMIT");
     }

@@ -125,6 +125,8 @@ export interface Store {
   loadJobRecord(id: string): Promise<JobRecord | null>;
   /** One task of a job with its attempts, or null when the job has no such task. */
   loadTask(jobId: string, index: number): Promise<StoredTask | null>;
+  /** The state of each of a job's tasks, by index (none for a job that has no tasks, or no job). */
+  loadTaskStates(jobId: string): Promise<TaskState[]>;
   /** The id of the job this owner submitted with this Idempotency-Key, or null. */
   findSubmission(owner: string, submitKey: string): Promise<string | null>;
   /** The newest term seen plus one, recorded as the newest in its own transaction; returns it. */

@@ -484,10 +484,10 @@ export function registerJobRoutes(
       },
     },
     async (request) => {
-      const job = await ports.read.readJob(request.params.id);
-      const letters = new Array<string>(job.tasks.length);
-      for (let i = 0; i < job.tasks.length; i++) letters[i] = TASK_STATE_LETTERS[job.tasks[i].state];
-      return { count: job.tasks.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
+      const states = await ports.read.readTaskStates(request.params.id);
+      const letters = new Array<string>(states.length);
+      for (let i = 0; i < states.length; i++) letters[i] = TASK_STATE_LETTERS[states[i]];
+      return { count: states.length, states: letters.join(""), legend: TASK_STATE_LETTERS };
     },
   );
 
