@@ -3,7 +3,7 @@
 import { afterAll } from "vitest";
 import { removeEndedAgentsCgroups } from "./helpers/started-agents.ts";
 
-// The cgroups of the agents the file started and killed go with the file (helpers/started-agents.ts).
+// What the agents the file started and killed left goes with the file (helpers/started-agents.ts).
 afterAll(async () => {
   await removeEndedAgentsCgroups();
 });

@@ -124,6 +124,7 @@ async function startUpOn(data: string, port: number, options: UpOptions): Promis
       name: `local-${i}`,
       work: join(realpathSync(data), "agents", `local-${i}`),
       child: up.child,
+      ownWork: false,
     });
   return up;
 }
@@ -219,7 +220,7 @@ export async function startAgentProcess(options: AgentProcessOptions): Promise<A
   ];
   const [command, ...rest] = options.prefix ? [...options.prefix, STEWARD, ...args] : [STEWARD, ...args];
   const { child, output, exited } = spawnCaptured(command, rest, "info");
-  startedAgents.push({ name: options.name, work, child });
+  startedAgents.push({ name: options.name, work, child, ownWork: options.work === undefined });
   const pid = child.pid!;
   return {
     name: options.name,
