@@ -1,9 +1,9 @@
 // Run in every test file's worker before its tests (vitest setupFiles).
 
 import { afterAll } from "vitest";
-import { removeEndedAgentsCgroups } from "./helpers/started-agents.ts";
+import { cleanUpEndedAgents } from "./helpers/started-agents.ts";
 
 // What the agents the file started and killed left goes with the file (helpers/started-agents.ts).
 afterAll(async () => {
-  await removeEndedAgentsCgroups();
+  await cleanUpEndedAgents();
 });

@@ -23,7 +23,7 @@ const ended = ({ child }: StartedAgent) => child.exitCode !== null || child.sign
  * Removes the cgroups (and the helper-made work folders) of the agents started so far whose
  * process has ended; one whose work folder an agent still running uses is left to that one.
  */
-export async function removeEndedAgentsCgroups(): Promise<void> {
+export async function cleanUpEndedAgents(): Promise<void> {
   const started = startedAgents.splice(0);
   const inUse = new Set(started.filter((agent) => !ended(agent)).map((agent) => agent.work));
   const gone = started.filter((agent) => ended(agent) && !inUse.has(agent.work));

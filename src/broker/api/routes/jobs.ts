@@ -565,14 +565,10 @@ export function registerJobRoutes(
     },
     async (request, reply) => {
       const { id, task: index, "*": path } = request.params;
-      const record = await ports.read
-        .readTask(id, index)
-        .then((read) => read.task)
-        .catch((error) => {
-          // A job without that task: the same answer as a task without a result.
-          if (error instanceof NotFoundError && ports.read.header(id)) return null;
-          throw error;
-        });
+      const header = ports.read.header(id);
+      if (!header) throw new NotFoundError(`no job ${id}`);
+      // A job without that task: the same answer as a task without a result.
+      const record = index < header.taskCount ? (await ports.read.readTask(id, index)).task : null;
       if (!record || record.resultAttempt === null)
         throw new NotFoundError(`task ${index} of job ${id} has no result`);
       const key = outputKey(id, index, record.resultAttempt, path);
