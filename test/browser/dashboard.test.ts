@@ -192,14 +192,23 @@ browserTests(() => {
       `task map of 100,000 tasks: drawn in ${figures.drawMs.toFixed(1)} ms, ${figures.sinceArrival.toFixed(1)} ms after the data arrived`,
     );
     expect(figures.sinceArrival).toBeLessThan(1000);
-    // Hovering a cell names its task (the map is drawn again when the job's data is read again:
-    // its canvas is looked for once it shows).
+    // Hovering a cell names its task. The map is drawn again when the job's data is read again,
+    // so its canvas may be replaced between being found and being hovered: each try finds the
+    // canvas that shows now and hovers it afresh.
     const canvas = page.locator(".taskmap canvas");
-    await canvas.waitFor({ state: "visible", timeout: 10_000 });
-    const box = await canvas.boundingBox();
-    if (!box) throw new Error("no task map");
-    await page.mouse.move(box.x + 1, box.y + 1);
-    await expect.poll(() => page.textContent(".taskmap .hover")).toBe("task 0: pending");
+    await expect
+      .poll(
+        async () => {
+          await canvas.waitFor({ state: "visible", timeout: 10_000 });
+          const box = await canvas.boundingBox();
+          if (!box) return null;
+          await page.mouse.move(0, 0);
+          await page.mouse.move(box.x + 1, box.y + 1);
+          return page.textContent(".taskmap .hover");
+        },
+        { timeout: 30_000 },
+      )
+      .toBe("task 0: pending");
   });
   it("drains, undrains and removes a host from the hosts page, each after a confirmation", async () => {
     const hostState = async (name: string) =>
