@@ -17,6 +17,7 @@ import {
   AGENT_CONNECT_PATH,
   type AgentMessage,
   agentMessage,
+  type EndedEvent,
   type LogMessage,
   ofAnotherVersion,
   PROTOCOL_VERSION,
@@ -248,15 +249,8 @@ export class AgentGateway implements AgentLinks {
               } else {
                 // The whole log is in before the end is applied: of the rank that ended, or of every
                 // rank the host runs of the attempt when the report names none.
-                const ranks =
-                  event.rank === undefined
-                    ? core.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
-                    : [event.rank];
-                for (const rank of ranks.length > 0 ? ranks : [0])
-                  for (const stream of ["stdout", "stderr"] as const)
-                    await this.logWrites.get(
-                      logKey(event.jobId, event.taskIndex, event.attempt, stream, rank),
-                    );
+                // (None to wait for when no log write is in flight, as after most short tasks.)
+                if (this.logWrites.size > 0) await this.#logWritten(host, event);
                 applied = core.agents.attemptEnded(host, event);
               }
               // The next report is applied as soon as this one is in memory (order kept, commits grouped);
@@ -285,6 +279,19 @@ export class AgentGateway implements AgentLinks {
       }
     });
     ws.on("error", () => {});
+  }
+
+  /** Resolves once the log writes in flight of the ended attempt's ranks on this host are done. */
+  async #logWritten(host: string, event: EndedEvent): Promise<void> {
+    const ranks =
+      event.rank === undefined
+        ? this.options.core.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
+        : [event.rank];
+    for (const rank of ranks.length > 0 ? ranks : [0])
+      for (const stream of ["stdout", "stderr"] as const) {
+        const written = this.logWrites.get(logKey(event.jobId, event.taskIndex, event.attempt, stream, rank));
+        if (written) await written;
+      }
   }
 
   private async hello(
