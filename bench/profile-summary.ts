@@ -44,10 +44,13 @@ function where(url: string): string {
       return url;
     }
   }
+  // CommonJS modules are named by their path.
+  if (url.startsWith(`${REPOSITORY}/`)) return relative(REPOSITORY, url);
   return url;
 }
 
-function area(node: ProfileNode): string {
+/** Where a frame's code lives: gc, idle, a native function, a package, a folder of src/, a Node module. */
+export function area(node: Pick<ProfileNode, "callFrame">): string {
   const { functionName, url } = node.callFrame;
   if (!url) {
     if (functionName === "(garbage collector)") return "gc";
@@ -71,7 +74,8 @@ function area(node: ProfileNode): string {
   return path;
 }
 
-function functionKey(node: ProfileNode): string {
+/** A frame as `name path:line` (1-based line). */
+export function functionKey(node: Pick<ProfileNode, "callFrame">): string {
   const { functionName, url, lineNumber } = node.callFrame;
   const name = functionName || "(anonymous)";
   return url ? `${name} ${where(url)}:${lineNumber + 1}` : name;
