@@ -83,21 +83,43 @@ function durable(state: ClusterState) {
     ended: [...state.ended.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
     hosts,
     live: sorted(state.live.keys()),
+    liveJobs: liveJobsOf(state),
     tokens: state.tokens.list(),
     workflows: [...state.workflows.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
   };
 }
 
-/** Handles one event and checks that the state rebuilt from the recorded changes is the live one. */
+/** The running jobs' index (ClusterState.liveJobs), each job with its count of live attempts. */
+function liveJobsOf(state: ClusterState): string[] {
+  return [...state.liveJobs].map(([job, count]) => `${job.id}: ${count}`).sort();
+}
+
+/** The same, counted from the live attempts themselves. */
+function liveJobsCounted(state: ClusterState): string[] {
+  const counts = new Map<string, number>();
+  for (const { job } of state.live.values()) counts.set(job.id, (counts.get(job.id) ?? 0) + 1);
+  return [...counts].map(([id, count]) => `${id}: ${count}`).sort();
+}
+
+/**
+ * Checks that the state rebuilt from the recorded changes is the live one, and that the running
+ * jobs' index agrees with the live attempts.
+ */
+function checkState(bench: HandlerBench): void {
+  expect(durable(bench.recovered())).toEqual(durable(bench.state));
+  expect(liveJobsOf(bench.state)).toEqual(liveJobsCounted(bench.state));
+}
+
+/** Handles one event and checks the state (checkState). */
 function event<T>(bench: HandlerBench, handler: (step: Step) => T): T {
   const { result } = bench.run(handler);
-  expect(durable(bench.recovered())).toEqual(durable(bench.state));
+  checkState(bench);
   return result;
 }
 
 function schedule(bench: HandlerBench): void {
   bench.schedule();
-  expect(durable(bench.recovered())).toEqual(durable(bench.state));
+  checkState(bench);
 }
 
 /** Reports every start sent since `from` as started. */

@@ -85,7 +85,7 @@ export function passInput(
 function mayPreempt(state: ClusterState): boolean {
   const top = state.queue.top();
   if (top === null) return false;
-  for (const live of state.live.values()) if (!rankedAtOrBelow(top, live.job)) return true;
+  for (const job of state.liveJobs.keys()) if (!rankedAtOrBelow(top, job)) return true;
   return false;
 }
 

@@ -11,6 +11,10 @@ import type { JobEntry } from "../state/job-entry.ts";
  * or being cancelled, and no attempt of the task is being stopped (a stop decides what comes next).
  */
 export function replicableTasks(state: ClusterState): RunningTask[] {
+  // Most passes: no running job has replicas, and its live attempts are not looked at one by one.
+  let replicated = false;
+  for (const job of state.liveJobs.keys()) if (job.replicas > 1) replicated = true;
+  if (!replicated) return [];
   const tasks = new Map<string, { job: JobEntry; taskIndex: number; hosts: string[]; stopping: boolean }>();
   for (const { job, attempt } of state.live.values()) {
     if (job.replicas <= 1) continue;

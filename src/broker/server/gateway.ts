@@ -21,7 +21,9 @@ import {
   type LogMessage,
   ofAnotherVersion,
   PROTOCOL_VERSION,
+  type ReportMessage,
   type ServerMessage,
+  type StartedEvent,
 } from "../../common/protocol/messages.ts";
 import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
 import { logKey } from "../store/blob-layout.ts";
@@ -172,6 +174,8 @@ export class AgentGateway implements AgentLinks {
     let helloArrived = false;
     // One chain per connection: reports are applied one after another, in arrival order.
     let chain: Promise<void> = Promise.resolve();
+    /** Reports arrived and not yet taken by the chain. */
+    const reports: ReportMessage[] = [];
     ws.on("message", (data) => {
       // A server that stopped leading lets its agents go; they find the leader.
       if (this.#standby()) {
@@ -228,46 +232,16 @@ export class AgentGateway implements AgentLinks {
           this.appendLog(host, message);
           return;
         case "report":
-          chain = chain
-            .then(async () => {
-              const event = message.event;
-              let applied: Promise<void>;
-              if (event.kind === "started") {
-                applied = core.agents.attemptStarted(
-                  host,
-                  event.jobId,
-                  event.taskIndex,
-                  event.attempt,
-                  event.coordinatorPort,
-                  event.rank,
-                );
-              } else if (event.kind === "leaving") {
-                // Drained before the ends of its attempts are applied: none is placed back on it.
-                applied = core.hosts
-                  .drain(host)
-                  .then(() => log.info({ host, reason: event.reason }, "agent leaving"));
-              } else {
-                // The whole log is in before the end is applied: of the rank that ended, or of every
-                // rank the host runs of the attempt when the report names none.
-                // (None to wait for when no log write is in flight, as after most short tasks.)
-                if (this.logWrites.size > 0) await this.#logWritten(host, event);
-                applied = core.agents.attemptEnded(host, event);
-              }
-              // The next report is applied as soon as this one is in memory (order kept, commits grouped);
-              // the acknowledgement waits for the commit. Fenced reports are acknowledged too, or the
-              // agent's outbox would jam.
-              applied.then(
-                () => {
-                  if (ws.readyState === LINK_STATES.OPEN)
-                    this.#send(ws, JSON.stringify({ type: "ack", seq: message.seq }));
-                },
-                (error) => log.error({ err: error }, "report not applied"),
-              );
-            })
-            .catch((error) => {
-              // The lead was lost under this report: it is not acknowledged, the agent sends it again.
-              log.warn({ err: error }, "report not applied");
-            });
+          // The reports that arrive together (one read of the socket) are applied together, in
+          // order, as one step: one commit for all, each acknowledged once it is durable.
+          reports.push(message);
+          if (reports.length === 1)
+            chain = chain
+              .then(() => this.#applyReports(ws, host, reports.splice(0)))
+              .catch((error) => {
+                // The lead was lost under these reports: they are not acknowledged, the agent sends them again.
+                log.warn({ err: error }, "report not applied");
+              });
           return;
       }
     });
@@ -279,6 +253,57 @@ export class AgentGateway implements AgentLinks {
       }
     });
     ws.on("error", () => {});
+  }
+
+  /**
+   * Applies a connection's reports in order: the started and ended ones that follow each other as
+   * one step (AgentCommands.attemptReports), a leaving one by itself. Resolves once they are
+   * applied in memory (the next reports may follow at once); each is acknowledged once its commit
+   * is durable, a fenced one too (or the agent's outbox would jam), one that failed not at all.
+   */
+  async #applyReports(ws: LinkSocket, host: string, reports: readonly ReportMessage[]): Promise<void> {
+    const { core, log } = this.options;
+    const acknowledge = (seq: number) => {
+      if (ws.readyState === LINK_STATES.OPEN) this.#send(ws, JSON.stringify({ type: "ack", seq }));
+    };
+    let attempts: { seq: number; event: StartedEvent | EndedEvent }[] = [];
+    const applyAttempts = () => {
+      if (attempts.length === 0) return;
+      const batch = attempts;
+      attempts = [];
+      core.agents
+        .attemptReports(
+          host,
+          batch.map((report) => report.event),
+        )
+        .then(
+          (errors) =>
+            errors.forEach((error, i) => {
+              if (error === null) acknowledge(batch[i].seq);
+              else log.error({ err: error }, "report not applied");
+            }),
+          (error) => log.error({ err: error }, "reports not applied"),
+        );
+    };
+    for (const { seq, event } of reports) {
+      if (event.kind === "leaving") {
+        applyAttempts();
+        // Drained before the ends of its attempts are applied: none is placed back on it.
+        core.hosts.drain(host).then(
+          () => {
+            log.info({ host, reason: event.reason }, "agent leaving");
+            acknowledge(seq);
+          },
+          (error) => log.error({ err: error }, "report not applied"),
+        );
+        continue;
+      }
+      // The whole log is in before the end is applied (none to wait for when no log write is in
+      // flight, as after most short tasks).
+      if (event.kind === "ended" && this.logWrites.size > 0) await this.#logWritten(host, event);
+      attempts.push({ seq, event });
+    }
+    applyAttempts();
   }
 
   /** Resolves once the log writes in flight of the ended attempt's ranks on this host are done. */

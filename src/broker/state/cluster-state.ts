@@ -41,6 +41,12 @@ export class ClusterState {
   readonly hosts = new Map<string, HostEntry>();
   /** Every live attempt by its key: fencing looks here. */
   readonly live = new Map<string, LiveAttempt>();
+  /**
+   * The jobs of the live attempts, each with how many it has: a pass asks questions of the running
+   * jobs (may the queue's first preempt one, may one have a replica), which are far fewer than
+   * their attempts (one array's ten thousand running tasks).
+   */
+  readonly liveJobs = new Map<JobEntry, number>();
   readonly queue = new JobQueue();
   /** Running attempts and decayed cpu-seconds per owner, and the shares tree: fair share. */
   readonly owners: OwnerUsage;
@@ -263,6 +269,7 @@ export class ClusterState {
         for (const rank of entry.gang.ranks) rank.started = true;
     }
     const key = keyOf(attempt);
+    if (!this.live.has(key)) this.liveJobs.set(job, (this.liveJobs.get(job) ?? 0) + 1);
     this.live.set(key, entry);
     this.owners.started(job.record.owner, job.cpus * hostsOf(attempt).length, key, attempt.startedAt);
     const memoryMb = attempt.memoryMb ?? job.memoryMb;
@@ -282,6 +289,9 @@ export class ClusterState {
     const entry = this.live.get(key);
     if (!entry) return;
     this.live.delete(key);
+    const left = (this.liveJobs.get(entry.job) ?? 1) - 1;
+    if (left > 0) this.liveJobs.set(entry.job, left);
+    else this.liveJobs.delete(entry.job);
     this.watches.forget(key);
     const cpus = entry.job.cpus * hostsOf(attempt).length;
     this.owners.stopped(entry.job.record.owner, cpus, key);

@@ -264,6 +264,7 @@ export type HelloMessage = z.infer<typeof helloMessage>;
 export type HeartbeatMessage = z.infer<typeof heartbeatMessage>;
 export type ReportMessage = z.infer<typeof reportMessage>;
 export type ReportEvent = ReportMessage["event"];
+export type StartedEvent = z.infer<typeof startedEvent>;
 export type EndedEvent = z.infer<typeof endedEvent>;
 export type LogMessage = z.infer<typeof logMessage>;
 export type AgentMessage = z.infer<typeof agentMessage>;

@@ -1,8 +1,8 @@
-// What an agent reports, one command each: it resolves once the report's changes are durable, and
-// only then is the report acknowledged.
+// What an agent reports: a command resolves once the report's changes are durable, and only then
+// is the report acknowledged. Reports that arrive together are applied together (attemptReports).
 
 import { type NewToken, newTokenOf, presentedToken } from "../../../common/model/tokens.ts";
-import type { EndedEvent, HelloMessage } from "../../../common/protocol/messages.ts";
+import type { EndedEvent, HelloMessage, StartedEvent } from "../../../common/protocol/messages.ts";
 import { ConflictError } from "../errors.ts";
 import { type AttemptRef, attachHost, attemptEnded, attemptStarted } from "../handlers/agent-reports.ts";
 import { issueHostCredential } from "../handlers/tokens.ts";
@@ -53,6 +53,40 @@ export function agentCommands({ reactor }: CommandContext) {
 
     attemptEnded(hostName: string, report: EndedEvent): Promise<void> {
       return reactor.run((step) => attemptEnded(step, hostName, report));
+    },
+
+    /**
+     * A host's started and ended reports, applied in their order as one step (one commit): what
+     * each would do alone, a report of an attempt the host no longer runs changing nothing.
+     * Resolves once durable with each report's error (null when applied): a handler that throws
+     * has changed nothing (handlers check before they change), so the others stand.
+     */
+    attemptReports(
+      hostName: string,
+      reports: readonly (StartedEvent | EndedEvent)[],
+    ): Promise<(unknown | null)[]> {
+      return reactor.run((step) =>
+        reports.map((report) => {
+          try {
+            if (report.kind === "started")
+              attemptStarted(
+                step,
+                hostName,
+                {
+                  jobId: report.jobId,
+                  taskIndex: report.taskIndex,
+                  attempt: report.attempt,
+                  rank: report.rank,
+                },
+                report.coordinatorPort,
+              );
+            else attemptEnded(step, hostName, report);
+            return null;
+          } catch (error) {
+            return error;
+          }
+        }),
+      );
     },
   };
 }
