@@ -463,6 +463,37 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect((await store.loadJob("c"))?.tasks).toStrictEqual([]);
       });
 
+      test("a new job's range and its own task rows in one batch apply in their order", async () => {
+        // Placed at once: the range, then a task's row (kept).
+        const placed: TaskRecord = { ...newTask("d", 0, "running"), attempts: 1 };
+        await store.commit(TERM, [
+          { op: "putJob", job: job("d") },
+          { op: "putNewTasks", jobId: "d", count: 256, state: "pending" },
+          { op: "putTasks", tasks: [placed] },
+        ]);
+        expect((await store.loadJob("d"))?.tasks).toStrictEqual([
+          placed,
+          ...Array.from({ length: 255 }, (_, i) => newTask("d", i + 1, "pending")),
+        ]);
+        // A row, then the range made new again (the row goes), with another job's range beside it.
+        await store.commit(TERM, [
+          { op: "putTasks", tasks: [{ ...newTask("d", 7, "running"), attempts: 1 }] },
+          { op: "putNewTasks", jobId: "d", count: 256, state: "held" },
+          { op: "putJob", job: job("e") },
+          { op: "putNewTasks", jobId: "e", count: 300, state: "pending" },
+        ]);
+        expect((await store.loadJob("d"))?.tasks).toStrictEqual(
+          Array.from({ length: 256 }, (_, i) => newTask("d", i, "held")),
+        );
+        expect(await store.loadTaskStates("e")).toStrictEqual(Array(300).fill("pending"));
+        // The same job's range twice in a batch: the last one stands.
+        await store.commit(TERM, [
+          { op: "putNewTasks", jobId: "e", count: 300, state: "held" },
+          { op: "putNewTasks", jobId: "e", count: 280, state: "pending" },
+        ]);
+        expect(await store.loadTaskStates("e")).toStrictEqual(Array(280).fill("pending"));
+      });
+
       test.each<[string, AttemptRecord]>([
         ["running: outcome, reason, exit code and end null", attempt("j", 0, 1)],
         [

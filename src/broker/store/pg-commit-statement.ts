@@ -57,6 +57,28 @@ function eventsClause(table: PutTable, first: number): string {
   );
 }
 
+/**
+ * New jobs' untouched tasks as ranges (new-task-ranges.ts), one entry a job: each job's task rows
+ * below its count are deleted and its range put. The batch writes no task row of these jobs (the
+ * order of the two would matter, and one statement has none).
+ */
+export interface NewTaskRangeRows {
+  jobIds: string[];
+  states: string[];
+  counts: number[];
+}
+
+function newTaskRangeClauses(first: number): string[] {
+  const [jobIds, states, counts] = [first, first + 1, first + 2];
+  return [
+    `clear_tasks AS (DELETE FROM tasks USING unnest($${jobIds}::text[], $${counts}::bigint[]) ` +
+      `AS r(job_id, count) WHERE tasks.job_id = r.job_id AND tasks.idx < r.count AND EXISTS (SELECT 1 FROM lead WHERE term = $1))`,
+    `put_new_tasks AS (INSERT INTO new_tasks (job_id, state, count) ` +
+      `SELECT * FROM unnest($${jobIds}::text[], $${states}::text[], $${counts}::bigint[]) ${GUARD} ` +
+      "ON CONFLICT (job_id) DO UPDATE SET state = excluded.state, count = excluded.count)",
+  ];
+}
+
 /** What the statement answers: the term the store holds, and the new events' ids in insert order. */
 export interface OneStatementAnswer {
   term: number;
@@ -72,6 +94,7 @@ export function commitStatement(
   term: number,
   puts: readonly PutRows[],
   events: PutRows | null,
+  ranges: NewTaskRangeRows | null = null,
 ): QueryArrayConfig {
   const clauses = [LEAD];
   const values: unknown[] = [term];
@@ -79,12 +102,20 @@ export function commitStatement(
     clauses.push(upsertClause(put.table, values.length + 1));
     values.push(...put.columns);
   }
+  if (ranges) {
+    clauses.push(...newTaskRangeClauses(values.length + 1));
+    values.push(ranges.jobIds, ranges.states, ranges.counts);
+  }
   if (events) {
     clauses.push(eventsClause(events.table, values.length + 1));
     values.push(...events.columns);
   }
   const ids = events ? `ARRAY(SELECT id FROM put_${events.table.name} ORDER BY id)` : "NULL::bigint[]";
-  const shape = [...puts.map((put) => put.table.name), ...(events ? [events.table.name] : [])];
+  const shape = [
+    ...puts.map((put) => put.table.name),
+    ...(ranges ? ["new_tasks"] : []),
+    ...(events ? [events.table.name] : []),
+  ];
   return {
     name: `steward_commit_${shape.join("_")}`,
     text: `WITH ${clauses.join(", ")} SELECT (SELECT term FROM lead), ${ids}`,

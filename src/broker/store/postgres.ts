@@ -581,6 +581,10 @@ class PendingPuts {
   );
   /** Inserted in the order they were added: their ids keep that order for events(jobId). */
   events: EventRecord[] = [];
+  /** New jobs' untouched tasks (putNewTasks), by job: only a batch that is one statement has them. */
+  ranges = new Map<string, { state: TaskState; count: number }>();
+  /** The jobs whose task rows the batch writes. */
+  taskJobs = new Set<string>();
   /** The events inserted so far with the ids they were given. */
   added: [EventRecord, number][] = [];
 
@@ -592,12 +596,18 @@ class PendingPuts {
         change.op === "deleteJob" ||
         change.op === "deleteHost" ||
         change.op === "deleteCheckpointPart" ||
-        change.op === "purgeAccounting" ||
-        change.op === "putNewTasks"
+        change.op === "purgeAccounting"
       )
         return null;
+      if (change.op === "putNewTasks") {
+        // A job's range once a batch; its task rows are not written in the same batch (checked below).
+        if (batch.ranges.has(change.jobId)) return null;
+        batch.ranges.set(change.jobId, { state: change.state, count: change.count });
+        continue;
+      }
       batch.add(change);
     }
+    for (const jobId of batch.ranges.keys()) if (batch.taskJobs.has(jobId)) return null;
     return batch;
   }
 
@@ -621,17 +631,25 @@ class PendingPuts {
     // Whether it fits is known before any row is encoded.
     const rows = tables.map(([, rounds]) => rounds.only());
     if (rows.some((each) => each === null || each.length > ROWS_PER_STATEMENT)) return null;
-    if (this.events.length > ROWS_PER_STATEMENT) return null;
+    if (this.events.length > ROWS_PER_STATEMENT || this.ranges.size > ROWS_PER_STATEMENT) return null;
     tables.forEach(([table, , codec], i) => {
       const only = rows[i] ?? [];
       // Each table's codec matches its table; the tuple's union type does not say so.
       if (only.length > 0) puts.push({ table, columns: columnArrays(only, codec as RowCodec<unknown>) });
     });
     // Nothing to write (a commit that only checks its term): the transaction does that.
-    if (puts.length === 0 && this.events.length === 0) return null;
+    if (puts.length === 0 && this.events.length === 0 && this.ranges.size === 0) return null;
     const events =
       this.events.length === 0 ? null : { table: EVENTS, columns: columnArrays(this.events, CODEC.events) };
-    return commitStatement(term, puts, events);
+    const ranges =
+      this.ranges.size === 0
+        ? null
+        : {
+            jobIds: [...this.ranges.keys()],
+            states: [...this.ranges.values()].map((range) => range.state),
+            counts: [...this.ranges.values()].map((range) => range.count),
+          };
+    return commitStatement(term, puts, events, ranges);
   }
 
   add(change: Put): void {
@@ -640,7 +658,10 @@ class PendingPuts {
         this.jobs.add(change.job);
         return;
       case "putTasks":
-        for (const task of change.tasks) this.tasks.add(task);
+        for (const task of change.tasks) {
+          this.tasks.add(task);
+          this.taskJobs.add(task.jobId);
+        }
         return;
       case "putAttempt":
         this.attempts.add(change.attempt);
