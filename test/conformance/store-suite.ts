@@ -1331,6 +1331,44 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.events("a1")).toHaveLength(2);
       });
 
+      test("in one batch with many task and attempt rows: rows put before it are removed (their ended attempts kept as accounting), rows after it stay", async () => {
+        const rows = 250;
+        const ended = (id: string, i: number) =>
+          attempt(id, i, 1, { state: "ended", outcome: "succeeded", exitCode: 0, endedAt: 5000 + i });
+        const many = (id: string): Change[] => [
+          { op: "putJob", job: job(id) },
+          { op: "putTasks", tasks: Array.from({ length: rows }, (_, i) => task(id, i)) },
+          ...Array.from({ length: rows }, (_, i): Change => ({ op: "putAttempt", attempt: ended(id, i) })),
+        ];
+        await store.commit(TERM, [
+          ...many("gone"),
+          ...many("kept"),
+          // Put again after the first puts, still before the removal.
+          { op: "putAttempt", attempt: { ...ended("gone", 7), exitCode: 3, outcome: "failed" } },
+          { op: "deleteJob", jobId: "gone" },
+          { op: "putTasks", tasks: [task("gone", 1, { state: "running" })] },
+          { op: "putAttempt", attempt: attempt("gone", 1, 2) },
+          { op: "putAttempt", attempt: { ...ended("kept", 0), exitCode: 9 } },
+        ]);
+        const after = await store.load();
+        expect(after.tasks.filter((t) => t.jobId === "gone")).toStrictEqual([
+          task("gone", 1, { state: "running" }),
+        ]);
+        expect(after.attempts.filter((a) => a.jobId === "gone")).toStrictEqual([attempt("gone", 1, 2)]);
+        expect(after.tasks.filter((t) => t.jobId === "kept")).toHaveLength(rows);
+        const kept = after.attempts.filter((a) => a.jobId === "kept");
+        expect(kept).toHaveLength(rows);
+        expect(kept[0].exitCode).toBe(9);
+        const accounted = (await store.accounting({ since: 0, limit: 1000 })).filter(
+          (row) => row.jobId === "gone",
+        );
+        expect(accounted).toHaveLength(rows);
+        expect(accounted.find((row) => row.taskIndex === 7)).toMatchObject({
+          outcome: "failed",
+          exitCode: 3,
+        });
+      });
+
       test("of a job that does not exist is a no-op", async () => {
         await store.commit(TERM, jobWithEverything("a", 1));
         const before = await store.load();

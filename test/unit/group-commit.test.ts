@@ -102,6 +102,26 @@ describe("GroupCommitter", () => {
     expect((await store.load()).meta).toStrictEqual({ last: "499" });
   });
 
+  test("a record put by several pushes of one batch is written once, as it is at the commit", async () => {
+    const slow = new SlowStore(store);
+    const committer = new GroupCommitter(slow, TERM);
+    const record = attempt("j", 0, 1, { state: "starting" });
+    const started = committer.push([{ op: "putAttempt", attempt: record }]);
+    record.state = "running";
+    const running = committer.push([
+      { op: "putAttempt", attempt: record },
+      { op: "putJob", job: job("j") },
+    ]);
+    record.state = "ended";
+    record.outcome = "succeeded";
+    record.endedAt = 2000;
+    const ended = committer.push([{ op: "putAttempt", attempt: record }]);
+    await Promise.all([started, running, ended]);
+    expect(slow.batchSizes).toStrictEqual([2]);
+    const [stored] = (await store.load()).attempts;
+    expect(stored).toMatchObject({ state: "ended", outcome: "succeeded", endedAt: 2000 });
+  });
+
   test("many concurrent writers, each waiting for its own commits, share commits", async () => {
     const committer = new GroupCommitter(store, TERM);
     const writers = 50;

@@ -2,6 +2,7 @@
 // would cap the server at a few hundred requests a second. Pushes that arrive while a commit is in
 // flight (or in the same tick) wait and are committed together, one transaction and one fsync for all.
 
+import { coalescePuts } from "./coalesce-puts.ts";
 import type { Change, Store } from "./store.ts";
 
 interface Pending {
@@ -69,7 +70,8 @@ export class GroupCommitter {
     }
     const batch = this.#queue;
     this.#queue = [];
-    const changes = batch.flatMap((pending) => pending.changes);
+    // A record put by several pushes (or twice by one) is written once, at its last put.
+    const changes = coalescePuts(batch.flatMap((pending) => pending.changes));
     try {
       if (changes.length > 0) {
         await this.store.commit(this.term, changes);

@@ -42,10 +42,16 @@ const DIALECT: Dialect = {
 
 export const CODEC = rowCodecs(DIALECT);
 
-// putTasks binds this many rows per statement: half the time of one row per statement at 100,000
-// tasks, and 1,100 parameters stay under SQLite's limit (32,766 since 3.32).
-export const TASKS_PER_STATEMENT = 100;
-export const TASK_PARAMETERS = TASKS.columns.length;
+// Task and attempt rows are put this many to a statement: half the time of one row per statement at
+// 100,000 tasks, and 100 rows of either table's columns stay under SQLite's limit of parameters
+// (32,766 since 3.32).
+export const ROWS_PER_STATEMENT = 100;
+export const ROW_PARAMETERS = { tasks: TASKS.columns.length, attempts: ATTEMPTS.columns.length };
+/** The statements that put one row, and ROWS_PER_STATEMENT rows, of each table. */
+export const ROW_STATEMENTS = {
+  tasks: { one: "putTask", chunk: "putTaskChunk" },
+  attempts: { one: "putAttempt", chunk: "putAttemptChunk" },
+} as const;
 
 /** INSERT ... ON CONFLICT DO UPDATE of every column that is not part of the key, for `rows` rows. */
 function upsert<R>(table: Table<R>, rows = 1): string {
@@ -79,8 +85,9 @@ const SQL = {
   ...accountingSql((n) => `?${n}`),
   putJob: upsert(JOBS),
   putTask: upsert(TASKS),
-  putTaskChunk: upsert(TASKS, TASKS_PER_STATEMENT),
+  putTaskChunk: upsert(TASKS, ROWS_PER_STATEMENT),
   putAttempt: upsert(ATTEMPTS),
+  putAttemptChunk: upsert(ATTEMPTS, ROWS_PER_STATEMENT),
   putHost: upsert(HOSTS),
   putToken: upsert(TOKENS),
   putWorkflow: upsert(WORKFLOWS),

@@ -4,14 +4,15 @@
 // hold up the server's event loop.
 
 import type { DatabaseSync } from "node:sqlite";
-import type { TaskRecord } from "../../common/model/records.ts";
+import type { AttemptRecord, TaskRecord } from "../../common/model/records.ts";
 import {
   CODEC,
+  ROW_PARAMETERS,
+  ROW_STATEMENTS,
+  ROWS_PER_STATEMENT,
   type Row,
   type SqlValue,
   Statements,
-  TASK_PARAMETERS,
-  TASKS_PER_STATEMENT,
 } from "./sqlite-statements.ts";
 import { type Change, StaleTermError } from "./store.ts";
 
@@ -33,12 +34,32 @@ export class SqliteWrites {
     });
   }
 
-  /** Applies the changes in one transaction; returns the ids of the events added, in their order. */
+  /**
+   * Applies the changes in one transaction; returns the ids of the events added, in their order.
+   * Task and attempt rows are written many to a statement: the puts gather until the end, or until
+   * a change that deletes or reads such rows (a job's removal, a new job's range), and go first.
+   */
   commit(term: number, changes: readonly Change[]): number[] {
     return this.#write(() => {
       this.#checkTerm(term);
       const eventIds: number[] = [];
-      for (const change of changes) this.#apply(change, eventIds);
+      const tasks: TaskRecord[] = [];
+      const attempts: AttemptRecord[] = [];
+      const writeGathered = () => {
+        this.#putRows("tasks", tasks);
+        this.#putRows("attempts", attempts);
+        tasks.length = 0;
+        attempts.length = 0;
+      };
+      for (const change of changes) {
+        if (change.op === "putTasks") for (const task of change.tasks) tasks.push(task);
+        else if (change.op === "putAttempt") attempts.push(change.attempt);
+        else {
+          if (change.op === "deleteJob" || change.op === "putNewTasks") writeGathered();
+          this.#apply(change, eventIds);
+        }
+      }
+      writeGathered();
       return eventIds;
     });
   }
@@ -84,21 +105,16 @@ export class SqliteWrites {
     if (term > newest) this.#statements.run("writeTerm", term);
   }
 
-  #apply(change: Change, eventIds: number[]): void {
+  /** A change other than a put of tasks or attempts (commit gathers those). */
+  #apply(change: Exclude<Change, { op: "putTasks" | "putAttempt" }>, eventIds: number[]): void {
     const statements = this.#statements;
     switch (change.op) {
       case "putJob":
         statements.run("putJob", ...(CODEC.jobs.encode(change.job) as SqlValue[]));
         return;
-      case "putTasks":
-        this.#putTasks(change.tasks);
-        return;
       case "putNewTasks":
         statements.run("clearNewTaskRows", change.jobId, change.count);
         statements.run("putNewTaskRange", change.jobId, change.state, change.count);
-        return;
-      case "putAttempt":
-        statements.run("putAttempt", ...(CODEC.attempts.encode(change.attempt) as SqlValue[]));
         return;
       case "addEvent": {
         const row = statements
@@ -153,20 +169,28 @@ export class SqliteWrites {
     }
   }
 
-  #putTasks(tasks: readonly TaskRecord[]): void {
-    // Rows of one statement are applied in order, so a task named twice still ends as its last put.
-    const values: SqlValue[] = new Array(TASKS_PER_STATEMENT * TASK_PARAMETERS);
-    const chunk = this.#statements.get("putTaskChunk");
+  /** Upserts task or attempt rows, ROWS_PER_STATEMENT to a statement, then the rest one by one. */
+  #putRows<T extends "tasks" | "attempts">(
+    table: T,
+    records: readonly (T extends "tasks" ? TaskRecord : AttemptRecord)[],
+  ): void {
+    // Rows of one statement are applied in order, so a record named twice still ends as its last put.
+    const { encode } = CODEC[table] as { encode(record: (typeof records)[number]): readonly unknown[] };
+    const statement = ROW_STATEMENTS[table];
+    const parameters = ROW_PARAMETERS[table];
     let start = 0;
-    for (; start + TASKS_PER_STATEMENT <= tasks.length; start += TASKS_PER_STATEMENT) {
-      for (let i = 0; i < TASKS_PER_STATEMENT; i++) {
-        const row = CODEC.tasks.encode(tasks[start + i]) as SqlValue[];
-        for (let column = 0; column < TASK_PARAMETERS; column++)
-          values[i * TASK_PARAMETERS + column] = row[column];
+    if (records.length >= ROWS_PER_STATEMENT) {
+      const values: SqlValue[] = new Array(ROWS_PER_STATEMENT * parameters);
+      const chunk = this.#statements.get(statement.chunk);
+      for (; start + ROWS_PER_STATEMENT <= records.length; start += ROWS_PER_STATEMENT) {
+        for (let i = 0; i < ROWS_PER_STATEMENT; i++) {
+          const row = encode(records[start + i]) as SqlValue[];
+          for (let column = 0; column < parameters; column++) values[i * parameters + column] = row[column];
+        }
+        chunk.run(...values);
       }
-      chunk.run(...values);
     }
-    const one = this.#statements.get("putTask");
-    for (; start < tasks.length; start++) one.run(...(CODEC.tasks.encode(tasks[start]) as SqlValue[]));
+    const one = this.#statements.get(statement.one);
+    for (; start < records.length; start++) one.run(...(encode(records[start]) as SqlValue[]));
   }
 }
