@@ -3,7 +3,8 @@
 // does: a hello with the join token, heartbeats with the host's facts at the interval the welcome
 // gives, and every start answered at once with a started report and an ended one (succeeded, exit
 // code 0), each numbered and kept in an outbox until the server acknowledges it (the server
-// acknowledges a report only once it is committed). Nothing runs: the hosts cost the broker what
+// acknowledges a report only once it is committed). Both ends send a turn's messages as one batch
+// frame, as agents and servers do (turn-frames.ts). Nothing runs: the hosts cost the broker what
 // real agents' messages cost it, and nothing else.
 
 import { readFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import {
   type ReportMessage,
   type ServerMessage,
 } from "../src/common/protocol/messages.ts";
+import { TurnFrames } from "../src/common/protocol/turn-frames.ts";
 
 /** Counts over every simulated host of one set. */
 export interface SimulatedCounts {
@@ -74,8 +76,12 @@ export function connectHost(name: string, options: SimulatedHostOptions): Promis
     // Every simulated attempt has a pid of its own, as a real one would.
     let pid = 100_000;
     let timer: NodeJS.Timeout | null = null;
-    const send = (message: unknown) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+    // Until the welcome says the server reads batches, each message goes alone.
+    let frames: TurnFrames | null = null;
+    const send = (message: HelloMessage | HeartbeatMessage | ReportMessage) => {
+      if (ws.readyState !== WebSocket.OPEN) return;
+      if (frames) frames.add(message);
+      else ws.send(JSON.stringify(message));
     };
     const report = (event: ReportEvent) => {
       const message: ReportMessage = { type: "report", seq: ++seq, event };
@@ -95,12 +101,19 @@ export function connectHost(name: string, options: SimulatedHostOptions): Promis
         facts: facts(name, slots),
         attempts: [],
         address: "127.0.0.1",
+        batches: true,
       } satisfies HelloMessage),
     );
-    ws.on("message", (data) => {
-      const message = JSON.parse(String(data)) as ServerMessage;
+    const take = (message: ServerMessage) => {
       switch (message.type) {
+        case "batch":
+          for (const each of message.messages) take(each);
+          return;
         case "welcome": {
+          if (message.batches)
+            frames = new TurnFrames((text) => {
+              if (ws.readyState === WebSocket.OPEN) ws.send(text);
+            });
           const heartbeat: HeartbeatMessage = {
             type: "heartbeat",
             facts: facts(name, slots),
@@ -131,7 +144,8 @@ export function connectHost(name: string, options: SimulatedHostOptions): Promis
           // Every attempt has ended already (its ended report is in the outbox or acknowledged).
           return;
       }
-    });
+    };
+    ws.on("message", (data) => take(JSON.parse(String(data)) as ServerMessage));
     ws.on("close", () => {
       if (timer) clearInterval(timer);
     });

@@ -21,6 +21,7 @@ import {
   type StartMessage,
   serverMessage,
 } from "../common/protocol/messages.ts";
+import { TurnFrames } from "../common/protocol/turn-frames.ts";
 import { agentLeavesServer, stewardRelease } from "../common/protocol/versions.ts";
 import { HttpClient } from "../common/transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
@@ -145,6 +146,8 @@ export class Agent {
   private readonly logFlushes = new Map<string, Promise<void>>();
   private awaitingPongs = 0;
   private welcomed = false;
+  /** The connection's batcher when its server reads batches (its welcome said so): a turn's reports leave as one frame. */
+  private frames: TurnFrames | null = null;
   /** The server's limit of a log (its welcome's maxLogBytes): bytes past it are not sent. */
   private maxLogBytes = Number.POSITIVE_INFINITY;
   private stopped = false;
@@ -294,6 +297,7 @@ export class Agent {
     // An agent that holds no attempt leaves no cgroup of its own behind.
     if (this.context.enforcement && this.attempts.size === 0) removeBase(this.context.enforcement);
     this.launcher.close();
+    this.frames?.flush();
     this.ws?.terminate();
   }
 
@@ -520,6 +524,7 @@ export class Agent {
       this.options.localLink?.() ?? new WebSocket(url, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
     this.ws = ws;
     this.welcomed = false;
+    this.frames = null;
     ws.on("open", () => void this.sendHello(ws));
     ws.on("message", (data) => {
       let message: ServerMessage;
@@ -540,7 +545,8 @@ export class Agent {
         this.log.warn({ err: error }, "malformed server message");
         return;
       }
-      void this.handle(ws, message);
+      if (message.type === "batch") for (const each of message.messages) void this.handle(ws, each);
+      else void this.handle(ws, message);
     });
     ws.on("pong", () => {
       this.awaitingPongs = 0;
@@ -562,6 +568,7 @@ export class Agent {
     if (this.ws !== ws) return;
     this.ws = null;
     this.welcomed = false;
+    this.frames = null;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.stopped) return;
     this.failures++;
@@ -598,6 +605,7 @@ export class Agent {
       address: this.options.address ?? defaultAddress(),
       release: stewardRelease(),
       ...(this.leaving ? { leaving: true } : {}),
+      batches: true,
     });
   }
 
@@ -605,7 +613,7 @@ export class Agent {
     return readHostFacts(this.fixed, Math.max(0, this.slots - this.busySlots()));
   }
 
-  private async handle(ws: LinkSocket, message: ServerMessage): Promise<void> {
+  private async handle(ws: LinkSocket, message: Exclude<ServerMessage, { type: "batch" }>): Promise<void> {
     switch (message.type) {
       case "welcome": {
         if (message.credential) {
@@ -622,6 +630,12 @@ export class Agent {
           }
         }
         this.welcomed = true;
+        this.frames =
+          message.batches === true
+            ? new TurnFrames((text) => {
+                if (ws.readyState === LINK_STATES.OPEN) ws.send(text);
+              })
+            : null;
         this.maxLogBytes = message.maxLogBytes ?? Number.POSITIVE_INFINITY;
         this.failures = 0;
         this.awaitingPongs = 0;
@@ -688,8 +702,18 @@ export class Agent {
     if (this.ws && this.welcomed) this.send(this.ws, message);
   }
 
+  /**
+   * Sends a message: a report or a heartbeat with the others of this turn where the server reads
+   * batches; anything else as a frame of its own, after what waits (the order stays the order sent).
+   */
   private send(ws: LinkSocket, message: AgentMessage): void {
-    if (ws.readyState === LINK_STATES.OPEN) ws.send(JSON.stringify(message));
+    if (ws.readyState !== LINK_STATES.OPEN) return;
+    const frames = ws === this.ws ? this.frames : null;
+    if (frames && (message.type === "report" || message.type === "heartbeat")) frames.add(message);
+    else {
+      frames?.flush();
+      ws.send(JSON.stringify(message));
+    }
   }
 
   // ---- logs

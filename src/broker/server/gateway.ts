@@ -1,7 +1,8 @@
 // The agent gateway: one WebSocket per agent. Reports are applied in the order they arrive and
 // acknowledged only after their commit; logs go straight to the blob store. A connection must say
 // hello first, within a few seconds and in a few bytes (unwelcomed.ts); only then are its
-// messages read at the full size.
+// messages read at the full size. An agent whose hello says `batches` gets a turn's messages as
+// one frame (turn-frames.ts); the welcome says the server reads such frames too.
 
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
@@ -15,6 +16,7 @@ import {
 } from "../../common/protocol/local-link.ts";
 import {
   AGENT_CONNECT_PATH,
+  type AgentBatchedMessage,
   type AgentMessage,
   agentMessage,
   type EndedEvent,
@@ -25,6 +27,7 @@ import {
   type ServerMessage,
   type StartedEvent,
 } from "../../common/protocol/messages.ts";
+import { TurnFrames } from "../../common/protocol/turn-frames.ts";
 import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
 import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
@@ -71,6 +74,8 @@ export class AgentGateway implements AgentLinks {
   readonly #raw = new WeakMap<LinkSocket, Duplex>();
   /** Sockets corked in this turn: their frames leave together, in one write, once it is over. */
   readonly #corked = new Set<Duplex>();
+  /** The connections of agents that read batches: a turn's messages to one go as one frame. */
+  readonly #frames = new WeakMap<LinkSocket, TurnFrames>();
 
   constructor(options: GatewayOptions) {
     this.options = options;
@@ -104,8 +109,15 @@ export class AgentGateway implements AgentLinks {
     if (!ws || ws.readyState !== LINK_STATES.OPEN) return false;
     const held = this.beforeWelcome.get(ws);
     if (held) held.push(message);
-    else this.#send(ws, JSON.stringify(message));
+    else this.#sendTo(ws, message);
     return true;
+  }
+
+  /** Sends a message: with the others of this turn to an agent that reads batches, else as a frame of its own. */
+  #sendTo(ws: LinkSocket, message: ServerMessage): void {
+    const frames = this.#frames.get(ws);
+    if (frames) frames.add(message);
+    else this.#send(ws, JSON.stringify(message));
   }
 
   /**
@@ -176,6 +188,31 @@ export class AgentGateway implements AgentLinks {
     let chain: Promise<void> = Promise.resolve();
     /** Reports arrived and not yet taken by the chain. */
     const reports: ReportMessage[] = [];
+    /** One message of a welcomed agent (alone in its frame, or one of a batch). */
+    const take = (host: string, message: AgentBatchedMessage | LogMessage) => {
+      switch (message.type) {
+        case "heartbeat":
+          core
+            .heartbeat(host, message.facts, message.progress, message.requirements)
+            .catch((error) => log.error({ err: error }, "heartbeat not applied"));
+          return;
+        case "log":
+          this.appendLog(host, message);
+          return;
+        case "report":
+          // The reports that arrive together (one read of the socket) are applied together, in
+          // order, as one step: one commit for all, each acknowledged once it is durable.
+          reports.push(message);
+          if (reports.length === 1)
+            chain = chain
+              .then(() => this.#applyReports(ws, host, reports.splice(0)))
+              .catch((error) => {
+                // The lead was lost under these reports: they are not acknowledged, the agent sends them again.
+                log.warn({ err: error }, "report not applied");
+              });
+          return;
+      }
+    };
     ws.on("message", (data) => {
       // A server that stopped leading lets its agents go; they find the leader.
       if (this.#standby()) {
@@ -222,28 +259,8 @@ export class AgentGateway implements AgentLinks {
       if (!name) return;
       const host = name;
       core.touch(host);
-      switch (message.type) {
-        case "heartbeat":
-          core
-            .heartbeat(host, message.facts, message.progress, message.requirements)
-            .catch((error) => log.error({ err: error }, "heartbeat not applied"));
-          return;
-        case "log":
-          this.appendLog(host, message);
-          return;
-        case "report":
-          // The reports that arrive together (one read of the socket) are applied together, in
-          // order, as one step: one commit for all, each acknowledged once it is durable.
-          reports.push(message);
-          if (reports.length === 1)
-            chain = chain
-              .then(() => this.#applyReports(ws, host, reports.splice(0)))
-              .catch((error) => {
-                // The lead was lost under these reports: they are not acknowledged, the agent sends them again.
-                log.warn({ err: error }, "report not applied");
-              });
-          return;
-      }
+      if (message.type === "batch") for (const each of message.messages) take(host, each);
+      else take(host, message);
     });
     ws.on("close", () => {
       if (name && this.sockets.get(name) === ws) {
@@ -264,7 +281,7 @@ export class AgentGateway implements AgentLinks {
   async #applyReports(ws: LinkSocket, host: string, reports: readonly ReportMessage[]): Promise<void> {
     const { core, log } = this.options;
     const acknowledge = (seq: number) => {
-      if (ws.readyState === LINK_STATES.OPEN) this.#send(ws, JSON.stringify({ type: "ack", seq }));
+      if (ws.readyState === LINK_STATES.OPEN) this.#sendTo(ws, { type: "ack", seq });
     };
     let attempts: { seq: number; event: StartedEvent | EndedEvent }[] = [];
     const applyAttempts = () => {
@@ -348,6 +365,14 @@ export class AgentGateway implements AgentLinks {
     this.sockets.set(message.name, ws);
     const held: ServerMessage[] = [];
     this.beforeWelcome.set(ws, held);
+    if (message.batches === true)
+      this.#frames.set(
+        ws,
+        new TurnFrames((text) => {
+          if (ws.readyState === LINK_STATES.OPEN) ws.send(text);
+        }),
+      );
+    else this.#frames.delete(ws);
     let attached: Awaited<ReturnType<Core["agents"]["attachHost"]>>;
     try {
       attached = await core.agents.attachHost(message, admission.issue ?? undefined);
@@ -364,9 +389,10 @@ export class AgentGateway implements AgentLinks {
         maxLogBytes: this.maxLogBytes,
         kill,
         ...(credential ? { credential } : {}),
+        batches: true,
       } satisfies ServerMessage),
     );
-    for (const each of held) ws.send(JSON.stringify(each));
+    for (const each of held) this.#sendTo(ws, each);
     watch.welcomed();
     log.info({ host: message.name, slots: message.slots, kill: kill.length }, "agent attached");
     return true;

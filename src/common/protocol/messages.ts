@@ -93,6 +93,8 @@ export const helloMessage = z.object({
   address: z.string().min(1).optional(),
   /** The agent is leaving (a pilot whose batch job ends): it is drained from its hello on. */
   leaving: z.boolean().optional(),
+  /** The agent reads `batch` frames (turn-frames.ts): the server may send it its messages so. */
+  batches: z.boolean().optional(),
 });
 
 export const heartbeatMessage = z.object({
@@ -173,11 +175,26 @@ export const logMessage = z.object({
   data: z.string(), // base64
 });
 
+/** A batch holds at most this many messages, */
+export const BATCH_MAX_MESSAGES = 256;
+/** and its senders start a new one before its messages' text passes this many bytes (one alone may). */
+export const BATCH_MAX_BYTES = 1024 * 1024;
+
+/** Messages an agent sent in one turn, in order (to a server whose welcome said `batches`); never a hello or a log. */
+export const agentBatchMessage = z.object({
+  type: z.literal("batch"),
+  messages: z
+    .array(z.discriminatedUnion("type", [heartbeatMessage, reportMessage]))
+    .min(2)
+    .max(BATCH_MAX_MESSAGES),
+});
+
 export const agentMessage = z.discriminatedUnion("type", [
   helloMessage,
   heartbeatMessage,
   reportMessage,
   logMessage,
+  agentBatchMessage,
 ]);
 
 // ---- server -> agent
@@ -200,6 +217,8 @@ export const welcomeMessage = z.object({
    * server made instead; keep it and present it from now on.
    */
   credential: z.string().optional(),
+  /** The server reads `batch` frames (turn-frames.ts): the agent may send it its reports so. */
+  batches: z.boolean().optional(),
 });
 
 export const rejectMessage = z.object({ type: z.literal("reject"), reason: z.string() });
@@ -252,12 +271,22 @@ export const stopMessage = z.object({
 
 export const ackMessage = z.object({ type: z.literal("ack"), seq: z.int().min(1) });
 
+/** Messages the server sent an agent in one turn, in order (to an agent whose hello said `batches`). */
+export const serverBatchMessage = z.object({
+  type: z.literal("batch"),
+  messages: z
+    .array(z.discriminatedUnion("type", [startMessage, stopMessage, ackMessage]))
+    .min(2)
+    .max(BATCH_MAX_MESSAGES),
+});
+
 export const serverMessage = z.discriminatedUnion("type", [
   welcomeMessage,
   rejectMessage,
   startMessage,
   stopMessage,
   ackMessage,
+  serverBatchMessage,
 ]);
 
 export type HelloMessage = z.infer<typeof helloMessage>;
@@ -270,6 +299,9 @@ export type LogMessage = z.infer<typeof logMessage>;
 export type AgentMessage = z.infer<typeof agentMessage>;
 export type StartMessage = z.infer<typeof startMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
+/** What a batch from an agent holds, and from the server. */
+export type AgentBatchedMessage = z.infer<typeof agentBatchMessage>["messages"][number];
+export type ServerBatchedMessage = z.infer<typeof serverBatchMessage>["messages"][number];
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 
 /**
