@@ -28,7 +28,7 @@ export class TurnFrames {
   }
 
   /** Sends `message` with the others of this turn, in the order added. */
-  add(message: { type: string }): void {
+  add<M extends { type: string }>(message: M): void {
     const text = JSON.stringify(message);
     if (this.#texts.length > 0 && this.#bytes + text.length > BATCH_MAX_BYTES) this.flush();
     if (this.#texts.length === 0 && !waiting.has(this)) {

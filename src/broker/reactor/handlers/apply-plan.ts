@@ -7,12 +7,12 @@
 
 import { attemptKey } from "../../../common/model/ids.ts";
 import { newAttempt } from "../../../common/model/new-records.ts";
-import type { AttemptRecord } from "../../../common/model/records.ts";
+import type { AttemptRecord, PlacementEntry, TaskRecord } from "../../../common/model/records.ts";
 import type { GangPlacement, Plan, Preemption, TaskPlacement } from "../../scheduler/plan.ts";
 import { throttleAllows } from "../../scheduler/stages/throttle.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import { assignGpus, customFits } from "../../state/device-assignment.ts";
-import { freeCustom, freeGpus, onePlacement } from "../../state/host-entry.ts";
+import { freeCustom, freeGpus, type HostEntry, onePlacement } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { RoomReservation } from "../../state/room-reservations.ts";
 import type { Step } from "../step.ts";
@@ -101,6 +101,24 @@ function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
 }
 
 /**
+ * Whether the host takes `count` ranks of the task now: ready, attached, with their slots, memory
+ * and countable resources free, counting as free no room kept for another task.
+ */
+function hostTakes(
+  state: Step["state"],
+  host: HostEntry | undefined,
+  job: JobEntry,
+  task: TaskRecord,
+  count: number,
+): boolean {
+  if (host?.record.state !== "ready" || !host.connected) return false;
+  const room = state.roomFor(host.record.name, job.id, task.index);
+  const memoryMb = task.memoryMb ?? job.memoryMb;
+  if (room.slots < job.cpus * count || room.memoryMb < memoryMb * count) return false;
+  return job.custom === undefined || customFits(job.custom, count, freeCustom(host));
+}
+
+/**
  * A placement still holds when the task is pending and ready and the hosts can take it, counting
  * as free no room kept for another task.
  */
@@ -117,19 +135,21 @@ function applyPlacement(
   // An array at its throttle (its live tasks count each placement applied before this one).
   if (!throttleAllows(job)) return null;
   const ranks = placement.kind === "gang" ? placement.ranks : [placement.host];
-  const perHost = new Map<string, number>();
-  for (const name of ranks) perHost.set(name, (perHost.get(name) ?? 0) + 1);
-  for (const [name, count] of perHost) {
-    const rankHost = state.hosts.get(name);
-    if (rankHost?.record.state !== "ready" || !rankHost.connected) return null;
-    const room = state.roomFor(name, job.id, task.index);
-    const memoryMb = task.memoryMb ?? job.memoryMb;
-    if (room.slots < job.cpus * count || room.memoryMb < memoryMb * count) return null;
-    if (!customFits(job.custom, count, freeCustom(rankHost))) return null;
+  if (ranks.length === 1) {
+    if (!hostTakes(state, host, job, task, 1)) return null;
+  } else {
+    const perHost = new Map<string, number>();
+    for (const name of ranks) perHost.set(name, (perHost.get(name) ?? 0) + 1);
+    for (const [name, count] of perHost)
+      if (!hostTakes(state, state.hosts.get(name), job, task, count)) return null;
   }
-  const placed = ranks.map((name, rank) => ({ host: name, rank }));
-  const devices = assignGpus(placed, job.gpus ?? 0, (name) => freeGpus(state.hosts.get(name)!));
-  if (!devices) return null;
+  // Devices are named per rank; without any, one host's placement is the host's shared one.
+  let placed: PlacementEntry[] | null;
+  if (job.gpus) {
+    const entries = ranks.map((name, rank) => ({ host: name, rank }));
+    placed = assignGpus(entries, job.gpus, (name) => freeGpus(state.hosts.get(name)!));
+    if (!placed) return null;
+  } else placed = ranks.length === 1 ? onePlacement(host) : ranks.map((name, rank) => ({ host: name, rank }));
   const migration = task.migration;
   // Waiting since its job's submit, or its last attempt's end (or the back-off after it).
   const previous = task.attempts > 0 ? job.attempt(task.index, task.attempts) : undefined;
@@ -141,7 +161,7 @@ function applyPlacement(
     state: "running",
   });
   const attempt = newAttempt(task, ranks, now);
-  attempt.placement = ranks.length === 1 && !job.gpus ? onePlacement(host) : devices;
+  attempt.placement = placed;
   const live = step.write.addAttempt(job, attempt);
   // A task a preemption kept room for starts (there, or sooner elsewhere): its room is given back.
   if (state.reservations.delete(job.id, task.index)) live.startedByPreemption = true;
