@@ -17,6 +17,7 @@ import {
   connectHosts,
   disconnectHosts,
   newCounts,
+  REPORT_STARTS,
   residentMb,
   type SimulatedHost,
 } from "./simulated-hosts.ts";
@@ -118,6 +119,8 @@ async function run(size: Size, options: BenchOptions, progress: (message: string
       tasksPerSecond: round(TASKS / allSucceededSeconds, 1),
       brokerCpuMsPerTask,
       brokerRssMb: round(residentMb(steward.pid) ?? Number.NaN, 0),
+      /** Reports a host sends a task: its end (as an agent reports a job that ends at once), or its start too. */
+      reportsPerTask: REPORT_STARTS ? 2 : 1,
     };
   } finally {
     disconnectHosts(hosts);

@@ -18,6 +18,7 @@ import {
   connectHosts,
   disconnectHosts,
   newCounts,
+  REPORT_STARTS,
   residentMb,
   type SimulatedHost,
 } from "./simulated-hosts.ts";
@@ -114,6 +115,8 @@ export const millionTasksBenchmark: Benchmark = {
           maxRssMb: round(maxRss, 0),
           rssSampleMs: RSS_SAMPLE_MS,
           reportsAcknowledged: counts.acks,
+          /** Reports a host sends a task: its end (as an agent reports a job that ends at once), or its start too. */
+          reportsPerTask: REPORT_STARTS ? 2 : 1,
         },
       };
     } finally {

@@ -1,10 +1,13 @@
 // Simulated hosts for the benchmarks: agent connections over real WebSockets, held by the bench
 // process and speaking the agents' protocol (src/common/protocol/messages.ts) as `steward agent`
 // does: a hello with the join token, heartbeats with the host's facts at the interval the welcome
-// gives, and every start answered at once with a started report and an ended one (succeeded, exit
-// code 0), each numbered and kept in an outbox until the server acknowledges it (the server
-// acknowledges a report only once it is committed). Both ends send a turn's messages as one batch
-// frame, as agents and servers do (turn-frames.ts). Nothing runs: the hosts cost the broker what
+// gives, and every start answered at once with an ended report (succeeded, exit code 0), numbered
+// and kept in an outbox until the server acknowledges it (the server acknowledges a report only
+// once it is committed). A job that ends at once is reported so by a real agent too: its start is
+// reported only if the job still runs START_REPORT_DELAY_MS (10 ms) after it (src/agent/agent.ts).
+// With STEWARD_BENCH_REPORT_STARTS=1 every start is reported as well, before its end (as an agent
+// reports a job that runs a while): two reports a task, as these hosts sent before 2026-11-28. Both
+// ends send a turn's messages as one batch frame, as agents and servers do (turn-frames.ts). Nothing runs: the hosts cost the broker what
 // real agents' messages cost it, and nothing else.
 
 import { readFileSync } from "node:fs";
@@ -22,7 +25,7 @@ import { TurnFrames } from "../src/common/protocol/turn-frames.ts";
 
 /** Counts over every simulated host of one set. */
 export interface SimulatedCounts {
-  /** Start messages received (each answered with started and ended reports). */
+  /** Start messages received (each answered with an ended report, after a started one with REPORT_STARTS). */
   starts: number;
   /** Reports sent, and those acknowledged by the server (committed). */
   reports: number;
@@ -65,6 +68,9 @@ function facts(name: string, slots: number): HelloMessage["facts"] {
     slotsFree: slots,
   };
 }
+
+/** Whether every start is reported before its end (STEWARD_BENCH_REPORT_STARTS=1), not the end alone. */
+export const REPORT_STARTS = process.env.STEWARD_BENCH_REPORT_STARTS === "1";
 
 /** Opens one host's connection; resolves once it is welcomed. */
 export function connectHost(name: string, options: SimulatedHostOptions): Promise<SimulatedHost> {
@@ -133,7 +139,7 @@ export function connectHost(name: string, options: SimulatedHostOptions): Promis
         case "start": {
           counts.starts++;
           const ref = { jobId: message.jobId, taskIndex: message.taskIndex, attempt: message.attempt };
-          report({ kind: "started", ...ref, pid: ++pid });
+          if (REPORT_STARTS) report({ kind: "started", ...ref, pid: ++pid });
           report({ kind: "ended", ...ref, outcome: "succeeded", exitCode: 0, reason: null, outputs: [] });
           return;
         }
