@@ -13,7 +13,11 @@ import type { JobEntry } from "../state/job-entry.ts";
 export function replicableTasks(state: ClusterState): RunningTask[] {
   // Most passes: no running job has replicas, and its live attempts are not looked at one by one.
   let replicated = false;
-  for (const job of state.liveJobs.keys()) if (job.replicas > 1) replicated = true;
+  for (const job of state.liveJobs.keys())
+    if (job.replicas > 1) {
+      replicated = true;
+      break;
+    }
   if (!replicated) return [];
   const tasks = new Map<string, { job: JobEntry; taskIndex: number; hosts: string[]; stopping: boolean }>();
   for (const { job, attempt } of state.live.values()) {

@@ -38,7 +38,8 @@ export function agentCommands({ reactor }: CommandContext) {
       return { kill, credential: token?.text };
     },
 
-    attemptStarted(
+    /** One started report (as attemptReports applies it alone); rejects with its error. */
+    async attemptStarted(
       hostName: string,
       jobId: string,
       taskIndex: number,
@@ -46,49 +47,61 @@ export function agentCommands({ reactor }: CommandContext) {
       coordinatorPort?: number,
       rank?: number,
     ): Promise<void> {
-      return reactor.run((step) =>
-        attemptStarted(step, hostName, { jobId, taskIndex, attempt, rank }, coordinatorPort),
-      );
+      const report: StartedEvent = {
+        kind: "started",
+        jobId,
+        taskIndex,
+        attempt,
+        pid: 0,
+        ...(rank !== undefined ? { rank } : {}),
+        ...(coordinatorPort !== undefined ? { coordinatorPort } : {}),
+      };
+      const [error] = await applyReports(hostName, [report]);
+      if (error !== null) throw error;
     },
 
-    attemptEnded(hostName: string, report: EndedEvent): Promise<void> {
-      return reactor.run((step) => attemptEnded(step, hostName, report));
+    /** One ended report (as attemptReports applies it alone); rejects with its error. */
+    async attemptEnded(hostName: string, report: EndedEvent): Promise<void> {
+      const [error] = await applyReports(hostName, [report]);
+      if (error !== null) throw error;
     },
 
-    /**
-     * A host's started and ended reports, applied in their order as one step (one commit): what
-     * each would do alone, a report of an attempt the host no longer runs changing nothing.
-     * Resolves once durable with each report's error (null when applied): a handler that throws
-     * has changed nothing (handlers check before they change), so the others stand.
-     */
-    attemptReports(
-      hostName: string,
-      reports: readonly (StartedEvent | EndedEvent)[],
-    ): Promise<(unknown | null)[]> {
-      return reactor.run((step) =>
-        reports.map((report) => {
-          try {
-            if (report.kind === "started")
-              attemptStarted(
-                step,
-                hostName,
-                {
-                  jobId: report.jobId,
-                  taskIndex: report.taskIndex,
-                  attempt: report.attempt,
-                  rank: report.rank,
-                },
-                report.coordinatorPort,
-              );
-            else attemptEnded(step, hostName, report);
-            return null;
-          } catch (error) {
-            return error;
-          }
-        }),
-      );
-    },
+    attemptReports: applyReports,
   };
+
+  /**
+   * A host's started and ended reports, applied in their order as one step (one commit): what
+   * each would do alone, a report of an attempt the host no longer runs changing nothing.
+   * Resolves once durable with each report's error (null when applied): a handler that throws
+   * has changed nothing (handlers check before they change), so the others stand.
+   */
+  function applyReports(
+    hostName: string,
+    reports: readonly (StartedEvent | EndedEvent)[],
+  ): Promise<unknown[]> {
+    return reactor.run((step) =>
+      reports.map((report) => {
+        try {
+          if (report.kind === "started")
+            attemptStarted(
+              step,
+              hostName,
+              {
+                jobId: report.jobId,
+                taskIndex: report.taskIndex,
+                attempt: report.attempt,
+                rank: report.rank,
+              },
+              report.coordinatorPort,
+            );
+          else attemptEnded(step, hostName, report);
+          return null;
+        } catch (error) {
+          return error;
+        }
+      }),
+    );
+  }
 }
 
 export type AgentCommands = ReturnType<typeof agentCommands>;
