@@ -192,7 +192,11 @@ export class SqliteStore implements Store {
   }
 
   async commit(term: number, changes: readonly Change[]): Promise<void> {
-    const eventIds = await this.#writes().request<number[]>({ op: "commit", term, changes });
+    const eventIds = await this.#writes().request<number[]>({
+      op: "commit",
+      term,
+      changes: JSON.stringify(changes),
+    });
     // Only a committed event gets its id.
     let next = 0;
     for (const change of changes) if (change.op === "addEvent") change.event.id = eventIds[next++];
