@@ -11,6 +11,9 @@ export interface RawHello {
   credential?: string;
   pool?: string;
   slots?: number;
+  labels?: Record<string, string>;
+  /** Say that this agent reads batch frames (hello's `batches`). */
+  batches?: boolean;
 }
 
 /** Opens an agent connection and says hello; resolves with the server's first answer and the socket. */
@@ -27,6 +30,7 @@ export async function rawHello(
     ws.once("message", (data) => resolve(JSON.parse(String(data)) as ServerMessage)),
   );
   const pool = fields.pool ?? "default";
+  const labels = fields.labels ?? {};
   ws.send(
     JSON.stringify({
       type: "hello",
@@ -36,9 +40,10 @@ export async function rawHello(
       ...(fields.credential ? { credential: fields.credential } : {}),
       pool,
       slots: fields.slots ?? 1,
-      labels: {},
-      facts: facts(fields.name, { pool }),
+      labels,
+      facts: facts(fields.name, { pool, labels }),
       attempts: [],
+      ...(fields.batches ? { batches: true } : {}),
     }),
   );
   return { ws, answer: await answer };

@@ -7,15 +7,14 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket, WebSocketServer } from "ws";
+import { WebSocketServer } from "ws";
 import {
-  AGENT_CONNECT_PATH,
   PROTOCOL_VERSION,
   type ReportMessage,
   type ServerMessage,
   type StartMessage,
 } from "../../src/common/protocol/messages.ts";
-import { facts } from "../helpers/core-harness.ts";
+import { rawHello } from "../helpers/raw-agent.ts";
 import {
   api,
   cleanup,
@@ -41,31 +40,19 @@ afterAll(async () => {
   cleanup(server?.data ?? "", work);
 });
 
-/** A hand-driven agent connection: every frame the server sends it, as received. */
+/** A hand-driven agent connection: its welcome, then every frame the server sends it, as received. */
 async function connect(name: string, batches: boolean, slots: number) {
   const s = server!;
-  const ws = new WebSocket(`${s.url.replace(/^http/, "ws")}${AGENT_CONNECT_PATH}`);
-  const frames: Frame[] = [];
-  ws.on("message", (data) => frames.push(JSON.parse(String(data)) as Frame));
-  await new Promise((resolve, reject) => {
-    ws.once("open", resolve);
-    ws.once("error", reject);
+  const { ws, answer: welcome } = await rawHello(s.url, {
+    name,
+    token: s.joinToken,
+    slots,
+    labels: { who: name },
+    batches,
   });
-  ws.send(
-    JSON.stringify({
-      type: "hello",
-      v: PROTOCOL_VERSION,
-      name,
-      token: s.joinToken,
-      pool: "default",
-      slots,
-      labels: { who: name },
-      facts: facts(name, { labels: { who: name } }),
-      attempts: [],
-      ...(batches ? { batches: true } : {}),
-    }),
-  );
-  const welcome = await waitFor("the welcome", () => frames.find((frame) => frame.type === "welcome"));
+  // Nothing follows the welcome before a job is submitted (the tests submit after this).
+  const frames: Frame[] = [welcome];
+  ws.on("message", (data) => frames.push(JSON.parse(String(data)) as Frame));
   return { ws, frames, welcome };
 }
 

@@ -143,13 +143,11 @@ function applyPlacement(
     for (const [name, count] of perHost)
       if (!hostTakes(state, state.hosts.get(name), job, task, count)) return null;
   }
-  // Devices are named per rank; without any, one host's placement is the host's shared one.
-  let placed: PlacementEntry[] | null;
-  if (job.gpus) {
-    const entries = ranks.map((name, rank) => ({ host: name, rank }));
-    placed = assignGpus(entries, job.gpus, (name) => freeGpus(state.hosts.get(name)!));
-    if (!placed) return null;
-  } else placed = ranks.length === 1 ? onePlacement(host) : ranks.map((name, rank) => ({ host: name, rank }));
+  // One host's placement without devices is the host's shared one; devices are named per rank.
+  let placed: PlacementEntry[] | null =
+    ranks.length === 1 && !job.gpus ? onePlacement(host) : ranks.map((name, rank) => ({ host: name, rank }));
+  if (job.gpus) placed = assignGpus(placed, job.gpus, (name) => freeGpus(state.hosts.get(name)!));
+  if (!placed) return null;
   const migration = task.migration;
   // Waiting since its job's submit, or its last attempt's end (or the back-off after it).
   const previous = task.attempts > 0 ? job.attempt(task.index, task.attempts) : undefined;
