@@ -14,7 +14,8 @@ export interface ThreadFailure {
   fields: Record<string, string | number | boolean | null>;
 }
 
-type Answer = { id: number; value: unknown } | { id: number; failure: ThreadFailure };
+/** An answer, with the ms the thread spent on its request (`busyMs`). */
+type Answer = { id: number; busyMs: number } & ({ value: unknown } | { failure: ThreadFailure });
 
 function failureOf(error: unknown): ThreadFailure {
   if (!(error instanceof Error)) return { name: "Error", message: String(error), fields: {} };
@@ -43,10 +44,12 @@ export function serveRequests<R>(handle: (request: R) => unknown, closeAfter: (r
   if (!port) throw new Error("serveRequests runs in a worker thread");
   port.on("message", ({ id, request }: { id: number; request: R }) => {
     let answer: Answer;
+    const start = performance.now();
     try {
-      answer = { id, value: handle(request) };
+      const value = handle(request);
+      answer = { id, busyMs: performance.now() - start, value };
     } catch (error) {
-      answer = { id, failure: failureOf(error) };
+      answer = { id, busyMs: performance.now() - start, failure: failureOf(error) };
     }
     port.postMessage(answer);
     if (closeAfter(request)) port.close();
@@ -57,6 +60,7 @@ export function serveRequests<R>(handle: (request: R) => unknown, closeAfter: (r
 export class RequestThread<R> {
   readonly #worker: Worker;
   readonly #revive: ((failure: ThreadFailure) => Error | null) | undefined;
+  readonly #served: ((busyMs: number) => void) | undefined;
   readonly #waiting = new Map<
     number,
     { resolve: (value: unknown) => void; reject: (error: Error) => void }
@@ -68,14 +72,21 @@ export class RequestThread<R> {
   constructor(
     url: URL,
     workerData: unknown,
-    options: { name: string; revive?: (failure: ThreadFailure) => Error | null },
+    options: {
+      name: string;
+      revive?: (failure: ThreadFailure) => Error | null;
+      /** Told the ms the thread spent on each request it answers. */
+      served?: (busyMs: number) => void;
+    },
   ) {
     this.#revive = options.revive;
+    this.#served = options.served;
     this.#worker = new Worker(url, { workerData, name: options.name });
     this.#worker.unref();
     this.#worker.on("message", (answer: Answer) => {
       const waiting = this.#waiting.get(answer.id);
       if (!waiting) return;
+      this.#served?.(answer.busyMs);
       this.#waiting.delete(answer.id);
       if (this.#waiting.size === 0) this.#worker.unref();
       if ("failure" in answer) waiting.reject(errorOf(answer.failure, this.#revive));
