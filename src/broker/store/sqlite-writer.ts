@@ -70,13 +70,8 @@ export interface SqliteWriter {
 }
 
 /**
- * The most rows a commit done on the store's own connection writes (SqliteWriterSplit). A short
- * task's commit writes a few (its task and attempt as it starts or ends, or a few tasks' together:
- * 94 % of 2,000 short tasks' commits had 8 or fewer here); a busy broker's commits gather many
- * more while one is under way in the thread. Bounded low, because a commit done here gathers only
- * what one turn of the event loop brought: with 32, a million-task array on 1,000 hosts fell into
- * committing each turn's few ends here, the loop held at every fsync (20,842 tasks/s in one of two
- * runs, against 30,003 with every commit in the thread; with 8, three runs at 28,305 to 30,294).
+ * The most rows a commit done on the store's own connection writes (SqliteWriterSplit): the time
+ * it holds the event loop grows with them (about 10 to 20 µs a row here, besides the fsync).
  */
 export const COMMIT_HERE_MAX_ROWS = 8;
 
