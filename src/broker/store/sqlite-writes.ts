@@ -1,7 +1,7 @@
-// Every write of the SQLite store: each in one transaction (BEGIN IMMEDIATE takes the write lock
-// first), with the term checked inside it. Synchronous: it runs in the store's writer thread, or
-// for a small commit with nothing waiting there on the store's own connection (sqlite-writer.ts);
-// never two at once.
+// Every write of the SQLite store, on the one connection that writes: each in one transaction
+// (BEGIN IMMEDIATE takes the write lock first), with the term checked inside it. Synchronous: it
+// runs in the store's writer thread (sqlite-writer.ts), so that the fsync of a commit does not
+// hold up the server's event loop.
 
 import type { DatabaseSync } from "node:sqlite";
 import type { AttemptRecord, TaskRecord } from "../../common/model/records.ts";
@@ -73,14 +73,6 @@ export class SqliteWrites {
       this.#statements.run("writeSequence", sequence, first + count);
       return first;
     });
-  }
-
-  /**
-   * Copies what the write-ahead log holds into the database file, as far as no reader still needs
-   * it (a passive checkpoint: it waits for nobody); the log is then written again from its start.
-   */
-  checkpoint(): void {
-    this.#db.exec("PRAGMA wal_checkpoint(PASSIVE)");
   }
 
   close(): void {

@@ -1,8 +1,8 @@
 // The embedded store: SQLite through node:sqlite (built into Node 24, no native build). WAL with
 // synchronous=FULL, so a commit that returned survives kill -9 and power loss (guarantee 1).
 // Two connections: this one reads (synchronously, in the caller's thread; WAL lets it read while a
-// write is under way) and does the small commits, and one in a writer thread does every other
-// write (sqlite-writer.ts), so that a large commit does not hold up the server's event loop.
+// write is under way), and one in a writer thread does every write (sqlite-writer.ts), so that a
+// commit's fsync does not hold up the server's event loop.
 
 import { backup, DatabaseSync } from "node:sqlite";
 import type { AccountingRecord, EventRecord, JobRecord } from "../../common/model/records.ts";
@@ -26,7 +26,7 @@ import {
   type StatementName,
   Statements,
 } from "./sqlite-statements.ts";
-import { type SqliteWriter, SqliteWriterHere, SqliteWriterSplit } from "./sqlite-writer.ts";
+import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
 import type { AccountingQuery, Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
 
 export { SQLITE_MIGRATIONS_DIR } from "./sqlite-statements.ts";
@@ -58,9 +58,7 @@ export class SqliteStore implements Store {
     this.#statements = new Statements(db);
     // After the migrations: the writer's connection finds the tables made. An in-memory database
     // is seen by its own connection only: its writes stay here.
-    this.#writer = IN_MEMORY.test(this.path)
-      ? new SqliteWriterHere(db)
-      : new SqliteWriterSplit(db, this.path);
+    this.#writer = IN_MEMORY.test(this.path) ? new SqliteWriterHere(db) : new SqliteWriterThread(this.path);
   }
 
   /**
@@ -194,7 +192,11 @@ export class SqliteStore implements Store {
   }
 
   async commit(term: number, changes: readonly Change[]): Promise<void> {
-    const eventIds = await this.#writes().commit(term, changes);
+    const eventIds = await this.#writes().request<number[]>({
+      op: "commit",
+      term,
+      changes: JSON.stringify(changes),
+    });
     // Only a committed event gets its id.
     let next = 0;
     for (const change of changes) if (change.op === "addEvent") change.event.id = eventIds[next++];

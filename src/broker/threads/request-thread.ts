@@ -14,8 +14,7 @@ export interface ThreadFailure {
   fields: Record<string, string | number | boolean | null>;
 }
 
-/** An answer, with the ms the thread spent on its request (`busyMs`). */
-type Answer = { id: number; busyMs: number } & ({ value: unknown } | { failure: ThreadFailure });
+type Answer = { id: number; value: unknown } | { id: number; failure: ThreadFailure };
 
 function failureOf(error: unknown): ThreadFailure {
   if (!(error instanceof Error)) return { name: "Error", message: String(error), fields: {} };
@@ -44,12 +43,10 @@ export function serveRequests<R>(handle: (request: R) => unknown, closeAfter: (r
   if (!port) throw new Error("serveRequests runs in a worker thread");
   port.on("message", ({ id, request }: { id: number; request: R }) => {
     let answer: Answer;
-    const start = performance.now();
     try {
-      const value = handle(request);
-      answer = { id, busyMs: performance.now() - start, value };
+      answer = { id, value: handle(request) };
     } catch (error) {
-      answer = { id, busyMs: performance.now() - start, failure: failureOf(error) };
+      answer = { id, failure: failureOf(error) };
     }
     port.postMessage(answer);
     if (closeAfter(request)) port.close();
@@ -60,7 +57,6 @@ export function serveRequests<R>(handle: (request: R) => unknown, closeAfter: (r
 export class RequestThread<R> {
   readonly #worker: Worker;
   readonly #revive: ((failure: ThreadFailure) => Error | null) | undefined;
-  readonly #served: ((busyMs: number) => void) | undefined;
   readonly #waiting = new Map<
     number,
     { resolve: (value: unknown) => void; reject: (error: Error) => void }
@@ -72,21 +68,14 @@ export class RequestThread<R> {
   constructor(
     url: URL,
     workerData: unknown,
-    options: {
-      name: string;
-      revive?: (failure: ThreadFailure) => Error | null;
-      /** Told the ms the thread spent on each request it answers. */
-      served?: (busyMs: number) => void;
-    },
+    options: { name: string; revive?: (failure: ThreadFailure) => Error | null },
   ) {
     this.#revive = options.revive;
-    this.#served = options.served;
     this.#worker = new Worker(url, { workerData, name: options.name });
     this.#worker.unref();
     this.#worker.on("message", (answer: Answer) => {
       const waiting = this.#waiting.get(answer.id);
       if (!waiting) return;
-      this.#served?.(answer.busyMs);
       this.#waiting.delete(answer.id);
       if (this.#waiting.size === 0) this.#worker.unref();
       if ("failure" in answer) waiting.reject(errorOf(answer.failure, this.#revive));
