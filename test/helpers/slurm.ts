@@ -3,10 +3,13 @@
 // job to its end through `scontrol show job` (there is no slurmdbd, so no sacct).
 
 import { execFile } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { userInfo } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { test } from "vitest";
 import type { PilotOwner } from "../../src/broker/drivers/driver.ts";
+import { pilotHostName } from "../../src/broker/pools/pool-manager.ts";
 import { pilotJobName } from "../../src/broker/pools/pool-token.ts";
 import { waitFor } from "./steward.ts";
 
@@ -124,4 +127,23 @@ export async function waitForSlurmJobEnd(id: string, timeoutMs = 12_000): Promis
 /** The pilots of `pool` under the broker of that join token, as the broker's own account (this process's) sees them. */
 export function ownPilots(joinToken: string, pool: string): PilotOwner {
   return { jobName: pilotJobName(joinToken, pool), account: userInfo().username, runAs: [] };
+}
+
+/**
+ * Removes the cgroups of the pool's pilots that ran from the server's data folder `data` (their
+ * work folders, `pilots/POOL/work-JOBID`, name them): a pilot that Slurm killed (scancel, the
+ * walltime) had no time to remove its own, and the machine keeps them.
+ */
+export async function removePilotCgroups(data: string, pool: string): Promise<void> {
+  const dir = join(data, "pilots", pool);
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const { removeAgentCgroups } = await import("./agent-cgroups.ts");
+  for (const entry of entries)
+    if (entry.startsWith("work-"))
+      await removeAgentCgroups(pilotHostName(pool, entry.slice("work-".length)), join(dir, entry));
 }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { SlurmDriver } from "../../src/broker/drivers/slurm.ts";
 import { attemptLog, countingScript, startedAt } from "../helpers/pilot-job.ts";
-import { ownPilots, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
+import { ownPilots, removePilotCgroups, slurmTests, slurmUnavailable } from "../helpers/slurm.ts";
 import {
   api,
   cleanup,
@@ -29,6 +29,8 @@ afterAll(async () => {
     const owner = ownPilots(server.joinToken, pool);
     for (const pilot of await driver.list(owner).catch(() => [])) await driver.cancel(pilot.id, owner);
   }
+  // Slurm killed pilots here: what they could not remove goes before their folders do.
+  await removePilotCgroups(data, pool);
   cleanup(data);
 });
 

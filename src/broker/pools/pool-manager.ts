@@ -111,7 +111,7 @@ export interface PoolManagerOptions {
 }
 
 /** A pilot's host name: its pool and its batch job id. */
-function pilotHostName(pool: string, jobId: string): string {
+export function pilotHostName(pool: string, jobId: string): string {
   return `${pool}-${jobId}`;
 }
 
