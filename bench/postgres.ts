@@ -13,21 +13,12 @@ import { Api } from "./api.ts";
 import { type Benchmark, type BenchOptions, figure, median, REPOSITORY, round, since } from "./benchmark.ts";
 import { type Cluster, startCluster } from "./steward-cluster.ts";
 import { type CpuSeconds, freePort, processCpuSeconds, waitForHealth } from "./steward-process.ts";
+import { COLD, CONCURRENT, CONCURRENT_WARM_UP } from "./submit.ts";
 import { XARGS_PARALLEL, XARGS_TASKS } from "./xargs.ts";
 
 const PG_URL = process.env.STEWARD_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const SEQUENTIAL = 500;
 const CLIENTS = 8;
-/**
- * Submits from 8 clients right after the sequential ones: the broker's code is not yet optimised
- * (Node compiles a function hot enough in tiers), so these cost it about twice the CPU a request
- * of a warm broker. Printed as `concurrent8Cold`.
- */
-const COLD = 1000;
-/** More submits from 8 clients, not timed, before the broker's throughput is measured. */
-const WARM_UP = 3000;
-/** Submits from 8 clients timed for `concurrent8`: long enough to hold a few collections of the heap. */
-const CONCURRENT = 10_000;
 const TASKS = XARGS_TASKS;
 const SLOTS = XARGS_PARALLEL;
 /** Failover runs (`STEWARD_BENCH_PG_FAILOVERS`, 0 for none: the throughput figures alone). */
@@ -147,11 +138,11 @@ async function submitThroughput(options: BenchOptions, progress: (message: strin
     await submitRate(cluster, 50, 1);
     const sequential = await submitRate(cluster, SEQUENTIAL, 1);
     const cold = await submitRate(cluster, COLD, CLIENTS);
-    await submitRate(cluster, WARM_UP, CLIENTS);
+    await submitRate(cluster, CONCURRENT_WARM_UP, CLIENTS);
     const concurrent = await submitRate(cluster, CONCURRENT, CLIENTS);
     progress(
       `postgres: submit sequential ${sequential.perSecond}/s, ${CLIENTS} clients ${concurrent.perSecond}/s ` +
-        `over ${CONCURRENT} after ${COLD + WARM_UP} (${CLIENTS} clients, a request: broker ` +
+        `over ${CONCURRENT} after ${COLD + CONCURRENT_WARM_UP} (${CLIENTS} clients, a request: broker ` +
         `${concurrent.perRequest.brokerCpuMs} ms CPU, database ${concurrent.perRequest.databaseCpuMs} ms CPU, ` +
         `${concurrent.perRequest.storeCommits} commits); the first ${COLD} from ${CLIENTS} clients ` +
         `${cold.perSecond}/s (broker ${cold.perRequest.brokerCpuMs} ms CPU a request)`,

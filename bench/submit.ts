@@ -11,14 +11,14 @@ const SEQUENTIAL = 500;
 const CLIENTS = 8;
 /**
  * Submits from 8 clients right after the sequential ones: the broker's code is not yet optimised
- * (Node compiles a function hot enough in tiers), so these cost it more CPU a request than a warm
- * broker's. Printed as `concurrent8Cold`.
+ * (Node compiles a function hot enough in tiers), so these cost it up to twice the CPU a request
+ * of a warm broker. Printed as `concurrent8Cold`. (postgres.ts sends its submits the same way.)
  */
-const COLD = 1000;
+export const COLD = 1000;
 /** More submits from 8 clients, not timed, before the broker's throughput is measured. */
-const CONCURRENT_WARM_UP = 3000;
+export const CONCURRENT_WARM_UP = 3000;
 /** Submits from 8 clients timed for `concurrent8`: long enough to hold a few collections of the heap. */
-const CONCURRENT = 10_000;
+export const CONCURRENT = 10_000;
 /** Array submissions timed; the median counts. */
 const BULK_RUNS = 3;
 

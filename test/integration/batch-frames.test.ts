@@ -65,6 +65,20 @@ function startsOf(frames: Frame[]): StartMessage[] {
   return messagesOf(frames).filter((message): message is StartMessage => message.type === "start");
 }
 
+/** Submits a `sleep 1000` array of `count` tasks for the agent labelled `who`; its id and starts once all came. */
+async function submitFor(agent: { frames: Frame[] }, who: string, count: number) {
+  const { id } = await api(server!, "POST", "/api/v1/jobs", {
+    command: "sleep 1000",
+    array: { count },
+    requirements: `host.labels.who == "${who}"`,
+  });
+  const starts = await waitFor(`${count} starts`, () => {
+    const all = startsOf(agent.frames);
+    return all.length === count ? all : null;
+  });
+  return { id, starts };
+}
+
 function report(seq: number, start: StartMessage, kind: "started" | "ended"): ReportMessage {
   const ref = { jobId: start.jobId, taskIndex: start.taskIndex, attempt: start.attempt };
   return {
@@ -83,15 +97,7 @@ describe("the server", () => {
     const agent = await connect("batching", true, 4);
     try {
       expect(agent.welcome).toMatchObject({ type: "welcome", batches: true });
-      const { id } = await api(s, "POST", "/api/v1/jobs", {
-        command: "sleep 1000",
-        array: { count: 4 },
-        requirements: 'host.labels.who == "batching"',
-      });
-      const starts = await waitFor("four starts", () => {
-        const all = startsOf(agent.frames);
-        return all.length === 4 ? all : null;
-      });
+      const { id, starts } = await submitFor(agent, "batching", 4);
       // Placed in one pass: the four starts left in one frame.
       const startFrames = agent.frames.filter(
         (frame) => frame.type === "start" || (frame.type === "batch" && frame.messages[0].type === "start"),
@@ -136,15 +142,7 @@ describe("the server", () => {
     const s = server!;
     const agent = await connect("older", false, 2);
     try {
-      const { id } = await api(s, "POST", "/api/v1/jobs", {
-        command: "sleep 1000",
-        array: { count: 2 },
-        requirements: 'host.labels.who == "older"',
-      });
-      const starts = await waitFor("two starts", () => {
-        const all = startsOf(agent.frames);
-        return all.length === 2 ? all : null;
-      });
+      const { id, starts } = await submitFor(agent, "older", 2);
       const before = agent.frames.length;
       // Two reports in one write, each a frame of its own.
       agent.ws.send(JSON.stringify(report(1, starts[0], "started")));
