@@ -19,6 +19,12 @@ import { XARGS_PARALLEL, XARGS_TASKS } from "./xargs.ts";
 const PG_URL = process.env.STEWARD_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const SEQUENTIAL = 500;
 const CLIENTS = 8;
+/**
+ * Clients of the second timed run: each client waits for its answer, so 8 of them wait on the
+ * store's commits in turn and their rate is bound by its latency; 32 show what the broker takes
+ * when that is not the bound.
+ */
+const MANY_CLIENTS = 32;
 const TASKS = XARGS_TASKS;
 const SLOTS = XARGS_PARALLEL;
 /** Failover runs (`STEWARD_BENCH_PG_FAILOVERS`, 0 for none: the throughput figures alone). */
@@ -73,30 +79,66 @@ async function metric(cluster: Cluster, name: string): Promise<number | null> {
   return match ? Number(match[1]) : null;
 }
 
+/** The commit histograms' sums and counts (steward_store_commit_seconds, _steps), or null. */
+interface CommitTotals {
+  seconds: number;
+  steps: number;
+  count: number;
+}
+
+async function commitTotals(cluster: Cluster): Promise<CommitTotals | null> {
+  const [seconds, steps, count] = await Promise.all([
+    metric(cluster, "steward_store_commit_seconds_sum"),
+    metric(cluster, "steward_store_commit_steps_sum"),
+    metric(cluster, "steward_store_commit_seconds_count"),
+  ]);
+  return seconds === null || steps === null || count === null ? null : { seconds, steps, count };
+}
+
 /** What the broker (the server process), the database and the store did over some work of `units`. */
 class CostMeter {
   readonly #cluster: Cluster;
   readonly #broker: CpuSeconds | null;
   readonly #database: number;
   readonly #commits: number | null;
+  readonly #totals: CommitTotals | null;
 
-  private constructor(cluster: Cluster, broker: CpuSeconds | null, database: number, commits: number | null) {
+  private constructor(
+    cluster: Cluster,
+    broker: CpuSeconds | null,
+    database: number,
+    commits: number | null,
+    totals: CommitTotals | null,
+  ) {
     this.#cluster = cluster;
     this.#broker = broker;
     this.#database = database;
     this.#commits = commits;
+    this.#totals = totals;
   }
 
   static async start(cluster: Cluster): Promise<CostMeter> {
     const commits = await metric(cluster, "steward_store_commits");
-    return new CostMeter(cluster, processCpuSeconds(cluster.serverPid), databaseCpuSeconds(), commits);
+    const totals = await commitTotals(cluster);
+    return new CostMeter(
+      cluster,
+      processCpuSeconds(cluster.serverPid),
+      databaseCpuSeconds(),
+      commits,
+      totals,
+    );
   }
 
-  /** Per unit: the broker's CPU, the database's CPU (ms) and the store's commits. */
+  /**
+   * Per unit: the broker's CPU, the database's CPU (ms) and the store's commits; and per commit
+   * meanwhile, the time it took to be durable as the broker saw it (ms) and the steps it answered.
+   */
   async per(units: number) {
     const broker = processCpuSeconds(this.#cluster.serverPid);
     const database = databaseCpuSeconds();
     const commits = await metric(this.#cluster, "steward_store_commits");
+    const totals = await commitTotals(this.#cluster);
+    const made = totals && this.#totals ? totals.count - this.#totals.count : 0;
     return {
       brokerCpuMs:
         broker && this.#broker
@@ -105,6 +147,12 @@ class CostMeter {
       databaseCpuMs: round(((database - this.#database) * 1000) / units, 3),
       storeCommits:
         commits !== null && this.#commits !== null ? round((commits - this.#commits) / units, 3) : null,
+      commitMs:
+        totals && this.#totals && made > 0
+          ? round(((totals.seconds - this.#totals.seconds) * 1000) / made, 3)
+          : null,
+      stepsPerCommit:
+        totals && this.#totals && made > 0 ? round((totals.steps - this.#totals.steps) / made, 2) : null,
     };
   }
 }
@@ -140,21 +188,28 @@ async function submitThroughput(options: BenchOptions, progress: (message: strin
     const cold = await submitRate(cluster, COLD, CLIENTS);
     await submitRate(cluster, CONCURRENT_WARM_UP, CLIENTS);
     const concurrent = await submitRate(cluster, CONCURRENT, CLIENTS);
+    const many = await submitRate(cluster, CONCURRENT, MANY_CLIENTS);
+    const { perRequest } = concurrent;
     progress(
       `postgres: submit sequential ${sequential.perSecond}/s, ${CLIENTS} clients ${concurrent.perSecond}/s ` +
         `over ${CONCURRENT} after ${COLD + CONCURRENT_WARM_UP} (${CLIENTS} clients, a request: broker ` +
-        `${concurrent.perRequest.brokerCpuMs} ms CPU, database ${concurrent.perRequest.databaseCpuMs} ms CPU, ` +
-        `${concurrent.perRequest.storeCommits} commits); the first ${COLD} from ${CLIENTS} clients ` +
-        `${cold.perSecond}/s (broker ${cold.perRequest.brokerCpuMs} ms CPU a request)`,
+        `${perRequest.brokerCpuMs} ms CPU, database ${perRequest.databaseCpuMs} ms CPU, ` +
+        `${perRequest.storeCommits} commits, each durable in ${perRequest.commitMs} ms answering ` +
+        `${perRequest.stepsPerCommit} steps); the first ${COLD} from ${CLIENTS} clients ` +
+        `${cold.perSecond}/s (broker ${cold.perRequest.brokerCpuMs} ms CPU a request); ${MANY_CLIENTS} clients ` +
+        `${many.perSecond}/s (broker ${many.perRequest.brokerCpuMs} ms CPU a request, commits durable in ` +
+        `${many.perRequest.commitMs} ms answering ${many.perRequest.stepsPerCommit} steps)`,
     );
     return {
       sequential: sequential.perSecond,
       concurrent8: concurrent.perSecond,
       concurrent8Cold: cold.perSecond,
+      concurrent32: many.perSecond,
       perRequest: {
         sequential: sequential.perRequest,
         concurrent8: concurrent.perRequest,
         concurrent8Cold: cold.perRequest,
+        concurrent32: many.perRequest,
       },
     };
   } finally {

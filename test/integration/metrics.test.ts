@@ -234,4 +234,13 @@ it("gives each series of the work with its pool and owner labels and the values 
   const hosts = (await api(s, "GET", "/api/v1/hosts")) as { state: string }[];
   expect(series(samples, "steward_hosts")).toEqual({ [`state=${hosts[0].state}`]: 1 });
   expect(series(samples, "steward_jobs_submitted_total")).toEqual({ "": 7 });
+  // The store's commits: as many observed as made, each answering at least one step, every submit
+  // among the steps; each commit's time is in its histogram, up to the +Inf bucket.
+  const commits = series(samples, "steward_store_commits")[""];
+  expect(commits).toBeGreaterThan(0);
+  expect(series(samples, "steward_store_commit_seconds_count")).toEqual({ "": commits });
+  expect(series(samples, "steward_store_commit_seconds_bucket")["le=+Inf"]).toBe(commits);
+  expect(series(samples, "steward_store_commit_seconds_sum")[""]).toBeGreaterThan(0);
+  expect(series(samples, "steward_store_commit_steps_count")).toEqual({ "": commits });
+  expect(series(samples, "steward_store_commit_steps_sum")[""]).toBeGreaterThanOrEqual(Math.max(commits, 7));
 });

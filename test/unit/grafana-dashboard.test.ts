@@ -1,7 +1,7 @@
 // deploy/grafana/steward.json, the Grafana dashboard over the brokers' /metrics: valid JSON with
 // panels, every query on the Prometheus data source variable, and every series, label and template
 // variable its expressions name really there: the series and their labels as the broker's source
-// registers them (checked against a started JobMetrics registry), so that a renamed series fails
+// registers them (checked against a started registry of JobMetrics and StoreMetrics), so that a renamed series fails
 // here rather than leaving an empty panel.
 
 import { readdirSync, readFileSync } from "node:fs";
@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { JobMetrics } from "../../src/broker/server/job-metrics.ts";
+import { StoreMetrics } from "../../src/broker/server/store-metrics.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable, as the JSON model writes it
@@ -79,6 +80,7 @@ const dashboard = JSON.parse(readFileSync(join(ROOT, "deploy/grafana/steward.jso
 function jobMetricsRegistry(): { names: Map<string, string[]>; histograms: Set<string> } {
   const registry = new Registry();
   new JobMetrics(registry);
+  new StoreMetrics(registry);
   const names = new Map<string, string[]>();
   const histograms = new Set<string>();
   for (const metric of registry.getMetricsAsArray()) {

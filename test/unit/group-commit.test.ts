@@ -157,6 +157,28 @@ describe("GroupCommitter", () => {
     expect((await store.load()).meta).toStrictEqual({ k: "later 9" });
   });
 
+  test("onCommitted hears each commit that wrote something: its time and the pushes it answered", async () => {
+    const slow = new SlowStore(store);
+    const committer = new GroupCommitter(slow, TERM);
+    const heard: { seconds: number; pushes: number }[] = [];
+    committer.onCommitted = (seconds, pushes) => heard.push({ seconds, pushes });
+    const first = committer.push([{ op: "setMeta", key: "k", value: "first" }]);
+    await nextTurn(); // the first batch is now in flight
+    const later = Array.from({ length: 3 }, (_, i) =>
+      committer.push([{ op: "setMeta", key: "k", value: `later ${i}` }]),
+    );
+    // A flush adds a push with no change to the batch: answered, and counted as one.
+    const flushed = committer.flush();
+    await Promise.all([first, ...later, flushed]);
+    expect(heard.map((each) => each.pushes)).toStrictEqual([1, 4]);
+    // SlowStore takes at least 5 ms a commit.
+    for (const { seconds } of heard) expect(seconds).toBeGreaterThanOrEqual(0.004);
+    // Nothing to write: no commit, nothing heard; a failed commit is not heard either.
+    await committer.flush();
+    await committer.push([BAD]).catch(() => {});
+    expect(heard).toHaveLength(2);
+  });
+
   test("a push resolves only once its changes are durable", async () => {
     const committer = new GroupCommitter(store, TERM);
     let done = false;

@@ -42,6 +42,8 @@ export interface BrokerOptions {
   onDemoted: () => void;
   /** This server now leads with `core` (the metrics of its work follow it). */
   onLeading?: (core: Core) => void;
+  /** A commit of the leader's was durable after `seconds`, answering `pushes` steps (metrics). */
+  onCommitted?: (seconds: number, pushes: number) => void;
 }
 
 export class Broker {
@@ -168,6 +170,7 @@ export class Broker {
     this.#renewedAt = Date.now();
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
+    committer.onCommitted = this.#options.onCommitted ?? null;
     // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
     const legacy = await legacyCheckpoints(snapshot, blobs);
     if (legacy.parts.length > 0) {

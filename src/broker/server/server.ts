@@ -32,6 +32,7 @@ import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./brok
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
 import { JobMetrics } from "./job-metrics.ts";
+import { StoreMetrics } from "./store-metrics.ts";
 
 export const DEFAULT_PORT = 4780;
 /** The `steward` executable pilots run (this checkout's). */
@@ -117,6 +118,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
   const jobMetrics = new JobMetrics(metrics);
+  const storeMetrics = new StoreMetrics(metrics);
   const broker = new Broker({
     store,
     blobs,
@@ -133,6 +135,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       jobMetrics.unwatch();
     },
     onLeading: (core) => jobMetrics.watch(core.reactor),
+    onCommitted: (seconds, steps) => storeMetrics.committed(seconds, steps),
   });
   const core = leadingCore(broker);
   const ports = leadingPorts(broker);

@@ -24,6 +24,11 @@ export class GroupCommitter {
    * what it pushes joins this batch instead of waiting for the next commit.
    */
   beforeBatch: (() => void) | null = null;
+  /**
+   * Called after each commit that wrote something: how long the store took to make it durable
+   * (seconds, from the call to its answer) and how many pushes it answered (server.ts: metrics).
+   */
+  onCommitted: ((seconds: number, pushes: number) => void) | null = null;
 
   constructor(store: Store, term: number) {
     this.store = store;
@@ -74,8 +79,10 @@ export class GroupCommitter {
     const changes = coalescePuts(batch.flatMap((pending) => pending.changes));
     try {
       if (changes.length > 0) {
+        const start = performance.now();
         await this.store.commit(this.term, changes);
         this.commits++;
+        this.onCommitted?.((performance.now() - start) / 1000, batch.length);
       }
       for (const pending of batch) pending.resolve();
     } catch (error) {
