@@ -1,8 +1,8 @@
 // deploy/grafana/steward.json, the Grafana dashboard over the brokers' /metrics: valid JSON with
 // panels, every query on the Prometheus data source variable, and every series, label and template
 // variable its expressions name really there: the series and their labels as the broker's source
-// registers them (checked against a started registry of JobMetrics and StoreMetrics), so that a renamed series fails
-// here rather than leaving an empty panel.
+// registers them (checked against a started registry of JobMetrics and StoreMetrics), so that a
+// renamed series fails here rather than leaving an empty panel.
 
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";

@@ -157,26 +157,46 @@ describe("GroupCommitter", () => {
     expect((await store.load()).meta).toStrictEqual({ k: "later 9" });
   });
 
-  test("onCommitted hears each commit that wrote something: its time and the pushes it answered", async () => {
+  test("onCommitted hears each commit that wrote something: its time and the steps it answered", async () => {
     const slow = new SlowStore(store);
     const committer = new GroupCommitter(slow, TERM);
-    const heard: { seconds: number; pushes: number }[] = [];
-    committer.onCommitted = (seconds, pushes) => heard.push({ seconds, pushes });
+    const heard: { seconds: number; steps: number }[] = [];
+    committer.onCommitted = (seconds, steps) => heard.push({ seconds, steps });
     const first = committer.push([{ op: "setMeta", key: "k", value: "first" }]);
     await nextTurn(); // the first batch is now in flight
     const later = Array.from({ length: 3 }, (_, i) =>
       committer.push([{ op: "setMeta", key: "k", value: `later ${i}` }]),
     );
-    // A flush adds a push with no change to the batch: answered, and counted as one.
+    // A flush adds a marker with no change to the batch: answered, not counted as a step.
     const flushed = committer.flush();
     await Promise.all([first, ...later, flushed]);
-    expect(heard.map((each) => each.pushes)).toStrictEqual([1, 4]);
+    expect(heard.map((each) => each.steps)).toStrictEqual([1, 3]);
     // SlowStore takes at least 5 ms a commit.
     for (const { seconds } of heard) expect(seconds).toBeGreaterThanOrEqual(0.004);
     // Nothing to write: no commit, nothing heard; a failed commit is not heard either.
     await committer.flush();
     await committer.push([BAD]).catch(() => {});
     expect(heard).toHaveLength(2);
+  });
+
+  test("a listener that throws loses no commit: the pushes are answered and later ones commit", async () => {
+    const committer = new GroupCommitter(store, TERM);
+    const thrown: unknown[] = [];
+    const onUncaught = (error: unknown) => thrown.push(error);
+    process.prependListener("uncaughtException", onUncaught);
+    try {
+      committer.onCommitted = () => {
+        throw new Error("listener broke");
+      };
+      await committer.push([{ op: "putJob", job: job("a") }]);
+      await committer.push([{ op: "putJob", job: job("b") }]);
+      await nextTurn();
+      expect((await store.load()).jobs.map((each) => each.id).sort()).toStrictEqual(["a", "b"]);
+      expect(committer.commits).toBe(2);
+    } finally {
+      process.removeListener("uncaughtException", onUncaught);
+    }
+    expect(thrown.map(String)).toStrictEqual(["Error: listener broke", "Error: listener broke"]);
   });
 
   test("a push resolves only once its changes are durable", async () => {

@@ -42,8 +42,8 @@ export interface BrokerOptions {
   onDemoted: () => void;
   /** This server now leads with `core` (the metrics of its work follow it). */
   onLeading?: (core: Core) => void;
-  /** A commit of the leader's was durable after `seconds`, answering `pushes` steps (metrics). */
-  onCommitted?: (seconds: number, pushes: number) => void;
+  /** A commit of the leader's was durable after `seconds`, answering `steps` steps (metrics). */
+  onCommitted?: (seconds: number, steps: number) => void;
 }
 
 export class Broker {

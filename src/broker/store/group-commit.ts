@@ -26,9 +26,10 @@ export class GroupCommitter {
   beforeBatch: (() => void) | null = null;
   /**
    * Called after each commit that wrote something: how long the store took to make it durable
-   * (seconds, from the call to its answer) and how many pushes it answered (server.ts: metrics).
+   * (seconds, from the call to its answer) and how many steps (pushes with changes) it answered
+   * (server.ts: metrics).
    */
-  onCommitted: ((seconds: number, pushes: number) => void) | null = null;
+  onCommitted: ((seconds: number, steps: number) => void) | null = null;
 
   constructor(store: Store, term: number) {
     this.store = store;
@@ -77,16 +78,29 @@ export class GroupCommitter {
     this.#queue = [];
     // A record put by several pushes (or twice by one) is written once, at its last put.
     const changes = coalescePuts(batch.flatMap((pending) => pending.changes));
+    let seconds: number | null = null;
     try {
       if (changes.length > 0) {
         const start = performance.now();
         await this.store.commit(this.term, changes);
         this.commits++;
-        this.onCommitted?.((performance.now() - start) / 1000, batch.length);
+        seconds = (performance.now() - start) / 1000;
       }
       for (const pending of batch) pending.resolve();
     } catch (error) {
       for (const pending of batch) pending.reject(error);
+    }
+    if (seconds !== null) {
+      // The steps: pushes with changes (a flush's marker has none).
+      const steps = batch.reduce((count, pending) => count + (pending.changes.length > 0 ? 1 : 0), 0);
+      try {
+        this.onCommitted?.(seconds, steps);
+      } catch (error) {
+        // The commit is durable and answered all the same; the listener's error goes to the loop.
+        setImmediate(() => {
+          throw error;
+        });
+      }
     }
     this.#busy = false;
     if (this.#queue.length > 0) this.#schedule();
