@@ -12,7 +12,7 @@ import pg from "pg";
 import { Api } from "./api.ts";
 import { type Benchmark, type BenchOptions, figure, median, REPOSITORY, round, since } from "./benchmark.ts";
 import { type Cluster, startCluster } from "./steward-cluster.ts";
-import { type CpuSeconds, freePort, processCpuSeconds, waitForHealth } from "./steward-process.ts";
+import { type CpuSeconds, freePort, metricIn, processCpuSeconds, waitForHealth } from "./steward-process.ts";
 import { COLD, CONCURRENT, CONCURRENT_WARM_UP } from "./submit.ts";
 import { XARGS_PARALLEL, XARGS_TASKS } from "./xargs.ts";
 
@@ -73,26 +73,24 @@ function databaseCpuSeconds(): number {
   return total;
 }
 
-/** The server's counter `name` from /metrics, or null. */
-async function metric(cluster: Cluster, name: string): Promise<number | null> {
-  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(await cluster.api.metrics());
-  return match ? Number(match[1]) : null;
+/** What the store's metrics say so far: its commits, and the sums of its commit histograms. */
+interface StoreTotals {
+  commits: number;
+  commitSeconds: number;
+  commitSteps: number;
 }
 
-/** The commit histograms' sums and counts (steward_store_commit_seconds, _steps), or null. */
-interface CommitTotals {
-  seconds: number;
-  steps: number;
-  count: number;
-}
-
-async function commitTotals(cluster: Cluster): Promise<CommitTotals | null> {
-  const [seconds, steps, count] = await Promise.all([
-    metric(cluster, "steward_store_commit_seconds_sum"),
-    metric(cluster, "steward_store_commit_steps_sum"),
-    metric(cluster, "steward_store_commit_seconds_count"),
-  ]);
-  return seconds === null || steps === null || count === null ? null : { seconds, steps, count };
+/** The store's totals from one scrape of the server's /metrics, or null when one is missing. */
+async function storeTotals(cluster: Cluster): Promise<StoreTotals | null> {
+  const text = await cluster.api.metrics();
+  const [commits, commitSeconds, commitSteps] = [
+    "steward_store_commits",
+    "steward_store_commit_seconds_sum",
+    "steward_store_commit_steps_sum",
+  ].map((name) => metricIn(text, name));
+  return commits === null || commitSeconds === null || commitSteps === null
+    ? null
+    : { commits, commitSeconds, commitSteps };
 }
 
 /** What the broker (the server process), the database and the store did over some work of `units`. */
@@ -100,33 +98,23 @@ class CostMeter {
   readonly #cluster: Cluster;
   readonly #broker: CpuSeconds | null;
   readonly #database: number;
-  readonly #commits: number | null;
-  readonly #totals: CommitTotals | null;
+  readonly #store: StoreTotals | null;
 
   private constructor(
     cluster: Cluster,
     broker: CpuSeconds | null,
     database: number,
-    commits: number | null,
-    totals: CommitTotals | null,
+    store: StoreTotals | null,
   ) {
     this.#cluster = cluster;
     this.#broker = broker;
     this.#database = database;
-    this.#commits = commits;
-    this.#totals = totals;
+    this.#store = store;
   }
 
   static async start(cluster: Cluster): Promise<CostMeter> {
-    const commits = await metric(cluster, "steward_store_commits");
-    const totals = await commitTotals(cluster);
-    return new CostMeter(
-      cluster,
-      processCpuSeconds(cluster.serverPid),
-      databaseCpuSeconds(),
-      commits,
-      totals,
-    );
+    const store = await storeTotals(cluster);
+    return new CostMeter(cluster, processCpuSeconds(cluster.serverPid), databaseCpuSeconds(), store);
   }
 
   /**
@@ -136,23 +124,22 @@ class CostMeter {
   async per(units: number) {
     const broker = processCpuSeconds(this.#cluster.serverPid);
     const database = databaseCpuSeconds();
-    const commits = await metric(this.#cluster, "steward_store_commits");
-    const totals = await commitTotals(this.#cluster);
-    const made = totals && this.#totals ? totals.count - this.#totals.count : 0;
+    const store = await storeTotals(this.#cluster);
+    const before = this.#store;
+    const made = store && before ? store.commits - before.commits : 0;
     return {
       brokerCpuMs:
         broker && this.#broker
           ? round(((broker.user + broker.system - this.#broker.user - this.#broker.system) * 1000) / units, 3)
           : null,
       databaseCpuMs: round(((database - this.#database) * 1000) / units, 3),
-      storeCommits:
-        commits !== null && this.#commits !== null ? round((commits - this.#commits) / units, 3) : null,
+      storeCommits: store && before ? round(made / units, 3) : null,
       commitMs:
-        totals && this.#totals && made > 0
-          ? round(((totals.seconds - this.#totals.seconds) * 1000) / made, 3)
+        store && before && made > 0
+          ? round(((store.commitSeconds - before.commitSeconds) * 1000) / made, 3)
           : null,
       stepsPerCommit:
-        totals && this.#totals && made > 0 ? round((totals.steps - this.#totals.steps) / made, 2) : null,
+        store && before && made > 0 ? round((store.commitSteps - before.commitSteps) / made, 2) : null,
     };
   }
 }

@@ -31,7 +31,7 @@ import {
   type SimulatedHost,
 } from "./simulated-hosts.ts";
 import { waitsWithSlotFree } from "./slot-free-wait.ts";
-import { startSteward } from "./steward-process.ts";
+import { metricIn, startSteward } from "./steward-process.ts";
 
 const TRACE = process.env.STEWARD_LCG_TRACE ?? join(REPOSITORY, "bench/workloads/LCG-2005-1.swf.gz");
 const JOBS =
@@ -63,8 +63,8 @@ const REST_MS = 20_000;
 async function heapMb(api: Api) {
   const text = await api.metrics();
   const read = (name: string) => {
-    const match = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
-    return match ? round(Number(match[1]) / 1048576, 1) : null;
+    const bytes = metricIn(text, name);
+    return bytes === null ? null : round(bytes / 1048576, 1);
   };
   const spaces: Record<string, number> = {};
   for (const match of text.matchAll(/^nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)$/gm))

@@ -232,6 +232,12 @@ export function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boo
   });
 }
 
+/** The value of the series `name` (its first sample, any labels) in a /metrics text, or null. */
+export function metricIn(text: string, name: string): number | null {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text);
+  return match ? Number(match[1]) : null;
+}
+
 export async function startSteward(options: StewardOptions): Promise<Steward> {
   const root = mkdtempSync(join(tmpdir(), `steward-bench-${options.label}-`));
   const dataDir = join(root, "data");
@@ -340,9 +346,7 @@ export async function startSteward(options: StewardOptions): Promise<Steward> {
       async metric(name: string) {
         // /metrics takes a token of any role (unless the server runs with --metrics-open).
         const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
-        const text = await response.text();
-        const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text);
-        return match ? Number(match[1]) : null;
+        return metricIn(await response.text(), name);
       },
       stop,
     };

@@ -68,11 +68,8 @@ export class GroupCommitter {
     try {
       this.beforeBatch?.();
     } catch (error) {
-      // What it failed at is not this batch's: the batch is committed all the same, and the
-      // error goes where an error of the event loop goes.
-      setImmediate(() => {
-        throw error;
-      });
+      // What it failed at is not this batch's: the batch is committed all the same.
+      throwOnLoop(error);
     }
     const batch = this.#queue;
     this.#queue = [];
@@ -90,19 +87,25 @@ export class GroupCommitter {
     } catch (error) {
       for (const pending of batch) pending.reject(error);
     }
-    if (seconds !== null) {
+    const listener = this.onCommitted;
+    if (seconds !== null && listener) {
       // The steps: pushes with changes (a flush's marker has none).
       const steps = batch.reduce((count, pending) => count + (pending.changes.length > 0 ? 1 : 0), 0);
       try {
-        this.onCommitted?.(seconds, steps);
+        listener(seconds, steps);
       } catch (error) {
-        // The commit is durable and answered all the same; the listener's error goes to the loop.
-        setImmediate(() => {
-          throw error;
-        });
+        // The commit is durable and answered all the same.
+        throwOnLoop(error);
       }
     }
     this.#busy = false;
     if (this.#queue.length > 0) this.#schedule();
   }
+}
+
+/** Throws `error` from a turn of its own, where an error of the event loop goes: not into a batch. */
+function throwOnLoop(error: unknown): void {
+  setImmediate(() => {
+    throw error;
+  });
 }
