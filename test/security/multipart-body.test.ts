@@ -158,7 +158,11 @@ describe("a body that stops short of its Content-Length", () => {
     expect(answer.ms).toBeLessThan(BODY_TIMEOUT_SECONDS * 1000 + 2000);
     expect(failures).toStrictEqual([]);
     expect(await jobCount()).toBe(0);
-    expect(blobEntries()).toStrictEqual(blobsBefore);
+    // The 408 comes from the body's watcher (body-timeout.ts), apart from the route: the route
+    // removes what it stored of the job once it sees the body cut short, which may be just after
+    // the client has its answer. So the blob store is back as it was soon after, not at once (a
+    // 400 is the route's own answer, sent after its removal, and is checked at once above).
+    await expect.poll(blobEntries, { timeout: 5000, interval: 50 }).toStrictEqual(blobsBefore);
   });
 
   it("is answered 408 for a JSON body too", async () => {
