@@ -77,7 +77,7 @@ function queryableSeries(registered: Map<string, string[]>, histograms: Set<stri
 
 const dashboard = JSON.parse(readFileSync(join(ROOT, "deploy/grafana/steward.json"), "utf8")) as Dashboard;
 
-function jobMetricsRegistry(): { names: Map<string, string[]>; histograms: Set<string> } {
+function brokerMetricsRegistry(): { names: Map<string, string[]>; histograms: Set<string> } {
   const registry = new Registry();
   new JobMetrics(registry);
   new StoreMetrics(registry);
@@ -120,7 +120,7 @@ describe("the Grafana dashboard", () => {
 
   it("names only series the broker registers, with their labels, and only its own variables", () => {
     const registered = registeredSeries();
-    const { names, histograms } = jobMetricsRegistry();
+    const { names, histograms } = brokerMetricsRegistry();
     // The source is read right: it finds what a started registry has, labels and all.
     for (const [name, labels] of names) expect(registered.get(name), name).toEqual(labels);
     expect(registered.has("steward_jobs")).toBe(true);
