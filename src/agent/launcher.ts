@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
+import { inheritedEnvironment } from "./inherited-environment.ts";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
 const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
@@ -234,6 +235,8 @@ export class Launcher extends EventEmitter<{ started: [LaunchedJob]; exited: [st
     // Its own session: a terminal's Ctrl-C to the agent does not reach the launcher or the jobs.
     const child = spawn(program, args, {
       cwd: this.root,
+      // Jobs inherit the launcher's environment: the agent's, less Steward's own settings.
+      env: inheritedEnvironment(process.env),
       stdio: ["pipe", "pipe", "ignore"],
       detached: true,
     });

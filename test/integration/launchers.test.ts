@@ -40,7 +40,14 @@ describe.each(["c", "perl", "sh"])("the %s launcher", (launcher) => {
       agents: 1,
       slots: 2,
       args: ["--no-enforce"],
-      env: { STEWARD_LAUNCHER: launcher, AGENT_MARK: "from the agent" },
+      env: {
+        STEWARD_LAUNCHER: launcher,
+        AGENT_MARK: "from the agent",
+        // Steward's own settings in the shell that started `up`: none reaches a job.
+        STEWARD_LOG_LEVEL: "info",
+        STEWARD_JOIN_TOKEN: "not-the-job's",
+        STEWARD_LAUNCHER_CACHE: join(tempDir(), "launcher-cache"),
+      },
     });
   }, 30_000);
 
@@ -91,6 +98,27 @@ describe.each(["c", "perl", "sh"])("the %s launcher", (launcher) => {
     expect([mark, own, index]).toEqual(["from the agent", "the job's", "0"]);
     expect(home).toBe(process.env.HOME);
     expect(pwd).toMatch(/\/attempts\/\d+\.0\.1\/run$/);
+  });
+
+  it("gives the job none of Steward's own settings from the agent's environment, only the STEWARD_* set for it", async () => {
+    const { id } = await api(steward, "POST", "/api/v1/jobs", {
+      command: ["/bin/sh", "-c", "env | grep -o '^STEWARD_[A-Z_]*' | sort"],
+      env: { STEWARD_MINE: "the job's own" },
+    });
+    expect((await waitForJobEnd(steward, id, 30_000)).state).toBe("succeeded");
+    const names = (await logsOf(steward, id)).trim().split("\n");
+    expect(names).toContain("STEWARD_MINE");
+    expect(names).toContain("STEWARD_TASK_INDEX");
+    for (const setting of [
+      "STEWARD_LOG_LEVEL",
+      "STEWARD_JOIN_TOKEN",
+      "STEWARD_LAUNCHER_CACHE",
+      "STEWARD_LAUNCHER",
+      "STEWARD_COMPILE_CACHE",
+      "STEWARD_URL",
+      "STEWARD_TOKEN",
+    ])
+      expect(names).not.toContain(setting);
   });
 
   it("gives the job its words and variables byte for byte", async () => {
