@@ -11,7 +11,13 @@ import {
   evaluateRank,
   evaluateRequirement,
 } from "../../src/common/model/cel.ts";
-import { EvaluationLimitError, guardTree, runGuarded } from "../../src/common/model/cel-guard.ts";
+import {
+  EVALUATION_MAX_MS,
+  EVALUATION_MAX_STEPS,
+  EvaluationLimitError,
+  guardTree,
+  runGuarded,
+} from "../../src/common/model/cel-guard.ts";
 import { facts } from "../helpers/core-harness.ts";
 
 const environment = new Environment({ homogeneousAggregateLiterals: false }).registerVariable({
@@ -86,6 +92,50 @@ describe("the guard at evaluation", () => {
     expect((value as Error).message).toMatch(message);
     // A few milliseconds on a quiet machine; the margin is for a busy one.
     expect(ms).toBeLessThan(200);
+  });
+
+  it.each([
+    ["two comprehensions over 1000-element lists", `${L}.exists(a, ${L}.exists(b, a + b < 0))`],
+    ["all, which goes on through errors", `${L}.all(a, ${L}.all(b, a + b >= 0))`],
+    ["map", `${L}.map(a, ${L}.map(b, a + b)).size() > 0`],
+  ])("stops %s at the step limit itself, with a clock that never moves", (_name, source) => {
+    // The step limit holds apart from the clock: an expression over it is stopped for its steps,
+    // not its time (which a later pass would try again), however fast the machine.
+    const evaluate = environment.parse(source);
+    guardTree(evaluate.ast);
+    let value: unknown;
+    try {
+      value = runGuarded(
+        () => evaluate({ host: HOST }),
+        () => 0,
+      );
+    } catch (error) {
+      value = error;
+    }
+    expect(value).toBeInstanceOf(EvaluationLimitError);
+    expect((value as EvaluationLimitError).message).toBe(
+      `evaluation stopped at the limit of ${EVALUATION_MAX_STEPS} steps`,
+    );
+    expect((value as EvaluationLimitError).outOfTime).toBe(false);
+  });
+
+  it("stops an evaluation that runs past its time, as out of time, on the clock it is given", () => {
+    const evaluate = environment.parse(`${L}.exists(a, ${L}.exists(b, a + b < 0))`);
+    guardTree(evaluate.ast);
+    let now = 0;
+    // Each read of the clock is a millisecond later than the one before.
+    const clock = () => now++;
+    let value: unknown;
+    try {
+      value = runGuarded(() => evaluate({ host: HOST }), clock);
+    } catch (error) {
+      value = error;
+    }
+    expect(value).toBeInstanceOf(EvaluationLimitError);
+    expect((value as EvaluationLimitError).message).toBe(
+      `evaluation stopped at the limit of ${EVALUATION_MAX_MS} ms`,
+    );
+    expect((value as EvaluationLimitError).outOfTime).toBe(true);
   });
 
   it("runs a regular expression that backtracks exponentially in linear time", () => {

@@ -365,6 +365,20 @@ describe("a scheduling pass with preemption and rescheduling", () => {
     expect(plan.stop).toStrictEqual([]);
   });
 
+  it("does not move when the move's cost brings the gain under the threshold, on a host fast enough to pass the speed filter", () => {
+    // 900 s left on speed 5, 90 s on speed 50: gain 0.9 with no cost; a checkpoint that takes 720 s
+    // to move (twice its size at the rate) leaves 0.1, above nothing but under the threshold (0.3).
+    const hosts = [host("slow", 1, 0, 5), host("fast", 1, 1, 50)];
+    const bytes = (720 * DEFAULT_POLICY.transferBytesPerSecond) / 2;
+    const heavy = running("heavy", "slow", progress(0.1, 100), { checkpointBytes: bytes });
+    const move = bestMove(heavy, hosts[0], [hosts[1]], NOW, DEFAULT_POLICY);
+    expect(move?.gain).toBeCloseTo(0.1, 6);
+    expect(schedule({ now: NOW, jobs: [], hosts, running: () => [heavy] }).stop).toStrictEqual([]);
+    // The same task with a checkpoint that moves in 90 s (gain 0.8) moves.
+    const light = running("light", "slow", progress(0.1, 100), { checkpointBytes: bytes / 8 });
+    expect(schedule({ now: NOW, jobs: [], hosts, running: () => [light] }).stop).toHaveLength(1);
+  });
+
   it("does not move when the gain is under the threshold, or the task is nearly done", () => {
     const hosts = [host("slow", 1, 0, 10), host("fast", 1, 1, 12)];
     expect(

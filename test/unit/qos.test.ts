@@ -444,6 +444,13 @@ describe("a job's priority orders its owner's own jobs only", () => {
     expect(starts(pass(jobs, [host("h1", 2)]))).toStrictEqual(["j2", "j3"]);
   });
 
+  it("one user's own jobs: the higher QoS tier first, whatever the priorities", () => {
+    // alice's normal job of priority 5, submitted first, and her high-tier job: one slot.
+    const jobs = [job("j1", "alice", { priority: 5 }), job("j2", "alice", { qos: "high", qosPriority: 10 })];
+    expect(starts(pass(jobs, [host("h1", 1)]))).toStrictEqual(["j2"]);
+    expect(compareQueueOrder(jobs[1], jobs[0])).toBeLessThan(0);
+  });
+
   it("between users, the higher QoS tier goes first, whatever the priorities", () => {
     const jobs = [
       job("j1", "bob", { priority: 1_000_000 }),
