@@ -1,7 +1,10 @@
 // Guarantee 2: running work survives the broker and the agent. kill -9 of the server while tasks
 // run, or of an agent process alone: after a restart every task succeeds with exactly one attempt.
 
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { readProcStat } from "../../src/agent/job-process.ts";
 import {
   type AgentProcess,
   api,
@@ -121,6 +124,15 @@ it("cancel reaches an attempt whose agent was away when it was asked", async () 
   const { id } = await api(server, "POST", "/api/v1/jobs", { command: "sleep 60" });
   const job = await allRunning(server, id);
   expect(job.tasks[0].attempts[0].host).toBe("away");
+  // The job's process, told by its pid and start time (a pid may be reused): it must end, not just
+  // be reported so.
+  const pidFile = join(agent.work, "attempts", `${id}.0.1`, "pid");
+  const [pidLine, startTicks] = await waitFor("the job's pid and start time", () => {
+    const lines = readFileSync(pidFile, "utf8").split("\n").filter(Boolean);
+    return lines.length === 2 ? lines : null;
+  });
+  const pid = Number(pidLine);
+  expect(readProcStat(pid)?.startTicks).toBe(startTicks);
   await agent.kill9();
   await api(server, "POST", `/api/v1/jobs/${id}/cancel`, {});
   const again = await startAgentProcess({
@@ -135,6 +147,8 @@ it("cancel reaches an attempt whose agent was away when it was asked", async () 
   expect(ended.state).toBe("cancelled");
   expect(ended.tasks[0].attempts).toHaveLength(1);
   expect(ended.tasks[0].attempts[0].outcome).toBe("cancelled");
+  const left = readProcStat(pid);
+  expect(left === null || left.startTicks !== startTicks || left.state === "Z").toBe(true);
 }, 60_000);
 
 it("an agent with a wrong join token is refused and exits 3", async () => {

@@ -6,6 +6,13 @@ import { api, cleanup, type StewardProcess, startUp, waitForJobEnd } from "../he
 
 let steward: StewardProcess;
 
+async function logsOf(on: StewardProcess, id: string): Promise<string> {
+  const response = await fetch(`${on.url}/api/v1/jobs/${id}/logs?task=0`, {
+    headers: { authorization: `Bearer ${on.token}` },
+  });
+  return response.text();
+}
+
 beforeAll(async () => {
   steward = await startUp({ agents: 1, slots: 2 });
 });
@@ -45,14 +52,19 @@ it("a job always failing ends failed after 3 attempts, backing off between them"
 });
 
 it("timeLimitSeconds kills the attempt's process group and ends it timed_out", async () => {
+  // The shell leading the group outlives its SIGTERM (a trap) and waits for its child, a sleep in
+  // its group: only a signal to the whole group ends the sleep, and so the job, before the grace
+  // period's SIGKILL (20 s); a signal to the leader alone would leave it waiting for that.
   const { id } = await api(steward, "POST", "/api/v1/jobs", {
-    command: "sleep 30",
+    command:
+      'trap "echo leader got TERM" TERM; sleep 60 & child=$!; wait $child; wait $child; echo "child ended $?"',
     timeLimitSeconds: 1,
-    checkpoint: { intervalSeconds: 60, graceSeconds: 1 },
+    checkpoint: { intervalSeconds: 60, graceSeconds: 20 },
   });
-  const job = await waitForJobEnd(steward, id, 20_000);
+  const job = await waitForJobEnd(steward, id, 40_000);
   expect(job.state).toBe("failed");
   expect(job.tasks[0].attempts[0]).toMatchObject({ outcome: "timed_out" });
   const took = Date.parse(job.tasks[0].attempts[0].endedAt!) - Date.parse(job.tasks[0].attempts[0].startedAt);
-  expect(took).toBeLessThan(5000);
+  expect(took).toBeLessThan(8000);
+  expect(await logsOf(steward, id)).toBe("leader got TERM\nchild ended 143\n");
 });
