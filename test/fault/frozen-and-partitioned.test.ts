@@ -106,6 +106,8 @@ it("a partitioned agent's task succeeds once elsewhere and its late result is ig
   const namespace = `stw${process.pid % 100000}`;
   const subnet = `10.${200 + (process.pid % 50)}.${process.pid % 250}`;
   if (!makeNamespace(namespace, subnet)) {
+    // .ci/run installs iproute2 and runs as root: there the partition must be tested, not skipped.
+    if (process.env.CI) throw new Error("network namespaces cannot be made here (needs root and iproute2)");
     context.skip("network namespaces cannot be made here (needs root and iproute2): partition test skipped");
     return;
   }

@@ -160,6 +160,7 @@ describe("backup and restore", () => {
 
   it("answers 501 on a PostgreSQL store, naming pg_dump", async (context) => {
     const unreachable = await postgresUnreachable();
+    if (unreachable && process.env.CI) throw new Error(`PostgreSQL unreachable: ${unreachable}`);
     if (unreachable) return context.skip(unreachable);
     const schema = freshSchema();
     const server = await startServerProcess({ args: ["--store", urlWithSchema(schema)] });

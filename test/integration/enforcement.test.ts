@@ -164,7 +164,10 @@ it("a job's process that keeps forking in a session of its own is gone with all 
 it("an attempt's cgroup is made in the v1 hierarchies it needs: devices only on a host with GPUs, no freezer", (context) => {
   skipUnlessEnforced(context, unavailable);
   const found = readLayout();
-  if (!("layout" in found) || found.layout.version !== 1) return context.skip("not cgroup v1");
+  if (!("layout" in found) || found.layout.version !== 1)
+    return context.skip(
+      `this machine's controllers are on cgroup ${"layout" in found ? `v${found.layout.version}` : "neither version"}, not v1: the v1 hierarchies are checked where they are`,
+    );
   const layout = found.layout;
   const hierarchies = (gpus: boolean): string[] => {
     const chosen = openEnforcement("hierarchies", tempDir("steward-hierarchies-"), layout, gpus);
