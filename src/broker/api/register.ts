@@ -37,7 +37,7 @@ import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
-import { placedForRequest } from "./job-file-source.ts";
+import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
 import type { ApiPorts } from "./ports.ts";
@@ -189,7 +189,13 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
       });
     }
     if (error instanceof InvalidRequestError) {
-      return reply.code(400).send({ error: { code: "invalid", field: error.field, message: error.message } });
+      // A field of the job file sent as text is named with its place, as the file's own errors are.
+      const { message, place } = placedRefusal(request, error.field, error.message);
+      return reply
+        .code(400)
+        .send({
+          error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
+        });
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (error instanceof NotLeaderError || error instanceof StaleTermError) {

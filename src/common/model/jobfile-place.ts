@@ -6,14 +6,18 @@
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { type FieldPath, JobFileError, type TextPlace } from "./jobfile-error.ts";
 
-/** The place of `path` in `text`; null when the text is not a document of YAML (or is empty). */
-export function placeOfField(text: string, path: FieldPath): TextPlace | null {
+/**
+ * The place of `path` in `text`; null when the text is not a document of YAML (or is empty), or,
+ * `exact`, when the text does not have the field itself.
+ */
+export function placeOfField(text: string, path: FieldPath, exact = false): TextPlace | null {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false });
   if (doc.errors.length > 0) return null;
   let node: unknown = doc.contents;
   if (!isNodeWithRange(node)) return null;
   let offset = node.range[0];
+  let found = 0;
   for (const part of path) {
     let next: unknown;
     if (isMap(node)) {
@@ -28,7 +32,9 @@ export function placeOfField(text: string, path: FieldPath): TextPlace | null {
       next = item;
     } else break;
     node = next;
+    found++;
   }
+  if (exact && found < path.length) return null;
   const { line, col } = lines.linePos(offset);
   return { line, column: col };
 }
