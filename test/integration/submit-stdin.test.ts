@@ -78,6 +78,8 @@ describe("steward submit -", () => {
     expect(unknown.stderr).toContain("standard input: line 2, column 1: colour: unknown key");
     const missing = await withStdin(["submit", "-"], "command: 'true'\ninputs: [absent.txt]\n", work);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("standard input: line 2, column 10: inputs[0]: absent.txt: no such file in");
+    expect(missing.stderr).toContain(
+      "standard input: line 2, column 10: inputs[0]: absent.txt: no such file in",
+    );
   });
 });

@@ -191,11 +191,9 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     if (error instanceof InvalidRequestError) {
       // A field of the job file sent as text is named with its place, as the file's own errors are.
       const { message, place } = placedRefusal(request, error.field, error.message);
-      return reply
-        .code(400)
-        .send({
-          error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
-        });
+      return reply.code(400).send({
+        error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
+      });
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (error instanceof NotLeaderError || error instanceof StaleTermError) {
