@@ -1,12 +1,14 @@
 // Reading a job file (or standard input, `-`) on the client: parse it, check that its inputs exist and stay inside the job
 // file's folder, and build the request. The schema is the server's to check (it answers 400 naming
-// the field, which `submit` prints as the job file's error): the CLI does not load the schema's
-// libraries, so a submit starts in a tenth of a second. A job file that names no inputs is not even
-// parsed here: its text goes as it is (application/yaml), and the server parses it the same way.
+// the field and its line and column, which `submit` prints as the job file's error): the CLI does
+// not load the schema's libraries, so a submit starts in a tenth of a second. The file's text goes
+// as it is (application/yaml, or the multipart `job` field), so that the server's errors point
+// into it; a job file that names no inputs is not even parsed here.
 
 import { existsSync, openAsBlob, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, resolve } from "node:path";
 import { JobFileError } from "../common/model/jobfile-error.ts";
+import { placeJobFileError } from "../common/model/jobfile-place.ts";
 import { parseJobFileText } from "../common/model/jobfile-text.ts";
 import { CliError } from "./cli-error.ts";
 
@@ -15,6 +17,8 @@ export interface LoadedJobFile {
   raw: Record<string, unknown> | null;
   /** The job file's text, when it is sent as it is. */
   text?: string;
+  /** The job file's text as read, sent in its place (absent: a job made from `run`'s flags). */
+  source?: string;
   /** The input files named (valid relative paths only; the server refuses the others). */
   inputs: string[];
   folder: string;
@@ -34,19 +38,24 @@ export function loadJobFile(path: string): LoadedJobFile {
   if (!fromStdin && !existsSync(path)) throw new CliError(`no such job file: ${path}`, 2);
   const folder = fromStdin ? process.cwd() : dirname(resolve(path));
   const label = fromStdin ? "standard input" : path;
+  const text = readFileSync(fromStdin ? 0 : path, "utf8");
   try {
-    const text = readFileSync(fromStdin ? 0 : path, "utf8");
     // No inputs to find and upload: the YAML parser (a fifth of a submit's time) is not loaded.
-    if (!/inputs/.test(text)) return { raw: null, text, inputs: [], folder };
+    if (!/inputs/.test(text)) return { raw: null, text, source: text, inputs: [], folder };
     const raw = parseJobFileText(text);
     if (typeof raw !== "object" || raw === null || Array.isArray(raw))
       throw new JobFileError("", "a job file is a mapping of fields (command, inputs, ...)");
     const record = raw as Record<string, unknown>;
-    return { raw: record, inputs: inputFiles(record.inputs, folder), folder };
+    return { raw: record, source: text, inputs: inputFiles(record.inputs, folder), folder };
   } catch (error) {
-    if (error instanceof JobFileError) throw new CliError(`${label}: ${error.message}`, 2);
+    if (error instanceof JobFileError) throw jobFileCliError(label, error, text);
     throw error;
   }
+}
+
+/** A job file's error found here, as the server would word it: `job.yaml: line 3, column 3: ...` (exit 2). */
+function jobFileCliError(label: string, error: JobFileError, text: string): CliError {
+  return new CliError(`${label}: ${placeJobFileError(error, text).message}`, 2);
 }
 
 /**
@@ -76,7 +85,8 @@ export async function submissionBody(
   if (job.text !== undefined) return { body: job.text, headers: { "content-type": "application/yaml" } };
   if (job.inputs.length === 0) return { json: job.raw };
   const form = new FormData();
-  form.set("job", JSON.stringify(job.raw));
+  // The text as read, so that the server's errors name its lines (it reads JSON or YAML).
+  form.set("job", job.source ?? JSON.stringify(job.raw));
   for (const input of job.inputs) {
     form.append(input, await openAsBlob(join(job.folder, input)), input);
   }
@@ -113,7 +123,7 @@ export function loadWorkflowFile(job: LoadedJobFile, label: string): LoadedWorkf
       raw = parsed as Record<string, unknown>;
     }
     if (!("jobs" in raw)) return null;
-    text ??= JSON.stringify(raw);
+    text ??= job.source ?? JSON.stringify(raw);
     const inputs = new Map<string, string[]>();
     const jobs = raw.jobs;
     if (jobs !== null && typeof jobs === "object" && !Array.isArray(jobs)) {
@@ -123,18 +133,14 @@ export function loadWorkflowFile(job: LoadedJobFile, label: string): LoadedWorkf
           const found = inputFiles((each as Record<string, unknown>).inputs, job.folder);
           if (found.length > 0) inputs.set(name, found);
         } catch (error) {
-          if (error instanceof JobFileError)
-            throw new JobFileError(
-              `jobs.${name}.${error.field}`,
-              error.message.slice(error.field.length + 2),
-            );
+          if (error instanceof JobFileError) throw error.under(["jobs", name]);
           throw error;
         }
       }
     }
     return { raw, text, inputs, folder: job.folder };
   } catch (error) {
-    if (error instanceof JobFileError) throw new CliError(`${label}: ${error.message}`, 2);
+    if (error instanceof JobFileError) throw jobFileCliError(label, error, job.source ?? "");
     throw error;
   }
 }
@@ -148,7 +154,8 @@ export async function workflowBody(
 ): Promise<{ body: FormData | string; headers?: Record<string, string> }> {
   if (file.inputs.size === 0) return { body: file.text, headers: { "content-type": "application/yaml" } };
   const form = new FormData();
-  form.set("workflow", JSON.stringify(file.raw));
+  // The text as read, so that the server's errors name its lines (it reads JSON or YAML).
+  form.set("workflow", file.text);
   for (const [name, inputs] of file.inputs)
     for (const input of inputs)
       form.append(`${name}/${input}`, await openAsBlob(join(file.folder, input)), input);

@@ -153,8 +153,19 @@ browserTests(() => {
     await page.goto(`${server.url}/#/submit`);
     await page.fill("#jobfile", "name: bad\ncommand: true\nbogus: 1\n");
     await page.click("form.submit button[type=submit]");
-    await expect.poll(() => page.textContent("#jobfile-error")).toBe("bogus (line 3): unknown key");
+    await expect.poll(() => page.textContent("#jobfile-error")).toBe("line 3, column 1: bogus: unknown key");
     expect(await page.getAttribute("#jobfile", "aria-invalid")).toBe("true");
+    // The message the CLI prints for the same file, and the caret on the key it names.
+    await page.fill("#jobfile", "name: bad\ncomand: true\n");
+    await page.click("form.submit button[type=submit]");
+    await expect
+      .poll(() => page.textContent("#jobfile-error"))
+      .toBe("line 2, column 1: comand: unknown key (did you mean command?)");
+    const caret = await page.$eval(
+      "#jobfile",
+      (area) => (area as unknown as { selectionStart: number }).selectionStart,
+    );
+    expect(caret).toBe("name: bad\n".length);
     expect(((await api(server, "GET", "/api/v1/jobs?all=1")) as unknown[]).length).toBe(before);
     // A good one goes to its job's page.
     await page.fill("#jobfile", "name: good\ncommand: echo fine\n");

@@ -244,14 +244,14 @@ describe("steward submit --dry-run", () => {
     const real = await cli(steward, ["submit", "bad.yaml"], { cwd: work });
     expect(dry.code).toBe(2);
     expect(real.code).toBe(2);
-    expect(dry.stderr).toContain("bad.yaml: colour: unknown key");
+    expect(dry.stderr).toContain("bad.yaml: line 2, column 1: colour: unknown key");
     expect(dry.stderr).toBe(real.stderr);
     const dependency = await withStdin(
       ["submit", "--dry-run", "-"],
       "command: hostname\ndependsOn: ['999999']\n",
     );
     expect(dependency.code).toBe(2);
-    expect(dependency.stderr).toContain("standard input: dependsOn[0]: no job 999999");
+    expect(dependency.stderr).toContain("standard input: line 2, column 13: dependsOn[0]: no job 999999");
   });
 
   it("answers the explanation in JSON, with a dry run's id", async () => {

@@ -75,9 +75,11 @@ describe("steward submit -", () => {
   it("names standard input in a job file's error, and refuses a missing input", async () => {
     const unknown = await withStdin(["submit", "-"], "command: 'true'\ncolour: red\n", work);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain("standard input: colour: unknown key");
+    expect(unknown.stderr).toContain("standard input: line 2, column 1: colour: unknown key");
     const missing = await withStdin(["submit", "-"], "command: 'true'\ninputs: [absent.txt]\n", work);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain("standard input: inputs[0]: absent.txt: no such file in");
+    expect(missing.stderr).toContain(
+      "standard input: line 2, column 10: inputs[0]: absent.txt: no such file in",
+    );
   });
 });

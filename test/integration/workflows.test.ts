@@ -52,7 +52,7 @@ describe("a workflow file", () => {
     );
     const cycle = await cli(alice, ["submit", cyclic]);
     expect(cycle.code).toBe(2);
-    expect(cycle.stderr).toContain("cycle.yaml: jobs: cycle: a -> b -> a");
+    expect(cycle.stderr).toContain("cycle.yaml: line 2, column 36: jobs.a.dependsOn[0]: cycle: a -> b -> a");
     const unknown = join(folder, "unknown.yaml");
     writeFileSync(unknown, "jobs:\n  a: {command: 'true'}\n  c: {command: 'true', dependsOn: [a, x]}\n");
     const named = await cli(alice, ["submit", unknown]);

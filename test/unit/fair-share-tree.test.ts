@@ -93,7 +93,9 @@ accounts:
   });
 
   it("refuses text that is not YAML", () => {
-    expect(() => parseSharesFile("accounts:\n  a: {shares: 1\n")).toThrow(/^not valid YAML or JSON/);
+    expect(() => parseSharesFile("accounts:\n  a: {shares: 1\n")).toThrow(
+      /^line 3, column 1: not valid YAML or JSON/,
+    );
   });
 });
 

@@ -114,18 +114,22 @@ describe("validateJobSpec defaults", () => {
 
 describe("validateJobSpec rejects unknown keys", () => {
   it.each([
-    [{ command: "x", bogus: 1 }, "bogus"],
-    [{ command: "x", memoryMb: 5 }, "memoryMb"],
-    [{ command: "x", resources: { gpu: 1 } }, "resources.gpu"],
-    [{ command: "x", resources: { cpus: 2, gpu: 1 } }, "resources.gpu"],
-    [{ command: "x", retry: { foo: 1 } }, "retry.foo"],
-    [{ command: "x", checkpoint: { every: 5 } }, "checkpoint.every"],
-    [{ command: "x", array: { count: 3, size: 3 } }, "array.size"],
-    [{ command: "x", contract: { minProgressPerMinute: 1, graceSeconds: 5, window: 3 } }, "contract.window"],
-  ])("%j -> %s", (input, field) => {
+    [{ command: "x", bogus: 1 }, "bogus", ""],
+    [{ command: "x", memoryMb: 5 }, "memoryMb", " (did you mean resources.memoryMb?)"],
+    [{ command: "x", resources: { gpu: 1 } }, "resources.gpu", " (did you mean gpus?)"],
+    [{ command: "x", resources: { cpus: 2, gpu: 1 } }, "resources.gpu", " (did you mean gpus?)"],
+    [{ command: "x", retry: { foo: 1 } }, "retry.foo", ""],
+    [{ command: "x", checkpoint: { every: 5 } }, "checkpoint.every", ""],
+    [{ command: "x", array: { count: 3, size: 3 } }, "array.size", ""],
+    [
+      { command: "x", contract: { minProgressPerMinute: 1, graceSeconds: 5, window: 3 } },
+      "contract.window",
+      "",
+    ],
+  ])("%j -> %s", (input, field, suggestion) => {
     const error = rejection(input);
     expect(error.field).toBe(field);
-    expect(error.message).toBe(`${field}: unknown key`);
+    expect(error.message).toBe(`${field}: unknown key${suggestion}`);
   });
 
   it("names the unknown key array.size even when array.count is missing", () => {
@@ -323,7 +327,7 @@ describe("parseJobFileText", () => {
     }
     expect(caught).toBeInstanceOf(JobFileError);
     expect((caught as JobFileError).field).toBe("");
-    expect((caught as JobFileError).message).toMatch(/^not valid YAML or JSON: /);
+    expect((caught as JobFileError).message).toMatch(/^line 1, column 11: not valid YAML or JSON: /);
   });
 
   it.each([["- a\n- b"], ["just text"], [""], ["42"], ["null"]])(

@@ -51,12 +51,12 @@ describe("validateWorkflowFile refuses, naming the field", () => {
       { jobs: { a: job(["12"]) } },
       "jobs.a.dependsOn[0]: no job named 12 in the workflow",
     ],
-    ["a job on itself", { jobs: { a: job(["a"]) } }, "jobs: cycle: a -> a"],
-    ["a cycle of two", { jobs: { a: job(["b"]), b: job(["a"]) } }, "jobs: cycle: a -> b -> a"],
+    ["a job on itself", { jobs: { a: job(["a"]) } }, "jobs.a.dependsOn[0]: cycle: a -> a"],
+    ["a cycle of two", { jobs: { a: job(["b"]), b: job(["a"]) } }, "jobs.a.dependsOn[0]: cycle: a -> b -> a"],
     [
       "a cycle past a root",
       { jobs: { r: job(), a: job(["r", "c"]), b: job(["a"]), c: job(["b"]) } },
-      "jobs: cycle: a -> c -> b -> a",
+      "jobs.a.dependsOn[1]: cycle: a -> c -> b -> a",
     ],
     [
       "tasks: same with arrays of different sizes",

@@ -37,6 +37,7 @@ import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
+import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
 import type { ApiPorts } from "./ports.ts";
@@ -179,8 +180,20 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     if (hasZodFastifySchemaValidationErrors(error)) {
       return reply.code(400).send(validationAnswer(error.validationContext, error.validation));
     }
-    if (error instanceof JobFileError || error instanceof InvalidRequestError) {
-      return reply.code(400).send({ error: { code: "invalid", field: error.field, message: error.message } });
+    if (error instanceof JobFileError) {
+      // The line and column of the field, when the file came as text (job-file-source.ts).
+      const placed = placedForRequest(request, error);
+      const { line, column } = placed.place ?? {};
+      return reply.code(400).send({
+        error: { code: "invalid", field: placed.field, message: placed.message, line, column },
+      });
+    }
+    if (error instanceof InvalidRequestError) {
+      // A field of the job file sent as text is named with its place, as the file's own errors are.
+      const { message, place } = placedRefusal(request, error.field, error.message);
+      return reply.code(400).send({
+        error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
+      });
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (error instanceof NotLeaderError || error instanceof StaleTermError) {
@@ -244,6 +257,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     blobs,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
+    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
   });
   registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));

@@ -19,6 +19,11 @@ export const errorSchema = z
       code: z.string().meta({ description: "invalid, unauthorized, not_found, conflict, internal, ..." }),
       message: z.string().meta({ description: "one line, naming the field when there is one" }),
       field: z.string().optional().meta({ description: "the field at fault (400)" }),
+      line: z.int().optional().meta({
+        description:
+          "a job or workflow file sent as text (YAML or JSON): the line of the field's key (400), from 1",
+      }),
+      column: z.int().optional().meta({ description: "with line: the column of the field's key, from 1" }),
     }),
   })
   .meta({ id: "Error" });
@@ -360,6 +365,29 @@ export const checkedJobFileSchema = z
   })
   .meta({ id: "CheckedJobFile" });
 export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
+
+/** A workflow's dry run (`POST /api/v1/workflows?dryRun=1`): every job checked, nothing made. */
+export const checkedWorkflowFileSchema = z
+  .object({
+    name: z.string().nullable(),
+    jobs: z
+      .array(
+        z.object({
+          name: z.string(),
+          dependsOn: z.array(workflowEdgeSchema),
+          spec: acceptedJobFile.meta({
+            description: "the job file with every default filled in (dependsOn by name)",
+          }),
+          explanation: explanationSchema.optional().meta({
+            description:
+              "with explain=1: what explain would say of the job submitted now once what it waits for is done (its id is `dry-run`)",
+          }),
+        }),
+      )
+      .meta({ description: "the jobs, each after those it depends on (the order a submit makes them)" }),
+  })
+  .meta({ id: "CheckedWorkflowFile" });
+export type CheckedWorkflowFile = z.infer<typeof checkedWorkflowFileSchema>;
 
 // ---- hosts
 

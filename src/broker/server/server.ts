@@ -12,6 +12,7 @@ import type { PoolSpec } from "../../common/model/pools-file.ts";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { LinkSocket } from "../../common/protocol/local-link.ts";
 import { DEFAULT_BODY_TIMEOUT_SECONDS, watchBodyTimeouts } from "../api/body-timeout.ts";
+import { keepJobFileText } from "../api/job-file-source.ts";
 import { trackRequests } from "../api/last-resort.ts";
 import type { RateLimit } from "../api/rate-limit.ts";
 import { registerApi } from "../api/register.ts";
@@ -199,8 +200,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   app.addContentTypeParser(
     ["application/yaml", "application/x-yaml", "text/yaml"],
     { parseAs: "string" },
-    (_request, body, done) => {
+    (request, body, done) => {
       try {
+        // Kept for the 400 of a bad job file: its field's line and column.
+        keepJobFileText(request, String(body));
         done(null, parseJobFileText(String(body)));
       } catch (error) {
         done(error as Error, undefined);

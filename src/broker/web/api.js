@@ -21,6 +21,9 @@ export class ApiError extends Error {
     this.status = status;
     this.code = answer?.error?.code ?? null;
     this.field = answer?.error?.field ?? null;
+    // A job file's error sent as text: the line and column of its field (from 1).
+    this.line = answer?.error?.line ?? null;
+    this.column = answer?.error?.column ?? null;
   }
 }
 

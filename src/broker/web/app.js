@@ -468,6 +468,13 @@ function Hosts({ live, me }) {
 
 const EXAMPLE = "name: hello\ncommand: echo hello from Steward\n";
 
+/** The offset in `text` of a line and column counted from 1. */
+function offsetOf(text, line, column) {
+  const lines = text.split("\n");
+  const before = lines.slice(0, line - 1).reduce((sum, each) => sum + each.length + 1, 0);
+  return Math.min(text.length, before + column - 1);
+}
+
 function Submit() {
   const [text, setText] = useState(EXAMPLE);
   const [problem, setProblem] = useState(null);
@@ -481,16 +488,15 @@ function Submit() {
       setProblem(null);
       location.hash = `#/jobs/${job.id}`;
     } catch (failure) {
-      const field = failure.field || null;
-      // The line of the field's first key, to point at.
-      const key = field ? field.split(/[.[]/)[0] : null;
-      const line = key ? text.split("\n").findIndex((l) => l.startsWith(`${key}:`)) + 1 : 0;
-      const message =
-        field && failure.message.startsWith(`${field}: `)
-          ? failure.message.slice(field.length + 2)
-          : failure.message;
-      setProblem({ field, message, line });
-      area.current?.focus();
+      // The server's message as the CLI prints it (`line 2, column 1: comand: unknown key (did
+      // you mean command?)`), and the caret put where it points.
+      setProblem({ message: failure.message });
+      const field = area.current;
+      field?.focus();
+      if (field && failure.line) {
+        const at = offsetOf(text, failure.line, failure.column ?? 1);
+        field.setSelectionRange(at, at);
+      }
     } finally {
       setBusy(false);
     }
@@ -502,7 +508,7 @@ function Submit() {
       <textarea id="jobfile" ref=${area} rows="14" spellcheck="false" value=${text} onInput=${(e) => setText(e.target.value)}
         aria-invalid=${problem ? "true" : "false"} aria-describedby="jobfile-error"></textarea>
       <div id="jobfile-error" class="field-error" role="alert">
-        ${problem ? html`${problem.field ? html`<strong class="field-name">${problem.field}</strong>${problem.line ? ` (line ${problem.line})` : ""}: ` : null}${problem.message}` : null}
+        ${problem ? problem.message : null}
       </div>
       <button type="submit" disabled=${busy}>Submit</button>
     </form>

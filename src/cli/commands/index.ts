@@ -55,7 +55,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "submit",
     module: "submit",
     description:
-      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing); a workflow file (jobs:) makes all its jobs at once and prints the workflow's id",
+      "submit a job file (YAML or JSON; - reads standard input); prints the job id (--dry-run: check and explain it, make nothing); a workflow file (jobs:) makes all its jobs at once and prints the workflow's id (--dry-run: check and explain each job)",
   },
   {
     name: "run",

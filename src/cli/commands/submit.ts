@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { CheckedJobFile, Job, WorkflowCreated } from "../../broker/api/schemas.ts";
+import type {
+  CheckedJobFile,
+  CheckedWorkflowFile,
+  Explanation,
+  Job,
+  WorkflowCreated,
+} from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import {
@@ -33,11 +39,16 @@ export function registerSubmit(program: Command): void {
         "host matches it now.\n\n" +
         "A workflow file (jobs: {NAME: job file}, each job's dependsOn naming other jobs of the file by\n" +
         "NAME) makes all its jobs at once, or none; submit prints the workflow's id (flow-N), and\n" +
-        "--json its jobs' ids by name. steward show flow-N draws it; steward retry flow-N reruns what failed.",
+        "--json its jobs' ids by name. steward show flow-N draws it; steward retry flow-N reruns what failed.\n" +
+        "With --dry-run it checks the workflow file (every job's file, unknown dependencies, cycles) and\n" +
+        "prints, job by job in the order they would be made, what the dry run of a job prints.",
     )
     .option("--wait", "wait for the job to end; exit 0 only if it succeeded")
     .option("--json", "print the whole job as JSON (with --dry-run: the job file read and its explanation)")
-    .option("--dry-run", "check the job file and explain it against the hosts now; no job is made")
+    .option(
+      "--dry-run",
+      "check the job (or workflow) file and explain each job against the hosts now; nothing is made",
+    )
     .action(async (file: string, options: { wait?: boolean; json?: boolean; dryRun?: boolean }) => {
       const job = loadJobFile(file);
       const client = new ApiClient();
@@ -72,10 +83,11 @@ async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json:
   const label = file === STDIN ? "standard input" : file;
   let answer: CheckedJobFile;
   try {
-    // The job file alone (a dry run takes no multipart): its inputs were found on disk already.
-    const body = job.text !== undefined ? await submissionBody(job) : { json: job.raw };
+    // The job file's text alone (a dry run takes no multipart; its inputs were found on disk
+    // already), as read: the server's errors name its lines.
     answer = await client.json<CheckedJobFile>("POST", "/api/v1/jobs", {
-      ...body,
+      body: job.source ?? JSON.stringify(job.raw),
+      headers: { "content-type": "application/yaml" },
       query: { dryRun: 1, explain: 1 },
       idempotent: true,
     });
@@ -87,16 +99,74 @@ async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json:
   if (json) return printJson(answer);
   const { spec, explanation } = answer;
   if (!explanation) throw new CliError("the server answered no explanation (is it older than this client?)");
+  const headline = `${label} is valid (${tasksOf(spec)}); submitted now, the job would be ${explanation.state}`;
+  process.stdout.write(explained(explanation, headline));
+}
+
+/** `4 tasks`; a parameters file is read at submit, which a dry run has not uploaded it for. */
+function tasksOf(spec: CheckedJobFile["spec"]): string {
   const tasks = spec.array ? (spec.array.count ?? spec.array.params?.length) : 1;
-  // A parameters file is read at submit: a dry run has not uploaded it.
-  const counted =
-    tasks === undefined
-      ? `a task per line of ${spec.array?.paramsFile ?? "its parameters file"}`
-      : `${tasks} task${tasks === 1 ? "" : "s"}`;
-  const headline = `${label} is valid (${counted}); submitted now, the job would be ${explanation.state}`;
-  process.stdout.write(renderExplanation(explanation, headline));
-  if (explanation.hosts.length > 0 && explanation.summary.matching === 0)
-    process.stdout.write("no host matches it now: it would wait until one does (steward hosts lists them)\n");
+  return tasks === undefined
+    ? `a task per line of ${spec.array?.paramsFile ?? "its parameters file"}`
+    : `${tasks} task${tasks === 1 ? "" : "s"}`;
+}
+
+/** An explanation under its headline, and a word when no host matches now. */
+function explained(explanation: Explanation, headline: string): string {
+  const none =
+    explanation.hosts.length > 0 && explanation.summary.matching === 0
+      ? "no host matches it now: it would wait until one does (steward hosts lists them)\n"
+      : "";
+  return renderExplanation(explanation, headline) + none;
+}
+
+/**
+ * submit --dry-run of a workflow file: the server checks it as a submit does (every job's file,
+ * the names, dependencies and cycles) and explains each job, in the order a submit makes them;
+ * nothing is made.
+ */
+async function dryRunWorkflow(
+  client: ApiClient,
+  label: string,
+  workflow: LoadedWorkflowFile,
+  json: boolean,
+): Promise<void> {
+  let answer: CheckedWorkflowFile;
+  try {
+    // The file's text alone: a dry run takes no multipart (the inputs were found on disk already).
+    answer = await client.json<CheckedWorkflowFile>("POST", "/api/v1/workflows", {
+      body: workflow.text,
+      headers: { "content-type": "application/yaml" },
+      query: { dryRun: 1, explain: 1 },
+      idempotent: true,
+    });
+  } catch (error) {
+    if (error instanceof CliError && error.status === 400)
+      throw new CliError(`${label}: ${error.message}`, 2);
+    throw error;
+  }
+  if (json) return printJson(answer);
+  const count = answer.jobs.length;
+  const parts = [`${label} is a valid workflow (${count} job${count === 1 ? "" : "s"}); nothing was made\n`];
+  for (const job of answer.jobs) {
+    const { explanation } = job;
+    if (!explanation)
+      throw new CliError("the server answered no explanation (is it older than this client?)");
+    const waits =
+      job.dependsOn.length === 0
+        ? "submitted now, it would be"
+        : `waits for ${job.dependsOn.map(edgeWords).join(", ")}; then it would be`;
+    parts.push(
+      explained(explanation, `job ${job.name} (${tasksOf(job.spec)}): ${waits} ${explanation.state}`),
+    );
+  }
+  process.stdout.write(parts.join("\n"));
+}
+
+/** `prep`, `prep to end`, `prep to fail`, with ` task by task` under `tasks: same`. */
+function edgeWords(edge: CheckedWorkflowFile["jobs"][number]["dependsOn"][number]): string {
+  const when = edge.when === "succeeded" ? "" : edge.when === "ended" ? " to end" : " to fail";
+  return `${edge.name}${when}${edge.sameTasks ? " task by task" : ""}`;
 }
 
 /** A workflow file: every job made at once; prints the workflow's id (the jobs' ids by name with --json). */
@@ -106,7 +176,7 @@ async function submitWorkflow(
   workflow: LoadedWorkflowFile,
   options: { wait?: boolean; json?: boolean; dryRun?: boolean },
 ): Promise<void> {
-  if (options.dryRun) throw new CliError(`${label}: --dry-run takes a job file, not a workflow file`, 2);
+  if (options.dryRun) return dryRunWorkflow(client, label, workflow, options.json === true);
   let created: WorkflowCreated;
   try {
     // One key per submit, as for a job: a lost answer is asked again and finds the workflow made.

@@ -5,10 +5,12 @@ import { z } from "zod";
 import { countProblem, paramsFileLines, paramsProblem, type TaskParam } from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
-import { JobFileError } from "./jobfile-error.ts";
+import { formatFieldPath, JobFileError } from "./jobfile-error.ts";
+import { nearestKey } from "./key-suggestion.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { MAX_REPLICAS } from "./replicas.ts";
+import { knownKeysAt } from "./schema-keys.ts";
 
 export { relativePathProblem };
 
@@ -315,6 +317,38 @@ export type JobSpec = z.output<typeof jobSpecSchema>;
 
 export { JobFileError } from "./jobfile-error.ts";
 
+/**
+ * Names users write for a key the job file spells otherwise, by the mapping they are in ("" the
+ * top), with what to suggest: `unknown key (did you mean timeLimitSeconds?)`. Near misses
+ * (`comand`, `time_limit_seconds`, `backoff`) need none: key-suggestion.ts finds them.
+ */
+export const JOB_FILE_KEY_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "": {
+    timeLimit: "timeLimitSeconds",
+    walltime: "timeLimitSeconds",
+    timeout: "timeLimitSeconds",
+    cpus: "resources.cpus",
+    memory: "resources.memoryMb",
+    mem: "resources.memoryMb",
+    memoryMb: "resources.memoryMb",
+    gpus: "resources.gpus",
+    retries: "retry.maxAttempts",
+    maxAttempts: "retry.maxAttempts",
+    environment: "env",
+    depends: "dependsOn",
+    dependencies: "dependsOn",
+    after: "dependsOn",
+    cmd: "command",
+    args: "command",
+    script: "command",
+    run: "command",
+    files: "inputs",
+  },
+  resources: { memory: "memoryMb", mem: "memoryMb", cpu: "cpus", gpu: "gpus" },
+  retry: { attempts: "maxAttempts", retries: "maxAttempts", backoff: "backoffSeconds" },
+  checkpoint: { interval: "intervalSeconds", grace: "graceSeconds" },
+};
+
 /** Validates a parsed job file. Throws JobFileError naming the first bad field. */
 export function validateJobSpec(input: unknown): JobSpec {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
@@ -330,19 +364,65 @@ export function validateJobSpec(input: unknown): JobSpec {
     checkArray(spec);
     return spec;
   }
-  const { field, message } = firstProblem(result.error);
-  return fail(field, message);
+  const { path, message } = firstProblem(result.error, {
+    input,
+    schema: jobSpecSchema,
+    aliases: JOB_FILE_KEY_ALIASES,
+  });
+  throw new JobFileError(path, message);
+}
+
+/** What firstProblem may say more of a problem when it knows the value checked and its schema. */
+export interface ProblemContext {
+  /** The value checked: a field it lacks is `required`. */
+  input: unknown;
+  /** Its schema: an unknown key names the nearest known one (`did you mean command?`). */
+  schema?: z.ZodType;
+  /** Other names for keys, by the mapping's path ("" the top, `resources`): JOB_FILE_KEY_ALIASES. */
+  aliases?: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
 /**
  * The problem a zod error reports first, as a field path (`inputs[1]`, `resources.gpus`) and a
  * message. An unknown key says most about a mistake, even when a required key beside it is missing.
+ * With the value checked, a field it lacks is `required`; with its schema, an unknown key names
+ * the known key it was most likely meant to be.
  */
-export function firstProblem(error: z.ZodError): { field: string; message: string } {
-  const { path, issue } = unionBranch(firstOf(error.issues), []);
-  if (issue.code === "unrecognized_keys")
-    return { field: formatPath([...path, issue.keys[0]].map(String)), message: "unknown key" };
-  return { field: formatPath(path.map(String)), message: issue.message };
+export function firstProblem(
+  error: z.ZodError,
+  context?: ProblemContext,
+): { field: string; path: (string | number)[]; message: string } {
+  const found = unionBranch(firstOf(error.issues), []);
+  const at = found.path.map((part) => (typeof part === "number" ? part : String(part)));
+  const { issue } = found;
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0];
+    const path = [...at, key];
+    let message = "unknown key";
+    if (context?.schema) {
+      const aliases = context.aliases?.[formatFieldPath(at)] ?? {};
+      const meant = nearestKey(key, knownKeysAt(context.schema, at), aliases);
+      if (meant !== null) message += ` (did you mean ${meant}?)`;
+    }
+    return { field: formatFieldPath(path), path, message };
+  }
+  const missing =
+    context !== undefined &&
+    (issue.code === "invalid_type" || issue.code === "invalid_union") &&
+    at.length > 0 &&
+    lacks(context.input, at);
+  return { field: formatFieldPath(at), path: at, message: missing ? "required" : issue.message };
+}
+
+/** Whether the value has a mapping at the path's parent without the path's last key. */
+function lacks(input: unknown, path: readonly (string | number)[]): boolean {
+  let value: unknown = input;
+  for (const part of path.slice(0, -1)) {
+    if (value === null || typeof value !== "object") return false;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  return (value as Record<string | number, unknown>)[path[path.length - 1]] === undefined;
 }
 
 type Issue = z.core.$ZodIssue;
@@ -434,13 +514,6 @@ export function arrayParallel(spec: JobSpec): number | undefined {
 
 function fail(field: string, message: string): never {
   throw new JobFileError(field, message);
-}
-
-function formatPath(path: string[]): string {
-  return path.reduce(
-    (out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : out ? `${out}.${part}` : part),
-    "",
-  );
 }
 
 /** Parses YAML or JSON text (JSON is YAML). */

@@ -7,7 +7,8 @@
 
 import { type DependencyCondition, dependenciesOf, sameTasksProblem } from "./dependencies.ts";
 import { type JobSpec, taskCount, validateJobSpec } from "./job-spec.ts";
-import { JobFileError } from "./jobfile-error.ts";
+import { type FieldPath, formatFieldPath, JobFileError } from "./jobfile-error.ts";
+import { nearestKey } from "./key-suggestion.ts";
 import { isEndedState, type JobState } from "./states.ts";
 
 /** A job's name in a workflow: a letter or `_` first (so it is never a job id), then letters, digits, `_`, `.`, `-`. */
@@ -51,7 +52,10 @@ export function validateWorkflowFile(input: unknown): WorkflowFile {
     throw new JobFileError("", "a workflow file must be a mapping with `jobs`");
   const record = input as Record<string, unknown>;
   for (const key of Object.keys(record))
-    if (!WORKFLOW_KEYS.has(key)) throw new JobFileError(key, "unknown key");
+    if (!WORKFLOW_KEYS.has(key)) {
+      const meant = nearestKey(key, [...WORKFLOW_KEYS]);
+      throw new JobFileError([key], `unknown key${meant === null ? "" : ` (did you mean ${meant}?)`}`);
+    }
   const name = record.name ?? null;
   if (name !== null && (typeof name !== "string" || name.length === 0 || name.length > 200))
     throw new JobFileError("name", "a workflow's name is a string of 1 to 200 characters");
@@ -69,18 +73,14 @@ export function validateWorkflowFile(input: unknown): WorkflowFile {
   for (const [jobName, raw] of entries) {
     if (!WORKFLOW_JOB_NAME.test(jobName))
       throw new JobFileError(
-        `jobs.${jobName}`,
+        ["jobs", jobName],
         "a job's name is a letter or _ then letters, digits, _, . or - (at most 63)",
       );
     let spec: JobSpec;
     try {
       spec = validateJobSpec(raw);
     } catch (error) {
-      if (error instanceof JobFileError)
-        throw new JobFileError(
-          error.field ? `jobs.${jobName}.${error.field}` : `jobs.${jobName}`,
-          messageOf(error),
-        );
+      if (error instanceof JobFileError) throw error.under(["jobs", jobName]);
       throw error;
     }
     const dependsOn = dependenciesOf(spec.dependsOn).map((dependency) => ({
@@ -91,15 +91,17 @@ export function validateWorkflowFile(input: unknown): WorkflowFile {
     files.push({ name: jobName, spec, dependsOn });
   }
   const problem = referenceProblem(files);
-  if (problem) throw new JobFileError(problem.field, problem.message);
+  if (problem) throw new JobFileError(problem.path, problem.message);
   const cycle = findCycle(files);
-  if (cycle) throw new JobFileError("jobs", `cycle: ${cycle.join(" -> ")}`);
+  if (cycle) throw new JobFileError(cycleEdgePath(files, cycle), `cycle: ${cycle.join(" -> ")}`);
   return { name, jobs: topologicalOrder(files) };
 }
 
-/** The message of a JobFileError without its field. */
-function messageOf(error: JobFileError): string {
-  return error.field ? error.message.slice(error.field.length + 2) : error.message;
+/** The dependsOn entry where a cycle starts (`jobs.a.dependsOn[0]`, a's wait for the next job). */
+function cycleEdgePath(jobs: readonly WorkflowJobFile[], cycle: readonly string[]): FieldPath {
+  const first = jobs.find((job) => job.name === cycle[0]);
+  const index = first ? first.dependsOn.findIndex((edge) => edge.name === cycle[1]) : -1;
+  return index < 0 ? ["jobs"] : ["jobs", cycle[0], "dependsOn", index];
 }
 
 /**
@@ -108,16 +110,22 @@ function messageOf(error: JobFileError): string {
  */
 export function referenceProblem(
   jobs: readonly WorkflowJobFile[],
-): { field: string; message: string } | null {
+): { field: string; path: FieldPath; message: string } | null {
   const byName = new Map(jobs.map((job) => [job.name, job]));
   for (const job of jobs) {
     for (const [index, edge] of job.dependsOn.entries()) {
       const other = byName.get(edge.name);
-      const field = `jobs.${job.name}.dependsOn[${index}]`;
-      if (!other) return { field, message: `no job named ${edge.name} in the workflow` };
+      const path: FieldPath = ["jobs", job.name, "dependsOn", index];
+      if (!other) {
+        const message = `no job named ${edge.name} in the workflow`;
+        return { field: formatFieldPath(path), path, message };
+      }
       if (!edge.sameTasks) continue;
       const problem = sameTasksProblem(edge.name, taskCount(job.spec), taskCount(other.spec));
-      if (problem) return { field: `${field}.tasks`, message: problem };
+      if (problem) {
+        const tasks = [...path, "tasks"];
+        return { field: formatFieldPath(tasks), path: tasks, message: problem };
+      }
     }
   }
   return null;

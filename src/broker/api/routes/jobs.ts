@@ -29,6 +29,7 @@ import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
+import { keepJobFileText } from "../job-file-source.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
@@ -690,8 +691,11 @@ export function parseJobField(text: string): unknown {
     try {
       return parseJobFileText(text);
     } catch (error) {
-      // "job: not valid YAML or JSON: ..."
-      throw new InvalidRequestError("job", error instanceof JobFileError ? error.message : String(error));
+      // "job: not valid YAML or JSON: ... (line 3, column 1)": the place is in the field's text.
+      if (!(error instanceof JobFileError)) throw error;
+      const { place } = error;
+      const at = place ? ` (line ${place.line}, column ${place.column})` : "";
+      throw new InvalidRequestError("job", `${error.problem}${at}`);
     }
   }
 }
@@ -719,6 +723,7 @@ async function submitMultipart(
           if (part.type === "field") {
             if (part.fieldname !== "job") continue;
             if (part.valueTruncated) throw jobFileTooLarge();
+            keepJobFileText(request, String(part.value));
             const field = parseJobField(String(part.value));
             refuseWorkflowFile(field);
             spec = validateJobSpec(field);

@@ -7,15 +7,20 @@ import { z } from "zod";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
+import type { PoolNote } from "../../pools/pool-manager.ts";
 import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
 import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
+import { keepJobFileText } from "../job-file-source.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
+import { flag } from "../requests.ts";
 import {
+  checkedWorkflowFileSchema,
   errors,
   json,
   type Workflow,
@@ -27,6 +32,7 @@ import {
 import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
 import { iso } from "../views.ts";
 import { multipartParts, ownerOf, parseJobField, submitKeyOf, submitterOf, uploadError } from "./jobs.ts";
+import { dryRunWorkflow } from "./workflow-dry-run.ts";
 
 /** The largest workflow file, in bytes: room for its many jobs (10,000 small ones take about 1 MiB). */
 export const MAX_WORKFLOW_FILE_BYTES = 16 * 1024 * 1024;
@@ -36,7 +42,20 @@ export interface WorkflowRouteDeps {
   blobs: BlobStore;
   maxUploadBytes: number;
   submitLimiter: SubmitRateLimiter;
+  /** Pools' notes for a job explained by a dry run with explain=1. */
+  explainPools?: (job: JobEntry) => PoolNote[];
 }
+
+const workflowSubmitQuery = z.object({
+  dryRun: flag(
+    false,
+    "1: check the workflow file (JSON or YAML) as a submit checks it: every job's file, its names, dependencies and cycles, each job's QoS tier; nothing is made",
+  ),
+  explain: flag(
+    false,
+    "with dryRun=1: answer also, for each job, what `steward explain` would say of it submitted now once what it waits for is done (hosts, pools, requirements clause by clause)",
+  ),
+});
 
 const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
 
@@ -110,7 +129,7 @@ function visibleWorkflow(request: FastifyRequest, ports: ApiPorts, id: string): 
 
 export function registerWorkflowRoutes(
   app: FastifyInstance,
-  { ports, blobs, maxUploadBytes, submitLimiter }: WorkflowRouteDeps,
+  { ports, blobs, maxUploadBytes, submitLimiter, explainPools = () => [] }: WorkflowRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -122,14 +141,21 @@ export function registerWorkflowRoutes(
         summary:
           "Submit a workflow: every job of the file is made at once (all or none, one commit); answers the workflow's id and its jobs' ids by name",
         consumes: ["application/json", "application/yaml", "multipart/form-data"],
+        querystring: workflowSubmitQuery,
         body: submitBody,
         response: {
+          200: json(
+            checkedWorkflowFileSchema,
+            "a dry run: the workflow file is valid, and this is how it reads",
+          ),
           201: json(workflowCreatedSchema, "accepted and durable: every job of the workflow"),
           ...errors(400, 401, 403, 413, 429),
         },
       },
     },
     async (request, reply) => {
+      // A dry run makes nothing (no job, no blob, no rate): workflow-dry-run.ts.
+      if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain, explainPools);
       const principal = request.principal ?? START_ADMIN;
       if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
       const owner = ownerOf(request);
@@ -245,6 +271,7 @@ async function submitMultipart(
           if (part.type === "field") {
             if (part.fieldname !== "workflow") continue;
             if (part.valueTruncated) throw jobFileTooLarge();
+            keepJobFileText(request, String(part.value));
             file = validateWorkflowFile(parseJobField(String(part.value)));
             ids = await assign(file);
             continue;
