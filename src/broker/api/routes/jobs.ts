@@ -815,7 +815,10 @@ export async function* multipartParts(request: FastifyRequest) {
   }
 }
 
-/** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
+/**
+ * The log of the task's latest attempt (or a given one); with follow, that attempt until it ends
+ * (not a later one: the client asks for the next attempt by its number).
+ */
 async function* followLog(
   blobs: BlobStore,
   jobId: string,
@@ -827,13 +830,17 @@ async function* followLog(
 ): AsyncGenerator<Buffer> {
   let offset = 0;
   let closed = false;
+  let pinned = wanted;
   request.raw.on("close", () => {
     closed = true;
   });
   for (;;) {
     const { task, attempts } = await readTask();
     const attempt =
-      wanted === null ? attempts[attempts.length - 1] : attempts.find((each) => each.number === wanted);
+      pinned === null ? attempts[attempts.length - 1] : attempts.find((each) => each.number === pinned);
+    // Followed, the attempt first found is the one read to its end: a later one's bytes are not
+    // read at this one's offset (a client follows the next attempt by its number).
+    if (attempt) pinned = attempt.number;
     if (!attempt) {
       if (!follow || closed || task.state !== "pending") return;
       await sleep(LOG_POLL_MS);
