@@ -68,4 +68,46 @@ browserTests(() => {
     const expected = `${await logOf(id, 1)}--- attempt 2 on ${host} ---\n${await logOf(id, 2)}`;
     await expect.poll(() => page.textContent("pre.log"), { timeout: 20_000 }).toBe(expected);
   }, 60_000);
+
+  it("a job opens by its name: the latest of that name, the others listed; an unknown name leaves no stale page", async () => {
+    const older = await submit({ name: "sweep", command: "true" });
+    const latest = await submit({ name: "sweep", command: "true" });
+    const other = await submit({ name: "other", command: "true" });
+    await page.goto(`${steward.url}/#/jobs/${other}`);
+    await page.waitForSelector("#job-title >> text=other");
+    await page.goto(`${steward.url}/#/jobs/sweep`);
+    await expect.poll(() => page.textContent("#job-title")).toBe(`Job ${latest} sweep`);
+    expect(await page.textContent(".name-matches")).toContain(`this is the latest (job ${latest})`);
+    expect(await page.getAttribute(".name-matches a", "href")).toBe(`#/jobs/${older}`);
+    // From a job's page to a name nothing has: the error alone, not the last job's page under it.
+    await page.goto(`${steward.url}/#/jobs/${other}`);
+    await page.waitForSelector("#job-title >> text=other");
+    await page.goto(`${steward.url}/#/jobs/no-such-name`);
+    await expect
+      .poll(() => page.textContent(".problem"))
+      .toBe("No job no-such-name: no job has that id or name (or it is not yours).");
+    expect(await page.$("#job-title")).toBeNull();
+    // A job id that is not there: likewise.
+    await page.goto(`${steward.url}/#/jobs/99999`);
+    await expect.poll(() => page.textContent(".problem")).toBe("No job 99999 (or it is not yours).");
+    expect(await page.$("#job-title")).toBeNull();
+  });
+
+  it("the job header's state pill stands apart from the owner after it", async () => {
+    const id = await submit({ name: "spaced", command: "true" });
+    await waitForJobEnd(steward, id);
+    await page.goto(`${steward.url}/#/jobs/${id}`);
+    await page.waitForSelector(".job-state .badge[data-state='succeeded']");
+    // The gap between the pill's right edge and the first letter of "owner", in CSS pixels.
+    const gap = (await page.evaluate(`(() => {
+      const badge = document.querySelector(".job-state .badge");
+      const text = badge.nextSibling;
+      const range = document.createRange();
+      const start = text.textContent.indexOf("owner");
+      range.setStart(text, start);
+      range.setEnd(text, start + 1);
+      return range.getBoundingClientRect().left - badge.getBoundingClientRect().right;
+    })()`)) as number;
+    expect(gap).toBeGreaterThanOrEqual(4);
+  });
 });
