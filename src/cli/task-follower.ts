@@ -46,14 +46,18 @@ export async function followTask(
   for (;;) {
     const task = await client.json<Task>("GET", path);
     if (next === null) next = Math.max(1, latestAttempt(task));
-    const attempt = task.attempts.find((each) => each.number === next);
+    // The next attempt: `next` itself, or the first after it should a number be missing.
+    const wanted = next;
+    const attempt = task.attempts
+      .filter((each) => each.number >= wanted)
+      .sort((a, b) => a.number - b.number)[0];
     if (attempt) {
       options.onAttempt?.(attempt, first);
       first = false;
       await Promise.all(
-        options.streams.map((stream) => followAttempt(client, id, index, next!, stream, options)),
+        options.streams.map((stream) => followAttempt(client, id, index, attempt.number, stream, options)),
       );
-      next++;
+      next = attempt.number + 1;
       delay = 100;
       continue;
     }

@@ -149,11 +149,13 @@ export function followLog(jobId, task, onText) {
       const latest = attempts.reduce((most, each) => Math.max(most, each.number), 0);
       const first = next === null;
       if (first) next = Math.max(1, latest);
-      const attempt = attempts.find((each) => each.number === next);
+      // The next attempt: `next` itself, or the first after it should a number be missing.
+      const wanted = next;
+      const attempt = attempts.filter((each) => each.number >= wanted).sort((a, b) => a.number - b.number)[0];
       if (attempt) {
         if (!first) onText(`--- attempt ${attempt.number} on ${attempt.host} ---\n`);
-        await followAttempt(next);
-        next++;
+        await followAttempt(attempt.number);
+        next = attempt.number + 1;
         delay = 250;
         continue;
       }
