@@ -25,6 +25,7 @@ import type {
   CheckpointObjectStored,
 } from "../reactor/handlers/checkpoints.ts";
 import type { TokenRequest } from "../reactor/handlers/tokens.ts";
+import type { WorkflowJobsTouched } from "../reactor/handlers/workflow-control.ts";
 import type { WorkflowMade, WorkflowRetried } from "../reactor/handlers/workflows.ts";
 import type { TaskRead } from "../reactor/read-model.ts";
 import type { Explanation } from "../scheduler/explain.ts";
@@ -54,7 +55,7 @@ export interface JobCommands {
   cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobHead>;
   /** Gives failed or cancelled tasks new attempts (reactor/handlers/retry.ts). */
   retry(id: string, request: RetryRequest, by?: string): Promise<RetrySelection & { job: JobEntry }>;
-  hold(id: string, by?: string): Promise<JobEntry>;
+  hold(id: string, by?: string, reason?: string): Promise<JobEntry>;
   release(id: string, by?: string): Promise<JobHead>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
   /** Changes fields of a job not yet running (reactor/handlers/update.ts). */
@@ -156,6 +157,14 @@ export interface WorkflowCommands {
   ): Promise<WorkflowMade>;
   /** Reruns the workflow's failed and cancelled jobs and what waits on them. */
   retry(id: string, by?: string): Promise<WorkflowRetried>;
+  /** Cancels every job of the workflow that has not ended, in one step (the members cancelled). */
+  cancel(id: string, by?: string): Promise<WorkflowJobsTouched>;
+  /** Holds every job of the workflow that has not ended, in one step (the members held). */
+  hold(id: string, by?: string, reason?: string): Promise<WorkflowJobsTouched>;
+  /** Releases every held job of the workflow, in one step (the members released). */
+  release(id: string, by?: string): Promise<WorkflowJobsTouched>;
+  /** Removes every job of the workflow, all ended, in one step (the members removed); 409 otherwise. */
+  remove(id: string): Promise<WorkflowJobsTouched>;
 }
 
 export interface ApiPorts {

@@ -273,6 +273,27 @@ export const workflowRetrySchema = z
   .meta({ id: "WorkflowRetried" });
 export type WorkflowRetry = z.infer<typeof workflowRetrySchema>;
 
+/** The answer to a workflow's cancel, hold, release or remove: the jobs it acted on. */
+export const workflowJobsSchema = z
+  .object({
+    workflow: z.string(),
+    state: z
+      .enum(JOB_STATES)
+      .nullable()
+      .meta({ description: "the workflow's state after (null once its jobs are removed)" }),
+    jobs: z
+      .array(
+        z.object({
+          name: z.string(),
+          job: z.string(),
+          state: z.enum(JOB_STATES).nullable().meta({ description: "its state after (null: removed)" }),
+        }),
+      )
+      .meta({ description: "the jobs acted on, in the workflow's order (those already so are left out)" }),
+  })
+  .meta({ id: "WorkflowJobs" });
+export type WorkflowJobs = z.infer<typeof workflowJobsSchema>;
+
 export const removedSchema = z.object({ id: z.string(), removed: z.literal(true) });
 export type Removed = z.infer<typeof removedSchema>;
 

@@ -118,23 +118,53 @@ export function followEvents(query, onEvent, onState = () => {}) {
   return () => controller.abort();
 }
 
-/** A task's log, followed until its attempt ends: `onText` gets each piece. Returns a stop function. */
+const ENDED = new Set(["succeeded", "failed", "cancelled"]);
+
+/**
+ * A task's stdout, followed across its attempts until the task ends: from its latest attempt when
+ * asked, each attempt read by its number from its first byte until it ends, then the next one
+ * after a line `--- attempt N on HOST ---` (a retry, a migration, a hold and release). `onText`
+ * gets each piece. Returns a stop function.
+ */
 export function followLog(jobId, task, onText) {
   const controller = new AbortController();
-  (async () => {
-    const response = await fetchHere(`/api/v1/jobs/${encodeURIComponent(jobId)}/logs?task=${task}&follow=1`, {
+  const { signal } = controller;
+  const job = encodeURIComponent(jobId);
+  const pause = (ms) => new Promise((done) => setTimeout(done, ms));
+  const followAttempt = async (number) => {
+    const response = await fetchHere(`/api/v1/jobs/${job}/logs?task=${task}&attempt=${number}&follow=1`, {
       headers: { authorization: `Bearer ${savedToken() ?? ""}` },
-      signal: controller.signal,
+      signal,
     });
-    if (!response.ok) {
-      onText(`(no log: ${(await response.json().catch(() => null))?.error?.message ?? response.status})\n`);
-      return;
-    }
+    if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
       onText(value);
+    }
+  };
+  (async () => {
+    let next = null;
+    let delay = 250;
+    while (!signal.aborted) {
+      const { state, attempts } = await call("GET", `/api/v1/jobs/${job}/tasks/${task}`, { signal });
+      const latest = attempts.reduce((most, each) => Math.max(most, each.number), 0);
+      const first = next === null;
+      if (first) next = Math.max(1, latest);
+      // The next attempt: `next` itself, or the first after it should a number be missing.
+      const wanted = next;
+      const attempt = attempts.filter((each) => each.number >= wanted).sort((a, b) => a.number - b.number)[0];
+      if (attempt) {
+        if (!first) onText(`--- attempt ${attempt.number} on ${attempt.host} ---\n`);
+        await followAttempt(attempt.number);
+        next = attempt.number + 1;
+        delay = 250;
+        continue;
+      }
+      if (ENDED.has(state) && latest < next) return;
+      await pause(delay);
+      delay = Math.min(2000, delay * 2);
     }
   })().catch((error) => {
     if (error instanceof ApiError) onText(`(no log: ${error.message})\n`);

@@ -260,6 +260,42 @@ function TaskDetail({ jobId, index, onClose, refreshedAt }) {
   </section>`;
 }
 
+/**
+ * `#/jobs/X`: the job whose id is X, or else the latest job named X (the others of that name are
+ * listed above it); a name with `*` or `?` is a pattern, as `steward ps --name` takes it.
+ */
+function JobRoute({ id, live }) {
+  const byId = /^\d+$/.test(id);
+  const [named, setNamed] = useState(byId ? { id, others: [] } : null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    if (byId) return;
+    let stopped = false;
+    call("GET", `/api/v1/jobs?all=1&name=${encodeURIComponent(id)}`).then(
+      (jobs) => {
+        if (stopped) return;
+        if (jobs.length === 0)
+          return setError(`No job ${id}: no job has that id or name (or it is not yours).`);
+        // In id order: the last is the latest.
+        const latest = jobs[jobs.length - 1];
+        setNamed({ id: latest.id, others: jobs.slice(0, -1).reverse() });
+      },
+      (failure) => !stopped && setError(failure.message),
+    );
+    return () => {
+      stopped = true;
+    };
+  }, [id, byId]);
+  if (error) return html`<${Problem} error=${error} />`;
+  if (!named) return html`<p class="muted">Looking for job ${id}…</p>`;
+  return html`${
+    named.others.length > 0
+      ? html`<p class="name-matches">${named.others.length + 1} jobs match ${id}; this is the latest (job ${named.id}). Others:
+        ${named.others.map((job, index) => html`${index ? ", " : " "}<a href=${`#/jobs/${job.id}`}>job ${job.id}</a> <span class=${`state-${job.state}`}>${job.state}</span>`)}</p>`
+      : null
+  }<${JobPage} key=${named.id} id=${named.id} live=${live} />`;
+}
+
 function JobPage({ id, live }) {
   const [job, setJob] = useState(null);
   const [states, setStates] = useState(null);
@@ -279,6 +315,8 @@ function JobPage({ id, live }) {
       setStates(compact?.states ?? null);
       setError(null);
     } catch (failure) {
+      // A job gone (removed) is not left on the page under the error.
+      if (failure.status === 404) setJob(null);
       setError(failure.status === 404 ? `No job ${id} (or it is not yours).` : failure.message);
     }
   }, [id]);
@@ -336,6 +374,7 @@ function WorkflowPage({ id, live }) {
       setWorkflow(await call("GET", `/api/v1/workflows/${id}`));
       setError(null);
     } catch (failure) {
+      if (failure.status === 404) setWorkflow(null);
       setError(failure.status === 404 ? `No workflow ${id} (or it is not yours).` : failure.message);
     }
   }, [id]);
@@ -564,9 +603,9 @@ function App() {
   const [page, id] = route;
   const view =
     page === "jobs" && id
-      ? html`<${JobPage} id=${id} live=${live} />`
+      ? html`<${JobRoute} key=${id} id=${id} live=${live} />`
       : page === "workflows" && id
-        ? html`<${WorkflowPage} id=${id} live=${live} />`
+        ? html`<${WorkflowPage} key=${id} id=${id} live=${live} />`
         : page === "hosts"
           ? html`<${Hosts} live=${live} me=${me} />`
           : page === "submit"

@@ -1,5 +1,13 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job, JobSummary, Removed, WorkflowRetry } from "../../broker/api/schemas.ts";
+import type {
+  Job,
+  JobSummary,
+  Removed,
+  Workflow,
+  WorkflowJobs,
+  WorkflowRetry,
+} from "../../broker/api/schemas.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
 import { skippedSummary } from "../../common/model/task-retry.ts";
@@ -9,38 +17,78 @@ import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";
 
-/** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}. */
+/** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}; a workflow's id: /api/v1/workflows/{id}/{action}. */
 export function registerControl(program: Command): void {
-  for (const action of ["hold", "release"]) {
-    program
-      .command(action)
-      .description(describe(action))
-      .argument("<id>", "job id")
-      .option("--json", "print the job as JSON")
-      .action(async (id: string, options: { json?: boolean }) => {
-        const job = await new ApiClient().json<Job>(
-          "POST",
-          `/api/v1/jobs/${encodeURIComponent(id)}/${action}`,
-          { json: {} },
-        );
-        if (options.json) printJson(job);
-        else process.stdout.write(`job ${job.id}: ${job.state}\n`);
+  program
+    .command("hold")
+    .description(describe("hold"))
+    .argument("<id>", "job id, or a workflow's id (flow-N): every job of it that has not ended")
+    .option("--reason <text>", "why: kept in the job's events (steward show lists it)")
+    .option("--json", "print the job (or the workflow's jobs held) as JSON")
+    .addHelpText("after", SETTLE_HELP)
+    .action(async (id: string, options: { reason?: string; json?: boolean }) => {
+      const body: Record<string, string> = options.reason ? { reason: options.reason } : {};
+      if (isWorkflowId(id)) return controlWorkflow(id, "hold", body, options.json);
+      const client = new ApiClient();
+      await client.json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/hold`, { json: body });
+      // Its running attempts are being stopped: the state once they have (or as it is then).
+      const job = await settled(client, id, (state) => state === "held" || ENDED.has(state));
+      if (options.json) return printJson(job);
+      process.stdout.write(
+        `${stateLine(job)}${job.state === "held" || ENDED.has(job.state) ? "" : " (held: its running attempts are being stopped)"}\n`,
+      );
+    });
+  program
+    .command("release")
+    .description(describe("release"))
+    .argument("<id>", "job id, or a workflow's id (flow-N): every held job of it")
+    .option("--json", "print the job (or the workflow's jobs released) as JSON")
+    .addHelpText(
+      "after",
+      "\nPrints the job's state after (job 3: pending). A job that is not held is an error, exit 1:" +
+        "\n  steward: job 3: not held (succeeded)\nflow-N releases every held job of the workflow (none held: exit 1).\n",
+    )
+    .action(async (id: string, options: { json?: boolean }) => {
+      if (isWorkflowId(id)) return controlWorkflow(id, "release", {}, options.json);
+      const client = new ApiClient();
+      const before = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+        query: { tasks: 0 },
       });
-  }
+      if (!isHeld(before)) throw new CliError(`job ${before.id}: not held (${before.state})`, 1);
+      const job = await client.json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/release`, {
+        json: {},
+      });
+      if (options.json) printJson(job);
+      else process.stdout.write(`${stateLine(job)}\n`);
+    });
   program
     .command("cancel")
     .description(describe("cancel"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): every job of it that has not ended")
     .option("--tasks <list>", "cancel these tasks only, e.g. 3,7-9 (the rest go on)", taskListOption)
-    .option("--json", "print the job as JSON")
+    .option("--json", "print the job (or the workflow's jobs cancelled) as JSON")
+    .addHelpText("after", SETTLE_HELP)
     .action(async (id: string, options: { tasks?: number[]; json?: boolean }) => {
-      const job = await new ApiClient().json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, {
+      if (isWorkflowId(id)) {
+        if (options.tasks)
+          throw new CliError("--tasks names a job's tasks: a workflow's cancel takes none", 2);
+        return controlWorkflow(id, "cancel", {}, options.json);
+      }
+      const client = new ApiClient();
+      const answer = await client.json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, {
         json: options.tasks ? { tasks: options.tasks } : {},
       });
-      if (options.json) printJson(job);
-      else if (options.tasks)
-        process.stdout.write(`job ${job.id}: ${job.state} (cancelled ${taskWord(options.tasks)})\n`);
-      else process.stdout.write(`job ${job.id}: ${job.state}\n`);
+      if (options.tasks) {
+        if (options.json) printJson(answer);
+        else process.stdout.write(`${stateLine(answer)} (cancelled ${taskWord(options.tasks)})\n`);
+        return;
+      }
+      // Its running attempts are being stopped: the state once they have (or as it is then).
+      const job = await settled(client, id, (state) => ENDED.has(state));
+      if (options.json) return printJson(job);
+      process.stdout.write(
+        `${stateLine(job)}${ENDED.has(job.state) ? "" : " (cancel requested: its running attempts are being stopped)"}\n`,
+      );
     });
   program
     .command("retry")
@@ -86,6 +134,11 @@ export function registerControl(program: Command): void {
     .option("--to <host>", "the host to move to")
     .option("--json", "print the job as JSON")
     .action(async (id: string, options: { to?: string; json?: boolean }) => {
+      if (isWorkflowId(id))
+        throw new CliError(
+          `migrate moves one job: ${id} is a workflow (steward show ${id} lists its jobs)`,
+          2,
+        );
       const job = await new ApiClient().json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/migrate`, {
         json: options.to ? { to: options.to } : {},
       });
@@ -95,7 +148,7 @@ export function registerControl(program: Command): void {
   program
     .command("rm")
     .description(describe("rm"))
-    .argument("[ids...]", "job ids")
+    .argument("[ids...]", "job ids, or workflows' ids (flow-N): every job of the workflow")
     .option(
       "--older-than <age>",
       "instead of ids: every job (of yours, unless an admin) that ended longer ago than this (30d, 12h, 90m, 2w)",
@@ -106,6 +159,13 @@ export function registerControl(program: Command): void {
       },
     )
     .option("--json", "print the answers as JSON")
+    .addHelpText(
+      "after",
+      "\nA job made in a workflow goes with its workflow: steward rm flow-N removes all its jobs at once" +
+        "\n(refused, nothing removed, while one has not ended: cancel flow-N first), and rm of one of its" +
+        "\njobs by id is refused naming the workflow. --older-than removes each job that ended before." +
+        "\n",
+    )
     .action(async (ids: string[], options: { olderThan?: number; json?: boolean }) => {
       const client = new ApiClient();
       if (options.olderThan === undefined && ids.length === 0)
@@ -115,18 +175,47 @@ export function registerControl(program: Command): void {
       let targets = ids;
       const before = options.olderThan === undefined ? null : new Date(Date.now() - options.olderThan);
       if (before) targets = await endedBefore(client, before);
+      else {
+        // A job of a workflow goes with its workflow only: refused before anything is removed.
+        for (const id of ids.filter((each) => !isWorkflowId(each))) {
+          const job = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+            query: { tasks: 0, events: 0 },
+          });
+          if (job.workflow)
+            throw new CliError(
+              `job ${job.id} is ${job.workflow.name} of workflow ${job.workflow.id}: remove the whole workflow with steward rm ${job.workflow.id}`,
+            );
+        }
+        const answers: (Removed | WorkflowJobs)[] = [];
+        for (const id of ids) {
+          if (isWorkflowId(id)) {
+            const answer = await client.json<WorkflowJobs>(
+              "DELETE",
+              `/api/v1/workflows/${encodeURIComponent(id)}`,
+            );
+            answers.push(answer);
+            if (!options.json) {
+              const jobs = answer.jobs.map((job) => `${job.name} (job ${job.job})`).join(", ");
+              process.stdout.write(`workflow ${answer.workflow} removed${jobs ? `: ${jobs}` : ""}\n`);
+            }
+            continue;
+          }
+          answers.push(await client.json<Removed>("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`));
+          if (!options.json) process.stdout.write(`job ${id} removed\n`);
+        }
+        if (options.json) printJson(answers.length === 1 ? answers[0] : answers);
+        return;
+      }
       const removed: Removed[] = [];
       for (const id of targets) {
         removed.push(await client.json<Removed>("DELETE", `/api/v1/jobs/${encodeURIComponent(id)}`));
-        if (!options.json && before && removed.length % 100 === 0)
+        if (!options.json && removed.length % 100 === 0)
           process.stderr.write(`removed ${removed.length} of ${targets.length}\n`);
       }
-      if (options.json) return printJson(before ? removed : removed[0]);
-      if (!before) for (const id of targets) process.stdout.write(`job ${id} removed\n`);
-      else
-        process.stdout.write(
-          `removed ${removed.length} job${removed.length === 1 ? "" : "s"} that ended before ${before.toISOString()}\n`,
-        );
+      if (options.json) return printJson(removed);
+      process.stdout.write(
+        `removed ${removed.length} job${removed.length === 1 ? "" : "s"} that ended before ${before.toISOString()}\n`,
+      );
     });
 }
 
@@ -173,4 +262,80 @@ async function retryWorkflow(id: string, options: { tasks?: number[]; failed?: b
   if (options.json) return printJson(answer);
   const jobs = answer.retried.map((each) => `${each.name} (job ${each.job})`).join(", ");
   process.stdout.write(`workflow ${answer.workflow}: retried ${jobs}\n`);
+}
+
+const ENDED = new Set(["succeeded", "failed", "cancelled"]);
+
+const SETTLE_HELP =
+  "\nPrints the job's state once its running attempts have stopped (job 3: held, job 3: cancelled)," +
+  "\nwaiting up to 10 s for them; after that its state then, with a note. flow-N acts on every job of" +
+  "\nthe workflow that has not ended in one step (cancel: dependants first), then prints the workflow's" +
+  "\nstate and one line per job acted on: job 5 (prep): cancelled.\n";
+
+/** How long hold and cancel wait for a job's running attempts to stop before answering its state as it is. */
+const SETTLE_MS = 10_000;
+
+function stateLine(job: Pick<Job, "id" | "state">): string {
+  return `job ${job.id}: ${job.state}`;
+}
+
+/**
+ * Whether a job is held: its state says so, or (its running attempts still stopping) its latest
+ * hold or release event is a hold.
+ */
+function isHeld(job: Job): boolean {
+  if (job.state === "held") return true;
+  if (ENDED.has(job.state)) return false;
+  const last = (job.events ?? []).filter((event) => event.kind === "hold" || event.kind === "release").at(-1);
+  return last?.kind === "hold";
+}
+
+/** The job once `done(state)` holds, or as it is after SETTLE_MS. */
+async function settled(client: ApiClient, id: string, done: (state: string) => boolean): Promise<Job> {
+  const deadline = Date.now() + SETTLE_MS;
+  let delay = 50;
+  for (;;) {
+    const job = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
+      query: { tasks: 0, events: 0 },
+    });
+    if (done(job.state) || Date.now() >= deadline) return job;
+    await sleep(delay);
+    delay = Math.min(500, delay * 2);
+  }
+}
+
+/**
+ * `cancel|hold|release flow-N`: every job of the workflow at once (one request, one commit); each
+ * job acted on is then shown with its state once its running attempts have stopped (or after
+ * SETTLE_MS). A release with no held job is an error, as a job's.
+ */
+async function controlWorkflow(
+  id: string,
+  action: "cancel" | "hold" | "release",
+  body: Record<string, string>,
+  json: boolean | undefined,
+): Promise<void> {
+  const client = new ApiClient();
+  const path = `/api/v1/workflows/${encodeURIComponent(id)}`;
+  const answer = await client.json<WorkflowJobs>("POST", `${path}/${action}`, { json: body });
+  if (action === "release" && answer.jobs.length === 0)
+    throw new CliError(`workflow ${answer.workflow}: no job held (${answer.state})`, 1);
+  const reached = (state: string | null) =>
+    state === null || ENDED.has(state) || (action === "hold" && state === "held") || action === "release";
+  const deadline = Date.now() + SETTLE_MS;
+  let workflow = await client.json<Workflow>("GET", path);
+  const acted = new Set(answer.jobs.map((job) => job.job));
+  const states = () => new Map(workflow.graph.map((job) => [job.job, job.state]));
+  while (![...acted].every((job) => reached(states().get(job) ?? null)) && Date.now() < deadline) {
+    await sleep(200);
+    workflow = await client.json<Workflow>("GET", path);
+  }
+  const now = states();
+  const jobs = answer.jobs.map((job) => ({ ...job, state: now.get(job.job) ?? job.state }));
+  if (json) return printJson({ ...answer, state: workflow.state, jobs });
+  const verb = { cancel: "cancel", hold: "hold", release: "release" }[action];
+  process.stdout.write(
+    `workflow ${answer.workflow}: ${workflow.state}${jobs.length === 0 ? ` (no job to ${verb})` : ""}\n`,
+  );
+  for (const job of jobs) process.stdout.write(`job ${job.job} (${job.name}): ${job.state}\n`);
 }

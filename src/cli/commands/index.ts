@@ -82,18 +82,23 @@ export const COMMANDS: readonly CommandEntry[] = [
     description:
       "the fair-share tree, like sshare: each account's and user's shares, decayed usage and factor (a user sees their own line)",
   },
-  { name: "logs", module: "logs", description: "stdout (or stderr) of a task's latest attempt" },
+  {
+    name: "logs",
+    module: "logs",
+    description:
+      "stdout (or stderr) of a task's latest attempt (-f: followed across attempts); flow-N: each job's, prefixed by its name",
+  },
   {
     name: "wait",
     module: "wait",
     description:
-      "wait for jobs to end: exit 0 if all succeeded, 1 if any failed or was cancelled, 2 on timeout, 3 on error",
+      "wait for jobs (or flow-N: a workflow's jobs) to end, then one line per job on stderr: exit 0 if all succeeded, 1 if any failed or was cancelled, 2 on timeout, 3 on error",
   },
   {
     name: "cancel",
     module: "control",
     description:
-      "cancel a job, or some of its tasks (--tasks 3,7-9): pending tasks never start, running attempts are stopped",
+      "cancel a job, some of its tasks (--tasks 3,7-9), or a workflow (flow-N): pending tasks never start, running attempts are stopped",
   },
   {
     name: "retry",
@@ -104,9 +109,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "hold",
     module: "control",
-    description: "hold a job: it does not start; running attempts stop and it resumes on release",
+    description:
+      "hold a job (or flow-N: a workflow's jobs): it does not start; running attempts stop and it resumes on release (--reason TEXT: kept in its events)",
   },
-  { name: "release", module: "control", description: "release a held job" },
+  {
+    name: "release",
+    module: "control",
+    description: "release a held job (or flow-N: a workflow's held jobs); one not held is an error (exit 1)",
+  },
   {
     name: "migrate",
     module: "control",
@@ -122,7 +132,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "rm",
     module: "control",
     description:
-      "remove ended jobs with their files and checkpoints: by id, or all that ended before --older-than (their attempts stay in steward acct)",
+      "remove ended jobs with their files and checkpoints: by id, a workflow's all at once (flow-N), or all that ended before --older-than (their attempts stay in steward acct)",
   },
   {
     name: "fetch",

@@ -12,6 +12,7 @@ export function registerPs(program: Command): void {
     .option("--all", "include ended jobs")
     .option("--state <state>", "only jobs in this state")
     .option("--user <name>", "only this owner's jobs (a user's token lists only their own anyway)")
+    .option("--name <pattern>", "only jobs of this name: exact, or a glob with * and ? (quote it: 'sweep-*')")
     .option("--limit <n>", "at most this many jobs (1..1000), in id order", integer("--limit", 1))
     .option("--after <id>", "only jobs after this id (the next page: the last id of the one before)")
     .option("--json", "print JSON")
@@ -20,6 +21,7 @@ export function registerPs(program: Command): void {
         all?: boolean;
         state?: string;
         user?: string;
+        name?: string;
         limit?: number;
         after?: string;
         json?: boolean;
@@ -30,6 +32,7 @@ export function registerPs(program: Command): void {
             all: options.all ? 1 : undefined,
             state: options.state,
             user: options.user,
+            name: options.name,
             limit: options.limit,
             after: options.after,
           },

@@ -3,7 +3,6 @@
 // they come, and exits with the job's exit code (run-job.ts); Ctrl-C cancels the job.
 
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { Job, Task } from "../../broker/api/schemas.ts";
 import { ApiClient, CliError } from "../client.ts";
@@ -22,13 +21,9 @@ import {
   taskExitCode,
   wholeNumber,
 } from "../run-job.ts";
+import { followTask } from "../task-follower.ts";
 import { fetchedLine, fetchOutputs } from "./fetch.ts";
 import { describe } from "./index.ts";
-
-const ENDED = new Set(["succeeded", "failed", "cancelled"]);
-
-/** How often a followed task without its next attempt is asked again, at most (from 100 ms up). */
-const TASK_POLL_MAX_MS = 1000;
 
 const HELP = `
 The command and its arguments are run as they are, without a shell (give one for pipes and
@@ -167,7 +162,7 @@ async function attend(client: ApiClient, id: string, fetch: boolean): Promise<nu
   const follower = async () => {
     while (next < job.taskCount) {
       const index = next++;
-      await followTask(client, id, index, labelled);
+      await followOutput(client, id, index, labelled);
     }
   };
   await Promise.all(Array.from({ length: Math.min(MAX_FOLLOWED_TASKS, job.taskCount) }, follower));
@@ -180,51 +175,23 @@ async function attend(client: ApiClient, id: string, fetch: boolean): Promise<nu
   return code;
 }
 
-/** One task's attempts in turn, each's stdout and stderr to ours until it ends, until the task has ended. */
-async function followTask(client: ApiClient, id: string, index: number, labelled: boolean): Promise<void> {
-  let attempt = 1;
-  let delay = 100;
-  for (;;) {
-    const task = await client.json<Task>("GET", `/api/v1/jobs/${encodeURIComponent(id)}/tasks/${index}`);
-    const latest = task.attempts.reduce((most, each) => Math.max(most, each.number), 0);
-    if (latest >= attempt) {
-      await Promise.all([
-        streamLog(client, id, index, attempt, "stdout", labelled),
-        streamLog(client, id, index, attempt, "stderr", labelled),
-      ]);
-      attempt++;
-      delay = 100;
-      continue;
-    }
-    if (ENDED.has(task.state)) return;
-    await sleep(delay);
-    delay = Math.min(TASK_POLL_MAX_MS, delay * 1.5);
-  }
-}
-
-/** One attempt's stream, followed until the attempt ends (the server sends it whole by then). */
-async function streamLog(
-  client: ApiClient,
-  id: string,
-  index: number,
-  attempt: number,
-  stream: "stdout" | "stderr",
-  labelled: boolean,
-): Promise<void> {
-  const response = await client.request("GET", `/api/v1/jobs/${encodeURIComponent(id)}/logs`, {
-    query: { task: index, stream, follow: 1, attempt },
-  });
-  if (!response.body) return;
-  const target = stream === "stdout" ? process.stdout : process.stderr;
-  const write = (text: string | Uint8Array) => {
-    target.write(text);
+/** One task's attempts in turn, from its first, each's stdout and stderr to ours (an array's lines labelled). */
+async function followOutput(client: ApiClient, id: string, index: number, labelled: boolean): Promise<void> {
+  const targets = { stdout: process.stdout, stderr: process.stderr };
+  const lines = {
+    stdout: labelled ? new LinePrefixer(`${index}: `, (text) => targets.stdout.write(text)) : null,
+    stderr: labelled ? new LinePrefixer(`${index}: `, (text) => targets.stderr.write(text)) : null,
   };
-  const lines = labelled ? new LinePrefixer(`${index}: `, write) : null;
-  for await (const chunk of response.body) {
-    if (lines) lines.push(chunk);
-    else write(chunk);
-  }
-  lines?.end();
+  await followTask(client, id, index, {
+    streams: ["stdout", "stderr"],
+    from: 1,
+    onChunk: (stream, chunk) => {
+      const prefixer = lines[stream];
+      if (prefixer) prefixer.push(chunk);
+      else targets[stream].write(chunk);
+    },
+    onStreamEnd: (stream) => lines[stream]?.end(),
+  });
 }
 
 /** The job's exit code (run-job.ts): a single task's, or an array's first task that did not succeed. */

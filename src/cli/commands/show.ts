@@ -13,6 +13,12 @@ export function registerShow(program: Command): void {
     .description(describe("show"))
     .argument("<id>", "job id, or a workflow's id (flow-N): its jobs as a graph with their states")
     .option("--json", "print JSON")
+    .addHelpText(
+      "after",
+      "\nThe task table lists each attempt; an array with parameters has a PARAM column after TASK (the task's" +
+        "\nparameter: a string as it is, a mapping as key=value pairs, cut at 40 characters). The events follow," +
+        "\noldest first, each with its kind and message.\n",
+    )
     .action(async (id: string, options: { json?: boolean }) => {
       if (isWorkflowId(id)) {
         const workflow = await new ApiClient().json<Workflow>(
@@ -43,12 +49,17 @@ export function registerShow(program: Command): void {
       } else if (checkpoints.length > 0) {
         lines.splice(3, 0, `${checkpoints.length} tasks have a checkpoint`);
       }
+      // An array with parameters shows each task's, after its index.
+      const params = job.spec.array?.params;
+      const param = (index: number): (string | number)[] => (params ? [paramText(params[index])] : []);
       const rows: (string | number)[][] = [];
       for (const task of tasks) {
-        if (task.attempts.length === 0) rows.push([task.index, task.state, "-", "-", "-", "-", "-", "-"]);
+        if (task.attempts.length === 0)
+          rows.push([task.index, ...param(task.index), task.state, "-", "-", "-", "-", "-", "-"]);
         for (const attempt of task.attempts) {
           rows.push([
             task.index,
+            ...param(task.index),
             task.state,
             attempt.number,
             // A multi-node attempt lists its ranks' hosts, rank 0 first.
@@ -66,7 +77,8 @@ export function registerShow(program: Command): void {
         }
       }
       const shown = rows.length > 200 ? rows.slice(0, 200) : rows;
-      lines.push(table(["TASK", "STATE", "ATTEMPT", "HOST", "OUTCOME", "EXIT", "STARTED", "REASON"], shown));
+      const headers = ["TASK", ...(params ? ["PARAM"] : []), "STATE", "ATTEMPT", "HOST", "OUTCOME", "EXIT"];
+      lines.push(table([...headers, "STARTED", "REASON"], shown));
       if (rows.length > shown.length) lines.push(`... ${rows.length - shown.length} more rows (use --json)`);
       // What each ended attempt used: one line an attempt, as many as the table shows.
       const ended = tasks
@@ -81,8 +93,24 @@ export function registerShow(program: Command): void {
           );
       }
       lines.push("", "events:");
+      const kindWidth = Math.max(0, ...events.map((event) => event.kind.length));
       for (const event of events)
-        lines.push(`  ${shortTime(event.at)}  ${event.kind.padEnd(16)} ${event.message}`);
+        lines.push(`  ${shortTime(event.at)}  ${event.kind.padEnd(kindWidth)}  ${event.message}`);
       process.stdout.write(`${lines.join("\n")}\n`);
     });
+}
+
+/** The longest parameter shown in `show`'s task table; a longer one is cut with `...`. */
+const PARAM_WIDTH = 40;
+
+/** A task's parameter as `show` prints it: a string as it is, a mapping as `k=v k=v`, cut to PARAM_WIDTH. */
+export function paramText(param: string | Record<string, string | number | boolean> | undefined): string {
+  if (param === undefined) return "-";
+  const text =
+    typeof param === "string"
+      ? param
+      : Object.entries(param)
+          .map(([key, value]) => `${key}=${value}`)
+          .join(" ");
+  return text.length > PARAM_WIDTH ? `${text.slice(0, PARAM_WIDTH - 3)}...` : text;
 }

@@ -74,7 +74,11 @@ export function registerSubmit(program: Command): void {
       }
       if (options.json) printJson(created);
       else process.stdout.write(`${created.id}\n`);
-      if (options.wait) process.exitCode = await waitForJobs(client, [created.id], null, !options.json);
+      if (options.wait)
+        process.exitCode = await waitForJobs(client, [created.id], null, {
+          progress: !options.json,
+          report: true,
+        });
     });
 }
 
@@ -194,5 +198,8 @@ async function submitWorkflow(
   if (options.json) printJson(created);
   else process.stdout.write(`${created.workflow}\n`);
   if (options.wait)
-    process.exitCode = await waitForJobs(client, Object.values(created.jobs), null, !options.json);
+    process.exitCode = await waitForJobs(client, Object.values(created.jobs), null, {
+      progress: !options.json,
+      report: true,
+    });
 }

@@ -144,7 +144,10 @@ export const EVENT_DATA = {
         .meta({ description: "the workflow whose retry this was (steward retry flow-ID)" }),
     })
     .meta({ description: "failed or cancelled tasks were given new attempts (steward retry)" }),
-  hold: z.object({ by }),
+  hold: z.object({
+    by,
+    reason: z.string().optional().meta({ description: "why, as `steward hold --reason` gave it" }),
+  }),
   release: z.object({ by }),
   migrate: z.object({ to: z.string().nullable().meta({ description: "null: any other host" }), by }),
   updated: z
@@ -327,7 +330,7 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
   retried: (d) =>
     (d.array ? `retried by ${d.by}: ${taskWord(d.tasks)}` : `retried by ${d.by}`) +
     (d.workflow ? ` with workflow ${d.workflow}` : ""),
-  hold: (d) => `held by ${d.by}`,
+  hold: (d) => `held by ${d.by}${d.reason ? `: ${d.reason}` : ""}`,
   release: (d) => `released by ${d.by}`,
   migrate: (d) => `migration ${d.to ? `to ${d.to}` : "to another host"} requested by ${d.by}`,
   updated: (d) => `updated by ${d.by}: ${d.changes.map(renderUpdateChange).join("; ")}`,

@@ -14,6 +14,7 @@ import {
 } from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
+import { nameMatcher } from "../../../common/model/name-pattern.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { isEndedState, JOB_STATES } from "../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../common/model/task-list.ts";
@@ -23,7 +24,7 @@ import type { SubmittedJob } from "../../reactor/commands/jobs.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { TaskRead } from "../../reactor/read-model.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
-import { headOf, type JobHead, type JobHeader } from "../../state/job-header.ts";
+import { headOf, type JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import type { Store } from "../../store/store.ts";
@@ -88,6 +89,10 @@ const listQuery = z.object({
     .optional()
     .meta({ description: "a job id: only the jobs after it in id order (the next page)" }),
   user: z.string().min(1).optional().meta({ description: "only this owner's jobs" }),
+  name: z.string().min(1).max(256).optional().meta({
+    description:
+      "only jobs with this name: exact, or a glob where `*` is any run of characters and `?` one character (`sweep-*`)",
+  }),
 });
 
 /**
@@ -132,6 +137,20 @@ const migrateBody = z
   .nullish();
 // Fastify hands a request without a body to its schema as null.
 const emptyBody = z.object({}).nullish();
+
+/** The longest hold reason kept, in characters. */
+const MAX_HOLD_REASON = 500;
+
+const holdBody = z
+  .object({
+    reason: z
+      .string()
+      .min(1)
+      .max(MAX_HOLD_REASON)
+      .optional()
+      .meta({ description: `why (at most ${MAX_HOLD_REASON} characters): kept in the job's hold event` }),
+  })
+  .nullish();
 
 const taskList = z
   .union([z.string(), z.array(z.int().min(0))])
@@ -257,7 +276,8 @@ export function registerJobRoutes(
       },
     },
     async (request, reply) => {
-      const { all, state, limit, after } = request.query;
+      const { all, state, limit, after, name } = request.query;
+      const named = name === undefined ? null : nameMatcher(name);
       // A user lists their own jobs only, whatever `user` says; admins and readers whoever they ask.
       const principal = request.principal;
       const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
@@ -265,6 +285,7 @@ export function registerJobRoutes(
       const listed = ports.read
         .listJobs(all || (state !== undefined && isEndedState(state)))
         .filter((job) => user === undefined || job.owner === user)
+        .filter((job) => named === null || named(job.name))
         .filter((job) => (state ? job.state === state : all || !isEndedState(job.state)))
         .sort((a, b) => compareJobIds(a.id, b.id));
       const start = after === undefined ? 0 : firstAfter(listed, after);
@@ -274,6 +295,7 @@ export function registerJobRoutes(
         if (all) next.set("all", "1");
         if (state) next.set("state", state);
         if (request.query.user) next.set("user", request.query.user);
+        if (name) next.set("name", name);
         next.set("limit", String(limit));
         next.set("after", page[page.length - 1].id);
         reply.header("link", `</api/v1/jobs?${next}>; rel="next"`);
@@ -409,35 +431,45 @@ export function registerJobRoutes(
     },
   );
 
-  const controls: [string, string, (id: string, by: string) => Promise<JobHead>][] = [
-    [
-      "hold",
-      "Hold a job: it does not start; running attempts stop (preempted, reason held)",
-      async (id, by) => headOf(await ports.jobs.hold(id, by)),
-    ],
-    ["release", "Release a held job", (id, by) => ports.jobs.release(id, by)],
-  ];
-  for (const [action, summary, control] of controls) {
-    api.post(
-      `/api/v1/jobs/:id/${action}`,
-      {
-        schema: {
-          summary,
-          params: jobParams,
-          body: emptyBody,
-          response: {
-            200: json(jobSchema, "the job, without its tasks"),
-            ...errors(400, 401, 403, 404, 409),
-          },
+  api.post(
+    "/api/v1/jobs/:id/hold",
+    {
+      schema: {
+        summary:
+          "Hold a job: it does not start; running attempts stop (preempted, reason held); `reason` is kept in its hold event",
+        params: jobParams,
+        body: holdBody,
+        response: {
+          200: json(jobSchema, "the job, without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
         },
       },
-      async (request) =>
-        jobHeadView(
-          await control(request.params.id, actorOf(request)),
-          await store.events(request.params.id),
-        ),
-    );
-  }
+    },
+    async (request) => {
+      const { id } = request.params;
+      const job = await ports.jobs.hold(id, actorOf(request), request.body?.reason);
+      return jobHeadView(headOf(job), await store.events(id));
+    },
+  );
+
+  api.post(
+    "/api/v1/jobs/:id/release",
+    {
+      schema: {
+        summary: "Release a held job (one that is not held is answered as it is)",
+        params: jobParams,
+        body: emptyBody,
+        response: {
+          200: json(jobSchema, "the job, without its tasks"),
+          ...errors(400, 401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      return jobHeadView(await ports.jobs.release(id, actorOf(request)), await store.events(id));
+    },
+  );
 
   api.post(
     "/api/v1/jobs/:id/migrate",
@@ -820,7 +852,10 @@ export async function* multipartParts(request: FastifyRequest) {
   }
 }
 
-/** The log of the task's latest attempt (or a given one); with follow, until that attempt ends. */
+/**
+ * The log of the task's latest attempt (or a given one); with follow, that attempt until it ends
+ * (not a later one: the client asks for the next attempt by its number).
+ */
 async function* followLog(
   blobs: BlobStore,
   jobId: string,
@@ -832,13 +867,17 @@ async function* followLog(
 ): AsyncGenerator<Buffer> {
   let offset = 0;
   let closed = false;
+  let pinned = wanted;
   request.raw.on("close", () => {
     closed = true;
   });
   for (;;) {
     const { task, attempts } = await readTask();
     const attempt =
-      wanted === null ? attempts[attempts.length - 1] : attempts.find((each) => each.number === wanted);
+      pinned === null ? attempts[attempts.length - 1] : attempts.find((each) => each.number === pinned);
+    // Followed, the attempt first found is the one read to its end: a later one's bytes are not
+    // read at this one's offset (a client follows the next attempt by its number).
+    if (attempt) pinned = attempt.number;
     if (!attempt) {
       if (!follow || closed || task.state !== "pending") return;
       await sleep(LOG_POLL_MS);

@@ -10,6 +10,7 @@ import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../..
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
@@ -25,7 +26,9 @@ import {
   json,
   type Workflow,
   type WorkflowCreated,
+  type WorkflowJobs,
   workflowCreatedSchema,
+  workflowJobsSchema,
   workflowRetrySchema,
   workflowSchema,
 } from "../schemas.ts";
@@ -220,6 +223,69 @@ export function registerWorkflowRoutes(
       };
     },
   );
+
+  const controls: [action: "cancel" | "hold" | "release", summary: string][] = [
+    [
+      "cancel",
+      "Cancel every job of the workflow that has not ended, in one commit (dependants first); what has ended is left as it is",
+    ],
+    ["hold", "Hold every job of the workflow that has not ended, in one commit"],
+    ["release", "Release every held job of the workflow, in one commit"],
+  ];
+  for (const [action, summary] of controls)
+    api.post(
+      `/api/v1/workflows/:id/${action}`,
+      {
+        schema: {
+          summary,
+          params: workflowParams,
+          response: {
+            200: json(workflowJobsSchema, "the jobs acted on, each with its state after (durable)"),
+            ...errors(400, 401, 403, 404, 409),
+          },
+        },
+      },
+      async (request) => {
+        const workflow = visibleWorkflow(request, ports, request.params.id);
+        return touchedView(await ports.workflows[action](workflow.id, actorOf(request)), ports);
+      },
+    );
+
+  api.delete(
+    "/api/v1/workflows/:id",
+    {
+      schema: {
+        summary:
+          "Remove every job of the workflow, all ended, with their files and checkpoints, in one commit; 409 naming a job that has not ended (nothing removed)",
+        params: workflowParams,
+        response: {
+          200: json(workflowJobsSchema, "the jobs removed (durable)"),
+          ...errors(401, 403, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const workflow = visibleWorkflow(request, ports, request.params.id);
+      const removed = await ports.workflows.remove(workflow.id);
+      for (const member of removed.jobs) await blobs.deletePrefix(jobPrefix(member.job));
+      return touchedView(removed, ports);
+    },
+  );
+}
+
+/** A cancel's, hold's, release's or remove's answer: the workflow's state and each job's after. */
+function touchedView({ workflow, jobs }: WorkflowJobsTouched, ports: ApiPorts): WorkflowJobs {
+  const states = workflow.jobs.map((member) => ports.read.header(member.job)?.state);
+  const remaining = states.filter((state) => state !== undefined);
+  return {
+    workflow: workflow.id,
+    state: remaining.length === 0 ? null : workflowState(states),
+    jobs: jobs.map((member) => ({
+      name: member.name,
+      job: member.job,
+      state: ports.read.header(member.job)?.state ?? null,
+    })),
+  };
 }
 
 /** A submit over the token's rate: answered 429 here (true), as a job's submit is. */

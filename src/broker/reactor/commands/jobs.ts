@@ -168,10 +168,10 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     },
 
     /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */
-    async hold(id: string, by?: string): Promise<JobEntry> {
+    async hold(id: string, by?: string, reason?: string): Promise<JobEntry> {
       const ended = read.retired(id) ? read.header(id) : undefined;
       if (ended) throw new ConflictError(`job ${id} is ${ended.state}`);
-      return reactor.run((step) => holdJob(step, id, by));
+      return reactor.run((step) => holdJob(step, id, by, reason));
     },
 
     /** Releases a held job; one that has ended is answered as it is (without its tasks, as cancel). */

@@ -5,6 +5,13 @@ import { type WorkflowFile, workflowId } from "../../../common/model/workflow.ts
 import type { StoredJob } from "../../store/store.ts";
 import { NotFoundError } from "../errors.ts";
 import {
+  cancelWorkflow,
+  holdWorkflow,
+  releaseWorkflow,
+  removeWorkflow,
+  type WorkflowJobsTouched,
+} from "../handlers/workflow-control.ts";
+import {
   retryWorkflow,
   submitWorkflow,
   type WorkflowMade,
@@ -87,6 +94,26 @@ export function workflowCommands(
         if (job) stored.set(member.job, job);
       }
       return reactor.run((step) => retryWorkflow(step, { id, by, stored }));
+    },
+
+    /** Cancels every job of the workflow that has not ended, in one step; resolves once durable. */
+    cancel(id: string, by = "user"): Promise<WorkflowJobsTouched> {
+      return reactor.run((step) => cancelWorkflow(step, id, by));
+    },
+
+    /** Holds every job of the workflow that has not ended, in one step. */
+    hold(id: string, by = "user", reason?: string): Promise<WorkflowJobsTouched> {
+      return reactor.run((step) => holdWorkflow(step, id, by, reason));
+    },
+
+    /** Releases every held job of the workflow, in one step. */
+    release(id: string, by = "user"): Promise<WorkflowJobsTouched> {
+      return reactor.run((step) => releaseWorkflow(step, id, by));
+    },
+
+    /** Removes every job of the workflow (all ended), in one step; refused while one has not ended. */
+    remove(id: string): Promise<WorkflowJobsTouched> {
+      return reactor.run((step) => removeWorkflow(step, id));
     },
   };
 }

@@ -84,13 +84,13 @@ export function cancelTasks(step: Step, id: string, indexes: readonly number[], 
   return job;
 }
 
-/** Holds a job: pending tasks do not start; running attempts stop (ended `preempted`, reason `held`). */
-export function holdJob(step: Step, id: string, by = "user"): JobEntry {
+/** Holds a job: pending tasks do not start; running attempts stop (ended `preempted`, reason `held`); `reason` goes in its event. */
+export function holdJob(step: Step, id: string, by = "user", reason?: string): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) throw new ConflictError(`job ${id} is ${job.record.state}`);
   if (job.record.held) return job;
   step.write.updateJob(job, { held: true });
-  step.event(job, { kind: "hold", data: { by } });
+  step.event(job, { kind: "hold", data: reason ? { by, reason } : { by } });
   applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
   refreshJobState(step, job);
   return job;
