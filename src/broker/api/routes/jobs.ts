@@ -442,7 +442,8 @@ export function registerJobRoutes(
     "/api/v1/jobs/:id/migrate",
     {
       schema: {
-        summary: "Move a running job to another host (or the one named), resuming from its checkpoint",
+        summary:
+          "Move a running job to another host (or the one named), resuming from its checkpoint; 409 without `to` when no other host matches the job and has room now",
         params: jobParams,
         body: migrateBody,
         response: {
