@@ -2,7 +2,7 @@
 // through the one plan applier (apply-plan.ts), as the scheduler's do.
 
 import type { HostRecord, StopIntent, TaskRecord } from "../../../common/model/records.ts";
-import { isEndedState } from "../../../common/model/states.ts";
+import { HELD_REASON, isEndedState } from "../../../common/model/states.ts";
 import { formatTaskList } from "../../../common/model/task-list.ts";
 import { migrationRefusal, migrationTargets } from "../../scheduler/migration-rule.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
@@ -92,7 +92,7 @@ export function holdJob(step: Step, id: string, by = "user"): JobEntry {
   if (job.record.held) return job;
   step.write.updateJob(job, { held: true });
   step.event(job, { kind: "hold", data: { by } });
-  applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
+  applyStops(step, stopsOf(job, { outcome: "preempted", reason: HELD_REASON }));
   refreshJobState(step, job);
   return job;
 }
