@@ -564,12 +564,9 @@ export const accountingRowSchema = z
     task: z.int(),
     attempt: z.int(),
     host: z.string().meta({ description: "rank 0's host" }),
-    outcome: z
-      .enum(ACCOUNTING_OUTCOMES)
-      .nullable()
-      .meta({
-        description: "the attempt's outcome; `held` for one a hold stopped (its outcome `preempted`)",
-      }),
+    outcome: z.enum(ACCOUNTING_OUTCOMES).nullable().meta({
+      description: "the attempt's outcome; `held` for one a hold stopped (its outcome `preempted`)",
+    }),
     exitCode: z.int().nullable(),
     signal: z.int().nullable().meta({ description: "the signal that ended the job (an exit code of 128+N)" }),
     startedAt: isoTime,

@@ -5,7 +5,7 @@
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
-import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { explainDraft, explainEnded, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
@@ -221,9 +221,13 @@ export class ReadModel {
     return this.#state.hostList().find((host) => host.name === name);
   }
 
-  /** Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts). */
+  /**
+   * Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts); of a job
+   * that has ended, how it ended, from its events.
+   */
   async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
     const job = await this.readJob(id);
+    if (job.isEnded()) return explainEnded(job, await this.#store.events(id));
     return explainJob(this.#state, job, this.#reactor.now(), this.#reactor.options.policy, viewer);
   }
 
