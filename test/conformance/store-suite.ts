@@ -870,6 +870,40 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         ]);
       });
 
+      test("accounting tells an attempt a hold stopped as held, before and after its job's removal; another preempted one stays preempted", async () => {
+        await store.commit(TERM, [
+          { op: "putJob", job: job("h", { state: "succeeded", endedAt: t0 + 9000 }) },
+          { op: "putTasks", tasks: [task("h", 0, { state: "succeeded" })] },
+          ...[
+            { number: 1, outcome: "preempted" as const, reason: "held" },
+            { number: 2, outcome: "preempted" as const, reason: "preempted for job 7 (priority 5)" },
+            { number: 3, outcome: "succeeded" as const, reason: null },
+          ].map(
+            ({ number, outcome, reason }): Change => ({
+              op: "putAttempt",
+              attempt: attempt("h", 0, number, {
+                state: "ended",
+                outcome,
+                reason,
+                startedAt: t0 + number * 1000,
+                endedAt: t0 + number * 1000 + 500,
+              }),
+            }),
+          ),
+        ]);
+        const outcomes = async () =>
+          (await store.accounting({ since: 0, limit: 100 })).map((row) => `${row.number} ${row.outcome}`);
+        expect(await outcomes()).toStrictEqual(["1 held", "2 preempted", "3 succeeded"]);
+        // The attempt itself keeps its outcome.
+        expect((await store.loadJob("h"))?.attempts.map((each) => each.outcome)).toStrictEqual([
+          "preempted",
+          "preempted",
+          "succeeded",
+        ]);
+        await store.commit(TERM, [{ op: "deleteJob", jobId: "h" }]);
+        expect(await outcomes()).toStrictEqual(["1 held", "2 preempted", "3 succeeded"]);
+      });
+
       test("loadJob reads one job whole; findSubmission finds a job by its owner's key", async () => {
         await history();
         const done = await store.loadJob("done");

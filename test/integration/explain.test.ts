@@ -97,4 +97,34 @@ describe("steward explain", () => {
       /task 0 \(attempt 1\) runs on local-[12]: no rescheduling estimate yet; not a preemption candidate: it has no checkpoint/,
     );
   });
+
+  it("of an ended job says how it ended, and which dependency cancelled it, with no host table", async () => {
+    // The jobs of the tests before hold the two slots.
+    for (const id of submitted) await api(steward, "POST", `/api/v1/jobs/${id}/cancel`, {});
+    const broken = await submit({ command: "exit 1" });
+    const orphan = await submit({ command: "true", dependsOn: [broken] });
+    await waitFor(`job ${orphan} cancelled`, async () => {
+      const job = (await api(steward, "GET", `/api/v1/jobs/${orphan}`)) as { state: string };
+      return job.state === "cancelled";
+    });
+    expect(await explainText(orphan)).toBe(
+      `job ${orphan} is cancelled\n` +
+        "  the job has ended: cancelled\n" +
+        `  cancelled because its dependency can never be met: job ${broken} ended failed (it waited for it to succeed)\n`,
+    );
+    expect(await explainText(broken)).toBe(`job ${broken} is failed\n  the job has ended: failed\n`);
+    const json = JSON.parse((await cli(steward, ["explain", orphan, "--json"])).stdout);
+    expect(json).toMatchObject({ state: "cancelled", hosts: [], clauses: [], pools: [], running: [] });
+
+    const sleeper = await submit({ command: "sleep 60" });
+    await waitRunning(sleeper);
+    await cli(steward, ["cancel", sleeper]);
+    await waitFor(`job ${sleeper} cancelled`, async () => {
+      const job = (await api(steward, "GET", `/api/v1/jobs/${sleeper}`)) as { state: string };
+      return job.state === "cancelled";
+    });
+    expect(await explainText(sleeper)).toBe(
+      `job ${sleeper} is cancelled\n  the job has ended: cancelled\n  cancel requested by admin\n`,
+    );
+  }, 60_000);
 });

@@ -188,4 +188,31 @@ describe("a workflow file", () => {
     const bobs = (await api(bob, "GET", "/api/v1/jobs?all=1")) as { id: string }[];
     expect(bobs.map((job) => job.id).sort()).toEqual(Object.values(first.jobs).sort());
   });
+
+  it("reads a job's array.paramsFile at submit: one task per line, each with its parameter", async () => {
+    writeFileSync(join(folder, "cases.txt"), "alpha\nbeta\ngamma\n");
+    const file = join(folder, "sweep.yaml");
+    writeFileSync(
+      file,
+      [
+        "name: sweep",
+        "jobs:",
+        "  sweep: {command: 'echo \"p=$STEWARD_TASK_PARAM\"', inputs: [cases.txt], array: {paramsFile: cases.txt}}",
+        "  after: {command: 'true', dependsOn: [sweep]}",
+        "",
+      ].join("\n"),
+    );
+    const submitted = await cli(alice, ["submit", file, "--json"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const { sweep } = (JSON.parse(submitted.stdout) as { jobs: Record<string, string> }).jobs;
+    const job = await waitForJobEnd(alice, sweep);
+    expect(job.state).toBe("succeeded");
+    expect(job.taskCount).toBe(3);
+    for (const [task, line] of ["alpha", "beta", "gamma"].entries()) {
+      const response = await fetch(`${server.url}/api/v1/jobs/${sweep}/logs?task=${task}`, {
+        headers: { authorization: `Bearer ${alice.token}` },
+      });
+      expect(await response.text()).toBe(`p=${line}\n`);
+    }
+  }, 60_000);
 });

@@ -6,7 +6,13 @@ import type { Readable } from "node:stream";
 import { z } from "zod";
 import { EVENT_DATA, EVENT_KINDS } from "../../common/model/events.ts";
 import { type JobSpec, jobSpecSchema } from "../../common/model/job-spec.ts";
-import { ATTEMPT_OUTCOMES, ATTEMPT_STATES, HOST_STATES, JOB_STATES } from "../../common/model/states.ts";
+import {
+  ACCOUNTING_OUTCOMES,
+  ATTEMPT_OUTCOMES,
+  ATTEMPT_STATES,
+  HOST_STATES,
+  JOB_STATES,
+} from "../../common/model/states.ts";
 import { hostFacts } from "../../common/protocol/messages.ts";
 
 const isoTime = z.iso.datetime();
@@ -607,7 +613,9 @@ export const accountingRowSchema = z
     task: z.int(),
     attempt: z.int(),
     host: z.string().meta({ description: "rank 0's host" }),
-    outcome: z.enum(ATTEMPT_OUTCOMES).nullable(),
+    outcome: z.enum(ACCOUNTING_OUTCOMES).nullable().meta({
+      description: "the attempt's outcome; `held` for one a hold stopped (its outcome `preempted`)",
+    }),
     exitCode: z.int().nullable(),
     signal: z.int().nullable().meta({ description: "the signal that ended the job (an exit code of 128+N)" }),
     startedAt: isoTime,

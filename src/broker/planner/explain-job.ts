@@ -6,7 +6,7 @@ import { dependenciesOf } from "../../common/model/dependencies.ts";
 import { type JobSpec, taskCount } from "../../common/model/job-spec.ts";
 import { countBucket, deriveJobState, emptyCounts } from "../../common/model/job-state.ts";
 import { newTask } from "../../common/model/new-records.ts";
-import type { JobRecord, TaskRecord } from "../../common/model/records.ts";
+import type { EventRecord, JobRecord, TaskRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
 import { type Explanation, explain } from "../scheduler/explain.ts";
 import type { LiveTaskAssessment } from "../scheduler/explain-running.ts";
@@ -18,6 +18,7 @@ import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import type { JobView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import { initialTaskStates } from "../state/dependency-verdicts.ts";
+import { endedJobReasons } from "../state/ended-job-reasons.ts";
 import { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { passInput, runningView } from "./plan-pass.ts";
@@ -38,6 +39,27 @@ export function explainJob(
   viewer: string | null = null,
 ): JobExplanation {
   return explainEntry(state, job, now, options, viewer, false);
+}
+
+/**
+ * What explain says of a job that has ended: how it ended (state/ended-job-reasons.ts, from its
+ * events), and nothing of hosts or the next pass, which no longer apply to it.
+ */
+export function explainEnded(job: JobEntry, events: readonly EventRecord[]): JobExplanation {
+  const { succeeded, failed, cancelled } = job.counts;
+  return {
+    reasons: endedJobReasons(
+      { state: job.record.state, taskCount: job.tasks.length, counts: { succeeded, failed, cancelled } },
+      events,
+    ),
+    othersAhead: 0,
+    hosts: [],
+    summary: { matching: 0, withRoom: 0 },
+    clauses: [],
+    ahead: [],
+    running: [],
+    nextPass: { starts: [], preempts: null, line: "nothing more is scheduled for it" },
+  };
 }
 
 /** The id a job file explained before it is submitted goes by: no job's (job ids are numbers). */

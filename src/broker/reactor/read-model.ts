@@ -5,7 +5,7 @@
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
-import { explainDraft, explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { explainDraft, explainEnded, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
@@ -29,10 +29,16 @@ export interface TaskRead {
 export class ReadModel {
   readonly #reactor: Reactor;
   readonly #store: Store;
+  readonly #lowestInFlight: () => number | null;
 
-  constructor(reactor: Reactor, store: Store) {
+  /**
+   * `lowestInFlight` answers the lowest job id handed out to a submit that has not made its job
+   * yet (reactor/id-block.ts), or null: listings stop below it.
+   */
+  constructor(reactor: Reactor, store: Store, lowestInFlight: () => number | null = () => null) {
     this.#reactor = reactor;
     this.#store = store;
+    this.#lowestInFlight = lowestInFlight;
   }
 
   /** The state as it is now (recovery replaces it, so it is read at each call). */
@@ -164,11 +170,17 @@ export class ReadModel {
   /**
    * Every job's header: those in memory, then those that ended and left it. Without `withRetired`,
    * only those in memory (every job not ended is: a listing of those does not walk the history).
+   * Jobs whose id is above one a submit still has in flight are left out until it settles.
    */
   listJobs(withRetired = true): JobHeader[] {
     const headers: JobHeader[] = [];
-    for (const job of this.#state.jobs.values()) headers.push(headerOf(job));
-    if (withRetired) for (const header of this.#state.ended.values()) headers.push(header);
+    // A job above an id still in flight waits for it: a client paging with `after=` past the job
+    // listed would never see the one made below it a moment later (id-block.ts).
+    const below = this.#lowestInFlight();
+    const listed = below === null ? () => true : (id: string) => !(Number(id) >= below);
+    for (const job of this.#state.jobs.values()) if (listed(job.id)) headers.push(headerOf(job));
+    if (withRetired)
+      for (const header of this.#state.ended.values()) if (listed(header.id)) headers.push(header);
     return headers;
   }
 
@@ -209,9 +221,13 @@ export class ReadModel {
     return this.#state.hostList().find((host) => host.name === name);
   }
 
-  /** Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts). */
+  /**
+   * Why a job's tasks wait and what the next pass does for it (planner/explain-job.ts); of a job
+   * that has ended, how it ended, from its events.
+   */
   async explain(id: string, viewer: string | null = null): Promise<JobExplanation> {
     const job = await this.readJob(id);
+    if (job.isEnded()) return explainEnded(job, await this.#store.events(id));
     return explainJob(this.#state, job, this.#reactor.now(), this.#reactor.options.policy, viewer);
   }
 

@@ -136,6 +136,8 @@ export function explain(input: ExplainInput): Explanation {
 
 interface DryRun {
   plan: Plan;
+  /** Whether the job's turn came in the queue's walk. */
+  reached: boolean;
   /** Why the pass gave up on the job's next task, when it did. */
   unplaced: string | null;
   /** Why preemption stops nothing for the job, when it looked. */
@@ -148,8 +150,12 @@ interface DryRun {
 function runDry(pass: SchedulerState, job: JobView): DryRun {
   let unplaced: string | null = null;
   let noPreemption: string | null = null;
+  let reached = false;
   const estimates = new Map<string, ReschedulingEstimate[]>();
   const plan = schedule(pass, {
+    turn: (other) => {
+      if (other.id === job.id) reached = true;
+    },
     unplaced: (other, why) => {
       if (other.id === job.id) unplaced ??= why;
     },
@@ -160,14 +166,14 @@ function runDry(pass: SchedulerState, job: JobView): DryRun {
       if (task.job.id === job.id) estimates.set(`${task.taskIndex}/${task.attempt}`, found);
     },
   });
-  return { plan, unplaced, noPreemption, estimates };
+  return { plan, reached, unplaced, noPreemption, estimates };
 }
 
 /** What the dry run does for the job, in a sentence. */
 function describeNextPass(
   pass: SchedulerState,
   job: JobView,
-  { plan, unplaced, noPreemption }: DryRun,
+  { plan, reached, unplaced, noPreemption }: DryRun,
 ): NextPass {
   const starts = plan.place
     .filter((placement) => placement.jobId === job.id)
@@ -193,7 +199,10 @@ function describeNextPass(
     else if (![...pass.jobs].some((other) => other.id === job.id))
       line = "the next pass does not look at it: no task of it is queued ready to start";
     else {
+      // The pass's own word (unplaced); else what its walk shows: the job's turn never came, the
+      // room being gone before it (or there being none).
       let why = unplaced;
+      if (why === null && reached) why = "the pass places none of its tasks";
       if (why === null)
         why = pass.hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0)
           ? "the free room goes to work ahead of it"

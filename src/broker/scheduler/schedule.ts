@@ -25,7 +25,15 @@ import { chooseGangHosts, gangMayReserve, reserveGangHosts } from "./stages/gang
 import { type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import { placeReplicas } from "./stages/replicas.ts";
 import { ArrayThrottle } from "./stages/throttle.ts";
-import type { HostView, JobView, OwnerQueue, PassTrace, RunningTaskView, SchedulerState } from "./view.ts";
+import type {
+  ConstrainedTask,
+  HostView,
+  JobView,
+  OwnerQueue,
+  PassTrace,
+  RunningTaskView,
+  SchedulerState,
+} from "./view.ts";
 
 /** A job's place in its owner's turn: the hosts it may use and what is left to place. */
 interface JobCursor {
@@ -38,7 +46,7 @@ interface JobCursor {
   /** Shared by the jobs whose hosts are scored alike (scoredFor). */
   shared: Scored | null;
   /** Tasks with a rule of their own first (migrations), then the ready ones; null until started. */
-  tasks: Iterator<{ index: number; allows: ((host: string) => boolean) | null }> | null;
+  tasks: Iterator<TaskToPlace> | null;
 }
 
 /**
@@ -216,6 +224,13 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
             job,
             `task ${next.value.index} needs ${need.memoryMb} MB (grown after running out of memory): no host it matches has that free`,
           );
+        const rule = next.value.rule;
+        if (rule) {
+          // Its rule allows no host with room: the pass says so, and looks again when the rule lapses.
+          trace.unplaced?.(job, rule.waitReason ?? `task ${next.value.index}: no host it may go to has room`);
+          if (rule.lapsesAt !== undefined)
+            plan.recheckAt = Math.min(plan.recheckAt ?? rule.lapsesAt, rule.lapsesAt);
+        }
         if (next.value.allows || need !== job) continue;
         exhausted.add(key);
         trace.unplaced?.(job, "no host it matches has room left in this pass");
@@ -264,6 +279,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       const turn = nextTurn(lanes);
       const lane = lanes[turn];
       const job = lane.queue.peek()!;
+      trace.turn?.(job);
       const limited = quotas.held(job);
       if (limited) trace.unplaced?.(job, limited);
       else lane.cursor ??= { job, key: batchKey(job), scored: null, rooms: null, shared: null, tasks: null };
@@ -309,7 +325,8 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       );
       plan.preempt.push(...decided.preempt);
       plan.stop.push(...decided.stop);
-      if (decided.recheckAt !== undefined) plan.recheckAt = decided.recheckAt;
+      if (decided.recheckAt !== undefined)
+        plan.recheckAt = Math.min(plan.recheckAt ?? decided.recheckAt, decided.recheckAt);
     }
     if (policy.reschedule && totalSlotsFree > 0) {
       plan.stop.push(...reschedulingPass(state, feasibleFor, capacity, running(), policy, trace));
@@ -378,13 +395,18 @@ function nextTurn(lanes: readonly Lane[]): number {
   return best;
 }
 
-function* tasksToPlace(
-  job: JobView,
-  now: number,
-): Generator<{ index: number; allows: ((host: string) => boolean) | null }> {
+/** A task to place: a ready one (`rule` null), or one with a rule of its own (a migration). */
+interface TaskToPlace {
+  index: number;
+  allows: ((host: string) => boolean) | null;
+  rule: ConstrainedTask | null;
+}
+
+function* tasksToPlace(job: JobView, now: number): Generator<TaskToPlace> {
   // Tasks with a rule of their own (migrations) are few: each is tried on its own.
-  for (const task of job.constrainedTasks?.(now) ?? []) yield { index: task.index, allows: task.allows };
-  for (const index of job.readyTasks(now)) yield { index, allows: null };
+  for (const task of job.constrainedTasks?.(now) ?? [])
+    yield { index: task.index, allows: task.allows, rule: task };
+  for (const index of job.readyTasks(now)) yield { index, allows: null, rule: null };
 }
 
 /** The queue of the batch's own need over these scored hosts, made at its first task. */

@@ -18,6 +18,10 @@ import type { Walltime } from "./walltime.ts";
 export interface ConstrainedTask {
   index: number;
   allows(host: string): boolean;
+  /** Why the task waits when no host it allows takes it (what the pass traces as `unplaced`). */
+  waitReason?: string;
+  /** When the rule lapses and any host may take it (migration-rule.ts): a pass looks again then. */
+  lapsesAt?: number;
 }
 
 export interface JobView {
@@ -190,6 +194,8 @@ export interface StopEntry {
 
 /** What a pass tells of its reasons as it goes (explain's dry run); a real pass has none. */
 export interface PassTrace {
+  /** The job's turn came in the queue's walk (it may still place nothing: then `unplaced` says why). */
+  turn?(job: JobView): void;
   /** The pass gave up on the job's next task, and why. */
   unplaced?(job: JobView, why: string): void;
   /** Preemption looked at the job and stops nothing for it now, and why. */

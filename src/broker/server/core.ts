@@ -95,7 +95,7 @@ export class Core {
         throw error;
       }),
     );
-    this.read = new ReadModel(this.reactor, committer.store);
+    this.read = new ReadModel(this.reactor, committer.store, () => jobIds.lowestInFlight());
     const context: CommandContext = { reactor: this.reactor, committer, read: this.read };
     this.jobs = jobCommands(context, jobIds);
     const workflowIds = new IdBlock(
@@ -106,12 +106,7 @@ export class Core {
         }),
       WORKFLOW_ID_BLOCK_SIZE,
     );
-    const reserveJobIds = (count: number) =>
-      committer.store.reserveIds(committer.term, "job", count).catch((error: unknown) => {
-        if (error instanceof StaleTermError) this.reactor.fatal(error);
-        throw error;
-      });
-    this.workflows = workflowCommands(context, workflowIds, reserveJobIds);
+    this.workflows = workflowCommands(context, workflowIds, jobIds);
     this.hosts = hostCommands(context);
     this.tokens = tokenCommands(context);
     this.checkpoints = {

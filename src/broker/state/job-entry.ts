@@ -11,6 +11,7 @@ import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../.
 import { mayAddReplica } from "../../common/model/replicas.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
+import { migrationAllows, migrationLapsesAt, migrationWaitReason } from "../scheduler/migration-rule.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
 import type { StoredJob } from "../store/store.ts";
 import { TaskCheckpoints } from "./task-checkpoints.ts";
@@ -225,7 +226,10 @@ export class JobEntry implements JobView {
     }
   }
 
-  /** Ready tasks with a migration rule, each with the hosts it allows: found without a pass over every ready task. */
+  /**
+   * Ready tasks with a migration rule, each with the hosts it allows (until the rule lapses,
+   * migration-rule.ts): found without a pass over every ready task.
+   */
   *constrainedTasks(now: number): Iterable<ConstrainedTask> {
     if (!this.#migrating) return;
     for (const index of this.#migrating) {
@@ -233,7 +237,13 @@ export class JobEntry implements JobView {
       const rule = task.migration;
       if (rule === null || !this.ready.has(index) || (task.notBefore !== null && task.notBefore > now))
         continue;
-      yield { index, allows: (host) => (rule.to ? host === rule.to : host !== rule.from) };
+      const lapsesAt = migrationLapsesAt(this.latestAttempt(index)?.endedAt ?? null);
+      yield {
+        index,
+        allows: (host) => migrationAllows(rule, lapsesAt, now, host),
+        waitReason: migrationWaitReason(index, rule, lapsesAt, now),
+        ...(lapsesAt !== null && lapsesAt > now ? { lapsesAt } : {}),
+      };
     }
   }
 

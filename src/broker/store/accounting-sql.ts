@@ -2,13 +2,20 @@
 // store still holds, with those of removed jobs kept in `accounting`; the copy a removal makes;
 // the purge of rows older than the server keeps them.
 
+import { HELD_REASON } from "../../common/model/states.ts";
 import { ACCOUNTING, columnNames } from "./schema.ts";
 
 const COLUMNS = columnNames(ACCOUNTING.columns);
 
+/**
+ * An attempt's outcome as accounting tells it: one a hold stopped (stored `preempted`, reason
+ * `held`) reads `held` (model/states.ts ACCOUNTING_OUTCOMES); the attempt's own outcome is unchanged.
+ */
+const ACCOUNTED_OUTCOME = `CASE WHEN a.outcome = 'preempted' AND a.reason = '${HELD_REASON}' THEN 'held' ELSE a.outcome END`;
+
 /** The ended attempts of the jobs still held, as accounting rows. */
 const HELD =
-  "SELECT a.job_id, j.name AS job_name, j.owner AS owner, a.task_index, a.number, a.host, a.outcome, a.exit_code, " +
+  `SELECT a.job_id, j.name AS job_name, j.owner AS owner, a.task_index, a.number, a.host, ${ACCOUNTED_OUTCOME} AS outcome, a.exit_code, ` +
   "a.started_at, a.ended_at, a.usage FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.ended_at IS NOT NULL";
 
 /** `param(n)` is the database's n-th placeholder, 1-based. */

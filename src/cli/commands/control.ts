@@ -133,15 +133,30 @@ export function registerControl(program: Command): void {
     .argument("<id>", "job id")
     .option("--to <host>", "the host to move to")
     .option("--json", "print the job as JSON")
+    .addHelpText(
+      "after",
+      "\nThe running attempts stop with a checkpoint and their tasks start again elsewhere. Without --to, a" +
+        "\nmigration is refused (exit 1) when no other host matches the job and has room for it now: it would" +
+        "\nonly come back to the same host (steward hold and release restart it there). A task that migrates" +
+        "\nwaits at most 30 s for the host it may go to (another one, or the one named); then any host may take" +
+        "\nit, the one it left included, so a host that went away meanwhile never keeps it waiting. Exit codes:" +
+        "\n0 migrating, 1 refused (nowhere else to go, nothing running, or already on the host named), 3 other errors.\n",
+    )
     .action(async (id: string, options: { to?: string; json?: boolean }) => {
       if (isWorkflowId(id))
         throw new CliError(
           `migrate moves one job: ${id} is a workflow (steward show ${id} lists its jobs)`,
           2,
         );
-      const job = await new ApiClient().json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/migrate`, {
-        json: options.to ? { to: options.to } : {},
-      });
+      const job = await new ApiClient()
+        .json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/migrate`, {
+          json: options.to ? { to: options.to } : {},
+        })
+        .catch((error: unknown) => {
+          // The server's refusal (409) is an answer, not a failure to ask: exit 1, as wait's "failed".
+          if (error instanceof CliError && error.status === 409) throw new CliError(error.message, 1, 409);
+          throw error;
+        });
       if (options.json) printJson(job);
       else process.stdout.write(`job ${job.id}: ${job.state}\n`);
     });

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { Explanation } from "../../broker/api/schemas.ts";
+import { isEndedState } from "../../common/model/states.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
 import { describe } from "./index.ts";
@@ -25,7 +26,10 @@ export function renderExplanation(
   answer: Explanation,
   headline = `job ${answer.id} is ${answer.state}`,
 ): string {
-  const lines = [headline, ...answer.reasons.map((reason) => `  ${reason}`), `  ${answer.nextPass.line}`];
+  const reasons = answer.reasons.map((reason) => `  ${reason}`);
+  // An ended job: how it ended, and no hosts (they no longer apply).
+  if (isEndedState(answer.state)) return `${[headline, ...reasons].join("\n")}\n`;
+  const lines = [headline, ...reasons, `  ${answer.nextPass.line}`];
   if (answer.hosts.length === 0) {
     lines.push(
       answer.pools.length > 0

@@ -4,7 +4,15 @@
 import type { AttemptUsage } from "./attempt-usage.ts";
 import type { JobSpec } from "./job-spec.ts";
 import type { TaskCounts } from "./job-state.ts";
-import type { AttemptOutcome, AttemptState, HostState, JobState, StopOutcome, TaskState } from "./states.ts";
+import type {
+  AccountingOutcome,
+  AttemptOutcome,
+  AttemptState,
+  HostState,
+  JobState,
+  StopOutcome,
+  TaskState,
+} from "./states.ts";
 
 export interface JobRecord {
   id: string;
@@ -209,7 +217,8 @@ export interface AccountingRecord {
   taskIndex: number;
   number: number;
   host: string;
-  outcome: AttemptOutcome | null;
+  /** The attempt's outcome, `held` for one a hold stopped (states.ts ACCOUNTING_OUTCOMES). */
+  outcome: AccountingOutcome | null;
   exitCode: number | null;
   startedAt: number;
   endedAt: number;

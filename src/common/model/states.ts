@@ -29,6 +29,16 @@ export const ATTEMPT_OUTCOMES = [
 ] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
+/** The reason of an attempt a hold stopped (its outcome `preempted`). */
+export const HELD_REASON = "held";
+
+/**
+ * An ended attempt's outcome as usage accounting (`steward acct`) tells it: the attempt's own, but
+ * `held` for one a hold stopped (stored `preempted` with reason `held`; not an attempt outcome).
+ */
+export const ACCOUNTING_OUTCOMES = [...ATTEMPT_OUTCOMES, "held"] as const;
+export type AccountingOutcome = (typeof ACCOUNTING_OUTCOMES)[number];
+
 /** The outcomes a stop sent by the server may end an attempt with. */
 export const STOP_OUTCOMES = ["cancelled", "preempted", "migrated", "lost"] as const;
 export type StopOutcome = (typeof STOP_OUTCOMES)[number];

@@ -108,7 +108,8 @@ export function registerHostRoutes(
     "/api/v1/jobs/:id/explain",
     {
       schema: {
-        summary: "Why a job is not running: what keeps it waiting, then host by host",
+        summary:
+          "Why a job is not running: what keeps it waiting, then host by host; of a job that has ended, how it ended (and no hosts)",
         params: jobParams,
         response: { 200: json(explanationSchema, "the reasons, host by host"), ...errors(401, 404) },
       },
@@ -123,7 +124,8 @@ export function registerHostRoutes(
         id,
         state: job.record.state,
         ...(await ports.read.explain(id, viewer)),
-        pools: explainPools(job),
+        // Pools take work that waits: an ended job's explanation has none.
+        pools: job.isEnded() ? [] : explainPools(job),
       };
     },
   );

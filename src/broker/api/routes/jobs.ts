@@ -5,13 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  type JobSpec,
-  nodesOf,
-  parseJobFileText,
-  resolveParamsFile,
-  validateJobSpec,
-} from "../../../common/model/job-spec.ts";
+import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
 import { nameMatcher } from "../../../common/model/name-pattern.ts";
@@ -31,6 +25,7 @@ import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { keepJobFileText } from "../job-file-source.ts";
+import { withParamsFile } from "../params-file.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
@@ -475,7 +470,8 @@ export function registerJobRoutes(
     "/api/v1/jobs/:id/migrate",
     {
       schema: {
-        summary: "Move a running job to another host (or the one named), resuming from its checkpoint",
+        summary:
+          "Move a running job to another host (or the one named), resuming from its checkpoint; 409 without `to` when no other host matches the job and has room now",
         params: jobParams,
         body: migrateBody,
         response: {
@@ -800,19 +796,6 @@ async function submitMultipart(
     if (id) await blobs.deletePrefix(jobPrefix(id));
     throw error;
   }
-}
-
-/**
- * The job file with its array's parameters file read from the blob store, where its upload put it
- * (job-spec.ts resolveParamsFile): read here, once, so that the count is known at submit and every
- * task's start carries its own line, whichever client uploaded the file.
- */
-async function withParamsFile(spec: JobSpec, blobs: BlobStore, id: string): Promise<JobSpec> {
-  const name = spec.array?.paramsFile;
-  if (name === undefined) return spec;
-  const chunks: Buffer[] = [];
-  for await (const chunk of blobs.read(inputKey(id, name))) chunks.push(chunk as Buffer);
-  return resolveParamsFile(spec, Buffer.concat(chunks).toString("utf8"));
 }
 
 /**

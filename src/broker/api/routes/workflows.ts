@@ -17,6 +17,7 @@ import type { BlobStore } from "../../store/blobs.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { keepJobFileText } from "../job-file-source.ts";
+import { withParamsFile } from "../params-file.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
@@ -370,6 +371,7 @@ async function submitMultipart(
         }
         if (!file || !ids) throw new InvalidRequestError("workflow", "the workflow field is missing");
         const inputs = new Map<string, string[]>();
+        const jobs: WorkflowFile["jobs"] = [];
         for (const job of file.jobs) {
           const missing = job.spec.inputs.findIndex((path) => !stored.get(job.name)?.has(path));
           if (missing >= 0)
@@ -378,8 +380,11 @@ async function submitMultipart(
               `${job.spec.inputs[missing]}: file was not uploaded`,
             );
           inputs.set(job.name, [...job.spec.inputs]);
+          // An array's parameters file is read now, as at a job's submit.
+          const id = ids.jobs.get(job.name)!;
+          jobs.push({ ...job, spec: await withParamsFile(job.spec, blobs, id, `jobs.${job.name}.`) });
         }
-        return { file, ids, inputs };
+        return { file: { ...file, jobs }, ids, inputs };
       },
       allowedQos,
     );

@@ -62,7 +62,6 @@ export interface SubmittedJob {
 
 export function jobCommands(context: CommandContext, jobIds: IdBlock) {
   const { reactor, committer, read } = context;
-  const newId = async () => String(await jobIds.next());
   const committedEvents = new CommittedEventsOfJobs((listener) => reactor.events.on("event", listener));
   /**
    * The task states of `tasks: same` dependencies that left memory with tasks ended in different
@@ -100,14 +99,25 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
       await committer.flush();
       return { job: known, events: null };
     }
-    const { spec, inputs, id = await newId() } = await receive(newId);
-    const dependencyTasks = await sameTaskStates(spec);
-    committedEvents.watch(id);
+    // The ids this submit draws stay in flight (id-block.ts) until its job is made or it gives up.
+    const drawn: number[] = [];
+    const newId = async () => {
+      const taken = await jobIds.next();
+      drawn.push(taken);
+      return String(taken);
+    };
+    let id: string | undefined;
     let job: JobEntry;
     try {
+      const received = await receive(newId);
+      const { spec, inputs } = received;
+      const made = received.id ?? (await newId());
+      id = made;
+      const dependencyTasks = await sameTaskStates(spec);
+      committedEvents.watch(made);
       job = await reactor.run((step) =>
         submitJob(step, {
-          id,
+          id: made,
           spec,
           owner,
           inputs,
@@ -118,8 +128,10 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
         }),
       );
     } catch (error) {
-      committedEvents.take(id);
+      if (id !== undefined) committedEvents.take(id);
       throw error;
+    } finally {
+      for (const taken of drawn) jobIds.settle(taken);
     }
     const events = committedEvents.take(id);
     if (job.id !== id) {

@@ -42,20 +42,11 @@ export type ReceiveWorkflow = (
 ) => Promise<ReceivedWorkflow>;
 
 /**
- * `reserveJobIds(count)` reserves `count` consecutive job ids durably and returns the first: a
- * workflow's jobs take one block (one reservation, however many jobs), from the jobs' sequence.
+ * A workflow's jobs take one run of consecutive ids from `jobIds`, the block single jobs take
+ * theirs from (id-block.ts): job ids follow submission order across jobs and workflows.
  */
-export function workflowCommands(
-  context: CommandContext,
-  workflowIds: IdBlock,
-  reserveJobIds: (count: number) => Promise<number>,
-) {
+export function workflowCommands(context: CommandContext, workflowIds: IdBlock, jobIds: IdBlock) {
   const { reactor, read, committer } = context;
-  const assign = async (file: WorkflowFile): Promise<WorkflowIds> => {
-    const id = workflowId(await workflowIds.next());
-    const first = await reserveJobIds(file.jobs.length);
-    return { id, jobs: new Map(file.jobs.map((job, index) => [job.name, String(first + index)])) };
-  };
   return {
     /**
      * Makes every job of the workflow at once; resolves once all are durable. A submit with a key
@@ -73,10 +64,22 @@ export function workflowCommands(
         await committer.flush();
         return { workflow: known, jobs: [] };
       }
-      const { file, ids, inputs } = await receive(assign);
-      return reactor.run((step) =>
-        submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey, allowedQos }),
-      );
+      // The jobs' ids stay in flight (id-block.ts) until the workflow is made or its submit gives up.
+      const drawn: number[] = [];
+      const assign = async (file: WorkflowFile): Promise<WorkflowIds> => {
+        const id = workflowId(await workflowIds.next());
+        const first = await jobIds.take(file.jobs.length);
+        drawn.push(first);
+        return { id, jobs: new Map(file.jobs.map((job, index) => [job.name, String(first + index)])) };
+      };
+      try {
+        const { file, ids, inputs } = await receive(assign);
+        return await reactor.run((step) =>
+          submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey, allowedQos }),
+        );
+      } finally {
+        for (const first of drawn) jobIds.settle(first);
+      }
     },
 
     /**

@@ -8,7 +8,7 @@ import { hostsOf } from "../../../common/model/ids.ts";
 import { taskParam } from "../../../common/model/job-spec.ts";
 import type { AttemptRecord, StopIntent } from "../../../common/model/records.ts";
 import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
-import { type AttemptOutcome, isEndedState } from "../../../common/model/states.ts";
+import { type AttemptOutcome, HELD_REASON, isEndedState } from "../../../common/model/states.ts";
 import {
   type EndCause,
   grownMemoryMb,
@@ -90,7 +90,7 @@ export function sendStop(step: Step, job: JobEntry, attempt: AttemptRecord): voi
 /** Attempts stopped before intents were recorded: the intent follows from the job's flags. */
 function legacyStopIntent(job: JobEntry): StopIntent {
   if (job.record.cancelRequested) return { outcome: "cancelled", reason: USER_CANCEL_REASON };
-  if (job.record.held) return { outcome: "preempted", reason: "held" };
+  if (job.record.held) return { outcome: "preempted", reason: HELD_REASON };
   return { outcome: "migrated", reason: "migrating to another host" };
 }
 

@@ -2,8 +2,9 @@
 // through the one plan applier (apply-plan.ts), as the scheduler's do.
 
 import type { HostRecord, StopIntent, TaskRecord } from "../../../common/model/records.ts";
-import { isEndedState } from "../../../common/model/states.ts";
+import { HELD_REASON, isEndedState } from "../../../common/model/states.ts";
 import { formatTaskList } from "../../../common/model/task-list.ts";
+import { migrationRefusal, migrationTargets } from "../../scheduler/migration-rule.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../errors.ts";
@@ -91,7 +92,7 @@ export function holdJob(step: Step, id: string, by = "user", reason?: string): J
   if (job.record.held) return job;
   step.write.updateJob(job, { held: true });
   step.event(job, { kind: "hold", data: reason ? { by, reason } : { by } });
-  applyStops(step, stopsOf(job, { outcome: "preempted", reason: "held" }));
+  applyStops(step, stopsOf(job, { outcome: "preempted", reason: HELD_REASON }));
   refreshJobState(step, job);
   return job;
 }
@@ -109,7 +110,9 @@ export function releaseJob(step: Step, id: string, by = "user"): JobEntry {
 
 /**
  * Stops the job's running attempts with a checkpoint; their tasks restart on another host (or on
- * `to`). The target is recorded on the task with the stop, so a server restart keeps it.
+ * `to`). The target is recorded on the task with the stop, so a server restart keeps it. A
+ * migration to no named host is refused (409) when no other host matches the job and has room
+ * for it now (scheduler/migration-rule.ts): it would only come back to the same host.
  */
 export function migrateJob(step: Step, id: string, to: string | null, by = "user"): JobEntry {
   const job = findJob(step, id);
@@ -126,10 +129,33 @@ export function migrateJob(step: Step, id: string, to: string | null, by = "user
     { outcome: "migrated", reason: `migrating ${where}` },
     (host) => host === to,
   ).map((stop) => ({ ...stop, migrateTo: { to } }));
-  if (stops.length === 0) throw new ConflictError(`job ${id} has no running attempt to migrate`);
+  if (stops.length === 0) {
+    const here = to !== null && stopsOf(job, { outcome: "migrated", reason: "" }).length > 0;
+    throw new ConflictError(
+      here
+        ? `job ${id} runs on ${to} already: nothing to migrate`
+        : `job ${id} has no running attempt to migrate`,
+    );
+  }
+  if (to === null) refuseMigrationWithNowhereToGo(step, job);
   applyStops(step, stops);
   step.event(job, { kind: "migrate", data: { to, by } });
   return job;
+}
+
+/** Refuses (409) a migration away from a host when no other host matches the job and has room now. */
+function refuseMigrationWithNowhereToGo(step: Step, job: JobEntry): void {
+  const hosts = step.state.hostViews(step.now);
+  const from = new Set<string>();
+  for (const attempt of job.allLiveAttempts())
+    if (attempt.state === "starting" || attempt.state === "running") from.add(attempt.host);
+  for (const host of from) {
+    const refusal = migrationRefusal(migrationTargets(job, hosts, host), host);
+    if (refusal)
+      throw new ConflictError(
+        `job ${job.id}: not migrated: ${refusal}; use hold and release to restart it on ${host}`,
+      );
+  }
 }
 
 export function drainHost(step: Step, name: string): HostRecord {
