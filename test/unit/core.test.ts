@@ -208,6 +208,19 @@ describe("Core", () => {
   });
 });
 
+describe("explain's next pass", () => {
+  it("a ready job on a cluster whose only host drains: no host that takes work has a free slot", async () => {
+    await core.agents.attachHost(hello("h1"));
+    await core.hosts.drain("h1");
+    const job = await submitOn(core, validateJobSpec({ command: "true" }), "alice", []);
+    await settle();
+    expect(starts()).toEqual([]);
+    expect((await core.read.explain(job.id)).nextPass.line).toBe(
+      "the next pass does not start it: no host that takes work has a free slot",
+    );
+  });
+});
+
 describe("usage accounting", () => {
   const usage = { wallSeconds: 4, cpuUserSeconds: 1.5, cpuSystemSeconds: 0.5, peakMemoryMb: 20, oomKills: 0 };
 

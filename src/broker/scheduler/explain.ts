@@ -197,20 +197,36 @@ function describeNextPass(
     if (kept)
       line = `room on ${kept.host} is kept for task ${kept.taskIndex} (a preemption made it): it starts there once the stopped task has ended`;
     else if (![...pass.jobs].some((other) => other.id === job.id))
-      line = "the next pass does not look at it: no task of it is queued ready to start";
+      // A job with a task ready that is not in the pass: no pass runs, for want of a free slot on
+      // a host that takes work (plan-pass.ts passInput); else it has no task queued ready.
+      line =
+        hasReadyTask(job, pass.now) && !anyFreeSlot(pass)
+          ? "the next pass does not start it: no host that takes work has a free slot"
+          : "the next pass does not look at it: no task of it is queued ready to start";
     else {
       // The pass's own word (unplaced); else what its walk shows: the job's turn never came, the
       // room being gone before it (or there being none).
       let why = unplaced;
       if (why === null && reached) why = "the pass places none of its tasks";
       if (why === null)
-        why = pass.hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0)
+        why = anyFreeSlot(pass)
           ? "the free room goes to work ahead of it"
           : "no host that takes work has a free slot";
       line = `the next pass does not start it: ${why}${noPreemption ? `; ${noPreemption}` : ""}`;
     }
   }
   return { starts, preempts, line };
+}
+
+/** Whether the job has a task ready to start now. */
+function hasReadyTask(job: JobView, now: number): boolean {
+  for (const _ of job.readyTasks(now)) return true;
+  return false;
+}
+
+/** Whether a host that takes work (ready and connected) has a free slot. */
+function anyFreeSlot(pass: SchedulerState): boolean {
+  return pass.hosts.some((host) => host.state === "ready" && host.connected && host.slotsFree > 0);
 }
 
 /** Host by host: the first feasibility stage that rules the host out, else whether it has room. */
