@@ -361,6 +361,17 @@ export const checkedJobFileSchema = z
   .meta({ id: "CheckedJobFile" });
 export type CheckedJobFile = z.infer<typeof checkedJobFileSchema>;
 
+export const checkedWorkflowFileSchema = z
+  .object({
+    name: z.string().nullable(),
+    jobs: z.record(z.string(), acceptedJobFile).meta({
+      description:
+        "each job's file as the server reads it, defaults filled in (dependsOn by name), each after the jobs it waits for",
+    }),
+  })
+  .meta({ id: "CheckedWorkflowFile" });
+export type CheckedWorkflowFile = z.infer<typeof checkedWorkflowFileSchema>;
+
 // ---- hosts
 
 /** The host facts as agents send them (src/common/protocol/messages.ts): one schema for both. */

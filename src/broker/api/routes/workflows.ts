@@ -15,7 +15,10 @@ import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
+import { flag } from "../requests.ts";
 import {
+  type CheckedWorkflowFile,
+  checkedWorkflowFileSchema,
   errors,
   json,
   type Workflow,
@@ -37,6 +40,13 @@ export interface WorkflowRouteDeps {
   maxUploadBytes: number;
   submitLimiter: SubmitRateLimiter;
 }
+
+const submitQuery = z.object({
+  dryRun: flag(
+    false,
+    "1: check the workflow file (JSON or YAML) and answer it as the server reads it, each job's file with its defaults; nothing is made",
+  ),
+});
 
 const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
 
@@ -122,14 +132,22 @@ export function registerWorkflowRoutes(
         summary:
           "Submit a workflow: every job of the file is made at once (all or none, one commit); answers the workflow's id and its jobs' ids by name",
         consumes: ["application/json", "application/yaml", "multipart/form-data"],
+        querystring: submitQuery,
         body: submitBody,
         response: {
+          200: json(
+            checkedWorkflowFileSchema,
+            "a dry run: the workflow file is valid, and this is how it reads",
+          ),
           201: json(workflowCreatedSchema, "accepted and durable: every job of the workflow"),
           ...errors(400, 401, 403, 413, 429),
         },
       },
     },
     async (request, reply) => {
+      // A dry run makes nothing (no job, no blob, no rate): a client that cannot parse YAML learns
+      // from it the inputs each job names, to upload them with the submit.
+      if (request.query.dryRun) return checkedWorkflowFile(request);
       const principal = request.principal ?? START_ADMIN;
       if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
       const owner = ownerOf(request);
@@ -194,6 +212,17 @@ export function registerWorkflowRoutes(
       };
     },
   );
+}
+
+/** A dry run's answer: the workflow file checked as a submit checks it, each job's file as read. */
+function checkedWorkflowFile(request: FastifyRequest): CheckedWorkflowFile {
+  if (request.isMultipart())
+    throw new InvalidRequestError(
+      "dryRun",
+      "a dry run takes the workflow file as JSON or YAML, not multipart",
+    );
+  const file = validateWorkflowFile(request.body);
+  return { name: file.name, jobs: Object.fromEntries(file.jobs.map((job) => [job.name, job.spec])) };
 }
 
 /** A submit over the token's rate: answered 429 here (true), as a job's submit is. */
