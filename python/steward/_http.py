@@ -21,6 +21,9 @@ from urllib.parse import urljoin, urlsplit
 
 from .errors import RedirectRefused, Unreachable
 
+# How long a request keeps trying servers that refuse connections or answer 503 (a restart, a
+# failover) before it raises Unreachable: the CLI's 5 s.
+RETRY_SECONDS = 5.0
 FIRST_DELAY = 0.1
 MAX_DELAY = 2.0
 ANSWER_TIMEOUT = 30.0
@@ -106,6 +109,15 @@ class Answer:
         self.response.close()
         self.connection.close()
 
+    def abort(self) -> None:
+        """Cuts the connection, from any thread: a read blocked on it (in another thread) returns."""
+        sock = self.connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
 
 class _Failure(Exception):
     def __init__(self, kind: str, detail: str):
@@ -120,7 +132,7 @@ class Transport:
         urls: List[str],
         token: Optional[str],
         ca: Optional[str] = None,
-        retry_seconds: float = 30.0,
+        retry_seconds: float = RETRY_SECONDS,
         answer_timeout: float = ANSWER_TIMEOUT,
     ):
         self.urls = [url.strip().rstrip("/") for url in urls if url.strip()]
