@@ -80,9 +80,17 @@ def retry_after_seconds(header: Optional[str]) -> float:
 class Answer:
     """An answer with its status and headers; its body is read with read() or as a stream."""
 
-    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection):
+    def __init__(
+        self,
+        response: http.client.HTTPResponse,
+        connection: http.client.HTTPConnection,
+        sock: Optional[socket.socket] = None,
+    ):
         self.response = response
         self.connection = connection
+        # The connection forgets its socket once an answer without a length (a stream) is in:
+        # kept here, for its timeout and for abort().
+        self.sock = sock if sock is not None else connection.sock
         self.status = response.status
 
     def header(self, name: str) -> Optional[str]:
@@ -111,10 +119,9 @@ class Answer:
 
     def abort(self) -> None:
         """Cuts the connection, from any thread: a read blocked on it (in another thread) returns."""
-        sock = self.connection.sock
-        if sock is not None:
+        if self.sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                self.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -206,8 +213,8 @@ class Transport:
                 not_now = answer.status in REDIRECT_STATUSES or (answer.status == 503 and idempotent)
                 if not not_now:
                     self.preferred = index
-                    if read_timeout != -1.0 and answer.connection.sock is not None:
-                        answer.connection.sock.settimeout(read_timeout)
+                    if read_timeout != -1.0 and answer.sock is not None:
+                        answer.sock.settimeout(read_timeout)
                     return answer
                 retry_after = max(retry_after, retry_after_seconds(answer.header("Retry-After")))
             else:
@@ -270,8 +277,9 @@ class Transport:
             connection.close()
             raise _Failure("refused", describe(error))
         # Connecting takes the client's usual time; the answer may be given longer (a followed log).
-        if connection.sock is not None:
-            connection.sock.settimeout(wait)
+        sock = connection.sock
+        if sock is not None:
+            sock.settimeout(wait)
         try:
             sent = dict(headers)
             if body is None:
@@ -293,7 +301,7 @@ class Transport:
                     # The server may have answered before reading it all (413: an input too
                     # large) and closed: its answer says more than the broken pipe.
                     try:
-                        return Answer(connection.getresponse(), connection)
+                        return Answer(connection.getresponse(), connection, sock)
                     except (OSError, http.client.HTTPException):
                         pass
                     raise
@@ -304,7 +312,7 @@ class Transport:
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             raise _Failure("lost", describe(error))
-        return Answer(response, connection)
+        return Answer(response, connection, sock)
 
 
 def describe(error: BaseException) -> str:

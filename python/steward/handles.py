@@ -28,6 +28,10 @@ class Job(str):
     def id(self) -> str:
         return str(self)
 
+    def __reduce__(self):
+        # Pickled or copied, a handle is its id (the client holds connections and TLS contexts).
+        return (str, (str(self),))
+
     def info(self, tasks: bool = True, events: bool = True) -> dict:
         """The job now (GET /api/v1/jobs/ID), as Client.job."""
         return self.client.job(self, tasks=tasks, events=events)
@@ -103,6 +107,9 @@ class Workflow(str):
     @property
     def id(self) -> str:
         return str(self)
+
+    def __reduce__(self):
+        return (str, (str(self),))
 
     def info(self) -> dict:
         """The workflow now (GET /api/v1/workflows/ID): state, and its graph with each job's state."""
