@@ -11,6 +11,8 @@ from .errors import (
     Forbidden,
     IncompatibleServer,
     Invalid,
+    JobCancelled,
+    JobFailed,
     NotFound,
     RateLimited,
     RedirectRefused,
@@ -20,7 +22,9 @@ from .errors import (
     Unauthorized,
     Unreachable,
     WaitTimeout,
+    WorkflowFailed,
 )
+from .handles import Job, Workflow
 
 from ._http import RELEASE as __version__
 
@@ -30,6 +34,9 @@ __all__ = [
     "Forbidden",
     "IncompatibleServer",
     "Invalid",
+    "Job",
+    "JobCancelled",
+    "JobFailed",
     "NotFound",
     "RateLimited",
     "RedirectRefused",
@@ -39,6 +46,8 @@ __all__ = [
     "Unauthorized",
     "Unreachable",
     "WaitTimeout",
+    "Workflow",
+    "WorkflowFailed",
     "job",
 ]
 

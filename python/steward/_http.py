@@ -21,6 +21,9 @@ from urllib.parse import urljoin, urlsplit
 
 from .errors import RedirectRefused, Unreachable
 
+# How long a request keeps trying servers that refuse connections or answer 503 (a restart, a
+# failover) before it raises Unreachable: the CLI's 5 s.
+RETRY_SECONDS = 5.0
 FIRST_DELAY = 0.1
 MAX_DELAY = 2.0
 ANSWER_TIMEOUT = 30.0
@@ -77,9 +80,17 @@ def retry_after_seconds(header: Optional[str]) -> float:
 class Answer:
     """An answer with its status and headers; its body is read with read() or as a stream."""
 
-    def __init__(self, response: http.client.HTTPResponse, connection: http.client.HTTPConnection):
+    def __init__(
+        self,
+        response: http.client.HTTPResponse,
+        connection: http.client.HTTPConnection,
+        sock: Optional[socket.socket] = None,
+    ):
         self.response = response
         self.connection = connection
+        # The connection forgets its socket once an answer without a length (a stream) is in:
+        # kept here, for its timeout and for abort().
+        self.sock = sock if sock is not None else connection.sock
         self.status = response.status
 
     def header(self, name: str) -> Optional[str]:
@@ -106,6 +117,14 @@ class Answer:
         self.response.close()
         self.connection.close()
 
+    def abort(self) -> None:
+        """Cuts the connection, from any thread: a read blocked on it (in another thread) returns."""
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
 
 class _Failure(Exception):
     def __init__(self, kind: str, detail: str):
@@ -120,7 +139,7 @@ class Transport:
         urls: List[str],
         token: Optional[str],
         ca: Optional[str] = None,
-        retry_seconds: float = 30.0,
+        retry_seconds: float = RETRY_SECONDS,
         answer_timeout: float = ANSWER_TIMEOUT,
     ):
         self.urls = [url.strip().rstrip("/") for url in urls if url.strip()]
@@ -194,8 +213,8 @@ class Transport:
                 not_now = answer.status in REDIRECT_STATUSES or (answer.status == 503 and idempotent)
                 if not not_now:
                     self.preferred = index
-                    if read_timeout != -1.0 and answer.connection.sock is not None:
-                        answer.connection.sock.settimeout(read_timeout)
+                    if read_timeout != -1.0 and answer.sock is not None:
+                        answer.sock.settimeout(read_timeout)
                     return answer
                 retry_after = max(retry_after, retry_after_seconds(answer.header("Retry-After")))
             else:
@@ -258,8 +277,9 @@ class Transport:
             connection.close()
             raise _Failure("refused", describe(error))
         # Connecting takes the client's usual time; the answer may be given longer (a followed log).
-        if connection.sock is not None:
-            connection.sock.settimeout(wait)
+        sock = connection.sock
+        if sock is not None:
+            sock.settimeout(wait)
         try:
             sent = dict(headers)
             if body is None:
@@ -281,7 +301,7 @@ class Transport:
                     # The server may have answered before reading it all (413: an input too
                     # large) and closed: its answer says more than the broken pipe.
                     try:
-                        return Answer(connection.getresponse(), connection)
+                        return Answer(connection.getresponse(), connection, sock)
                     except (OSError, http.client.HTTPException):
                         pass
                     raise
@@ -292,7 +312,7 @@ class Transport:
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             raise _Failure("lost", describe(error))
-        return Answer(response, connection)
+        return Answer(response, connection, sock)
 
 
 def describe(error: BaseException) -> str:

@@ -2,25 +2,35 @@
 
     import steward
     client = steward.Client.from_env()          # STEWARD_URL, STEWARD_TOKEN, STEWARD_CA
-    job_id = client.submit("examples/python/job.yaml")
-    job = client.wait(job_id, timeout=600)
-    client.fetch(job_id, "out/")
+    job = client.submit("examples/python/job.yaml")   # a steward.Job: its id, with its calls
+    job.wait(timeout=600)                       # raises steward.JobFailed if it did not succeed
+    job.fetch("out/")
 """
 
-import http.client
+import datetime
 import json
 import os
 import posixpath
-import time
+import re
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode
 
-from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, Answer, Transport
-from .errors import IncompatibleServer, Invalid, StewardError, WaitTimeout, error_for
+from ._events import AsyncEventStream, EventStream, _server_sent_events  # noqa: F401 (tests)
+from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, RETRY_SECONDS, Answer, Transport
+from ._waiting import ENDED, Waiter, job_failure, workflow_failure
+from .errors import Conflict, IncompatibleServer, Invalid, StewardError, error_for
+from .handles import Job, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:4780"
-ENDED = ("succeeded", "failed", "cancelled")
+# A workflow's id, as the server gives it (model/workflow-id.ts).
+WORKFLOW_ID = re.compile(r"^flow-[1-9][0-9]*$")
+# A top-level `jobs:` makes a YAML file a workflow file (a job file has no such key); as the CLI
+# tells them apart (src/cli/job-submission.ts), without parsing the YAML.
+MAYBE_WORKFLOW = re.compile(r"""^(jobs|"jobs"|'jobs')[ \t]*:""", re.MULTILINE)
+# An age for acct's `since`, as `steward acct --since` takes it: 7d, 12h, 90m, 2w, 30s, 45.
+AGE = re.compile(r"^(\d+)\s*([smhdw]?)$")
+AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The server writes a comment every 15 s on an idle event stream: three missed mean it is gone.
 EVENT_READ_TIMEOUT = 45.0
 FILE_CHUNK = 1 << 16
@@ -36,8 +46,10 @@ class Client:
         url: Union[str, List[str]] = DEFAULT_URL,
         token: Optional[str] = None,
         ca: Optional[str] = None,
-        retry_seconds: float = 30.0,
+        retry_seconds: float = RETRY_SECONDS,
     ):
+        """`retry_seconds`: how long a request keeps trying when no server answers (refused
+        connections, a 503 from one restarting) before raising Unreachable: 5 s, as the CLI."""
         urls = url.split(",") if isinstance(url, str) else list(url)
         self._http = Transport(urls, token, ca=ca, retry_seconds=retry_seconds)
         self.urls = self._http.urls
@@ -97,39 +109,42 @@ class Client:
         spec: JobSpec,
         base_dir: Optional[str] = None,
         idempotency_key: Optional[str] = None,
-    ) -> str:
-        """Submits a job and answers its id once it is durable. `spec` is a dict, a job file's text
-        (YAML or JSON), or a job file's path (.yaml, .yml, .json). Its inputs are uploaded from
-        `base_dir`: by default the job file's folder, or the current folder for a dict or text.
+    ) -> Union[Job, Workflow]:
+        """Submits a job, or a workflow, and answers its handle once it is durable: a steward.Job
+        (a str, the job's id) or, for a workflow file (a top-level `jobs:`), a steward.Workflow
+        (a str, its flow-N id). `spec` is a dict, a file's text (YAML or JSON), or a file's path
+        (.yaml, .yml, .json). Its inputs are uploaded from `base_dir`: by default the file's
+        folder, or the current folder for a dict or text.
 
         The submit carries an Idempotency-Key (a fresh one unless given), so a submit whose answer
         was lost is sent again, to the next server too, without making a second job."""
-        text: Optional[str] = None
-        data: Optional[dict] = None
-        if isinstance(spec, dict):
-            data = spec
-        elif isinstance(spec, os.PathLike) or _looks_like_path(spec):
-            path = os.fspath(spec)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"no such job file: {path}")
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-            if base_dir is None:
-                base_dir = os.path.dirname(os.path.abspath(path))
-        elif isinstance(spec, str):
-            text = spec
-        else:
-            raise TypeError("submit takes a dict, a job file's text or a job file's path")
-        folder = os.path.abspath(base_dir or os.getcwd())
+        data, text, folder = _read_spec(spec, base_dir)
         key = idempotency_key or uuid.uuid4().hex
+        if _is_workflow(data, text):
+            return self._submit_workflow(data, text, folder, key)
+        try:
+            return Job(self, self._submit_job(data, text, folder, key))
+        except Invalid as error:
+            # A workflow file this client did not tell (a flow-style `{jobs: ...}`): the server
+            # names it so, and made nothing.
+            if not _is_workflow_refusal(error):
+                raise
+            return self._submit_workflow(data, text, folder, key)
+
+    def submit_workflow(
+        self,
+        spec: JobSpec,
+        base_dir: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Workflow:
+        """Submits a workflow file (`jobs: {NAME: job file}`, each job's dependsOn naming others
+        by NAME): every job is made at once, or none. `spec` as for submit; each job's inputs are
+        uploaded from `base_dir` (by default the file's folder). Answers a steward.Workflow."""
+        data, text, folder = _read_spec(spec, base_dir)
+        return self._submit_workflow(data, text, folder, idempotency_key or uuid.uuid4().hex)
+
+    def _submit_job(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> str:
         headers = {"Idempotency-Key": key}
-        if text is not None:
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict):
-                data = parsed
         if data is not None:
             inputs = _inputs_to_send(data.get("inputs"), folder)
             if not inputs:
@@ -159,25 +174,116 @@ class Client:
         )
         return json.loads(answer.read().decode("utf-8"))["id"]
 
+    def _submit_workflow(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> Workflow:
+        headers = {"Idempotency-Key": key}
+        if data is not None:
+            inputs = _workflow_inputs(data.get("jobs"), folder)
+            if not inputs:
+                created = self._json("POST", "/api/v1/workflows", payload=data, headers=headers, idempotent=True)
+                return Workflow(self, created)
+            field = json.dumps(data).encode("utf-8")
+        else:
+            assert text is not None
+            field = text.encode("utf-8")
+            yaml_headers = {"Content-Type": "application/yaml"}
+            inputs = []
+            if "inputs" in text:
+                # As for a job file: the server reads the workflow (a dry run) and names each
+                # job's inputs.
+                checked = self._json(
+                    "POST", "/api/v1/workflows", {"dryRun": True}, body=field, headers=yaml_headers, idempotent=True
+                )
+                inputs = _workflow_inputs(_checked_jobs(checked), folder)
+            if not inputs:
+                created = self._json(
+                    "POST", "/api/v1/workflows", body=field, headers={**yaml_headers, **headers}, idempotent=True
+                )
+                return Workflow(self, created)
+        body, content_type = _multipart(field, inputs, folder, field="workflow")
+        created = self._json(
+            "POST", "/api/v1/workflows", body=body, headers={"Content-Type": content_type, **headers}, idempotent=True
+        )
+        return Workflow(self, created)
+
+    def dry_run(self, spec: JobSpec, base_dir: Optional[str] = None, explain: bool = True) -> dict:
+        """Checks a job file as a submit does (the same steward.Invalid naming the field, its
+        inputs looked for in `base_dir`) and makes nothing, as `steward submit --dry-run`:
+        answers {spec, explanation}, the job file as the server reads it (defaults filled in)
+        and what explain() would say of the job submitted now (without `explain`: {spec}).
+        A workflow file answers {name, jobs: [{name, dependsOn, spec, explanation}]}, each job's
+        file as read, in the order a submit makes them, and what explain() would say of each
+        submitted now once what it waits for is done (without `explain`: no explanation)."""
+        data, text, folder = _read_spec(spec, base_dir)
+        query = {"dryRun": True, "explain": explain or None}
+        if data is not None:
+            body, headers = json.dumps(data).encode("utf-8"), {"Content-Type": "application/json"}
+        else:
+            assert text is not None
+            body, headers = text.encode("utf-8"), {"Content-Type": "application/yaml"}
+        workflow = _is_workflow(data, text)
+        if not workflow:
+            try:
+                checked = self._json("POST", "/api/v1/jobs", query, body=body, headers=headers, idempotent=True)
+            except Invalid as error:
+                if not _is_workflow_refusal(error):
+                    raise
+                workflow = True
+            else:
+                _inputs_to_send(checked["spec"].get("inputs"), folder)
+                return checked
+        checked = self._json("POST", "/api/v1/workflows", query, body=body, headers=headers, idempotent=True)
+        _workflow_inputs(_checked_jobs(checked), folder)
+        return checked
+
     def job(self, job_id: str, tasks: bool = True, events: bool = True) -> dict:
         """The job (GET /api/v1/jobs/ID): state, counts, spec, and its tasks and events unless left out."""
         return self._json("GET", f"/api/v1/jobs/{_segment(job_id)}", {"tasks": tasks, "events": events})
 
-    def wait(self, job_id: str, timeout: Optional[float] = None, poll: float = 1.0) -> dict:
+    def handle(self, job_id: str) -> Union[Job, Workflow]:
+        """A handle on a job (steward.Job) or, for a flow-N id, a workflow (steward.Workflow, its
+        jobs read from the server). Nothing is asked of the server for a job's handle."""
+        if _is_workflow_id(job_id):
+            return Workflow(self, self.workflow(job_id))
+        return Job(self, job_id)
+
+    def workflow(self, workflow_id: str) -> dict:
+        """The workflow (GET /api/v1/workflows/ID), as `steward show flow-N`: {workflow, name,
+        jobs: {NAME: ID}, owner, createdAt, state, graph: [{name, job, state, taskCount, counts,
+        endedAt, dependsOn}]}, each job after those it waits for."""
+        return self._json("GET", f"/api/v1/workflows/{_segment(workflow_id)}")
+
+    def wait(self, job_id: str, timeout: Optional[float] = None, poll: float = 1.0, check: bool = False) -> dict:
         """Waits until the job has ended (succeeded, failed or cancelled) and answers it, with its
-        tasks and events. Raises WaitTimeout after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.1
-        while True:
-            seen = self.job(job_id, tasks=False, events=False)
-            if seen["state"] in ENDED:
-                return self.job(job_id)
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                raise WaitTimeout(f"job {job_id} is still {seen['state']} after {timeout:g} s", job=seen)
-            pause = delay if deadline is None else min(delay, max(0.0, deadline - now))
-            time.sleep(pause)
-            delay = min(poll, delay * 1.5)
+        tasks and events; a workflow's id (flow-N) waits for all its jobs and answers the
+        workflow. Raises WaitTimeout after `timeout` seconds. With `check` (what Job.wait does),
+        a job that did not succeed raises JobFailed (JobCancelled), a workflow WorkflowFailed."""
+        return self._waiter(job_id, timeout, poll, check).run()
+
+    async def async_wait(
+        self, job_id: str, timeout: Optional[float] = None, poll: float = 1.0, check: bool = False
+    ) -> dict:
+        """wait() for asyncio: each poll runs in a worker thread (asyncio.to_thread), the pauses
+        in the event loop; cancelling the task stops the waiting."""
+        return await self._waiter(job_id, timeout, poll, check).run_async()
+
+    def _waiter(self, job_id: str, timeout: Optional[float], poll: float, check: bool) -> Waiter:
+        if _is_workflow_id(job_id):
+
+            def finish_workflow(seen: dict) -> dict:
+                if check and seen["state"] != "succeeded":
+                    raise workflow_failure(seen)
+                return seen
+
+            return Waiter(f"workflow {job_id}", lambda: self.workflow(job_id), finish_workflow, timeout, poll)
+
+        def finish_job(_seen: dict) -> dict:
+            job = self.job(job_id)
+            if check and job["state"] != "succeeded":
+                raise job_failure(job)
+            return job
+
+        look = lambda: self.job(job_id, tasks=False, events=False)  # noqa: E731
+        return Waiter(f"job {job_id}", look, finish_job, timeout, poll)
 
     def jobs(
         self,
@@ -200,7 +306,14 @@ class Client:
 
     def cancel(self, job_id: str, tasks: Optional[Union[str, Sequence[int]]] = None) -> dict:
         """Cancels the job (or only `tasks`: "3,7-9" or a list of indexes): pending tasks never
-        start, running attempts are stopped."""
+        start, running attempts are stopped. A workflow's id (flow-N) cancels every job of it
+        that has not ended, in one step (POST /api/v1/workflows/ID/cancel, as `steward cancel
+        flow-N`), and answers the workflow."""
+        if _is_workflow_id(job_id):
+            if tasks is not None:
+                raise ValueError("tasks= names a job's tasks: a workflow's cancel takes none")
+            self._json("POST", f"/api/v1/workflows/{_segment(job_id)}/cancel", payload={})
+            return self.workflow(job_id)
         return self._control(job_id, "cancel", {"tasks": _task_list(tasks)} if tasks is not None else {})
 
     def retry(
@@ -208,7 +321,14 @@ class Client:
     ) -> dict:
         """Gives failed or cancelled tasks new attempts with a fresh retry budget (from their
         checkpoint if they have one): every such task, only `tasks` ("3,7-9" or a list), or with
-        `failed=True` only the failed ones. The answer is the job, with `retried` and `skipped`."""
+        `failed=True` only the failed ones. The answer is the job, with `retried` and `skipped`.
+        A workflow's id (flow-N) reruns its failed and cancelled jobs in one step (their
+        dependants wait again; what succeeded is kept) and answers {workflow, retried: [{name,
+        job, tasks}]}."""
+        if _is_workflow_id(job_id):
+            if tasks is not None or failed:
+                raise ValueError("tasks= and failed= name a job's tasks: a workflow's retry takes neither")
+            return self._json("POST", f"/api/v1/workflows/{_segment(job_id)}/retry", payload={})
         payload: dict = {}
         if tasks is not None:
             payload["tasks"] = _task_list(tasks)
@@ -246,6 +366,38 @@ class Client:
         """The fair-share tree: {at, halfLifeSeconds, lines}, a line for each account and user with
         its shares, decayed usage and factor (a user sees their own line and the accounts above it)."""
         return self._json("GET", "/api/v1/shares")
+
+    def explain(self, job_id: str) -> dict:
+        """Why the job waits, or where it could run (GET /api/v1/jobs/ID/explain, `steward
+        explain`): {id, state, summary, hosts: [...], requirements clause by clause, pools, ...}."""
+        return self._json("GET", f"/api/v1/jobs/{_segment(job_id)}/explain")
+
+    def acct(
+        self,
+        user: Optional[str] = None,
+        since: Union[None, str, datetime.datetime, datetime.timedelta] = "7d",
+        limit: Optional[int] = None,
+    ) -> List[dict]:
+        """Ended attempts with what they used, oldest end first (GET /api/v1/accounting, `steward
+        acct`): each {job, task, attempt, owner, host, outcome, exitCode, usage: {userSeconds,
+        systemSeconds, peakMemoryMb, wallSeconds, signal}, startedAt, endedAt, ...}. `since` is an
+        age as the CLI takes it ("7d", the CLI's default; "12h", "2w"), a date or time
+        ("2026-11-01", "2026-11-01T08:00:00Z"), a datetime, a timedelta (that long ago), or None
+        for every attempt kept. A user's token sees its own attempts whatever `user` says."""
+        query = {"user": user, "since": since_time(since, datetime.datetime.now(datetime.timezone.utc)), "limit": limit}
+        return self._json("GET", "/api/v1/accounting", query)
+
+    accounting = acct
+
+    def whoami(self) -> dict:
+        """The token's user and role (GET /api/v1/whoami): {user, role, tokenId, expiresAt,
+        group, qos}."""
+        return self._json("GET", "/api/v1/whoami")
+
+    def qos(self) -> Optional[List[str]]:
+        """The QoS tiers this token's jobs may ask for (`qos:` in a job file), from whoami; None
+        for an admin's token, which may use any tier of the server's QoS file."""
+        return self.whoami()["qos"]
 
     def hosts(self) -> List[dict]:
         """The hosts with their state, slots and facts."""
@@ -299,61 +451,62 @@ class Client:
 
     def events(
         self, after: Optional[int] = None, job: Optional[str] = None, progress: bool = False
-    ) -> Iterator[dict]:
+    ) -> EventStream:
         """The job events as they are committed (GET /api/v1/events), each a dict {jobId, id, at,
         kind, data, message}. With `after`, the stored events after that id come first (0: all of
-        them). A dropped connection is made again with Last-Event-ID, so no event is missed or
-        repeated. With `progress`, a job's task counts come too, as {jobId, state, taskCount, counts}
-        (not stored: none is replayed)."""
-        last = after
-        pause = 0.1
-        while True:
+        them). A dropped connection is made again with Last-Event-ID (for up to 30 s), so no event
+        is missed or repeated. With `progress`, a job's task counts come too, as {jobId, state,
+        taskCount, counts} with counts {pending, waiting, held, running, succeeded, failed,
+        cancelled} (no `kind`; not stored: none is replayed). close() ends the stream."""
+
+        def open_stream(last: Optional[int]) -> Answer:
             headers = {"Accept": "text/event-stream"}
             if last is not None:
                 headers["Last-Event-ID"] = str(last)
-            answer = self._request("GET", "/api/v1/events", {"job": job}, headers=headers, read_timeout=EVENT_READ_TIMEOUT)
+            return self._request(
+                "GET", "/api/v1/events", {"job": job}, headers=headers, read_timeout=EVENT_READ_TIMEOUT
+            )
+
+        return EventStream(open_stream, after, progress)
+
+    def async_events(
+        self, after: Optional[int] = None, job: Optional[str] = None, progress: bool = False
+    ) -> AsyncEventStream:
+        """events() as an async iterator: `async for event in client.async_events(...)`. Each read
+        runs in a worker thread; a cancelled task, aclose() or leaving `async with` ends it."""
+        return AsyncEventStream(self.events(after=after, job=job, progress=progress))
+
+
+def since_time(
+    since: Union[None, str, datetime.datetime, datetime.timedelta], now: datetime.datetime
+) -> Optional[str]:
+    """acct's `since` as the ISO time the API takes (UTC, with Z), or None for no bound."""
+    if since is None:
+        return None
+    if isinstance(since, datetime.timedelta):
+        at = now - since
+    elif isinstance(since, datetime.datetime):
+        at = since if since.tzinfo else since.astimezone()
+    elif isinstance(since, str):
+        text = since.strip()
+        age = AGE.match(text)
+        if age:
+            at = now - datetime.timedelta(seconds=int(age.group(1)) * AGE_UNITS[age.group(2)])
+        elif re.match(r"^\d{4}-\d{2}-\d{2}$", text):
+            at = datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc)
+        elif re.match(r"^\d{4}-\d{2}-\d{2}[T ]", text):
             try:
-                for kind, ident, data in _server_sent_events(answer):
-                    pause = 0.1
-                    if kind == "job":
-                        if ident is not None:
-                            last = int(ident)
-                        yield json.loads(data)
-                    elif kind == "progress" and progress:
-                        yield json.loads(data)
-            except (OSError, http.client.HTTPException):
-                pass  # the connection dropped (a restart, a failover): made again below
-            finally:
-                answer.close()
-            time.sleep(pause)
-            pause = min(2.0, pause * 2)
-
-
-def _server_sent_events(answer: Answer):
-    """(event, id, data) for each event of a text/event-stream (comments and retry: skipped)."""
-    response = answer.response
-    kind, ident, data = "message", None, []
-    while True:
-        line = response.readline()
-        if not line:
-            return
-        line = line.decode("utf-8").rstrip("\r\n")
-        if line == "":
-            if data:
-                yield kind, ident, "\n".join(data)
-            kind, ident, data = "message", None, []
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "event":
-            kind = value
-        elif name == "data":
-            data.append(value)
-        elif name == "id":
-            ident = value
+                at = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+            except ValueError:
+                raise ValueError(f"since={since!r}: not a date or time") from None
+            if at.tzinfo is None:
+                at = at.astimezone()
+        else:
+            raise ValueError(f"since={since!r}: an age such as 7d, 12h or 2w, or a date such as 2026-11-01")
+    else:
+        raise TypeError("since is an age or date (str), a datetime, a timedelta or None")
+    utc = at.astimezone(datetime.timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 def _next_link(header: Optional[str]) -> Optional[str]:
@@ -385,6 +538,74 @@ def _task_list(tasks: Union[str, Sequence[int]]) -> str:
 
 def _segment(value: Any) -> str:
     return quote(str(value), safe="")
+
+
+def _is_workflow_id(value: Any) -> bool:
+    return isinstance(value, str) and WORKFLOW_ID.match(str(value)) is not None
+
+
+def _read_spec(spec: JobSpec, base_dir: Optional[str]) -> Tuple[Optional[dict], Optional[str], str]:
+    """(data, text, folder): a dict as it is, or a file's (or the given) text, parsed when it is
+    JSON; and the folder its inputs are read from."""
+    text: Optional[str] = None
+    data: Optional[dict] = None
+    if isinstance(spec, dict):
+        data = spec
+    elif isinstance(spec, os.PathLike) or _looks_like_path(spec):
+        path = os.fspath(spec)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such job file: {path}")
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        if base_dir is None:
+            base_dir = os.path.dirname(os.path.abspath(path))
+    elif isinstance(spec, str):
+        text = spec
+    else:
+        raise TypeError("submit takes a dict, a job file's text or a job file's path")
+    if text is not None:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            data = parsed
+    return data, (None if data is not None else text), os.path.abspath(base_dir or os.getcwd())
+
+
+def _is_workflow(data: Optional[dict], text: Optional[str]) -> bool:
+    """A workflow file rather than a job file: a mapping with a top-level `jobs`."""
+    if data is not None:
+        return "jobs" in data
+    return text is not None and MAYBE_WORKFLOW.search(text) is not None
+
+
+def _is_workflow_refusal(error: Invalid) -> bool:
+    """The job route's 400 for a workflow file sent as a job."""
+    return error.field == "jobs" and "workflow file" in error.message
+
+
+def _checked_jobs(checked: dict) -> Dict[str, Any]:
+    """A workflow dry run's jobs ([{name, spec, ...}], in the order a submit makes them) by name."""
+    return {each["name"]: each["spec"] for each in checked.get("jobs") or [] if isinstance(each, dict)}
+
+
+def _workflow_inputs(jobs: Any, folder: str) -> List[Tuple[str, str]]:
+    """Each job's inputs to upload, as (part name NAME/PATH, path), checked to exist in `folder`;
+    a missing one is refused naming jobs.NAME.inputs[i]."""
+    found: List[Tuple[str, str]] = []
+    if not isinstance(jobs, dict):
+        return found
+    for name, each in jobs.items():
+        if not isinstance(each, dict):
+            continue
+        try:
+            paths = _inputs_to_send(each.get("inputs"), folder)
+        except Invalid as error:
+            field = f"jobs.{name}.{error.field}"
+            raise Invalid(f"jobs.{name}.{error.message}", field=field) from None
+        found.extend((f"{name}/{path}", path) for path in paths)
+    return found
 
 
 def _looks_like_path(spec: Any) -> bool:
@@ -420,18 +641,23 @@ def _field_name(name: str) -> str:
     return name.replace("\r", "%0D").replace("\n", "%0A").replace('"', "%22")
 
 
-def _multipart(job_field: bytes, inputs: List[str], folder: str):
-    """A multipart/form-data body: the `job` field first, then one part per input named by its
-    path, streamed from disk (made again for each try, so that a submit can be sent again)."""
+def _multipart(job_field: bytes, inputs: Sequence[Union[str, Tuple[str, str]]], folder: str, field: str = "job"):
+    """A multipart/form-data body: the `job` (or `workflow`) field first, then one part per input
+    named by its path (or the name given with it: a workflow's NAME/PATH), streamed from disk
+    (made again for each try, so that a submit can be sent again)."""
     boundary = "steward-" + uuid.uuid4().hex
     head = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="job"\r\n\r\n'.encode("utf-8") + job_field + b"\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n'.encode("utf-8")
+        + job_field
+        + b"\r\n"
     )
     parts = []
-    for path in inputs:
-        name = _field_name(path)
+    for each in inputs:
+        part_name, path = (each, each) if isinstance(each, str) else each
+        name = _field_name(part_name)
+        filename = _field_name(path)
         header = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{name}"\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
             "Content-Type: application/octet-stream\r\n\r\n"
         ).encode("utf-8")
         parts.append((header, os.path.join(folder, path)))

@@ -78,6 +78,37 @@ class WaitTimeout(StewardError, TimeoutError):
         self.job = job
 
 
+class JobFailed(StewardError):
+    """Job.wait (or Client.wait with check=True): the job ended without succeeding. `state` is
+    "failed" (or "cancelled": JobCancelled), `job` the job as it ended (with its tasks and
+    events), `failed_tasks` its tasks that failed, each {index, state, attempts, ...}, the last
+    attempt's `exitCode` and `reason` saying why."""
+
+    def __init__(self, message, job_id=None, state=None, failed_tasks=None, job=None):
+        super().__init__(message)
+        self.job_id = job_id
+        self.state = state
+        self.failed_tasks = list(failed_tasks or [])
+        self.job = job
+
+
+class JobCancelled(JobFailed):
+    """The job waited for was cancelled (a JobFailed whose `state` is "cancelled")."""
+
+
+class WorkflowFailed(StewardError):
+    """Workflow.wait: every job of the workflow ended and not all succeeded. `state` is "failed"
+    or "cancelled" (the workflow's, from its jobs'), `workflow` the workflow as it ended, and
+    `failed_jobs` the entries of its graph that did not succeed, each {name, job, state, ...}."""
+
+    def __init__(self, message, workflow_id=None, state=None, failed_jobs=None, workflow=None):
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        self.state = state
+        self.failed_jobs = list(failed_jobs or [])
+        self.workflow = workflow
+
+
 BY_STATUS = {
     400: Invalid,
     401: Unauthorized,

@@ -75,6 +75,36 @@ describe("a workflow file", () => {
     expect((await cli(alice, ["ps", "--json"])).stdout.trim()).toBe("[]");
   });
 
+  it("checked with dryRun=1 (YAML or JSON) answers each job's file as read, or the same 400, and makes nothing", async () => {
+    const before = await jobCount();
+    const yaml =
+      "name: dry\njobs:\n  b: {command: cat in.txt, inputs: [in.txt], dependsOn: [a]}\n  a: {command: 'true'}\n";
+    const answer = await fetch(`${alice.url}/api/v1/workflows?dryRun=1`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/yaml" },
+      body: yaml,
+    });
+    expect(answer.status).toBe(200);
+    const checked = (await answer.json()) as {
+      name: string;
+      jobs: { name: string; spec: Record<string, unknown> }[];
+    };
+    expect(checked.name).toBe("dry");
+    // Each job after those it waits for, its defaults filled in, its inputs named.
+    expect(checked.jobs.map((job) => job.name)).toEqual(["a", "b"]);
+    expect(checked.jobs[1].spec).toMatchObject({
+      inputs: ["in.txt"],
+      dependsOn: ["a"],
+      retry: { maxAttempts: 1 },
+    });
+    const cyclic = await api(alice, "POST", "/api/v1/workflows?dryRun=1", {
+      jobs: { a: { command: "true", dependsOn: ["b"] }, b: { command: "true", dependsOn: ["a"] } },
+    }).catch((error: { status: number; message: string }) => error);
+    expect(cyclic).toMatchObject({ status: 400 });
+    expect((cyclic as Error).message).toContain("cycle: a -> b -> a");
+    expect(await jobCount()).toBe(before);
+  });
+
   it("runs a diamond in order; after b fails, retry flow-ID reruns b and d only", async () => {
     const marker = join(folder, "b-failed-once");
     writeFileSync(join(folder, "data.txt"), "payload\n");

@@ -1,5 +1,6 @@
 // The Python SDK's own unit tests (test/python/unit, python3 -m unittest): the job SDK's file
-// protocol, and the client's redirect rule, errors, multipart bodies, event stream and paging.
+// protocol, and the client's redirect rule, errors, multipart bodies, event stream and paging;
+// telling workflow files, acct's since, JobFailed and WorkflowFailed, handles, waiting and closing streams.
 
 import { join } from "node:path";
 import { expect, it } from "vitest";
