@@ -1,6 +1,8 @@
 // Shell completion scripts for bash, zsh and fish, written from the commands' definitions: the
-// commands, their subcommands and options are fixed in the script; job ids are asked of the
-// server (`steward ps --json`) at each TAB, so they are the ones it has now.
+// commands, their subcommands and options are fixed in the script; job ids (`steward ps --json`)
+// and workflow ids (`steward ps --workflows --json`) are asked of the server at each TAB, so they
+// are the ones it has now. Ids are taken as data: only words of the characters ids are made of are
+// kept, and they are offered without the shell expanding them.
 
 import type { Command } from "commander";
 
@@ -16,8 +18,12 @@ const JOB_ID_COMMANDS: Record<string, "live" | "all"> = {
   hold: "live",
   release: "live",
   migrate: "live",
+  update: "live",
   retry: "all",
 };
+
+/** Of those, the ones that take a workflow's id (flow-N) too. */
+const WORKFLOW_ID_COMMANDS = new Set(Object.keys(JOB_ID_COMMANDS).filter((name) => name !== "migrate"));
 
 /** Commands that take a command line after `--` (steward run -- CMD ARGS): commands, then files. */
 const ARGV_COMMANDS = new Set(["run"]);
@@ -34,6 +40,8 @@ interface CommandWords {
   valued: string[];
   subcommands: CommandWords[];
   jobIds: "live" | "all" | null;
+  /** Workflow ids are offered with the job ids. */
+  workflowIds: boolean;
   /** Takes a command line after `--`. */
   argv: boolean;
 }
@@ -50,6 +58,7 @@ function wordsOf(command: Command): CommandWords {
     valued,
     subcommands: command.commands.map(wordsOf),
     jobIds: JOB_ID_COMMANDS[command.name()] ?? null,
+    workflowIds: WORKFLOW_ID_COMMANDS.has(command.name()),
     argv: ARGV_COMMANDS.has(command.name()),
   };
 }
@@ -79,6 +88,7 @@ function bashFunction(root: CommandWords): string {
           `        subcommands=${shellWord(command.subcommands.map((each) => each.name).join(" "))}`,
         );
       if (command.jobIds) lines.push(`        jobs=${command.jobIds}`);
+      if (command.workflowIds) lines.push("        flows=1");
       if (command.argv) lines.push("        argv=1");
       for (const sub of command.subcommands)
         lines.push(
@@ -89,11 +99,24 @@ function bashFunction(root: CommandWords): string {
     })
     .join("\n");
   return `_steward_job_ids() {
-  # The ids of \`steward ps --json\`: each job's top-level "id" (printed with two-space indents).
-  # A server that does not answer would hold the TAB for the client's 5 s of retries: 3 s at most.
-  local run=(command steward)
+  # The ids of \`steward ps [--all] --json\`: each job's top-level "id" (printed with two-space
+  # indents); with --workflows, then those of \`steward ps --workflows [--all] --json\` (flow-N). Only
+  # ids of the characters ids are made of are kept. A server that does not answer would hold the TAB
+  # for the client's 5 s of retries: 3 s at most, and the workflows are not asked for then.
+  local run=(command steward) all=() workflows="" arg listed
+  for arg in "$@"; do
+    case $arg in
+      --all) all=(--all) ;;
+      --workflows) workflows=1 ;;
+    esac
+  done
   if command -v timeout >/dev/null; then run=(timeout 3 steward); fi
-  "\${run[@]}" ps "$@" --json 2>/dev/null | sed -n 's/^    "id": "\\([^"]*\\)".*/\\1/p'
+  listed=$("\${run[@]}" ps "\${all[@]}" --json 2>/dev/null) || return 0
+  sed -n 's/^    "id": "\\([A-Za-z0-9._-][A-Za-z0-9._-]*\\)".*/\\1/p' <<<"$listed"
+  if [[ -n $workflows ]]; then
+    "\${run[@]}" ps --workflows "\${all[@]}" --json 2>/dev/null |
+      sed -n 's/^    "workflow": "\\(flow-[1-9][0-9]*\\)".*/\\1/p'
+  fi
 }
 
 _steward() {
@@ -115,7 +138,7 @@ _steward() {
     fi
     return
   fi
-  local rest=$((i + 1)) options="" valued="" subcommands="" jobs="" argv=""
+  local rest=$((i + 1)) options="" valued="" subcommands="" jobs="" flows="" argv=""
   if ((rest < COMP_CWORD)) && [[ \${COMP_WORDS[rest]} != -* ]]; then sub=\${COMP_WORDS[rest]}; fi
   case $command in
 ${cases}
@@ -136,10 +159,15 @@ ${cases}
     mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
   elif [[ -n $subcommands && -z $sub ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$subcommands" -- "$cur")
-  elif [[ $jobs == all ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "$(_steward_job_ids --all)" -- "$cur")
-  elif [[ $jobs == live ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "$(_steward_job_ids)" -- "$cur")
+  elif [[ -n $jobs ]]; then
+    # Each id as it came, kept when it starts with what is typed: never expanded (compgen -W would).
+    local asked=() id
+    [[ $jobs == all ]] && asked+=(--all)
+    [[ -n $flows ]] && asked+=(--workflows)
+    COMPREPLY=()
+    while IFS= read -r id; do
+      if [[ $id == "$cur"* ]]; then COMPREPLY+=("$id"); fi
+    done < <(_steward_job_ids "\${asked[@]}")
   else
     COMPREPLY=()
   fi
@@ -153,11 +181,18 @@ function fishScript(root: CommandWords): string {
   const names = root.subcommands.map((each) => each.name).join(" ");
   const lines = [
     "# steward completion for fish: steward completion fish | source",
+    "# Job ids (steward ps [--all] --json), then with --workflows workflow ids (flow-N): only words of",
+    "# the characters ids are made of; a command substitution's lines are never expanded by fish.",
     "function __steward_job_ids",
     "  command -q steward; or return",
     "  set -l run steward",
     "  command -q timeout; and set run timeout 3 steward",
-    `  command $run ps $argv --json 2>/dev/null | string replace -rf '^    "id": "([^"]*)".*' '$1'`,
+    "  set -l all",
+    "  contains -- --all $argv; and set all --all",
+    "  set -l listed (command $run ps $all --json 2>/dev/null); or return",
+    `  string replace -rf '^    "id": "([A-Za-z0-9._-]+)".*' '$1' -- $listed`,
+    "  contains -- --workflows $argv; or return",
+    `  command $run ps --workflows $all --json 2>/dev/null | string replace -rf '^    "workflow": "(flow-[1-9][0-9]*)".*' '$1'`,
     "end",
     "complete -c steward -f",
     ...fishOptions(root, `not __fish_seen_subcommand_from ${names}`),
@@ -186,7 +221,7 @@ function fishScript(root: CommandWords): string {
     }
     if (command.jobIds)
       lines.push(
-        `complete -c steward -n ${shellWord(inCommand)} -a ${shellWord(`(__steward_job_ids${command.jobIds === "all" ? " --all" : ""})`)}`,
+        `complete -c steward -n ${shellWord(inCommand)} -a ${shellWord(`(__steward_job_ids${command.jobIds === "all" ? " --all" : ""}${command.workflowIds ? " --workflows" : ""})`)}`,
       );
   }
   return `${lines.join("\n")}\n`;

@@ -32,6 +32,7 @@ const EXPECTED: Record<string, Rule> = {
   "GET /api/v1/jobs/{id}/task-states": "job",
   "GET /api/v1/jobs/{id}/tasks/{task}": "job",
   "POST /api/v1/workflows": "writer",
+  "GET /api/v1/workflows": "any",
   "GET /api/v1/workflows/{id}": "job",
   "POST /api/v1/workflows/{id}/retry": "job-writer",
   "POST /api/v1/workflows/{id}/cancel": "job-writer",

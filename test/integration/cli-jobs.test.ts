@@ -1,9 +1,9 @@
 // The CLI's job commands against a real server and agent on loopback: `logs -f` across attempts,
-// workflow ids wherever a job id goes, hold/release/cancel answers, wait's outcome lines, show's
-// tables and `ps --name`.
+// workflow ids wherever a job id goes (fetch, explain, update and ps --workflows too), hold/release/
+// cancel answers, wait's outcome lines, show's tables and `ps --name`.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -14,6 +14,7 @@ import {
   STEWARD,
   type StewardProcess,
   startUp,
+  tempDir,
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
@@ -24,9 +25,11 @@ beforeAll(async () => {
   steward = await startUp({ agents: 1, slots: 4 });
 }, 60_000);
 
+const folders: string[] = [];
+
 afterAll(async () => {
   await steward?.stop();
-  cleanup(steward?.data);
+  cleanup(steward?.data, ...folders);
 });
 
 async function submit(body: object): Promise<string> {
@@ -170,6 +173,139 @@ describe("workflow ids wherever a job id goes", () => {
     const followed = await cli(steward, ["logs", "-f", workflow]);
     expect(followed.code, followed.stderr).toBe(0);
     expect(followed.stdout.split("\n").sort()).toEqual(["", "a: from-a", "b: from-b"]);
+  }, 60_000);
+});
+
+describe("fetch, explain, update and ps --workflows take workflows", () => {
+  it("fetch flow-N writes each succeeded job's outputs under DIR/<name>/ (an array's by task), the others skipped with a note", async () => {
+    const { workflow, jobs } = await submitWorkflow({
+      prep: { command: ["sh", "-c", "echo prepared > out.txt"], outputs: ["out.txt"] },
+      sweep: {
+        command: ["sh", "-c", 'echo "part $STEWARD_TASK_INDEX" > part.txt'],
+        array: 2,
+        outputs: ["part.txt"],
+        dependsOn: ["prep"],
+      },
+      quiet: { command: "true" },
+      broken: { command: "false", retry: { maxAttempts: 1 } },
+    });
+    await cli(steward, ["wait", workflow]);
+    const to = tempDir("steward-fetch-flow-");
+    folders.push(to);
+    const fetched = await cli(steward, ["fetch", workflow, "--to", to]);
+    expect(fetched.code, fetched.stderr).toBe(0);
+    expect(readFileSync(join(to, "prep", "out.txt"), "utf8")).toBe("prepared\n");
+    expect(readFileSync(join(to, "sweep", "0", "part.txt"), "utf8")).toBe("part 0\n");
+    expect(readFileSync(join(to, "sweep", "1", "part.txt"), "utf8")).toBe("part 1\n");
+    expect(readdirSync(to).sort()).toEqual(["prep", "sweep"]);
+    expect(fetched.stderr).toBe(
+      `skipped: job ${jobs.quiet} (quiet): no output files\n` +
+        `skipped: job ${jobs.broken} (broken): failed\n` +
+        `3 files, 23 bytes written under ${to} (from 2 jobs of ${workflow})\n`,
+    );
+    const json = await cli(steward, ["fetch", workflow, "--to", join(to, "again"), "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        name: "prep",
+        job: jobs.prep,
+        task: 0,
+        path: "out.txt",
+        bytes: 9,
+        file: join(to, "again", "prep", "out.txt"),
+      },
+      {
+        name: "sweep",
+        job: jobs.sweep,
+        task: 0,
+        path: "part.txt",
+        bytes: 7,
+        file: join(to, "again", "sweep", "0", "part.txt"),
+      },
+      {
+        name: "sweep",
+        job: jobs.sweep,
+        task: 1,
+        path: "part.txt",
+        bytes: 7,
+        file: join(to, "again", "sweep", "1", "part.txt"),
+      },
+    ]);
+  }, 60_000);
+
+  it("explain flow-N explains each job in the workflow's order; update flow-N changes those not started, naming the others", async () => {
+    const { workflow, jobs } = await submitWorkflow({
+      first: { command: "sleep 60" },
+      second: { command: "true", dependsOn: ["first"] },
+      third: { command: "true", array: 2, dependsOn: ["second"] },
+    });
+    await waitFor("first to run", async () => (await getJob(steward, jobs.first)).state === "running");
+    const explained = await cli(steward, ["explain", workflow]);
+    expect(explained.code, explained.stderr).toBe(0);
+    const headlines = explained.stdout.split("\n").filter((line) => line.startsWith("job "));
+    expect(headlines).toEqual([
+      `job ${jobs.first} (first) is running`,
+      `job ${jobs.second} (second) is waiting`,
+      `job ${jobs.third} (third) is waiting`,
+    ]);
+    const json = JSON.parse((await cli(steward, ["explain", workflow, "--json"])).stdout) as {
+      name: string;
+      job: string;
+      explanation: { id: string; state: string };
+    }[];
+    expect(json.map(({ name, job, explanation }) => [name, job, explanation.id, explanation.state])).toEqual([
+      ["first", jobs.first, jobs.first, "running"],
+      ["second", jobs.second, jobs.second, "waiting"],
+      ["third", jobs.third, jobs.third, "waiting"],
+    ]);
+
+    const updated = await cli(steward, ["update", workflow, "--priority", "7"]);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toBe(
+      `job ${jobs.second} (second, waiting): priority 7\njob ${jobs.third} (third, waiting): priority 7\n`,
+    );
+    expect(updated.stderr).toBe(
+      `not updated: job ${jobs.first} (first): job ${jobs.first} is running: only a job that has not started can be updated (hold it first: its attempt stops, and resumes from its checkpoint on release)\n`,
+    );
+    expect((await getJob(steward, jobs.second)).priority).toBe(7);
+    expect((await getJob(steward, jobs.third)).priority).toBe(7);
+    expect((await getJob(steward, jobs.first)).priority).toBe(0);
+    const parallel = await cli(steward, ["update", workflow, "--parallel", "1"]);
+    expect(parallel.code).toBe(2);
+    expect(parallel.stderr).toContain("--parallel is an array's own: give it to one job");
+
+    expect((await cli(steward, ["cancel", workflow])).code).toBe(0);
+    const none = await cli(steward, ["update", workflow, "--priority", "3"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toContain(
+      `not updated: job ${jobs.second} (second): job ${jobs.second} is cancelled`,
+    );
+    expect(none.stderr).toMatch(new RegExp(`steward: workflow ${workflow}: no job updated\\n$`));
+  }, 60_000);
+
+  it("ps --workflows lists the workflows not ended (--all: every one) with their state", async () => {
+    const { workflow } = await submitWorkflow({
+      long: { command: "sleep 60" },
+      next: { command: "true", dependsOn: ["long"] },
+    });
+    const listed = await cli(steward, ["ps", "--workflows"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(
+      new RegExp(`^ID +NAME +OWNER +STATE +JOBS +SUBMITTED\n${workflow} +- +\\S+ +(pending|running) +2 `),
+    );
+    const ids = (args: string[]) =>
+      cli(steward, ["ps", "--workflows", "--json", ...args]).then((result) =>
+        (JSON.parse(result.stdout) as { workflow: string }[]).map((each) => each.workflow),
+      );
+    expect(await ids([])).toEqual([workflow]);
+    expect((await ids(["--all"])).length).toBeGreaterThan(1);
+    expect((await cli(steward, ["cancel", workflow])).code).toBe(0);
+    expect(await ids([])).toEqual([]);
+    expect(await ids(["--all"])).toContain(workflow);
+    const mixed = await cli(steward, ["ps", "--workflows", "--state", "running"]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain("--workflows takes --all, --user and --json only, not --state");
   }, 60_000);
 });
 

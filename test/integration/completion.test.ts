@@ -1,9 +1,10 @@
 // Shell completion: `steward completion bash` defines a completion function that a real bash runs
 // with COMP_WORDS/COMP_CWORD set as the shell sets them on TAB; command names and options come from
-// the script, job ids from the running server. The zsh and fish scripts must at least parse.
+// the script, job ids and workflow ids (flow-N) from the running server, taken as data. The zsh and
+// fish scripts must at least parse.
 
 import { execFileSync, spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -11,10 +12,12 @@ import {
   cleanup,
   cli,
   freePort,
+  getJob,
   ROOT,
   type StewardProcess,
   startUp,
   tempDir,
+  waitFor,
 } from "../helpers/steward.ts";
 
 let steward: StewardProcess;
@@ -41,13 +44,17 @@ afterAll(async () => {
   cleanup(steward?.data, work);
 });
 
-/** Runs bash with the completion script sourced and `steward` (bin/) on the PATH. */
-function bash(script: string, url = steward.url): { status: number | null; stdout: string; stderr: string } {
+/** Runs bash with the completion script sourced and `steward` (bin/, unless `bin` says) on the PATH. */
+function bash(
+  script: string,
+  url = steward.url,
+  bin = join(ROOT, "bin"),
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync("bash", ["-c", `source "$1"\n${script}`, "bash", scripts.bash], {
     encoding: "utf8",
     env: {
       ...process.env,
-      PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
+      PATH: `${bin}:${process.env.PATH}`,
       STEWARD_URL: url,
       STEWARD_TOKEN: steward.token,
     },
@@ -60,11 +67,12 @@ function offered(...words: string[]): string[] {
   return offeredWith(steward.url, words);
 }
 
-function offeredWith(url: string, words: string[]): string[] {
+function offeredWith(url: string, words: string[], bin?: string): string[] {
   const quoted = words.map((word) => `'${word}'`).join(" ");
   const result = bash(
     `COMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _steward; printf '%s\\n' "\${COMPREPLY[@]}"`,
     url,
+    bin,
   );
   expect(result.status, result.stderr).toBe(0);
   return result.stdout.split("\n").filter(Boolean);
@@ -132,6 +140,62 @@ describe("steward completion", () => {
       await api(steward, "POST", `/api/v1/jobs/${running.id}/cancel`);
       await api(steward, "POST", `/api/v1/jobs/${other.id}/cancel`);
     }
+  });
+
+  it("bash and fish: workflow ids (flow-N) with the job ids, for the commands that take one (not migrate)", async () => {
+    const { workflow, jobs } = (await api(steward, "POST", "/api/v1/workflows", {
+      jobs: { a: { command: "sleep 60" }, b: { command: "true", dependsOn: ["a"] } },
+    })) as { workflow: string; jobs: Record<string, string> };
+    const ids = [jobs.a, jobs.b, workflow].sort();
+    try {
+      // show offers ended jobs too (those of the tests before): these among them.
+      expect(offered("steward", "show", "")).toEqual(expect.arrayContaining(ids));
+      expect(offered("steward", "cancel", "").sort()).toEqual(ids);
+      expect(offered("steward", "fetch", "fl")).toEqual([workflow]);
+      expect(offered("steward", "update", "").sort()).toEqual(ids);
+      expect(offered("steward", "migrate", "").sort()).toEqual([jobs.a, jobs.b].sort());
+      if (installed("fish")) {
+        const byFish = execFileSync(
+          "fish",
+          ["-c", 'source $argv[1]; complete -C "steward explain "', scripts.fish],
+          {
+            encoding: "utf8",
+            env: {
+              ...process.env,
+              PATH: `${join(ROOT, "bin")}:${process.env.PATH}`,
+              STEWARD_URL: steward.url,
+              STEWARD_TOKEN: steward.token,
+            },
+          },
+        );
+        expect(byFish.split("\n").filter(Boolean)).toEqual(expect.arrayContaining(ids));
+      }
+    } finally {
+      await api(steward, "POST", `/api/v1/workflows/${workflow}/cancel`);
+      await waitFor("the workflow to end", async () => (await getJob(steward, jobs.a)).state === "cancelled");
+    }
+  });
+
+  it("bash: ids are data: a word the shell would expand is never offered nor run", () => {
+    // A stand-in for steward that answers ids no server gives: a command substitution, a glob.
+    const bin = join(work, "fake-bin");
+    const mark = join(work, "expanded");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, "steward"),
+      `#!/bin/sh
+case "$*" in
+  *--workflows*) printf '[\\n  {\\n    "workflow": "flow-3",\\n  },\\n  {\\n    "workflow": "flow-$(touch ${mark}w)",\\n  }\\n]\\n' ;;
+  *) printf '[\\n  {\\n    "id": "12",\\n  },\\n  {\\n    "id": "$(touch ${mark})",\\n  },\\n  {\\n    "id": "1*",\\n  }\\n]\\n' ;;
+esac
+`,
+    );
+    chmodSync(join(bin, "steward"), 0o755);
+    const show = offeredWith(steward.url, ["steward", "show", ""], bin);
+    const logs = offeredWith(steward.url, ["steward", "logs", "1"], bin);
+    expect(existsSync(mark) || existsSync(`${mark}w`), "the shell ran a command of an id").toBe(false);
+    expect(show.sort()).toEqual(["12", "flow-3"]);
+    expect(logs).toEqual(["12"]);
   });
 
   it("bash: no job ids, and no error, when the server does not answer", async () => {

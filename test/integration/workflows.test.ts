@@ -160,6 +160,15 @@ describe("a workflow file", () => {
     expect((await cli(alice, ["show", b])).stdout).toContain(`workflow ${created.workflow} (as b)`);
     expect((await cli(bob, ["show", created.workflow])).stderr).toContain(`no workflow ${created.workflow}`);
     expect((await cli(bob, ["retry", created.workflow])).stderr).toContain(`no workflow ${created.workflow}`);
+    // Listed to its owner and to an admin, not to another user, whatever `user` asks.
+    const workflowsSeenBy = async (who: { url: string; token: string }, query: string) =>
+      ((await api(who, "GET", `/api/v1/workflows?all=1${query}`)) as { workflow: string }[]).map(
+        (each) => each.workflow,
+      );
+    expect(await workflowsSeenBy(alice, "")).toContain(created.workflow);
+    expect(await workflowsSeenBy(server, "&user=alice")).toContain(created.workflow);
+    expect(await workflowsSeenBy(bob, "")).not.toContain(created.workflow);
+    expect(await workflowsSeenBy(bob, "&user=alice")).not.toContain(created.workflow);
 
     // Answered means durable: the workflow comes back with the server.
     await server.stop();

@@ -49,6 +49,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/jobs/:id/tasks/:task": "job-read",
   // A user's own workflows only (the routes answer another's as absent).
   "POST /api/v1/workflows": "submit",
+  "GET /api/v1/workflows": "read",
   "GET /api/v1/workflows/:id": "job-read",
   "POST /api/v1/workflows/:id/retry": "job-write",
   "POST /api/v1/workflows/:id/cancel": "job-write",

@@ -114,6 +114,8 @@ export interface ReadModel {
   header(id: string): JobHeader | undefined;
   /** A workflow by its id, or undefined. */
   workflow(id: string): WorkflowRecord | undefined;
+  /** Every workflow, whatever became of its jobs. */
+  listWorkflows(): WorkflowRecord[];
   jobOwner(id: string): string | undefined;
   listJobs(withRetired?: boolean): JobHeader[];
   listHosts(): HostListing[];

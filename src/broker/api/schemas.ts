@@ -269,6 +269,18 @@ export const workflowSchema = workflowCreatedSchema
   .meta({ id: "Workflow" });
 export type Workflow = z.infer<typeof workflowSchema>;
 
+/** A workflow as `GET /api/v1/workflows` lists it: its jobs by name, without the graph. */
+export const workflowSummarySchema = workflowCreatedSchema
+  .extend({
+    owner: z.string(),
+    createdAt: isoTime,
+    state: z
+      .enum(JOB_STATES)
+      .meta({ description: "the workflow's state, from its jobs' (model/workflow.ts)" }),
+  })
+  .meta({ id: "WorkflowSummary" });
+export type WorkflowSummary = z.infer<typeof workflowSummarySchema>;
+
 export const workflowRetrySchema = z
   .object({
     workflow: z.string(),

@@ -162,6 +162,11 @@ export class ReadModel {
     return this.#state.workflows.get(id);
   }
 
+  /** Every workflow, whatever became of its jobs. */
+  listWorkflows(): WorkflowRecord[] {
+    return [...this.#state.workflows.values()];
+  }
+
   /** The tokens this server gave out (API tokens, join tokens, host credentials). */
   get tokens(): TokenRegistry {
     return this.#state.tokens;

@@ -8,7 +8,11 @@ export function registerCompletion(program: Command): void {
   program
     .command("completion")
     .description(describe("completion"))
-    .argument("<shell>", SHELLS.join(", ") + " (job ids come from `steward ps --json` at each TAB)")
+    .argument(
+      "<shell>",
+      SHELLS.join(", ") +
+        " (job ids come from `steward ps --json`, workflow ids from `steward ps --workflows --json`, at each TAB)",
+    )
     .addHelpText(
       "after",
       "\nInstall: bash: source <(steward completion bash) in ~/.bashrc, or save it as ~/.local/share/bash-completion/completions/steward\n" +

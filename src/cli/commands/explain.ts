@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import type { Explanation } from "../../broker/api/schemas.ts";
+import type { Explanation, Workflow } from "../../broker/api/schemas.ts";
 import { isEndedState } from "../../common/model/states.ts";
+import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
 import { describe } from "./index.ts";
@@ -9,9 +10,16 @@ export function registerExplain(program: Command): void {
   program
     .command("explain")
     .description(describe("explain"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): each of its jobs in turn")
     .option("--json", "print JSON")
+    .addHelpText(
+      "after",
+      "\nsteward explain flow-N explains each job of the workflow in the workflow's order (each after those it" +
+        "\nwaits for), each headed `job 8 (train) is waiting`, a blank line between them; a removed job is one" +
+        "\nline (job 8 (train) was removed). --json: [{name, job, explanation}], explanation null when removed.\n",
+    )
     .action(async (id: string, options: { json?: boolean }) => {
+      if (isWorkflowId(id)) return explainWorkflow(new ApiClient(), id, options.json === true);
       const answer = await new ApiClient().json<Explanation>(
         "GET",
         `/api/v1/jobs/${encodeURIComponent(id)}/explain`,
@@ -19,6 +27,26 @@ export function registerExplain(program: Command): void {
       if (options.json) return printJson(answer);
       process.stdout.write(renderExplanation(answer));
     });
+}
+
+/** `explain flow-N`: each job's explanation in the workflow's order, headed by its id and name. */
+async function explainWorkflow(client: ApiClient, id: string, json: boolean): Promise<void> {
+  const workflow = await client.json<Workflow>("GET", `/api/v1/workflows/${encodeURIComponent(id)}`);
+  const answers: { name: string; job: string; explanation: Explanation | null }[] = [];
+  for (const member of workflow.graph) {
+    const explanation =
+      member.state === null
+        ? null
+        : await client.json<Explanation>("GET", `/api/v1/jobs/${encodeURIComponent(member.job)}/explain`);
+    answers.push({ name: member.name, job: member.job, explanation });
+  }
+  if (json) return printJson(answers);
+  const parts = answers.map(({ name, job, explanation }) =>
+    explanation === null
+      ? `job ${job} (${name}) was removed\n`
+      : renderExplanation(explanation, `job ${job} (${name}) is ${explanation.state}`),
+  );
+  process.stdout.write(parts.join("\n"));
 }
 
 /** What explain prints; `headline` replaces `job ID is STATE` (a dry run's job has no id). */

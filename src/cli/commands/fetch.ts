@@ -4,7 +4,8 @@ import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import type { Job, OutputFile } from "../../broker/api/schemas.ts";
+import type { Job, OutputFile, Workflow } from "../../broker/api/schemas.ts";
+import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";
@@ -13,10 +14,18 @@ export function registerFetch(program: Command): void {
   program
     .command("fetch")
     .description(describe("fetch"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): each job's under DIR/<job name>/")
     .option("--to <dir>", "where to write", ".")
     .option("--json", "print the files written as JSON")
+    .addHelpText(
+      "after",
+      "\nsteward fetch flow-N --to DIR writes each job's output files under DIR/<job name>/ (an array's under" +
+        "\nDIR/<job name>/<task>/), in the workflow's order; a job that has not succeeded, or has no output" +
+        "\nfiles, is skipped with a line on stderr (skipped: job 8 (train): failed). --json lists every file" +
+        "\nwritten with its job's name and id.\n",
+    )
     .action(async (id: string, options: { to: string; json?: boolean }) => {
+      if (isWorkflowId(id)) return fetchWorkflow(new ApiClient(), id, options);
       const { written, bytes, root } = await fetchOutputs(new ApiClient(), id, options.to);
       if (options.json) printJson(written);
       process.stderr.write(`${fetchedLine(written.length, bytes)} under ${root}\n`);
@@ -53,6 +62,42 @@ export async function fetchOutputs(client: ApiClient, id: string, to: string): P
     written.push({ task: file.task, path: file.path, bytes: file.bytes, file: target });
   }
   return { written, bytes, root };
+}
+
+/**
+ * `fetch flow-N`: each succeeded job's outputs under DIR/<job name>/, in the workflow's order; the
+ * others (not succeeded, removed, without outputs) skipped, one line each on stderr.
+ */
+async function fetchWorkflow(
+  client: ApiClient,
+  id: string,
+  options: { to: string; json?: boolean },
+): Promise<void> {
+  const workflow = await client.json<Workflow>("GET", `/api/v1/workflows/${encodeURIComponent(id)}`);
+  const root = resolve(options.to);
+  const written: (FetchedOutputs["written"][number] & { name: string; job: string })[] = [];
+  let bytes = 0;
+  let jobs = 0;
+  for (const member of workflow.graph) {
+    const label = `job ${member.job} (${member.name})`;
+    if (member.state !== "succeeded") {
+      process.stderr.write(`skipped: ${label}: ${member.state ?? "removed"}\n`);
+      continue;
+    }
+    // A job's name is a word of the workflow file (no slash): its folder stays under DIR.
+    const fetched = await fetchOutputs(client, member.job, join(root, member.name));
+    if (fetched.written.length === 0) {
+      process.stderr.write(`skipped: ${label}: no output files\n`);
+      continue;
+    }
+    jobs++;
+    bytes += fetched.bytes;
+    written.push(...fetched.written.map((file) => ({ name: member.name, job: member.job, ...file })));
+  }
+  if (options.json) printJson(written);
+  process.stderr.write(
+    `${fetchedLine(written.length, bytes)} under ${root} (from ${jobs} job${jobs === 1 ? "" : "s"} of ${workflow.workflow})\n`,
+  );
 }
 
 /** `2 files, 120 bytes written`. */

@@ -63,7 +63,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     description:
       "run a command as a job: wait, stream its output, exit with its exit code (Ctrl-C cancels it; --detach prints the id)",
   },
-  { name: "ps", module: "ps", description: "list jobs (those not ended, unless --all)" },
+  {
+    name: "ps",
+    module: "ps",
+    description: "list jobs (those not ended, unless --all); --workflows: workflows (flow-N) instead",
+  },
   {
     name: "show",
     module: "show",
@@ -126,7 +130,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "update",
     module: "update",
     description:
-      "change a job that has not started: its priority, requirements, rank, cpus, memory or time limit, checked as at submit",
+      "change a job that has not started: its priority, requirements, rank, cpus, memory or time limit, checked as at submit; flow-N: each of a workflow's jobs that has not started",
   },
   {
     name: "rm",
@@ -137,7 +141,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "fetch",
     module: "fetch",
-    description: "download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array",
+    description:
+      "download a job's output files: DIR/<path> for a single job, DIR/<task>/<path> for an array; flow-N: each succeeded job's under DIR/<job name>/",
   },
   {
     name: "hosts",
@@ -154,7 +159,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "explain",
     module: "explain",
     description:
-      "why a job is not running: held, dependencies, back-off, whom it waits behind, then host by host (the requirements clause by clause)",
+      "why a job is not running: held, dependencies, back-off, whom it waits behind, then host by host (the requirements clause by clause); flow-N: each of a workflow's jobs",
   },
   {
     name: "pools",
@@ -180,7 +185,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "completion",
     module: "completion",
-    description: "print a shell completion script (bash, zsh or fish): commands, options and job ids",
+    description:
+      "print a shell completion script (bash, zsh or fish): commands, options, job ids and workflow ids",
   },
 ];
 

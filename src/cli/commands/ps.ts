@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import type { JobSummary } from "../../broker/api/schemas.ts";
-import { ApiClient } from "../client.ts";
+import type { JobSummary, WorkflowSummary } from "../../broker/api/schemas.ts";
+import { ApiClient, CliError } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { integer } from "../numbers.ts";
 import { describe } from "./index.ts";
@@ -15,7 +15,13 @@ export function registerPs(program: Command): void {
     .option("--name <pattern>", "only jobs of this name: exact, or a glob with * and ? (quote it: 'sweep-*')")
     .option("--limit <n>", "at most this many jobs (1..1000), in id order", integer("--limit", 1))
     .option("--after <id>", "only jobs after this id (the next page: the last id of the one before)")
+    .option("--workflows", "list workflows (flow-N) instead of jobs: with --all, --user and --json only")
     .option("--json", "print JSON")
+    .addHelpText(
+      "after",
+      "\nsteward ps --workflows lists workflows, those with a job not ended unless --all, one line each:" +
+        "\nID, NAME (the workflow file's, or -), OWNER, STATE (from its jobs'), JOBS (how many), SUBMITTED.\n",
+    )
     .action(
       async (options: {
         all?: boolean;
@@ -24,9 +30,11 @@ export function registerPs(program: Command): void {
         name?: string;
         limit?: number;
         after?: string;
+        workflows?: boolean;
         json?: boolean;
       }) => {
         const client = new ApiClient();
+        if (options.workflows) return listWorkflows(client, options);
         const response = await client.request("GET", "/api/v1/jobs", {
           query: {
             all: options.all ? 1 : undefined,
@@ -61,4 +69,31 @@ export function registerPs(program: Command): void {
         );
       },
     );
+}
+
+/** `ps --workflows`: the workflows the server lists, one line each. */
+async function listWorkflows(
+  client: ApiClient,
+  options: { all?: boolean; user?: string; json?: boolean } & Record<string, unknown>,
+): Promise<void> {
+  const others = ["state", "name", "limit", "after"].filter((option) => options[option] !== undefined);
+  if (others.length > 0)
+    throw new CliError(
+      `--workflows takes --all, --user and --json only, not ${others.map((option) => `--${option}`).join(", ")}`,
+      2,
+    );
+  const workflows = await client.json<WorkflowSummary[]>("GET", "/api/v1/workflows", {
+    query: { all: options.all ? 1 : undefined, user: options.user },
+  });
+  if (options.json) return printJson(workflows);
+  if (workflows.length === 0) return void process.stdout.write("no workflows\n");
+  const rows = workflows.map((workflow) => [
+    workflow.workflow,
+    workflow.name ?? "-",
+    workflow.owner,
+    workflow.state,
+    Object.keys(workflow.jobs).length,
+    shortTime(workflow.createdAt),
+  ]);
+  process.stdout.write(`${table(["ID", "NAME", "OWNER", "STATE", "JOBS", "SUBMITTED"], rows)}\n`);
 }

@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job } from "../../broker/api/schemas.ts";
+import type { Job, Workflow } from "../../broker/api/schemas.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
+import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { describe } from "./index.ts";
@@ -69,7 +70,7 @@ export function registerUpdate(program: Command): void {
   program
     .command("update")
     .description(describe("update"))
-    .argument("<id>", "job id")
+    .argument("<id>", "job id, or a workflow's id (flow-N): each of its jobs that can take the change")
     .option(
       "--priority <n>",
       "the job's priority (higher first among the owner's jobs)",
@@ -100,7 +101,11 @@ export function registerUpdate(program: Command): void {
         "refused, naming its state; an array with tasks running takes a new --priority only, for its tasks\n" +
         "not yet started, and a new --parallel at any time until it ends (a lower one stops no task: fewer\n" +
         "start until it is met). The new values are checked as at submit, recorded before the answer, named in\n" +
-        "the job's events (steward show), and the job is placed by them from the next scheduling pass.",
+        "the job's events (steward show), and the job is placed by them from the next scheduling pass.\n" +
+        "\nsteward update flow-N applies the change to each job of the workflow in turn, in the workflow's\n" +
+        "order, one line per job updated (job 8 (train, pending): priority 5); a job that cannot take it (ended,\n" +
+        "running, removed) is left as it is and named on stderr with why. Exit 0 when at least one job was\n" +
+        "updated, 1 when none was. --parallel is an array's own: give it to steward update JOB.",
     )
     .action(async (id: string, options: UpdateOptions) => {
       const update = updateOf(options);
@@ -109,6 +114,7 @@ export function registerUpdate(program: Command): void {
           "nothing to change: give at least one of --priority, --qos, --requirements, --rank, --memory-mb, --cpus, --time-limit, --parallel",
           2,
         );
+      if (isWorkflowId(id)) return updateWorkflow(new ApiClient(), id, update, options);
       const job = await new ApiClient().json<Job>("PATCH", `/api/v1/jobs/${encodeURIComponent(id)}`, {
         json: update,
         // Setting the same values again changes nothing: safe to send again after a lost answer.
@@ -117,4 +123,50 @@ export function registerUpdate(program: Command): void {
       if (options.json) printJson(job);
       else process.stdout.write(`job ${job.id} (${job.state}): ${newValues(job, options)}\n`);
     });
+}
+
+/** HTTP answers that refuse one job of a workflow (its state, its values, its limits), not the command. */
+const REFUSALS = new Set([400, 403, 409, 429]);
+
+/**
+ * `update flow-N`: each job of the workflow updated in turn; the ones refused (ended, running, over
+ * a limit) or removed listed on stderr with why. None updated: exit 1.
+ */
+async function updateWorkflow(
+  client: ApiClient,
+  id: string,
+  update: JobUpdate,
+  options: UpdateOptions,
+): Promise<void> {
+  if (options.parallel !== undefined)
+    throw new CliError(
+      `--parallel is an array's own: give it to one job (steward update JOB --parallel ${options.parallel}; steward show ${id} lists the jobs)`,
+      2,
+    );
+  const workflow = await client.json<Workflow>("GET", `/api/v1/workflows/${encodeURIComponent(id)}`);
+  const updated: { name: string; job: Job }[] = [];
+  const refused: { name: string; job: string; reason: string }[] = [];
+  for (const member of workflow.graph) {
+    const label = `job ${member.job} (${member.name})`;
+    if (member.state === null) {
+      refused.push({ name: member.name, job: member.job, reason: "removed" });
+      process.stderr.write(`not updated: ${label}: removed\n`);
+      continue;
+    }
+    try {
+      const job = await client.json<Job>("PATCH", `/api/v1/jobs/${encodeURIComponent(member.job)}`, {
+        json: update,
+        idempotent: true,
+      });
+      updated.push({ name: member.name, job });
+      if (!options.json)
+        process.stdout.write(`job ${job.id} (${member.name}, ${job.state}): ${newValues(job, options)}\n`);
+    } catch (error) {
+      if (!(error instanceof CliError) || error.status === null || !REFUSALS.has(error.status)) throw error;
+      refused.push({ name: member.name, job: member.job, reason: error.message });
+      process.stderr.write(`not updated: ${label}: ${error.message}\n`);
+    }
+  }
+  if (options.json) printJson({ workflow: workflow.workflow, updated, refused });
+  if (updated.length === 0) throw new CliError(`workflow ${workflow.workflow}: no job updated`, 1);
 }

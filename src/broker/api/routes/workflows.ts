@@ -1,11 +1,12 @@
-// /api/v1/workflows: submit a workflow file (model/workflow.ts), show one with its jobs' states,
-// retry what failed.
+// /api/v1/workflows: submit a workflow file (model/workflow.ts), list workflows, show one with its
+// jobs' states, retry what failed.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
+import { isEndedState } from "../../../common/model/states.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
@@ -28,10 +29,12 @@ import {
   type Workflow,
   type WorkflowCreated,
   type WorkflowJobs,
+  type WorkflowSummary,
   workflowCreatedSchema,
   workflowJobsSchema,
   workflowRetrySchema,
   workflowSchema,
+  workflowSummarySchema,
 } from "../schemas.ts";
 import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
 import { iso } from "../views.ts";
@@ -59,6 +62,11 @@ const workflowSubmitQuery = z.object({
     false,
     "with dryRun=1: answer also, for each job, what `steward explain` would say of it submitted now once what it waits for is done (hosts, pools, requirements clause by clause)",
   ),
+});
+
+const workflowListQuery = z.object({
+  all: flag(false, "include workflows whose jobs have all ended"),
+  user: z.string().min(1).optional().meta({ description: "only this owner's workflows" }),
 });
 
 const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
@@ -120,6 +128,23 @@ function createdView(workflow: WorkflowRecord): WorkflowCreated {
     name: workflow.name,
     jobs: Object.fromEntries(workflow.jobs.map((member) => [member.name, member.job])),
   };
+}
+
+/** A workflow as the list shows it, or null once every job of it was removed. */
+function summaryView(workflow: WorkflowRecord, ports: ApiPorts): WorkflowSummary | null {
+  const states = workflow.jobs.map((member) => ports.read.header(member.job)?.state);
+  if (states.every((state) => state === undefined)) return null;
+  return {
+    ...createdView(workflow),
+    owner: workflow.owner,
+    createdAt: iso(workflow.createdAt),
+    state: workflowState(states),
+  };
+}
+
+/** flow-N's number, for the list's order. */
+function workflowNumber(id: string): number {
+  return Number(id.slice(id.lastIndexOf("-") + 1));
 }
 
 /** The workflow, if the request's principal may see it (another user's answers 404, as absent). */
@@ -186,6 +211,31 @@ export function registerWorkflowRoutes(
           );
       reply.code(201);
       return createdView(made.workflow);
+    },
+  );
+
+  api.get(
+    "/api/v1/workflows",
+    {
+      schema: {
+        summary:
+          "List workflows in id order: those with a job not ended, unless all=1 (a workflow whose jobs were all removed is not listed); a user lists their own",
+        querystring: workflowListQuery,
+        response: { 200: json(z.array(workflowSummarySchema), "the workflows"), ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const { all } = request.query;
+      // A user lists their own workflows only, whatever `user` says; admins and readers whoever they ask.
+      const principal = request.principal;
+      const user = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
+      return ports.read
+        .listWorkflows()
+        .filter((workflow) => user === undefined || workflow.owner === user)
+        .sort((a, b) => workflowNumber(a.id) - workflowNumber(b.id))
+        .map((workflow) => summaryView(workflow, ports))
+        .filter((workflow): workflow is WorkflowSummary => workflow !== null)
+        .filter((workflow) => all || !isEndedState(workflow.state));
     },
   );
 
