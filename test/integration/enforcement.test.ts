@@ -112,16 +112,34 @@ it.for([
       await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
     }
     if ("migrate" in how) {
-      // Its attempt stops for a move to another host (there is none: the task waits), then the job
-      // is cancelled; the process is gone once the migrated attempt has ended.
+      // Its attempt stops for a move to another host (one joins for it: a migration with nowhere
+      // to go is refused), then the job is cancelled; the process is gone once the migrated
+      // attempt has ended.
       await waitFor("running", async () => (await getJob(s, id)).state === "running");
-      await api(s, "POST", `/api/v1/jobs/${id}/migrate`, {});
-      await waitFor(
-        "the attempt migrated",
-        async () => (await getJob(s, id)).tasks[0].attempts[0].outcome === "migrated",
-      );
-      await waitFor("the detached process gone", async () => !running(pid), 5_000);
-      await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
+      const spare = await startAgentProcess({
+        name: "enforcer-spare",
+        slots: 4,
+        servers: [s.url],
+        joinToken: s.joinToken,
+      });
+      try {
+        await waitFor(
+          "the spare agent connected",
+          async () => (await api(s, "GET", "/api/v1/hosts")).length === 2,
+        );
+        await api(s, "POST", `/api/v1/jobs/${id}/migrate`, {});
+        await waitFor(
+          "the attempt migrated",
+          async () => (await getJob(s, id)).tasks[0].attempts[0].outcome === "migrated",
+        );
+        await waitFor("the detached process gone", async () => !running(pid), 5_000);
+        await api(s, "POST", `/api/v1/jobs/${id}/cancel`);
+        expect((await waitForJobEnd(s, id, 30_000)).state).toBe("cancelled");
+      } finally {
+        await spare.crash();
+        cleanup(spare.work);
+        await api(s, "DELETE", "/api/v1/hosts/enforcer-spare").catch(() => undefined);
+      }
     }
     const job = await waitForJobEnd(s, id, 30_000);
     expect(job.state).toBe(state);

@@ -8,6 +8,7 @@
 
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
+import { rawHello } from "../helpers/raw-agent.ts";
 import {
   type AgentProcess,
   api,
@@ -160,13 +161,19 @@ it("gives each series of the work with its pool and owner labels and the values 
   expect(series(samples, "steward_owner_gpus_used")).toEqual({ [at("owner=OWNER")]: 1 });
   expect(series(samples, "steward_jobs")).toMatchObject({ "state=running": 1 });
 
-  // Migrated by hand (there is no other host: the task waits), then cancelled.
-  await api(s, "POST", `/api/v1/jobs/${gpuJob}/migrate`, {});
-  await waitFor(
-    "the attempt migrated",
-    async () => (await getJob(s, gpuJob)).tasks[0].attempts[0].outcome === "migrated",
-  );
-  await api(s, "POST", `/api/v1/jobs/${gpuJob}/cancel`);
+  // Migrated by hand to a host that joins for it and has no GPU (the task waits for it: a
+  // migration with nowhere to go would be refused), then cancelled; the host leaves.
+  const spare = await rawHello(s.url, { name: "spare", token: s.joinToken, slots: 1 });
+  try {
+    await api(s, "POST", `/api/v1/jobs/${gpuJob}/migrate`, { to: "spare" });
+    await waitFor(
+      "the attempt migrated",
+      async () => (await getJob(s, gpuJob)).tasks[0].attempts[0].outcome === "migrated",
+    );
+    await api(s, "POST", `/api/v1/jobs/${gpuJob}/cancel`);
+  } finally {
+    spare.ws.close();
+  }
   expect((await waitForJobEnd(s, gpuJob, 30_000)).state).toBe("cancelled");
 
   // Two low jobs hold both slots past 20 %; a high one stops one of them, which resumes later.
