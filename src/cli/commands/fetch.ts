@@ -1,10 +1,11 @@
 import { createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
 import type { Job, OutputFile, Workflow } from "../../broker/api/schemas.ts";
+import { relativePathProblem } from "../../common/model/relative-path.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
@@ -49,7 +50,10 @@ export async function fetchOutputs(client: ApiClient, id: string, to: string): P
   const written: FetchedOutputs["written"] = [];
   for (const file of files) {
     const target = job.taskCount > 1 ? join(root, String(file.task), file.path) : join(root, file.path);
-    if (!target.startsWith(root)) throw new CliError(`refusing to write outside ${root}: ${file.path}`);
+    // The server names only paths that stay in their folder (checked at submit); a path from it that
+    // does not (`../out-b/x`, which a prefix check of `out` would let through) is refused.
+    if (relativePathProblem(file.path) !== null || relative(root, target).startsWith(".."))
+      throw new CliError(`refusing to write outside ${root}: ${file.path}`);
     await mkdir(dirname(target), { recursive: true });
     const path = file.path.split("/").map(encodeURIComponent).join("/");
     const response = await client.request(
