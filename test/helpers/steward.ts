@@ -139,6 +139,8 @@ export interface ServerProcessOptions {
   prefix?: string[];
   /** The address the test reaches it at (default 127.0.0.1; a namespace's address with `prefix`). */
   address?: string;
+  /** bin/steward at another path (the checkout as another account reaches it: reachable-checkout.ts). */
+  steward?: string;
 }
 
 /** `steward server` alone, on SQLite under `data`. */
@@ -172,6 +174,7 @@ async function startServerOn(
     agents: 0,
     prefix: options.prefix,
     address: options.address,
+    steward: options.steward,
   });
   return { ...server, joinToken: readFileSync(join(data, "join-token"), "utf8").trim() };
 }
@@ -334,9 +337,10 @@ function spawnCaptured(command: string, args: string[], logLevel: string) {
 
 async function startProcess(
   args: string[],
-  at: { data: string; port: number; agents: number; prefix?: string[]; address?: string },
+  at: { data: string; port: number; agents: number; prefix?: string[]; address?: string; steward?: string },
 ): Promise<StewardProcess> {
-  const [command, ...rest] = at.prefix ? [...at.prefix, STEWARD, ...args] : [STEWARD, ...args];
+  const steward = at.steward ?? STEWARD;
+  const [command, ...rest] = at.prefix ? [...at.prefix, steward, ...args] : [steward, ...args];
   const { child, output, exited } = spawnCaptured(command, rest, "warn");
   const url = `${args.includes("--tls-cert") ? "https" : "http"}://${at.address ?? "127.0.0.1"}:${at.port}`;
   const state = await waitFor(

@@ -19,9 +19,10 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, test } from "vitest";
 import type { Host } from "../../src/broker/api/schemas.ts";
-import { accountCanRun, accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
+import { accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
+import { reachableCheckout } from "../helpers/reachable-checkout.ts";
 import {
   api,
   cleanup,
@@ -322,14 +323,16 @@ if (unavailable && process.env.CI) {
         "an agent given no --work keeps its work folder under $case, private to its account",
         { timeout: 60_000 },
         async ({ state }, context) => {
-          // The agent runs as OTHER from this checkout: a checkout under a folder only root may
-          // pass (a clone in a 0700 temporary folder) cannot be run by it. The choice of folder is
-          // also checked as a pure function in agent-own-files.test.ts.
-          const reachable = accountCanRun(OTHER, STEWARD);
-          context.skip(
-            !reachable,
-            `${OTHER} cannot run ${STEWARD}: the checkout is not reachable by other accounts`,
-          );
+          // The agent runs as OTHER from this checkout, bind-mounted where OTHER can reach it when
+          // the checkout lies under a folder only root may pass (helpers/reachable-checkout.ts).
+          // The choice of folder is also checked as a pure function in agent-own-files.test.ts.
+          const checkout = reachableCheckout(OTHER);
+          if ("unavailable" in checkout) {
+            if (process.env.CI) throw new Error(checkout.unavailable);
+            context.skip(checkout.unavailable);
+            return;
+          }
+          onTestFinished(() => checkout.release());
           const name = `permsdefault${state ? "x" : "h"}`;
           const home = join(dir, `home-${name}`);
           mkdirSync(home);
@@ -347,7 +350,7 @@ if (unavailable && process.env.CI) {
           delete env.XDG_STATE_HOME;
           if (state) env.XDG_STATE_HOME = join(home, "state");
           const child = spawn(
-            STEWARD,
+            checkout.steward,
             [
               "agent",
               "--server",
