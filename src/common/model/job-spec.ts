@@ -230,7 +230,7 @@ export const jobSpecSchema = z.strictObject({
           ),
           paramsFile: about(
             relativePath.optional(),
-            "An input file (listed in `inputs`) with one parameter per line, task i the line i+1: read by the server at submit, as `params` of strings. Empty lines are refused; a last line break makes no task.",
+            "An input file (listed in `inputs`) with one parameter per line, task i the line i+1: read by the server at submit, as `params` of strings. Empty lines are refused; a last line break makes no task. At most 64 MiB and 1,000,000 lines (each at most 32768 characters): a larger file is refused naming the limit.",
             "cases.txt",
           ),
         }),
@@ -489,10 +489,16 @@ function checkArray(spec: JobSpec): void {
  * Throws JobFileError naming the field: a count that does not match the lines names both.
  */
 export function resolveParamsFile(spec: JobSpec, text: string): JobSpec {
+  const name = spec.array?.paramsFile;
+  if (name === undefined) return spec;
+  return resolveParamsLines(spec, paramsFileLines(text, name));
+}
+
+/** The same with the file's lines read already (params-file-reader.ts, as its bytes come). */
+export function resolveParamsLines(spec: JobSpec, lines: string[]): JobSpec {
   const array = spec.array;
   if (array?.paramsFile === undefined) return spec;
   const name = array.paramsFile;
-  const lines = paramsFileLines(text, name);
   const problem = countProblem(array.count, lines.length, `array.paramsFile ${name} (one per line)`);
   if (problem) fail("array.count", problem);
   const { paramsFile: _read, ...rest } = array;
