@@ -2,7 +2,13 @@
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { z } from "zod";
-import { countProblem, paramsFileLines, paramsProblem, type TaskParam } from "./array-params.ts";
+import {
+  countProblem,
+  paramsFileLines,
+  paramsProblem,
+  placeholderProblem,
+  type TaskParam,
+} from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { formatFieldPath, JobFileError } from "./jobfile-error.ts";
@@ -225,7 +231,7 @@ export const jobSpecSchema = z.strictObject({
               .max(MAX_ARRAY_TASKS)
               .optional(),
             // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
-            "One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`; `${param}` and `${param.KEY}` in `command` and `env` values are replaced by it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.",
+            'One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`: a string command reads it best as `"$STEWARD_TASK_PARAM"`, or as `${param:q}` (`${param.KEY:q}`), put in as one shell-quoted word. `${param}` and `${param.KEY}` in `command` and `env` values are replaced by its text as it is: safe in a list command (no shell), not in a string one, where the shell parses it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.',
             ["a.dat", "b.dat"],
           ),
           paramsFile: about(
@@ -465,6 +471,7 @@ function checkArray(spec: JobSpec): void {
   if (!array) return;
   const { params, paramsFile } = array;
   if (params && paramsFile !== undefined) fail("array.paramsFile", "give params or paramsFile, not both");
+  if (params || paramsFile !== undefined) checkPlaceholders(spec);
   if (params) {
     const problem = countProblem(array.count, params.length, "array.params");
     if (problem) fail("array.count", problem);
@@ -481,6 +488,19 @@ function checkArray(spec: JobSpec): void {
         `${paramsFile} is not one of the job's inputs: list it in inputs (they are uploaded at submit)`,
       );
   } else if (array.count === undefined) fail("array", "give count, params or paramsFile");
+}
+
+/** Each `${param...}` of the command and the env values has a known modifier (`:q`) or none. */
+function checkPlaceholders(spec: JobSpec): void {
+  const texts: [string, string][] =
+    typeof spec.command === "string"
+      ? [["command", spec.command]]
+      : spec.command.map((part, index) => [`command[${index}]`, part]);
+  for (const [name, value] of Object.entries(spec.env)) texts.push([`env.${name}`, value]);
+  for (const [field, text] of texts) {
+    const problem = placeholderProblem(text);
+    if (problem) fail(field, problem);
+  }
 }
 
 /**
