@@ -152,16 +152,28 @@ export function jobFileDoc(): string {
     "submit is refused naming both):",
     "",
     "```yaml",
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
-    'command: [./simulate, --input, "${param}"]   # also ${param.KEY} for mappings, in env values too',
+    'command: ./simulate --input "$STEWARD_TASK_PARAM"  # the task\'s line, read by the shell as data',
     "inputs: [simulate, cases.txt]",
     "array: { paramsFile: cases.txt, parallel: 8 }    # or params: [a.dat, b.dat] or [{seed: 1}, ...]",
     "```",
     "",
+    'A string command is run by the shell: take the parameter from `"$STEWARD_TASK_PARAM"` (or',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+    "`STEWARD_PARAM_<KEY>`), or write `${param:q}` (`${param.KEY:q}`), which the server puts in as",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+    "one shell-quoted word. A plain `${param}` goes in as its text, before the shell parses the",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+    'command, so even `"${param}"` lets a parameter such as `x$(cmd)` or `"; cmd; "` run a command:',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
+    'keep it for a list command (`[./simulate, --input, "${param}"]`), which no shell parses.',
+    "",
     "The server reads the parameters file from the uploaded inputs at submit: the job's `spec` then",
     "holds its lines as `array.params` and their number as `array.count` (`paramsFile` is not kept;",
     "the file stays in the working folder as an input); so it does for each job of a workflow file",
-    "(each job's file uploaded as its input). What a task sees, and the substitution rules, are in",
+    "(each job's file uploaded as its input). The server reads it as it comes and refuses (400, naming",
+    "the limit, nothing made) a file larger than 64 MiB, of more than 1,000,000 lines (the most tasks",
+    "an array may have) or with a line longer than 32768 characters. What a task sees, and the",
+    "substitution rules, are in",
     "[job-environment.md](job-environment.md#array-parameters).",
     "",
     "## Keys",

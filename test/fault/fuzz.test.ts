@@ -3,16 +3,28 @@
 // generator; then multipart bodies cut short at seeded places (with a correct Content-Length) and
 // bodies that stop before their Content-Length, written on a socket. Every answer is a 4xx with a
 // message, the server keeps running, no file appears outside its folders, and no job is created
-// (but the one the agent routes are tried on, placed on a host joined by hand).
+// (but the one the agent routes are tried on, placed on a host joined by hand). Then, each on a
+// server of its own: retries and workflow retries against QoS limits, parameters files too large
+// or too long, and hostile backup archives for a restore.
 
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import WebSocket from "ws";
+import { restoreBackup } from "../../src/broker/backup/restore.ts";
+import { manifestEntry, paxRecord, TAR_END, tarEntry, tarHeader, writeGzip } from "../helpers/hostile-tar.ts";
 import { credentialOf, rawHello } from "../helpers/raw-agent.ts";
 import { multipartBody, rawRequest } from "../helpers/raw-http.ts";
-import { cleanup, type StewardProcess, startServerProcess, waitFor } from "../helpers/steward.ts";
+import {
+  api,
+  cleanup,
+  cli,
+  type StewardProcess,
+  startServerProcess,
+  tempDir,
+  waitFor,
+} from "../helpers/steward.ts";
 
 const SEED = Number(process.env.STEWARD_FUZZ_SEED ?? Date.now() % 100_000);
 const COUNT = 1000;
@@ -354,4 +366,252 @@ it(`answers ${COUNT} malformed requests with a 4xx and a message, and keeps runn
   expect(appeared).toStrictEqual([]);
   expect(existsSync(join(s.data, "..", ESCAPE))).toBe(false);
   expect(existsSync(join(s.data, ESCAPE))).toBe(false);
+}, 120_000);
+
+// Retries against QoS limits: a seeded run of submits, cancels, retries of whole jobs and of some
+// tasks, and workflow submits, cancels and retries, by a user whose tier allows few queued tasks.
+// After every step the user's queued tasks are within the limit; every refusal is a 4xx with a
+// message (429 naming the limit when a retry or submit would pass it); the server never fails.
+it("keeps retries and workflow retries within the QoS limits, whatever their order", async () => {
+  const folder = tempDir("steward-fuzz-qos-");
+  const limit = 4;
+  const qos = join(folder, "qos.yaml");
+  writeFileSync(qos, `tiers:\n  normal: {}\n  batch:\n    maxQueuedTasks: ${limit}\n`);
+  const s = await startServerProcess({ args: ["--qos", qos] });
+  try {
+    const made = await cli(s, ["token", "create", "--user", "alice", "--qos", "batch", "--json"]);
+    expect(made.code, made.stderr).toBe(0);
+    const alice = { url: s.url, token: (JSON.parse(made.stdout) as { token: string }).token };
+    const random = generator(SEED + 2);
+    const jobs: string[] = [];
+    const flows: string[] = [];
+    const problems: string[] = [];
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${s.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body ?? {}),
+      });
+      const text = await response.text();
+      const answer = JSON.parse(text) as { id?: string; workflow?: string; error?: { message?: string } };
+      if (response.status >= 500 || (response.status >= 400 && !answer.error?.message))
+        problems.push(`${method} ${path} -> ${response.status} ${text.slice(0, 200)}`);
+      return { status: response.status, answer };
+    };
+    const queued = async () => {
+      const all = (await api(alice, "GET", "/api/v1/jobs?all=1")) as { counts: { pending: number } }[];
+      return all.reduce((sum, job) => sum + job.counts.pending, 0);
+    };
+    const spec = () => ({
+      command: "true",
+      qos: "batch",
+      array: { count: 1 + Math.floor(random.next() * 3) },
+    });
+    for (let step = 0; step < 150; step++) {
+      const action = random.pick([
+        "submit",
+        "cancel",
+        "retry",
+        "retry-some",
+        "flow",
+        "flow-cancel",
+        "flow-retry",
+      ]);
+      const job = jobs.length > 0 ? random.pick(jobs) : null;
+      const flow = flows.length > 0 ? random.pick(flows) : null;
+      if (action === "submit") {
+        const { status, answer } = await call("POST", "/api/v1/jobs", spec());
+        if (status === 201 && answer.id) jobs.push(answer.id);
+      } else if (action === "cancel" && job) {
+        await call("POST", `/api/v1/jobs/${job}/cancel`, random.next() < 0.5 ? { tasks: "0" } : {});
+      } else if (action === "retry" && job) {
+        await call("POST", `/api/v1/jobs/${job}/retry`, {});
+      } else if (action === "retry-some" && job) {
+        await call("POST", `/api/v1/jobs/${job}/retry`, { tasks: random.pick(["0", "1", "0-1", "0-2"]) });
+      } else if (action === "flow") {
+        const { status, answer } = await call("POST", "/api/v1/workflows", {
+          jobs: { a: spec(), b: { ...spec(), dependsOn: ["a"] } },
+        });
+        if (status === 201 && answer.workflow) flows.push(answer.workflow);
+      } else if (action === "flow-cancel" && flow) {
+        await call("POST", `/api/v1/workflows/${flow}/cancel`, {});
+      } else if (action === "flow-retry" && flow) {
+        await call("POST", `/api/v1/workflows/${flow}/retry`, {});
+      }
+      const now = await queued();
+      if (now > limit) problems.push(`step ${step} (${action}): ${now} tasks queued, the limit is ${limit}`);
+      if (problems.length > 0) break;
+    }
+    expect(problems, `seed ${SEED}`).toStrictEqual([]);
+    expect((await fetch(`${s.url}/healthz`)).ok).toBe(true);
+  } finally {
+    await s.stop();
+    cleanup(s.data, folder);
+  }
+}, 120_000);
+
+// Parameters files of seeded shapes (too many lines, a line too long, empty lines, CRLF, bad
+// UTF-8, no final line break) and one larger than the size bound: every answer is 201 or a 400
+// naming array.paramsFile, a job is made for the valid ones only, and the broker's memory stays
+// bounded (its RSS is printed).
+it("answers oversized and over-long parameters files with a 400, holding none of them", async () => {
+  const s = await startServerProcess();
+  try {
+    const random = generator(SEED + 3);
+    const pid = s.child.pid ?? 0;
+    const rss = () =>
+      Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024);
+    const shapes: [string, () => Buffer, boolean][] = [
+      [
+        "over 1,000,000 lines",
+        () => Buffer.from("1\n".repeat(1_000_001 + Math.floor(random.next() * 1000))),
+        false,
+      ],
+      [
+        "a line too long",
+        () => Buffer.from(`a\n${"x".repeat(32_769 + Math.floor(random.next() * 100_000))}\nb\n`),
+        false,
+      ],
+      ["an empty line", () => Buffer.from(`a\n${"\n".repeat(1 + Math.floor(random.next() * 3))}b\n`), false],
+      ["empty", () => Buffer.alloc(0), false],
+      ["CRLF lines", () => Buffer.from("a\r\nb\r\nc\r\n"), true],
+      ["no final line break", () => Buffer.from("a\nb"), true],
+      ["bad UTF-8", () => Buffer.from([0x61, 0xff, 0xfe, 0x0a, 0x62, 0x0a]), true],
+      [
+        "larger than 64 MiB",
+        () => Buffer.alloc(64 * 1024 * 1024 + 1 + Math.floor(random.next() * 1024), "y\n"),
+        false,
+      ],
+    ];
+    const before = rss();
+    const problems: string[] = [];
+    let made = 0;
+    for (const [shape, bytes, valid] of shapes) {
+      const form = new FormData();
+      form.append(
+        "job",
+        JSON.stringify({ command: "true", inputs: ["p.txt"], array: { paramsFile: "p.txt" } }),
+      );
+      form.append("p.txt", new Blob([bytes()]), "p.txt");
+      const response = await fetch(`${s.url}/api/v1/jobs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${s.token}` },
+        body: form,
+      });
+      const text = await response.text();
+      if (valid && response.status === 201) made += 1;
+      else if (valid || response.status !== 400 || !text.includes("array.paramsFile"))
+        problems.push(`${shape} -> ${response.status} ${text.slice(0, 200)}`);
+    }
+    expect(problems, `seed ${SEED}`).toStrictEqual([]);
+    const after = rss();
+    console.log(`parameters files: broker RSS ${before} MiB before, ${after} MiB after`);
+    expect(after - before).toBeLessThan(200);
+    const jobs = (await api(s, "GET", "/api/v1/jobs?all=1")) as unknown[];
+    expect(jobs).toHaveLength(made);
+  } finally {
+    await s.stop();
+    cleanup(s.data);
+  }
+}, 120_000);
+
+// Hostile backups for `--restore`: seeded archives declaring huge PAX headers, huge or garbled
+// sizes, many entries, entries of other types, names leaving the folder, a missing or oversized
+// manifest, cut short anywhere. Each is refused with a message (or restored, when it is a valid
+// backup) within seconds; nothing is written outside the target folders.
+it("refuses hostile backup archives quickly, with a message, writing nothing outside", async () => {
+  const random = generator(SEED + 4);
+  const folder = tempDir("steward-fuzz-tar-");
+  try {
+    const pax = (records: string) => tarEntry("PaxHeader", Buffer.from(records), "x");
+    const database = tarEntry("steward.db", Buffer.from("not really a database"));
+    const archives: [string, () => Buffer[]][] = [
+      [
+        "a huge PAX header",
+        () => [
+          tarHeader("PaxHeader", 2 ** (20 + Math.floor(random.next() * 13)), "x"),
+          Buffer.alloc(1 << 20, "a"),
+          TAR_END,
+        ],
+      ],
+      [
+        "the largest ustar size in a PAX header",
+        () => [manifestEntry(), tarHeader("PaxHeader", 0o77777777777, "x"), TAR_END],
+      ],
+      ["a garbled size", () => [manifestEntry(), tarHeader("steward.db", "zz"), TAR_END]],
+      [
+        "a PAX size past any file",
+        () => [manifestEntry(), pax(paxRecord("size", String(2 ** 60))), tarHeader("steward.db", 0), TAR_END],
+      ],
+      [
+        "a negative PAX size",
+        () => [manifestEntry(), pax(paxRecord("size", "-5")), tarHeader("steward.db", 0), TAR_END],
+      ],
+      [
+        "many PAX entries",
+        () => [
+          manifestEntry(),
+          ...Array(20_000 + Math.floor(random.next() * 80_000)).fill(pax(paxRecord("path", "blobs/x"))),
+          TAR_END,
+        ],
+      ],
+      [
+        "many refused entries",
+        () => [
+          manifestEntry(),
+          database,
+          ...Array(50_000).fill(tarEntry("blobs/../../escape", Buffer.alloc(0))),
+        ],
+      ],
+      ["a link", () => [manifestEntry(), tarHeader("steward.db", 0, "2"), TAR_END]],
+      [
+        "a name leaving the folder",
+        () => [
+          manifestEntry(),
+          tarEntry(random.pick(["../escape", "/tmp/escape", "blobs/../../escape"]), Buffer.from("x")),
+          TAR_END,
+        ],
+      ],
+      [
+        "a PAX path leaving the folder",
+        () => [
+          manifestEntry(),
+          pax(paxRecord("path", "blobs/../../../escape")),
+          tarEntry("steward.db", Buffer.from("x")),
+          TAR_END,
+        ],
+      ],
+      ["no manifest", () => [database, TAR_END]],
+      ["an oversized manifest", () => [tarHeader("steward-backup.json", 2 ** 30), TAR_END]],
+      [
+        "a manifest of another format",
+        () => [tarEntry("steward-backup.json", Buffer.from('{"format": 99}')), TAR_END],
+      ],
+      [
+        "cut short",
+        () => [Buffer.concat([manifestEntry(), database]).subarray(0, Math.floor(random.next() * 1500))],
+      ],
+      ["no end blocks", () => [manifestEntry(), database]],
+    ];
+    const problems: string[] = [];
+    for (const [index, [shape, parts]] of archives.entries()) {
+      const case_ = join(folder, String(index));
+      mkdirSync(case_);
+      const archive = join(case_, "backup.tar.gz");
+      writeGzip(archive, parts());
+      const started = performance.now();
+      const outcome = await restoreBackup(archive, join(case_, "data"), join(case_, "blobs")).then(
+        () => "restored",
+        (error: Error) => error.message,
+      );
+      const seconds = (performance.now() - started) / 1000;
+      if (outcome === "restored" || !outcome || seconds > 5)
+        problems.push(`${shape}: ${outcome} in ${seconds.toFixed(1)} s`);
+      if (readdirSync(case_).some((name) => name.includes("escape")) || existsSync(join(folder, "escape")))
+        problems.push(`${shape}: a file escaped`);
+    }
+    expect(problems, `seed ${SEED}`).toStrictEqual([]);
+  } finally {
+    cleanup(folder);
+  }
 }, 120_000);

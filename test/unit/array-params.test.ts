@@ -7,6 +7,7 @@ import {
   paramsFileLines,
   paramsProblem,
   paramVariable,
+  placeholderProblem,
   substituteParam,
   type TaskParam,
   taskLaunch,
@@ -41,7 +42,25 @@ describe("substituteParam", () => {
     // Other `${...}` are the shell's.
     ["echo ${HOME} $param ${params}", "x", "echo ${HOME} $param ${params}"],
     ["no placeholder", "x", "no placeholder"],
+    // `:q`: one shell-quoted word.
+    ["./sim ${param:q}", "x$(id)", "./sim 'x$(id)'"],
+    ["echo ${param:q}", "it's", "echo 'it'\\''s'"],
+    ["echo ${param:q}", "", "echo ''"],
+    ["--name ${param.name:q} --seed ${param.seed:q}", object, "--name 'run a' --seed '7'"],
+    ["${param:q}", { a: "'" }, `'{"a":"'\\''"}'`],
+    ["echo $${param:q}", "x", "echo ${param:q}"],
   ])("%s", (text, param, expected) => expect(substituteParam(text, param)).toBe(expected));
+
+  it.each<[string, string | null]>([
+    ["${param} ${param:q} ${param.k:q} $${param:z}", null],
+    ["echo ${param:x}", "${param:x}: no modifier :x (${param:q} is the parameter as one shell word)"],
+    ["echo ${param.k:Q}", "${param.k:Q}: no modifier :Q"],
+    ["echo ${param:}", "${param:}: no modifier :"],
+  ])("placeholderProblem(%j)", (text, problem) => {
+    const found = placeholderProblem(text);
+    if (problem === null) expect(found).toBeNull();
+    else expect(found).toContain(problem);
+  });
 
   it("throws for a key the parameter lacks", () => {
     expect(() => substituteParam("${param.seed}", "x")).toThrow(/no key seed/);

@@ -1,10 +1,13 @@
 // An array's parameters file (`array.paramsFile`), read from the blob store where the submit's
-// upload put it (job-spec.ts resolveParamsFile): read at submit, once, so that the task count is
+// upload put it (job-spec.ts resolveParamsLines): read at submit, once, so that the task count is
 // known then and every task's start carries its own line, whichever client uploaded the file. The
-// same for a job submitted alone and for each job of a workflow.
+// same for a job submitted alone and for each job of a workflow. The file is read as it comes,
+// with bounds (model/params-file-reader.ts): one too large is refused by its stored size before a
+// byte is read, one with too many lines or too long a line as soon as the reading passes it.
 
-import { type JobSpec, resolveParamsFile } from "../../common/model/job-spec.ts";
+import { type JobSpec, resolveParamsLines } from "../../common/model/job-spec.ts";
 import { JobFileError } from "../../common/model/jobfile-error.ts";
+import { ParamsFileReader } from "../../common/model/params-file-reader.ts";
 import { inputKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
 
@@ -21,10 +24,13 @@ export async function withParamsFile(
 ): Promise<JobSpec> {
   const name = spec.array?.paramsFile;
   if (name === undefined) return spec;
-  const chunks: Buffer[] = [];
-  for await (const chunk of blobs.read(inputKey(id, name))) chunks.push(chunk as Buffer);
   try {
-    return resolveParamsFile(spec, Buffer.concat(chunks).toString("utf8"));
+    const key = inputKey(id, name);
+    const reader = new ParamsFileReader(name);
+    // Refused by its stored size alone, before a byte is read.
+    reader.checkSize((await blobs.stat(key))?.bytes ?? 0);
+    for await (const chunk of blobs.read(key)) reader.push(chunk as Buffer);
+    return resolveParamsLines(spec, reader.end());
   } catch (error) {
     if (error instanceof JobFileError && field) {
       const message = error.message.startsWith(`${error.field}: `)

@@ -54,7 +54,12 @@ export interface JobCommands {
   /** Cancels some tasks of a job (reactor/handlers/control.ts's cancelTasks). */
   cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobHead>;
   /** Gives failed or cancelled tasks new attempts (reactor/handlers/retry.ts). */
-  retry(id: string, request: RetryRequest, by?: string): Promise<RetrySelection & { job: JobEntry }>;
+  retry(
+    id: string,
+    request: RetryRequest,
+    by?: string,
+    allowedQos?: readonly string[] | null,
+  ): Promise<RetrySelection & { job: JobEntry }>;
   hold(id: string, by?: string, reason?: string): Promise<JobEntry>;
   release(id: string, by?: string): Promise<JobHead>;
   migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
@@ -158,7 +163,7 @@ export interface WorkflowCommands {
     allowedQos?: readonly string[] | null,
   ): Promise<WorkflowMade>;
   /** Reruns the workflow's failed and cancelled jobs and what waits on them. */
-  retry(id: string, by?: string): Promise<WorkflowRetried>;
+  retry(id: string, by?: string, allowedQos?: readonly string[] | null): Promise<WorkflowRetried>;
   /** Cancels every job of the workflow that has not ended, in one step (the members cancelled). */
   cancel(id: string, by?: string): Promise<WorkflowJobsTouched>;
   /** Holds every job of the workflow that has not ended, in one step (the members held). */

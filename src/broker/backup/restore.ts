@@ -1,6 +1,8 @@
 // `steward server --restore FILE`: unpacks a backup (backup.ts) into an empty data folder (and an
 // empty --blobs folder, if given) before the server starts on it. Every name in the archive is
 // checked: the database, the start tokens and blobs under blobs/; anything else stops the restore.
+// What is held in memory is bounded (the manifest, and the tar reader's PAX headers: tar.ts); the
+// files stream to disk.
 
 import { createReadStream } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
@@ -9,6 +11,9 @@ import { createGunzip } from "node:zlib";
 import { checkBlobKey } from "../store/blob-key-rules.ts";
 import { BLOBS_PREFIX, DATABASE_NAME, MANIFEST_NAME, parseManifest } from "./backup.ts";
 import { type FileSink, readTar } from "./tar.ts";
+
+/** The largest manifest a restore reads (a backup's is some 100 bytes): it is held in memory. */
+export const MAX_MANIFEST_BYTES = 64 * 1024;
 
 /** The files of the data folder's top that a backup may hold besides the database. */
 const TOP_FILES = new Set([DATABASE_NAME, "admin-token", "join-token"]);
@@ -31,6 +36,11 @@ export async function restoreBackup(
   const input = createReadStream(file).pipe(createGunzip());
   await readTar(input, async (name, size) => {
     if (name === MANIFEST_NAME) {
+      if (manifest) throw new Error(`${file} holds ${MANIFEST_NAME} twice`);
+      if (size > MAX_MANIFEST_BYTES)
+        throw new Error(
+          `${file} is not a Steward backup (its ${MANIFEST_NAME} is ${size} bytes, more than ${MAX_MANIFEST_BYTES})`,
+        );
       const chunks: Buffer[] = [];
       manifest = true;
       return {

@@ -67,10 +67,20 @@ export function padding(size: number): Buffer {
 /** Two zero blocks end an archive. */
 export const TAR_END = Buffer.alloc(2 * BLOCK);
 
-/** Reads exact byte counts from a stream. */
+/**
+ * The largest PAX extended header a reader takes: Steward writes one for a long name or a large
+ * size (well under 4 KiB), and a declared size is otherwise what the reader would hold in memory.
+ */
+export const MAX_PAX_HEADER_BYTES = 64 * 1024;
+
+/**
+ * Reads exact byte counts from a stream, linearly: the chunks that came are kept as they are and
+ * a read joins only the bytes it answers (never the whole held buffer again per chunk).
+ */
 class ByteReader {
   #chunks: AsyncIterator<Buffer>;
-  #held: Buffer = Buffer.alloc(0);
+  #held: Buffer[] = [];
+  #heldBytes = 0;
 
   constructor(stream: Readable) {
     this.#chunks = stream[Symbol.asyncIterator]();
@@ -78,13 +88,33 @@ class ByteReader {
 
   /** The next `n` bytes, or fewer at the end of the stream. */
   async read(n: number): Promise<Buffer> {
-    while (this.#held.byteLength < n) {
+    while (this.#heldBytes < n) {
       const next = await this.#chunks.next();
       if (next.done) break;
-      this.#held = Buffer.concat([this.#held, next.value]);
+      const chunk = next.value as Buffer;
+      if (chunk.byteLength === 0) continue;
+      this.#held.push(chunk);
+      this.#heldBytes += chunk.byteLength;
     }
-    const out = this.#held.subarray(0, n);
-    this.#held = this.#held.subarray(out.byteLength);
+    const first = this.#held[0];
+    if (first !== undefined && first.byteLength >= n) return this.#take(n);
+    const parts: Buffer[] = [];
+    let left = Math.min(n, this.#heldBytes);
+    while (left > 0) {
+      const part = this.#take(Math.min(left, this.#held[0].byteLength));
+      parts.push(part);
+      left -= part.byteLength;
+    }
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  }
+
+  /** The first `n` bytes of the first chunk held (n at most its length). */
+  #take(n: number): Buffer {
+    const first = this.#held[0];
+    const out = first.subarray(0, n);
+    if (n === first.byteLength) this.#held.shift();
+    else this.#held[0] = first.subarray(n);
+    this.#heldBytes -= n;
     return out;
   }
 
@@ -143,8 +173,14 @@ export async function readTar(
     if (sum !== readOctal(block, 148, 8)) throw new Error("not a tar archive (bad header checksum)");
     const type = String.fromCharCode(block[156] || 0x30);
     let size = readOctal(block, 124, 12);
+    if (!Number.isSafeInteger(size)) throw new Error("not a tar archive (a size that is not a number)");
     if (type === "x") {
+      if (size > MAX_PAX_HEADER_BYTES)
+        throw new Error(
+          `the archive declares a PAX header of ${size} bytes, more than the ${MAX_PAX_HEADER_BYTES} a backup's may have`,
+        );
       const data = await reader.read(size);
+      if (data.byteLength < size) throw new Error("the archive ends inside a PAX header");
       await reader.read(padding(size).byteLength);
       pax = parsePax(data);
       continue;
@@ -154,6 +190,8 @@ export async function readTar(
     const short = block.toString("utf8", 0, 100).replace(/\0.*$/s, "");
     const name = pax.get("path") ?? (prefix ? `${prefix}/${short}` : short);
     if (pax.has("size")) size = Number(pax.get("size"));
+    if (!Number.isSafeInteger(size) || size < 0)
+      throw new Error(`the archive gives ${name} a size that is not a byte count (${pax.get("size")})`);
     pax = new Map();
     const sink = await onFile(name, size);
     await reader.copy(size, sink ? (chunk) => sink.write(chunk) : null);

@@ -60,11 +60,17 @@ function tasksOf(spec: Pick<JobSpec, "array">): number {
 
 /**
  * The limits a submit meets: the tier's time limit (400), tasks per job and queued tasks of the
- * tier per user and of the group (429, naming the limit and the current use).
+ * tier per user and of the group (429, naming the limit and the current use). `adds`: the tasks
+ * it makes queued (a submit: the job's; a retry: those it gives new attempts).
  */
-export function submitQuotaRefusal(spec: Sized, standing: OwnerStanding, policy: QosPolicy): Refusal | null {
+export function submitQuotaRefusal(
+  spec: Sized,
+  standing: OwnerStanding,
+  policy: QosPolicy,
+  adds = tasksOf(spec),
+): Refusal | null {
   const tier = tierOf(policy, spec.qos);
-  const adds = tasksOf(spec);
+  const jobTasks = tasksOf(spec);
   const group = standing.group === null ? undefined : policy.groups.get(standing.group);
   if (
     tier.maxWallSeconds !== null &&
@@ -94,17 +100,17 @@ export function submitQuotaRefusal(spec: Sized, standing: OwnerStanding, policy:
           field: "resources",
           message: `a task of this job needs ${task[unit]} ${unit} and ${who} ${limit} running: it could never start`,
         };
-  if (tier.maxArrayTasks !== null && adds > tier.maxArrayTasks)
+  if (tier.maxArrayTasks !== null && jobTasks > tier.maxArrayTasks)
     return {
       status: 429,
       field: "array",
-      message: `QoS ${spec.qos} allows ${tier.maxArrayTasks} tasks per job, and this job has ${adds}`,
+      message: `QoS ${spec.qos} allows ${tier.maxArrayTasks} tasks per job, and this job has ${jobTasks}`,
     };
-  if (group?.maxArrayTasks != null && adds > group.maxArrayTasks)
+  if (group?.maxArrayTasks != null && jobTasks > group.maxArrayTasks)
     return {
       status: 429,
       field: "array",
-      message: `group ${standing.group} allows ${group.maxArrayTasks} tasks per job, and this job has ${adds}`,
+      message: `group ${standing.group} allows ${group.maxArrayTasks} tasks per job, and this job has ${jobTasks}`,
     };
   if (tier.maxQueuedTasks !== null && standing.queuedTasks + adds > tier.maxQueuedTasks)
     return {

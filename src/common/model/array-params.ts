@@ -25,10 +25,15 @@ export function paramText(param: TaskParam): string {
 }
 
 /**
- * `${param}`, `${param.KEY}`, and `$${...}` (an escape: it stays `${...}` as written, less one
- * `$`). The KEY is whatever stands before the `}`, checked against the parameter.
+ * `${param}`, `${param.KEY}`, each with `:q` or not (`${param:q}`, `${param.KEY:q}`: the value as
+ * one shell word), and `$${...}` (an escape: it stays `${...}` as written, less one `$`). The KEY
+ * is whatever stands before the `}` or a `:`, checked against the parameter; the modifier is
+ * whatever follows the `:`, checked at submit (placeholderProblem).
  */
-const PLACEHOLDER = /(\$?)\$\{param(?:\.([^}]*))?\}/g;
+const PLACEHOLDER = /(\$?)\$\{param(?:\.([^}:]*))?(?::([^}]*))?\}/g;
+
+/** The modifiers a placeholder may have: `q`, the value shell-quoted. */
+const MODIFIERS = new Set(["q"]);
 
 /** The keys `${param.KEY}` names in a text (escaped ones left out), and whether `${param}` is used. */
 export function placeholdersOf(text: string): { whole: boolean; keys: string[] } {
@@ -42,19 +47,45 @@ export function placeholdersOf(text: string): { whole: boolean; keys: string[] }
   return { whole, keys };
 }
 
+/** What is wrong with a text's placeholders (a modifier other than `:q`), or null. */
+export function placeholderProblem(text: string): string | null {
+  for (const match of text.matchAll(PLACEHOLDER)) {
+    if (match[1] === "$" || match[3] === undefined || MODIFIERS.has(match[3])) continue;
+    return `${match[0]}: no modifier :${match[3]} (\${param:q} is the parameter as one shell word)`;
+  }
+  return null;
+}
+
+/**
+ * `text` as one word of the POSIX shell, whatever it holds: in single quotes, each `'` closed,
+ * escaped and reopened (`it's` is `'it'\''s'`). The shell reads it back as the very text: no
+ * expansion, no splitting, no command.
+ */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
 /**
  * A text with the task's parameter put in: `${param}` is paramText, `${param.KEY}` the key's value
- * as a string (a number as JSON writes it, a boolean `true`/`false`), `$${...}` stays `${...}`.
- * Throws when a key is not in the parameter (a submit checks this first: paramsProblem).
+ * as a string (a number as JSON writes it, a boolean `true`/`false`), either shell-quoted with
+ * `:q` (shellQuote), `$${...}` stays `${...}`. Throws when a key is not in the parameter or a
+ * modifier is unknown (a submit checks both first: paramsProblem, placeholderProblem).
  */
 export function substituteParam(text: string, param: TaskParam): string {
-  return text.replace(PLACEHOLDER, (whole, escaped: string, key: string | undefined) => {
-    if (escaped === "$") return whole.slice(1);
-    if (key === undefined) return paramText(param);
-    if (typeof param === "string" || !Object.hasOwn(param, key))
-      throw new Error(`\${param.${key}}: the task's parameter has no key ${key}`);
-    return String(param[key]);
-  });
+  return text.replace(
+    PLACEHOLDER,
+    (whole, escaped: string, key: string | undefined, modifier: string | undefined) => {
+      if (escaped === "$") return whole.slice(1);
+      if (modifier !== undefined && !MODIFIERS.has(modifier))
+        throw new Error(`${whole}: no modifier :${modifier}`);
+      let value: string;
+      if (key === undefined) value = paramText(param);
+      else if (typeof param === "string" || !Object.hasOwn(param, key))
+        throw new Error(`\${param.${key}}: the task's parameter has no key ${key}`);
+      else value = String(param[key]);
+      return modifier === "q" ? shellQuote(value) : value;
+    },
+  );
 }
 
 /** The variables a task's parameter gives it: STEWARD_TASK_PARAM, and STEWARD_PARAM_<KEY> per key of a mapping. */

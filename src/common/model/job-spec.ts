@@ -2,7 +2,13 @@
 // Every error names the field it is about; a job that fails here creates nothing.
 
 import { z } from "zod";
-import { countProblem, paramsFileLines, paramsProblem, type TaskParam } from "./array-params.ts";
+import {
+  countProblem,
+  paramsFileLines,
+  paramsProblem,
+  placeholderProblem,
+  type TaskParam,
+} from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { formatFieldPath, JobFileError } from "./jobfile-error.ts";
@@ -225,12 +231,12 @@ export const jobSpecSchema = z.strictObject({
               .max(MAX_ARRAY_TASKS)
               .optional(),
             // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
-            "One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`; `${param}` and `${param.KEY}` in `command` and `env` values are replaced by it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.",
+            'One parameter per task, task i the i-th: a string, or a mapping of keys (letters, digits, `_`, `-`) to strings, numbers or booleans. A task sees it in `STEWARD_TASK_PARAM` (a mapping as JSON) and `STEWARD_PARAM_<KEY>`: a string command reads it best as `"$STEWARD_TASK_PARAM"`, or as `${param:q}` (`${param.KEY:q}`), put in as one shell-quoted word. `${param}` and `${param.KEY}` in `command` and `env` values are replaced by its text as it is: safe in a list command (no shell), not in a string one, where the shell parses it (`$${param}` stays `${param}`). The job file is at most 1 MiB: a long list goes in `paramsFile`.',
             ["a.dat", "b.dat"],
           ),
           paramsFile: about(
             relativePath.optional(),
-            "An input file (listed in `inputs`) with one parameter per line, task i the line i+1: read by the server at submit, as `params` of strings. Empty lines are refused; a last line break makes no task.",
+            "An input file (listed in `inputs`) with one parameter per line, task i the line i+1: read by the server at submit, as `params` of strings. Empty lines are refused; a last line break makes no task. At most 64 MiB and 1,000,000 lines (each at most 32768 characters): a larger file is refused naming the limit.",
             "cases.txt",
           ),
         }),
@@ -465,6 +471,7 @@ function checkArray(spec: JobSpec): void {
   if (!array) return;
   const { params, paramsFile } = array;
   if (params && paramsFile !== undefined) fail("array.paramsFile", "give params or paramsFile, not both");
+  if (params || paramsFile !== undefined) checkPlaceholders(spec);
   if (params) {
     const problem = countProblem(array.count, params.length, "array.params");
     if (problem) fail("array.count", problem);
@@ -483,16 +490,35 @@ function checkArray(spec: JobSpec): void {
   } else if (array.count === undefined) fail("array", "give count, params or paramsFile");
 }
 
+/** Each `${param...}` of the command and the env values has a known modifier (`:q`) or none. */
+function checkPlaceholders(spec: JobSpec): void {
+  const texts: [string, string][] =
+    typeof spec.command === "string"
+      ? [["command", spec.command]]
+      : spec.command.map((part, index) => [`command[${index}]`, part]);
+  for (const [name, value] of Object.entries(spec.env)) texts.push([`env.${name}`, value]);
+  for (const [field, text] of texts) {
+    const problem = placeholderProblem(text);
+    if (problem) fail(field, problem);
+  }
+}
+
 /**
  * The job file with its parameters file read (its text, from the blob store at submit): the file's
  * lines become `array.params` and its count, and `paramsFile` goes (the file stays an input).
  * Throws JobFileError naming the field: a count that does not match the lines names both.
  */
 export function resolveParamsFile(spec: JobSpec, text: string): JobSpec {
+  const name = spec.array?.paramsFile;
+  if (name === undefined) return spec;
+  return resolveParamsLines(spec, paramsFileLines(text, name));
+}
+
+/** The same with the file's lines read already (params-file-reader.ts, as its bytes come). */
+export function resolveParamsLines(spec: JobSpec, lines: string[]): JobSpec {
   const array = spec.array;
   if (array?.paramsFile === undefined) return spec;
   const name = array.paramsFile;
-  const lines = paramsFileLines(text, name);
   const problem = countProblem(array.count, lines.length, `array.paramsFile ${name} (one per line)`);
   if (problem) fail("array.count", problem);
   const { paramsFile: _read, ...rest } = array;

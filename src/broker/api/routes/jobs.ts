@@ -406,7 +406,7 @@ export function registerJobRoutes(
             }),
             "the job (durable), without its tasks, with the tasks retried and skipped",
           ),
-          ...errors(400, 401, 403, 404, 409),
+          ...errors(400, 401, 403, 404, 409, 429),
         },
       },
     },
@@ -420,6 +420,7 @@ export function registerJobRoutes(
           ...(body.failed ? { failed: true } : {}),
         },
         actorOf(request),
+        submitterOf(request).allowedQos,
       );
       const view = jobView(outcome.job, await store.events(id), false);
       return { ...view, retried: outcome.retry, skipped: outcome.skipped };

@@ -261,13 +261,17 @@ export function registerWorkflowRoutes(
         params: workflowParams,
         response: {
           200: json(workflowRetrySchema, "the jobs retried (durable)"),
-          ...errors(400, 401, 403, 404, 409),
+          ...errors(400, 401, 403, 404, 409, 429),
         },
       },
     },
     async (request) => {
       const workflow = visibleWorkflow(request, ports, request.params.id);
-      const outcome = await ports.workflows.retry(workflow.id, actorOf(request));
+      const outcome = await ports.workflows.retry(
+        workflow.id,
+        actorOf(request),
+        submitterOf(request).allowedQos,
+      );
       return {
         workflow: workflow.id,
         retried: outcome.retried.map(({ name, job, tasks }) => ({ name, job: job.id, tasks })),

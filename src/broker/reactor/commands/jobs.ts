@@ -173,10 +173,16 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     /**
      * Gives failed or cancelled tasks new attempts (model/task-retry.ts); resolves once durable. A
      * job that ended and left memory is read from the store first and comes back into memory.
+     * Admitted as a submit is: `allowedQos` the tiers who asks may use (null: any, an admin).
      */
-    async retry(id: string, request: RetryRequest, by = "user"): Promise<RetryOutcome> {
+    async retry(
+      id: string,
+      request: RetryRequest,
+      by = "user",
+      allowedQos: readonly string[] | null = null,
+    ): Promise<RetryOutcome> {
       const stored = read.retired(id) ? await read.storedJob(id) : null;
-      return reactor.run((step) => retryJob(step, { ...request, id, by, stored }));
+      return reactor.run((step) => retryJob(step, { ...request, id, by, stored, allowedQos }));
     },
 
     /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */

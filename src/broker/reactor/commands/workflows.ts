@@ -84,9 +84,14 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
 
     /**
      * Reruns the workflow's failed and cancelled jobs (handlers/workflows.ts); the jobs of it that
-     * ended and left memory are read from the store first.
+     * ended and left memory are read from the store first. Admitted as a submit is: `allowedQos`
+     * the tiers who asks may use (null: any, an admin).
      */
-    async retry(id: string, by = "user"): Promise<WorkflowRetried> {
+    async retry(
+      id: string,
+      by = "user",
+      allowedQos: readonly string[] | null = null,
+    ): Promise<WorkflowRetried> {
       const workflow = read.workflow(id);
       if (!workflow) throw new NotFoundError(`no workflow ${id}`);
       const stored = new Map<string, StoredJob>();
@@ -96,7 +101,7 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
         const job = await read.storedJob(member.job);
         if (job) stored.set(member.job, job);
       }
-      return reactor.run((step) => retryWorkflow(step, { id, by, stored }));
+      return reactor.run((step) => retryWorkflow(step, { id, by, stored, allowedQos }));
     },
 
     /** Cancels every job of the workflow that has not ended, in one step; resolves once durable. */

@@ -4,7 +4,9 @@
 // logs and outputs, and the next attempt's number follows theirs. A job that ended and left memory
 // comes back into it from what the store holds (read before the handler runs). The job is running
 // or pending again (its state follows its tasks); jobs that were cancelled because it had failed
-// are not brought back (retry them too).
+// are not brought back (retry them too). A retry makes work queued again, so it is admitted as a
+// submit is (submit.ts admitSpec: the tier allowed to who asks, the owner's queued-task limits
+// with the retried tasks counted), before anything changes.
 
 import { dependenciesOf } from "../../../common/model/dependencies.ts";
 import { isEndedState } from "../../../common/model/states.ts";
@@ -22,6 +24,7 @@ import type { Step } from "../step.ts";
 import { checkTaskIndexes } from "./control.ts";
 import { settleWaiting } from "./dependencies.ts";
 import { refreshJobState } from "./job-state.ts";
+import { admitSpec } from "./submit.ts";
 
 export interface RetryJobRequest extends RetryRequest {
   id: string;
@@ -31,6 +34,10 @@ export interface RetryJobRequest extends RetryRequest {
   stored?: StoredJob | null;
   /** The workflow whose retry this is (the event names it); absent for a job's own retry. */
   workflow?: string;
+  /** The QoS tiers who asks may use (a token's `--qos`); absent or null: any (an admin). */
+  allowedQos?: readonly string[] | null;
+  /** Admitted already (a workflow's retry admits all its jobs before any changes). */
+  admitted?: boolean;
 }
 
 export interface RetryOutcome extends RetrySelection {
@@ -50,6 +57,11 @@ export function retryJob(step: Step, request: RetryJobRequest): RetryOutcome {
     request,
   );
   if (selection.retry.length === 0) throw new ConflictError(nothingToRetry(id, request, selection));
+  const record = job?.record ?? fromStore!.job;
+  if (!request.admitted)
+    admitSpec(step.state, record.spec, record.owner, request.allowedQos ?? null, {
+      adds: selection.retry.length,
+    });
   job ??= step.write.reviveJob(fromStore!);
   const tasks = selection.retry.map((index) => job.tasks[index]);
   const waits = dependenciesOf(job.record.spec.dependsOn).length > 0;

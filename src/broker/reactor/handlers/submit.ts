@@ -82,19 +82,22 @@ export interface Admission {
   queuedBefore?: { tier: number; all: number };
   /** Prefix of a refusal's field (`jobs.NAME.` for a workflow's job). */
   field?: string;
+  /** The tasks it makes queued (absent: the job's own, a submit; a retry: those it retries). */
+  adds?: number;
 }
 
 /**
  * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
  * tier is unknown or not allowed or a limit says no; a tier with a wall limit gives it to a job
- * that names none. Reads the state only (a dry run, an update and a workflow ask it too).
+ * that names none. Reads the state only (a dry run, an update, a workflow and a retry ask it too:
+ * every path that makes work queued goes through it).
  */
 export function admitSpec(
   state: ClusterState,
   spec: JobSpec,
   owner: string,
   allowedQos: readonly string[] | null,
-  { checkTier = true, leaving = null, queuedBefore, field = "" }: Admission = {},
+  { checkTier = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
 ): JobSpec {
   const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `${field}${refusal.field}` });
   const access = checkTier ? qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos) : null;
@@ -107,7 +110,7 @@ export function admitSpec(
         groupQueuedTasks: standing.groupQueuedTasks + queuedBefore.all,
       }
     : standing;
-  const quota = submitQuotaRefusal(spec, counted, state.qos);
+  const quota = submitQuotaRefusal(spec, counted, state.qos, adds);
   if (quota) refuse(named(quota));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
   return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };

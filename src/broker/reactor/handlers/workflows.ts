@@ -118,6 +118,8 @@ export interface WorkflowRetryRequest {
   by: string;
   /** The workflow's jobs that left memory and are retried, as the store holds them (by job id). */
   stored?: ReadonlyMap<string, StoredJob>;
+  /** The QoS tiers who asks may use (a token's `--qos`); absent or null: any (an admin). */
+  allowedQos?: readonly string[] | null;
 }
 
 export interface WorkflowRetried {
@@ -155,14 +157,28 @@ export function retryWorkflow(step: Step, request: WorkflowRetryRequest): Workfl
   const candidates = workflowRetryCandidates(step, workflow);
   if (candidates.length === 0)
     throw new ConflictError(`workflow ${id} has no failed or cancelled job to retry`);
-  // Checked before any change: each candidate must be in memory, or its stored copy given.
+  // Checked before any change: each candidate must be in memory, or its stored copy given, and
+  // admitted as a submit is, with the tasks the jobs before it retry counted as queued.
+  const before = new Map<string, number>();
+  let all = 0;
   for (const member of candidates) {
     const job = step.state.jobs.get(member.job);
     const stored = request.stored?.get(member.job);
     const states = (job?.tasks ?? stored?.tasks)?.map((task) => task.state);
-    if (!states) throw new ConflictError(`job ${member.job} (${member.name}) could not be read: try again`);
-    if (retrySelection(states, {}).retry.length === 0)
+    const record = job?.record ?? stored?.job;
+    if (!states || !record)
+      throw new ConflictError(`job ${member.job} (${member.name}) could not be read: try again`);
+    const adds = retrySelection(states, {}).retry.length;
+    if (adds === 0)
       throw new ConflictError(`job ${member.job} (${member.name}) has no failed or cancelled task`);
+    const { qos } = record.spec;
+    admitSpec(step.state, record.spec, record.owner, request.allowedQos ?? null, {
+      adds,
+      queuedBefore: { tier: before.get(qos) ?? 0, all },
+      field: `jobs.${member.name}.`,
+    });
+    before.set(qos, (before.get(qos) ?? 0) + adds);
+    all += adds;
   }
   const retried = candidates.map((member) => {
     const outcome = retryJob(step, {
@@ -170,6 +186,7 @@ export function retryWorkflow(step: Step, request: WorkflowRetryRequest): Workfl
       by,
       stored: request.stored?.get(member.job) ?? null,
       workflow: id,
+      admitted: true,
     });
     return { name: member.name, job: outcome.job, tasks: outcome.retry };
   });
