@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, type Option } from "commander";
 import { Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { CliError } from "./cli-error.ts";
+import { REDACTED, redactSecrets } from "./redact-secrets.ts";
 
 /** Per flag (by its key, e.g. "token"): its variable instead of STEWARD_<FLAG>, or null for none. */
 export type EnvOverrides = Record<string, string | null>;
@@ -241,7 +242,7 @@ function setFrom(
   command.setOptionValueWithSource(name, parsed, source);
 }
 
-const SECRET = "<redacted>";
+const SECRET = REDACTED;
 
 /**
  * The command's effective settings as YAML, keyed as in a config file, each value not a default
@@ -282,12 +283,11 @@ function shown(key: string, option: Option, value: unknown): unknown {
   if (option.negate) return !value;
   if (key === "ends-at" && typeof value === "number") return new Date(value).toISOString();
   if (typeof value === "object" && !Array.isArray(value))
-    return Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k}=${String(v)}`);
-  if (typeof value === "string") return redactUrlPassword(value);
+    return Object.entries(value as Record<string, unknown>).map(([k, v]) =>
+      redactSecrets(`${k}=${String(v)}`),
+    );
+  if (typeof value === "string") return redactSecrets(value);
+  if (Array.isArray(value))
+    return value.map((item) => (typeof item === "string" ? redactSecrets(item) : item));
   return value;
-}
-
-/** scheme://user:PASSWORD@host... with the password redacted. */
-function redactUrlPassword(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, `$1:${SECRET}@`);
 }

@@ -18,6 +18,7 @@ import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateUmask } from "../private-folder.ts";
+import { redactSecrets } from "../redact-secrets.ts";
 import { configurable } from "../settings.ts";
 import { describe } from "./index.ts";
 
@@ -176,7 +177,9 @@ export function registerServer(program: Command): void {
     )
     .action(async (options) => {
       if (options.store !== undefined && !/^postgres(ql)?:\/\//.test(options.store))
-        throw new CliError(`--store needs a postgres:// or postgresql:// URL, not ${redact(options.store)}`);
+        throw new CliError(
+          `--store needs a postgres:// or postgresql:// URL, not ${redactSecrets(options.store)}`,
+        );
       // Everything the broker makes (database, blobs, tokens, pilots' logs) is its account's alone.
       privateUmask();
       if (options.restore !== undefined)
@@ -206,7 +209,7 @@ export function registerServer(program: Command): void {
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
       );
-      if (options.store) process.stderr.write(`  store:       ${redact(options.store)}\n`);
+      if (options.store) process.stderr.write(`  store:       ${redactSecrets(options.store)}\n`);
       process.stderr.write(`  blobs:       ${data.blobsWhere}\n`);
       onShutdown(async () => {
         await server.close();
@@ -247,11 +250,6 @@ async function restoreInto(
       `--restore ${file}: ${(error as Error).message} (remove what was unpacked in ${dataRoot} before trying again)`,
     );
   }
-}
-
-/** The URL without its password, for messages. */
-function redact(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, "$1:***@");
 }
 
 /** The QoS file, validated; a bad one stops the server with the line and the key named. */
