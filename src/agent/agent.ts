@@ -31,7 +31,7 @@ import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { declaredGpus } from "./gpus.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
-import { chooseLauncher, type LaunchedJob, Launcher } from "./launcher.ts";
+import { chooseLauncher, type LaunchedJob, Launcher, launcherCacheWarning } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
@@ -199,6 +199,8 @@ export class Agent {
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);
+    const refusedCache = launcherCacheWarning();
+    if (refusedCache) this.log.warn(refusedCache);
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
     if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
