@@ -31,3 +31,11 @@ const SECRET_QUERY = new RegExp(
 export function redactSecrets(text: string, mark: string = REDACTED): string {
   return text.replace(USERINFO_PASSWORD, `$1:${mark}@`).replace(SECRET_QUERY, `$1${mark}`);
 }
+
+/** Whether a setting's value is or holds a secret: a token flag's value (not a -file's), or a URL with a password. */
+export function holdsSecret(key: string, value: unknown): boolean {
+  if (value === undefined || value === null || value === false) return false;
+  if (/token/.test(key) && !key.endsWith("-file")) return true;
+  const texts = Array.isArray(value) ? value : [value];
+  return texts.some((text) => typeof text === "string" && redactSecrets(text) !== text);
+}

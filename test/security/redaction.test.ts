@@ -56,7 +56,7 @@ describe("steward config", () => {
     expect(env.stdout).toContain("server: http://a:<redacted>@h1:4780,http://b:<redacted>@h2:4780");
     expect(env.stdout).not.toContain("sekrit");
     const file = join(dir, "agent.yaml");
-    writeFileSync(file, "server: http://h1:4780\nlabel: [a=http://u:sekrit-label@x, b=c]\n");
+    writeFileSync(file, "server: http://h1:4780\nlabel: [a=http://u:sekrit-label@x, b=c]\n", { mode: 0o600 });
     const listed = await cli(null, ["config", "--agent", "--config", file]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain("a=http://u:<redacted>@x");
