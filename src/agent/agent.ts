@@ -222,9 +222,10 @@ export class Agent {
       this.context.gpus = gpus;
       const base = this.context.enforcement?.base;
       // v1's devices controller keeps each attempt to its own GPUs; v2 would need a BPF device program.
-      if (base && (base.version === 2 || base.dirs.devices === undefined))
-        this.log.info(
-          "gpus: attempts are not kept from other GPUs (no devices cgroup); CUDA_VISIBLE_DEVICES names theirs",
+      this.fixed.gpusIsolated = base !== undefined && base.version === 1 && base.dirs.devices !== undefined;
+      if (!this.fixed.gpusIsolated)
+        this.log.warn(
+          `gpus: attempts are not kept from the GPUs not given to them (${base ? "cgroup v2 has no devices controller" : "no cgroups"}): a job can open any of this host's GPUs; CUDA_VISIBLE_DEVICES names its own. steward hosts shows it`,
         );
     }
     const resources = this.options.resources ?? {};
