@@ -8,13 +8,14 @@
 """
 
 import datetime
+import ipaddress
 import json
 import os
 import posixpath
 import re
 import uuid
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from ._events import AsyncEventStream, EventStream, _server_sent_events  # noqa: F401 (tests)
 from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, RETRY_SECONDS, Answer, Transport
@@ -38,6 +39,26 @@ FILE_CHUNK = 1 << 16
 JobSpec = Union[Dict[str, Any], str, "os.PathLike[str]"]
 
 
+def _is_loopback(url: str) -> bool:
+    """Whether the URL's host is on this machine's loopback: 127.0.0.0/8, ::1 or localhost."""
+    try:
+        host = (urlsplit(url.strip()).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _all_loopback(urls: str) -> bool:
+    """Whether every URL of a comma-separated list is on the loopback (and there is one)."""
+    listed = [url for url in urls.split(",") if url.strip()]
+    return bool(listed) and all(_is_loopback(url) for url in listed)
+
+
 class Client:
     """One or more servers (any of them: a standby redirects to its leader) and a bearer token."""
 
@@ -58,15 +79,17 @@ class Client:
     def from_env(cls, **options) -> "Client":
         """The client the CLI would be: STEWARD_URL (a comma-separated list: any of these servers,
         default http://127.0.0.1:4780), STEWARD_TOKEN (else the admin token of a `steward up` in
-        ./.steward, or $STEWARD_DATA), STEWARD_CA (a private authority's certificate)."""
+        ./.steward, or $STEWARD_DATA, sent only when every STEWARD_URL is on this machine's loopback), STEWARD_CA (a private authority's certificate)."""
+        url = os.environ.get("STEWARD_URL") or DEFAULT_URL
         token = os.environ.get("STEWARD_TOKEN")
-        if not token:
+        # The local admin token goes to a server on this machine's loopback only, never to a remote one.
+        if not token and _all_loopback(url):
             local = os.path.join(os.environ.get("STEWARD_DATA", ".steward"), "admin-token")
             if os.path.isfile(local):
                 with open(local, encoding="utf-8") as file:
                     token = file.read().strip()
         return cls(
-            os.environ.get("STEWARD_URL") or DEFAULT_URL,
+            url,
             token or None,
             ca=os.environ.get("STEWARD_CA") or None,
             **options,

@@ -31,7 +31,7 @@ import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups
 import { readHostFacts, type StaticFacts } from "./facts.ts";
 import { declaredGpus } from "./gpus.ts";
 import { readHostCredential, writeHostCredential } from "./host-credential.ts";
-import { chooseLauncher, type LaunchedJob, Launcher } from "./launcher.ts";
+import { chooseLauncher, type LaunchedJob, Launcher, launcherCacheWarning } from "./launcher.ts";
 import { Outbox } from "./outbox.ts";
 import { reconnectDelayMs } from "./reconnect.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
@@ -199,6 +199,8 @@ export class Agent {
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);
+    const refusedCache = launcherCacheWarning();
+    if (refusedCache) this.log.warn(refusedCache);
     // Jobs of other accounts pass through to their own attempt folder, and see nothing else here.
     if (this.runAs.kind !== "self") await lockWorkFolder(this.options.workDir);
     this.credential = await readHostCredential(this.options.workDir);
@@ -220,9 +222,10 @@ export class Agent {
       this.context.gpus = gpus;
       const base = this.context.enforcement?.base;
       // v1's devices controller keeps each attempt to its own GPUs; v2 would need a BPF device program.
-      if (base && (base.version === 2 || base.dirs.devices === undefined))
-        this.log.info(
-          "gpus: attempts are not kept from other GPUs (no devices cgroup); CUDA_VISIBLE_DEVICES names theirs",
+      this.fixed.gpusIsolated = base !== undefined && base.version === 1 && base.dirs.devices !== undefined;
+      if (!this.fixed.gpusIsolated)
+        this.log.warn(
+          `gpus: attempts are not kept from the GPUs not given to them (${base ? "cgroup v2 has no devices controller" : "no cgroups"}): a job can open any of this host's GPUs; CUDA_VISIBLE_DEVICES names its own. steward hosts shows it`,
         );
     }
     const resources = this.options.resources ?? {};

@@ -14,6 +14,8 @@ export interface StaticFacts {
   enforces?: boolean;
   /** GPU device ids offered to jobs (--gpus). */
   gpus?: string[];
+  /** With GPUs: whether each attempt is kept from the others (a devices cgroup). */
+  gpusIsolated?: boolean;
   /** Countable resources offered to jobs (--resource). */
   resources?: Record<string, number>;
 }
@@ -51,6 +53,7 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     slotsFree,
     enforces: fixed.enforces ?? false,
     ...(fixed.gpus ? { gpus: fixed.gpus } : {}),
+    ...(fixed.gpusIsolated !== undefined ? { gpusIsolated: fixed.gpusIsolated } : {}),
     ...(fixed.resources ? { resources: fixed.resources } : {}),
   };
 }

@@ -12,6 +12,7 @@ import { EventEmitter } from "node:events";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { inheritedEnvironment } from "./inherited-environment.ts";
+import { untrustedLauncherCache } from "./launcher-cache-trust.ts";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
 const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
@@ -84,6 +85,16 @@ function launcherCache(): string {
 
 let compiled: string | null | undefined;
 let compileFailure = "";
+let cacheWarning: string | null = null;
+
+/**
+ * Why the compiled launcher kept in the cache was not used though it may be there (a cache or a
+ * program of another account, or one others may write), for the agent to log as a warning; null
+ * when nothing was refused. Asked after compiledLauncher (chooseLauncher).
+ */
+export function launcherCacheWarning(): string | null {
+  return cacheWarning;
+}
 
 /**
  * The program compiled from launcher.c (`cc`, or $CC), compiled on first need and kept: asked once
@@ -100,12 +111,20 @@ export function compiledLauncher(): string | null {
     const folder = join(launcherCache(), `${hash}-${process.platform}-${process.arch}`);
     // Named `launcher`: the jobs' parent is called that in `ps`.
     const program = join(folder, "launcher");
+    mkdirSync(folder, { recursive: true, mode: 0o755 });
+    // The kept program runs every job (as root where the agent is): never one that another
+    // account made or could have changed.
+    const untrusted = untrustedLauncherCache(launcherCache(), folder, program, process.geteuid?.() ?? 0);
+    if (untrusted !== null) {
+      compileFailure = `the launcher cache is not trusted: ${untrusted}`;
+      cacheWarning = `${compileFailure}; jobs start through the interpreted launcher (perl or sh) instead: make the cache the agent's account's alone (chmod go-w, chown) or set STEWARD_LAUNCHER_CACHE to such a folder`;
+      return null;
+    }
     if (existsSync(program)) {
       if (launcherRuns(program)) compiled = program;
       else compileFailure = `${program} does not run here`;
       return compiled;
     }
-    mkdirSync(folder, { recursive: true, mode: 0o755 });
     // Agents starting together each compile to a file of their own; the first rename wins.
     const partial = `${program}.${process.pid}.tmp`;
     const result = spawnSync(process.env.CC || "cc", ["-O2", "-o", partial, C_LAUNCHER_SOURCE], {

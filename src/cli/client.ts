@@ -16,6 +16,7 @@ import {
 import { HttpClient, HttpError, RedirectRefusedError } from "../common/transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
 import { CliError } from "./cli-error.ts";
+import { isLoopbackUrl } from "./loopback-url.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
@@ -48,13 +49,13 @@ export class ApiClient {
 
   constructor(
     urls = process.env.STEWARD_URL ?? DEFAULT_URL,
-    token = process.env.STEWARD_TOKEN ?? localToken(),
+    token: string | null | undefined = process.env.STEWARD_TOKEN,
   ) {
     this.urls = urls
       .split(",")
       .map((url) => url.trim().replace(/\/+$/, ""))
       .filter(Boolean);
-    this.token = token;
+    this.token = token ?? localToken(this.urls);
     this.http = new HttpClient({
       baseUrl: this.urls,
       retry: { budgetMs: CLI_RETRY_BUDGET_MS },
@@ -169,8 +170,13 @@ function speaksTls(url: string): Promise<boolean> {
   });
 }
 
-/** `steward up` writes its admin token under its data folder; a CLI run beside it finds it there. */
-function localToken(): string | null {
+/**
+ * `steward up` writes its admin token under its data folder; a CLI run beside it finds it there.
+ * It goes to a server on this machine's loopback only: never to a remote STEWARD_URL (or one of a
+ * list), which would learn this machine's admin token.
+ */
+function localToken(urls: readonly string[]): string | null {
+  if (urls.length === 0 || !urls.every(isLoopbackUrl)) return null;
   const path = join(process.env.STEWARD_DATA ?? ".steward", "admin-token");
   return existsSync(path) ? readFileSync(path, "utf8").trim() : null;
 }

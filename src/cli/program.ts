@@ -6,7 +6,7 @@ import { stewardRelease } from "../common/protocol/versions.ts";
 import { CliError } from "./cli-error.ts";
 
 const ENVIRONMENT_HELP =
-  "Environment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present), STEWARD_CA (as --ca).";
+  "Environment: STEWARD_URL (default http://127.0.0.1:4780, a comma-separated list for several servers),\nSTEWARD_TOKEN (admin token; default: ./.steward/admin-token when present and STEWARD_URL is on this machine: 127.0.0.0/8, ::1, localhost), STEWARD_CA (as --ca).";
 
 export function newProgram(): Command {
   const program = new Command("steward")

@@ -4,10 +4,11 @@
 // environment, the environment over the file, the file over the defaults. Values from the file and
 // the environment go through each option's own parser, so they are checked as a flag would be.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { type Command, InvalidArgumentError, type Option } from "commander";
 import { Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import { CliError } from "./cli-error.ts";
+import { holdsSecret, REDACTED, redactSecrets } from "./redact-secrets.ts";
 
 /** Per flag (by its key, e.g. "token"): its variable instead of STEWARD_<FLAG>, or null for none. */
 export type EnvOverrides = Record<string, string | null>;
@@ -71,17 +72,17 @@ export function configurable(
 }
 
 /** The command's options that are settings (all but --help and --config). */
-function settingOptions(command: Command): Option[] {
+export function settingOptions(command: Command): Option[] {
   return (command.options as Option[]).filter((option) => option.long && !NOT_SETTINGS.has(keyOf(option)));
 }
 
 /** The option's key in a config file: its long flag without the dashes (no-preempt). */
-function keyOf(option: Option): string {
+export function keyOf(option: Option): string {
   return (option.long ?? "").replace(/^--/, "");
 }
 
 /** The option's environment variable, or null when it has none. */
-function envName(command: Command, option: Option): string | null {
+export function envName(command: Command, option: Option): string | null {
   const key = keyOf(option);
   const overrides = CONFIGURABLE.get(command)?.env ?? {};
   if (key in overrides) return overrides[key];
@@ -160,6 +161,7 @@ function applyFile(command: Command, spec: Configurable, file: string): void {
   if (!isMap(doc.contents))
     throw new CliError(`${file}:${lineOf(doc.contents)}: needs a map of settings (key: value)`, 2);
   const options = new Map(settingOptions(command).map((option) => [keyOf(option), option]));
+  const secrets: string[] = [];
   for (const pair of doc.contents.items) {
     const keyNode = pair.key as Node | null;
     const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
@@ -174,8 +176,24 @@ function applyFile(command: Command, spec: Configurable, file: string): void {
     const node = pair.value as Node | null;
     const value = fileValue(node, option, spec, (message) => `${at}: ${key}: ${message}`);
     if (value === undefined) continue;
+    if (holdsSecret(key, value)) secrets.push(key);
     setFrom(command, option, value, "config", (message) => `${at}: ${key}: ${message}`);
   }
+  refuseReadableSecrets(file, secrets);
+}
+
+/**
+ * A config file that holds a secret (a token, a URL's password) and that other accounts may read
+ * (any group or other permission bit) is refused: chmod 600 it, as ssh asks of a private key.
+ */
+function refuseReadableSecrets(file: string, secrets: string[]): void {
+  if (secrets.length === 0) return;
+  const mode = statSync(file).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  throw new CliError(
+    `--config ${file} holds secrets (${secrets.join(", ")}) and has mode 0${mode.toString(8)}: other accounts may read it; chmod 600 ${file}`,
+    2,
+  );
 }
 
 /** The file's value as a boolean, a string or a list of strings; undefined for an empty one. */
@@ -241,7 +259,7 @@ function setFrom(
   command.setOptionValueWithSource(name, parsed, source);
 }
 
-const SECRET = "<redacted>";
+const SECRET = REDACTED;
 
 /**
  * The command's effective settings as YAML, keyed as in a config file, each value not a default
@@ -278,16 +296,15 @@ function shown(key: string, option: Option, value: unknown): unknown {
   // A switch not set is off (commander gives a lone --no-x its default of true only when parsing).
   if (isSwitch(option) && (value === undefined || value === null)) return false;
   if (value === undefined || value === null) return null;
-  if (/token/.test(key) && !key.endsWith("-file")) return SECRET;
+  if (/token/.test(key) && !key.endsWith("-file") && holdsSecret(key, value)) return SECRET;
   if (option.negate) return !value;
   if (key === "ends-at" && typeof value === "number") return new Date(value).toISOString();
   if (typeof value === "object" && !Array.isArray(value))
-    return Object.entries(value as Record<string, unknown>).map(([k, v]) => `${k}=${String(v)}`);
-  if (typeof value === "string") return redactUrlPassword(value);
+    return Object.entries(value as Record<string, unknown>).map(([k, v]) =>
+      redactSecrets(`${k}=${String(v)}`),
+    );
+  if (typeof value === "string") return redactSecrets(value);
+  if (Array.isArray(value))
+    return value.map((item) => (typeof item === "string" ? redactSecrets(item) : item));
   return value;
-}
-
-/** scheme://user:PASSWORD@host... with the password redacted. */
-function redactUrlPassword(value: string): string {
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*):[^@/]*@/i, `$1:${SECRET}@`);
 }

@@ -43,6 +43,8 @@ it("steward config prints the file's settings, the variables over them, secrets 
   writeFileSync(
     config,
     "port: 4999\nheartbeat-seconds: 3\njoin-token: join-secret\nstore: postgres://steward:pw@db/grid\n",
+    // It holds secrets: a file others may read would be refused.
+    { mode: 0o600 },
   );
   const result = await cli(null, ["config", "--server", "--config", config], {
     env: { STEWARD_HEARTBEAT_SECONDS: "5" },

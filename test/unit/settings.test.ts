@@ -1,7 +1,7 @@
 // Settings of the daemons from a config file and STEWARD_* variables, applied to the real commands'
 // options (server, agent) through the root program's hook, as `steward server --config F` does.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
@@ -24,9 +24,11 @@ afterEach(() => {
   process.env = { ...savedEnv };
 });
 
+/** The config file, mode 0600: one holding a secret that others may read is refused. */
 function file(text: string): string {
   const path = join(dir, "steward.yaml");
   writeFileSync(path, text);
+  chmodSync(path, 0o600);
   return path;
 }
 
@@ -110,6 +112,9 @@ describe("a config file", () => {
     process.env.STEWARD_JOIN_TOKEN = "joining";
     const { options: server } = await optionsOf(["server"]);
     expect(server.token).toBeUndefined();
+    process.env.STEWARD_ADMIN_TOKEN = "the-admin-token";
+    expect((await optionsOf(["server"])).options.token).toBe("the-admin-token");
+    delete process.env.STEWARD_ADMIN_TOKEN;
     expect(server.host).toBe("127.0.0.1");
     expect(server.joinToken).toBe("joining");
     const { options: agent } = await optionsOf(["agent", "--server", "http://a:4780"]);

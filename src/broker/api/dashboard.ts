@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance } from "fastify";
+import { dashboardHeaders } from "./dashboard-headers.ts";
 
 export const WEB_DIR = join(import.meta.dirname, "..", "web");
 
@@ -23,6 +24,12 @@ const VENDOR: Record<string, () => string> = {
 
 export async function registerDashboard(app: FastifyInstance): Promise<void> {
   const index = join(WEB_DIR, "index.html");
+  // Every response of the dashboard (the page, its modules and styles, a 404 under /ui/) carries them.
+  const headers = dashboardHeaders(await readFile(index, "utf8"));
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0];
+    if (path === "/" || path.startsWith("/ui/")) reply.headers(headers);
+  });
   app.get("/", { schema: { hide: true } }, async (_request, reply) =>
     reply
       .type("text/html; charset=utf-8")

@@ -28,6 +28,13 @@ export function registerHosts(program: Command): void {
       process.stdout.write(
         `${table(["NAME", "POOL", "STATE", "BUSY", "ARCH", "CPUS", "MEM_MB", "LOAD1", "SPEED"], rows)}\n`,
       );
+      const open = hosts.filter(
+        (host) => (host.facts.gpus?.length ?? 0) > 0 && host.facts.gpusIsolated === false,
+      );
+      if (open.length > 0)
+        process.stdout.write(
+          `note: GPUs not isolated on ${open.map((host) => host.name).join(", ")}: a job there can open GPUs not given to it (no devices cgroup, as on cgroup v2); CUDA_VISIBLE_DEVICES names its own\n`,
+        );
     });
   hosts
     .command("rm")

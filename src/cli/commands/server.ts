@@ -13,11 +13,13 @@ import { startServer } from "../../broker/server/server.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../common/model/pools-file.ts";
 import { parseQosFile, QosFileError, type QosPolicy } from "../../common/model/qos-file.ts";
 import { CliError } from "../client.ts";
+import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateUmask } from "../private-folder.ts";
+import { redactSecrets } from "../redact-secrets.ts";
 import { configurable } from "../settings.ts";
 import { describe } from "./index.ts";
 
@@ -35,7 +37,7 @@ export function registerServer(program: Command): void {
           )
           .option(
             "--store <url>",
-            "keep the records in PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB[?schema=NAME]) instead of SQLite",
+            "keep the records in PostgreSQL (postgres://USER@HOST:PORT/DB[?schema=NAME]) instead of SQLite; a URL with a password belongs in STEWARD_STORE or a 0600 --config file, not on the command line",
           )
           .option(
             "--blobs <dir>",
@@ -91,10 +93,13 @@ export function registerServer(program: Command): void {
           .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
           .option("--tls-key <file>", "the PEM private key of --tls-cert")
           .option("--port <n>", "port", number("--port"), 4780)
-          .option("--token <token>", "admin token (default: generated and kept in the data folder)")
+          .option(
+            "--token <token>",
+            "admin token (default: generated and kept in the data folder); shows in the process list: prefer STEWARD_ADMIN_TOKEN",
+          )
           .option(
             "--join-token <token>",
-            "token agents present (default: generated and kept in the data folder)",
+            "token agents present (default: generated and kept in the data folder); shows in the process list: prefer STEWARD_JOIN_TOKEN",
           )
           .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
           .option(
@@ -125,6 +130,8 @@ export function registerServer(program: Command): void {
           ),
       ),
     ),
+    // STEWARD_TOKEN is the command line's API token: the server's admin token has its own name.
+    { env: { token: "STEWARD_ADMIN_TOKEN" } },
   )
     .addHelpText(
       "after",
@@ -140,6 +147,10 @@ export function registerServer(program: Command): void {
         "  Several servers on one store elect a leader; the others are standby: they redirect API",
         "  requests to the leader (307) and turn agents away, and take over once its lease runs out.",
         "  example: steward server --store 'postgres://steward@db:5432/grid?schema=steward' --data /srv/steward",
+        "  The password: in ~/.pgpass of the server's account, or PGPASSWORD, or in the URL given as",
+        "  STEWARD_STORE (an environment file of mode 0600) or in a --config file of mode 0600; never on",
+        "  the command line, where any local account reads it (the server warns). The same for --token",
+        "  (STEWARD_ADMIN_TOKEN) and --join-token (STEWARD_JOIN_TOKEN).",
         "",
         "QoS file (--qos):",
         "  tiers: a map of tier names (it must have normal, the tier of jobs that name none), each with",
@@ -174,9 +185,11 @@ export function registerServer(program: Command): void {
         "  one who used nothing goes first. steward share prints the tree.",
       ].join("\n"),
     )
-    .action(async (options) => {
+    .action(async (options, command: Command) => {
       if (options.store !== undefined && !/^postgres(ql)?:\/\//.test(options.store))
-        throw new CliError(`--store needs a postgres:// or postgresql:// URL, not ${redact(options.store)}`);
+        throw new CliError(
+          `--store needs a postgres:// or postgresql:// URL, not ${redactSecrets(options.store)}`,
+        );
       // Everything the broker makes (database, blobs, tokens, pilots' logs) is its account's alone.
       privateUmask();
       if (options.restore !== undefined)
@@ -192,6 +205,7 @@ export function registerServer(program: Command): void {
       const log = daemonLogger(options.logFormat);
       installLastResortGuard(log);
       for (const notice of data.notices) log.warn(notice);
+      for (const warning of commandLineSecretWarnings(command)) log.warn(warning);
       const server = await startServer({
         ...serverOptions(data, options, log),
         pools,
@@ -206,7 +220,7 @@ export function registerServer(program: Command): void {
       process.stderr.write(
         `steward server at ${server.url}\n  admin token: ${data.root}/admin-token\n  join token:  ${data.root}/join-token\n`,
       );
-      if (options.store) process.stderr.write(`  store:       ${redact(options.store)}\n`);
+      if (options.store) process.stderr.write(`  store:       ${redactSecrets(options.store)}\n`);
       process.stderr.write(`  blobs:       ${data.blobsWhere}\n`);
       onShutdown(async () => {
         await server.close();
@@ -247,11 +261,6 @@ async function restoreInto(
       `--restore ${file}: ${(error as Error).message} (remove what was unpacked in ${dataRoot} before trying again)`,
     );
   }
-}
-
-/** The URL without its password, for messages. */
-function redact(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, "$1:***@");
 }
 
 /** The QoS file, validated; a bad one stops the server with the line and the key named. */

@@ -7,6 +7,7 @@ import { installLastResortGuard } from "../../broker/api/last-resort.ts";
 import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
+import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger } from "../logger.ts";
@@ -80,7 +81,9 @@ export function registerUp(program: Command): void {
           ),
       ),
     ),
-  ).action(async (options) => {
+    // STEWARD_TOKEN is the command line's API token: the admin token has its own name.
+    { env: { token: "STEWARD_ADMIN_TOKEN" } },
+  ).action(async (options, command: Command) => {
     // The broker's files and its agents' are this account's alone; jobs get the umask `up` was
     // started with back (job-script.ts), as if run by hand.
     const jobUmask = privateUmask();
@@ -88,6 +91,7 @@ export function registerUp(program: Command): void {
     const log = daemonLogger(options.logFormat);
     installLastResortGuard(log);
     for (const notice of data.notices) log.warn(notice);
+    for (const warning of commandLineSecretWarnings(command)) log.warn(warning);
     const qos = options.qos === undefined ? undefined : readQosFile(options.qos);
     const server = await startServer({ ...serverOptions(data, options, log), ...(qos ? { qos } : {}) });
     const agents: Agent[] = [];

@@ -273,6 +273,8 @@ export interface HostFacts {
   enforces?: boolean;
   /** The GPU device ids the agent declares (`--gpus`); absent: none. Given to attempts one by one. */
   gpus?: string[];
+  /** With GPUs: whether each attempt is kept from the GPUs not given to it (false: a job can open any). */
+  gpusIsolated?: boolean;
   /** Units of each countable resource the agent declares (`--resource name=N`); absent: none. */
   resources?: Record<string, number>;
   /**

@@ -46,6 +46,11 @@ export const hostFacts = z.object({
   enforces: z.boolean().optional(),
   /** The GPU device ids the agent declares (`--gpus`); absent from agents without any (or older ones). */
   gpus: z.array(z.string().regex(/^[0-9]+$/)).optional(),
+  /**
+   * With GPUs: whether each attempt is kept from the GPUs not given to it (a devices cgroup); false
+   * where it is not (cgroup v2, no cgroups), when a job can open any of the host's GPUs.
+   */
+  gpusIsolated: z.boolean().optional(),
   /** Units of each countable resource the agent declares (`--resource name=N`). */
   resources: z.record(z.string(), z.int().min(0)).optional(),
 });
