@@ -5,14 +5,17 @@
 // message, the server keeps running, no file appears outside its folders, and no job is created
 // (but the one the agent routes are tried on, placed on a host joined by hand). Then, each on a
 // server of its own: retries and workflow retries against QoS limits, parameters files too large
-// or too long, and hostile backup archives for a restore.
+// or too long, hostile backup archives for a restore, and job and workflow ids full of shell syntax
+// for the shell completion (never run; only ids of the shapes Steward makes offered).
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { restoreBackup } from "../../src/broker/backup/restore.ts";
+import { completionStandIn, hasIdShape } from "../helpers/completion-stand-in.ts";
 import { manifestEntry, paxRecord, TAR_END, tarEntry, tarHeader, writeGzip } from "../helpers/hostile-tar.ts";
 import { credentialOf, rawHello } from "../helpers/raw-agent.ts";
 import { multipartBody, rawRequest } from "../helpers/raw-http.ts";
@@ -615,3 +618,73 @@ it("refuses hostile backup archives quickly, with a message, writing nothing out
     cleanup(folder);
   }
 }, 120_000);
+
+it("completion: seeded ids from a server, shell words and all, are never run and only ids of Steward's shapes are offered", async () => {
+  const random = generator(SEED + 4);
+  const folder = mkdtempSync(join(tmpdir(), "steward-fuzz-completion-"));
+  try {
+    const mark = join(folder, "ran");
+    // Pieces a hostile id is made of: shell syntax of every kind, around a command that leaves a mark.
+    const pieces = [
+      "$(",
+      ")",
+      "`",
+      ";",
+      "|",
+      "&",
+      "&&",
+      "*",
+      "?",
+      "[a]",
+      "{a,b}",
+      "$((1+1))",
+      "$" + "{HOME}",
+      "'",
+      '"',
+      "\\",
+      " ",
+      "\n",
+      "\t",
+      "<",
+      ">",
+      "#",
+      "~",
+      "!",
+      `touch ${mark}`,
+      "1",
+      "a",
+      "-",
+      ".",
+      "_",
+      "flow-",
+    ];
+    const ids = Array.from({ length: 300 }, () =>
+      Array.from({ length: 1 + Math.floor(random.next() * 6) }, () => random.pick(pieces)).join(""),
+    );
+    const flows = Array.from({ length: 50 }, () =>
+      random.next() < 0.5 ? `flow-${1 + Math.floor(random.next() * 99)}` : `flow-${random.pick(pieces)}`,
+    );
+    const bin = completionStandIn(folder, ids, flows);
+    const script = join(folder, "completion.bash");
+    writeFileSync(script, (await cli(null, ["completion", "bash"])).stdout);
+    const offered = execFileSync(
+      "bash",
+      [
+        "-c",
+        `source "$1"; COMP_WORDS=(steward show ''); COMP_CWORD=2; _steward; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        "bash",
+        script,
+      ],
+      { encoding: "utf8", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } },
+    );
+    expect(existsSync(mark), `seed ${SEED}: the shell ran a command of an id`).toBe(false);
+    // A job's id of its characters; a workflow's of its own shape only (flow-N).
+    const expected = [
+      ...ids.filter((id) => hasIdShape(id)),
+      ...flows.filter((id) => /^flow-[1-9][0-9]*$/.test(id)),
+    ];
+    expect(offered.split("\n").filter(Boolean).sort(), `seed ${SEED}`).toEqual(expected.sort());
+  } finally {
+    cleanup(folder);
+  }
+}, 60_000);
