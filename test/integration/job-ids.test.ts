@@ -7,8 +7,8 @@
 import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dropSchema, freshSchema, postgresUnreachable, urlWithSchema } from "../helpers/postgres.ts";
 import {
   api,
   cleanup,
@@ -88,24 +88,7 @@ async function pageAll(client: Client, stop: () => boolean, limit = 7): Promise<
 
 const byNumber = (ids: readonly string[]) => [...ids].sort((a, b) => Number(a) - Number(b));
 
-const PG_URL = process.env.STEWARD_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-async function onPostgres<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 5_000 });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-let pgUnreachable: string | null = null;
-try {
-  await onPostgres((client) => client.query("SELECT 1"));
-} catch (error) {
-  pgUnreachable = (error as Error).message || String(error);
-}
+const pgUnreachable = await postgresUnreachable();
 
 /** The server's store: SQLite in its data folder, or a fresh schema of PostgreSQL (dropped after). */
 const STORES: { name: string; skip: boolean; schema?: string }[] = [
@@ -114,7 +97,7 @@ const STORES: { name: string; skip: boolean; schema?: string }[] = [
     name: "PostgreSQL",
     // Without a server the PostgreSQL case is skipped, or fails under CI (docs/development.md).
     skip: pgUnreachable !== null && !process.env.CI,
-    schema: `steward_ids_${Math.random().toString(36).slice(2, 10)}`,
+    schema: freshSchema("steward_ids"),
   },
 ];
 
@@ -124,21 +107,14 @@ describe.each(STORES)("job ids on $name", ({ skip, schema }) => {
   beforeAll(async () => {
     if (skip) return;
     let args: string[] = [];
-    if (schema) {
-      const url = new URL(PG_URL);
-      url.searchParams.set("schema", schema);
-      args = ["--store", url.toString()];
-    }
+    if (schema) args = ["--store", urlWithSchema(schema)];
     server = await startServerProcess({ args });
   });
 
   afterAll(async () => {
     await server?.stop();
     cleanup(server?.data);
-    if (schema && !skip)
-      await onPostgres((client) =>
-        client.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`),
-      );
+    if (schema && !skip) await dropSchema(schema);
   });
 
   it.skipIf(skip)("follow submission order across jobs and workflows", async () => {
