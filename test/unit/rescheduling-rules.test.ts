@@ -65,6 +65,7 @@ describe("migrationGain and remainingOnHost at zero", () => {
     ["a host of speed 0 there", 100, 5, 0, Number.POSITIVE_INFINITY],
     ["a negative speed here", 100, -1, 5, Number.POSITIVE_INFINITY],
     ["a negative speed there", 100, 5, -1, Number.POSITIVE_INFINITY],
+    ["nothing left, on a host of speed 0 there", 0, 5, 0, Number.POSITIVE_INFINITY],
     ["twice as fast there", 100, 5, 10, 50],
   ])("remaining there: %s", (_, remaining, here, there, expected) => {
     expect(remainingOnHost(remaining, here, there)).toBe(expected);
@@ -98,6 +99,11 @@ describe("notMovable, each reason on its own and at its limit", () => {
     ],
   ])("%s", (_, extra, reason) => {
     expect(notMovable(task({ progress: progress(0.25, 32), ...extra }), NOW, policy)).toBe(reason);
+  });
+
+  it("a task that never moved is movable whatever the clock reads, its start included", () => {
+    const atZero = { startedAt: -32 * S, baseline: null, last: { fraction: 0.25, at: 0 } };
+    expect(notMovable(task({ progress: atZero, lastMovedAt: null }), 0, policy)).toBeNull();
   });
 });
 
@@ -143,6 +149,7 @@ describe("speedNeeded", () => {
     ["here 10, a gain of 0.5", 10, 0.5, 20],
     ["a gain of 1 cannot be had", 5, 1, Number.POSITIVE_INFINITY],
     ["nor more", 5, 1.5, Number.POSITIVE_INFINITY],
+    ["nor a gain of 1 from a host of speed 0", 0, 1, Number.POSITIVE_INFINITY],
   ])("%s", (_, here, threshold, needed) => {
     expect(speedNeeded(here, threshold)).toBeCloseTo(needed, 9);
   });
