@@ -333,6 +333,78 @@ describe("submit checks", () => {
   });
 
   it.each([
+    ["a task exactly at the tier's running limit", { resources: { cpus: 2 } }, standing(), null],
+    ["exactly the tier's tasks per job", { array: { count: 50 } }, standing(), null],
+  ])("quota at its limit: %s", (_, job, who, expected) => {
+    expect(submitQuotaRefusal(spec(job), who, POLICY)).toStrictEqual(expected);
+  });
+
+  // GPUs limited, and a group's tasks per job.
+  const gpuPolicy = parseQosFile(`
+tiers:
+  normal:
+    maxRunningGpus: 2
+groups:
+  bio:
+    maxArrayTasks: 10
+`);
+  it.each([
+    [
+      "a gang whose ranks' GPUs together pass the tier's running limit",
+      { nodes: 2, resources: { cpus: 1, gpus: 2 } },
+      standing(),
+      {
+        status: 400,
+        field: "resources",
+        message:
+          "a task of this job needs 4 GPUs and QoS normal allows a user 2 running: it could never start",
+      },
+    ],
+    [
+      "a task over the GPU limit",
+      { resources: { cpus: 1, gpus: 3 } },
+      standing(),
+      {
+        status: 400,
+        field: "resources",
+        message:
+          "a task of this job needs 3 GPUs and QoS normal allows a user 2 running: it could never start",
+      },
+    ],
+    ["a task at the GPU limit", { resources: { cpus: 1, gpus: 2 } }, standing(), null],
+    [
+      "tasks per job over the group's",
+      { array: { count: 11 } },
+      standing({ group: "bio" }),
+      { status: 429, field: "array", message: "group bio allows 10 tasks per job, and this job has 11" },
+    ],
+    ["exactly the group's tasks per job", { array: { count: 10 } }, standing({ group: "bio" }), null],
+    ["another group's limit does not apply", { array: { count: 11 } }, standing(), null],
+  ])("quota with GPUs and groups: %s", (_, job, who, expected) => {
+    expect(submitQuotaRefusal(spec(job), who, gpuPolicy)).toStrictEqual(expected);
+  });
+
+  it("a token that allows several tiers names each", () => {
+    expect(
+      qosAccessRefusal(spec({ qos: "high" }), standing({ allowedQos: ["normal", "low", "gold"] }), POLICY),
+    ).toStrictEqual({
+      status: 400,
+      field: "qos",
+      message: "user alice may not use QoS high; their token allows normal, low",
+    });
+  });
+
+  it("a token that allows only tiers the policy does not have allows none of them", () => {
+    expect(qosAccessRefusal(spec({ qos: "high" }), standing({ allowedQos: ["gold"] }), POLICY)).toStrictEqual(
+      {
+        status: 400,
+        field: "qos",
+        message: "user alice may not use QoS high; their token allows none of the tiers",
+      },
+    );
+  });
+
+  it.each([
     ["its own", 60, 3600, 60],
     ["none: the tier's", undefined, 3600, 3600],
     ["neither", undefined, null, undefined],
