@@ -14,7 +14,7 @@ import os
 import posixpath
 import re
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode, urlsplit
 
 from ._events import AsyncEventStream, EventStream, _server_sent_events  # noqa: F401 (tests)
@@ -167,66 +167,64 @@ class Client:
         return self._submit_workflow(data, text, folder, idempotency_key or uuid.uuid4().hex)
 
     def _submit_job(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> str:
-        headers = {"Idempotency-Key": key}
-        if data is not None:
-            inputs = _inputs_to_send(data.get("inputs"), folder)
-            if not inputs:
-                return self._json("POST", "/api/v1/jobs", payload=data, headers=headers, idempotent=True)["id"]
-            job_field = json.dumps(data).encode("utf-8")
-        else:
-            assert text is not None
-            yaml = text.encode("utf-8")
-            yaml_headers = {"Content-Type": "application/yaml"}
-            # No YAML parser here: a job file that may name inputs is read by the server (a dry
-            # run, which creates nothing) to learn them; one that names none goes as it is.
-            inputs = []
-            if "inputs" in text:
-                checked = self._json(
-                    "POST", "/api/v1/jobs", {"dryRun": True}, body=yaml, headers=yaml_headers, idempotent=True
-                )
-                inputs = _inputs_to_send(checked["spec"].get("inputs"), folder)
-            if not inputs:
-                answer = self._request(
-                    "POST", "/api/v1/jobs", body=yaml, headers={**yaml_headers, **headers}, idempotent=True
-                )
-                return json.loads(answer.read().decode("utf-8"))["id"]
-            job_field = yaml
-        body, content_type = _multipart(job_field, inputs, folder)
-        answer = self._request(
-            "POST", "/api/v1/jobs", body=body, headers={"Content-Type": content_type, **headers}, idempotent=True
+        created = self._post_file(
+            "/api/v1/jobs",
+            "job",
+            data,
+            text,
+            folder,
+            key,
+            lambda given: _inputs_to_send(given.get("inputs"), folder),
+            lambda checked: _inputs_to_send(checked["spec"].get("inputs"), folder),
         )
-        return json.loads(answer.read().decode("utf-8"))["id"]
+        return created["id"]
 
     def _submit_workflow(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> Workflow:
-        headers = {"Idempotency-Key": key}
-        if data is not None:
-            inputs = _workflow_inputs(data.get("jobs"), folder)
-            if not inputs:
-                created = self._json("POST", "/api/v1/workflows", payload=data, headers=headers, idempotent=True)
-                return Workflow(self, created)
-            field = json.dumps(data).encode("utf-8")
-        else:
-            assert text is not None
-            field = text.encode("utf-8")
-            yaml_headers = {"Content-Type": "application/yaml"}
-            inputs = []
-            if "inputs" in text:
-                # As for a job file: the server reads the workflow (a dry run) and names each
-                # job's inputs.
-                checked = self._json(
-                    "POST", "/api/v1/workflows", {"dryRun": True}, body=field, headers=yaml_headers, idempotent=True
-                )
-                inputs = _workflow_inputs(_checked_jobs(checked), folder)
-            if not inputs:
-                created = self._json(
-                    "POST", "/api/v1/workflows", body=field, headers={**yaml_headers, **headers}, idempotent=True
-                )
-                return Workflow(self, created)
-        body, content_type = _multipart(field, inputs, folder, field="workflow")
-        created = self._json(
-            "POST", "/api/v1/workflows", body=body, headers={"Content-Type": content_type, **headers}, idempotent=True
+        created = self._post_file(
+            "/api/v1/workflows",
+            "workflow",
+            data,
+            text,
+            folder,
+            key,
+            lambda given: _workflow_inputs(given.get("jobs"), folder),
+            lambda checked: _workflow_inputs(_checked_jobs(checked), folder),
         )
         return Workflow(self, created)
+
+    def _post_file(
+        self,
+        route: str,
+        field: str,
+        data: Optional[dict],
+        text: Optional[str],
+        folder: str,
+        key: str,
+        inputs_of: Callable[[dict], Sequence[Union[str, Tuple[str, str]]]],
+        checked_inputs_of: Callable[[dict], Sequence[Union[str, Tuple[str, str]]]],
+    ) -> dict:
+        """Sends a job or workflow file to `route`: as JSON when it names no inputs, else as the
+        multipart `field` with its inputs. No YAML parser here: a YAML file that may name inputs is
+        read by the server first (a dry run, which makes nothing) to learn them; one that names none
+        goes as its text. `inputs_of(data)` and `checked_inputs_of(dry run's answer)` name them."""
+        headers = {"Idempotency-Key": key}
+        if data is not None:
+            inputs = inputs_of(data)
+            if not inputs:
+                return self._json("POST", route, payload=data, headers=headers, idempotent=True)
+            file_field = json.dumps(data).encode("utf-8")
+        else:
+            assert text is not None
+            file_field = text.encode("utf-8")
+            yaml_headers = {"Content-Type": "application/yaml"}
+            inputs: Sequence[Union[str, Tuple[str, str]]] = []
+            if "inputs" in text:
+                checked = self._json("POST", route, {"dryRun": True}, body=file_field, headers=yaml_headers, idempotent=True)
+                inputs = checked_inputs_of(checked)
+            if not inputs:
+                return self._json("POST", route, body=file_field, headers={**yaml_headers, **headers}, idempotent=True)
+        body, content_type = _multipart(file_field, inputs, folder, field=field)
+        return self._json("POST", route, body=body, headers={"Content-Type": content_type, **headers}, idempotent=True)
 
     def dry_run(self, spec: JobSpec, base_dir: Optional[str] = None, explain: bool = True) -> dict:
         """Checks a job file as a submit does (the same steward.Invalid naming the field, its

@@ -101,7 +101,7 @@ describe("a workflow file", () => {
       jobs: { a: { command: "true", dependsOn: ["b"] }, b: { command: "true", dependsOn: ["a"] } },
     }).catch((error: { status: number; message: string }) => error);
     expect(cyclic).toMatchObject({ status: 400 });
-    expect((cyclic as Error).message).toContain("cycle: a -> b -> a");
+    expect((cyclic as Error).message).toContain("jobs.a.dependsOn[0]: cycle: a -> b -> a");
     expect(await jobCount()).toBe(before);
   });
 

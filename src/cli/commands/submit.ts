@@ -85,12 +85,28 @@ export function registerSubmit(program: Command): void {
 /** submit --dry-run: the server checks the job file and explains it; nothing is made. */
 async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json: boolean): Promise<void> {
   const label = file === STDIN ? "standard input" : file;
-  let answer: CheckedJobFile;
+  const answer = await checkedByServer<CheckedJobFile>(
+    client,
+    "/api/v1/jobs",
+    job.source ?? JSON.stringify(job.raw),
+    label,
+  );
+  if (json) return printJson(answer);
+  const { spec, explanation } = answer;
+  if (!explanation) throw new CliError("the server answered no explanation (is it older than this client?)");
+  const headline = `${label} is valid (${tasksOf(spec)}); submitted now, the job would be ${explanation.state}`;
+  process.stdout.write(explained(explanation, headline));
+}
+
+/**
+ * A dry run's answer for a job or workflow file: its text alone (a dry run takes no multipart; its
+ * inputs were found on disk already), as read, so the server's errors name its lines; a 400 is the
+ * file's error (exit 2).
+ */
+async function checkedByServer<T>(client: ApiClient, path: string, text: string, label: string): Promise<T> {
   try {
-    // The job file's text alone (a dry run takes no multipart; its inputs were found on disk
-    // already), as read: the server's errors name its lines.
-    answer = await client.json<CheckedJobFile>("POST", "/api/v1/jobs", {
-      body: job.source ?? JSON.stringify(job.raw),
+    return await client.json<T>("POST", path, {
+      body: text,
       headers: { "content-type": "application/yaml" },
       query: { dryRun: 1, explain: 1 },
       idempotent: true,
@@ -100,11 +116,6 @@ async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json:
       throw new CliError(`${label}: ${error.message}`, 2);
     throw error;
   }
-  if (json) return printJson(answer);
-  const { spec, explanation } = answer;
-  if (!explanation) throw new CliError("the server answered no explanation (is it older than this client?)");
-  const headline = `${label} is valid (${tasksOf(spec)}); submitted now, the job would be ${explanation.state}`;
-  process.stdout.write(explained(explanation, headline));
 }
 
 /** `4 tasks`; a parameters file is read at submit, which a dry run has not uploaded it for. */
@@ -135,20 +146,12 @@ async function dryRunWorkflow(
   workflow: LoadedWorkflowFile,
   json: boolean,
 ): Promise<void> {
-  let answer: CheckedWorkflowFile;
-  try {
-    // The file's text alone: a dry run takes no multipart (the inputs were found on disk already).
-    answer = await client.json<CheckedWorkflowFile>("POST", "/api/v1/workflows", {
-      body: workflow.text,
-      headers: { "content-type": "application/yaml" },
-      query: { dryRun: 1, explain: 1 },
-      idempotent: true,
-    });
-  } catch (error) {
-    if (error instanceof CliError && error.status === 400)
-      throw new CliError(`${label}: ${error.message}`, 2);
-    throw error;
-  }
+  const answer = await checkedByServer<CheckedWorkflowFile>(
+    client,
+    "/api/v1/workflows",
+    workflow.text,
+    label,
+  );
   if (json) return printJson(answer);
   const count = answer.jobs.length;
   const parts = [`${label} is a valid workflow (${count} job${count === 1 ? "" : "s"}); nothing was made\n`];
