@@ -25,18 +25,24 @@ import { TurnFrames } from "../common/protocol/turn-frames.ts";
 import { agentLeavesServer, stewardRelease } from "../common/protocol/versions.ts";
 import { HttpClient } from "../common/transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
-import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt.ts";
-import { lockWorkFolder } from "./attempt-folder.ts";
-import { type Enforcement, openEnforcement, readLayout, removeBase, sweepCgroups } from "./enforcement.ts";
-import { readHostFacts, type StaticFacts } from "./facts.ts";
-import { declaredGpus } from "./gpus.ts";
-import { readHostCredential, writeHostCredential } from "./host-credential.ts";
-import { chooseLauncher, type LaunchedJob, Launcher, launcherCacheWarning } from "./launcher.ts";
-import { Outbox } from "./outbox.ts";
-import { reconnectDelayMs } from "./reconnect.ts";
-import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./run-as.ts";
-import { SPARE_FOLDERS_MAX, SpareFolders } from "./spare-folders.ts";
-import { hostSpeed } from "./speed.ts";
+import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./accounts/run-as.ts";
+import { Attempt, type AttemptContext, attemptKeyOf } from "./attempt/attempt.ts";
+import { lockWorkFolder } from "./attempt/attempt-folder.ts";
+import { SPARE_FOLDERS_MAX, SpareFolders } from "./attempt/spare-folders.ts";
+import {
+  type Enforcement,
+  openEnforcement,
+  readLayout,
+  removeBase,
+  sweepCgroups,
+} from "./cgroups/enforcement.ts";
+import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
+import { Outbox } from "./connection/outbox.ts";
+import { reconnectDelayMs } from "./connection/reconnect.ts";
+import { readHostFacts, type StaticFacts } from "./host/facts.ts";
+import { declaredGpus } from "./host/gpus.ts";
+import { hostSpeed } from "./host/speed.ts";
+import { chooseLauncher, type LaunchedJob, Launcher, launcherCacheWarning } from "./launcher/launcher.ts";
 
 /** A server that has not completed the WebSocket handshake in this time is skipped for the next one. */
 export const HANDSHAKE_TIMEOUT_MS = 2000;

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
-import { inheritedEnvironment } from "./inherited-environment.ts";
+import { inheritedEnvironment } from "../attempt/inherited-environment.ts";
 import { untrustedLauncherCache } from "./launcher-cache-trust.ts";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");

@@ -4,9 +4,9 @@
 // exports it, or, for a job run as another account, a file beside it does (jobEnvironmentFile).
 
 import { join } from "node:path";
-import type { StartMessage } from "../common/protocol/messages.ts";
-import type { JobExec } from "./launcher.ts";
-import type { JobUser } from "./run-as.ts";
+import type { StartMessage } from "../../common/protocol/messages.ts";
+import type { JobUser } from "../accounts/run-as.ts";
+import type { JobExec } from "../launcher/launcher.ts";
 import { shellFreeWords } from "./simple-command.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
