@@ -10,13 +10,13 @@ import type { JobExec } from "../launcher/launcher.ts";
 import { shellFreeWords } from "./simple-command.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
-export const SDK_PATH = join(import.meta.dirname, "..", "common", "sdk", "index.js");
+export const SDK_PATH = join(import.meta.dirname, "..", "..", "common", "sdk", "index.js");
 /**
  * The Python package `steward` (standard library only) is in this folder: it leads the job's
  * PYTHONPATH, so that `import steward` works in a job on any host with no install, in the version
  * that speaks this agent's file protocol.
  */
-export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "python");
+export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "..", "python");
 
 export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
