@@ -1,13 +1,17 @@
 // One writer: handlers change durable state only through the writes that record it, so after any
 // series of events the state a broker rebuilds from the recorded changes is the live state (soft
 // state aside: leases, connections, progress; src/broker/state/soft-state.ts). Run over a day of a small
-// cluster, checked after every event; and a change made without its record is caught.
+// cluster, checked after every event; and a change made without its record is caught. All or
+// nothing: each event is first made to throw at each of its writes in turn (and after its last),
+// and each throw must leave the state as it was before the event and as the store has it.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${param.seed}` is the job file's placeholder
 
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { planPass } from "../../src/broker/planner/plan-pass.ts";
 import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
@@ -110,16 +114,25 @@ function checkState(bench: HandlerBench): void {
   expect(liveJobsOf(bench.state)).toEqual(liveJobsCounted(bench.state));
 }
 
-/** Handles one event and checks the state (checkState). */
+/**
+ * Handles one event and checks the state (checkState); first, the event made to throw at each of
+ * its writes in turn, and after its last, must leave the state as it was, and as the store has it.
+ */
 function event<T>(bench: HandlerBench, handler: (step: Step) => T): T {
+  const before = structuredClone(durable(bench.state));
+  bench.throwAtEachWrite(handler, (fault) => {
+    expect(durable(bench.state), fault.message).toEqual(before);
+    checkState(bench);
+  });
   const { result } = bench.run(handler);
   checkState(bench);
   return result;
 }
 
+/** A scheduling pass: its plan applied as one event (event). */
 function schedule(bench: HandlerBench): void {
-  bench.schedule();
-  checkState(bench);
+  const plan = planPass(bench.state, bench.now, bench.policy);
+  if (plan) event(bench, (step) => applyPlan(step, plan));
 }
 
 /** Reports every start sent since `from` as started. */
@@ -630,6 +643,32 @@ describe("the state rebuilt from the recorded changes", () => {
     bench.run(() => {
       attempt.state = "running";
     });
+    expect(durable(bench.recovered())).not.toEqual(durable(bench.state));
+  });
+
+  it("differs from the state before an event made to throw that changed a record by hand", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1")));
+    event(bench, (step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "sleep 1" }), owner: "alice", inputs: [] }),
+    );
+    const job = bench.state.jobs.get("1")!;
+    const before = structuredClone(durable(bench.state));
+    const faults: (number | null)[] = [];
+    // A write taken back, and a change made by hand that nothing takes back.
+    const writes = bench.throwAtEachWrite(
+      (step) => {
+        step.write.updateJob(job, { cancelRequested: true });
+        job.record.held = !job.record.held;
+      },
+      (fault) => {
+        faults.push(fault.write);
+        expect(job.record.cancelRequested).toBe(false);
+      },
+    );
+    expect(writes).toBe(1);
+    expect(faults).toStrictEqual([1, null]);
+    expect(durable(bench.state)).not.toEqual(before);
     expect(durable(bench.recovered())).not.toEqual(durable(bench.state));
   });
 });

@@ -63,6 +63,13 @@ export class ClusterState {
     if (workflow.submitKey !== null)
       this.workflowSubmissions.set(submissionKey(workflow.owner, workflow.submitKey), workflow);
   }
+
+  /** Takes a workflow added out again, with its indexes (a step that threw: reactor/writes.ts). */
+  removeWorkflow(workflow: WorkflowRecord): void {
+    this.workflows.delete(workflow.id);
+    if (workflow.submitKey !== null)
+      this.workflowSubmissions.delete(submissionKey(workflow.owner, workflow.submitKey));
+  }
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
   /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */
@@ -147,6 +154,7 @@ export class ClusterState {
     }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
+    for (const index of job.delayed) this.backingOff.delete(job.tasks[index]);
     this.queue.delete(job);
   }
 
@@ -268,6 +276,16 @@ export class ClusterState {
       if (attempt.state === "running" || attempt.state === "stopping")
         for (const rank of entry.gang.ranks) rank.started = true;
     }
+    this.reactivate(entry);
+    return entry;
+  }
+
+  /**
+   * Records a live attempt again with the entry it had (its gang's progress and what it reported
+   * kept): how an end taken back (a step that threw, reactor/writes.ts) makes it live again.
+   */
+  reactivate(entry: LiveAttempt): void {
+    const { job, attempt } = entry;
     const key = keyOf(attempt);
     if (!this.live.has(key)) this.liveJobs.set(job, (this.liveJobs.get(job) ?? 0) + 1);
     this.live.set(key, entry);
@@ -281,13 +299,13 @@ export class ClusterState {
       host.usedMemoryMb += memoryMb;
       holdCountable(host, rank.gpus, job.custom, 1);
     }
-    return entry;
   }
 
-  deactivate(attempt: AttemptRecord): void {
+  /** An attempt ends or goes: its hosts' room is free again. Returns its entry, if it was live. */
+  deactivate(attempt: AttemptRecord): LiveAttempt | undefined {
     const key = keyOf(attempt);
     const entry = this.live.get(key);
-    if (!entry) return;
+    if (!entry) return undefined;
     this.live.delete(key);
     const left = (this.liveJobs.get(entry.job) ?? 1) - 1;
     if (left > 0) this.liveJobs.set(entry.job, left);
@@ -311,6 +329,7 @@ export class ClusterState {
       holdCountable(host, rank.gpus, entry.job.custom, -1);
     }
     for (const name of hostsOf(attempt)) this.hosts.get(name)?.active.delete(key);
+    return entry;
   }
 
   /**
