@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { planPass } from "../../src/broker/planner/plan-pass.ts";
 import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
+import { purgeAccounting, setMeta } from "../../src/broker/reactor/handlers/broker-records.ts";
 import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
@@ -90,6 +91,7 @@ function durable(state: ClusterState) {
     liveJobs: liveJobsOf(state),
     tokens: state.tokens.list(),
     workflows: [...state.workflows.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    meta: [...state.meta].sort(),
   };
 }
 
@@ -355,6 +357,12 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(bench.state.hosts.has("h3")).toBe(false);
     event(bench, (step) => revokeToken(step, join.id, ["join"]));
     expect(bench.state.tokens.list("host").every((token) => token.revokedAt !== null)).toBe(true);
+
+    // The broker's own records: a pool's pilot ledger set twice, old accounting rows purged.
+    event(bench, (step) => setMeta(step, "pilots.default", '["p1"]'));
+    event(bench, (step) => setMeta(step, "pilots.default", "[]"));
+    event(bench, (step) => purgeAccounting(step, 365));
+    expect(bench.recovered().meta.get("pilots.default")).toBe("[]");
   });
 
   it("is the live state after every event of gangs, replicas and requirements files", () => {

@@ -363,6 +363,25 @@ export class StateWrites {
     this.#changes.push({ op: "putToken", token: record });
   }
 
+  // ---- the broker's own records
+
+  /** A meta entry (state: ClusterState.meta). */
+  setMeta(key: string, value: string): void {
+    const meta = this.#state.meta;
+    const before = meta.get(key);
+    meta.set(key, value);
+    this.#undo.push(() => {
+      if (before === undefined) meta.delete(key);
+      else meta.set(key, before);
+    });
+    this.#changes.push({ op: "setMeta", key, value });
+  }
+
+  /** Drops the accounting rows of removed jobs whose attempts ended before `endedBefore` (none in memory). */
+  purgeAccounting(endedBefore: number): void {
+    this.#changes.push({ op: "purgeAccounting", endedBefore });
+  }
+
   // ---- checkpoint parts
 
   /**

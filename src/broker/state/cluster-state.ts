@@ -54,6 +54,8 @@ export class ClusterState {
   readonly tokens = new TokenRegistry();
   /** Every workflow by id (small, and kept whatever became of its jobs). */
   readonly workflows = new Map<string, WorkflowRecord>();
+  /** The store's meta entries: small records of the broker's own (the pilots a pool submitted). */
+  readonly meta = new Map<string, string>();
   /** Workflows by their owner's submit key (WorkflowRecord.submitKey): a repeated submit finds its workflow. */
   readonly workflowSubmissions = new Map<string, WorkflowRecord>();
 

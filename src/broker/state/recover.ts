@@ -31,6 +31,7 @@ export function recoverState(
     if (list) list.push(task);
     else tasksByJob.set(task.jobId, [task]);
   }
+  for (const [key, value] of Object.entries(snapshot.meta)) state.meta.set(key, value);
   for (const token of snapshot.tokens) state.tokens.put(token);
   for (const workflow of snapshot.workflows ?? []) state.addWorkflow(workflow);
   for (const host of snapshot.hosts) {
