@@ -13,7 +13,11 @@ import { planPass } from "../../src/broker/planner/plan-pass.ts";
 import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import { purgeAccounting, setMeta } from "../../src/broker/reactor/handlers/broker-records.ts";
-import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
+import {
+  checkpointObjectStored,
+  commitCheckpoint,
+  recordLegacyParts,
+} from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
   cancelTasks,
@@ -637,6 +641,32 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }));
     expect(bench.state.header("2")?.state).toBe("pending");
     expect(bench.state.header("4")?.state).toBe("waiting");
+  });
+
+  it("is the live state after checkpoint parts of an earlier version's store are recorded", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "sim" }), owner: "alice", inputs: [] }),
+    );
+    const part = (jobId: string, rank: number) => ({
+      jobId,
+      taskIndex: 0,
+      rank,
+      generation: 3,
+      attempt: 1,
+      files: [{ path: "state", sha256: sha("a"), bytes: 5 }],
+      bytes: 5,
+      at: 30,
+    });
+    // A job in memory, and one that is not (its parts go to the store only).
+    event(bench, (step) => recordLegacyParts(step, [part("1", 0), part("1", 1), part("gone", 0)]));
+    expect(
+      bench.state.jobs
+        .get("1")
+        ?.checkpointsOf(0)
+        .parts.map((each) => each.rank),
+    ).toStrictEqual([0, 1]);
+    expect(bench.stored().checkpointParts).toHaveLength(3);
   });
 
   it("differs from the live state when a change is made without its record", () => {

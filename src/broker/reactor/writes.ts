@@ -385,6 +385,26 @@ export class StateWrites {
   // ---- checkpoint parts
 
   /**
+   * Parts found in a store of an earlier version (server/legacy-checkpoints.ts), recorded once: each
+   * joins its task's parts in memory when its job is there (one that left memory has them in the
+   * store only).
+   */
+  addCheckpointParts(parts: readonly CheckpointPart[]): void {
+    for (const part of parts) {
+      const job = this.#state.jobs.get(part.jobId);
+      if (job) {
+        const checkpoints = job.checkpointsOf(part.taskIndex);
+        const before = checkpoints.parts;
+        checkpoints.parts = [...before, part];
+        this.#undo.push(() => {
+          checkpoints.parts = before;
+        });
+      }
+      this.#changes.push({ op: "putCheckpointPart", part });
+    }
+  }
+
+  /**
    * A task keeps these checkpoint parts from now on: `added` is recorded if kept, and the parts it
    * kept before and keeps no more (by rank and generation) are deleted.
    */

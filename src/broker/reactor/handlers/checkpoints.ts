@@ -137,6 +137,14 @@ export function commitCheckpoint(step: Step, commit: CheckpointCommit): Checkpoi
   return { generation, bytes, previous };
 }
 
+/**
+ * Checkpoint parts of a store of an earlier version, read from its manifest blobs at start
+ * (server/legacy-checkpoints.ts): recorded once, as the parts they are.
+ */
+export function recordLegacyParts(step: Step, parts: readonly CheckpointPart[]): void {
+  step.write.addCheckpointParts(parts);
+}
+
 /** The blobs of a drop are deleted (or failed to be): their objects may be uploaded again. */
 export function checkpointBlobsDropped(step: Step, drop: CheckpointBlobDrop): void {
   const job = step.state.jobs.get(drop.jobId);
