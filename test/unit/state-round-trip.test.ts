@@ -72,7 +72,8 @@ function durable(state: ClusterState) {
     .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
     .map(
       ({
-        record: { lastSeen: _lease, ...record },
+        // The record whole: the lease and facts of the moment are soft state, beside it.
+        record,
         usedSlots,
         usedMemoryMb,
         usedGpus,
@@ -317,7 +318,13 @@ describe("the state rebuilt from the recorded changes", () => {
     startAll(bench, from);
     expect(attemptOf("1", 0)).toMatchObject({ number: 2, restarted: true });
 
+    // A heartbeat's facts are soft state until the host's record is next written (the drain).
+    const busier = facts("h1", { memFreeMb: 100, load1: 3 });
+    bench.heartbeat("h1", busier);
+    checkState(bench);
+    expect(bench.state.hosts.get("h1")?.record.facts).not.toEqual(busier);
     event(bench, (step) => drainHost(step, "h1"));
+    expect(bench.state.hosts.get("h1")?.record.facts).toEqual(busier);
     event(bench, (step) => undrainHost(step, "h1"));
 
     // Job 1 succeeds: job 3 may start. Job 4 is cancelled: job 5 can never run and is cancelled.

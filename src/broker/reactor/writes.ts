@@ -31,7 +31,7 @@ import type {
 } from "../../common/model/records.ts";
 import type { AttemptOutcome, HostState, TaskState } from "../../common/model/states.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
-import { type HostEntry, type LiveAttempt, newHostEntry } from "../state/host-entry.ts";
+import { type HostEntry, hostRecordNow, type LiveAttempt, newHostEntry } from "../state/host-entry.ts";
 import { JobEntry } from "../state/job-entry.ts";
 import type { Change, StoredJob } from "../store/store.ts";
 
@@ -310,21 +310,27 @@ export class StateWrites {
       this.#undo.push(() => this.#state.hosts.delete(record.name));
     } else {
       const known = host;
-      const before = { record: known.record, connected: known.connected };
+      const before = {
+        record: known.record,
+        lastSeen: known.lastSeen,
+        facts: known.facts,
+        connected: known.connected,
+      };
       this.#undo.push(() => Object.assign(known, before));
       host.record = record;
+      host.lastSeen = record.lastSeen;
+      host.facts = record.facts;
       host.connected = true;
     }
     this.#changes.push({ op: "putHost", host: record });
     return host;
   }
 
+  /** A new state; the record takes the lease and facts the agent last reported (soft state) with it. */
   setHostState(host: HostEntry, state: HostState): void {
-    const before = { state: host.record.state, connected: host.connected };
-    this.#undo.push(() => {
-      host.record.state = before.state;
-      host.connected = before.connected;
-    });
+    const before = { record: host.record, connected: host.connected };
+    this.#undo.push(() => Object.assign(host, before));
+    host.record = hostRecordNow(host);
     host.record.state = state;
     // A lost host's agent is not attached, whatever its socket says.
     if (state === "lost") host.connected = false;

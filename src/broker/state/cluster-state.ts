@@ -20,7 +20,14 @@ import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";
-import { freeCustom, freeGpus, type HostEntry, holdCountable, type LiveAttempt } from "./host-entry.ts";
+import {
+  freeCustom,
+  freeGpus,
+  type HostEntry,
+  holdCountable,
+  hostRecordNow,
+  type LiveAttempt,
+} from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
@@ -382,7 +389,7 @@ export class ClusterState {
     const held = this.reservations.size > 0 ? this.heldRoom({ jobId, taskIndex }).get(hostName) : undefined;
     return {
       slots: host.record.slots - host.usedSlots - (held?.slots ?? 0),
-      memoryMb: host.record.facts.memoryMb - host.usedMemoryMb - (held?.memoryMb ?? 0),
+      memoryMb: host.facts.memoryMb - host.usedMemoryMb - (held?.memoryMb ?? 0),
     };
   }
 
@@ -404,7 +411,7 @@ export class ClusterState {
 
   hostList(): HostListing[] {
     return [...this.hosts.values()].map((host) => ({
-      ...host.record,
+      ...hostRecordNow(host),
       slotsFree: Math.max(0, host.record.slots - host.usedSlots),
       connected: host.connected,
       liveAttempts: host.active.size,
@@ -427,12 +434,12 @@ export class ClusterState {
         connected: host.connected,
         slots: host.record.slots,
         slotsFree,
-        memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
+        memoryFreeMb: host.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
         // Undefined rather than absent: every view has one shape (spreads here slowed each pass).
-        gpusFree: host.record.facts.gpus?.length ? freeGpus(host).length : undefined,
-        customFree: host.record.facts.resources ? freeCustom(host) : undefined,
+        gpusFree: host.facts.gpus?.length ? freeGpus(host).length : undefined,
+        customFree: host.facts.resources ? freeCustom(host) : undefined,
         facts: {
-          ...host.record.facts,
+          ...host.facts,
           slotsFree: Math.max(0, slotsFree),
           secondsLeft: walltime ? walltime.secondsLeft : Number.POSITIVE_INFINITY,
         },

@@ -66,7 +66,7 @@ function migrateUnsatisfied(step: Step, job: JobEntry, text: string): void {
     if (attempt.state !== "starting" && attempt.state !== "running") continue;
     const host = step.state.hosts.get(attempt.host);
     if (!host) continue;
-    const result = evaluateRequirement(requirements, host.record.facts);
+    const result = evaluateRequirement(requirements, host.facts);
     if (result.ok) continue;
     const reason = `requirements changed: ${text}`;
     stops.push({
