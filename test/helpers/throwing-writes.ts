@@ -16,9 +16,9 @@ export class InjectedFault extends Error {
   }
 }
 
-/** StateWrites' writing methods (a write called from another counts too). */
+/** StateWrites' writing methods (a write called from another counts too); not its undo log's. */
 const WRITES = Object.getOwnPropertyNames(StateWrites.prototype).filter(
-  (name) => name !== "constructor" && name !== "rollback" && name !== "onRollback",
+  (name) => !["constructor", "rollback", "onRollback", "mark"].includes(name),
 );
 
 /**

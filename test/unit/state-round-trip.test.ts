@@ -10,7 +10,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { planPass } from "../../src/broker/planner/plan-pass.ts";
-import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
+import {
+  attachHost,
+  attemptEnded,
+  attemptReports,
+  attemptStarted,
+} from "../../src/broker/reactor/handlers/agent-reports.ts";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import { purgeAccounting, setMeta } from "../../src/broker/reactor/handlers/broker-records.ts";
 import {
@@ -46,6 +51,7 @@ import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { validateWorkflowFile } from "../../src/common/model/workflow.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
+import { InjectedFault, throwAtWrite } from "../helpers/throwing-writes.ts";
 
 const sorted = (values: Iterable<number | string>) => [...values].sort();
 
@@ -674,6 +680,46 @@ describe("the state rebuilt from the recorded changes", () => {
         .parts.map((each) => each.rank),
     ).toStrictEqual([0, 1]);
     expect(bench.stored().checkpointParts).toHaveLength(3);
+  });
+
+  it("is the live state after a host's reports handled together, one made to throw at each of its writes", () => {
+    /** Three tasks running on h1. */
+    const running = () => {
+      const bench = new HandlerBench();
+      event(bench, (step) => attachHost(step, hello("h1", [], 4)));
+      const spec = validateJobSpec({
+        command: "work",
+        array: { count: 3 },
+        retry: { maxAttempts: 2, backoffSeconds: 0 },
+      });
+      event(bench, (step) => submitJob(step, { id: "1", spec, owner: "alice", inputs: [] }));
+      schedule(bench);
+      startAll(bench, 0);
+      return bench;
+    };
+    const reports = [
+      ended("1", 1, "succeeded", { taskIndex: 0 }),
+      ended("1", 1, "failed", { taskIndex: 1 }),
+      ended("1", 1, "succeeded", { taskIndex: 2 }),
+    ];
+    let faults = 0;
+    for (let k = 1; ; k++) {
+      const bench = running();
+      const { result: errors } = bench.run((step) => {
+        throwAtWrite(step.write, k);
+        return attemptReports(step, "h1", reports);
+      });
+      const failed = errors.findIndex((error) => error instanceof InjectedFault);
+      if (failed < 0) break;
+      faults++;
+      expect(errors.filter((error) => error !== null)).toHaveLength(1);
+      checkState(bench);
+      // The report that threw changed nothing; the others stand, as if it had not come.
+      const others = running();
+      event(others, (step) => attemptReports(step, "h1", reports.toSpliced(failed, 1)));
+      expect(durable(bench.state)).toEqual(durable(others.state));
+    }
+    expect(faults).toBeGreaterThanOrEqual(reports.length);
   });
 
   it("differs from the live state when a change is made without its record", () => {

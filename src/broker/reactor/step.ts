@@ -45,6 +45,26 @@ export class Step {
   }
 
   /**
+   * Runs one part of the handler all or nothing (one report of several handled in one step): when
+   * `part` throws, what it wrote is taken back and the changes and effects it added are dropped,
+   * the rest of the step standing, and its error is returned; null when it returned.
+   */
+  allOrNothing(part: () => void): unknown {
+    const mark = this.write.mark();
+    const changes = this.#changes.length;
+    const effects = this.effects.length;
+    try {
+      part();
+      return null;
+    } catch (error) {
+      this.write.rollback(mark);
+      this.#changes.length = changes;
+      this.effects.length = effects;
+      return error;
+    }
+  }
+
+  /**
    * Notes how to take back a change to the reactor's bookkeeping of the moment made in this step,
    * should the handler throw (writes.ts): one a later step decides by (a gang's ranks, room kept).
    */

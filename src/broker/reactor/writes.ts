@@ -103,11 +103,16 @@ export class StateWrites {
     this.#undo.push(undo);
   }
 
-  /** Takes back every change made to memory in this step, newest first (the handler threw). */
-  rollback(): void {
+  /** Where the undo log is now: rollback(mark) takes back what was written since. */
+  mark(): number {
+    return this.#undo.length;
+  }
+
+  /** Takes back every change made to memory in this step since `mark` (all: 0), newest first. */
+  rollback(mark = 0): void {
     const undo = this.#undo;
-    for (let i = undo.length - 1; i >= 0; i--) undo[i]();
-    undo.length = 0;
+    for (let i = undo.length - 1; i >= mark; i--) undo[i]();
+    undo.length = mark;
   }
 
   // ---- jobs
