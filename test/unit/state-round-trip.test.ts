@@ -15,6 +15,7 @@ import {
   attemptEnded,
   attemptReports,
   attemptStarted,
+  startUndelivered,
 } from "../../src/broker/reactor/handlers/agent-reports.ts";
 import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import { purgeAccounting, setMeta } from "../../src/broker/reactor/handlers/broker-records.ts";
@@ -35,16 +36,24 @@ import {
   removeJob,
   undrainHost,
 } from "../../src/broker/reactor/handlers/control.ts";
+import { heartbeatReported } from "../../src/broker/reactor/handlers/heartbeat.ts";
 import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
 import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import {
+  cancelWorkflow,
+  holdWorkflow,
+  releaseWorkflow,
+  removeWorkflow,
+} from "../../src/broker/reactor/handlers/workflow-control.ts";
 import { retryWorkflow, submitWorkflow } from "../../src/broker/reactor/handlers/workflows.ts";
 import type { Step } from "../../src/broker/reactor/step.ts";
+import { policyOf } from "../../src/broker/scheduler/policy.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
-import { agentDetached, agentSeen } from "../../src/broker/state/soft-state.ts";
+import { agentDetached, agentSeen, heartbeatSeen } from "../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../src/common/model/qos-file.ts";
 import { newTokenOf } from "../../src/common/model/tokens.ts";
@@ -431,13 +440,11 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(first.host).toBe("g1");
     event(bench, (step) => attemptStarted(step, "g1", { jobId: "3", taskIndex: 0, attempt: 1 }));
     bench.now += 1000;
-    bench.heartbeat(
-      "g1",
-      hello("g1").facts,
-      [],
-      [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }],
-    );
-    expect(durable(bench.recovered())).toEqual(durable(bench.state));
+    // A heartbeat as Core takes it: its soft state noted, then what it decides handled as an event.
+    heartbeatSeen(bench.state, bench.now, "g1", hello("g1").facts, []);
+    const requirements = [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }];
+    const margin = policyOf(bench.policy).walltimeMarginSeconds;
+    event(bench, (step) => heartbeatReported(step, "g1", [], requirements, margin));
     expect(bench.state.jobs.get("3")?.record.dynamicRequirements).toBe('host.name == "g2"');
     event(bench, (step) => attemptEnded(step, "g1", ended("3", 1, "migrated")));
     schedule(bench);
@@ -654,6 +661,30 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }));
     expect(bench.state.header("2")?.state).toBe("pending");
     expect(bench.state.header("4")?.state).toBe("waiting");
+
+    // Held and released as one; the start of job 2's next attempt cannot be delivered (it goes
+    // round again); then the workflow is cancelled and removed, every job of it in one step.
+    event(bench, (step) => holdWorkflow(step, "flow-1", "alice"));
+    event(bench, (step) => releaseWorkflow(step, "flow-1", "alice"));
+    schedule(bench);
+    const [undelivered] = bench.starts().slice(from);
+    expect(undelivered).toMatchObject({ jobId: "2" });
+    event(bench, (step) =>
+      startUndelivered(step, undelivered.host, {
+        jobId: "2",
+        taskIndex: 0,
+        attempt: undelivered.attempt,
+      }),
+    );
+    expect(bench.state.jobs.get("2")?.latestAttempt(0)?.outcome).toBe("lost");
+    event(bench, (step) => cancelWorkflow(step, "flow-1", "alice"));
+    event(bench, (step) => removeWorkflow(step, "flow-1"));
+    expect(["1", "2", "3", "4"].map((id) => bench.state.header(id))).toStrictEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it("is the live state after checkpoint parts of an earlier version's store are recorded", () => {

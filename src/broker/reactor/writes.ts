@@ -10,8 +10,10 @@
 // when the handler throws, `handle` (step.ts) rolls the log back, newest first, before the error goes
 // on: the step's changes are dropped uncommitted and memory is as the store has it, so a handler that
 // throws half-way has changed nothing durable. Bookkeeping of the moment that later steps decide by
-// (a gang's ranks started, room kept for a task) is taken back the same way (Step.onRollback). The
-// log costs a closure a write; it is dropped with the step.
+// (a gang's ranks started, room kept for a task, checkpoint objects pending, an attempt's watch) is
+// taken back the same way (Step.onRollback). A part of a handler may be made all or nothing on its
+// own (Step.allOrNothing: one report of several a host sent together), back to a mark in the log.
+// The log costs a closure a write; it is dropped with the step.
 // Tests: test/unit/state-round-trip.test.ts recovers the state from the changes and compares, after
 // every event and after each event made to throw at each of its writes in turn.
 

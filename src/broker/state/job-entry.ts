@@ -127,6 +127,11 @@ export class JobEntry implements JobView {
     return true;
   }
 
+  /** Takes back refuseRequirements(text) that returned true (its step threw: reactor/writes.ts). */
+  refusalTakenBack(text: string): void {
+    this.#refusedRequirements?.delete(text);
+  }
+
   get priority(): number {
     return this.record.priority;
   }
