@@ -229,7 +229,7 @@ export class StateWrites {
    */
   updateTasks(job: JobEntry, tasks: TaskRecord[], change: TaskChange): void {
     const { migration, state, ...fields } = change;
-    this.#undo.push(undoTasks(this.#state, job, tasks, change));
+    this.#undo.push(undoTasks(this.#state, job, tasks, fields, migration !== undefined, state !== undefined));
     for (const task of tasks) {
       Object.assign(task, fields);
       if (fields.checkpoint) job.checkpointCommitted();
@@ -456,24 +456,30 @@ function valuesOf<T extends object>(target: T, change: Partial<T>): Partial<T> {
 
 /**
  * How to take back updateTasks(job, tasks, change), read before it is made: each task's fields,
- * migration rule and state put back (the state last, so that its back-off follows its notBefore),
- * and whether the job's tasks checkpoint.
+ * and its migration rule and state when the change sets them, put back (the state last, so that its
+ * back-off follows its notBefore), and whether the job's tasks checkpoint. Kept in flat arrays: a
+ * step of a short task updates one task twice.
  */
-function undoTasks(state: ClusterState, job: JobEntry, tasks: TaskRecord[], change: TaskChange): () => void {
-  const { migration, state: taskState, ...fields } = change;
-  const before = tasks.map((task) => ({
-    fields: valuesOf(task, fields),
-    migration: task.migration,
-    state: task.state,
-  }));
+function undoTasks(
+  state: ClusterState,
+  job: JobEntry,
+  tasks: TaskRecord[],
+  fields: Partial<TaskRecord>,
+  migration: boolean,
+  taskState: boolean,
+): () => void {
+  const keys = Object.keys(fields) as (keyof TaskRecord)[];
+  const values: unknown[] = [];
+  for (const task of tasks) for (const key of keys) values.push(task[key]);
+  const migrations = migration ? tasks.map((task) => task.migration) : null;
+  const states = taskState ? tasks.map((task) => task.state) : null;
   const checkpoints = job.checkpoints;
   return () => {
     for (let i = tasks.length - 1; i >= 0; i--) {
-      const task = tasks[i];
-      const was = before[i];
-      Object.assign(task, was.fields);
-      if (migration !== undefined) job.setMigration(task, was.migration);
-      if (taskState !== undefined) state.setTaskState(job, task, was.state);
+      const task = tasks[i] as unknown as Record<string, unknown>;
+      for (let k = 0; k < keys.length; k++) task[keys[k]] = values[i * keys.length + k];
+      if (migrations) job.setMigration(tasks[i], migrations[i]);
+      if (states) state.setTaskState(job, tasks[i], states[i]);
     }
     job.checkpointCommitted(checkpoints);
   };
