@@ -28,6 +28,7 @@ import type {
   WorkflowRecord,
 } from "../../src/common/model/records.ts";
 import type { HeartbeatMessage, ServerMessage } from "../../src/common/protocol/messages.ts";
+import { InjectedFault, throwAtWrite } from "./throwing-writes.ts";
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };
 export type StopSent = Extract<ServerMessage, { type: "stop" }> & { host: string };
@@ -59,6 +60,33 @@ export class HandlerBench {
     retireEnded(this.state, handled.changes);
     if (handled.schedule) this.#passWanted = true;
     return handled;
+  }
+
+  /**
+   * Handles one event once for each write it makes, made to throw at that write, and once more
+   * made to throw after its last (throwing-writes.ts); `check` is called after each throw. Nothing
+   * is recorded: each throw should leave the state as it was. Stops early at an error of the
+   * handler's own, which handling it for real then meets too. Returns how many writes it made.
+   */
+  throwAtEachWrite<T>(handler: (step: Step) => T, check: (fault: InjectedFault) => void): number {
+    for (let k = 1; ; k++) {
+      try {
+        handle(
+          this.state,
+          this.now,
+          (step) => {
+            throwAtWrite(step.write, k);
+            handler(step);
+            throw new InjectedFault(null);
+          },
+          () => 0.5,
+        );
+      } catch (error) {
+        if (!(error instanceof InjectedFault)) return k - 1;
+        check(error);
+        if (error.write === null) return k - 1;
+      }
+    }
   }
 
   /** Runs the scheduling passes steps asked for, as the reactor does after them. */

@@ -1,14 +1,29 @@
 // One writer: handlers change durable state only through the writes that record it, so after any
 // series of events the state a broker rebuilds from the recorded changes is the live state (soft
 // state aside: leases, connections, progress; src/broker/state/soft-state.ts). Run over a day of a small
-// cluster, checked after every event; and a change made without its record is caught.
+// cluster, checked after every event; and a change made without its record is caught. All or
+// nothing: each event is first made to throw at each of its writes in turn (and after its last),
+// and each throw must leave the state as it was before the event and as the store has it.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${param.seed}` is the job file's placeholder
 
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { attachHost, attemptEnded, attemptStarted } from "../../src/broker/reactor/handlers/agent-reports.ts";
-import { checkpointObjectStored, commitCheckpoint } from "../../src/broker/reactor/handlers/checkpoints.ts";
+import { planPass } from "../../src/broker/planner/plan-pass.ts";
+import {
+  attachHost,
+  attemptEnded,
+  attemptReports,
+  attemptStarted,
+  startUndelivered,
+} from "../../src/broker/reactor/handlers/agent-reports.ts";
+import { applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
+import { purgeAccounting, setMeta } from "../../src/broker/reactor/handlers/broker-records.ts";
+import {
+  checkpointObjectStored,
+  commitCheckpoint,
+  recordLegacyParts,
+} from "../../src/broker/reactor/handlers/checkpoints.ts";
 import {
   cancelJob,
   cancelTasks,
@@ -21,22 +36,31 @@ import {
   removeJob,
   undrainHost,
 } from "../../src/broker/reactor/handlers/control.ts";
+import { heartbeatReported } from "../../src/broker/reactor/handlers/heartbeat.ts";
 import { expireLeases } from "../../src/broker/reactor/handlers/leases.ts";
 import { retryJob } from "../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../src/broker/reactor/handlers/submit.ts";
 import { createToken, issueHostCredential, revokeToken } from "../../src/broker/reactor/handlers/tokens.ts";
 import { updateJob } from "../../src/broker/reactor/handlers/update.ts";
+import {
+  cancelWorkflow,
+  holdWorkflow,
+  releaseWorkflow,
+  removeWorkflow,
+} from "../../src/broker/reactor/handlers/workflow-control.ts";
 import { retryWorkflow, submitWorkflow } from "../../src/broker/reactor/handlers/workflows.ts";
 import type { Step } from "../../src/broker/reactor/step.ts";
+import { policyOf } from "../../src/broker/scheduler/policy.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../src/broker/state/job-entry.ts";
-import { agentDetached, agentSeen } from "../../src/broker/state/soft-state.ts";
+import { agentDetached, agentSeen, heartbeatSeen } from "../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../src/common/model/qos-file.ts";
 import { newTokenOf } from "../../src/common/model/tokens.ts";
 import { validateWorkflowFile } from "../../src/common/model/workflow.ts";
 import { ended, facts, hello } from "../helpers/agent-messages.ts";
 import { HandlerBench } from "../helpers/handler-bench.ts";
+import { InjectedFault, throwAtWrite } from "../helpers/throwing-writes.ts";
 
 const sorted = (values: Iterable<number | string>) => [...values].sort();
 
@@ -63,7 +87,8 @@ function durable(state: ClusterState) {
     .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
     .map(
       ({
-        record: { lastSeen: _lease, ...record },
+        // The record whole: the lease and facts of the moment are soft state, beside it.
+        record,
         usedSlots,
         usedMemoryMb,
         usedGpus,
@@ -86,6 +111,7 @@ function durable(state: ClusterState) {
     liveJobs: liveJobsOf(state),
     tokens: state.tokens.list(),
     workflows: [...state.workflows.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    meta: [...state.meta].sort(),
   };
 }
 
@@ -110,16 +136,25 @@ function checkState(bench: HandlerBench): void {
   expect(liveJobsOf(bench.state)).toEqual(liveJobsCounted(bench.state));
 }
 
-/** Handles one event and checks the state (checkState). */
+/**
+ * Handles one event and checks the state (checkState); first, the event made to throw at each of
+ * its writes in turn, and after its last, must leave the state as it was, and as the store has it.
+ */
 function event<T>(bench: HandlerBench, handler: (step: Step) => T): T {
+  const before = structuredClone(durable(bench.state));
+  bench.throwAtEachWrite(handler, (fault) => {
+    expect(durable(bench.state), fault.message).toEqual(before);
+    checkState(bench);
+  });
   const { result } = bench.run(handler);
   checkState(bench);
   return result;
 }
 
+/** A scheduling pass: its plan applied as one event (event). */
 function schedule(bench: HandlerBench): void {
-  bench.schedule();
-  checkState(bench);
+  const plan = planPass(bench.state, bench.now, bench.policy);
+  if (plan) event(bench, (step) => applyPlan(step, plan));
 }
 
 /** Reports every start sent since `from` as started. */
@@ -298,7 +333,13 @@ describe("the state rebuilt from the recorded changes", () => {
     startAll(bench, from);
     expect(attemptOf("1", 0)).toMatchObject({ number: 2, restarted: true });
 
+    // A heartbeat's facts are soft state until the host's record is next written (the drain).
+    const busier = facts("h1", { memFreeMb: 100, load1: 3 });
+    bench.heartbeat("h1", busier);
+    checkState(bench);
+    expect(bench.state.hosts.get("h1")?.record.facts).not.toEqual(busier);
     event(bench, (step) => drainHost(step, "h1"));
+    expect(bench.state.hosts.get("h1")?.record.facts).toEqual(busier);
     event(bench, (step) => undrainHost(step, "h1"));
 
     // Job 1 succeeds: job 3 may start. Job 4 is cancelled: job 5 can never run and is cancelled.
@@ -342,6 +383,12 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(bench.state.hosts.has("h3")).toBe(false);
     event(bench, (step) => revokeToken(step, join.id, ["join"]));
     expect(bench.state.tokens.list("host").every((token) => token.revokedAt !== null)).toBe(true);
+
+    // The broker's own records: a pool's pilot ledger set twice, old accounting rows purged.
+    event(bench, (step) => setMeta(step, "pilots.default", '["p1"]'));
+    event(bench, (step) => setMeta(step, "pilots.default", "[]"));
+    event(bench, (step) => purgeAccounting(step, 365));
+    expect(bench.recovered().meta.get("pilots.default")).toBe("[]");
   });
 
   it("is the live state after every event of gangs, replicas and requirements files", () => {
@@ -393,13 +440,11 @@ describe("the state rebuilt from the recorded changes", () => {
     expect(first.host).toBe("g1");
     event(bench, (step) => attemptStarted(step, "g1", { jobId: "3", taskIndex: 0, attempt: 1 }));
     bench.now += 1000;
-    bench.heartbeat(
-      "g1",
-      hello("g1").facts,
-      [],
-      [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }],
-    );
-    expect(durable(bench.recovered())).toEqual(durable(bench.state));
+    // A heartbeat as Core takes it: its soft state noted, then what it decides handled as an event.
+    heartbeatSeen(bench.state, bench.now, "g1", hello("g1").facts, []);
+    const requirements = [{ jobId: "3", taskIndex: 0, attempt: 1, text: 'host.name == "g2"' }];
+    const margin = policyOf(bench.policy).walltimeMarginSeconds;
+    event(bench, (step) => heartbeatReported(step, "g1", [], requirements, margin));
     expect(bench.state.jobs.get("3")?.record.dynamicRequirements).toBe('host.name == "g2"');
     event(bench, (step) => attemptEnded(step, "g1", ended("3", 1, "migrated")));
     schedule(bench);
@@ -616,6 +661,96 @@ describe("the state rebuilt from the recorded changes", () => {
     event(bench, (step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }));
     expect(bench.state.header("2")?.state).toBe("pending");
     expect(bench.state.header("4")?.state).toBe("waiting");
+
+    // Held and released as one; the start of job 2's next attempt cannot be delivered (it goes
+    // round again); then the workflow is cancelled and removed, every job of it in one step.
+    event(bench, (step) => holdWorkflow(step, "flow-1", "alice"));
+    event(bench, (step) => releaseWorkflow(step, "flow-1", "alice"));
+    schedule(bench);
+    const [undelivered] = bench.starts().slice(from);
+    expect(undelivered).toMatchObject({ jobId: "2" });
+    event(bench, (step) =>
+      startUndelivered(step, undelivered.host, {
+        jobId: "2",
+        taskIndex: 0,
+        attempt: undelivered.attempt,
+      }),
+    );
+    expect(bench.state.jobs.get("2")?.latestAttempt(0)?.outcome).toBe("lost");
+    event(bench, (step) => cancelWorkflow(step, "flow-1", "alice"));
+    event(bench, (step) => removeWorkflow(step, "flow-1"));
+    expect(["1", "2", "3", "4"].map((id) => bench.state.header(id))).toStrictEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it("is the live state after checkpoint parts of an earlier version's store are recorded", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "sim" }), owner: "alice", inputs: [] }),
+    );
+    const part = (jobId: string, rank: number) => ({
+      jobId,
+      taskIndex: 0,
+      rank,
+      generation: 3,
+      attempt: 1,
+      files: [{ path: "state", sha256: sha("a"), bytes: 5 }],
+      bytes: 5,
+      at: 30,
+    });
+    // A job in memory, and one that is not (its parts go to the store only).
+    event(bench, (step) => recordLegacyParts(step, [part("1", 0), part("1", 1), part("gone", 0)]));
+    expect(
+      bench.state.jobs
+        .get("1")
+        ?.checkpointsOf(0)
+        .parts.map((each) => each.rank),
+    ).toStrictEqual([0, 1]);
+    expect(bench.stored().checkpointParts).toHaveLength(3);
+  });
+
+  it("is the live state after a host's reports handled together, one made to throw at each of its writes", () => {
+    /** Three tasks running on h1. */
+    const running = () => {
+      const bench = new HandlerBench();
+      event(bench, (step) => attachHost(step, hello("h1", [], 4)));
+      const spec = validateJobSpec({
+        command: "work",
+        array: { count: 3 },
+        retry: { maxAttempts: 2, backoffSeconds: 0 },
+      });
+      event(bench, (step) => submitJob(step, { id: "1", spec, owner: "alice", inputs: [] }));
+      schedule(bench);
+      startAll(bench, 0);
+      return bench;
+    };
+    const reports = [
+      ended("1", 1, "succeeded", { taskIndex: 0 }),
+      ended("1", 1, "failed", { taskIndex: 1 }),
+      ended("1", 1, "succeeded", { taskIndex: 2 }),
+    ];
+    let faults = 0;
+    for (let k = 1; ; k++) {
+      const bench = running();
+      const { result: errors } = bench.run((step) => {
+        throwAtWrite(step.write, k);
+        return attemptReports(step, "h1", reports);
+      });
+      const failed = errors.findIndex((error) => error instanceof InjectedFault);
+      if (failed < 0) break;
+      faults++;
+      expect(errors.filter((error) => error !== null)).toHaveLength(1);
+      checkState(bench);
+      // The report that threw changed nothing; the others stand, as if it had not come.
+      const others = running();
+      event(others, (step) => attemptReports(step, "h1", reports.toSpliced(failed, 1)));
+      expect(durable(bench.state)).toEqual(durable(others.state));
+    }
+    expect(faults).toBeGreaterThanOrEqual(reports.length);
   });
 
   it("differs from the live state when a change is made without its record", () => {
@@ -630,6 +765,32 @@ describe("the state rebuilt from the recorded changes", () => {
     bench.run(() => {
       attempt.state = "running";
     });
+    expect(durable(bench.recovered())).not.toEqual(durable(bench.state));
+  });
+
+  it("differs from the state before an event made to throw that changed a record by hand", () => {
+    const bench = new HandlerBench();
+    event(bench, (step) => attachHost(step, hello("h1")));
+    event(bench, (step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "sleep 1" }), owner: "alice", inputs: [] }),
+    );
+    const job = bench.state.jobs.get("1")!;
+    const before = structuredClone(durable(bench.state));
+    const faults: (number | null)[] = [];
+    // A write taken back, and a change made by hand that nothing takes back.
+    const writes = bench.throwAtEachWrite(
+      (step) => {
+        step.write.updateJob(job, { cancelRequested: true });
+        job.record.held = !job.record.held;
+      },
+      (fault) => {
+        faults.push(fault.write);
+        expect(job.record.cancelRequested).toBe(false);
+      },
+    );
+    expect(writes).toBe(1);
+    expect(faults).toStrictEqual([1, null]);
+    expect(durable(bench.state)).not.toEqual(before);
     expect(durable(bench.recovered())).not.toEqual(durable(bench.state));
   });
 });

@@ -85,7 +85,7 @@ export class Reactor {
   /**
    * Handles one event: `handler` changes the state and records changes and effects in the step;
    * the result comes back once the changes are committed and the effects performed. A handler
-   * that throws changes nothing (handlers check before they change).
+   * that throws changes nothing: its writes are taken back (step.ts), nothing is committed.
    */
   async run<T>(handler: (step: Step) => T): Promise<T> {
     const handled = handle(this.state, this.now(), handler, this.options.random);

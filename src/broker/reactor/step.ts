@@ -1,6 +1,9 @@
 // One event being handled: the state to change, the clock, and what the handler has decided so
 // far, changes to commit and effects to perform after the commit. Handlers change durable state
-// only through `write` (writes.ts), which records each change as it makes it.
+// only through `write` (writes.ts), which records each change as it makes it and notes how to take
+// it back. The rule: a handler's writes take effect only if it returns. One that throws, before or
+// after some of its writes, has its writes taken back (`handle`), its changes and effects dropped:
+// nothing is committed and memory is as before the event, so it may check as it goes.
 
 import { type JobEvent, renderEvent } from "../../common/model/events.ts";
 import type { EventRecord } from "../../common/model/records.ts";
@@ -42,6 +45,34 @@ export class Step {
   }
 
   /**
+   * Runs one part of the handler all or nothing (one report of several handled in one step): when
+   * `part` throws, what it wrote is taken back and the changes and effects it added are dropped,
+   * the rest of the step standing, and its error is returned; null when it returned.
+   */
+  allOrNothing(part: () => void): unknown {
+    const mark = this.write.mark();
+    const changes = this.#changes.length;
+    const effects = this.effects.length;
+    try {
+      part();
+      return null;
+    } catch (error) {
+      this.write.rollback(mark);
+      this.#changes.length = changes;
+      this.effects.length = effects;
+      return error;
+    }
+  }
+
+  /**
+   * Notes how to take back a change to the reactor's bookkeeping of the moment made in this step,
+   * should the handler throw (writes.ts): one a later step decides by (a gang's ranks, room kept).
+   */
+  onRollback(undo: () => void): void {
+    this.write.onRollback(undo);
+  }
+
+  /**
    * Adds an event to the job's history: its kind and data, and the message rendered from them,
    * stored with them so that a later version shows it as it was written.
    */
@@ -72,6 +103,7 @@ export interface Handled<T> {
 /**
  * Runs one handler over the state at `now`: a pure function of (state, event, now) to changes and
  * effects, with no store and no timers (the reactor commits the changes and performs the effects).
+ * A handler that throws has its writes taken back before the error goes on (all or nothing).
  */
 export function handle<T>(
   state: ClusterState,
@@ -80,6 +112,12 @@ export function handle<T>(
   random: () => number = Math.random,
 ): Handled<T> {
   const step = new Step(state, now, random);
-  const result = handler(step);
+  let result: T;
+  try {
+    result = handler(step);
+  } catch (error) {
+    step.write.rollback();
+    throw error;
+  }
   return { result, changes: step.changes, effects: step.effects, schedule: step.schedule };
 }

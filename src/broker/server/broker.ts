@@ -171,13 +171,8 @@ export class Broker {
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
     committer.onCommitted = this.#options.onCommitted ?? null;
-    // A store of an earlier version kept checkpoint manifests as blobs only: recorded once.
+    // A store of an earlier version kept checkpoint manifests as blobs only: recorded once, below.
     const legacy = await legacyCheckpoints(snapshot, blobs);
-    if (legacy.parts.length > 0) {
-      await committer.push(legacy.parts.map((part) => ({ op: "putCheckpointPart", part })));
-      snapshot.checkpointParts.push(...legacy.parts);
-      log.info({ parts: legacy.parts.length }, "checkpoint manifests of an earlier version recorded");
-    }
     const core = new Core(committer, {
       heartbeatSeconds,
       hostTimeoutSeconds,
@@ -193,6 +188,10 @@ export class Broker {
     core.reactor.setLinks(this.#links);
     core.reactor.setCheckpointBlobs(checkpointBlobsIn(blobs));
     core.recover(snapshot);
+    if (legacy.parts.length > 0) {
+      await core.checkpoints.recordLegacyParts(legacy.parts);
+      log.info({ parts: legacy.parts.length }, "checkpoint manifests of an earlier version recorded");
+    }
     for (const object of legacy.unnamed) await core.checkpoints.objectStored(object);
     core.start();
     this.#term = term;

@@ -13,6 +13,7 @@ import { type HostCommands, hostCommands } from "../reactor/commands/hosts.ts";
 import { type JobCommands, jobCommands } from "../reactor/commands/jobs.ts";
 import { type TokenCommands, tokenCommands } from "../reactor/commands/tokens.ts";
 import { type WorkflowCommands, workflowCommands } from "../reactor/commands/workflows.ts";
+import { purgeAccounting, setMeta } from "../reactor/handlers/broker-records.ts";
 import { forgetHost } from "../reactor/handlers/control.ts";
 import { heartbeatReported } from "../reactor/handlers/heartbeat.ts";
 import { walltimeDue } from "../reactor/handlers/walltime.ts";
@@ -68,16 +69,12 @@ export class Core {
   readonly checkpoints: CheckpointCommands & { noteTransfer(bytes: number, ms: number): void };
   /** The agents' hellos and reports of attempts started and ended. */
   readonly agents: AgentCommands;
-  readonly #committer: GroupCommitter;
-  /** The store's meta entries (small records of the broker's own, e.g. the pilots it submitted). */
-  #meta = new Map<string, string>();
   readonly #accountingDays: number;
   readonly #qos: QosPolicy;
   readonly #fairShare: Partial<FairShareSettings>;
   #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
-    this.#committer = committer;
     this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
     this.#qos = options.qos ?? DEFAULT_QOS_POLICY;
     this.#fairShare = options.fairShare ?? {};
@@ -123,27 +120,24 @@ export class Core {
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
     this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#fairShare, this.#qos);
-    this.#meta = new Map(Object.entries(snapshot.meta));
   }
 
   /** A meta entry as last set (recovered from the store), or undefined. */
   meta(key: string): string | undefined {
-    return this.#meta.get(key);
+    return this.state.meta.get(key);
   }
 
-  /** Sets a meta entry; durable when the promise resolves. */
-  async setMeta(key: string, value: string): Promise<void> {
-    this.#meta.set(key, value);
-    await this.#committer.push([{ op: "setMeta", key, value }]);
+  /** Sets a meta entry, through the reactor; durable when the promise resolves. */
+  setMeta(key: string, value: string): Promise<void> {
+    return this.reactor.run((step) => setMeta(step, key, value));
   }
 
   /**
    * Drops the accounting rows of removed jobs whose attempts ended more than --accounting-days
-   * ago; durable when the promise resolves. No state in memory holds them.
+   * ago, through the reactor; durable when the promise resolves. No state in memory holds them.
    */
-  async purgeAccounting(): Promise<void> {
-    const endedBefore = this.reactor.now() - this.#accountingDays * 86_400_000;
-    await this.#committer.push([{ op: "purgeAccounting", endedBefore }]);
+  purgeAccounting(): Promise<void> {
+    return this.reactor.run((step) => purgeAccounting(step, this.#accountingDays));
   }
 
   /** Starts the reactor, and the hourly purge of old accounting rows (once at start too). */

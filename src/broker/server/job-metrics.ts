@@ -105,7 +105,7 @@ export class JobMetrics {
         const state = cluster();
         if (!state) return;
         for (const host of state.hosts.values()) {
-          const gpus = host.record.facts.gpus ?? [];
+          const gpus = host.facts.gpus ?? [];
           if (!host.connected || gpus.length === 0) continue;
           const pool = host.record.pool;
           this.inc({ pool, state: "used" }, host.usedGpus.size);

@@ -23,6 +23,20 @@ export class AttemptWatches {
     return this.#watches.get(key);
   }
 
+  /**
+   * How to put an attempt's watch back as it is now (none: none), should the step that is about
+   * to change it throw (reactor/writes.ts).
+   */
+  restorer(key: string): () => void {
+    const watch = this.#watches.get(key);
+    if (!watch) return () => this.#watches.delete(key);
+    const before = { ...watch, samples: [...watch.samples] };
+    return () => {
+      Object.assign(watch, before);
+      this.#watches.set(key, watch);
+    };
+  }
+
   watch(key: string): AttemptWatch {
     let watch = this.#watches.get(key);
     if (!watch) {

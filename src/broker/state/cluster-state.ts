@@ -20,7 +20,14 @@ import type { HostView, ReservedRoom } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";
-import { freeCustom, freeGpus, type HostEntry, holdCountable, type LiveAttempt } from "./host-entry.ts";
+import {
+  freeCustom,
+  freeGpus,
+  type HostEntry,
+  holdCountable,
+  hostRecordNow,
+  type LiveAttempt,
+} from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
 import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
@@ -54,6 +61,8 @@ export class ClusterState {
   readonly tokens = new TokenRegistry();
   /** Every workflow by id (small, and kept whatever became of its jobs). */
   readonly workflows = new Map<string, WorkflowRecord>();
+  /** The store's meta entries: small records of the broker's own (the pilots a pool submitted). */
+  readonly meta = new Map<string, string>();
   /** Workflows by their owner's submit key (WorkflowRecord.submitKey): a repeated submit finds its workflow. */
   readonly workflowSubmissions = new Map<string, WorkflowRecord>();
 
@@ -62,6 +71,13 @@ export class ClusterState {
     this.workflows.set(workflow.id, workflow);
     if (workflow.submitKey !== null)
       this.workflowSubmissions.set(submissionKey(workflow.owner, workflow.submitKey), workflow);
+  }
+
+  /** Takes a workflow added out again, with its indexes (a step that threw: reactor/writes.ts). */
+  removeWorkflow(workflow: WorkflowRecord): void {
+    this.workflows.delete(workflow.id);
+    if (workflow.submitKey !== null)
+      this.workflowSubmissions.delete(submissionKey(workflow.owner, workflow.submitKey));
   }
   /** When a task (job/index) was last migrated, so the rescheduler leaves it a discovery period. */
   readonly movedAt = new Map<string, number>();
@@ -147,6 +163,7 @@ export class ClusterState {
     }
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
+    for (const index of job.delayed) this.backingOff.delete(job.tasks[index]);
     this.queue.delete(job);
   }
 
@@ -268,6 +285,16 @@ export class ClusterState {
       if (attempt.state === "running" || attempt.state === "stopping")
         for (const rank of entry.gang.ranks) rank.started = true;
     }
+    this.reactivate(entry);
+    return entry;
+  }
+
+  /**
+   * Records a live attempt again with the entry it had (its gang's progress and what it reported
+   * kept): how an end taken back (a step that threw, reactor/writes.ts) makes it live again.
+   */
+  reactivate(entry: LiveAttempt): void {
+    const { job, attempt } = entry;
     const key = keyOf(attempt);
     if (!this.live.has(key)) this.liveJobs.set(job, (this.liveJobs.get(job) ?? 0) + 1);
     this.live.set(key, entry);
@@ -281,13 +308,13 @@ export class ClusterState {
       host.usedMemoryMb += memoryMb;
       holdCountable(host, rank.gpus, job.custom, 1);
     }
-    return entry;
   }
 
-  deactivate(attempt: AttemptRecord): void {
+  /** An attempt ends or goes: its hosts' room is free again. Returns its entry, if it was live. */
+  deactivate(attempt: AttemptRecord): LiveAttempt | undefined {
     const key = keyOf(attempt);
     const entry = this.live.get(key);
-    if (!entry) return;
+    if (!entry) return undefined;
     this.live.delete(key);
     const left = (this.liveJobs.get(entry.job) ?? 1) - 1;
     if (left > 0) this.liveJobs.set(entry.job, left);
@@ -311,6 +338,7 @@ export class ClusterState {
       holdCountable(host, rank.gpus, entry.job.custom, -1);
     }
     for (const name of hostsOf(attempt)) this.hosts.get(name)?.active.delete(key);
+    return entry;
   }
 
   /**
@@ -361,7 +389,7 @@ export class ClusterState {
     const held = this.reservations.size > 0 ? this.heldRoom({ jobId, taskIndex }).get(hostName) : undefined;
     return {
       slots: host.record.slots - host.usedSlots - (held?.slots ?? 0),
-      memoryMb: host.record.facts.memoryMb - host.usedMemoryMb - (held?.memoryMb ?? 0),
+      memoryMb: host.facts.memoryMb - host.usedMemoryMb - (held?.memoryMb ?? 0),
     };
   }
 
@@ -383,7 +411,7 @@ export class ClusterState {
 
   hostList(): HostListing[] {
     return [...this.hosts.values()].map((host) => ({
-      ...host.record,
+      ...hostRecordNow(host),
       slotsFree: Math.max(0, host.record.slots - host.usedSlots),
       connected: host.connected,
       liveAttempts: host.active.size,
@@ -406,12 +434,12 @@ export class ClusterState {
         connected: host.connected,
         slots: host.record.slots,
         slotsFree,
-        memoryFreeMb: host.record.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
+        memoryFreeMb: host.facts.memoryMb - host.usedMemoryMb - (kept?.memoryMb ?? 0),
         // Undefined rather than absent: every view has one shape (spreads here slowed each pass).
-        gpusFree: host.record.facts.gpus?.length ? freeGpus(host).length : undefined,
-        customFree: host.record.facts.resources ? freeCustom(host) : undefined,
+        gpusFree: host.facts.gpus?.length ? freeGpus(host).length : undefined,
+        customFree: host.facts.resources ? freeCustom(host) : undefined,
         facts: {
-          ...host.record.facts,
+          ...host.facts,
           slotsFree: Math.max(0, slotsFree),
           secondsLeft: walltime ? walltime.secondsLeft : Number.POSITIVE_INFINITY,
         },

@@ -2,7 +2,7 @@
 // what its live attempts hold.
 
 import type { GangProgress } from "../../common/model/gang.ts";
-import type { AttemptRecord, HostRecord, PlacementEntry } from "../../common/model/records.ts";
+import type { AttemptRecord, HostFacts, HostRecord, PlacementEntry } from "../../common/model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { JobEntry } from "./job-entry.ts";
 
@@ -18,7 +18,14 @@ export interface LiveAttempt {
 }
 
 export interface HostEntry {
+  /** As the store has it: changed only through a step's writes (reactor/writes.ts). */
   record: HostRecord;
+  /**
+   * Soft state (state/soft-state.ts): when its agent was last heard from (its lease), and its facts
+   * as its latest heartbeat gave them. The record takes both when it is next written.
+   */
+  lastSeen: number;
+  facts: HostFacts;
   connected: boolean;
   usedSlots: number;
   usedMemoryMb: number;
@@ -37,6 +44,8 @@ export interface HostEntry {
 export function newHostEntry(record: HostRecord, connected: boolean): HostEntry {
   return {
     record,
+    lastSeen: record.lastSeen,
+    facts: record.facts,
     connected,
     usedSlots: 0,
     usedMemoryMb: 0,
@@ -60,15 +69,20 @@ export function onePlacement(host: HostEntry): PlacementEntry[] {
   return host.onePlacement;
 }
 
+/** The host's record with its lease and facts as its agent last reported them (what is shown). */
+export function hostRecordNow(host: HostEntry): HostRecord {
+  return { ...host.record, lastSeen: host.lastSeen, facts: host.facts };
+}
+
 /** The GPU ids the host's agent declares that no live attempt holds, in the agent's order. */
 export function freeGpus(host: HostEntry): string[] {
-  return (host.record.facts.gpus ?? []).filter((id) => !host.usedGpus.has(id));
+  return (host.facts.gpus ?? []).filter((id) => !host.usedGpus.has(id));
 }
 
 /** Units of each countable resource the host's agent declares that no live attempt holds. */
 export function freeCustom(host: HostEntry): Record<string, number> {
   const free: Record<string, number> = {};
-  for (const [name, units] of Object.entries(host.record.facts.resources ?? {}))
+  for (const [name, units] of Object.entries(host.facts.resources ?? {}))
     free[name] = units - (host.usedCustom.get(name) ?? 0);
   return free;
 }

@@ -127,6 +127,11 @@ export class JobEntry implements JobView {
     return true;
   }
 
+  /** Takes back refuseRequirements(text) that returned true (its step threw: reactor/writes.ts). */
+  refusalTakenBack(text: string): void {
+    this.#refusedRequirements?.delete(text);
+  }
+
   get priority(): number {
     return this.record.priority;
   }
@@ -292,7 +297,7 @@ export class JobEntry implements JobView {
     const list = this.attempts.get(attempt.taskIndex);
     if (list) list.push(attempt);
     else this.attempts.set(attempt.taskIndex, [attempt]);
-    if (attempt.state === "ended") this.#countRun(attempt);
+    if (attempt.state === "ended") this.#countRun(attempt, 1);
     else this.#liveByTask.set(attempt.taskIndex, (this.#liveByTask.get(attempt.taskIndex) ?? 0) + 1);
   }
 
@@ -301,7 +306,27 @@ export class JobEntry implements JobView {
     const live = (this.#liveByTask.get(attempt.taskIndex) ?? 0) - 1;
     if (live > 0) this.#liveByTask.set(attempt.taskIndex, live);
     else this.#liveByTask.delete(attempt.taskIndex);
-    this.#countRun(attempt);
+    this.#countRun(attempt, 1);
+  }
+
+  /** Takes back attemptEnded (its attempt still as it ended): a step that threw (reactor/writes.ts). */
+  attemptReopened(attempt: AttemptRecord): void {
+    this.#countRun(attempt, -1);
+    this.#liveByTask.set(attempt.taskIndex, (this.#liveByTask.get(attempt.taskIndex) ?? 0) + 1);
+  }
+
+  /** Takes back the task's latest addAttempt: a step that threw (reactor/writes.ts). */
+  removeLatestAttempt(attempt: AttemptRecord): void {
+    const list = this.attempts.get(attempt.taskIndex);
+    if (list?.[list.length - 1] !== attempt) return;
+    list.pop();
+    if (list.length === 0) this.attempts.delete(attempt.taskIndex);
+    if (attempt.state === "ended") this.#countRun(attempt, -1);
+    else {
+      const live = (this.#liveByTask.get(attempt.taskIndex) ?? 0) - 1;
+      if (live > 0) this.#liveByTask.set(attempt.taskIndex, live);
+      else this.#liveByTask.delete(attempt.taskIndex);
+    }
   }
 
   /** Tasks with a live attempt (starting, running or stopping): those holding slots now. */
@@ -314,11 +339,11 @@ export class JobEntry implements JobView {
     return arrayParallel(this.record.spec);
   }
 
-  /** A whole run that succeeded tells how long the job's tasks take. */
-  #countRun(attempt: AttemptRecord): void {
+  /** A whole run that succeeded tells how long the job's tasks take (sign -1: one counted is taken back). */
+  #countRun(attempt: AttemptRecord, sign: 1 | -1): void {
     if (attempt.outcome !== "succeeded" || attempt.restarted || attempt.endedAt === null) return;
-    this.#finished.count++;
-    this.#finished.seconds += Math.max(0, attempt.endedAt - attempt.startedAt) / 1000;
+    this.#finished.count += sign;
+    this.#finished.seconds += (sign * Math.max(0, attempt.endedAt - attempt.startedAt)) / 1000;
   }
 
   /** How long a task is expected to run: its time limit, else the mean of earlier whole runs; null when unknown. */
@@ -342,9 +367,9 @@ export class JobEntry implements JobView {
     return this.#checkpoints;
   }
 
-  /** A task of the job committed a checkpoint. */
-  checkpointCommitted(): void {
-    this.#checkpoints = true;
+  /** A task of the job committed a checkpoint (false: the commit was taken back, reactor/writes.ts). */
+  checkpointCommitted(committed = true): void {
+    this.#checkpoints = committed;
   }
 
   /** A task's checkpoint parts and pending objects (task-checkpoints.ts). */

@@ -39,6 +39,12 @@ interface Usage {
   ref: number;
 }
 
+/** An owner's decayed cpu-seconds of ended attempts as of `at` (OwnerUsage.usedMark). */
+export interface UsedMark {
+  cpuSeconds: number;
+  at: number;
+}
+
 /** W is rebased on a newer reference before 2^(...) nears the largest double (2^1024). */
 const MAX_WEIGHT_EXPONENT = 500;
 
@@ -124,6 +130,19 @@ export class OwnerUsage {
     } else {
       usage.cpuSeconds += decayedUsage(seconds, endedAt, usage.at, halfLife);
     }
+  }
+
+  /** What an owner's ended attempts add up to now, to be put back with restoreUsed. */
+  usedMark(owner: string): UsedMark | undefined {
+    const usage = this.#owners.get(owner);
+    return usage && { cpuSeconds: usage.cpuSeconds, at: usage.at };
+  }
+
+  /** Puts an owner's ended usage back as it was marked (usedMark): uses added since are taken back. */
+  restoreUsed(owner: string, mark: UsedMark | undefined): void {
+    const usage = this.#usage(owner);
+    usage.cpuSeconds = mark?.cpuSeconds ?? 0;
+    usage.at = mark?.at ?? 0;
   }
 
   /** One owner's standing at `now` (an owner with no record: nothing running, nothing used, factor 1). */

@@ -31,10 +31,13 @@ export function recoverState(
     if (list) list.push(task);
     else tasksByJob.set(task.jobId, [task]);
   }
+  for (const [key, value] of Object.entries(snapshot.meta)) state.meta.set(key, value);
   for (const token of snapshot.tokens) state.tokens.put(token);
   for (const workflow of snapshot.workflows ?? []) state.addWorkflow(workflow);
   for (const host of snapshot.hosts) {
-    state.hosts.set(host.name, newHostEntry({ ...host, lastSeen: now }, false));
+    const entry = newHostEntry(host, false);
+    entry.lastSeen = now;
+    state.hosts.set(host.name, entry);
   }
   for (const job of snapshot.jobs) {
     state.addJob(new JobEntry(job, state.nextSeq++, tasksByJob.get(job.id) ?? []));

@@ -3,12 +3,15 @@
 // in the reactor's tick, a contract breaks in a handler): losing it all is what a restart does, and
 // the rules below say how each piece comes back.
 //
-// - A host's lastSeen (its lease): renewed by every message of its agent. Not committed: a write
-//   per heartbeat would be most of the store's traffic. A restart gives every host a fresh lease
-//   (state/recover.ts), one host timeout to re-attach.
-// - A host's facts from heartbeats: hints that change all the time (free memory, load). The facts
-//   of the agent's hello are committed with the host; later ones reach the store with the host's
-//   next committed change, and the next heartbeat after a restart brings them back.
+// - A host's lastSeen (its lease, HostEntry.lastSeen): renewed by every message of its agent. Not
+//   committed: a write per heartbeat would be most of the store's traffic. A restart gives every
+//   host a fresh lease (state/recover.ts), one host timeout to re-attach.
+// - A host's facts from heartbeats (HostEntry.facts): hints that change all the time (free memory,
+//   load), which the scheduler reads. The facts of the agent's hello are committed with the host;
+//   later ones reach the store with the host's next committed change (its record takes the lease
+//   and facts of the moment then, reactor/writes.ts), and the next heartbeat after a restart
+//   brings them back. The host's record itself (HostEntry.record) is never changed here: it is
+//   what the store has.
 // - Whether a host's agent is attached (`connected`) and where it answers (`address`): properties
 //   of a connection, which a restart does not keep; the agent's hello sets them again.
 // - Progress samples of running attempts (JobEntry.progress, LiveAttempt.progress): what the
@@ -32,7 +35,7 @@ export interface ProgressReport {
 /** Any message from the agent renews its lease. */
 export function agentSeen(state: ClusterState, now: number, name: string): void {
   const host = state.hosts.get(name);
-  if (host) host.record.lastSeen = now;
+  if (host) host.lastSeen = now;
 }
 
 /** Heartbeats renew the lease and bring facts and progress. */
@@ -45,8 +48,8 @@ export function heartbeatSeen(
 ): void {
   const host = state.hosts.get(name);
   if (!host) return;
-  host.record.lastSeen = now;
-  host.record.facts = facts;
+  host.lastSeen = now;
+  host.facts = facts;
   for (const report of progress) {
     const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
     if (!active) continue;

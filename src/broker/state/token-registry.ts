@@ -45,6 +45,15 @@ export class TokenRegistry {
     if (record.kind === "api") this.#groups = null;
   }
 
+  /** Forgets a token put (one whose put is taken back: reactor/writes.ts). */
+  delete(id: string): void {
+    const record = this.#tokens.get(id);
+    if (!record) return;
+    this.#tokens.delete(id);
+    if (record.kind === "host") this.#hostCredentials.get(record.subject)?.delete(id);
+    if (record.kind === "api") this.#groups = null;
+  }
+
   get(id: string): TokenRecord | undefined {
     return this.#tokens.get(id);
   }

@@ -4,7 +4,7 @@
 import { type NewToken, newTokenOf, presentedToken } from "../../../common/model/tokens.ts";
 import type { EndedEvent, HelloMessage, StartedEvent } from "../../../common/protocol/messages.ts";
 import { ConflictError } from "../errors.ts";
-import { type AttemptRef, attachHost, attemptEnded, attemptStarted } from "../handlers/agent-reports.ts";
+import { type AttemptRef, attachHost, attemptReports } from "../handlers/agent-reports.ts";
 import { issueHostCredential } from "../handlers/tokens.ts";
 import type { CommandContext } from "./context.ts";
 
@@ -72,35 +72,14 @@ export function agentCommands({ reactor }: CommandContext) {
   /**
    * A host's started and ended reports, applied in their order as one step (one commit): what
    * each would do alone, a report of an attempt the host no longer runs changing nothing.
-   * Resolves once durable with each report's error (null when applied): a handler that throws
-   * has changed nothing (handlers check before they change), so the others stand.
+   * Resolves once durable with each report's error (null when applied): a report whose handler
+   * throws has changed nothing (its writes are taken back), so the others stand.
    */
   function applyReports(
     hostName: string,
     reports: readonly (StartedEvent | EndedEvent)[],
   ): Promise<unknown[]> {
-    return reactor.run((step) =>
-      reports.map((report) => {
-        try {
-          if (report.kind === "started")
-            attemptStarted(
-              step,
-              hostName,
-              {
-                jobId: report.jobId,
-                taskIndex: report.taskIndex,
-                attempt: report.attempt,
-                rank: report.rank,
-              },
-              report.coordinatorPort,
-            );
-          else attemptEnded(step, hostName, report);
-          return null;
-        } catch (error) {
-          return error;
-        }
-      }),
-    );
+    return reactor.run((step) => attemptReports(step, hostName, reports));
   }
 }
 

@@ -1,11 +1,13 @@
 // What the agents' checkpoint uploads record, one command each, durable when they resolve.
 
+import type { CheckpointPart } from "../../../common/model/records.ts";
 import {
   type CheckpointCommit,
   type CheckpointCommitted,
   type CheckpointObjectStored,
   checkpointObjectStored,
   commitCheckpoint,
+  recordLegacyParts,
 } from "../handlers/checkpoints.ts";
 import type { CommandContext } from "./context.ts";
 
@@ -19,6 +21,11 @@ export function checkpointCommands({ reactor }: CommandContext) {
     /** A checkpoint manifest committed by a live attempt (handlers/checkpoints.ts); older blobs dropped. */
     commit(commit: CheckpointCommit): Promise<CheckpointCommitted> {
       return reactor.run((step) => commitCheckpoint(step, commit));
+    },
+
+    /** Parts read from a store of an earlier version's manifests at start (server/legacy-checkpoints.ts). */
+    recordLegacyParts(parts: readonly CheckpointPart[]): Promise<void> {
+      return reactor.run((step) => recordLegacyParts(step, parts));
     },
   };
 }

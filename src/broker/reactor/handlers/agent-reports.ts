@@ -7,7 +7,7 @@ import { rankOn, ranksOn } from "../../../common/model/gang.ts";
 import { attemptKey, keyOf } from "../../../common/model/ids.ts";
 import type { HostRecord } from "../../../common/model/records.ts";
 import type { AttemptOutcome } from "../../../common/model/states.ts";
-import type { EndedEvent, HelloMessage } from "../../../common/protocol/messages.ts";
+import type { EndedEvent, HelloMessage, StartedEvent } from "../../../common/protocol/messages.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { LiveAttempt } from "../../state/host-entry.ts";
 import type { Step } from "../step.ts";
@@ -153,6 +153,30 @@ function usageOf(reported: NonNullable<EndedEvent["usage"]>): AttemptUsage {
     peakMemoryMb: reported.peakMemoryMb,
     wallSeconds: reported.wallSeconds,
   };
+}
+
+/**
+ * A host's started and ended reports, applied in their order in one step: what each would do
+ * alone, each all or nothing (Step.allOrNothing), so that one that throws changes nothing and the others
+ * stand. Returns each report's error (null when applied).
+ */
+export function attemptReports(
+  step: Step,
+  hostName: string,
+  reports: readonly (StartedEvent | EndedEvent)[],
+): unknown[] {
+  return reports.map((report) =>
+    step.allOrNothing(() => {
+      if (report.kind === "started")
+        attemptStarted(
+          step,
+          hostName,
+          { jobId: report.jobId, taskIndex: report.taskIndex, attempt: report.attempt, rank: report.rank },
+          report.coordinatorPort,
+        );
+      else attemptEnded(step, hostName, report);
+    }),
+  );
 }
 
 export function attemptEnded(step: Step, hostName: string, report: EndedEvent): void {

@@ -84,6 +84,7 @@ function applyPreemption(
     stopped: attemptKey(stop.jobId, stop.taskIndex, stop.attempt),
   };
   state.reservations.add(reserved);
+  step.onRollback(() => state.reservations.delete(reserved.jobId, reserved.taskIndex));
   return { stopped, reserved };
 }
 
@@ -93,7 +94,13 @@ function applyStop(step: Step, entry: StopEntry): AttemptRecord | null {
   if (entry.migrateTo) {
     const task = live.job.tasks[entry.taskIndex];
     step.write.updateTask(live.job, task, { migration: { to: entry.migrateTo.to, from: live.attempt.host } });
-    step.state.movedAt.set(`${entry.jobId}/${entry.taskIndex}`, step.now);
+    const key = `${entry.jobId}/${entry.taskIndex}`;
+    const movedAt = step.state.movedAt.get(key);
+    step.state.movedAt.set(key, step.now);
+    step.onRollback(() => {
+      if (movedAt === undefined) step.state.movedAt.delete(key);
+      else step.state.movedAt.set(key, movedAt);
+    });
   }
   stopAttempt(step, live.job, live.attempt, entry.intent);
   if (entry.note) step.event(live.job, entry.note);
@@ -162,7 +169,12 @@ function applyPlacement(
   attempt.placement = placed;
   const live = step.write.addAttempt(job, attempt);
   // A task a preemption kept room for starts (there, or sooner elsewhere): its room is given back.
-  if (state.reservations.delete(job.id, task.index)) live.startedByPreemption = true;
+  const reservation = state.reservations.get(job.id, task.index);
+  if (reservation) {
+    state.reservations.delete(job.id, task.index);
+    step.onRollback(() => state.reservations.add(reservation));
+    live.startedByPreemption = true;
+  }
   const data = { task: task.index, attempt: attempt.number, host: attempt.host };
   if (attempt.number > 1) {
     step.event(job, {

@@ -34,8 +34,16 @@ export function checkpointObjectStored(step: Step, stored: CheckpointObjectStore
     throw new ConflictError(`checkpoint object ${stored.sha256} was being dropped: upload it again`);
   }
   const pending = checkpoints.pending.get(stored.sha256);
-  if (pending) for (const rank of stored.ranks) pending.ranks.add(rank);
-  else checkpoints.pending.set(stored.sha256, { bytes: stored.bytes, ranks: new Set(stored.ranks) });
+  if (pending) {
+    const ranks = new Set(pending.ranks);
+    step.onRollback(() => {
+      pending.ranks = ranks;
+    });
+    for (const rank of stored.ranks) pending.ranks.add(rank);
+  } else {
+    step.onRollback(() => checkpoints.pending.delete(stored.sha256));
+    checkpoints.pending.set(stored.sha256, { bytes: stored.bytes, ranks: new Set(stored.ranks) });
+  }
 }
 
 export interface CheckpointCommit {
@@ -103,6 +111,14 @@ export function commitCheckpoint(step: Step, commit: CheckpointCommit): Checkpoi
   }
   const kept = retention(parts, checkpoints.pending, rank, task.checkpoint?.generation ?? null);
   step.write.keepCheckpointParts(job, taskIndex, kept.keep, part);
+  const pending = new Map(checkpoints.pending);
+  const dropping = new Set(checkpoints.dropping);
+  step.onRollback(() => {
+    checkpoints.pending.clear();
+    for (const [sha, object] of pending) checkpoints.pending.set(sha, object);
+    checkpoints.dropping.clear();
+    for (const sha of dropping) checkpoints.dropping.add(sha);
+  });
   checkpoints.pending.clear();
   for (const [sha, object] of kept.pending) checkpoints.pending.set(sha, object);
   if (kept.drop.length > 0 || kept.dropObjects.length > 0) {
@@ -119,6 +135,14 @@ export function commitCheckpoint(step: Step, commit: CheckpointCommit): Checkpoi
     step.effect({ kind: "dropCheckpointBlobs", drop });
   }
   return { generation, bytes, previous };
+}
+
+/**
+ * Checkpoint parts of a store of an earlier version, read from its manifest blobs at start
+ * (server/legacy-checkpoints.ts): recorded once, as the parts they are.
+ */
+export function recordLegacyParts(step: Step, parts: readonly CheckpointPart[]): void {
+  step.write.addCheckpointParts(parts);
 }
 
 /** The blobs of a drop are deleted (or failed to be): their objects may be uploaded again. */

@@ -31,6 +31,7 @@ export function watchContracts(
     const { job, attempt } = live;
     const contract = job.record.spec.contract;
     if (!contract || attempt.state === "stopping") continue;
+    step.onRollback(state.watches.restorer(key));
     const watch = state.watches.sample(key, { fraction: report.fraction, at: now }, windowSeconds * 1000);
     const verdict = judgeContract(
       {

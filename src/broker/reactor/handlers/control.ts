@@ -6,6 +6,7 @@ import { HELD_REASON, isEndedState } from "../../../common/model/states.ts";
 import { formatTaskList } from "../../../common/model/task-list.ts";
 import { migrationRefusal, migrationTargets } from "../../scheduler/migration-rule.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
+import { hostRecordNow } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
@@ -162,7 +163,7 @@ export function drainHost(step: Step, name: string): HostRecord {
   const host = step.state.hosts.get(name);
   if (!host) throw new NotFoundError(`no host ${name}`);
   if (host.record.state === "ready") step.write.setHostState(host, "draining");
-  return host.record;
+  return hostRecordNow(host);
 }
 
 /** A draining host takes work again; a ready one is answered as it is; a lost one cannot be. */
@@ -177,7 +178,7 @@ export function undrainHost(step: Step, name: string): HostRecord {
     step.write.setHostState(host, "ready");
     step.schedule = true;
   }
-  return host.record;
+  return hostRecordNow(host);
 }
 
 /**

@@ -51,6 +51,7 @@ export function gangRankStarted(
   const gang = live.gang!;
   const rank = reportedRank ?? rankOn(gang, hostName);
   if (rank < 0 || gang.ranks[rank]?.host !== hostName || gang.ranks[rank].started) return;
+  keepForRollback(step, live);
   gang.ranks[rank].started = true;
   const { job, attempt } = live;
   if (rank === 0 && gang.coordinator === null) {
@@ -95,9 +96,30 @@ export function endOnHost(
   }
 }
 
+/**
+ * Notes how to put back a gang's progress (its ranks' starts and ends, its coordinator, its failed
+ * rank) and its job's restart plan as they are now, should the step's handler throw (step.ts).
+ */
+function keepForRollback(step: Step, live: LiveAttempt): void {
+  const gang = live.gang!;
+  const { job } = live;
+  const ranks = gang.ranks.map((rank) => ({ ...rank }));
+  const { coordinator, failed } = gang;
+  const { gangRestart } = job;
+  step.onRollback(() => {
+    gang.ranks.forEach((rank, index) => {
+      Object.assign(rank, ranks[index]);
+    });
+    gang.coordinator = coordinator;
+    gang.failed = failed;
+    job.gangRestart = gangRestart;
+  });
+}
+
 function endRank(step: Step, live: LiveAttempt, rank: number, end: AttemptEnd): void {
   const { job, attempt } = live;
   const gang = live.gang!;
+  keepForRollback(step, live);
   const after = rankEnded(gang, rank, end);
   if (after.stopOthers && gang.failed) {
     const failed = gang.failed;

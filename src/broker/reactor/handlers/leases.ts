@@ -7,12 +7,12 @@ export function expireLeases(step: Step, hostTimeoutSeconds: number): void {
   const { state, now } = step;
   const timeoutMs = hostTimeoutSeconds * 1000;
   for (const host of state.hosts.values()) {
-    if (host.record.state === "lost" || now - host.record.lastSeen <= timeoutMs) continue;
+    if (host.record.state === "lost" || now - host.lastSeen <= timeoutMs) continue;
     step.write.setHostState(host, "lost");
     // A frozen or partitioned agent may still hold its socket open: close it, so that when it
     // comes back it says hello again and is told to kill the attempts that were replaced.
     step.effect({ kind: "disconnect", host: host.record.name });
-    const silent = ((now - host.record.lastSeen) / 1000).toFixed(1);
+    const silent = ((now - host.lastSeen) / 1000).toFixed(1);
     for (const live of [...host.active.values()]) {
       endOnHost(step, live, host.record.name, {
         outcome: "lost",

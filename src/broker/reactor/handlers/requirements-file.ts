@@ -30,9 +30,9 @@ export function followRequirementsFiles(
     const text = report.text.trim();
     // An empty file is one being written, or one the job has not used yet.
     if (text === "") continue;
-    const watch = state.watches.watch(key);
-    if (watch.requirementsText === text) continue;
-    watch.requirementsText = text;
+    if (state.watches.get(key)?.requirementsText === text) continue;
+    step.onRollback(state.watches.restorer(key));
+    state.watches.watch(key).requirementsText = text;
     const where = { task: attempt.taskIndex, attempt: attempt.number, host: attempt.host };
     const problem =
       text.length > REQUIREMENTS_MAX_CHARS
@@ -40,6 +40,7 @@ export function followRequirementsFiles(
         : checkExpression(text, "requirements");
     if (problem !== null) {
       if (!job.refuseRequirements(text)) continue;
+      step.onRollback(() => job.refusalTakenBack(text));
       step.event(job, {
         kind: "requirements.refused",
         data: { ...where, requirements: text.slice(0, REQUIREMENTS_MAX_CHARS), error: problem },
@@ -66,7 +67,7 @@ function migrateUnsatisfied(step: Step, job: JobEntry, text: string): void {
     if (attempt.state !== "starting" && attempt.state !== "running") continue;
     const host = step.state.hosts.get(attempt.host);
     if (!host) continue;
-    const result = evaluateRequirement(requirements, host.record.facts);
+    const result = evaluateRequirement(requirements, host.facts);
     if (result.ok) continue;
     const reason = `requirements changed: ${text}`;
     stops.push({
