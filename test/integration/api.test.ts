@@ -3,7 +3,7 @@
 // with every missed event once.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hostSchema, jobSchema, jobSummarySchema, streamEventSchema } from "../../src/broker/api/schemas.ts";
+import { hostSchema, jobSchema, jobSummarySchema, streamEventSchema } from "../../src/common/api/schemas.ts";
 import {
   api,
   cleanup,

@@ -4,9 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { accountingRowSchema, errors, json } from "../../../common/api/schemas.ts";
 import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
-import { accountingRowSchema, errors, json } from "../schemas.ts";
 import { accountingRowView } from "../views.ts";
 
 export const MAX_ACCOUNTING_ROWS = 100_000;

@@ -5,6 +5,19 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  checkedJobFileSchema,
+  errors,
+  fileBytes,
+  jobSchema,
+  jobSummarySchema,
+  json,
+  outputFileSchema,
+  removedSchema,
+  TASK_STATE_LETTERS,
+  taskSchema,
+  taskStatesSchema,
+} from "../../../common/api/schemas.ts";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
@@ -29,19 +42,6 @@ import { withParamsFile } from "../params-file.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
-import {
-  checkedJobFileSchema,
-  errors,
-  fileBytes,
-  jobSchema,
-  jobSummarySchema,
-  json,
-  outputFileSchema,
-  removedSchema,
-  TASK_STATE_LETTERS,
-  taskSchema,
-  taskStatesSchema,
-} from "../schemas.ts";
 import {
   jobFileTooLarge,
   limitUpload,
