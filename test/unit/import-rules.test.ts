@@ -110,28 +110,9 @@ const KNOWN_CYCLES: readonly (readonly string[])[] = [];
  */
 const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] = [
   {
-    files: ["agent/attempt-cgroup.ts", "agent/spare-cgroups.ts"],
-    until: "the spare cgroups' shared piece in a file of its own",
-  },
-  {
     files: ["broker/reactor/handlers/dependencies.ts", "broker/reactor/handlers/job-state.ts"],
     until:
       "the reactor's handlers settle (they are being reworked): the piece both share in a file of its own",
-  },
-  {
-    files: [
-      "broker/scheduler/policy.ts",
-      "broker/scheduler/qos.ts",
-      "broker/scheduler/stages/gang.ts",
-      "broker/scheduler/stages/rank.ts",
-      "broker/scheduler/view.ts",
-      "broker/scheduler/walltime.ts",
-    ],
-    until: "the scheduler's view types apart from the policy, the stages and the QoS they describe",
-  },
-  {
-    files: ["broker/state/job-entry.ts", "broker/state/task-checkpoints.ts"],
-    until: "a job's checkpoint records in a file of their own",
   },
   {
     files: [
