@@ -114,18 +114,6 @@ const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] 
     until:
       "the reactor's handlers settle (they are being reworked): the piece both share in a file of its own",
   },
-  {
-    files: [
-      "common/model/cel.ts",
-      "common/model/events.ts",
-      "common/model/gang.ts",
-      "common/model/job-spec.ts",
-      "common/model/records.ts",
-      "common/model/replicas.ts",
-      "common/model/task-outcome.ts",
-    ],
-    until: "the model's record types apart from the rules over them (events, outcomes, replicas)",
-  },
 ];
 
 /** The routes' files: they reach the store only through what they are handed (broker/api/ports.ts). */
