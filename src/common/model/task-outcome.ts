@@ -1,6 +1,5 @@
 // What happens to a task when one of its attempts ends (guarantee 5: failures are told apart).
 
-import type { EndCause, LossCause } from "./end-cause.ts";
 import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome, TaskState } from "./states.ts";
