@@ -112,7 +112,7 @@ const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] 
   {
     files: ["broker/reactor/handlers/dependencies.ts", "broker/reactor/handlers/job-state.ts"],
     until:
-      "the reactor's handlers settle (they are being reworked): the piece both share in a file of its own",
+      "the reactor's handlers, being reworked, settle: refreshJobState and releaseDependents call each other (a job's end releases its dependents, whose state is refreshed in turn); then one file for the pair, or the release handed to refreshJobState",
   },
 ];
 
