@@ -121,17 +121,14 @@ const ROUTES = "broker/api/routes/";
 
 /** What the routes' imports of the store wait for. */
 const STORE_PORTS =
-  "ports for the store that routes are handed (the accounting query, the blob store with its layout), in broker/api/ports.ts";
+  "a port for the blob store and its layout that routes are handed, in broker/api/ports.ts (as StoreReads is for the store)";
 
 /** Imports of the store by a route still there, each with what it waits for. */
 const KNOWN_ROUTE_STORE_IMPORTS: readonly { file: string; module: string; until: string }[] = [
-  { file: "broker/api/routes/accounting.ts", module: "broker/store/store.ts", until: STORE_PORTS },
   { file: "broker/api/routes/agent-files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
   { file: "broker/api/routes/agent-files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
   { file: "broker/api/routes/jobs.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
   { file: "broker/api/routes/jobs.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs.ts", module: "broker/store/store.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/system.ts", module: "broker/store/store.ts", until: STORE_PORTS },
   { file: "broker/api/routes/workflows.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
   { file: "broker/api/routes/workflows.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
 ];

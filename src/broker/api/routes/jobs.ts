@@ -34,12 +34,11 @@ import type { JobEntry } from "../../state/job-entry.ts";
 import { headOf, type JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
-import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { keepJobFileText } from "../job-file-source.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, StoreReads } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
 import {
@@ -53,7 +52,7 @@ import { jobHeadView, jobSummaryView, jobView, taskReadView } from "../views.ts"
 
 export interface JobRouteDeps {
   ports: ApiPorts;
-  store: Store;
+  store: StoreReads;
   blobs: BlobStore;
   /** The largest input file a submit may bring, in bytes. */
   maxUploadBytes: number;

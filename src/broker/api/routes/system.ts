@@ -13,10 +13,9 @@ import {
   streamEventSchema,
 } from "../../../common/api/schemas.ts";
 import type { EventRecord } from "../../../common/model/records.ts";
-import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, StoreReads } from "../ports.ts";
 import { wholeNumber } from "../requests.ts";
 import { jobSummaryView } from "../views.ts";
 
@@ -28,7 +27,7 @@ export const MAX_STREAMS_PER_TOKEN = 8;
 
 export interface SystemRouteDeps {
   ports: ApiPorts;
-  store: Store;
+  store: StoreReads;
   metrics: Registry;
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
