@@ -1,7 +1,7 @@
 // End to end: one array job of 2,000 `true` tasks on `steward up` with one agent of 4 slots, timed
 // from the submit request to the job reading succeeded, compared with xargs doing the same work.
 
-import { chooseLauncher } from "../src/agent/launcher.ts";
+import { chooseLauncher } from "../src/agent/launcher/launcher.ts";
 import type { JobSummary } from "./api.ts";
 import { type Benchmark, busyFraction, figure, machineCpu, round, since } from "./benchmark.ts";
 import { startSteward } from "./steward-process.ts";

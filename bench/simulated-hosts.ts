@@ -4,7 +4,7 @@
 // gives, and every start answered at once with an ended report (succeeded, exit code 0), numbered
 // and kept in an outbox until the server acknowledges it (the server acknowledges a report only
 // once it is committed). A job that ends at once is reported so by a real agent too: its start is
-// reported only if the job still runs START_REPORT_DELAY_MS (10 ms) after it (src/agent/agent.ts).
+// reported only if the job still runs START_REPORT_DELAY_MS (10 ms) after it (src/agent/attempt/start-reports.ts).
 // With STEWARD_BENCH_REPORT_STARTS=1 every start is reported as well, before its end (as an agent
 // reports a job that runs a while): two reports a task, as these hosts sent before 2026-11-28. Both
 // ends send a turn's messages as one batch frame, as agents and servers do (turn-frames.ts). Nothing runs: the hosts cost the broker what

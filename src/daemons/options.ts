@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { parseGpuList } from "../agent/gpus.ts";
+import { parseGpuList } from "../agent/host/gpus.ts";
 import {
   DISCOVERY_SECONDS,
   type MetaschedulingPolicy,

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { readProcStat } from "../../src/agent/job-process.ts";
+import { readProcStat } from "../../src/agent/attempt/job-process.ts";
 import {
   type AgentProcess,
   api,

@@ -1,11 +1,16 @@
-// The cgroups an agent made on this machine (src/agent/enforcement.ts), removed once a test has
+// The cgroups an agent made on this machine (src/agent/cgroups/enforcement.ts), removed once a test has
 // killed or stopped it: an agent killed with kill -9, like a host that lost power, leaves its
 // (empty) cgroups behind, and the tests start hundreds of agents on a machine that keeps them.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openEnforcement, readLayout, removeBase, sweepCgroups } from "../../src/agent/enforcement.ts";
+import {
+  openEnforcement,
+  readLayout,
+  removeBase,
+  sweepCgroups,
+} from "../../src/agent/cgroups/enforcement.ts";
 
 /** Removes the cgroups of the agent of that name and work folder (its attempts' first, killing what is left). */
 export async function removeAgentCgroups(name: string, workDir: string): Promise<void> {

@@ -7,9 +7,9 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmdirSync } from "node:fs";
 import { afterAll, expect, it } from "vitest";
-import { AttemptCgroup } from "../../src/agent/attempt-cgroup.ts";
-import { cgroupMounts, directoryOf, ownCgroups } from "../../src/agent/cgroup-layout.ts";
-import { openEnforcement, readLayout } from "../../src/agent/enforcement.ts";
+import { AttemptCgroup } from "../../src/agent/cgroups/attempt-cgroup.ts";
+import { cgroupMounts, directoryOf, ownCgroups } from "../../src/agent/cgroups/cgroup-layout.ts";
+import { openEnforcement, readLayout } from "../../src/agent/cgroups/enforcement.ts";
 import { tempDir, waitFor } from "../helpers/steward.ts";
 
 /** This process's directory in the unified tree, or why there is none to use. */

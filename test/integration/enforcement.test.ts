@@ -9,7 +9,12 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openEnforcement, readLayout, removeBase, sweepCgroups } from "../../src/agent/enforcement.ts";
+import {
+  openEnforcement,
+  readLayout,
+  removeBase,
+  sweepCgroups,
+} from "../../src/agent/cgroups/enforcement.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,

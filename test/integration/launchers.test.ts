@@ -1,4 +1,4 @@
-// The three launchers (src/agent/launcher.ts) start jobs alike: launcher.c, compiled and chosen where
+// The three launchers (src/agent/launcher/launcher.ts) start jobs alike: launcher.c, compiled and chosen where
 // a C compiler runs, launcher.pl (STEWARD_LAUNCHER=perl, chosen where perl runs and no compiler),
 // and the shell launcher with its supervisors, the fallback (STEWARD_LAUNCHER=sh). Each: a job
 // leads a session and process group of its own with SIGPIPE and SIGHUP at their defaults, gets its
@@ -10,8 +10,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readProcStat } from "../../src/agent/job-process.ts";
-import { compiledLauncher, encodeLaunch } from "../../src/agent/launcher.ts";
+import { readProcStat } from "../../src/agent/attempt/job-process.ts";
+import { compiledLauncher, encodeLaunch } from "../../src/agent/launcher/launcher.ts";
 import {
   api,
   cleanup,

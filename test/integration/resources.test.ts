@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { readLayout } from "../../src/agent/enforcement.ts";
+import { readLayout } from "../../src/agent/cgroups/enforcement.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,

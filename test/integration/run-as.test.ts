@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import { attemptDirName } from "../../src/agent/attempt.ts";
+import { attemptDirName } from "../../src/agent/attempt/attempt-identity.ts";
 import {
   type AgentProcess,
   cleanup,

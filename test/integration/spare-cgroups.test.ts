@@ -1,4 +1,4 @@
-// Emptied attempt cgroups kept for reuse (src/agent/spare-cgroups.ts), on this host's real cgroups
+// Emptied attempt cgroups kept for reuse (src/agent/cgroups/spare-cgroups.ts), on this host's real cgroups
 // (v1): an attempt's cgroup that ended empty is kept, under its name, with its peak and CPU time
 // reset; the next attempt takes it (its name with it), with its own limits and counters from zero;
 // a new cgroup never takes a name a cgroup still holds; one that saw an out-of-memory kill is
@@ -9,8 +9,13 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmdirSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { type Enforcement, openEnforcement, readLayout, removeBase } from "../../src/agent/enforcement.ts";
-import { mayKeepCgroup, SPARE_CGROUP_MAX_CHARGED_BYTES } from "../../src/agent/spare-cgroups.ts";
+import {
+  type Enforcement,
+  openEnforcement,
+  readLayout,
+  removeBase,
+} from "../../src/agent/cgroups/enforcement.ts";
+import { mayKeepCgroup, SPARE_CGROUP_MAX_CHARGED_BYTES } from "../../src/agent/cgroups/spare-cgroups.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 

@@ -9,7 +9,7 @@ import {
   jobEnvironmentFile,
   jobScript,
   PYTHON_SDK_PATH,
-} from "../../src/agent/job-script.ts";
+} from "../../src/agent/attempt/job-script.ts";
 import type { StartMessage } from "../../src/common/protocol/messages.ts";
 import { ROOT } from "../helpers/steward.ts";
 

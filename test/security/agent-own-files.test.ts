@@ -19,9 +19,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readHostCredential, writeHostCredential } from "../../src/agent/host-credential.ts";
-import { writeNewFile } from "../../src/agent/new-file.ts";
-import { writeInPlace } from "../../src/agent/spare-folders.ts";
+import { writeInPlace } from "../../src/agent/attempt/spare-folders.ts";
+import { readHostCredential, writeHostCredential } from "../../src/agent/connection/host-credential.ts";
+import { writeNewFile } from "../../src/agent/files/new-file.ts";
 import { HOST_CREDENTIAL_FILE } from "../../src/common/protocol/messages.ts";
 import { defaultWorkFolder } from "../../src/daemons/work-folder.ts";
 

@@ -21,7 +21,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointSync } from "../../src/agent/checkpoint.ts";
+import { CheckpointSync } from "../../src/agent/files/checkpoint.ts";
 import { HttpClient } from "../../src/common/transport/http-client.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { distrust } from "../../src/agent/launcher-cache-trust.ts";
+import { distrust } from "../../src/agent/launcher/launcher-cache-trust.ts";
 import {
   cleanup,
   cli,
@@ -62,9 +62,9 @@ function plantedCache(name: string, mark: string): { cache: string; program: str
   return { cache, program };
 }
 
-/** Where the agent keeps the compiled launcher in `cache` (src/agent/launcher.ts). */
+/** Where the agent keeps the compiled launcher in `cache` (src/agent/launcher/launcher.ts). */
 function keptProgram(cache: string): string {
-  const source = readFileSync(join(import.meta.dirname, "../../src/agent/launcher.c"));
+  const source = readFileSync(join(import.meta.dirname, "../../src/agent/launcher/launcher.c"));
   const hash = createHash("sha256").update(source).digest("hex").slice(0, 16);
   return join(cache, `${hash}-${process.platform}-${process.arch}`, "launcher");
 }

@@ -1,4 +1,4 @@
-// The agent's open cgroup files (src/agent/cgroup-files.ts), on plain files in a temporary folder
+// The agent's open cgroup files (src/agent/cgroups/cgroup-files.ts), on plain files in a temporary folder
 // (the kernel's own cgroup files are read through it in test/integration/spare-cgroups.test.ts):
 // a read answers the file's text as it is now, a long one whole; a missing file reads null and
 // cannot be written; the files under a removed cgroup's folders are closed; past its limit every
@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CgroupFiles } from "../../src/agent/cgroup-files.ts";
+import { CgroupFiles } from "../../src/agent/cgroups/cgroup-files.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 const work = tempDir("steward-cgroup-files-");

@@ -2,7 +2,7 @@
 // are set to, by cgroup version: tables of cases, no cgroup touched.
 
 import { describe, expect, it } from "vitest";
-import { cgroupLayout, cgroupMounts, ownCgroups } from "../../src/agent/cgroup-layout.ts";
+import { cgroupLayout, cgroupMounts, ownCgroups } from "../../src/agent/cgroups/cgroup-layout.ts";
 import {
   CPU_PERIOD_US,
   cgroupSettings,
@@ -12,8 +12,8 @@ import {
   oomKillCount,
   settingsToWrite,
   writtenSettings,
-} from "../../src/agent/cgroup-limits.ts";
-import { baseName } from "../../src/agent/enforcement.ts";
+} from "../../src/agent/cgroups/cgroup-limits.ts";
+import { baseName } from "../../src/agent/cgroups/enforcement.ts";
 
 /** A host with v1 hierarchies (as this project's CI machine has) and a unified tree with no controllers. */
 const HYBRID_MOUNTS = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

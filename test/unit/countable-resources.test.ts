@@ -2,9 +2,9 @@
 // declaration, the scheduler's count, the server's device ids, the job's environment, the cgroup.
 
 import { describe, expect, it } from "vitest";
-import { cgroupSettings } from "../../src/agent/cgroup-limits.ts";
-import { parseDeviceNames, parseGpuList, parseNvidiaSmiList } from "../../src/agent/gpus.ts";
-import { countableEnvironment } from "../../src/agent/job-script.ts";
+import { countableEnvironment } from "../../src/agent/attempt/job-script.ts";
+import { cgroupSettings } from "../../src/agent/cgroups/cgroup-limits.ts";
+import { parseDeviceNames, parseGpuList, parseNvidiaSmiList } from "../../src/agent/host/gpus.ts";
 import { explainJob } from "../../src/broker/scheduler/explain.ts";
 import { schedule } from "../../src/broker/scheduler/schedule.ts";
 import { infeasibility } from "../../src/broker/scheduler/stages/feasibility.ts";

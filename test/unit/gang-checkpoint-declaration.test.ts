@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
-import { CheckpointSync } from "../../src/agent/checkpoint.ts";
+import { CheckpointSync } from "../../src/agent/files/checkpoint.ts";
 import { HttpClient } from "../../src/common/transport/http-client.ts";
 
 interface Committed {

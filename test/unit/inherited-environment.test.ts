@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { inheritedEnvironment, isStewardSetting } from "../../src/agent/inherited-environment.ts";
+import { inheritedEnvironment, isStewardSetting } from "../../src/agent/attempt/inherited-environment.ts";
 
 describe("isStewardSetting", () => {
   it.each([

@@ -7,7 +7,7 @@ import {
   parsePidFile,
   parseProcStat,
   readProcStat,
-} from "../../src/agent/job-process.ts";
+} from "../../src/agent/attempt/job-process.ts";
 
 const tail = (state: string, start: string) =>
   `${state} 1 1 1 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 ${start} 2768896 192 18446744073709551615`;

@@ -14,7 +14,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openJobFile, readJobFile } from "../../src/agent/job-written-file.ts";
+import { openJobFile, readJobFile } from "../../src/agent/files/job-written-file.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 describe("job files", () => {

@@ -10,7 +10,7 @@ import {
   compiledLauncher,
   encodeLaunch,
   parseLauncherLines,
-} from "../../src/agent/launcher.ts";
+} from "../../src/agent/launcher/launcher.ts";
 
 describe("encodeLaunch", () => {
   it.each([
@@ -118,14 +118,14 @@ describe("chooseLauncher", () => {
     process.env.STEWARD_LAUNCHER_CACHE = cache;
     try {
       vi.resetModules();
-      const compiledHere = await import("../../src/agent/launcher.ts");
+      const compiledHere = await import("../../src/agent/launcher/launcher.ts");
       const program = compiledHere.compiledLauncher();
       expect(program?.startsWith(cache)).toBe(true);
       expect(program).toContain(`-${process.platform}-${process.arch}/`);
       writeFileSync(program!, "not a program of this machine\n");
       chmodSync(program!, 0o755);
       vi.resetModules();
-      const later = await import("../../src/agent/launcher.ts");
+      const later = await import("../../src/agent/launcher/launcher.ts");
       expect(later.compiledLauncher()).toBeNull();
       expect(() => later.chooseLauncher("c")).toThrow("does not run here");
       expect(later.chooseLauncher("auto")).toBe("perl");

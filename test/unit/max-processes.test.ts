@@ -3,7 +3,7 @@
 // the job names it.
 
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { cgroupSettings, DEFAULT_MAX_PROCESSES } from "../../src/agent/cgroup-limits.ts";
+import { cgroupSettings, DEFAULT_MAX_PROCESSES } from "../../src/agent/cgroups/cgroup-limits.ts";
 import { JobFileError, validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { Harness, hello, settle, submitOn } from "../helpers/core-harness.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Outbox } from "../../src/agent/outbox.ts";
+import { Outbox } from "../../src/agent/connection/outbox.ts";
 import type { EndedEvent, ReportEvent } from "../../src/common/protocol/messages.ts";
 
 function started(jobId: string, taskIndex: number, attempt: number): ReportEvent {

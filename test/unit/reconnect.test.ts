@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { RECONNECT_BASE_MS, RECONNECT_CAP_MS, reconnectDelayMs } from "../../src/agent/reconnect.ts";
+import {
+  RECONNECT_BASE_MS,
+  RECONNECT_CAP_MS,
+  reconnectDelayMs,
+} from "../../src/agent/connection/reconnect.ts";
 
 describe("reconnectDelayMs", () => {
   it("uses a 100 ms base and a 1.5 s cap, below the default host timeout", () => {

@@ -6,7 +6,6 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { jobEnvironmentFile, jobScript } from "../../src/agent/job-script.ts";
 import {
   type Account,
   accountFor,
@@ -16,7 +15,8 @@ import {
   rootReason,
   runAsNotice,
   unfitReason,
-} from "../../src/agent/run-as.ts";
+} from "../../src/agent/accounts/run-as.ts";
+import { jobEnvironmentFile, jobScript } from "../../src/agent/attempt/job-script.ts";
 import type { StartMessage } from "../../src/common/protocol/messages.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 

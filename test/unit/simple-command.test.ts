@@ -1,8 +1,8 @@
-// Which command strings run without a shell (src/agent/simple-command.ts): plain words whose first
+// Which command strings run without a shell (src/agent/attempt/simple-command.ts): plain words whose first
 // is a program, not a builtin, an assignment or anything a shell gives a meaning.
 
 import { describe, expect, it } from "vitest";
-import { SHELL_WORDS, shellFreeWords } from "../../src/agent/simple-command.ts";
+import { SHELL_WORDS, shellFreeWords } from "../../src/agent/attempt/simple-command.ts";
 
 describe("shellFreeWords", () => {
   it.each([

@@ -18,7 +18,12 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BLANK_RECORD, emptyForReuse, SpareFolders, writeInPlace } from "../../src/agent/spare-folders.ts";
+import {
+  BLANK_RECORD,
+  emptyForReuse,
+  SpareFolders,
+  writeInPlace,
+} from "../../src/agent/attempt/spare-folders.ts";
 
 let work: string;
 beforeEach(() => {

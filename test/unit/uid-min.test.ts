@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { describeUidLimit, parseUidMin, uidLimit } from "../../src/agent/uid-min.ts";
+import { describeUidLimit, parseUidMin, uidLimit } from "../../src/agent/accounts/uid-min.ts";
 import { cleanup, tempDir } from "../helpers/steward.ts";
 
 describe("parseUidMin", () => {

@@ -3,7 +3,7 @@
 // add up.
 
 import { describe, expect, it } from "vitest";
-import { cpuTimeFromShellTimes } from "../../src/agent/shell-times.ts";
+import { cpuTimeFromShellTimes } from "../../src/agent/attempt/shell-times.ts";
 import {
   accountingCsv,
   accountingTable,

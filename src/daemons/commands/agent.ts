@@ -1,8 +1,8 @@
 import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { type Command, Option } from "commander";
+import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as.ts";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
-import { chooseRunAs, type RunAs, RunAsError } from "../../agent/run-as.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { daemonLogger } from "../logger.ts";

@@ -3,7 +3,7 @@
 // process it waited for (not those it left running, which the end kills). Peak memory has no such
 // figure: it stays unmeasured.
 
-import type { CpuTime } from "./cgroup-limits.ts";
+import type { CpuTime } from "../cgroups/cgroup-limits.ts";
 
 /** The file the supervisor writes `times` to, in the attempt folder, when the agent made it empty. */
 export const TIMES_FILE = "times";

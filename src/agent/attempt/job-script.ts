@@ -4,19 +4,19 @@
 // exports it, or, for a job run as another account, a file beside it does (jobEnvironmentFile).
 
 import { join } from "node:path";
-import type { StartMessage } from "../common/protocol/messages.ts";
-import type { JobExec } from "./launcher.ts";
-import type { JobUser } from "./run-as.ts";
+import type { StartMessage } from "../../common/protocol/messages.ts";
+import type { JobUser } from "../accounts/run-as.ts";
+import type { JobExec } from "../launcher/launcher.ts";
 import { shellFreeWords } from "./simple-command.ts";
 
 /** The job SDK (plain JavaScript, any Node.js): jobs import it from $STEWARD_SDK. */
-export const SDK_PATH = join(import.meta.dirname, "..", "common", "sdk", "index.js");
+export const SDK_PATH = join(import.meta.dirname, "..", "..", "common", "sdk", "index.js");
 /**
  * The Python package `steward` (standard library only) is in this folder: it leads the job's
  * PYTHONPATH, so that `import steward` works in a job on any host with no install, in the version
  * that speaks this agent's file protocol.
  */
-export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "python");
+export const PYTHON_SDK_PATH = join(import.meta.dirname, "..", "..", "..", "python");
 
 export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;

@@ -1,7 +1,7 @@
 // Reports waiting for the server's acknowledgement, in the order they were made. They are resent
 // after every reconnect; the server applies each once (fencing by attempt) and acknowledges again.
 
-import type { ReportEvent, ReportMessage } from "../common/protocol/messages.ts";
+import type { ReportEvent, ReportMessage } from "../../common/protocol/messages.ts";
 
 export class Outbox {
   private readonly reports = new Map<number, ReportMessage>();

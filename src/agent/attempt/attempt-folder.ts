@@ -13,8 +13,8 @@ import { rmSync } from "node:fs";
 import { chmod, chown, lchown, lstat, readdir, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
-import type { Account } from "./run-as.ts";
-import { RunAsError } from "./run-as.ts";
+import type { Account } from "../accounts/run-as.ts";
+import { RunAsError } from "../accounts/run-as.ts";
 
 const run = promisify(execFile);
 

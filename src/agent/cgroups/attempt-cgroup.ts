@@ -7,6 +7,7 @@
 import { existsSync, lstatSync, mkdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { shellQuote } from "../attempt/job-script.ts";
 import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./cgroup-base.ts";
 import { cgroupFiles } from "./cgroup-files.ts";
 import type { V1Controller } from "./cgroup-layout.ts";
@@ -21,7 +22,6 @@ import {
   type WrittenSettings,
   writtenSettings,
 } from "./cgroup-limits.ts";
-import { shellQuote } from "./job-script.ts";
 import type { KeptCgroup, SpareCgroups } from "./spare-cgroups.ts";
 
 /** How long the end of an attempt waits for its last processes to go before it leaves the cgroup be. */

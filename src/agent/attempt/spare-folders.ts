@@ -25,8 +25,8 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, join } from "node:path";
+import { writeNewFile } from "../files/new-file.ts";
 import { removeOwnAttemptFolder } from "./attempt-folder.ts";
-import { writeNewFile } from "./new-file.ts";
 
 const { O_RDWR, O_NOFOLLOW, O_NONBLOCK } = constants;
 

@@ -173,3 +173,34 @@ function attemptsBase(base: CgroupBase, gpus: boolean): CgroupBase {
   const { devices, freezer: _, ...dirs } = base.dirs;
   return { version: 1, dirs: gpus && devices !== undefined ? { ...dirs, devices } : dirs };
 }
+
+/** The agent's enforcement, and the one line it says about it at start (a warning when there is none). */
+export function chooseEnforcement(
+  enforce: boolean,
+  agentName: string,
+  workDir: string,
+  gpus: boolean,
+): { enforcement: Enforcement | null; notice: { warn: boolean; message: string } } {
+  if (!enforce)
+    return {
+      enforcement: null,
+      notice: { warn: true, message: "not enforcing resource limits: --no-enforce" },
+    };
+  const found = readLayout();
+  const chosen = "layout" in found ? openEnforcement(agentName, workDir, found.layout, gpus) : found;
+  if ("unavailable" in chosen)
+    return {
+      enforcement: null,
+      notice: { warn: true, message: `not enforcing resource limits: ${chosen.unavailable}` },
+    };
+  return {
+    enforcement: chosen.enforcement,
+    notice: { warn: false, message: chosen.enforcement.description },
+  };
+}
+
+/** Whether attempts are kept from the GPUs not given to them: v1's devices controller does it; v2 would need a BPF device program. */
+export function isolatesGpus(enforcement: Enforcement | null): boolean {
+  const base = enforcement?.base;
+  return base !== undefined && base.version === 1 && base.dirs.devices !== undefined;
+}

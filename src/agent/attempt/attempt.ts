@@ -8,37 +8,35 @@
 // is kept for a later attempt (spare-folders.ts). A job run as another account owns only its parts
 // of the folder (attempt-folder.ts), and what it wrote is read through job-written-file.ts.
 
-import {
-  closeSync,
-  constants,
-  createWriteStream,
-  lstatSync,
-  mkdirSync,
-  openAsBlob,
-  openSync,
-  writeSync,
-} from "node:fs";
-import { chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { exitSignal } from "../common/model/attempt-usage.ts";
-import type { AgentOutcome, EndedEvent, StartMessage } from "../common/protocol/messages.ts";
-import { agentFileRoutes, REQUIREMENTS_MAX_CHARS } from "../common/protocol/messages.ts";
-import type { HttpClient } from "../common/transport/http-client.ts";
-import type { AttemptCgroup } from "./attempt-cgroup.ts";
+import { closeSync, constants, lstatSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { readFile, rename, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import type { StartMessage } from "../../common/protocol/messages.ts";
+import { REQUIREMENTS_MAX_CHARS } from "../../common/protocol/messages.ts";
+import type { HttpClient } from "../../common/transport/http-client.ts";
+import type { JobUser } from "../accounts/run-as.ts";
+import type { AttemptCgroup } from "../cgroups/attempt-cgroup.ts";
+import type { Enforcement } from "../cgroups/enforcement.ts";
+import { CheckpointSync } from "../files/checkpoint.ts";
+import { readJobFile } from "../files/job-written-file.ts";
+import { writeNewFile } from "../files/new-file.ts";
+import { stageInputs, stageOutputs } from "../files/staging.ts";
+import type { LaunchedJob, LauncherKind, LaunchRequest } from "../launcher/launcher.ts";
 import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
-import type { CpuTime } from "./cgroup-limits.ts";
-import { CheckpointSync } from "./checkpoint.ts";
-import type { Enforcement } from "./enforcement.ts";
+import { attemptDirName, attemptKeyOf } from "./attempt-identity.ts";
+import {
+  type AttemptResult,
+  outcomeOfOutputs,
+  outcomeWithoutOutputs,
+  outputsNotStaged,
+  type StopOutcome,
+  type StopRequest,
+} from "./attempt-outcome.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { type JobPaths, jobEnvironmentFile, jobExec, jobScript } from "./job-script.ts";
-import { openJobFile, readJobFile, readJobFileSync } from "./job-written-file.ts";
-import type { LaunchedJob, LauncherKind, LaunchRequest } from "./launcher.ts";
-import { writeNewFile } from "./new-file.ts";
-import type { JobUser } from "./run-as.ts";
-import { cpuTimeFromShellTimes, SHELL_TIMES_MAX_BYTES, TIMES_FILE } from "./shell-times.ts";
+import { measureAndEnd } from "./measure-usage.ts";
+import { TIMES_FILE } from "./shell-times.ts";
 import { BLANK_RECORD, type SpareFolders, writeInPlace } from "./spare-folders.ts";
 
 /** How often a gang's rank looks for a newly declared checkpoint generation. */
@@ -66,50 +64,9 @@ export interface AttemptContext {
   launcher: LauncherKind;
 }
 
-export interface AttemptResult {
-  outcome: AgentOutcome;
-  exitCode: number | null;
-  reason: string | null;
-  outputs: string[];
-  /** `staging` for a `lost` whose files could not be moved; `oom` for a `failed` killed by its memory limit. */
-  cause?: "staging" | "oom";
-  usage?: AttemptUsage;
-}
-
-export type AttemptUsage = NonNullable<EndedEvent["usage"]>;
-
 /** An attempt's start.json: the server's start message, and the name of the cgroup it was given. */
 interface StartRecord extends StartMessage {
   cgroup?: string;
-}
-
-/** The reason of an attempt the kernel killed for its memory limit. */
-export function outOfMemoryReason(memoryMb: number | undefined): string {
-  return `out of memory: limit ${memoryMb ?? 0} MB reached`;
-}
-
-export type StopOutcome = "cancelled" | "preempted" | "migrated" | "lost" | "timed_out";
-
-interface StopRequest {
-  outcome: StopOutcome;
-  reason: string;
-}
-
-export function attemptDirName(jobId: string, taskIndex: number, attempt: number, rank?: number): string {
-  return rank === undefined
-    ? `${jobId}.${taskIndex}.${attempt}`
-    : `${jobId}.${taskIndex}.${attempt}.rank${rank}`;
-}
-
-/** An attempt's key on the agent: a multi-node attempt's ranks each have their own. */
-export function attemptKeyOf(ref: {
-  jobId: string;
-  taskIndex: number;
-  attempt: number;
-  rank?: number;
-}): string {
-  const key = `${ref.jobId}/${ref.taskIndex}/${ref.attempt}`;
-  return ref.rank === undefined ? key : `${key}#${ref.rank}`;
 }
 
 export class Attempt {
@@ -228,7 +185,7 @@ export class Attempt {
     if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeNewFile(path, "");
     if (gang) writeNewFile(join(this.dir, "nodes"), nodesFile(gang.nodes));
     if (!reused) writeNewFile(join(this.dir, "start.json"), startJson);
-    await this.stageIn();
+    await stageInputs(this.context.http, this.spec, this.runDir);
     if (this.spec.restarted) await this.checkpoint.restore();
     const paths: JobPaths = {
       runDir: this.runDir,
@@ -447,46 +404,9 @@ export class Attempt {
     // Whatever the job left running in its group goes with it, and with a cgroup, whatever it
     // left anywhere else (a process in a session of its own).
     this.signal("SIGKILL");
-    const usage = await this.measureAndEnd();
+    const usage = await measureAndEnd(this.cgroup, this.startedAt, this.exitCode, this.dir);
     const result = await this.outcome(exitCode, reasonIfUnknown, usage.oomKills);
     return { ...result, usage };
-  }
-
-  /**
-   * The CPU time the supervisor's shell counted for the job (no cgroup), or null. Read as a job's
-   * file (a regular file only, its start only): a job of the agent's own account can reach it.
-   */
-  private shellTimes(): CpuTime | null {
-    const text = readJobFileSync(join(this.dir, TIMES_FILE), null, SHELL_TIMES_MAX_BYTES);
-    return text === null ? null : cpuTimeFromShellTimes(text);
-  }
-
-  /** What the attempt used (its cgroup's counters, or without one the shell's), its cgroup emptied. */
-  private async measureAndEnd(): Promise<AttemptUsage> {
-    const wallSeconds = this.startedAt === null ? 0 : Math.max(0, (Date.now() - this.startedAt) / 1000);
-    if (!this.cgroup) {
-      // The supervisor's `times`, written before the exit code: none when the supervisor vanished.
-      const cpu = this.exitCode === null ? null : this.shellTimes();
-      return {
-        wallSeconds,
-        cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,
-        cpuSystemSeconds: cpu === null ? null : cpu.systemMs / 1000,
-        peakMemoryMb: null,
-        oomKills: 0,
-      };
-    }
-    // Emptied before the end is reported, so that nothing of the attempt outlives it; the empty
-    // cgroup is removed with the folder (cleanup), off the way of the report.
-    const oomKills = this.cgroup.oomKills();
-    if (await this.cgroup.killAll()) this.cgroup.endMeasured(oomKills);
-    const { cpu, peakMemoryBytes } = this.cgroup.usage();
-    return {
-      wallSeconds,
-      cpuUserSeconds: cpu === null ? null : cpu.userMs / 1000,
-      cpuSystemSeconds: cpu === null ? null : cpu.systemMs / 1000,
-      peakMemoryMb: peakMemoryBytes === null ? null : peakMemoryBytes / 2 ** 20,
-      oomKills,
-    };
   }
 
   private async outcome(
@@ -499,42 +419,13 @@ export class Attempt {
     // job asked to stop stops short of success even when it exits 0 (the SDKs' examples save their
     // state at SIGTERM and exit 0): without this, what it saved then would be lost.
     if (exitCode !== 0 || stop) await this.checkpoint.sync().catch(() => null);
-    if (stop) return { outcome: stop.outcome, exitCode, reason: stop.reason, outputs: [] };
-    if (exitCode === null) return { outcome: "lost", exitCode: null, reason: reasonIfUnknown, outputs: [] };
-    // The kernel killed a process of the job for its memory limit: that, not the signal, is why.
-    if (exitCode !== 0 && oomKills > 0)
-      return {
-        outcome: "failed",
-        exitCode,
-        reason: outOfMemoryReason(this.spec.memoryMb),
-        outputs: [],
-        cause: "oom",
-      };
-    if (exitCode !== 0) {
-      // 128+N from the supervisor's shell for signal N (1 to 31); a larger code is the job's own.
-      const signal = exitSignal(exitCode);
-      const reason = signal !== null ? `killed by signal ${signal}` : `exit code ${exitCode}`;
-      return { outcome: "failed", exitCode, reason, outputs: [] };
-    }
+    const ended = outcomeWithoutOutputs(exitCode, stop, oomKills, this.spec.memoryMb, reasonIfUnknown);
+    if (ended) return ended;
     try {
-      const { uploaded, refused } = await this.stageOut();
-      // Only the job could have put them there: its failure, like a missing output.
-      if (refused.length)
-        return {
-          outcome: "failed",
-          exitCode: 0,
-          reason: `output file${refused.length > 1 ? "s" : ""} not the job's own, not taken: ${refused.join(", ")}`,
-          outputs: uploaded,
-        };
-      return { outcome: "succeeded", exitCode: 0, reason: null, outputs: uploaded };
+      const { uploaded, refused } = await stageOutputs(this.context.http, this.spec, this.runDir, this.owner);
+      return outcomeOfOutputs(uploaded, refused);
     } catch (error) {
-      return {
-        outcome: "lost",
-        exitCode: 0,
-        reason: `staging outputs failed: ${message(error)}`,
-        outputs: [],
-        cause: "staging",
-      };
+      return outputsNotStaged(error);
     }
   }
 
@@ -579,52 +470,6 @@ export class Attempt {
       // Gone meanwhile: its exit is on its way.
     }
   }
-
-  private async stageIn(): Promise<void> {
-    const { spec, context } = this;
-    for (const path of spec.inputs) {
-      const target = join(this.runDir, path);
-      await mkdir(dirname(target), { recursive: true });
-      const response = await context.http.request({ path: agentFileRoutes.input(spec.jobId, path) });
-      if (!response.ok || !response.body) throw new Error(`GET input ${path}: HTTP ${response.status}`);
-      await pipeline(Readable.fromWeb(response.body), createWriteStream(target));
-      // Inputs are often the program itself (GridWay stages the executable): let it run.
-      await chmod(target, 0o755);
-    }
-  }
-
-  /** Uploads the outputs; `refused`: files that are there but not the job's own (links to others' files). */
-  private async stageOut(): Promise<{ uploaded: string[]; refused: string[] }> {
-    const { spec, context } = this;
-    const uploaded: string[] = [];
-    const refused: string[] = [];
-    const under = spec.gang?.outputsUnder ?? null;
-    for (const file of spec.outputs) {
-      const source = await openJobFile(join(this.runDir, file), this.owner);
-      if (!source) {
-        // stat opens nothing: it tells a file that is there, but another's, from a missing one.
-        if ((await stat(join(this.runDir, file)).catch(() => null))?.isFile()) refused.push(file);
-        continue;
-      }
-      const path = under ? `${under}/${file}` : file;
-      try {
-        // The file is read anew for each try, so that a try cut halfway is sent again whole.
-        const response = await context.http.request({
-          method: "PUT",
-          path: agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
-          headers: { "content-type": "application/octet-stream" },
-          body: () => openAsBlob(source.path),
-          idempotent: true,
-        });
-        if (!response.ok)
-          throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);
-      } finally {
-        await source.close();
-      }
-      uploaded.push(path);
-    }
-    return { uploaded, refused };
-  }
 }
 
 async function writeAtomic(path: string, content: string): Promise<void> {
@@ -647,8 +492,4 @@ async function readJson<T>(path: string): Promise<T | null> {
   } catch {
     return null;
   }
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -11,13 +11,13 @@ import { createReadStream, openAsBlob } from "node:fs";
 import { copyFile, link, lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { Readable } from "node:stream";
-import { checkpointPathProblem } from "../common/model/checkpoint-paths.ts";
+import { checkpointPathProblem } from "../../common/model/checkpoint-paths.ts";
 import {
   agentFileRoutes,
   type CheckpointManifest,
   readCheckpointManifest,
-} from "../common/protocol/messages.ts";
-import type { HttpClient } from "../common/transport/http-client.ts";
+} from "../../common/protocol/messages.ts";
+import type { HttpClient } from "../../common/transport/http-client.ts";
 import { openJobFile, readJobFile } from "./job-written-file.ts";
 import { NoFollowError, NoFollowFolder } from "./no-follow-folder.ts";
 

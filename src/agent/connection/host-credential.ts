@@ -4,8 +4,8 @@
 
 import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { HOST_CREDENTIAL_FILE } from "../common/protocol/messages.ts";
-import { writeNewFile } from "./new-file.ts";
+import { HOST_CREDENTIAL_FILE } from "../../common/protocol/messages.ts";
+import { writeNewFile } from "../files/new-file.ts";
 
 export async function readHostCredential(workDir: string): Promise<string | null> {
   try {

@@ -3,7 +3,7 @@
 // devices controller; v2 has no devices files, only BPF programs, which the agent does not load).
 // Pure: the files and values to write, in order.
 
-import { DEFAULT_MAX_PROCESSES } from "../common/model/job-spec.ts";
+import { DEFAULT_MAX_PROCESSES } from "../../common/model/job-spec.ts";
 
 /** Processes (and threads) an attempt may have at once when its job file names none (the job file's default). */
 export { DEFAULT_MAX_PROCESSES };

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
-import { inheritedEnvironment } from "./inherited-environment.ts";
+import { inheritedEnvironment } from "../attempt/inherited-environment.ts";
 import { untrustedLauncherCache } from "./launcher-cache-trust.ts";
 
 const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
@@ -77,10 +77,34 @@ export function chooseLauncher(choice: string | undefined): LauncherKind {
  * names another.
  */
 function launcherCache(): string {
-  return (
-    process.env.STEWARD_LAUNCHER_CACHE ||
-    join(import.meta.dirname, "..", "..", "node_modules", ".cache", "steward-launcher")
-  );
+  return process.env.STEWARD_LAUNCHER_CACHE || DEFAULT_LAUNCHER_CACHE;
+}
+
+const DEFAULT_LAUNCHER_CACHE = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "..",
+  "node_modules",
+  ".cache",
+  "steward-launcher",
+);
+
+/** Where the launchers' files are, and where compiled launchers are kept by default (checked by a test). */
+export function launcherFiles(): {
+  shell: string;
+  supervisor: string;
+  perl: string;
+  cSource: string;
+  defaultCache: string;
+} {
+  return {
+    shell: SHELL_LAUNCHER,
+    supervisor: SUPERVISOR,
+    perl: PERL_LAUNCHER,
+    cSource: C_LAUNCHER_SOURCE,
+    defaultCache: DEFAULT_LAUNCHER_CACHE,
+  };
 }
 
 let compiled: string | null | undefined;
