@@ -32,7 +32,7 @@ export interface AgentOptions {
   runAs?: RunAs;
   /**
    * The umask jobs start with: the one the agent was started with, which the daemons tighten to
-   * 077 for their own files (cli/private-folder.ts). Default: the agent's own at the time.
+   * 077 for their own files (daemons/private-folder.ts). Default: the agent's own at the time.
    */
   jobUmask?: number;
   /** Enforce attempts' memory, CPU and process limits with cgroups where the host allows (default true; --no-enforce). */

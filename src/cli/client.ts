@@ -4,7 +4,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
-import type { ErrorAnswer } from "../broker/api/schemas.ts";
+import type { ErrorAnswer } from "../common/api/schemas.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
 import {
   API_VERSION,
   API_VERSION_HEADER,
@@ -15,14 +16,13 @@ import {
 } from "../common/protocol/versions.ts";
 import { HttpClient, HttpError, RedirectRefusedError } from "../common/transport/http-client.ts";
 import { CERTIFICATE_ERROR_CODES } from "../common/transport/trust.ts";
-import { CliError } from "./cli-error.ts";
 import { isLoopbackUrl } from "./loopback-url.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
 export const CLI_RETRY_BUDGET_MS = 5_000;
 
-export { CliError } from "./cli-error.ts";
+export { CliError } from "../common/command-line/cli-error.ts";
 
 export interface RequestOptions {
   json?: unknown;

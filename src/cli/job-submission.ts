@@ -7,10 +7,10 @@
 
 import { existsSync, openAsBlob, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, normalize, resolve } from "node:path";
+import { CliError } from "../common/command-line/cli-error.ts";
 import { JobFileError } from "../common/model/jobfile-error.ts";
 import { placeJobFileError } from "../common/model/jobfile-place.ts";
 import { parseJobFileText } from "../common/model/jobfile-text.ts";
-import { CliError } from "./cli-error.ts";
 
 export interface LoadedJobFile {
   /** The job file as data; null when it is sent as its text (it names no inputs). */

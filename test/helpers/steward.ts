@@ -6,7 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/broker/api/schemas.ts";
+import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/common/api/schemas.ts";
 import { removeAgentCgroups } from "./agent-cgroups.ts";
 import { startedAgents } from "./started-agents.ts";
 
@@ -118,7 +118,7 @@ async function startUpOn(data: string, port: number, options: UpOptions): Promis
     agents,
     ...(env.length ? { prefix: ["env", ...env] } : {}),
   });
-  // Its agents' work folders, as `up` makes them (src/cli/commands/up.ts).
+  // Its agents' work folders, as `up` makes them (src/daemons/commands/up.ts).
   for (let i = 1; i <= agents; i++)
     startedAgents.push({
       name: `local-${i}`,

@@ -7,8 +7,8 @@
 // fail under CI).
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import { CSV_HEADERS } from "../../src/cli/usage-format.ts";
+import type { AccountingRow } from "../../src/common/api/schemas.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,

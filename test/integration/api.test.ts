@@ -3,7 +3,7 @@
 // with every missed event once.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hostSchema, jobSchema, jobSummarySchema, streamEventSchema } from "../../src/broker/api/schemas.ts";
+import { hostSchema, jobSchema, jobSummarySchema, streamEventSchema } from "../../src/common/api/schemas.ts";
 import {
   api,
   cleanup,
@@ -54,7 +54,7 @@ async function error(path: string, method = "GET") {
 }
 
 describe("the typed API", () => {
-  it("answers in the shapes of src/broker/api/schemas.ts, events with their id and data", async () => {
+  it("answers in the shapes of src/common/api/schemas.ts, events with their id and data", async () => {
     const { id } = await api(steward, "POST", "/api/v1/jobs", { command: "true", name: "shaped" });
     expect((await cli(steward, ["wait", id, "--timeout", "30"])).code).toBe(0);
     const job = jobSchema.parse(await api(steward, "GET", `/api/v1/jobs/${id}`));

@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CheckedWorkflowFile, ErrorAnswer } from "../../src/broker/api/schemas.ts";
+import type { CheckedWorkflowFile, ErrorAnswer } from "../../src/common/api/schemas.ts";
 import { api, cleanup, cli, type StewardProcess, startUp, tempDir } from "../helpers/steward.ts";
 
 let steward: StewardProcess;

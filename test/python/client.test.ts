@@ -4,7 +4,7 @@
 
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ErrorAnswer, Job } from "../../src/broker/api/schemas.ts";
+import type { ErrorAnswer, Job } from "../../src/common/api/schemas.ts";
 import {
   type AgentProcess,
   api,

@@ -22,8 +22,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { writeInPlace } from "../../src/agent/attempt/spare-folders.ts";
 import { readHostCredential, writeHostCredential } from "../../src/agent/connection/host-credential.ts";
 import { writeNewFile } from "../../src/agent/files/new-file.ts";
-import { defaultWorkFolder } from "../../src/cli/work-folder.ts";
 import { HOST_CREDENTIAL_FILE } from "../../src/common/protocol/messages.ts";
+import { defaultWorkFolder } from "../../src/daemons/work-folder.ts";
 
 let work: string;
 let victim: string;

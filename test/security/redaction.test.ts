@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { redactSecrets } from "../../src/cli/redact-secrets.ts";
+import { redactSecrets } from "../../src/daemons/redact-secrets.ts";
 import { dropSchema, freshSchema, postgresUnreachable, urlWithSchema } from "../helpers/postgres.ts";
 import { cleanup, cli, freePort, STEWARD, tempDir, waitFor } from "../helpers/steward.ts";
 

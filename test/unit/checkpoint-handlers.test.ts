@@ -14,7 +14,7 @@ import { Step } from "../../src/broker/reactor/step.ts";
 import { newestCompleteGeneration, retention } from "../../src/broker/state/checkpoint-retention.ts";
 import type { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import { recoverState } from "../../src/broker/state/recover.ts";
-import { restartManifest } from "../../src/broker/state/task-checkpoints.ts";
+import { restartManifest } from "../../src/broker/state/restart-manifest.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import type { CheckpointPart } from "../../src/common/model/records.ts";
 import type { CheckpointManifest } from "../../src/common/protocol/messages.ts";

@@ -12,10 +12,10 @@ import { capacityShortfall, fitsCapacity, takeRoom } from "../../src/broker/sche
 import { makesRoom } from "../../src/broker/scheduler/stages/preemption.ts";
 import type { HostView, JobView, RunningTaskView } from "../../src/broker/scheduler/view.ts";
 import { assignGpus, customFits } from "../../src/broker/state/device-assignment.ts";
-import { countableResources } from "../../src/cli/options.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import type { HostFacts } from "../../src/common/model/records.ts";
 import { grownMemoryMb } from "../../src/common/model/task-outcome.ts";
+import { countableResources } from "../../src/daemons/options.ts";
 
 const NVIDIA_SMI_L = `GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-6a1c0b0e-3f1d-2b9e-8f1a-0c2d4e6f8a10)
 GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-7b2d1c1f-4a2e-3c0f-9a2b-1d3e5f7a9b21)

@@ -9,7 +9,7 @@ import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
 import { PostgresStore } from "../../src/broker/store/postgres.ts";
 import { PostgresBlobStore } from "../../src/broker/store/postgres-blobs.ts";
 import { SqliteStore } from "../../src/broker/store/sqlite.ts";
-import { type DataDir, openDataDir } from "../../src/cli/data-dir.ts";
+import { type DataDir, openDataDir } from "../../src/daemons/data-dir.ts";
 import { cleanup } from "../helpers/steward.ts";
 
 const STORE = "postgres://steward@127.0.0.1:1/grid?schema=cluster";

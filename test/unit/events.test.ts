@@ -5,9 +5,9 @@
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventSchema, streamEventSchema } from "../../src/broker/api/schemas.ts";
 import { eventView } from "../../src/broker/api/views.ts";
 import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { eventSchema, streamEventSchema } from "../../src/common/api/schemas.ts";
 import {
   EVENT_DATA,
   EVENT_KINDS,

@@ -1,11 +1,12 @@
-// The import rules of docs/architecture.md ("Import rules"), checked: src/ holds the three
-// programs and what they share (src/broker, src/agent, src/cli, src/common); every import between
-// two programs that the program rules do not allow fails here, and so does every import between the
-// folders of src/ (src/agent, src/cli, src/broker/<folder>, src/common/<folder>) that a folder rule
-// does not allow, and a cycle between folders. The imports the rules do not allow yet are listed
-// below as known exceptions, each with what it waits for; an exception that is no longer needed
-// fails too, so that the list only shortens. Imports are read by TypeScript's own pre-processor
-// (static, type-only, re-exports and dynamic `import()` alike).
+// The import rules of docs/architecture.md ("Import rules"), checked: src/ holds the programs and
+// what they share (src/broker, src/agent, src/cli, src/daemons, src/entry, src/common); every import
+// between two programs that the program rules do not allow fails here, and so does every import
+// between the folders of src/ (src/agent, src/cli, src/daemons, src/entry, src/broker/<folder>,
+// src/common/<folder>) that a folder rule does not allow, a cycle between folders, a cycle between
+// the files of one folder, and a route (src/broker/api/routes/) importing the store. What the rules
+// do not allow yet is listed below as known exceptions, each with what it waits for; an exception
+// that is no longer needed fails too, so that the lists only shorten. Imports are read by
+// TypeScript's own pre-processor (static, type-only, re-exports and dynamic `import()` alike).
 
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -20,7 +21,9 @@ const PROGRAM_RULES: Record<string, readonly string[]> = {
   common: [],
   agent: ["common"],
   broker: ["common"],
-  cli: ["common", "broker", "agent"],
+  cli: ["common"],
+  daemons: ["common", "broker", "agent"],
+  entry: ["common", "cli", "daemons"],
 };
 
 /** The programs whose folders are their sub-folders; the others are one folder each. */
@@ -32,6 +35,8 @@ const RULES: Record<string, readonly string[]> = {
   "common/sdk": [],
   "common/transport": [],
   "common/protocol": ["common/model"],
+  "common/api": ["common/model", "common/protocol"],
+  "common/command-line": [],
   "broker/threads": [],
   "broker/drivers": [],
   "broker/scheduler": ["common/model"],
@@ -52,6 +57,7 @@ const RULES: Record<string, readonly string[]> = {
   "broker/api": [
     "common/model",
     "common/protocol",
+    "common/api",
     "broker/scheduler",
     "broker/state",
     "broker/store",
@@ -72,10 +78,10 @@ const RULES: Record<string, readonly string[]> = {
     "broker/backup",
     "broker/api",
   ],
-  cli: [
+  cli: ["common/model", "common/protocol", "common/transport", "common/api", "common/command-line"],
+  daemons: [
     "common/model",
-    "common/protocol",
-    "common/transport",
+    "common/command-line",
     "broker/scheduler",
     "broker/store",
     "broker/state",
@@ -85,6 +91,7 @@ const RULES: Record<string, readonly string[]> = {
     "broker/server",
     "agent",
   ],
+  entry: ["common/model", "common/protocol", "common/transport", "common/command-line", "cli", "daemons"],
 };
 
 /**
@@ -95,6 +102,36 @@ const KNOWN_EXCEPTIONS: readonly { from: string; module: string; until: string }
 
 /** The folder cycles still there, each made only of known exceptions; to go with them. */
 const KNOWN_CYCLES: readonly (readonly string[])[] = [];
+
+/**
+ * The cycles between the files of one folder still there (paths relative to src/), each with what
+ * it waits for. A new cycle is not added here: it is broken (the shared piece moves to a file both
+ * import).
+ */
+const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] = [
+  {
+    files: ["broker/reactor/handlers/dependencies.ts", "broker/reactor/handlers/job-state.ts"],
+    until:
+      "the reactor's handlers, being reworked, settle: refreshJobState and releaseDependents call each other (a job's end releases its dependents, whose state is refreshed in turn); then one file for the pair, or the release handed to refreshJobState",
+  },
+];
+
+/** The routes' files: they reach the store only through what they are handed (broker/api/ports.ts). */
+const ROUTES = "broker/api/routes/";
+
+/** What the routes' imports of the store wait for. */
+const STORE_PORTS =
+  "a port for the blob store and its layout that routes are handed, in broker/api/ports.ts (as StoreReads is for the store)";
+
+/** Imports of the store by a route still there, each with what it waits for. */
+const KNOWN_ROUTE_STORE_IMPORTS: readonly { file: string; module: string; until: string }[] = [
+  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/workflows.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/workflows.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+];
 
 interface Import {
   file: string;
@@ -119,17 +156,20 @@ function folderOf(path: string): string {
 /** The program a folder belongs to: `broker/store` to `broker`, `agent` to itself. */
 const programOf = (folder: string) => folder.split("/")[0];
 
-/** Every import of one src/ folder from another. */
-function crossFolderImports(): Import[] {
+/** Every import of one src/ file from another, with the folders of both. */
+function allImports(): Import[] {
   const imports: Import[] = [];
   for (const file of sourceFiles(SRC)) {
     const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
     for (const { fileName } of info.importedFiles) {
       if (!fileName.startsWith(".")) continue;
       const target = resolve(dirname(file), fileName);
-      const from = folderOf(file);
-      const to = folderOf(target);
-      if (from !== to) imports.push({ file: relative(SRC, file), module: relative(SRC, target), from, to });
+      imports.push({
+        file: relative(SRC, file),
+        module: relative(SRC, target),
+        from: folderOf(file),
+        to: folderOf(target),
+      });
     }
   }
   return imports;
@@ -188,8 +228,8 @@ function writtenRules(section: string, heading: string): Record<string, string[]
   const end = section.indexOf("\n### ", start + 1);
   const table = section.slice(start, end === -1 ? undefined : end);
   const written: Record<string, string[]> = {};
-  for (const match of table.matchAll(/^\| `([\w/]+)\/` +\| ([^|]*)\|/gm))
-    written[match[1]] = [...match[2].matchAll(/`([\w/]+)\/`/g)].map((name) => name[1]).sort();
+  for (const match of table.matchAll(/^\| `([\w/-]+)\/` +\| ([^|]*)\|/gm))
+    written[match[1]] = [...match[2].matchAll(/`([\w/-]+)\/`/g)].map((name) => name[1]).sort();
   return written;
 }
 
@@ -197,7 +237,12 @@ const sorted = (rules: Record<string, readonly string[]>) =>
   Object.fromEntries(Object.entries(rules).map(([from, tos]) => [from, [...tos].sort()]));
 
 describe("import rules", () => {
-  const imports = crossFolderImports();
+  const everyImport = allImports();
+  const imports = everyImport.filter((each) => each.from !== each.to);
+  const inFolder = everyImport.filter((each) => each.from === each.to);
+  const routeStoreImports = everyImport.filter(
+    (each) => each.file.startsWith(ROUTES) && each.to === "broker/store",
+  );
 
   it("name every folder of src/ (a new folder gets its rule in docs/architecture.md and here)", () => {
     const folders = new Set(sourceFiles(SRC).map(folderOf));
@@ -226,7 +271,7 @@ describe("import rules", () => {
     expect(beyond).toStrictEqual([]);
   });
 
-  it("are kept between programs: common imports none, agent and broker only common, cli any", () => {
+  it("are kept between programs: common imports none, agent, broker and cli only common, daemons broker and agent, entry cli and daemons", () => {
     const broken = imports
       .filter((each) => {
         const [from, to] = [programOf(each.from), programOf(each.to)];
@@ -248,6 +293,27 @@ describe("import rules", () => {
 
   it("leave no folder cycle but the known ones", () => {
     expect(cycles(graphOf(imports))).toStrictEqual(KNOWN_CYCLES.map((cycle) => [...cycle].sort()));
+  });
+
+  it("leave no cycle between the files of a folder but the known ones", () => {
+    const fileCycles = cycles(graphOf(inFolder.map((each) => ({ from: each.file, to: each.module }))));
+    const known = KNOWN_FILE_CYCLES.map((cycle) => [...cycle.files].sort()).sort((a, b) =>
+      a.join().localeCompare(b.join()),
+    );
+    expect(fileCycles).toStrictEqual(known);
+  });
+
+  it("let no route import the store (routes reach it through broker/api/ports.ts), but the known ones", () => {
+    const isKnown = (each: Import) =>
+      KNOWN_ROUTE_STORE_IMPORTS.some((known) => known.file === each.file && known.module === each.module);
+    const broken = routeStoreImports
+      .filter((each) => !isKnown(each))
+      .map((each) => `src/${each.file} imports src/${each.module}: a route may not import broker/store`);
+    expect(broken).toStrictEqual([]);
+    const gone = KNOWN_ROUTE_STORE_IMPORTS.filter(
+      (known) => !routeStoreImports.some((each) => each.file === known.file && each.module === known.module),
+    ).map((known) => `${known.file} -> ${known.module}`);
+    expect(gone).toStrictEqual([]);
   });
 
   it("list only exceptions still needed (remove one once its imports are gone)", () => {

@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { legacyCheckpoints } from "../../src/broker/server/legacy-checkpoints.ts";
 import { recoverState } from "../../src/broker/state/recover.ts";
-import { restartManifest } from "../../src/broker/state/task-checkpoints.ts";
+import { restartManifest } from "../../src/broker/state/restart-manifest.ts";
 import type { BlobStore } from "../../src/broker/store/blobs.ts";
 import { DiskBlobStore } from "../../src/broker/store/disk-blobs.ts";
 import type { StoreSnapshot } from "../../src/broker/store/store.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { logFormatOf, textLine } from "../../src/cli/logger.ts";
+import { logFormatOf, textLine } from "../../src/daemons/logger.ts";
 
 describe("daemon log lines on a terminal", () => {
   const time = Date.UTC(2026, 10, 24, 12, 3, 4, 567);

@@ -6,12 +6,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CliError } from "../../src/cli/cli-error.ts";
-import { registerAgent } from "../../src/cli/commands/agent.ts";
-import { registerServer } from "../../src/cli/commands/server.ts";
-import { registerUp } from "../../src/cli/commands/up.ts";
-import { newProgram } from "../../src/cli/program.ts";
-import { applySettings, settingsYaml } from "../../src/cli/settings.ts";
+import { CliError } from "../../src/common/command-line/cli-error.ts";
+import { registerAgent } from "../../src/daemons/commands/agent.ts";
+import { registerServer } from "../../src/daemons/commands/server.ts";
+import { registerUp } from "../../src/daemons/commands/up.ts";
+import { applySettings, settingsYaml } from "../../src/daemons/settings.ts";
+import { newProgram } from "../../src/entry/program.ts";
 
 let dir: string;
 const savedEnv = { ...process.env };

@@ -4,7 +4,6 @@
 
 import { describe, expect, it } from "vitest";
 import { cpuTimeFromShellTimes } from "../../src/agent/attempt/shell-times.ts";
-import type { AccountingRow } from "../../src/broker/api/schemas.ts";
 import {
   accountingCsv,
   accountingTable,
@@ -12,6 +11,7 @@ import {
   parseSince,
   usageLine,
 } from "../../src/cli/usage-format.ts";
+import type { AccountingRow } from "../../src/common/api/schemas.ts";
 import {
   exitSignal,
   exitStatus,

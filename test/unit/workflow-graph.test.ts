@@ -2,8 +2,8 @@
 // what each waits for, the edge lines with both ends' states, and long lists cut short.
 
 import { describe, expect, it } from "vitest";
-import type { Workflow } from "../../src/broker/api/schemas.ts";
 import { edgeLines, renderWorkflow, SHOWN_JOBS, SHOWN_NAMES } from "../../src/cli/workflow-graph.ts";
+import type { Workflow } from "../../src/common/api/schemas.ts";
 
 type Member = Workflow["graph"][number];
 const counts = { pending: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };

@@ -8,8 +8,9 @@ import { existsSync, lstatSync, mkdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { shellQuote } from "../attempt/job-script.ts";
+import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./cgroup-base.ts";
 import { cgroupFiles } from "./cgroup-files.ts";
-import type { CgroupLayout, V1Controller } from "./cgroup-layout.ts";
+import type { V1Controller } from "./cgroup-layout.ts";
 import {
   type AttemptLimits,
   type CpuTime,
@@ -31,32 +32,6 @@ export interface CgroupUsage {
   cpu: CpuTime | null;
   /** The most memory it held at once, in bytes (null where the kernel does not keep it). */
   peakMemoryBytes: number | null;
-}
-
-/** Where the agent's attempts' cgroups are: one base directory per hierarchy (v1) or one (v2). */
-export type CgroupBase =
-  | { version: 2; dir: string }
-  | { version: 1; dirs: Partial<Record<V1Controller, string>> & Record<"memory" | "cpu" | "pids", string> };
-
-export function baseUnder(layout: CgroupLayout, name: string): CgroupBase {
-  if (layout.version === 2) return { version: 2, dir: `${layout.dir}/${name}` };
-  const dirs: Partial<Record<V1Controller, string>> = {};
-  for (const [controller, dir] of Object.entries(layout.dirs) as [V1Controller, string][])
-    dirs[controller] = `${dir}/${name}`;
-  return { version: 1, dirs: dirs as Extract<CgroupBase, { version: 1 }>["dirs"] };
-}
-
-/** The directory of cgroup `name` for a controller (v2: the one directory); null where v1 does not mount it. */
-export function cgroupDirFor(base: CgroupBase, name: string, controller: V1Controller): string | null {
-  if (base.version === 2) return `${base.dir}/${name}`;
-  const dir = base.dirs[controller];
-  return dir === undefined ? null : `${dir}/${name}`;
-}
-
-/** Every directory of cgroup `name`, each once (v1 hierarchies may be mounted together). */
-export function cgroupDirs(base: CgroupBase, name: string): string[] {
-  if (base.version === 2) return [`${base.dir}/${name}`];
-  return [...new Set(Object.values(base.dirs).map((dir) => `${dir}/${name}`))];
 }
 
 /**

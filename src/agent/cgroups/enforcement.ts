@@ -5,7 +5,8 @@
 
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { AttemptCgroup, baseUnder, type CgroupBase } from "./attempt-cgroup.ts";
+import { AttemptCgroup } from "./attempt-cgroup.ts";
+import { baseUnder, type CgroupBase } from "./cgroup-base.ts";
 import {
   type CgroupLayout,
   cgroupLayout,

@@ -14,7 +14,7 @@
 // (enforcement.ts, sweepCgroups), and an agent that stops removes them first.
 
 import { rmdirSync } from "node:fs";
-import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./attempt-cgroup.ts";
+import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./cgroup-base.ts";
 import { cgroupFiles } from "./cgroup-files.ts";
 import type { WrittenSettings } from "./cgroup-limits.ts";
 

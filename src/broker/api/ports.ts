@@ -34,6 +34,14 @@ import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { JobHead, JobHeader } from "../state/job-header.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
+import type { Store } from "../store/store.ts";
+
+/**
+ * What routes read from the store itself, past the read model: ended attempts for accounting
+ * (`/accounting`), a job's events, and the events after an id for a stream that catches up. The
+ * routes are handed it; they do not import the store.
+ */
+export type StoreReads = Pick<Store, "accounting" | "events" | "eventsAfter">;
 
 export interface JobCommands {
   /**

@@ -10,6 +10,7 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
+import type { ErrorAnswer, Health } from "../../common/api/schemas.ts";
 import { JobFileError } from "../../common/model/job-spec.ts";
 import { CheckpointManifestError } from "../../common/protocol/messages.ts";
 import {
@@ -58,7 +59,6 @@ import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
 import { registerWorkflowRoutes } from "./routes/workflows.ts";
-import type { ErrorAnswer, Health } from "./schemas.ts";
 import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {

@@ -3,8 +3,8 @@
 
 import type { FastifySchemaValidationError } from "fastify";
 import { z } from "zod";
+import type { ErrorAnswer } from "../../common/api/schemas.ts";
 import { checkpointPathProblem } from "../../common/model/checkpoint-paths.ts";
-import type { ErrorAnswer } from "./schemas.ts";
 
 /** A yes/no query flag: 1 or true, 0 or false. */
 export const flag = (fallback: boolean, description: string) =>

@@ -1,13 +1,22 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
 // answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
 
+import type {
+  AccountingRow,
+  Attempt,
+  Event,
+  Host,
+  Job,
+  JobSummary,
+  Task,
+  Usage,
+} from "../../common/api/schemas.ts";
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
 import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
 import type { TaskRead } from "../reactor/read-model.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import { headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
-import type { AccountingRow, Attempt, Event, Host, Job, JobSummary, Task, Usage } from "./schemas.ts";
 
 export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;

@@ -12,7 +12,7 @@ import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
 import { headerOf, headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
-import { restartManifest } from "../state/task-checkpoints.ts";
+import { restartManifest } from "../state/restart-manifest.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store, StoredJob } from "../store/store.ts";
 import { NotFoundError } from "./errors.ts";

@@ -1,7 +1,10 @@
 // The metascheduling settings, with the papers' values as defaults (server flags override them).
 
 import { GANG_RESERVE_SECONDS } from "./stages/gang.ts";
+import type { MetaschedulingPolicy } from "./view.ts";
 import { WALLTIME_MARGIN_SECONDS } from "./walltime.ts";
+
+export type { MetaschedulingPolicy } from "./view.ts";
 
 /** GrADS Permission Service: wait for a running job that ends within 5 minutes rather than preempt. */
 export const PREEMPT_WAIT_SECONDS = 300;
@@ -15,26 +18,6 @@ export const DISCOVERY_SECONDS = 60;
 export const MIN_REMAINING_FRACTION = 0.1;
 /** Checkpoint transfer rate assumed until one has been observed (bytes per second). */
 export const DEFAULT_TRANSFER_BYTES_PER_SECOND = 50_000_000;
-
-export interface MetaschedulingPolicy {
-  /** Whether a higher-priority task may stop a lower one (off: it waits). */
-  preempt: boolean;
-  preemptWaitSeconds: number;
-  preemptMinProgress: number;
-  /** Whether running tasks move to better hosts. */
-  reschedule: boolean;
-  rescheduleGain: number;
-  discoverySeconds: number;
-  minRemainingFraction: number;
-  /** Observed checkpoint transfer rate (bytes per second). */
-  transferBytesPerSecond: number;
-  /** Pilots take no work, and their tasks move, this long before their walltime (scheduler/walltime.ts). */
-  walltimeMarginSeconds: number;
-  /** A gang waiting longer than this gets hosts reserved as they free up (stages/gang.ts). */
-  gangReserveSeconds: number;
-  /** The pool kept for replacing failed ranks of multi-node jobs (`--restart-pool`), unless a job names its own. */
-  restartPool: string | null;
-}
 
 export const DEFAULT_POLICY: MetaschedulingPolicy = {
   preempt: true,

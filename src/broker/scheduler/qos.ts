@@ -12,24 +12,11 @@ import {
   type QosPolicy,
   tierOf,
 } from "../../common/model/qos-file.ts";
-import type { JobView } from "./view.ts";
+import type { Held, JobView, RunningUse } from "./view.ts";
 
-/** Cpus and GPUs held by running attempts. */
-export interface Held {
-  cpus: number;
-  gpus: number;
-}
+export type { Held, RunningUse } from "./view.ts";
 
 export const NOTHING_HELD: Held = { cpus: 0, gpus: 0 };
-
-/** What users and groups hold running now (every rank of a gang counted). */
-export interface RunningUse {
-  /** By userTierKey(owner, qos). */
-  byUserTier: ReadonlyMap<string, Held>;
-  byGroup: ReadonlyMap<string, Held>;
-  /** Each user's group (a token's `--group`); a user not named has none. */
-  groupOf: ReadonlyMap<string, string>;
-}
 
 export function userTierKey(owner: string, qos: string): string {
   return `${owner}\u0000${qos}`;

@@ -1,5 +1,7 @@
-// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"); the
-// plan it returns is in plan.ts. The server builds the view; tests build it from tables. No I/O, no clock:
+// The read-only view of the state that the scheduler is handed (Nomad's "state + planner"), with the
+// policy, a gang's needs, a pilot's walltime and the QoS use it is handed along (policy.ts,
+// stages/gang.ts, walltime.ts and qos.ts re-export them: this file imports none of the scheduler's
+// others, so none of them makes a cycle through it); the plan it returns is in plan.ts. The server builds the view; tests build it from tables. No I/O, no clock:
 // `now` is passed in.
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
@@ -9,10 +11,6 @@ import type { HostFacts, StopIntent } from "../../common/model/records.ts";
 import type { HostState } from "../../common/model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
 import type { OwnerShare } from "./fair-share.ts";
-import type { MetaschedulingPolicy } from "./policy.ts";
-import type { RunningUse } from "./qos.ts";
-import type { GangNeeds } from "./stages/gang.ts";
-import type { Walltime } from "./walltime.ts";
 
 /** A ready task with a placement rule of its own (a migration names or avoids a host). */
 export interface ConstrainedTask {
@@ -202,4 +200,71 @@ export interface PassTrace {
   noPreemption?(job: JobView, why: string): void;
   /** Rescheduling weighed a movable task: the gain it would see on each host that could take it (none: no host fast enough). */
   rescheduling?(task: RunningTaskView, estimates: { host: string; gain: number }[]): void;
+}
+
+/** The metascheduling settings; policy.ts holds their defaults (the papers' values). */
+export interface MetaschedulingPolicy {
+  /** Whether a higher-priority task may stop a lower one (off: it waits). */
+  preempt: boolean;
+  preemptWaitSeconds: number;
+  preemptMinProgress: number;
+  /** Whether running tasks move to better hosts. */
+  reschedule: boolean;
+  rescheduleGain: number;
+  discoverySeconds: number;
+  minRemainingFraction: number;
+  /** Observed checkpoint transfer rate (bytes per second). */
+  transferBytesPerSecond: number;
+  /** Pilots take no work, and their tasks move, this long before their walltime (scheduler/walltime.ts). */
+  walltimeMarginSeconds: number;
+  /** A gang waiting longer than this gets hosts reserved as they free up (stages/gang.ts). */
+  gangReserveSeconds: number;
+  /** The pool kept for replacing failed ranks of multi-node jobs (`--restart-pool`), unless a job names its own. */
+  restartPool: string | null;
+}
+
+/** Cpus and GPUs held by running attempts. */
+export interface Held {
+  cpus: number;
+  gpus: number;
+}
+
+/** What users and groups hold running now (every rank of a gang counted). */
+export interface RunningUse {
+  /** By userTierKey(owner, qos). */
+  byUserTier: ReadonlyMap<string, Held>;
+  byGroup: ReadonlyMap<string, Held>;
+  /** Each user's group (a token's `--group`); a user not named has none. */
+  groupOf: ReadonlyMap<string, string>;
+}
+
+/** What gang placement needs of a multi-node job. */
+export interface GangNeeds {
+  /** Ranks. */
+  nodes: number;
+  /** Ranks one host may run (absent: 1). */
+  nodesPerHost?: number;
+  /** Per rank. */
+  cpus: number;
+  memoryMb: number;
+  /** GPUs and countable resources each rank takes (absent: none). */
+  gpus?: number;
+  custom?: Readonly<Record<string, number>>;
+  /** The pool kept for replacements (`restartPool` or the server's `--restart-pool`), or null. */
+  restartPool: string | null;
+  /**
+   * A restart after a failed rank: the host each rank goes back to (rank order), or null for the
+   * rank that needs a replacement; absent for a first placement.
+   */
+  previous?: readonly (string | null)[];
+  /** Hosts a replacement may not go to (the failed rank's). */
+  avoid?: readonly string[];
+}
+
+/** What the scheduler knows of a host's walltime. */
+export interface Walltime {
+  /** Seconds until the walltime ends. */
+  secondsLeft: number;
+  /** The margin: this long before the end, the host takes no work and its tasks move. */
+  marginSeconds: number;
 }

@@ -4,21 +4,15 @@
 // its tasks migrate with their checkpoints: the batch system never kills one, and a walltime is
 // never charged to a task's retry budget (outcome `migrated`). Pure: the time comes in.
 
-import type { StopEntry } from "./view.ts";
+import type { StopEntry, Walltime } from "./view.ts";
+
+export type { Walltime } from "./view.ts";
 
 /** Seconds before a pilot's walltime when it stops taking work and its tasks move (`--walltime-margin-seconds`). */
 export const WALLTIME_MARGIN_SECONDS = 60;
 
 /** The reason a task moves off a pilot whose walltime is near. */
 export const PILOT_WALLTIME_REASON = "pilot walltime";
-
-/** What the scheduler knows of a host's walltime. */
-export interface Walltime {
-  /** Seconds until the walltime ends. */
-  secondsLeft: number;
-  /** The margin: this long before the end, the host takes no work and its tasks move. */
-  marginSeconds: number;
-}
 
 /** A host's walltime at `now`, or undefined for a host without one. */
 export function walltimeAt(endsAt: number | null, now: number, marginSeconds: number): Walltime | undefined {

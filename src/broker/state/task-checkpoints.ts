@@ -3,8 +3,7 @@
 // a commit of theirs may name them next). Which generation is complete, which parts and objects
 // go, is decided from this alone (handlers/checkpoints.ts), never from a listing of blobs.
 
-import type { CheckpointFile, CheckpointPart } from "../../common/model/records.ts";
-import type { JobEntry } from "./job-entry.ts";
+import type { CheckpointPart } from "../../common/model/records.ts";
 
 /** An object stored for the task and not yet named by a commit of each rank that sent it. */
 export interface PendingObject {
@@ -33,21 +32,4 @@ export class TaskCheckpoints {
     for (const sha of this.dropping) objects.delete(sha);
     return objects;
   }
-}
-
-/**
- * The manifest a restarted attempt gets: the part of the task's restart generation (a multi-node
- * job's rank's when `rank` is given, with the rank and generation), or null when there is none.
- */
-export function restartManifest(
-  job: JobEntry,
-  taskIndex: number,
-  rank?: number,
-): { files: CheckpointFile[]; gang?: { rank: number; generation: number } } | null {
-  const generation = job.tasks[taskIndex]?.checkpoint?.generation;
-  if (generation === undefined) return null;
-  const part = job.checkpointsOf(taskIndex).part(rank ?? 0, generation);
-  if (!part) return null;
-  const files = part.files.map(({ path, sha256, bytes }) => ({ path, sha256, bytes }));
-  return rank === undefined ? { files } : { files, gang: { rank, generation } };
 }

@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { AccountingRow } from "../../broker/api/schemas.ts";
+import type { AccountingRow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import { accountingCsv, accountingTable, parseSince } from "../usage-format.ts";
-import { describe } from "./index.ts";
 
 /** steward acct: GET /api/v1/accounting. */
 export function registerAcct(program: Command): void {

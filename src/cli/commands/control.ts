@@ -7,7 +7,8 @@ import type {
   Workflow,
   WorkflowJobs,
   WorkflowRetry,
-} from "../../broker/api/schemas.ts";
+} from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
 import { skippedSummary } from "../../common/model/task-retry.ts";
@@ -15,7 +16,6 @@ import { parseLifetime } from "../../common/model/tokens.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-import { describe } from "./index.ts";
 
 /** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}; a workflow's id: /api/v1/workflows/{id}/{action}. */
 export function registerControl(program: Command): void {

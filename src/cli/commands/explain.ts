@@ -1,10 +1,10 @@
 import type { Command } from "commander";
-import type { Explanation, Workflow } from "../../broker/api/schemas.ts";
+import type { Explanation, Workflow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { isEndedState } from "../../common/model/states.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
-import { describe } from "./index.ts";
 
 export function registerExplain(program: Command): void {
   program

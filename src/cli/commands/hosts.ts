@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Host, HostRemoved } from "../../broker/api/schemas.ts";
+import type { Host, HostRemoved } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson, table } from "../format.ts";
-import { describe } from "./index.ts";
 
 export function registerHosts(program: Command): void {
   const hosts = program

@@ -1,13 +1,13 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import type { Workflow } from "../../broker/api/schemas.ts";
+import type { Workflow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
+import { integer } from "../../common/command-line/numbers.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";
-import { integer } from "../numbers.ts";
 import { LinePrefixer } from "../run-job.ts";
 import { attemptSeparator, followTask } from "../task-follower.ts";
-import { describe } from "./index.ts";
 
 interface LogOptions {
   task: number;

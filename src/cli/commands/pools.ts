@@ -1,8 +1,8 @@
 import type { Command } from "commander";
-import type { Pool } from "../../broker/api/schemas.ts";
+import type { Pool } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
-import { describe } from "./index.ts";
 
 export function registerPools(program: Command): void {
   program

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import type { JobSummary, WorkflowSummary } from "../../broker/api/schemas.ts";
+import type { JobSummary, WorkflowSummary } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
+import { integer } from "../../common/command-line/numbers.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
-import { integer } from "../numbers.ts";
-import { describe } from "./index.ts";
 
 export function registerPs(program: Command): void {
   program

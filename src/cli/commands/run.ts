@@ -4,7 +4,8 @@
 
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { Job, Task } from "../../broker/api/schemas.ts";
+import type { Job, Task } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { inputFiles, submissionBody } from "../job-submission.ts";
 import {
@@ -23,7 +24,6 @@ import {
 } from "../run-job.ts";
 import { followTask } from "../task-follower.ts";
 import { fetchedLine, fetchOutputs } from "./fetch.ts";
-import { describe } from "./index.ts";
 
 const HELP = `
 The command and its arguments are run as they are, without a shell (give one for pipes and

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import type { z } from "zod";
-import type { sharesSchema } from "../../broker/api/schemas.ts";
+import type { sharesSchema } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
-import { describe } from "./index.ts";
 
 type Shares = z.infer<typeof sharesSchema>;
 

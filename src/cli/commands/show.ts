@@ -1,11 +1,11 @@
 import type { Command } from "commander";
-import type { Job, Workflow } from "../../broker/api/schemas.ts";
+import type { Job, Workflow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 import { usageLine } from "../usage-format.ts";
 import { renderWorkflow } from "../workflow-graph.ts";
-import { describe } from "./index.ts";
 
 export function registerShow(program: Command): void {
   program

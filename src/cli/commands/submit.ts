@@ -6,7 +6,8 @@ import type {
   Explanation,
   Job,
   WorkflowCreated,
-} from "../../broker/api/schemas.ts";
+} from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
 import {
@@ -19,7 +20,6 @@ import {
   workflowBody,
 } from "../job-submission.ts";
 import { renderExplanation } from "./explain.ts";
-import { describe } from "./index.ts";
 import { waitForJobs } from "./wait.ts";
 
 export function registerSubmit(program: Command): void {

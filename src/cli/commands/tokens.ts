@@ -1,12 +1,12 @@
 // steward token create|list|revoke, steward join-token create|list|revoke, steward whoami.
 
 import { type Command, InvalidArgumentError } from "commander";
-import type { NewTokenView, TokenView, WhoAmI } from "../../broker/api/schemas.ts";
+import type { NewTokenView, TokenView, WhoAmI } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { QOS_NAME } from "../../common/model/qos-name.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
-import { describe } from "./index.ts";
 
 function lifetimeSeconds(text: string): number {
   const ms = parseLifetime(text);

@@ -1,10 +1,10 @@
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job, Workflow } from "../../broker/api/schemas.ts";
+import type { Job, Workflow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";
-import { describe } from "./index.ts";
 
 interface UpdateOptions {
   priority?: number;

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Job, Task, Workflow } from "../../broker/api/schemas.ts";
+import type { Job, Task, Workflow } from "../../common/api/schemas.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { type FailedTask, outcomeLine } from "../job-outcome.ts";
-import { describe } from "./index.ts";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 

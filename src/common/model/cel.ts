@@ -6,7 +6,7 @@
 import { type ASTNode, Environment } from "@marcbachmann/cel-js";
 import { costProblem } from "./cel-cost.ts";
 import { EvaluationLimitError, guardTree, runGuarded } from "./cel-guard.ts";
-import type { HostFacts } from "./records.ts";
+import type { HostFacts } from "./host-facts.ts";
 
 const HOST_SCHEMA = {
   name: "string",

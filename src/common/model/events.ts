@@ -4,9 +4,9 @@
 
 import { z } from "zod";
 import { DEPENDENCY_CONDITIONS, unmetMessage } from "./dependencies.ts";
+import type { EndCause } from "./end-cause.ts";
 import { gangStopReason } from "./gang.ts";
 import { ATTEMPT_OUTCOMES, type AttemptOutcome, JOB_STATES } from "./states.ts";
-import type { EndCause } from "./task-outcome.ts";
 import { renderUpdateChange, UPDATE_FIELDS } from "./update-fields.ts";
 
 const END_CAUSES = ["host", "staging", "undelivered", "oom"] as const satisfies readonly EndCause[];

@@ -5,8 +5,8 @@
 // the ranks' reports in, what to do out.
 
 import { type AttemptUsage, sumUsage } from "./attempt-usage.ts";
+import type { EndCause } from "./end-cause.ts";
 import type { AttemptOutcome } from "./states.ts";
-import type { EndCause } from "./task-outcome.ts";
 
 /** One rank's end as its agent reported it (or as the server decided for a lost host). */
 export interface RankEnd {

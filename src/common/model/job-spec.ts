@@ -15,8 +15,10 @@ import { formatFieldPath, JobFileError } from "./jobfile-error.ts";
 import { nearestKey } from "./key-suggestion.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
-import { MAX_REPLICAS } from "./replicas.ts";
 import { knownKeysAt } from "./schema-keys.ts";
+
+/** The most replicas a job may ask for (the bound; MyGrid's default is far lower). */
+export const MAX_REPLICAS = 8;
 
 export { relativePathProblem };
 

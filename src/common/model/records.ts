@@ -2,6 +2,7 @@
 // Times are milliseconds since the epoch; the API turns them into ISO-8601.
 
 import type { AttemptUsage } from "./attempt-usage.ts";
+import type { HostFacts } from "./host-facts.ts";
 import type { JobSpec } from "./job-spec.ts";
 import type { TaskCounts } from "./job-state.ts";
 import type {
@@ -13,6 +14,8 @@ import type {
   StopOutcome,
   TaskState,
 } from "./states.ts";
+
+export type { HostFacts } from "./host-facts.ts";
 
 export interface JobRecord {
   id: string;
@@ -248,40 +251,6 @@ export interface HostRecord {
   lastSeen: number;
   /** When a pilot's walltime ends (ms since the epoch, its agent's --ends-at); null for other hosts. */
   endsAt: number | null;
-}
-
-/** The host facts; `host` in CEL. Numbers are CEL doubles. */
-export interface HostFacts {
-  name: string;
-  pool: string;
-  os: string;
-  arch: string;
-  cpus: number;
-  memoryMb: number;
-  memFreeMb: number;
-  load1: number;
-  cpuFree: number;
-  diskFreeMb: number;
-  speed: number;
-  labels: Record<string, string>;
-  slotsFree: number;
-  /**
-   * Whether the host's agent enforces attempts' memory, CPU and process limits. An agent of an
-   * earlier release sends none: `host.enforces` cannot be evaluated there, so a job that requires
-   * it does not go there.
-   */
-  enforces?: boolean;
-  /** The GPU device ids the agent declares (`--gpus`); absent: none. Given to attempts one by one. */
-  gpus?: string[];
-  /** With GPUs: whether each attempt is kept from the GPUs not given to it (false: a job can open any). */
-  gpusIsolated?: boolean;
-  /** Units of each countable resource the agent declares (`--resource name=N`); absent: none. */
-  resources?: Record<string, number>;
-  /**
-   * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
-   * Filled in by the server when it looks at the host, not sent by the agent.
-   */
-  secondsLeft?: number;
 }
 
 /** What a token lets its holder do: API tokens carry a role; join tokens bring agents; host credentials are a joined host's. */

@@ -9,8 +9,8 @@ import type { AttemptOutcome } from "./states.ts";
 import type { RetryPolicy } from "./task-outcome.ts";
 import { type EndCause, POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "./task-outcome.ts";
 
-/** The most replicas a job may ask for (the bound; MyGrid's default is far lower). */
-export const MAX_REPLICAS = 8;
+/** The most replicas a job may ask for: the job file's bound (job-spec.ts). */
+export { MAX_REPLICAS } from "./job-spec.ts";
 
 type Counters = Pick<TaskRecord, "failures" | "losses" | "systemFailures">;
 

@@ -4,6 +4,8 @@ import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome, TaskState } from "./states.ts";
 
+export type { EndCause, LossCause } from "./end-cause.ts";
+
 /** A task lost this many times is failed as a poison task (README, "What survives what": failures are told apart). */
 export const POISON_LOSS_LIMIT = 5;
 /** A task whose inputs could not be staged (or whose start never arrived) this many times is failed. */
@@ -99,16 +101,6 @@ export function taskAfterAttempt(
       return { ...same, state: "pending", next: { is: "restart" } };
   }
 }
-
-/**
- * Why an attempt ended `lost`: its host (lease expired, agent restarted without it), or a system
- * failure that is not the host's: inputs or outputs that could not be staged, a start message that
- * never reached the agent. Only host losses count toward the poison limit (guarantee 5).
- */
-export type LossCause = "host" | "staging" | "undelivered";
-
-/** Why an attempt ended, where the outcome alone does not say: a loss's cause, or `oom` for a failure by the memory limit. */
-export type EndCause = LossCause | "oom";
 
 export interface MemoryGrowth {
   memoryGrowth?: number;

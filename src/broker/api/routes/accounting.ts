@@ -4,9 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { Store } from "../../store/store.ts";
+import { accountingRowSchema, errors, json } from "../../../common/api/schemas.ts";
 import { seesAllJobs } from "../access.ts";
-import { accountingRowSchema, errors, json } from "../schemas.ts";
+import type { StoreReads } from "../ports.ts";
 import { accountingRowView } from "../views.ts";
 
 export const MAX_ACCOUNTING_ROWS = 100_000;
@@ -30,7 +30,7 @@ const accountingQuery = z.object({
     .meta({ description: `at most this many rows, oldest end first (1..${MAX_ACCOUNTING_ROWS})` }),
 });
 
-export function registerAccountingRoutes(app: FastifyInstance, store: Store): void {
+export function registerAccountingRoutes(app: FastifyInstance, store: StoreReads): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get(
     "/api/v1/accounting",

@@ -12,6 +12,13 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  bytesWrittenSchema,
+  checkpointCommittedSchema,
+  errors,
+  fileBytes,
+  json,
+} from "../../../common/api/schemas.ts";
 import { nodesOf } from "../../../common/model/job-spec.ts";
 import { checkpointManifest, readCheckpointManifest } from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
@@ -19,7 +26,6 @@ import { checkpointObjectKey, inputKey, outputKey } from "../../store/blob-layou
 import type { BlobStore } from "../../store/blobs.ts";
 import type { ApiPorts } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
-import { bytesWrittenSchema, checkpointCommittedSchema, errors, fileBytes, json } from "../schemas.ts";
 import { limitUpload } from "../upload-limit.ts";
 
 const octetStream = (description: string) => ({

@@ -3,6 +3,13 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  errors,
+  explanationSchema,
+  hostRemovedSchema,
+  hostSchema,
+  json,
+} from "../../../common/api/schemas.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { NotFoundError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -10,7 +17,6 @@ import { seesAllJobs } from "../access.ts";
 import { actorOf } from "../auth.ts";
 import type { ApiPorts } from "../ports.ts";
 import { jobParams } from "../requests.ts";
-import { errors, explanationSchema, hostRemovedSchema, hostSchema, json } from "../schemas.ts";
 import { hostView } from "../views.ts";
 
 export function registerHostRoutes(

@@ -5,6 +5,19 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  checkedJobFileSchema,
+  errors,
+  fileBytes,
+  jobSchema,
+  jobSummarySchema,
+  json,
+  outputFileSchema,
+  removedSchema,
+  TASK_STATE_LETTERS,
+  taskSchema,
+  taskStatesSchema,
+} from "../../../common/api/schemas.ts";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";
@@ -21,27 +34,13 @@ import type { JobEntry } from "../../state/job-entry.ts";
 import { headOf, type JobHeader } from "../../state/job-header.ts";
 import { inputKey, jobPrefix, logKey, outputKey, outputPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
-import type { Store } from "../../store/store.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { keepJobFileText } from "../job-file-source.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, StoreReads } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { filePath, flag, jobParams, taskParams, USER_NAME, wholeNumber } from "../requests.ts";
-import {
-  checkedJobFileSchema,
-  errors,
-  fileBytes,
-  jobSchema,
-  jobSummarySchema,
-  json,
-  outputFileSchema,
-  removedSchema,
-  TASK_STATE_LETTERS,
-  taskSchema,
-  taskStatesSchema,
-} from "../schemas.ts";
 import {
   jobFileTooLarge,
   limitUpload,
@@ -53,7 +52,7 @@ import { jobHeadView, jobSummaryView, jobView, taskReadView } from "../views.ts"
 
 export interface JobRouteDeps {
   ports: ApiPorts;
-  store: Store;
+  store: StoreReads;
   blobs: BlobStore;
   /** The largest input file a submit may bring, in bytes. */
   maxUploadBytes: number;

@@ -3,8 +3,8 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors, json, poolSchema } from "../../../common/api/schemas.ts";
 import type { PoolStatus } from "../../pools/pool-manager.ts";
-import { errors, json, poolSchema } from "../schemas.ts";
 
 export function registerPoolRoutes(app: FastifyInstance, pools: () => PoolStatus[]): void {
   const api = app.withTypeProvider<ZodTypeProvider>();

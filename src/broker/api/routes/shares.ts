@@ -4,9 +4,9 @@
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { errors, json, sharesSchema } from "../../../common/api/schemas.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ApiPorts } from "../ports.ts";
-import { errors, json, sharesSchema } from "../schemas.ts";
 
 export function registerShareRoutes(app: FastifyInstance, ports: ApiPorts): void {
   const api = app.withTypeProvider<ZodTypeProvider>();

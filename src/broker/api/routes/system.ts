@@ -4,12 +4,6 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import type { EventRecord } from "../../../common/model/records.ts";
-import type { Store } from "../../store/store.ts";
-import { seesAllJobs } from "../access.ts";
-import { EventStream } from "../event-stream.ts";
-import type { ApiPorts } from "../ports.ts";
-import { wholeNumber } from "../requests.ts";
 import {
   errors,
   type Health,
@@ -17,7 +11,12 @@ import {
   json,
   type ProgressEvent,
   streamEventSchema,
-} from "../schemas.ts";
+} from "../../../common/api/schemas.ts";
+import type { EventRecord } from "../../../common/model/records.ts";
+import { seesAllJobs } from "../access.ts";
+import { EventStream } from "../event-stream.ts";
+import type { ApiPorts, StoreReads } from "../ports.ts";
+import { wholeNumber } from "../requests.ts";
 import { jobSummaryView } from "../views.ts";
 
 const KEEP_ALIVE_MS = 15_000;
@@ -28,7 +27,7 @@ export const MAX_STREAMS_PER_TOKEN = 8;
 
 export interface SystemRouteDeps {
   ports: ApiPorts;
-  store: Store;
+  store: StoreReads;
   metrics: Registry;
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;

@@ -5,12 +5,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { DEFAULT_QOS, QOS_NAME } from "../../../common/model/qos-name.ts";
-import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
-import { newTokenOf } from "../../../common/model/tokens.ts";
-import { START_ADMIN } from "../auth.ts";
-import type { ApiPorts } from "../ports.ts";
-import { USER_NAME } from "../requests.ts";
 import {
   errors,
   json,
@@ -19,7 +13,13 @@ import {
   type TokenView,
   tokenSchema,
   whoamiSchema,
-} from "../schemas.ts";
+} from "../../../common/api/schemas.ts";
+import { DEFAULT_QOS, QOS_NAME } from "../../../common/model/qos-name.ts";
+import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
+import { newTokenOf } from "../../../common/model/tokens.ts";
+import { START_ADMIN } from "../auth.ts";
+import type { ApiPorts } from "../ports.ts";
+import { USER_NAME } from "../requests.ts";
 
 const lifetime = z
   .int()

@@ -4,13 +4,13 @@
 // done: the hosts that match, the requirements clause by clause, the pools. Nothing is made.
 
 import type { FastifyRequest } from "fastify";
+import type { CheckedWorkflowFile } from "../../../common/api/schemas.ts";
 import { validateWorkflowFile } from "../../../common/model/workflow.ts";
 import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ApiPorts } from "../ports.ts";
-import type { CheckedWorkflowFile } from "../schemas.ts";
 import { submitterOf } from "./jobs.ts";
 
 export function dryRunWorkflow(

@@ -4,6 +4,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  checkedWorkflowFileSchema,
+  errors,
+  json,
+  type Workflow,
+  type WorkflowCreated,
+  type WorkflowJobs,
+  type WorkflowSummary,
+  workflowCreatedSchema,
+  workflowJobsSchema,
+  workflowRetrySchema,
+  workflowSchema,
+  workflowSummarySchema,
+} from "../../../common/api/schemas.ts";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
@@ -22,20 +36,6 @@ import { withParamsFile } from "../params-file.ts";
 import type { ApiPorts } from "../ports.ts";
 import type { SubmitRateLimiter } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
-import {
-  checkedWorkflowFileSchema,
-  errors,
-  json,
-  type Workflow,
-  type WorkflowCreated,
-  type WorkflowJobs,
-  type WorkflowSummary,
-  workflowCreatedSchema,
-  workflowJobsSchema,
-  workflowRetrySchema,
-  workflowSchema,
-  workflowSummarySchema,
-} from "../schemas.ts";
 import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
 import { iso } from "../views.ts";
 import { multipartParts, ownerOf, parseJobField, submitKeyOf, submitterOf, uploadError } from "./jobs.ts";

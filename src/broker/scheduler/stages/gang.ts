@@ -7,35 +7,14 @@
 // the restart pool take no first placement of a gang: they stay free to replace a failed rank.
 // Pure: the hosts, their room and the time in.
 
-import type { HostView } from "../view.ts";
+import type { GangNeeds, HostView } from "../view.ts";
 import { type Capacity, capacityOf, fitsCapacity, takeRoom } from "./fit.ts";
 import { compareScored, type ScoredHost } from "./rank.ts";
 
+export type { GangNeeds } from "../view.ts";
+
 /** A gang waiting longer than this gets hosts reserved for it (`--gang-reserve-seconds`). */
 export const GANG_RESERVE_SECONDS = 300;
-
-/** What gang placement needs of a multi-node job. */
-export interface GangNeeds {
-  /** Ranks. */
-  nodes: number;
-  /** Ranks one host may run (absent: 1). */
-  nodesPerHost?: number;
-  /** Per rank. */
-  cpus: number;
-  memoryMb: number;
-  /** GPUs and countable resources each rank takes (absent: none). */
-  gpus?: number;
-  custom?: Readonly<Record<string, number>>;
-  /** The pool kept for replacements (`restartPool` or the server's `--restart-pool`), or null. */
-  restartPool: string | null;
-  /**
-   * A restart after a failed rank: the host each rank goes back to (rank order), or null for the
-   * rank that needs a replacement; absent for a first placement.
-   */
-  previous?: readonly (string | null)[];
-  /** Hosts a replacement may not go to (the failed rank's). */
-  avoid?: readonly string[];
-}
 
 /** Whether the host belongs to the pool kept for replacements. */
 export function inRestartPool(host: HostView, restartPool: string | null): boolean {

@@ -1,39 +1,36 @@
-// Every command of the CLI with its one-line description, and the module that defines it. The CLI
-// loads only the module of the command it runs (a command's module may load the whole server);
-// `steward --help` loads none: it lists this table.
+// Every command of the `steward` program with its one-line description, and the module that defines
+// it (src/entry/command-modules.ts loads them): what both the client's commands (src/cli/) and the
+// daemons' (src/daemons/) take their descriptions from, and what `steward --help` lists without
+// loading any command's module.
 
-import type { Command } from "commander";
-
-type Register = (program: Command) => void;
-
-const MODULES = {
-  up: () => import("./up.ts").then((m) => m.registerUp),
-  server: () => import("./server.ts").then((m) => m.registerServer),
-  agent: () => import("./agent.ts").then((m) => m.registerAgent),
-  submit: () => import("./submit.ts").then((m) => m.registerSubmit),
-  run: () => import("./run.ts").then((m) => m.registerRun),
-  ps: () => import("./ps.ts").then((m) => m.registerPs),
-  show: () => import("./show.ts").then((m) => m.registerShow),
-  acct: () => import("./acct.ts").then((m) => m.registerAcct),
-  share: () => import("./share.ts").then((m) => m.registerShare),
-  logs: () => import("./logs.ts").then((m) => m.registerLogs),
-  wait: () => import("./wait.ts").then((m) => m.registerWait),
-  control: () => import("./control.ts").then((m) => m.registerControl),
-  update: () => import("./update.ts").then((m) => m.registerUpdate),
-  fetch: () => import("./fetch.ts").then((m) => m.registerFetch),
-  hosts: () => import("./hosts.ts").then((m) => m.registerHosts),
-  explain: () => import("./explain.ts").then((m) => m.registerExplain),
-  pools: () => import("./pools.ts").then((m) => m.registerPools),
-  tokens: () => import("./tokens.ts").then((m) => m.registerTokens),
-  admin: () => import("./admin.ts").then((m) => m.registerAdmin),
-  completion: () => import("./completion.ts").then((m) => m.registerCompletion),
-  config: () => import("./config.ts").then((m) => m.registerConfig),
-} satisfies Record<string, () => Promise<Register>>;
+/** The modules of the commands: the daemons' (up, server, agent, config), the program's (completion), the client's. */
+export type CommandModule =
+  | "up"
+  | "server"
+  | "agent"
+  | "config"
+  | "completion"
+  | "submit"
+  | "run"
+  | "ps"
+  | "show"
+  | "acct"
+  | "share"
+  | "logs"
+  | "wait"
+  | "control"
+  | "update"
+  | "fetch"
+  | "hosts"
+  | "explain"
+  | "pools"
+  | "tokens"
+  | "admin";
 
 export interface CommandEntry {
   name: string;
   description: string;
-  module: keyof typeof MODULES;
+  module: CommandModule;
 }
 
 /** In the order `steward --help` lists them. */
@@ -193,30 +190,6 @@ export const COMMANDS: readonly CommandEntry[] = [
 /** A command's description, from the table. */
 export function describe(name: string): string {
   const entry = COMMANDS.find((each) => each.name === name);
-  if (!entry) throw new Error(`no command ${name} in src/cli/commands/index.ts`);
+  if (!entry) throw new Error(`no command ${name} in src/common/command-line/commands.ts`);
   return entry.description;
-}
-
-/**
- * Adds the commands to `program`: the ones of `wanted`'s module in full, the others as names and
- * descriptions only (enough for `--help` and for commander to name an unknown command).
- */
-export async function registerCommands(program: Command, wanted: string | null): Promise<void> {
-  const entry = COMMANDS.find((each) => each.name === wanted);
-  if (entry) (await MODULES[entry.module]())(program);
-  for (const each of COMMANDS)
-    if (each.module !== entry?.module) program.command(each.name).description(each.description);
-}
-
-/**
- * Adds every command in full, in the table's order (loads every module, the server's too): for the
- * reference docs and the completion script, never for running a command.
- */
-export async function registerAllCommands(program: Command): Promise<void> {
-  const modules = [...new Set(COMMANDS.map((each) => each.module))];
-  const registers = await Promise.all(modules.map((module) => MODULES[module]()));
-  for (const register of registers) register(program);
-  const order = new Map(COMMANDS.map((each, index) => [each.name, index]));
-  const rank = (command: Command) => order.get(command.name()) ?? COMMANDS.length;
-  (program.commands as Command[]).sort((a, b) => rank(a) - rank(b));
 }

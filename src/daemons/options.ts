@@ -10,7 +10,7 @@ import {
 import { GANG_RESERVE_SECONDS } from "../broker/scheduler/stages/gang.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../broker/scheduler/walltime.ts";
 
-import { integer, number } from "./numbers.ts";
+import { integer, number } from "../common/command-line/numbers.ts";
 
 export { integer, number };
 

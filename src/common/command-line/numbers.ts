@@ -1,4 +1,4 @@
-// Numeric flags: a clear error naming the flag for anything else. Apart from options.ts, whose
+// Numeric flags: a clear error naming the flag for anything else. Apart from src/daemons/options.ts, whose
 // defaults come from the scheduler, so that light commands (ps) do not load it.
 
 import { InvalidArgumentError } from "commander";

@@ -7,6 +7,7 @@ import { installLastResortGuard } from "../../broker/api/last-resort.ts";
 import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
@@ -14,7 +15,6 @@ import { daemonLogger } from "../logger.ts";
 import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable } from "../settings.ts";
-import { describe } from "./index.ts";
 import { readQosFile } from "./server.ts";
 
 export function registerUp(program: Command): void {

@@ -3,13 +3,13 @@ import os from "node:os";
 import { type Command, Option } from "commander";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as.ts";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
-import { CliError } from "../client.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { daemonLogger } from "../logger.ts";
 import { countableResources, endsAt, gpuSetting, integer, labels, number, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
-import { describe } from "./index.ts";
 
 export function registerAgent(program: Command): void {
   const command = program

@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
-import { CliError } from "./cli-error.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
 
 /** What a folder is to a daemon, for its messages, and which of its bits others may keep. */
 export interface FolderRole {

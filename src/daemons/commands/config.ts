@@ -1,7 +1,7 @@
 import { Command } from "commander";
-import { CliError } from "../cli-error.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { applySettings, settingsYaml } from "../settings.ts";
-import { describe } from "./index.ts";
 
 const DAEMONS = {
   server: () => import("./server.ts").then((m) => m.registerServer),

@@ -1,10 +1,11 @@
-// steward: the command line. One file per command under commands/; all of them talk to the API,
-// except server, agent and up, which run the daemons.
+// steward: the program's entry (bin/steward runs it). One file per command: the client's under
+// src/cli/commands/, all of which talk to the API; the daemons' (server, agent, up) and config under
+// src/daemons/commands/; completion here. It loads only the module of the command it runs.
 
 import { CommanderError } from "commander";
+import { CliError } from "../common/command-line/cli-error.ts";
 import { JobFileError } from "../common/model/jobfile-error.ts";
-import { CliError } from "./cli-error.ts";
-import { registerCommands } from "./commands/index.ts";
+import { registerCommands } from "./command-modules.ts";
 import { newProgram } from "./program.ts";
 
 // bin/steward turned Node's compile cache on for this process; what it starts does not inherit it.

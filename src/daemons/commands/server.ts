@@ -10,9 +10,10 @@ import { PoolAccountError } from "../../broker/pools/pilot-account.ts";
 import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
 import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
+import { describe } from "../../common/command-line/commands.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../common/model/pools-file.ts";
 import { parseQosFile, QosFileError, type QosPolicy } from "../../common/model/qos-file.ts";
-import { CliError } from "../client.ts";
 import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
@@ -21,7 +22,6 @@ import { integer, number, onShutdown, policyOptions } from "../options.ts";
 import { privateUmask } from "../private-folder.ts";
 import { redactSecrets } from "../redact-secrets.ts";
 import { configurable } from "../settings.ts";
-import { describe } from "./index.ts";
 
 export function registerServer(program: Command): void {
   configurable(

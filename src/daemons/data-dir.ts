@@ -17,7 +17,7 @@ import { PostgresStore } from "../broker/store/postgres.ts";
 import { PostgresBlobStore } from "../broker/store/postgres-blobs.ts";
 import { SqliteStore } from "../broker/store/sqlite.ts";
 import type { Store } from "../broker/store/store.ts";
-import { CliError } from "./client.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
 import { type FairShareFlags, fairShareFrom } from "./fair-share-flags.ts";
 import { type PolicyFlags, policyFrom } from "./options.ts";
 import { BLOBS_FOLDER, DATA_FOLDER, privateFolder } from "./private-folder.ts";

@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { type Command, InvalidArgumentError, type Option } from "commander";
 import { Document, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml";
-import { CliError } from "./cli-error.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
 import { holdsSecret, REDACTED, redactSecrets } from "./redact-secrets.ts";
 
 /** Per flag (by its key, e.g. "token"): its variable instead of STEWARD_<FLAG>, or null for none. */

@@ -6,9 +6,9 @@ import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { FAIR_SHARE_HALF_LIFE_SECONDS } from "../broker/scheduler/fair-share.ts";
 import type { FairShareSettings } from "../broker/state/owner-usage.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
 import { parseSharesFile, SharesFileError } from "../common/model/shares-file.ts";
 import { parseLifetime } from "../common/model/tokens.ts";
-import { CliError } from "./cli-error.ts";
 
 export interface FairShareFlags {
   shares?: string;

@@ -4,16 +4,16 @@
 
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { EVENT_DATA, EVENT_KINDS } from "../../common/model/events.ts";
-import { type JobSpec, jobSpecSchema } from "../../common/model/job-spec.ts";
+import { EVENT_DATA, EVENT_KINDS } from "../model/events.ts";
+import { type JobSpec, jobSpecSchema } from "../model/job-spec.ts";
 import {
   ACCOUNTING_OUTCOMES,
   ATTEMPT_OUTCOMES,
   ATTEMPT_STATES,
   HOST_STATES,
   JOB_STATES,
-} from "../../common/model/states.ts";
-import { hostFacts } from "../../common/protocol/messages.ts";
+} from "../model/states.ts";
+import { hostFacts } from "../protocol/messages.ts";
 
 const isoTime = z.iso.datetime();
 

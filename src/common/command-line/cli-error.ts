@@ -1,4 +1,4 @@
-// An error the CLI prints as one line (`steward: ...`) and exits with its code: 2 for a bad
+// An error the command line (src/entry/main.ts) prints as one line (`steward: ...`) and exits with its code: 2 for a bad
 // argument or file, 3 for anything else.
 
 export class CliError extends Error {

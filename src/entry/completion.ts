@@ -1,10 +1,14 @@
 import type { Command } from "commander";
-import { CliError } from "../cli-error.ts";
-import { completionScript, SHELLS, type Shell } from "../completion-script.ts";
-import { newProgram } from "../program.ts";
-import { describe, registerAllCommands } from "./index.ts";
+import { CliError } from "../common/command-line/cli-error.ts";
+import { describe } from "../common/command-line/commands.ts";
+import { completionScript, SHELLS, type Shell } from "./completion-script.ts";
+import { newProgram } from "./program.ts";
 
-export function registerCompletion(program: Command): void {
+/**
+ * The completion command; `registerAll` adds every command in full to a new program (the table of
+ * modules, command-modules.ts, hands it in: this module does not import that table, which loads it).
+ */
+export function registerCompletion(program: Command, registerAll: (program: Command) => Promise<void>): void {
   program
     .command("completion")
     .description(describe("completion"))
@@ -23,7 +27,7 @@ export function registerCompletion(program: Command): void {
       if (!(SHELLS as readonly string[]).includes(shell))
         throw new CliError(`completion: no shell ${shell}; one of ${SHELLS.join(", ")}`, 2);
       const full = newProgram();
-      await registerAllCommands(full);
+      await registerAll(full);
       process.stdout.write(completionScript(full, shell as Shell));
     });
 }

@@ -1,0 +1,36 @@
+// What an agent reports of its host: the facts the scheduler matches jobs' requirements against
+// (`host` in CEL, cel.ts) and that a host's record holds (records.ts).
+
+/** The host facts; `host` in CEL. Numbers are CEL doubles. */
+export interface HostFacts {
+  name: string;
+  pool: string;
+  os: string;
+  arch: string;
+  cpus: number;
+  memoryMb: number;
+  memFreeMb: number;
+  load1: number;
+  cpuFree: number;
+  diskFreeMb: number;
+  speed: number;
+  labels: Record<string, string>;
+  slotsFree: number;
+  /**
+   * Whether the host's agent enforces attempts' memory, CPU and process limits. An agent of an
+   * earlier release sends none: `host.enforces` cannot be evaluated there, so a job that requires
+   * it does not go there.
+   */
+  enforces?: boolean;
+  /** The GPU device ids the agent declares (`--gpus`); absent: none. Given to attempts one by one. */
+  gpus?: string[];
+  /** With GPUs: whether each attempt is kept from the GPUs not given to it (false: a job can open any). */
+  gpusIsolated?: boolean;
+  /** Units of each countable resource the agent declares (`--resource name=N`); absent: none. */
+  resources?: Record<string, number>;
+  /**
+   * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
+   * Filled in by the server when it looks at the host, not sent by the agent.
+   */
+  secondsLeft?: number;
+}
