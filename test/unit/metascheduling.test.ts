@@ -581,6 +581,59 @@ describe("the preemption stage of a pass: which blocked job looks, and for which
       ["low-b for gang/0"],
     ],
     [
+      "no running task at all: nothing to preempt",
+      { jobs: [job("high", 10)], hosts: fullHosts, running: () => [] },
+      [],
+    ],
+    [
+      "the walk stops at the first job that outranks no running task: not even a wait for one about to end",
+      {
+        jobs: [job("peer", 0)],
+        hosts: [host("h1", 1, 0)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+      },
+      [],
+    ],
+    [
+      "the lowest running task is the lowest wherever it is listed: a job outranking only it still looks",
+      {
+        jobs: [job("high", 3)],
+        hosts: fullHosts,
+        running: () => [
+          running("low", "h1", progress(0.5, 1000)),
+          running("mid", "h2", progress(0.5, 1000), { priority: 5 }),
+        ],
+      },
+      ["low for high/0"],
+    ],
+    [
+      "a job whose unplaced tasks all have room kept still waits, like any, for a task about to end",
+      {
+        jobs: [job("high", 10)],
+        hosts: [host("h1", 1, 0)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+        reserved: [keptFor(0)],
+      },
+      ["recheck in 1000 ms"],
+    ],
+    [
+      "an array's tasks placed in this pass are its own, not those of a job whose id begins alike",
+      {
+        jobs: [
+          job("high", 10, {
+            ...ready(1, 0),
+            parallel: 3,
+            liveTasks: 1,
+            requirements: compileExpression('host.name != "free-2"'),
+          }),
+          job("h-other", 0, { requirements: compileExpression('host.name == "free-2"') }),
+        ],
+        hosts: [...fullHosts, host("free-1", 1, 1), host("free-2", 1, 1)],
+        running: () => lowTasks,
+      },
+      ["low-b for high/0"],
+    ],
+    [
       "waiting for a task about to end: a look again in a second",
       {
         jobs: [job("high", 10)],
@@ -591,6 +644,79 @@ describe("the preemption stage of a pass: which blocked job looks, and for which
     ],
   ])("%s", (_, state, expected) => {
     expect(preemptions(state)).toStrictEqual(expected);
+  });
+});
+
+describe("what the preemption stage tells of its reasons", () => {
+  it("notes why a job preempts nothing, and nothing for a job that preempts", () => {
+    const notes: string[] = [];
+    const trace = { noPreemption: (job: JobView, why: string) => notes.push(`${job.id}: ${why}`) };
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.5, 1000))];
+    schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks }, trace);
+    expect(notes).toStrictEqual([]);
+    const stopped = [running("low", "h1", progress(0.5, 1000), { startedByPreemption: true })];
+    schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => stopped }, trace);
+    expect(notes).toStrictEqual([
+      "high: no task it may preempt (the same user's of a lower priority, or of a tier its QoS tier preempts) would make room",
+    ]);
+  });
+
+  it("a preemption within one tier names no tier in its note", () => {
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.5, 1000))];
+    const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
+    expect(plan.preempt[0].stop.note?.data).not.toHaveProperty("forQos");
+  });
+});
+
+describe("the rescheduling stage of a pass: what it weighs for each task", () => {
+  /** The pass's estimates for each task it weighs, as "task: host gain, ...". */
+  function weighed(hosts: HostView[], tasks: RunningTaskView[], policy: Partial<MetaschedulingPolicy> = {}) {
+    const said: string[] = [];
+    schedule(
+      { now: NOW, jobs: [], hosts, running: () => tasks, policy },
+      {
+        rescheduling: (task, estimates) =>
+          said.push(
+            `${task.job.id}: ${estimates.map((each) => `${each.host} ${each.gain.toFixed(2)}`).join(", ")}`,
+          ),
+      },
+    );
+    return said;
+  }
+
+  it.each<[string, HostView[], RunningTaskView[], Partial<MetaschedulingPolicy>, string[]]>([
+    [
+      "no host with room fast enough to pay: weighed with no estimate",
+      [host("slow", 1, 0, 5), host("mid", 1, 1, 6)],
+      [running("a", "slow", progress(0.1, 100))],
+      {},
+      ["a: "],
+    ],
+    [
+      "only the hosts fast enough to pay are estimated",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50), host("mid", 1, 1, 6)],
+      [running("a", "slow", progress(0.1, 100))],
+      {},
+      ["a: fast 0.90"],
+    ],
+    [
+      "a host exactly as fast as a gain of the threshold needs does not pay",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50), host("edge", 1, 1, 10)],
+      [running("a", "slow", progress(0.1, 100))],
+      { rescheduleGain: 0.5 },
+      ["a: fast 0.90"],
+    ],
+    [
+      "a host the task's rank puts below its own gets no estimate",
+      [host("slow", 1, 0, 5, { labels: { tier: "gold" } }), host("fast", 1, 1, 50)],
+      [running("a", "slow", progress(0.1, 100), { rank: 'host.labels.tier == "gold" ? 1.0 : 0.0' })],
+      {},
+      ["a: "],
+    ],
+  ])("%s", (_, hosts, tasks, policy, expected) => {
+    expect(weighed(hosts, tasks, policy)).toStrictEqual(expected);
   });
 });
 
@@ -643,8 +769,67 @@ describe("the rescheduling stage of a pass: which tasks move where", () => {
         "b->mid: rescheduled to mid: estimated gain 0.47",
       ],
     ],
+    [
+      "only to a host the task's requirements allow",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+      [
+        {
+          ...running("a", "slow", progress(0.1, 100)),
+          job: job("a", 0, { requirements: compileExpression('host.name != "fast"') }),
+        },
+      ],
+      [],
+    ],
+    [
+      "only to a host with room for the task's cpus",
+      [host("slow", 2, 0, 5), host("fast", 2, 1, 50)],
+      [{ ...running("a", "slow", progress(0.1, 100)), job: job("a", 0, { cpus: 2 }) }],
+      [],
+    ],
   ])("%s", (_, hosts, tasks, expected) => {
     expect(moves(hosts, tasks)).toStrictEqual(expected);
+  });
+
+  /** A checkpoint that costs 25 s to move: half of the 100 s left, done 5 times as fast, is a gain of exactly 0.5. */
+  const atThreshold = (id: string) =>
+    running(id, "slow", progress(0.5, 100), { checkpointBytes: movingIn(25) });
+  it.each<[string, HostView[], RunningTaskView[], string[]]>([
+    [
+      "a gain of exactly the threshold does not move",
+      [host("slow", 1, 0, 5), host("edge", 1, 1, 20)],
+      [atThreshold("a")],
+      [],
+    ],
+    [
+      "nor after the best host filled up",
+      [host("slow", 2, 0, 5), host("fast", 1, 1, 50), host("edge", 1, 1, 20)],
+      [atThreshold("a"), atThreshold("b")],
+      ["a->fast: rescheduled to fast: estimated gain 0.65"],
+    ],
+  ])("with a threshold of 0.5: %s", (_, hosts, tasks, expected) => {
+    const stops = schedule({
+      now: NOW,
+      jobs: [],
+      hosts,
+      running: () => tasks,
+      policy: { rescheduleGain: 0.5 },
+    }).stop;
+    expect(stops.map((each) => `${each.jobId}->${each.migrateTo?.to}: ${each.intent.reason}`)).toStrictEqual(
+      expected,
+    );
+  });
+
+  it("idle slots that replicas took leave no room for a move", () => {
+    const replicated: JobView = { ...job("r", 0), replicas: 2, mayReplicate: (_task, live) => live < 2 };
+    const plan = schedule({
+      now: NOW,
+      jobs: [],
+      hosts: [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+      replicable: [{ job: replicated, taskIndex: 0, hosts: ["slow"] }],
+      running: () => [running("a", "slow", progress(0.1, 100))],
+    });
+    expect(plan.place).toStrictEqual([{ kind: "replica", jobId: "r", taskIndex: 0, host: "fast" }]);
+    expect(plan.stop).toStrictEqual([]);
   });
 });
 
