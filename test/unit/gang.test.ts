@@ -5,7 +5,13 @@
 import { describe, expect, it } from "vitest";
 import { hostsOfPlacement } from "../../src/broker/scheduler/plan.ts";
 import { schedule } from "../../src/broker/scheduler/schedule.ts";
-import { chooseGangHosts, gangMayReserve, gangShortfall } from "../../src/broker/scheduler/stages/gang.ts";
+import {
+  chooseGangHosts,
+  type GangNeeds,
+  gangMayReserve,
+  gangShortfall,
+  reserveGangHosts,
+} from "../../src/broker/scheduler/stages/gang.ts";
 import { scoreHosts } from "../../src/broker/scheduler/stages/rank.ts";
 import type { HostView, JobView } from "../../src/broker/scheduler/view.ts";
 import type { HostFacts } from "../../src/common/model/records.ts";
@@ -138,6 +144,106 @@ describe("gang rules", () => {
     ).toBeNull();
   });
 
+  /** Hosts scored by a rank that favours the names listed in `better` (in that order), and their room. */
+  function field(hosts: HostView[], better: string[] = [], missing: string[] = []) {
+    const scored = scoreHosts({ rank: null }, hosts).map((each) => ({
+      ...each,
+      rank: better.includes(each.host.name) ? better.length - better.indexOf(each.host.name) : 0,
+    }));
+    const capacity = new Map(
+      hosts
+        .filter((each) => !missing.includes(each.name))
+        .map((each) => [each.name, { slotsFree: each.slotsFree, memoryFreeMb: 1024 }]),
+    );
+    return { scored, capacity };
+  }
+  const needs = (extra: Partial<GangNeeds> = {}): GangNeeds => ({
+    nodes: 2,
+    cpus: 1,
+    memoryMb: 0,
+    restartPool: null,
+    ...extra,
+  });
+
+  it.each<[string, GangNeeds, ReturnType<typeof field>, string[] | null]>([
+    [
+      "a scored host with no room entry (it takes no work) gets no rank",
+      needs(),
+      field([host("a"), host("gone"), host("b")], ["gone"], ["gone"]),
+      ["a", "b"],
+    ],
+    [
+      "a scored host with no room entry, listed last, gets no rank",
+      needs(),
+      field([host("a"), host("b"), host("gone")], ["gone"], ["gone"]),
+      ["a", "b"],
+    ],
+    [
+      "several ranks per host: a host's room taken by one rank is gone for the next",
+      needs({ nodes: 3, nodesPerHost: 2 }),
+      field([host("b", 2), host("a", 1), host("c", 2)], ["a"]),
+      ["a", "b", "b"],
+    ],
+    [
+      "a restart does not go back to a previous host the gang no longer matches, free as it is",
+      needs({ previous: ["x", null] }),
+      {
+        scored: field([host("a"), host("b")]).scored,
+        capacity: field([host("a"), host("b"), host("x")]).capacity,
+      },
+      ["a", "b"],
+    ],
+    [
+      "a restart's previous hosts beyond the gang's ranks are not taken",
+      needs({ previous: ["a", "b", "c"] }),
+      field([host("c"), host("a"), host("b")], ["c"]),
+      ["a", "b"],
+    ],
+  ])("chooseGangHosts: %s", (_, gangNeeds, { scored, capacity }, expected) => {
+    expect(chooseGangHosts(gangNeeds, scored, capacity)).toStrictEqual(expected);
+  });
+
+  it.each<[string, GangNeeds, ReturnType<typeof field>, string[]]>([
+    [
+      "the hosts with the most free slots, then the best ranked",
+      needs(),
+      field([host("a", 1), host("b", 2), host("c", 1), host("d", 0)], ["c"]),
+      ["b", "c"],
+    ],
+    [
+      "a host with no room entry counts as none free",
+      needs(),
+      field([host("gone", 3), host("a", 0), host("b", 1)], ["gone"], ["gone"]),
+      ["b", "gone"],
+    ],
+    [
+      "never a host of the restart pool",
+      needs({ restartPool: "spares" }),
+      field([host("a", 0), host("s", 4, "spares"), host("b", 0)]),
+      ["a", "b"],
+    ],
+    [
+      "too few hosts outside the restart pool: none",
+      needs({ restartPool: "spares" }),
+      field([host("a", 1), host("s", 4, "spares")]),
+      [],
+    ],
+    [
+      "several ranks per host: as many hosts as the ranks need",
+      needs({ nodes: 4, nodesPerHost: 2 }),
+      field([host("a", 0), host("b", 1)]),
+      ["b", "a"],
+    ],
+    [
+      "several ranks per host, rounded up",
+      needs({ nodes: 3, nodesPerHost: 2 }),
+      field([host("a", 0), host("b", 1), host("c", 0)]),
+      ["b", "a"],
+    ],
+  ])("reserveGangHosts: %s", (_, gangNeeds, { scored, capacity }, expected) => {
+    expect(reserveGangHosts(gangNeeds, scored, capacity)).toStrictEqual(expected);
+  });
+
   it.each([
     [NOW - 299_000, false],
     [NOW - 300_000, true],
@@ -148,6 +254,7 @@ describe("gang rules", () => {
   it.each([
     [4, 3, 1, "needs 4 hosts, 3 match, 1 has room"],
     [2, 1, 0, "needs 2 hosts, 1 matches, 0 have room"],
+    [1, 2, 1, "needs 1 host, 2 match, 1 has room"],
   ])("explains a shortfall of %i", (nodes, matching, withRoom, expected) => {
     expect(gangShortfall(nodes, matching, withRoom)).toBe(expected);
   });

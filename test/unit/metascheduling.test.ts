@@ -8,6 +8,7 @@ import {
   progressMade,
   remainingSeconds,
 } from "../../src/broker/scheduler/estimate.ts";
+import { rankedAtOrBelow } from "../../src/broker/scheduler/metascheduling.ts";
 import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../src/broker/scheduler/policy.ts";
 import { schedule } from "../../src/broker/scheduler/schedule.ts";
 import { decidePreemption, notPreemptible } from "../../src/broker/scheduler/stages/preemption.ts";
@@ -293,6 +294,51 @@ describe("the Rescheduler's gain (GrADS: migrate only above 30 %)", () => {
   });
 });
 
+describe("rankedAtOrBelow (what a job may preempt comes strictly after it)", () => {
+  type Keyed = Parameters<typeof rankedAtOrBelow>[0];
+  it.each<[string, Keyed, Keyed, boolean]>([
+    [
+      "a lower tier, whatever its priority",
+      { qosPriority: 0, priority: 9 },
+      { qosPriority: 1, priority: 0 },
+      true,
+    ],
+    [
+      "a higher tier, whatever its priority",
+      { qosPriority: 1, priority: 0 },
+      { qosPriority: 0, priority: 9 },
+      false,
+    ],
+    [
+      "the same tier, a lower priority",
+      { qosPriority: 1, priority: 1 },
+      { qosPriority: 1, priority: 2 },
+      true,
+    ],
+    ["the same tier and priority", { qosPriority: 1, priority: 2 }, { qosPriority: 1, priority: 2 }, true],
+    [
+      "the same tier, a higher priority",
+      { qosPriority: 1, priority: 3 },
+      { qosPriority: 1, priority: 2 },
+      false,
+    ],
+    [
+      "no tier is the default tier (0): a lower priority",
+      { priority: 0 },
+      { qosPriority: 0, priority: 5 },
+      true,
+    ],
+    [
+      "no tier is the default tier (0): against no tier",
+      { qosPriority: 0, priority: 0 },
+      { priority: 5 },
+      true,
+    ],
+  ])("%s", (_, a, b, expected) => {
+    expect(rankedAtOrBelow(a, b)).toBe(expected);
+  });
+});
+
 describe("a scheduling pass with preemption and rescheduling", () => {
   it("plans one preemption for a blocked higher-priority job, with its numbers", () => {
     const hosts = [host("h1", 1, 0), host("h2", 1, 0)];
@@ -393,6 +439,397 @@ describe("a scheduling pass with preemption and rescheduling", () => {
         running: () => [running("a", "slow", progress(0.95, 100))],
       }).stop,
     ).toStrictEqual([]);
+  });
+});
+
+describe("the preemption stage of a pass: which blocked job looks, and for which task", () => {
+  /** Two full one-slot hosts, each running a preemptible task of priority 0 (`low-b` has the more work left). */
+  const fullHosts = [host("h1", 1, 0), host("h2", 1, 0)];
+  const lowTasks = [running("low-a", "h1", progress(0.5, 1000)), running("low-b", "h2", progress(0.3, 1000))];
+  const keptFor = (taskIndex: number) => ({
+    job: job("high", 10),
+    taskIndex,
+    host: "h1",
+    held: { slots: 0, memoryMb: 0 },
+  });
+
+  /** The plan's stops and preemptions in short: "low-b for high/0", a stop alone as "stop low-b", and a recheck. */
+  function preemptions(state: Omit<Parameters<typeof schedule>[0], "now">): string[] {
+    const plan = schedule({ now: NOW, ...state });
+    return [
+      ...plan.preempt.map((each) => `${each.stop.jobId} for ${each.place.jobId}/${each.place.taskIndex}`),
+      ...plan.stop.map((each) => `stop ${each.jobId}`),
+      ...(plan.recheckAt === undefined ? [] : [`recheck in ${plan.recheckAt - NOW} ms`]),
+    ];
+  }
+  const ready = (...indexes: number[]) => ({
+    *readyTasks() {
+      yield* indexes;
+    },
+  });
+
+  it.each<[string, Omit<Parameters<typeof schedule>[0], "now">, string[]]>([
+    [
+      "a blocked job stops the task with the most work left, for its first task",
+      { jobs: [job("high", 10)], hosts: fullHosts, running: () => lowTasks },
+      ["low-b for high/0"],
+    ],
+    [
+      "a job whose ready tasks this pass placed waits for nothing (no recheck for a task about to end)",
+      {
+        jobs: [job("high", 10)],
+        hosts: [host("h1", 1, 0), host("free", 1, 1)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+      },
+      [],
+    ],
+    [
+      "a task with room kept for it already is not named again: the next one is",
+      {
+        jobs: [job("high", 10, ready(0, 1))],
+        hosts: fullHosts,
+        running: () => lowTasks,
+        reserved: [keptFor(0)],
+      },
+      ["low-b for high/1"],
+    ],
+    [
+      "every unplaced task with room kept for it: no second preemption",
+      { jobs: [job("high", 10)], hosts: fullHosts, running: () => lowTasks, reserved: [keptFor(0)] },
+      [],
+    ],
+    [
+      "an array at its throttle, counting the task this pass placed, preempts nothing",
+      {
+        jobs: [job("high", 10, { ...ready(1, 0), parallel: 2, liveTasks: 1 })],
+        hosts: [...fullHosts, host("free", 1, 1)],
+        running: () => lowTasks,
+      },
+      [],
+    ],
+    [
+      "an array below its throttle preempts for the task this pass left",
+      {
+        jobs: [job("high", 10, { ...ready(1, 0), parallel: 3, liveTasks: 1 })],
+        hosts: [...fullHosts, host("free", 1, 1)],
+        running: () => lowTasks,
+      },
+      ["low-b for high/0"],
+    ],
+    [
+      "a job that may run on no host is not one of the eight looked at",
+      {
+        jobs: [
+          ...Array.from({ length: 8 }, (_, i) =>
+            job(`nowhere-${i}`, 10, { seq: i, requirements: compileExpression('host.name == "none"') }),
+          ),
+          job("high", 10, { seq: 9 }),
+        ],
+        hosts: fullHosts,
+        running: () => lowTasks,
+      },
+      ["low-b for high/0"],
+    ],
+    [
+      "eight blocked jobs looked at, none able to preempt: the ninth is not looked at",
+      {
+        jobs: [
+          ...Array.from({ length: 8 }, (_, i) => job(`wide-${i}`, 10, { seq: i, cpus: 2 })),
+          job("high", 10, { seq: 9 }),
+        ],
+        hosts: [host("h1", 2, 0), host("h2", 2, 0)],
+        running: () =>
+          ["h1", "h2"].flatMap((name) => [
+            running(`${name}-x`, name, progress(0.5, 1000)),
+            running(`${name}-y`, name, progress(0.4, 1000)),
+          ]),
+      },
+      [],
+    ],
+    [
+      "seven such jobs: the eighth is looked at",
+      {
+        jobs: [
+          ...Array.from({ length: 7 }, (_, i) => job(`wide-${i}`, 10, { seq: i, cpus: 2 })),
+          job("high", 10, { seq: 9 }),
+        ],
+        hosts: [host("h1", 2, 0), host("h2", 2, 0)],
+        running: () =>
+          ["h1", "h2"].flatMap((name) => [
+            running(`${name}-x`, name, progress(0.5, 1000)),
+            running(`${name}-y`, name, progress(0.4, 1000)),
+          ]),
+      },
+      ["h1-y for high/0"],
+    ],
+    [
+      "a gang's preemption stops the task and keeps no one host's room",
+      {
+        jobs: [job("gang", 10, { gang: { nodes: 2, nodesPerHost: 1, restartPool: null } })],
+        hosts: fullHosts,
+        running: () => lowTasks,
+      },
+      ["stop low-b"],
+    ],
+    [
+      "a gang of one rank is one task: its room is kept",
+      {
+        jobs: [job("gang", 10, { gang: { nodes: 1, nodesPerHost: 1, restartPool: null } })],
+        hosts: fullHosts,
+        running: () => lowTasks,
+      },
+      ["low-b for gang/0"],
+    ],
+    [
+      "no running task at all: nothing to preempt",
+      { jobs: [job("high", 10)], hosts: fullHosts, running: () => [] },
+      [],
+    ],
+    [
+      "the walk stops at the first job that outranks no running task: not even a wait for one about to end",
+      {
+        jobs: [job("peer", 0)],
+        hosts: [host("h1", 1, 0)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+      },
+      [],
+    ],
+    [
+      "the lowest running task is the lowest wherever it is listed: a job outranking only it still looks",
+      {
+        jobs: [job("high", 3)],
+        hosts: fullHosts,
+        running: () => [
+          running("low", "h1", progress(0.5, 1000)),
+          running("mid", "h2", progress(0.5, 1000), { priority: 5 }),
+        ],
+      },
+      ["low for high/0"],
+    ],
+    [
+      "a job whose unplaced tasks all have room kept still waits, like any, for a task about to end",
+      {
+        jobs: [job("high", 10)],
+        hosts: [host("h1", 1, 0)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+        reserved: [keptFor(0)],
+      },
+      ["recheck in 1000 ms"],
+    ],
+    [
+      "an array's tasks placed in this pass are its own, not those of a job whose id begins alike",
+      {
+        jobs: [
+          job("high", 10, {
+            ...ready(1, 0),
+            parallel: 3,
+            liveTasks: 1,
+            requirements: compileExpression('host.name != "free-2"'),
+          }),
+          job("h-other", 0, { requirements: compileExpression('host.name == "free-2"') }),
+        ],
+        hosts: [...fullHosts, host("free-1", 1, 1), host("free-2", 1, 1)],
+        running: () => lowTasks,
+      },
+      ["low-b for high/0"],
+    ],
+    [
+      "waiting for a task about to end: a look again in a second",
+      {
+        jobs: [job("high", 10)],
+        hosts: [host("h1", 1, 0)],
+        running: () => [running("low", "h1", progress(0.99, 1000))],
+      },
+      ["recheck in 1000 ms"],
+    ],
+  ])("%s", (_, state, expected) => {
+    expect(preemptions(state)).toStrictEqual(expected);
+  });
+});
+
+describe("what the preemption stage tells of its reasons", () => {
+  it("notes why a job preempts nothing, and nothing for a job that preempts", () => {
+    const notes: string[] = [];
+    const trace = { noPreemption: (job: JobView, why: string) => notes.push(`${job.id}: ${why}`) };
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.5, 1000))];
+    schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks }, trace);
+    expect(notes).toStrictEqual([]);
+    const stopped = [running("low", "h1", progress(0.5, 1000), { startedByPreemption: true })];
+    schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => stopped }, trace);
+    expect(notes).toStrictEqual([
+      "high: no task it may preempt (the same user's of a lower priority, or of a tier its QoS tier preempts) would make room",
+    ]);
+  });
+
+  it("a preemption within one tier names no tier in its note", () => {
+    const hosts = [host("h1", 1, 0)];
+    const tasks = [running("low", "h1", progress(0.5, 1000))];
+    const plan = schedule({ now: NOW, jobs: [job("high", 10)], hosts, running: () => tasks });
+    expect(plan.preempt[0].stop.note?.data).not.toHaveProperty("forQos");
+  });
+});
+
+describe("the rescheduling stage of a pass: what it weighs for each task", () => {
+  /** The pass's estimates for each task it weighs, as "task: host gain, ...". */
+  function weighed(hosts: HostView[], tasks: RunningTaskView[], policy: Partial<MetaschedulingPolicy> = {}) {
+    const said: string[] = [];
+    schedule(
+      { now: NOW, jobs: [], hosts, running: () => tasks, policy },
+      {
+        rescheduling: (task, estimates) =>
+          said.push(
+            `${task.job.id}: ${estimates.map((each) => `${each.host} ${each.gain.toFixed(2)}`).join(", ")}`,
+          ),
+      },
+    );
+    return said;
+  }
+
+  it.each<[string, HostView[], RunningTaskView[], Partial<MetaschedulingPolicy>, string[]]>([
+    [
+      "no host with room fast enough to pay: weighed with no estimate",
+      [host("slow", 1, 0, 5), host("mid", 1, 1, 6)],
+      [running("a", "slow", progress(0.1, 100))],
+      {},
+      ["a: "],
+    ],
+    [
+      "only the hosts fast enough to pay are estimated",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50), host("mid", 1, 1, 6)],
+      [running("a", "slow", progress(0.1, 100))],
+      {},
+      ["a: fast 0.90"],
+    ],
+    [
+      "a host exactly as fast as a gain of the threshold needs does not pay",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50), host("edge", 1, 1, 10)],
+      [running("a", "slow", progress(0.1, 100))],
+      { rescheduleGain: 0.5 },
+      ["a: fast 0.90"],
+    ],
+    [
+      "a host the task's rank puts below its own gets no estimate",
+      [host("slow", 1, 0, 5, { labels: { tier: "gold" } }), host("fast", 1, 1, 50)],
+      [running("a", "slow", progress(0.1, 100), { rank: 'host.labels.tier == "gold" ? 1.0 : 0.0' })],
+      {},
+      ["a: "],
+    ],
+  ])("%s", (_, hosts, tasks, policy, expected) => {
+    expect(weighed(hosts, tasks, policy)).toStrictEqual(expected);
+  });
+});
+
+describe("the rescheduling stage of a pass: which tasks move where", () => {
+  /** A checkpoint that takes `seconds` to move (twice its size at the default rate). */
+  const movingIn = (seconds: number) => (seconds * DEFAULT_POLICY.transferBytesPerSecond) / 2;
+  function moves(hosts: HostView[], tasks: RunningTaskView[]): string[] {
+    return schedule({ now: NOW, jobs: [], hosts, running: () => tasks }).stop.map(
+      (each) => `${each.jobId}->${each.migrateTo?.to}: ${each.intent.reason}`,
+    );
+  }
+
+  it.each<[string, HostView[], RunningTaskView[], string[]]>([
+    [
+      "the fastest host with room is the one looked at first, wherever it is listed",
+      [host("slow", 1, 0, 5), host("mid", 1, 1, 6), host("fast", 1, 1, 50)],
+      [running("a", "slow", progress(0.1, 100))],
+      ["a->fast: rescheduled to fast: estimated gain 0.90"],
+    ],
+    [
+      "a task on a host no longer listed stays",
+      [host("fast", 1, 1, 50)],
+      [running("a", "vanished", progress(0.1, 100))],
+      [],
+    ],
+    [
+      "the largest gain first: the one fast slot goes to the task on the slowest host",
+      [host("slowish", 1, 0, 10), host("slowest", 1, 0, 5), host("fast", 1, 1, 50)],
+      [running("b", "slowish", progress(0.1, 100)), running("a", "slowest", progress(0.1, 100))],
+      ["a->fast: rescheduled to fast: estimated gain 0.90"],
+    ],
+    [
+      "a task whose best host filled up takes the next only if its gain there still pays",
+      [host("slow", 2, 0, 5), host("fast", 1, 1, 50), host("mid", 1, 1, 10)],
+      [
+        running("a", "slow", progress(0.1, 100), { checkpointBytes: movingIn(300) }),
+        running("b", "slow", progress(0.1, 100), { checkpointBytes: movingIn(300) }),
+      ],
+      ["a->fast: rescheduled to fast: estimated gain 0.57"],
+    ],
+    [
+      "a task whose best host filled up takes the next one where the gain pays",
+      [host("slow", 2, 0, 5), host("fast", 1, 1, 50), host("mid", 1, 1, 25)],
+      [
+        running("a", "slow", progress(0.1, 100), { checkpointBytes: movingIn(300) }),
+        running("b", "slow", progress(0.1, 100), { checkpointBytes: movingIn(300) }),
+      ],
+      [
+        "a->fast: rescheduled to fast: estimated gain 0.57",
+        "b->mid: rescheduled to mid: estimated gain 0.47",
+      ],
+    ],
+    [
+      "only to a host the task's requirements allow",
+      [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+      [
+        {
+          ...running("a", "slow", progress(0.1, 100)),
+          job: job("a", 0, { requirements: compileExpression('host.name != "fast"') }),
+        },
+      ],
+      [],
+    ],
+    [
+      "only to a host with room for the task's cpus",
+      [host("slow", 2, 0, 5), host("fast", 2, 1, 50)],
+      [{ ...running("a", "slow", progress(0.1, 100)), job: job("a", 0, { cpus: 2 }) }],
+      [],
+    ],
+  ])("%s", (_, hosts, tasks, expected) => {
+    expect(moves(hosts, tasks)).toStrictEqual(expected);
+  });
+
+  /** A checkpoint that costs 25 s to move: half of the 100 s left, done 5 times as fast, is a gain of exactly 0.5. */
+  const atThreshold = (id: string) =>
+    running(id, "slow", progress(0.5, 100), { checkpointBytes: movingIn(25) });
+  it.each<[string, HostView[], RunningTaskView[], string[]]>([
+    [
+      "a gain of exactly the threshold does not move",
+      [host("slow", 1, 0, 5), host("edge", 1, 1, 20)],
+      [atThreshold("a")],
+      [],
+    ],
+    [
+      "nor after the best host filled up",
+      [host("slow", 2, 0, 5), host("fast", 1, 1, 50), host("edge", 1, 1, 20)],
+      [atThreshold("a"), atThreshold("b")],
+      ["a->fast: rescheduled to fast: estimated gain 0.65"],
+    ],
+  ])("with a threshold of 0.5: %s", (_, hosts, tasks, expected) => {
+    const stops = schedule({
+      now: NOW,
+      jobs: [],
+      hosts,
+      running: () => tasks,
+      policy: { rescheduleGain: 0.5 },
+    }).stop;
+    expect(stops.map((each) => `${each.jobId}->${each.migrateTo?.to}: ${each.intent.reason}`)).toStrictEqual(
+      expected,
+    );
+  });
+
+  it("idle slots that replicas took leave no room for a move", () => {
+    const replicated: JobView = { ...job("r", 0), replicas: 2, mayReplicate: (_task, live) => live < 2 };
+    const plan = schedule({
+      now: NOW,
+      jobs: [],
+      hosts: [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+      replicable: [{ job: replicated, taskIndex: 0, hosts: ["slow"] }],
+      running: () => [running("a", "slow", progress(0.1, 100))],
+    });
+    expect(plan.place).toStrictEqual([{ kind: "replica", jobId: "r", taskIndex: 0, host: "fast" }]);
+    expect(plan.stop).toStrictEqual([]);
   });
 });
 

@@ -678,4 +678,22 @@ describe("replicas count against the running limits", () => {
     });
     expect(schedule(state).place.map((p) => `${p.kind} ${p.jobId}`)).toStrictEqual(["replica j2"]);
   });
+
+  it("a replica placed counts at once: a user one cpu under the limit gets one replica, not two", () => {
+    const bob = job("j2", "bob", { replicas: 2, mayReplicate: (_task, live) => live < 2 }, 0);
+    const state = pass([], [host("h1", 2, 0), host("idle", 2)], {
+      replicable: [
+        { job: bob, taskIndex: 0, hosts: ["h1"] },
+        { job: bob, taskIndex: 1, hosts: ["h1"] },
+      ],
+      runningUse: {
+        byUserTier: new Map([[userTierKey("bob", "normal"), { cpus: 1, gpus: 0 }]]),
+        byGroup: new Map(),
+        groupOf: new Map(),
+      },
+    });
+    expect(schedule(state).place.map((p) => `${p.kind} ${p.jobId}/${p.taskIndex}`)).toStrictEqual([
+      "replica j2/0",
+    ]);
+  });
 });

@@ -26,6 +26,10 @@ interface JobRow {
   ready?: number[];
   /** Tasks that may not have another replica, whatever their count. */
   noBudget?: number[];
+  /** A view without its own rule of when a task may have another replica (then: while fewer than k live). */
+  noReplicaRule?: boolean;
+  /** Tasks that move with a rule of their own (migrations): the index and the hosts it may go to. */
+  migrating?: { index: number; to: string[] }[];
 }
 
 function job(row: JobRow): JobView {
@@ -33,7 +37,7 @@ function job(row: JobRow): JobView {
   return {
     id: row.id,
     priority: row.priority ?? 0,
-    qosPriority: row.qosPriority ?? 0,
+    qosPriority: row.qosPriority,
     createdAt: 0,
     seq: row.seq ?? 0,
     cpus: row.cpus ?? 1,
@@ -41,8 +45,22 @@ function job(row: JobRow): JobView {
     requirements: row.requirements ? compileExpression(row.requirements) : null,
     rank: row.rank ? compileExpression(row.rank) : null,
     readyTasks: () => row.ready ?? [],
+    ...(row.migrating
+      ? {
+          constrainedTasks: () =>
+            (row.migrating ?? []).map(({ index, to }) => ({
+              index,
+              allows: (name: string) => to.includes(name),
+            })),
+        }
+      : {}),
     replicas,
-    mayReplicate: (index, live) => live < replicas && !(row.noBudget ?? []).includes(index),
+    ...(row.noReplicaRule
+      ? {}
+      : {
+          mayReplicate: (index: number, live: number) =>
+            live < replicas && !(row.noBudget ?? []).includes(index),
+        }),
   };
 }
 
@@ -300,6 +318,148 @@ describe("replica stage", () => {
         hosts: [busy("slow", 0.1), { name: "b" }],
       },
       [],
+    ],
+    [
+      "a job of no QoS tier counts as the default tier: a higher tier's task still goes first",
+      {
+        running: [
+          { job: { id: "plain", seq: 1 }, hosts: ["h1"] },
+          { job: { id: "high", seq: 2, qosPriority: 10 }, hosts: ["h2"] },
+        ],
+        hosts: [busy("h1"), busy("h2"), { name: "idle" }],
+      },
+      ["+high/0@idle"],
+    ],
+    [
+      "equal speeds, one job: its lower task index first",
+      {
+        running: [
+          { job: { id: "r" }, task: 1, hosts: ["h1"] },
+          { job: { id: "r" }, task: 0, hosts: ["h2"] },
+        ],
+        hosts: [busy("h1"), busy("h2"), { name: "idle" }],
+      },
+      ["+r/0@idle"],
+    ],
+    [
+      "an attempt on a host no longer listed counts as the slowest",
+      {
+        running: [
+          { job: { id: "known", seq: 1 }, hosts: ["slow"] },
+          { job: { id: "gone", seq: 2 }, hosts: ["vanished"] },
+        ],
+        hosts: [busy("slow", 0.1), { name: "fast" }],
+      },
+      ["+gone/0@fast"],
+    ],
+    [
+      "the job's rank comes before speed, wherever the better-ranked host is listed",
+      {
+        running: [{ job: { id: "r", rank: 'host.name == "z" ? 1.0 : 0.0' }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "b", speed: 4 }, { name: "z", speed: 1 }],
+      },
+      ["+r/0@z"],
+    ],
+    [
+      "equal rank and speed: the host with more free slots",
+      {
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [
+          busy("slow", 0.1),
+          { name: "a", slots: 4, slotsFree: 1 },
+          { name: "b", slots: 4, slotsFree: 3 },
+        ],
+      },
+      ["+r/0@b"],
+    ],
+    [
+      "equal rank, speed and room: the first host by name",
+      {
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "b" }, { name: "a" }],
+      },
+      ["+r/0@a"],
+    ],
+    [
+      "a view without its own replica rule: up to k attempts at once",
+      {
+        running: [{ job: { id: "r", replicas: 3, noReplicaRule: true }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "a" }, { name: "b" }, { name: "c" }],
+      },
+      ["+r/0@a", "+r/0@b"],
+    ],
+    [
+      "a view without its own replica rule: none once k attempts are live",
+      {
+        running: [{ job: { id: "r", replicas: 2, noReplicaRule: true }, hosts: ["slow", "mid"] }],
+        hosts: [busy("slow", 0.1), busy("mid"), { name: "a" }],
+      },
+      [],
+    ],
+    [
+      "a task running and placed again in this pass counts both attempts: k = 2 are live",
+      {
+        queued: [{ id: "r", ready: [0] }],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "a" }, { name: "b" }],
+      },
+      ["r/0@a"],
+    ],
+    [
+      "a task placed in this pass gets no replica on its own host, however free",
+      { queued: [{ id: "n", ready: [0] }], hosts: [{ name: "a", slots: 2 }] },
+      ["n/0@a"],
+    ],
+    [
+      "a pending task's busy host is not an idle one it keeps: the idle host it could use stays kept",
+      {
+        queued: [
+          { id: "p1", replicas: 1, seq: 1, requirements: 'host.name == "x"', ready: [0] },
+          { id: "p2", replicas: 1, seq: 2, cpus: 2, ready: [0] },
+        ],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), busy("x"), { name: "fast", slots: 2, slotsFree: 1 }],
+      },
+      [],
+    ],
+    [
+      "a pending job behind one that keeps no idle host still keeps the one it could use",
+      {
+        queued: [
+          { id: "p1", replicas: 1, seq: 1, requirements: 'host.name == "elsewhere"', ready: [0] },
+          { id: "p2", replicas: 1, seq: 2, cpus: 2, ready: [0] },
+        ],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "fast", slots: 2, slotsFree: 1 }],
+      },
+      [],
+    ],
+    [
+      "a migrating task left unplaced keeps the idle host it may go to",
+      {
+        queued: [{ id: "m", replicas: 1, cpus: 2, migrating: [{ index: 0, to: ["fast"] }] }],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "fast", slots: 2, slotsFree: 1 }],
+      },
+      [],
+    ],
+    [
+      "a migrating task left unplaced keeps no idle host it may not go to",
+      {
+        queued: [{ id: "m", replicas: 1, cpus: 2, migrating: [{ index: 0, to: ["other"] }] }],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "fast", slots: 2, slotsFree: 1 }],
+      },
+      ["+r/0@fast"],
+    ],
+    [
+      "a migrating task placed in this pass keeps no other host",
+      {
+        queued: [{ id: "m", replicas: 1, migrating: [{ index: 0, to: ["a", "b"] }] }],
+        running: [{ job: { id: "r" }, hosts: ["slow"] }],
+        hosts: [busy("slow", 0.1), { name: "a" }, { name: "b" }],
+      },
+      ["m/0@a", "+r/0@b"],
     ],
     [
       "a task placed in this pass gets its replica in the same pass, on another host",

@@ -22,14 +22,14 @@ export interface ReplicaInput {
   hosts: readonly HostView[];
   /** What the pass has placed so far. */
   placed: readonly Placement[];
-  /** The jobs of those placements by id (absent: found among `jobs`, a walk of the queue). */
-  placedJobs?: ReadonlyMap<string, JobView>;
+  /** The jobs of those placements by id. */
+  placedJobs: ReadonlyMap<string, JobView>;
   /** Free capacity left on each host that takes work (changed as replicas are placed). */
   capacity: Map<string, Capacity>;
   /** Running tasks of jobs with replicas. */
   running: readonly RunningTask[];
   /** The running limits of the QoS tiers and groups (qos.ts): a replica holds cpus like any attempt. */
-  quotas?: Pick<RunningQuotas, "held" | "add">;
+  quotas: Pick<RunningQuotas, "held" | "add">;
 }
 
 /** A task that may get replicas in this pass, with the hosts its attempts hold (growing). */
@@ -43,7 +43,6 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
   const { capacity } = input;
   const idle = new Set<string>();
   for (const [name, room] of capacity) if (room.slotsFree > 0) idle.add(name);
-  if (idle.size === 0) return [];
   const candidates = candidatesOf(input);
   if (candidates.length === 0) return [];
   for (const name of hostsPendingWorkCouldUse(input, idle)) idle.delete(name);
@@ -82,7 +81,7 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
     for (const candidate of candidates) {
       const { job, taskIndex, hosts } = candidate;
       if (!mayReplicate(job, taskIndex, hosts.length)) continue;
-      if (input.quotas?.held(job)) continue;
+      if (input.quotas.held(job)) continue;
       let best: ScoredHost | null = null;
       for (const option of scored(job)) {
         const name = option.host.name;
@@ -94,7 +93,7 @@ export function placeReplicas(input: ReplicaInput): ReplicaPlacement[] {
       takeRoom(room, job);
       hosts.push(best.host.name);
       place.push({ kind: "replica", jobId: job.id, taskIndex, host: best.host.name });
-      input.quotas?.add(job);
+      input.quotas.add(job);
       placedInRound = true;
     }
   }
@@ -127,20 +126,9 @@ function candidatesOf(input: ReplicaInput): Candidate[] {
   for (const task of input.running) {
     if ((task.job.replicas ?? 1) > 1) add(task.job, task.taskIndex, task.hosts);
   }
-  if (input.placedJobs) {
-    for (const placement of input.placed) {
-      const job = input.placedJobs.get(placement.jobId);
-      if (job && (job.replicas ?? 1) > 1) add(job, placement.taskIndex, [placement.host]);
-    }
-    return [...candidates.values()];
-  }
-  const replicated = new Map<string, JobView>();
-  for (const job of input.jobs) if ((job.replicas ?? 1) > 1) replicated.set(job.id, job);
-  if (replicated.size > 0) {
-    for (const placement of input.placed) {
-      const job = replicated.get(placement.jobId);
-      if (job) add(job, placement.taskIndex, [placement.host]);
-    }
+  for (const placement of input.placed) {
+    const job = input.placedJobs.get(placement.jobId);
+    if (job && (job.replicas ?? 1) > 1) add(job, placement.taskIndex, [placement.host]);
   }
   return [...candidates.values()];
 }
