@@ -128,6 +128,12 @@ describe("validateWorkflowFile refuses, with exactly this message", () => {
     ["a name of one character", { name: "w", jobs: { a: job() } }, "w", 1],
     ["a name of 200 characters", { name: "n".repeat(200), jobs: { a: job() } }, "n".repeat(200), 1],
     ["20,000 jobs", { jobs: jobs(20_000) }, null, 20_000],
+    [
+      "arrays of different sizes when the wait is for the whole job",
+      { jobs: { a: job([], { array: { count: 3 } }), b: job(["a"], { array: { count: 4 } }) } },
+      null,
+      2,
+    ],
   ])("accepts %s", (_, input, name, count) => {
     const file = validateWorkflowFile(input);
     expect([file.name, file.jobs.length]).toEqual([name, count]);
@@ -259,6 +265,16 @@ describe("the graph's rules", () => {
       ["a", "b"],
     ],
     [
+      "a job waits for each of the jobs it depends on",
+      [
+        ["a", []],
+        ["x", ["b"]],
+        ["b", []],
+        ["c", ["a", "x"]],
+      ],
+      ["a", "b", "x", "c"],
+    ],
+    [
       "a job that becomes ready comes after those ready before it",
       [
         ["c", ["a"]],
@@ -279,6 +295,18 @@ describe("the graph's rules", () => {
       { name: "b", dependsOn: [{ name: "a" }] },
     ];
     expect(() => topologicalOrder(jobs)).toThrow(new Error("topologicalOrder: a cycle among a, b"));
+  });
+
+  it("an error of a job file that is not the file's own passes through as it is", () => {
+    const failing = new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw new RangeError("unreadable");
+        },
+      },
+    );
+    expect(() => validateWorkflowFile({ jobs: { a: failing } })).toThrow(new RangeError("unreadable"));
   });
 
   it("withJobIds refuses a dependency without an id", () => {
@@ -311,6 +339,15 @@ describe("the graph's rules", () => {
         ["d", ["b", "c"]],
       ],
       ["c", "d", "c"],
+    ],
+    [
+      "a cycle past its first job: from where it starts",
+      [
+        ["x", ["y"]],
+        ["y", ["z"]],
+        ["z", ["y"]],
+      ],
+      ["y", "z", "y"],
     ],
     [
       "a job reached twice, not a cycle",
