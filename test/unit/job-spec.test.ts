@@ -350,6 +350,26 @@ describe("validateJobSpec's first problem, as its exact message", () => {
       "command: ${param:zz}: no modifier :zz (${param:q} is the parameter as one shell word)",
     ],
     [
+      "a path that leaves its folder, quoted",
+      { command: "x", inputs: ["a", "../x"] },
+      'inputs[1]: "../x" leaves its folder',
+    ],
+    [
+      "a wrong type of a nested key given is not left out",
+      { command: "x", resources: { cpus: "two" } },
+      "resources.cpus: Invalid input: expected number, received string",
+    ],
+    [
+      "an item of a list left undefined is not a key left out",
+      { command: "x", dependsOn: ["a", undefined] },
+      "dependsOn[1]: expected string or object",
+    ],
+    [
+      "a parameter's bad key, named in the field",
+      { command: "x", array: { params: [{ ok: 1 }, { "a b": 1 }] } },
+      "array.params[1].a b: not a parameter key (1 to 64 letters, digits, _ or -)",
+    ],
+    [
       "nodes with replicas",
       { command: "x", nodes: 2, replicas: 2 },
       "nodes: a multi-node job may not be combined with replicas",
@@ -426,6 +446,12 @@ describe("firstProblem of any schema's error", () => {
       "a.b: no string",
     ],
     [
+      "a union's empty branch among its forms: no form listed, the other's problem",
+      [union(["a"], [[], [typeIssue([], "number")]])],
+      { a: "x" },
+      "a: no number",
+    ],
+    [
       "of two branches as deep, the first",
       [union(["a"], [[typeIssue(["b"])], [typeIssue(["c"], "number")]])],
       { a: { b: 1, c: "x" } },
@@ -476,6 +502,7 @@ describe("an array's tasks and parameters", () => {
       { parallel: 2, count: 3, params: ["a", "b", "c"] },
     ],
     ["no parameters file: the job as it is", withParams, "ignored", withParams.array],
+    ["no array: the text is not read", plain, "a\n\nb", undefined],
   ])("resolveParamsFile: %s", (_, spec, text, array) => {
     const resolved = resolveParamsFile(spec, text);
     expect(resolved.array).toEqual(array);

@@ -350,6 +350,16 @@ describe("the graph's rules", () => {
       ["y", "z", "y"],
     ],
     [
+      "a cycle after a first dependency done: the next one's",
+      [
+        ["a", ["b", "c"]],
+        ["b", ["x"]],
+        ["x", []],
+        ["c", ["a"]],
+      ],
+      ["a", "c", "a"],
+    ],
+    [
       "a job reached twice, not a cycle",
       [
         ["a", ["b", "c"]],
