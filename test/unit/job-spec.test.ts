@@ -1,9 +1,19 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: `${param}` is the job file's placeholder, written as users write it
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
+  arrayParallel,
+  firstProblem,
   JobFileError,
+  type JobSpec,
+  jobSpecSchema,
+  nodesOf,
   parseJobFileText,
   relativePathProblem,
+  resolveParamsFile,
+  resolveParamsLines,
   taskCount,
+  taskParam,
   validateJobSpec,
 } from "../../src/common/model/job-spec.ts";
 
@@ -201,6 +211,355 @@ describe("validateJobSpec rejects wrong types and values with the field path", (
       expect(error.message).toBe("a job file must be a mapping of fields");
     },
   );
+});
+
+describe("validateJobSpec's first problem, as its exact message", () => {
+  it.each<[string, unknown, string]>([
+    ["a NUL byte in a string command", { command: "a\0b" }, "command: must not contain a NUL byte"],
+    [
+      "a NUL byte in a word of a list command",
+      { command: ["a", "b\0"] },
+      "command[1]: must not contain a NUL byte",
+    ],
+    [
+      "a NUL byte in a variable's value",
+      { command: "x", env: { A: "b\0" } },
+      "env.A: must not contain a NUL byte",
+    ],
+    [
+      "a union's value of no form: the forms it may have",
+      { command: "x", dependsOn: [3] },
+      "dependsOn[0]: expected string or object",
+    ],
+    ["array as neither form", { command: "x", array: "x" }, "array: expected number or object"],
+    [
+      "a parameter of no form",
+      { command: "x", array: { params: [1] } },
+      "array.params[0]: expected string or record",
+    ],
+    [
+      "three forms listed with commas and `or`",
+      { command: "x", array: { params: [{ a: null }] } },
+      "array.params[0].a: expected string, number or boolean",
+    ],
+    [
+      "a union's branch that goes deeper: its problem",
+      { command: "x", array: { count: "x" } },
+      "array.count: Invalid input: expected number, received string",
+    ],
+    [
+      "a union's branch that fails on the value itself, not of a type",
+      { command: "x", array: 0 },
+      "array: Too small: expected number to be >=1",
+    ],
+    [
+      "a dependency's mapping that goes deeper than the string form",
+      { command: "x", dependsOn: [{ job: "1", when: "x" }] },
+      'dependsOn[0].when: Invalid option: expected one of "succeeded"|"ended"|"failed"',
+    ],
+    [
+      "a required key of a dependency's mapping",
+      { command: "x", dependsOn: [{}] },
+      "dependsOn[0].job: required",
+    ],
+    [
+      "a required key of an empty mapping",
+      { command: "x", contract: {} },
+      "contract.minProgressPerMinute: required",
+    ],
+    [
+      "a key given as null is not left out",
+      { command: "x", resources: null },
+      "resources: Invalid input: expected object, received null",
+    ],
+    [
+      "the first problem in the file's order",
+      { command: 5, name: 3 },
+      "name: Invalid input: expected string, received number",
+    ],
+    ["the whole command left out", { name: "x" }, "command: required"],
+    [
+      "a record's bad key",
+      { command: "x", resources: { custom: { "1a": 1 } } },
+      "resources.custom.1a: Invalid key in record",
+    ],
+    [
+      "CEL that does not compile: `CEL:` first",
+      { command: "x", requirements: "1 +" },
+      "requirements: CEL: Unexpected token: EOF",
+    ],
+    [
+      "CEL of the wrong type: `CEL:` first",
+      { command: "x", rank: "host.name" },
+      "rank: CEL: must be a number, but it is string",
+    ],
+    [
+      "an unknown key beside a missing required one",
+      { resources: { cpus: 2, bogus: 1 } },
+      "resources.bogus: unknown key",
+    ],
+    [
+      "an unknown key whose mapping's alias is known",
+      { command: "x", checkpoint: { interval: 5 } },
+      "checkpoint.interval: unknown key (did you mean intervalSeconds?)",
+    ],
+    [
+      "params and paramsFile together",
+      { command: "x", inputs: ["p"], array: { params: ["a"], paramsFile: "p" } },
+      "array.paramsFile: give params or paramsFile, not both",
+    ],
+    [
+      "a count that does not match the parameters",
+      { command: "x", array: { params: ["a", "b"], count: 3 } },
+      "array.count: count 3 does not match the 2 parameters of array.params: leave count out, or make them agree",
+    ],
+    [
+      "a parameters file that is not an input",
+      { command: "x", inputs: ["q"], array: { paramsFile: "p" } },
+      "array.paramsFile: p is not one of the job's inputs: list it in inputs (they are uploaded at submit)",
+    ],
+    ["an array of no tasks", { command: "x", array: {} }, "array: give count, params or paramsFile"],
+    [
+      "a parameter without the key the command names",
+      { command: "x ${param.a}", array: { params: [{ a: 1 }, { b: 2 }] } },
+      "array.params[1]: has no key a, which the command or env names (${param.a})",
+    ],
+    [
+      "a string parameter where the command names a key",
+      { command: "x ${param.a}", array: { params: ["s"] } },
+      "array.params[0]: a string, but the command or env names ${param.a}: a mapping with key a is needed",
+    ],
+    [
+      "an unknown modifier in a list command's word",
+      { command: ["x", "${param:zz}"], array: { params: ["a"] } },
+      "command[1]: ${param:zz}: no modifier :zz (${param:q} is the parameter as one shell word)",
+    ],
+    [
+      "an unknown modifier in a string command",
+      { command: "x ${param:zz}", array: { params: ["a"] } },
+      "command: ${param:zz}: no modifier :zz (${param:q} is the parameter as one shell word)",
+    ],
+    [
+      "an unknown modifier in a variable",
+      { command: "x", env: { A: "ok", B: "${param:zz}" }, array: { params: ["a"] } },
+      "env.B: ${param:zz}: no modifier :zz (${param:q} is the parameter as one shell word)",
+    ],
+    [
+      "an unknown modifier with a parameters file",
+      { command: "x ${param:zz}", inputs: ["p"], array: { paramsFile: "p" } },
+      "command: ${param:zz}: no modifier :zz (${param:q} is the parameter as one shell word)",
+    ],
+    [
+      "a path that leaves its folder, quoted",
+      { command: "x", inputs: ["a", "../x"] },
+      'inputs[1]: "../x" leaves its folder',
+    ],
+    [
+      "a wrong type of a nested key given is not left out",
+      { command: "x", resources: { cpus: "two" } },
+      "resources.cpus: Invalid input: expected number, received string",
+    ],
+    [
+      "an item of a list left undefined is not a key left out",
+      { command: "x", dependsOn: ["a", undefined] },
+      "dependsOn[1]: expected string or object",
+    ],
+    [
+      "a parameter's bad key, named in the field",
+      { command: "x", array: { params: [{ ok: 1 }, { "a b": 1 }] } },
+      "array.params[1].a b: not a parameter key (1 to 64 letters, digits, _ or -)",
+    ],
+    [
+      "nodes with replicas",
+      { command: "x", nodes: 2, replicas: 2 },
+      "nodes: a multi-node job may not be combined with replicas",
+    ],
+  ])("%s", (_, input, message) => {
+    expect(rejection(input).message).toBe(message);
+  });
+
+  it.each<[string, unknown, Record<string, unknown>]>([
+    [
+      "placeholders are not checked without parameters",
+      { command: "x ${param:zz}", array: { count: 2 } },
+      { count: 2 },
+    ],
+    [
+      "the count is the parameters' when left out",
+      { command: "x", array: { params: ["a", "b"] } },
+      { count: 2, params: ["a", "b"] },
+    ],
+    [
+      "a count that matches the parameters",
+      { command: "x", array: { params: ["a"], count: 1 } },
+      { count: 1, params: ["a"] },
+    ],
+    [
+      "a parameters file among the inputs",
+      { command: "x", inputs: ["p"], array: { paramsFile: "p" } },
+      { paramsFile: "p" },
+    ],
+    ["`array: N` as a count", { command: "x", array: 3 }, { count: 3 }],
+    ["a multi-node job of one rank with an array", { command: "x", nodes: 1, array: 2 }, { count: 2 }],
+  ])("accepts %s", (_, input, array) => {
+    expect(validateJobSpec(input).array).toEqual(array);
+  });
+});
+
+describe("firstProblem of any schema's error", () => {
+  type Issue = z.core.$ZodIssue;
+  const typeIssue = (path: (string | number)[], expected = "string"): Issue =>
+    ({ code: "invalid_type", expected, input: undefined, path, message: `no ${expected}` }) as Issue;
+  const union = (path: (string | number)[], errors: Issue[][]): Issue =>
+    ({ code: "invalid_union", errors, input: undefined, path, message: "no form" }) as Issue;
+  const tooSmall = (path: (string | number)[]): Issue =>
+    ({ code: "too_small", origin: "number", minimum: 1, input: 0, path, message: "too small" }) as Issue;
+
+  it.each<[string, Issue[], unknown, string]>([
+    ["the value's own type at the top is not a key left out", [typeIssue([])], {}, ": no string"],
+    ["a key the mapping lacks: required", [typeIssue(["a"])], { b: 1 }, "a: required"],
+    ["a key the mapping has: the problem", [typeIssue(["a"])], { a: 1 }, "a: no string"],
+    [
+      "a key under a mapping that lacks it: required",
+      [typeIssue(["a", "b"])],
+      { a: {}, b: 1 },
+      "a.b: required",
+    ],
+    ["under a mapping that has it: the problem", [typeIssue(["a", "b"])], { a: { b: 1 } }, "a.b: no string"],
+    ["under a list: the problem", [typeIssue(["a", 1])], { a: [1] }, "a[1]: no string"],
+    ["under text: the problem", [typeIssue(["a", "b"])], { a: "text" }, "a.b: no string"],
+    ["under text, deeper: the problem", [typeIssue(["a", "b", "c"])], { a: "text" }, "a.b.c: no string"],
+    ["under null: the problem", [typeIssue(["a", "b"])], { a: null }, "a.b: no string"],
+    ["under null, deeper: the problem", [typeIssue(["a", "b", "c"])], { a: null }, "a.b.c: no string"],
+    ["a problem of another kind at a key left out: the problem", [tooSmall(["a"])], {}, "a: too small"],
+    ["a union without branches: its own message", [union(["a"], [])], { a: 1 }, "a: no form"],
+    [
+      "a union of one form: that form",
+      [union(["a"], [[typeIssue([], "number")]])],
+      { a: "x" },
+      "a: expected number",
+    ],
+    [
+      "a union's branch without issues is passed over",
+      [union(["a"], [[], [typeIssue(["b"])]])],
+      { a: { b: 1 } },
+      "a.b: no string",
+    ],
+    [
+      "a union's empty branch among its forms: no form listed, the other's problem",
+      [union(["a"], [[], [typeIssue([], "number")]])],
+      { a: "x" },
+      "a: no number",
+    ],
+    [
+      "of two branches as deep, the first",
+      [union(["a"], [[typeIssue(["b"])], [typeIssue(["c"], "number")]])],
+      { a: { b: 1, c: "x" } },
+      "a.b: no string",
+    ],
+    [
+      "a branch going deeper than the first",
+      [union(["a"], [[typeIssue(["b"])], [typeIssue(["c", "d"], "number")]])],
+      { a: { b: 1, c: { d: "x" } } },
+      "a.c.d: no number",
+    ],
+    [
+      "a branch's problem of another kind at the value: the first branch's, not the forms",
+      [union(["a"], [[typeIssue([], "number")], [tooSmall([])]])],
+      { a: 0 },
+      "a: no number",
+    ],
+  ])("%s", (_, issues, input, message) => {
+    const { field, message: problem } = firstProblem(new z.ZodError(issues), { input });
+    expect(`${field}: ${problem}`).toBe(message);
+  });
+
+  it.each<[string, unknown, string]>([
+    ["no aliases: a near key", { command: "x", comand: "y" }, "unknown key (did you mean command?)"],
+    ["no aliases: an alias is no suggestion", { command: "x", walltime: 5 }, "unknown key"],
+  ])("an unknown key with the schema: %s", (_, input, message) => {
+    const result = jobSpecSchema.safeParse(input);
+    expect(result.success).toBe(false);
+    if (!result.success)
+      expect(firstProblem(result.error, { input, schema: jobSpecSchema }).message).toBe(message);
+  });
+});
+
+describe("an array's tasks and parameters", () => {
+  const withFile = validateJobSpec({
+    command: "x ${param}",
+    inputs: ["p"],
+    array: { paramsFile: "p", parallel: 2 },
+  });
+  const withParams = validateJobSpec({ command: "x", array: { params: ["a", "b"] } });
+  const plain = validateJobSpec({ command: "x" });
+
+  it.each<[string, JobSpec, string, JobSpec["array"]]>([
+    [
+      "the file's lines as parameters, its count, no paramsFile",
+      withFile,
+      "a\nb\nc\n",
+      { parallel: 2, count: 3, params: ["a", "b", "c"] },
+    ],
+    ["no parameters file: the job as it is", withParams, "ignored", withParams.array],
+    ["no array: the text is not read", plain, "a\n\nb", undefined],
+  ])("resolveParamsFile: %s", (_, spec, text, array) => {
+    const resolved = resolveParamsFile(spec, text);
+    expect(resolved.array).toEqual(array);
+    expect(resolved.inputs).toEqual(spec.inputs);
+  });
+
+  it("resolveParamsLines leaves a job without a parameters file as it is", () => {
+    expect(resolveParamsLines(plain, ["a"])).toBe(plain);
+    expect(resolveParamsLines(withParams, ["a"])).toBe(withParams);
+  });
+
+  it.each<[string, JobSpec, string[], string]>([
+    [
+      "a count that does not match the lines",
+      validateJobSpec({ command: "x", inputs: ["p"], array: { paramsFile: "p", count: 3 } }),
+      ["a", "b"],
+      "array.count: count 3 does not match the 2 parameters of array.paramsFile p (one per line): leave count out, or make them agree",
+    ],
+    [
+      "a line that does not fit the command, by its line number",
+      validateJobSpec({ command: "x ${param.k}", inputs: ["p"], array: { paramsFile: "p" } }),
+      ["a", "b"],
+      "array.paramsFile: p line 1: a string, but the command or env names ${param.k}: a mapping with key k is needed",
+    ],
+  ])("resolveParamsLines refuses %s", (_, spec, lines, message) => {
+    let thrown: unknown;
+    try {
+      resolveParamsLines(spec, lines);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(JobFileError);
+    expect((thrown as JobFileError).message).toBe(message);
+  });
+
+  it.each<[string, JobSpec, number, string | undefined, number | undefined, number]>([
+    [
+      "parameters: task i's, the parallel limit, the count",
+      resolveParamsFile(withFile, "a\nb\n"),
+      1,
+      "b",
+      2,
+      2,
+    ],
+    ["parameters past the last task: none", withParams, 2, undefined, undefined, 2],
+    ["no array: no parameter, no limit, one task", plain, 0, undefined, undefined, 1],
+    ["a parameters file not read yet: one task", withFile, 0, undefined, 2, 1],
+  ])("%s", (_, spec, task, param, parallel, count) => {
+    expect([taskParam(spec, task), arrayParallel(spec), taskCount(spec)]).toEqual([param, parallel, count]);
+  });
+
+  it.each<[{ nodes?: number }, number]>([
+    [{}, 1],
+    [{ nodes: 4 }, 4],
+  ])("nodesOf(%j) is %i", (spec, nodes) => {
+    expect(nodesOf(spec)).toBe(nodes);
+  });
 });
 
 describe("validateJobSpec paths", () => {

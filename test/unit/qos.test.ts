@@ -25,6 +25,7 @@ import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import {
   DEFAULT_QOS_POLICY,
   parseQosFile,
+  QosFileError,
   type QosPolicy,
   type QosTier,
 } from "../../src/common/model/qos-file.ts";
@@ -116,6 +117,52 @@ describe("parseQosFile", () => {
     ["not YAML", "tiers: {normal: {}", "line 1: not valid YAML"],
   ])("refuses %s", (_, text, message) => {
     expect(() => parseQosFile(text)).toThrow(message);
+  });
+
+  it.each([
+    [
+      "YAML's first line of its message, without its own place, on a line past 9",
+      `${"\n".repeat(11)}tiers: {normal: {}`,
+      "line 12: not valid YAML: Flow map in block collection must be sufficiently indented and end with a }",
+    ],
+    ["an empty file is not a mapping", "", "line 1: a QoS file must be a mapping with a `tiers` map"],
+    ["a number is not a mapping", "42", "line 1: a QoS file must be a mapping with a `tiers` map"],
+    ["a list is not a mapping", "- normal", "line 1: a QoS file must be a mapping with a `tiers` map"],
+    [
+      "an unknown key before another problem, even when that one comes first",
+      "tiers:\n  normal:\n    priority: x\n    maxJobs: 3",
+      "line 4: tiers.normal.maxJobs: unknown key",
+    ],
+    [
+      "an unknown key YAML reads as a number: the line of its mapping",
+      "tiers:\n  normal:\n    1: x",
+      "line 3: tiers.normal.1: unknown key",
+    ],
+    [
+      "a bad value on the line of the value, not of its mapping",
+      "tiers:\n  normal:\n    priority: 0\n    maxQueuedTasks: -1",
+      "line 4: tiers.normal.maxQueuedTasks: Too small: expected number to be >=0",
+    ],
+  ])("refuses %s, with exactly this message", (_, text, message) => {
+    let thrown: unknown;
+    try {
+      parseQosFile(text);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(QosFileError);
+    expect((thrown as QosFileError).name).toBe("QosFileError");
+    expect((thrown as QosFileError).message).toBe(message);
+  });
+
+  it.each<[string, string, number | null, string]>([
+    ["a field and a line", "tiers.normal", 3, "line 3: tiers.normal: bad"],
+    ["no field", "", 1, "line 1: bad"],
+    ["no line", "tiers.normal", null, "tiers.normal: bad"],
+    ["neither", "", null, "bad"],
+  ])("a QosFileError's message: %s", (_, field, line, message) => {
+    const error = new QosFileError(field, "bad", line);
+    expect([error.message, error.field, error.name]).toEqual([message, field, "QosFileError"]);
   });
 });
 

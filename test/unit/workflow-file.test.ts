@@ -74,6 +74,72 @@ describe("validateWorkflowFile refuses, naming the field", () => {
   });
 });
 
+describe("validateWorkflowFile refuses, with exactly this message", () => {
+  const jobs = (count: number) =>
+    Object.fromEntries(Array.from({ length: count }, (_, i) => [`j${i}`, job()]));
+  it.each<[string, unknown, string]>([
+    ["null is not a mapping", null, "a workflow file must be a mapping with `jobs`"],
+    ["text is not a mapping", "jobs", "a workflow file must be a mapping with `jobs`"],
+    ["a list is not a mapping", [{ jobs: {} }], "a workflow file must be a mapping with `jobs`"],
+    ["an unknown key like none: no suggestion", { jobs: { a: job() }, zzzzzz: 1 }, "zzzzzz: unknown key"],
+    [
+      "an unknown key near a known one",
+      { jobs: { a: job() }, job: 1 },
+      "job: unknown key (did you mean jobs?)",
+    ],
+    [
+      "a name that is not a string",
+      { name: 5, jobs: { a: job() } },
+      "name: a workflow's name is a string of 1 to 200 characters",
+    ],
+    [
+      "an empty name",
+      { name: "", jobs: { a: job() } },
+      "name: a workflow's name is a string of 1 to 200 characters",
+    ],
+    [
+      "a name of 201 characters",
+      { name: "n".repeat(201), jobs: { a: job() } },
+      "name: a workflow's name is a string of 1 to 200 characters",
+    ],
+    ["no jobs", { name: "w" }, "jobs: a mapping of job names to job files"],
+    ["jobs null", { jobs: null }, "jobs: a mapping of job names to job files"],
+    ["jobs as text", { jobs: "a" }, "jobs: a mapping of job names to job files"],
+    ["20,001 jobs", { jobs: jobs(20_001) }, "jobs: at most 20000 jobs in a workflow, this one has 20001"],
+    [
+      "a job's error under its name, with the job file's own path",
+      { jobs: { a: job(), b: job([], { resources: { cpus: 0 } }) } },
+      "jobs.b.resources.cpus: Too small: expected number to be >=1",
+    ],
+  ])("%s", (_, input, message) => {
+    let thrown: unknown;
+    try {
+      validateWorkflowFile(input);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(JobFileError);
+    expect((thrown as JobFileError).message).toBe(message);
+  });
+
+  it.each<[string, unknown, string | null, number]>([
+    ["no name", { jobs: { a: job() } }, null, 1],
+    ["a null name is none", { name: null, jobs: { a: job() } }, null, 1],
+    ["a name of one character", { name: "w", jobs: { a: job() } }, "w", 1],
+    ["a name of 200 characters", { name: "n".repeat(200), jobs: { a: job() } }, "n".repeat(200), 1],
+    ["20,000 jobs", { jobs: jobs(20_000) }, null, 20_000],
+    [
+      "arrays of different sizes when the wait is for the whole job",
+      { jobs: { a: job([], { array: { count: 3 } }), b: job(["a"], { array: { count: 4 } }) } },
+      null,
+      2,
+    ],
+  ])("accepts %s", (_, input, name, count) => {
+    const file = validateWorkflowFile(input);
+    expect([file.name, file.jobs.length]).toEqual([name, count]);
+  });
+});
+
 describe("validateWorkflowFile accepts", () => {
   it("a diamond, in an order where each job comes after those it depends on", () => {
     const file = validateWorkflowFile({
@@ -189,6 +255,124 @@ describe("the graph's rules", () => {
     expect(topologicalOrder(jobs).map((each) => each.name)).toEqual(order);
   });
 
+  it.each<[string, [string, string[]][], string[]]>([
+    [
+      "a job named twice in one dependsOn waits for it once",
+      [
+        ["b", ["a", "a"]],
+        ["a", []],
+      ],
+      ["a", "b"],
+    ],
+    [
+      "a job waits for each of the jobs it depends on",
+      [
+        ["a", []],
+        ["x", ["b"]],
+        ["b", []],
+        ["c", ["a", "x"]],
+      ],
+      ["a", "b", "x", "c"],
+    ],
+    [
+      "a job that becomes ready comes after those ready before it",
+      [
+        ["c", ["a"]],
+        ["a", []],
+        ["b", []],
+      ],
+      ["a", "b", "c"],
+    ],
+  ])("topologicalOrder: %s", (_, graph, order) => {
+    const jobs = graph.map(([name, on]) => ({ name, dependsOn: on.map((each) => ({ name: each })) }));
+    expect(topologicalOrder(jobs).map((each) => each.name)).toEqual(order);
+  });
+
+  it("topologicalOrder refuses a cycle, naming the jobs it could not order", () => {
+    const jobs = [
+      { name: "r", dependsOn: [] },
+      { name: "a", dependsOn: [{ name: "b" }] },
+      { name: "b", dependsOn: [{ name: "a" }] },
+    ];
+    expect(() => topologicalOrder(jobs)).toThrow(new Error("topologicalOrder: a cycle among a, b"));
+  });
+
+  it("an error of a job file that is not the file's own passes through as it is", () => {
+    const failing = new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw new RangeError("unreadable");
+        },
+      },
+    );
+    expect(() => validateWorkflowFile({ jobs: { a: failing } })).toThrow(new RangeError("unreadable"));
+  });
+
+  it("withJobIds refuses a dependency without an id", () => {
+    const file = validateWorkflowFile({ jobs: { a: job(), b: job(["a"]) } });
+    expect(() => withJobIds(file.jobs[1], new Map([["b", "8"]]))).toThrow(
+      new Error("withJobIds: no id for a"),
+    );
+  });
+
+  it.each<[string, unknown[], unknown[]]>([
+    ["succeeded, whole job: the bare id", ["a"], ["7"]],
+    ["ended, whole job", [{ job: "a", when: "ended" }], [{ job: "7", when: "ended" }]],
+    [
+      "failed, task by task",
+      [{ job: "a", when: "failed", tasks: "same" }],
+      [{ job: "7", when: "failed", tasks: "same" }],
+    ],
+  ])("withJobIds: %s", (_, dependsOn, expected) => {
+    const file = validateWorkflowFile({ jobs: { a: job(), b: job(dependsOn) } });
+    expect(withJobIds(file.jobs[1], new Map([["a", "7"]])).dependsOn).toEqual(expected);
+  });
+
+  it.each<[string, [string, string[]][], string[] | null]>([
+    [
+      "a cycle reached from a job done before",
+      [
+        ["a", ["b"]],
+        ["b", []],
+        ["c", ["d"]],
+        ["d", ["b", "c"]],
+      ],
+      ["c", "d", "c"],
+    ],
+    [
+      "a cycle past its first job: from where it starts",
+      [
+        ["x", ["y"]],
+        ["y", ["z"]],
+        ["z", ["y"]],
+      ],
+      ["y", "z", "y"],
+    ],
+    [
+      "a cycle after a first dependency done: the next one's",
+      [
+        ["a", ["b", "c"]],
+        ["b", ["x"]],
+        ["x", []],
+        ["c", ["a"]],
+      ],
+      ["a", "c", "a"],
+    ],
+    [
+      "a job reached twice, not a cycle",
+      [
+        ["a", ["b", "c"]],
+        ["b", ["c"]],
+        ["c", []],
+      ],
+      null,
+    ],
+  ])("findCycle: %s", (_, graph, cycle) => {
+    const jobs = graph.map(([name, on]) => ({ name, dependsOn: on.map((each) => ({ name: each })) }));
+    expect(findCycle(jobs)).toEqual(cycle);
+  });
+
   it.each<[string, (JobState | undefined)[], JobState]>([
     ["all succeeded", ["succeeded", "succeeded"], "succeeded"],
     ["one running", ["succeeded", "running", "waiting"], "running"],
@@ -198,6 +382,11 @@ describe("the graph's rules", () => {
     ["a failure, all ended", ["succeeded", "failed", "cancelled"], "failed"],
     ["cancelled, all ended", ["succeeded", "cancelled"], "cancelled"],
     ["a job removed", ["succeeded", undefined], "cancelled"],
+    ["a job removed beside one running", [undefined, "running"], "running"],
+    ["running before pending before held", ["held", "pending", "running"], "running"],
+    ["pending before held", ["held", "pending"], "pending"],
+    ["a failure among the ended, one still waiting", ["failed", "waiting"], "waiting"],
+    ["a failure before a cancellation", ["cancelled", "failed"], "failed"],
   ])("workflowState: %s", (_, states, state) => {
     expect(workflowState(states)).toBe(state);
   });
@@ -205,7 +394,10 @@ describe("the graph's rules", () => {
   it.each<[unknown, boolean]>([
     [{ jobs: {} }, true],
     [{ command: "x" }, false],
+    [{ jobs: null }, true],
     [null, false],
+    ["jobs", false],
+    [42, false],
     [["jobs"], false],
   ])("isWorkflowFile(%j) is %s", (input, is) => {
     expect(isWorkflowFile(input)).toBe(is);

@@ -446,7 +446,7 @@ function firstOf(issues: readonly Issue[]): Issue {
  */
 function unionBranch(issue: Issue, prefix: PropertyKey[]): { path: PropertyKey[]; issue: Issue } {
   const path = [...prefix, ...issue.path];
-  if (issue.code !== "invalid_union" || issue.errors.length === 0) return { path, issue };
+  if (issue.code !== "invalid_union") return { path, issue };
   let best: { path: PropertyKey[]; issue: Issue } | null = null;
   for (const branch of issue.errors) {
     if (branch.length === 0) continue;

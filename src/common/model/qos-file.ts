@@ -48,32 +48,23 @@ const qosFileSchema = z
     groups: z.record(z.string(), groupSchema).default({}),
   })
   .superRefine((file, context) => {
+    const refuse = (path: (string | number)[], message: string) =>
+      context.addIssue({ code: "custom", path, message });
     for (const section of ["tiers", "groups"] as const)
       for (const key of Object.keys(file[section]))
-        if (!QOS_NAME.test(key))
-          context.addIssue({ code: "custom", path: [section, key], message: NAME_RULE });
+        if (!QOS_NAME.test(key)) refuse([section, key], NAME_RULE);
     if (!Object.hasOwn(file.tiers, DEFAULT_QOS))
-      context.addIssue({
-        code: "custom",
-        path: ["tiers"],
-        message: `must define ${DEFAULT_QOS}, the tier of jobs that name none`,
-      });
+      refuse(["tiers"], `must define ${DEFAULT_QOS}, the tier of jobs that name none`);
     for (const [tierName, tier] of Object.entries(file.tiers)) {
       tier.preempt.forEach((other, index) => {
         const path = ["tiers", tierName, "preempt", index];
         const target = Object.hasOwn(file.tiers, other) ? file.tiers[other] : undefined;
-        if (!target)
-          context.addIssue({
-            code: "custom",
-            path,
-            message: `no tier ${other} (tiers: ${Object.keys(file.tiers).join(", ")})`,
-          });
+        if (!target) refuse(path, `no tier ${other} (tiers: ${Object.keys(file.tiers).join(", ")})`);
         else if (target.priority >= tier.priority)
-          context.addIssue({
-            code: "custom",
+          refuse(
             path,
-            message: `${tierName} (priority ${tier.priority}) may only preempt tiers of a lower priority, and ${other} has ${target.priority}`,
-          });
+            `${tierName} (priority ${tier.priority}) may only preempt tiers of a lower priority, and ${other} has ${target.priority}`,
+          );
       });
     }
   });

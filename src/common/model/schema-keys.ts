@@ -36,7 +36,7 @@ function childrenOf(schema: unknown, part: string | number): unknown[] {
     const def = defOf(form);
     if (def.type === "object") {
       const shape = def.shape as Record<string, unknown>;
-      return typeof part === "string" && part in shape ? [shape[part]] : [];
+      return typeof part === "string" && Object.hasOwn(shape, part) ? [shape[part]] : [];
     }
     if (def.type === "array") return typeof part === "number" ? [def.element] : [];
     if (def.type === "record") return typeof part === "string" ? [def.valueType] : [];

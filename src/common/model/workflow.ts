@@ -97,11 +97,14 @@ export function validateWorkflowFile(input: unknown): WorkflowFile {
   return { name, jobs: topologicalOrder(files) };
 }
 
-/** The dependsOn entry where a cycle starts (`jobs.a.dependsOn[0]`, a's wait for the next job). */
+/**
+ * The dependsOn entry where a cycle starts (`jobs.a.dependsOn[0]`, a's wait for the next job). A
+ * cycle of findCycle runs along edges of these jobs: its first job is one of them, and waits for
+ * the second.
+ */
 function cycleEdgePath(jobs: readonly WorkflowJobFile[], cycle: readonly string[]): FieldPath {
-  const first = jobs.find((job) => job.name === cycle[0]);
-  const index = first ? first.dependsOn.findIndex((edge) => edge.name === cycle[1]) : -1;
-  return index < 0 ? ["jobs"] : ["jobs", cycle[0], "dependsOn", index];
+  const first = jobs.find((job) => job.name === cycle[0])!;
+  return ["jobs", cycle[0], "dependsOn", first.dependsOn.findIndex((edge) => edge.name === cycle[1])];
 }
 
 /**
