@@ -16,8 +16,6 @@ import type { Held, JobView, RunningUse } from "./view.ts";
 
 export type { Held, RunningUse } from "./view.ts";
 
-export const NOTHING_HELD: Held = { cpus: 0, gpus: 0 };
-
 export function userTierKey(owner: string, qos: string): string {
   return `${owner}\u0000${qos}`;
 }

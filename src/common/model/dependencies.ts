@@ -29,11 +29,6 @@ export function dependenciesOf(entries: readonly DependencyEntry[]): Dependency[
   return entries.map(dependencyOf);
 }
 
-/** The ids a job's dependsOn names. */
-export function dependencyIds(entries: readonly DependencyEntry[]): string[] {
-  return entries.map((entry) => (typeof entry === "string" ? entry : entry.job));
-}
-
 /**
  * What a dependency says now: `met`, `wait` (the other job, or its task, has not ended), or `never`
  * (it ended otherwise than `when` asks, so what waits on it can never run). `state`: the other

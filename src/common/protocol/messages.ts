@@ -304,9 +304,8 @@ export type LogMessage = z.infer<typeof logMessage>;
 export type AgentMessage = z.infer<typeof agentMessage>;
 export type StartMessage = z.infer<typeof startMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
-/** What a batch from an agent holds, and from the server. */
+/** What a batch from an agent holds. */
 export type AgentBatchedMessage = z.infer<typeof agentBatchMessage>["messages"][number];
-export type ServerBatchedMessage = z.infer<typeof serverBatchMessage>["messages"][number];
 export type AgentOutcome = z.infer<typeof agentOutcome>;
 
 /**
