@@ -7,7 +7,7 @@ import { planPass } from "../../src/broker/planner/plan-pass.ts";
 import type { Effect } from "../../src/broker/reactor/effects.ts";
 import { type AppliedPlan, applyPlan } from "../../src/broker/reactor/handlers/apply-plan.ts";
 import { heartbeatReported } from "../../src/broker/reactor/handlers/heartbeat.ts";
-import { retireEnded } from "../../src/broker/reactor/retire-ended.ts";
+import { jobsChanged, retireJobs } from "../../src/broker/reactor/retire-ended.ts";
 import { type Handled, handle, type Step } from "../../src/broker/reactor/step.ts";
 import { type MetaschedulingPolicy, policyOf } from "../../src/broker/scheduler/policy.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
@@ -57,7 +57,8 @@ export class HandlerBench {
     const handled = handle(this.state, this.now, handler, () => 0.5);
     this.recorded.push(...structuredClone(handled.changes));
     this.effects.push(...handled.effects);
-    retireEnded(this.state, handled.changes);
+    // As the reactor does once a step's commit is done (none is in flight here).
+    retireJobs(this.state, jobsChanged(handled.changes));
     if (handled.schedule) this.#passWanted = true;
     return handled;
   }

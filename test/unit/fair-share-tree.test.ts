@@ -1,17 +1,15 @@
 // The fair-share tree: the shares file's parser, the level factors and the users' ranks
-// (scheduler/fair-share-tree.ts), the usage of running attempts and its decay, and what a user
+// (scheduler/fair-share-tree.ts), the usage of running attempts and its decay (against the plain rules of test/helpers/fair-share-reference.ts), and what a user
 // sees of the tree (shareLines).
 
 import { describe, expect, it } from "vitest";
 import { compareOwnerShares } from "../../src/broker/scheduler/fair-share.ts";
 import {
   fairShareFactor,
-  fairShareFactors,
   runningUsage,
   type ShareNode,
   shareLines,
   shareTreeOf,
-  usageAt,
 } from "../../src/broker/scheduler/fair-share-tree.ts";
 import { OwnerUsage } from "../../src/broker/state/owner-usage.ts";
 import { recoverState } from "../../src/broker/state/recover.ts";
@@ -22,6 +20,7 @@ import {
   job as jobRecord,
   task as taskRecord,
 } from "../conformance/store-suite.ts";
+import { fairShareFactors, usageAt } from "../helpers/fair-share-reference.ts";
 
 const DAY = 86_400;
 

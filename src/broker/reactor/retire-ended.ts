@@ -50,16 +50,3 @@ export function retireJobs(state: ClusterState, ids: Iterable<string>): void {
     if (job && mayRetire(job)) state.retire(job);
   }
 }
-
-export function retireEnded(state: ClusterState, changes: readonly Change[]): void {
-  let seen: Set<string> | null = null;
-  for (const change of changes) {
-    const id =
-      change.op === "putJob" ? change.job.id : change.op === "putAttempt" ? change.attempt.jobId : null;
-    if (id === null || seen?.has(id)) continue;
-    seen ??= new Set();
-    seen.add(id);
-    const job = state.jobs.get(id);
-    if (job && mayRetire(job)) state.retire(job);
-  }
-}

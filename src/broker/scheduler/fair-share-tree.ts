@@ -17,7 +17,6 @@
 // when there is one, else under the root. Pure: usage and the time come in.
 
 import { ROOT, type ShareAccount, type ShareTree } from "../../common/model/shares-file.ts";
-import { decayedUsage } from "./fair-share.ts";
 
 /** The share given to a user the shares file does not name. */
 export const DEFAULT_USER_SHARES = 1;
@@ -46,14 +45,6 @@ export interface ShareNode {
   children: ShareNode[];
 }
 
-/** What a user used, as OwnerUsage keeps it: cpu-seconds of ended attempts as of `at`, and the attempts running now. */
-export interface UsageRecord {
-  /** Decayed cpu-seconds of ended attempts as of `at` (ms). */
-  cpuSeconds: number;
-  at: number;
-  running: Iterable<{ cpus: number; startedAt: number }>;
-}
-
 /**
  * The cpu-seconds a running attempt has accrued by `now`, each second decayed as an ended
  * attempt's would be: cpus * h/ln 2 * (1 - 2^(-t/h)) for t seconds run, h the half-life
@@ -63,14 +54,6 @@ export function runningUsage(cpus: number, startedAt: number, now: number, halfL
   if (now <= startedAt || cpus <= 0) return 0;
   const seconds = (now - startedAt) / 1000;
   return ((cpus * halfLifeSeconds) / Math.LN2) * -Math.expm1(-(seconds / halfLifeSeconds) * Math.LN2);
-}
-
-/** A user's usage at `now`: ended attempts decayed to now, plus what the running ones have accrued. */
-export function usageAt(record: UsageRecord, now: number, halfLifeSeconds: number): number {
-  let usage = decayedUsage(record.cpuSeconds, record.at, now, halfLifeSeconds);
-  for (const attempt of record.running)
-    usage += runningUsage(attempt.cpus, attempt.startedAt, now, halfLifeSeconds);
-  return usage;
 }
 
 /** Slurm's classic factor 2^(-U/S): 1 for a node that used nothing, 0 for one without share that used some. */
@@ -165,23 +148,6 @@ function rankUsers(root: ShareNode): void {
 
 function samePath(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
-}
-
-/**
- * Each user's fair-share factor at `now`: the tree's figures over the usage records (ended
- * attempts decayed with `halfLifeSeconds`, running ones accrued), for every user with a record
- * and every user the tree names.
- */
-export function fairShareFactors(
-  tree: ShareTree,
-  usages: ReadonlyMap<string, UsageRecord>,
-  now: number,
-  halfLifeSeconds: number,
-  groupOf?: (user: string) => string | undefined,
-): Map<string, number> {
-  const usage = new Map<string, number>();
-  for (const [user, record] of usages) usage.set(user, usageAt(record, now, halfLifeSeconds));
-  return factorsOf(shareTreeOf(tree, usage, groupOf));
 }
 
 /** Each user's factor in a figured tree. */
