@@ -289,6 +289,28 @@ describe("what the guard measures", () => {
       true,
     ],
     ["a digit escape at the start", '"1".matches("\\\\d")', true],
+    [
+      "a backreference at the start",
+      `"a".matches(${JSON.stringify(String.raw`\1`)})`,
+      "stopped: matches: a regular expression with a backreference or lookaround is not supported (CEL uses RE2)",
+    ],
+    [
+      "a backreference after two escaped backslashes",
+      `"x".matches(${JSON.stringify(String.raw`(a)\\\\\1`)})`,
+      "stopped: matches: a regular expression with a backreference or lookaround is not supported (CEL uses RE2)",
+    ],
+    [
+      "two escaped backslashes before a digit",
+      `${JSON.stringify(String.raw`a\\1`)}.matches(${JSON.stringify(String.raw`a\\\\1`)})`,
+      true,
+    ],
+    // A call's inputs are its own at each evaluation: the 5000 characters of a string whose match
+    // failed (an invalid pattern) are not measured with the next pattern.
+    [
+      "a match after one that failed",
+      `[["(", "${"a".repeat(5000)}"], ["${"a?".repeat(25)}a", "a"]].exists(p, p[1].matches(p[0]))`,
+      true,
+    ],
     // Comparisons: the elements of both sides, all the way down.
     [
       "a comparison of 49 lists of 1000 with themselves",
@@ -314,6 +336,13 @@ describe("what the guard measures", () => {
       "a comparison of strings",
       bindS10("cel.bind(t, s + s + s + s + s, t == t + s)"),
       "stopped: a comparison over 110002 elements is over the limit of 100000",
+    ],
+    [
+      "a comparison of bytes, each one value",
+      `cel.bind(b, bytes(${Array(12)
+        .fill(`"${"a".repeat(5000)}"`)
+        .join(" + ")}), b == b)`,
+      true,
     ],
     // Membership: the value against each element, and the list.
     [
@@ -461,6 +490,10 @@ describe("what the guard measures", () => {
     const small = environment.parse('[1, 2].exists(a, a == 2) && host.name + "x" == "h1x"');
     guardTree(small.ast);
     expect(small({ host: HOST })).toBe(true);
+    // Outside the guard nothing is measured.
+    const long = environment.parse(bindS10("(s + s + s + s + s + s + s + s + s + s + s).size()"));
+    guardTree(long.ast);
+    expect(long({ host: HOST })).toBe(110000n);
     expect(runGuarded(() => small({ host: HOST }))).toBe(true);
   });
 
