@@ -67,6 +67,9 @@ describe("requirementClauses", () => {
     ["host.cpus > ( 1.0 ) && ( 2.0 ) > host.cpus", ["host.cpus > ( 1.0 )", "( 2.0 ) > host.cpus"]],
     ["(host).cpus > 1.0 && -(1.0) < host.cpus", ["(host).cpus > 1.0", "-(1.0) < host.cpus"]],
     ["(true && false) && (false)", ["true", "false", "false"]],
+    // A triple-quoted string hides its quotes from the cut: the clause is printed back from its tree.
+    ['host.name == """a"b(""" && true', ['host.name == "a\\"b("', "true"]],
+    ['("""x"(""" + host.name) == "a" && true', ['"x\\"(" + host.name == "a"', "true"]],
     // A comment is not part of a clause.
     ["host.cpus > 1.0 // more than one\n && (true // always\n)", ["host.cpus > 1.0", "true"]],
   ] as const)("splits %s", (source, clauses) => {
@@ -108,6 +111,13 @@ describe("requirementClauses", () => {
       'host.labels[host.os] == "x"',
       [{ fact: "labels" }, { fact: "os" }],
     ],
+    [
+      "the labels as a whole when the key is a name",
+      'host.labels.exists(k, host.labels[k] == "x")',
+      [{ fact: "labels" }],
+    ],
+    ["the labels as a whole when the key is a number", 'host.labels[1] == "x"', [{ fact: "labels" }]],
+    ["beside a null", "dyn(host.name) != null", [{ fact: "name" }]],
     [
       "inside a list and a call",
       "[host.labels.zone].exists(z, z.startsWith(host.arch))",
