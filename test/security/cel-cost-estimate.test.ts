@@ -97,6 +97,17 @@ describe("the cost estimate", () => {
     expect(estimated).toBeGreaterThanOrEqual(atLeast);
   });
 
+  it("accepts an expression estimated at the budget itself, and refuses one a step over", () => {
+    // 2 + 1001 + 1000 x (3 + 3 + 92), and 1 + 3 + 993 for the second clause: 100,000 steps.
+    const at = (extra: number) =>
+      `${L}.exists(x, "${"a".repeat(92)}".contains("")) && "${"a".repeat(993 + extra)}".contains("")`;
+    expect(cost(at(0))).toBe(CEL_COST_BUDGET);
+    expect(checkExpression(at(0), "requirements")).toBeNull();
+    expect(checkExpression(at(1), "requirements")).toBe(
+      "estimated cost 100001 steps is over the limit of 100000",
+    );
+  });
+
   it("refuses an expression over the budget at submit, naming the estimated cost and the limit", () => {
     const source = `${L}.exists(a, ${L}.exists(b, ${L}.exists(c, a + b + c < 0)))`;
     expect(() => validateJobSpec({ command: "true", requirements: source })).toThrow(
@@ -136,6 +147,12 @@ describe("the steps of each kind of node", () => {
     ["another binary operator is its operands and a step", "1 % 2", 3],
     // The size of values (shown through a concatenation, which copies its operands).
     ["a string literal is as long as its text", '"abc" + ""', 6],
+    ["a bytes literal is as long as its bytes", 'b"abcd" + b""', 1 + 1 + 1 + 4],
+    [
+      "a concatenation with an empty list keeps the other's elements",
+      '(["ab"] + []) == []',
+      1 + (1 + 2 + 1 + 1) + 1 + 1 * (1 + 2) + 1,
+    ],
     [
       "a string fact is 256 characters",
       "host.name + host.os + host.pool + host.arch",
@@ -235,8 +252,16 @@ describe("the steps of each kind of node", () => {
     ["a bind not on cel is another method", "x.bind(y, 1, y)", 1 + 1 + 3 + 256 + 256],
     ["a bind on a field named cel is another method", "x.cel.bind(a, 1, a)", 1 + 2 + 3 + 256 + 256],
     ["a bind with four arguments is another method", "cel.bind(x, 1, x, 2)", 1 + 1 + 4 + 256 + 256],
+    ["another method of cel is another method", "cel.other(a, 1, a)", 1 + 1 + 3 + 256 + 256],
+    ["a bind on a text is another method", '"cel".bind(a, 1, a)', 1 + 1 + 3 + 3 + 256],
+    ["a function named bind is another function", "bind(a, 1, a)", 1 + 3 + 256],
+    ["a function named all is another function", "all([1], x)", 1 + 2 + 1 + 1 + 256],
+    ["a function named exists is another function", "exists(x, true)", 1 + 2 + 256],
     // Functions: a step and their operands, and the work each does.
     ["has() is its operand and a step", "has(x.y)", 3],
+    ["has() without an operand is a step", "has()", 1],
+    ["a function without operands is a step", "foo()", 1],
+    ["the host itself is a fact string", 'host + ""', 1 + 1 + 1 + 256],
     [
       "size() and type() do no work and are scalars",
       'size("abc") + type("abc").size() + ""',
@@ -244,6 +269,7 @@ describe("the steps of each kind of node", () => {
     ],
     ["a method of that name too", '"abc".size() + ""', 4],
     ["dyn() is its operand as it is", 'dyn("abc") + ""', 1 + 2 + 1 + 3],
+    ["dyn() is its operand as it is, compared", 'dyn("abcd") == dyn("abcd")', 1 + 2 * 2 + 2 * 4],
     ["startsWith goes through its argument", '"abc".startsWith("de")', 3 + 2],
     ["as does endsWith", 'host.name.endsWith("de")', 1 + 2 + 1 + 2],
     ["an argument of unknown size is a fact string", '"ab".startsWith(x)', 3 + 256],
@@ -305,5 +331,6 @@ describe("the steps of each kind of node", () => {
     expect(estimateCost(concatenated)).toBe(1 + 262 + 1 + 256);
     const nothing = { op: "future", args: "text" } as unknown as ASTNode;
     expect(estimateCost(nothing)).toBe(1);
+    expect(estimateCost({ op: "future", args: null } as unknown as ASTNode)).toBe(1);
   });
 });

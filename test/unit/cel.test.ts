@@ -293,6 +293,18 @@ describe("compileExpression", () => {
     expect(() => compileExpression("host.cpus >")).toThrow();
   });
 
+  it.each([
+    ["ill-typed", "(host.gpus > 0)", /gpus/],
+    [
+      "over the budget",
+      `(${list(400)}.exists(a, ${list(400)}.exists(b, a < b)))`,
+      /^estimated cost \d+ steps/,
+    ],
+  ])("an expression compiled though %s is still refused when checked", (_case, source, problem) => {
+    compileExpression(source);
+    expect(checkExpression(source, "requirements")).toMatch(problem);
+  });
+
   it("shares the tree of the same text, checked or compiled, with its text", () => {
     const source = "host.cpus * 3.0";
     const compiled = compileExpression(source);
