@@ -344,6 +344,21 @@ describe("what the guard measures", () => {
         .join(" + ")}), b == b)`,
       true,
     ],
+    // A method's value measured: hex() doubles its bytes.
+    [
+      "the hex of 60,000 bytes",
+      `bytes(${Array(12)
+        .fill(`"${"a".repeat(5000)}"`)
+        .join(" + ")}).hex().size()`,
+      "stopped: a value of 120000 characters is over the limit of 100000",
+    ],
+    [
+      "the hex of 50,000 bytes",
+      `bytes(${Array(10)
+        .fill(`"${"a".repeat(5000)}"`)
+        .join(" + ")}).hex().size()`,
+      100000n,
+    ],
     // Membership: the value against each element, and the list.
     [
       "a list in a list of 1000 of them",
@@ -392,6 +407,15 @@ describe("what the guard measures", () => {
     const host = { ...HOST, labels };
     const source = labels instanceof Map ? "host.labels.size() > 0" : "host.labels != {}";
     expect(outcome(source, host)).toEqual(expected);
+  });
+
+  it.each([
+    ["by name", "host.labels.k.size() > 0"],
+    ["by index", 'host.labels["k"].size() > 0'],
+  ])("a label over the limit, given by the host, is measured when read %s", (_case, source) => {
+    const host = { ...HOST, labels: { k: "x".repeat(110_000) } };
+    expect(outcome(source, host)).toBe("stopped: a value of 110000 characters is over the limit of 100000");
+    expect(outcome(source, { ...HOST, labels: { k: "x".repeat(100_000) } })).toBe(true);
   });
 
   it("reads the clock every 256 steps", () => {
