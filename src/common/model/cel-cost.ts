@@ -117,11 +117,6 @@ function estimate(node: ASTNode, scope: Scope): Estimate {
     case "call":
     case "rcall":
       return estimateCall(node, scope);
-    case "&&":
-    case "||": {
-      const [left, right] = (args as ASTNode[]).map((operand) => estimate(operand, scope));
-      return { cost: 1 + left.cost + right.cost, shape: SCALAR };
-    }
     case "?:": {
       const [condition, yes, no] = (args as ASTNode[]).map((operand) => estimate(operand, scope));
       return { cost: 1 + condition.cost + yes.cost + no.cost, shape: merge(yes.shape, no.shape) ?? SCALAR };
@@ -175,16 +170,10 @@ function estimateCall(node: ASTNode, scope: Scope): Estimate {
     ? (node.args as [string, ASTNode, ASTNode[]])
     : [(node.args as [string, ASTNode[]])[0], null, (node.args as [string, ASTNode[]])[1]];
 
-  if (method && receiverNode && COMPREHENSIONS.has(name) && argNodes.length >= 2 && argNodes[0].op === "id") {
+  if (receiverNode && COMPREHENSIONS.has(name) && argNodes.length >= 2 && argNodes[0].op === "id") {
     return estimateComprehension(name, receiverNode, argNodes, scope);
   }
-  if (
-    method &&
-    name === "bind" &&
-    receiverNode?.op === "id" &&
-    receiverNode.args === "cel" &&
-    argNodes.length === 3
-  ) {
+  if (name === "bind" && receiverNode?.op === "id" && receiverNode.args === "cel" && argNodes.length === 3) {
     const value = estimate(argNodes[1], scope);
     const inner = new Map(scope).set(argNodes[0].args as string, value.shape);
     const body = estimate(argNodes[2], inner);

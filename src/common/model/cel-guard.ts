@@ -244,7 +244,7 @@ function checkSize(value: unknown): void {
     if (value.length > EVALUATION_MAX_VALUE_SIZE) overSize(value.length, "characters");
   } else if (Array.isArray(value) || value instanceof Uint8Array) {
     if (value.length > EVALUATION_MAX_VALUE_SIZE) overSize(value.length, "elements");
-  } else if (value instanceof Map || value instanceof Set) {
+  } else if (value instanceof Map) {
     if (value.size > EVALUATION_MAX_VALUE_SIZE) overSize(value.size, "elements");
   }
 }
