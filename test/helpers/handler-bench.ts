@@ -1,7 +1,7 @@
 // Handlers as pure functions: (state, event, now) -> {changes, effects}, with a clock the test
 // sets, no store and no timers. Each change is copied when it is handled, as a store would keep
 // it, so that `recovered()` is the state a broker would rebuild from what was recorded: a change
-// made in memory and not recorded shows as a difference (test/unit/state-round-trip.test.ts).
+// made in memory and not recorded shows as a difference (test/unit/broker/reactor/handlers/state-round-trip.test.ts).
 
 import { planPass } from "../../src/broker/planner/plan-pass.ts";
 import type { Effect } from "../../src/broker/reactor/effects.ts";

@@ -1,7 +1,7 @@
 // A fault injected into a handler: its k-th write throws before it writes, or it throws once done
 // (after its last write, before the step is returned). Run for k = 1, 2, ... until the handler ends
 // before its k-th write, it takes the handler through every point where it could throw half-way
-// (test/unit/state-round-trip.test.ts; the rule in src/broker/reactor/writes.ts).
+// (test/unit/broker/reactor/handlers/state-round-trip.test.ts; the rule in src/broker/reactor/writes.ts).
 
 import { StateWrites } from "../../src/broker/reactor/writes.ts";
 

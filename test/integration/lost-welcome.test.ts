@@ -3,7 +3,7 @@
 // takes nothing with it. Here a stand-in takes the hello and hangs up (the server gone before its
 // welcome), then the real server comes back on that address; the agent joins with the credential
 // it proposed the first time, and the server keeps that one. (A server that had committed the
-// credential before stopping lets the agent in by it: test/unit/proposed-credential.test.ts.)
+// credential before stopping lets the agent in by it: test/unit/broker/server/proposed-credential.test.ts.)
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

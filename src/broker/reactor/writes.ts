@@ -14,7 +14,7 @@
 // taken back the same way (Step.onRollback). A part of a handler may be made all or nothing on its
 // own (Step.allOrNothing: one report of several a host sent together), back to a mark in the log.
 // The log costs a closure a write; it is dropped with the step.
-// Tests: test/unit/state-round-trip.test.ts recovers the state from the changes and compares, after
+// Tests: test/unit/broker/reactor/handlers/state-round-trip.test.ts recovers the state from the changes and compares, after
 // every event and after each event made to throw at each of its writes in turn.
 
 import type { AttemptUsage } from "../../common/model/attempt-usage.ts";

@@ -1,0 +1,520 @@
+import { describe, expect, it } from "vitest";
+import { explain, explainJob } from "../../../../src/broker/scheduler/explain.ts";
+import { explainRunningTask, formatGain } from "../../../../src/broker/scheduler/explain-running.ts";
+import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
+import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
+import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
+import { compileExpression } from "../../../../src/common/model/cel.ts";
+import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostState } from "../../../../src/common/model/states.ts";
+
+const NOW = 1_000_000;
+
+interface JobRow {
+  id: string;
+  priority?: number;
+  seq?: number;
+  owner?: string;
+  cpus?: number;
+  memoryMb?: number;
+  requirements?: string;
+  /** Ready now unless false (a task backing off). */
+  ready?: boolean;
+}
+
+function job(row: JobRow): JobView {
+  return {
+    id: row.id,
+    priority: row.priority ?? 0,
+    createdAt: 0,
+    seq: row.seq ?? Number(row.id.replace(/\D/g, "")),
+    owner: row.owner,
+    cpus: row.cpus ?? 1,
+    memoryMb: row.memoryMb ?? 0,
+    requirements: row.requirements ? compileExpression(row.requirements) : null,
+    rank: null,
+    *readyTasks() {
+      if (row.ready !== false) yield 0;
+    },
+  };
+}
+
+interface HostRow {
+  name: string;
+  state?: HostState;
+  connected?: boolean;
+  slots?: number;
+  slotsFree?: number;
+  memoryFreeMb?: number;
+  facts?: Partial<HostFacts>;
+}
+
+function host(row: HostRow): HostView {
+  const slots = row.slots ?? 4;
+  return {
+    name: row.name,
+    state: row.state ?? "ready",
+    connected: row.connected ?? true,
+    slots,
+    slotsFree: row.slotsFree ?? slots,
+    memoryFreeMb: row.memoryFreeMb ?? 8192,
+    facts: {
+      name: row.name,
+      pool: "local",
+      os: "linux",
+      arch: "x86_64",
+      cpus: slots,
+      memoryMb: 8192,
+      memFreeMb: 8000,
+      load1: 0,
+      cpuFree: 1,
+      diskFreeMb: 10_000,
+      speed: 1,
+      labels: {},
+      slotsFree: row.slotsFree ?? slots,
+      ...row.facts,
+    },
+  };
+}
+
+describe("explainJob names the failing clause", () => {
+  it.each([
+    [
+      "the false clause with the value it read",
+      'host.arch == "x86_64" && host.memFreeMb >= 1e9',
+      {},
+      "requirements: host.memFreeMb >= 1e9 is false (host.memFreeMb = 8000)",
+    ],
+    [
+      "every false clause",
+      'host.arch == "arm64" && host.memFreeMb >= 1e9',
+      {},
+      'requirements: host.arch == "arm64" is false (host.arch = "x86_64"); host.memFreeMb >= 1e9 is false (host.memFreeMb = 8000)',
+    ],
+    [
+      "a missing label among several clauses",
+      'host.os == "linux" && host.labels.zone == "a"',
+      {},
+      'requirements: host.labels.zone == "a" cannot be evaluated: host has no label "zone"',
+    ],
+    [
+      "a missing label as the only clause",
+      'host.labels.zone == "a"',
+      {},
+      'requirements cannot be evaluated: host has no label "zone"',
+    ],
+    [
+      "a false single clause as the requirements",
+      'host.os == "darwin"',
+      {},
+      "requirements are false on this host",
+    ],
+    [
+      "an || whole",
+      'host.cpus >= 1.0 && (host.os == "darwin" || host.labels.tier == "gold")',
+      { labels: { tier: "silver" } },
+      'requirements: host.os == "darwin" || host.labels.tier == "gold" is false (host.os = "linux", host.labels.tier = "silver")',
+    ],
+  ] as const)("%s", (_case, requirements, facts, reason) => {
+    const [only] = explainJob(job({ id: "j", requirements }), [host({ name: "a", facts })]);
+    expect(only).toEqual({ host: "a", eligible: false, reason });
+  });
+
+  it("says matches when every clause holds", () => {
+    const [only] = explainJob(
+      job({ id: "j", requirements: 'host.arch == "x86_64" && host.memFreeMb >= 512.0' }),
+      [host({ name: "a" })],
+    );
+    expect(only).toEqual({ host: "a", eligible: true, reason: "matches and has room" });
+  });
+});
+
+describe("explain", () => {
+  const hosts = [
+    host({ name: "free" }),
+    host({ name: "busy", slotsFree: 0 }),
+    host({ name: "low-mem", memoryFreeMb: 100 }),
+    host({ name: "arm", facts: { arch: "arm64" } }),
+    host({ name: "gone", state: "lost" }),
+    host({ name: "drain", state: "draining" }),
+    host({ name: "off", connected: false }),
+  ];
+
+  it.each([
+    [
+      "every host that is up and x86_64 matches",
+      'host.arch == "x86_64"',
+      0,
+      hosts,
+      { matching: 3, withRoom: 2 },
+    ],
+    [
+      "none with an impossible clause",
+      'host.arch == "x86_64" && host.memFreeMb >= 1e9',
+      0,
+      hosts,
+      { matching: 0, withRoom: 0 },
+    ],
+    ["all busy", 'host.arch == "x86_64"', 0, [hosts[1], hosts[1]], { matching: 2, withRoom: 0 }],
+    ["memory counts toward room", null, 512, hosts, { matching: 4, withRoom: 2 }],
+    ["none without hosts", null, 0, [], { matching: 0, withRoom: 0 }],
+  ] as const)("sums up: %s", (_case, requirements, memoryMb, hostList, summary) => {
+    const target = job({ id: "j", requirements: requirements ?? undefined, memoryMb });
+    expect(explain({ now: NOW, job: target, hosts: hostList, queue: [target] }).summary).toEqual(summary);
+  });
+
+  it("tallies each clause over the hosts, with why it fails where it does", () => {
+    const target = job({ id: "j", requirements: 'host.arch == "x86_64" && host.memFreeMb >= 1e9' });
+    const { clauses } = explain({
+      now: NOW,
+      job: target,
+      hosts: [host({ name: "a" }), host({ name: "b", facts: { arch: "arm64", memFreeMb: 100 } })],
+      queue: [target],
+    });
+    expect(clauses).toEqual([
+      {
+        clause: 'host.arch == "x86_64"',
+        matching: 1,
+        failing: [{ host: "b", reason: 'is false (host.arch = "arm64")' }],
+      },
+      {
+        clause: "host.memFreeMb >= 1e9",
+        matching: 0,
+        failing: [
+          { host: "a", reason: "is false (host.memFreeMb = 8000)" },
+          { host: "b", reason: "is false (host.memFreeMb = 100)" },
+        ],
+      },
+    ]);
+  });
+
+  it("has no clause tally without requirements", () => {
+    const target = job({ id: "j" });
+    expect(explain({ now: NOW, job: target, hosts, queue: [target] }).clauses).toEqual([]);
+  });
+
+  const GOLD = 'host.labels.tier == "gold"';
+  const mixed = [
+    host({ name: "g", facts: { labels: { tier: "gold" } } }),
+    host({ name: "s", facts: { labels: { tier: "silver" } } }),
+  ];
+  const shares = new Map<string, OwnerShare>([
+    ["light", { runningCpus: 0, recentCpuSeconds: 0 }],
+    ["heavy", { runningCpus: 8, recentCpuSeconds: 0 }],
+  ]);
+
+  it.each([
+    [
+      "jobs before it in submit order",
+      [{ id: "1" }, { id: "2" }, { id: "3" }, { id: "4" }],
+      "3",
+      {},
+      ["1", "2"],
+    ],
+    ["a higher priority submitted later", [{ id: "1" }, { id: "2", priority: 5 }], "1", {}, ["2"]],
+    ["not a lower priority submitted earlier", [{ id: "1", priority: -1 }, { id: "2" }], "2", {}, []],
+    [
+      "only jobs that want a host it matches",
+      [{ id: "1", requirements: 'host.name == "s"' }, { id: "2" }, { id: "3", requirements: GOLD }],
+      "3",
+      {},
+      ["2"],
+    ],
+    ["not a job backing off", [{ id: "1", ready: false }, { id: "2" }], "2", {}, []],
+    [
+      "an owner with a smaller share, submitted later",
+      [
+        { id: "1", owner: "heavy" },
+        { id: "2", owner: "heavy" },
+        { id: "3", owner: "light" },
+      ],
+      "2",
+      { owners: shares },
+      ["3", "1"],
+    ],
+    [
+      "not an owner with a larger share, submitted earlier",
+      [
+        { id: "1", owner: "heavy" },
+        { id: "2", owner: "light" },
+      ],
+      "2",
+      { owners: shares },
+      [],
+    ],
+    [
+      "nobody when the job matches no host",
+      [{ id: "1" }, { id: "2", requirements: 'host.name == "x"' }],
+      "2",
+      {},
+      [],
+    ],
+  ] as const)("puts it behind %s", (_case, rows, target, extra, expected) => {
+    const queue = rows.map((row) => job({ ...row }));
+    const me = queue.find((each) => each.id === target)!;
+    const { ahead } = explain({ now: NOW, job: me, hosts: mixed, queue, ...extra });
+    expect(ahead.map((each) => each.id)).toEqual(expected);
+  });
+
+  it("puts a job that is not in the queue (held, waiting) behind nobody", () => {
+    const queue = [job({ id: "1" })];
+    expect(explain({ now: NOW, job: job({ id: "2" }), hosts: mixed, queue }).ahead).toEqual([]);
+  });
+
+  it("says each running task has no estimate until rescheduling and preemption give one", () => {
+    const target = job({ id: "j" });
+    const { running } = explain({
+      now: NOW,
+      job: target,
+      hosts,
+      queue: [],
+      running: [{ index: 0, attempt: 2, host: "free" }],
+    });
+    expect(running).toEqual([
+      {
+        task: 0,
+        attempt: 2,
+        host: "free",
+        estimates: null,
+        estimatedAt: null,
+        preemption: null,
+        line: "task 0 (attempt 2) runs on free: no rescheduling estimate yet; not assessed for preemption yet",
+      },
+    ]);
+  });
+});
+
+describe("explain runs the next scheduling pass dry", () => {
+  /** A running task half done in `startedAgo` s, with a checkpoint. */
+  function runningTask(of: JobView, on: string, startedAgo: number): RunningTaskView {
+    return {
+      job: of,
+      taskIndex: 0,
+      attempt: 1,
+      host: on,
+      stopping: false,
+      progress: { startedAt: NOW - startedAgo * 1000, baseline: null, last: { fraction: 0.5, at: NOW } },
+      checkpointBytes: 1000,
+      startedByPreemption: false,
+      lastMovedAt: null,
+    };
+  }
+
+  it("says the job starts, on the host the pass picks", () => {
+    const target = job({ id: "j" });
+    const hosts = [host({ name: "a", slotsFree: 1 }), host({ name: "b", slotsFree: 2 })];
+    const answer = explain({ now: NOW, job: target, hosts, queue: [target] });
+    expect(answer.nextPass).toEqual({
+      starts: [{ task: 0, hosts: ["b"], replica: false }],
+      preempts: null,
+      line: "the next pass starts task 0 on b",
+    });
+    expect(answer.hosts.map((each) => each.reason)).toEqual([
+      "matches and has room",
+      "matches and has room: the job starts at the next pass",
+    ]);
+  });
+
+  it("says a job behind another for the one free slot does not start, though the host has room", () => {
+    const first = job({ id: "1" });
+    const second = job({ id: "2" });
+    const hosts = [host({ name: "a", slotsFree: 1 })];
+    const answer = explain({ now: NOW, job: second, hosts, queue: [first, second] });
+    expect(answer.summary).toEqual({ matching: 1, withRoom: 1 });
+    expect(answer.hosts[0].reason).toBe("matches and has room");
+    expect(answer.nextPass).toEqual({
+      starts: [],
+      preempts: null,
+      line: "the next pass does not start it: the free room goes to work ahead of it",
+    });
+  });
+
+  it("gives the pass's own reason when it gives up on the job", () => {
+    const big = job({ id: "big", cpus: 4 });
+    const hosts = [host({ name: "a", slotsFree: 2 })];
+    expect(explain({ now: NOW, job: big, hosts, queue: [big] }).nextPass.line).toBe(
+      "the next pass does not start it: no host it matches has room left in this pass",
+    );
+  });
+
+  it("says the pass preempts a lower-priority task for it and keeps that room", () => {
+    const high = job({ id: "high", priority: 10 });
+    const low = job({ id: "low" });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, running: () => [runningTask(low, "a", 1000)] },
+    });
+    expect(answer.nextPass).toEqual({
+      starts: [],
+      preempts: { task: 0, host: "a" },
+      line: "the next pass stops a running task of lower priority on a and keeps its room for task 0",
+    });
+  });
+
+  it("says the pass waits instead for a task about to end, and why", () => {
+    const high = job({ id: "high", priority: 10 });
+    const low = job({ id: "low" });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, running: () => [runningTask(low, "a", 100)] },
+    });
+    expect(answer.nextPass.line).toBe(
+      "the next pass does not start it: no host that takes work has a free slot; a running task that would make room for it ends soon: it waits for that",
+    );
+  });
+
+  it("says room kept by a preemption waits for the stopped task", () => {
+    const high = job({ id: "high", priority: 10 });
+    const hosts = [host({ name: "a", slots: 1, slotsFree: 0 })];
+    const reserved = [{ job: high, taskIndex: 0, host: "a", held: { slots: 0, memoryMb: 0 } }];
+    const answer = explain({
+      now: NOW,
+      job: high,
+      hosts,
+      queue: [high],
+      pass: { now: NOW, jobs: [high], hosts, reserved },
+    });
+    expect(answer.nextPass.line).toBe(
+      "room on a is kept for task 0 (a preemption made it): it starts there once the stopped task has ended",
+    );
+  });
+
+  it("gives each running task rescheduling's estimate as the pass weighs it", () => {
+    const long = job({ id: "long", ready: false });
+    const hosts = [
+      host({ name: "slow", slots: 1, slotsFree: 0, facts: { speed: 5 } }),
+      host({ name: "fast", slots: 1, slotsFree: 1, facts: { speed: 50 } }),
+    ];
+    const task = runningTask(long, "slow", 100);
+    const answer = explain({
+      now: NOW,
+      job: long,
+      hosts,
+      queue: [],
+      running: [{ index: 0, attempt: 1, host: "slow" }],
+      pass: { now: NOW, jobs: [], hosts, running: () => [task] },
+    });
+    expect(answer.running[0].estimates).toEqual([{ host: "fast", gain: expect.closeTo(0.9, 6) }]);
+    expect(answer.running[0].line).toMatch(
+      /^task 0 \(attempt 1\) runs on slow: last rescheduling estimate 0 s ago: fast \+90 %/,
+    );
+  });
+});
+
+describe("comesBefore", () => {
+  it.each([
+    [{ priority: 1, seq: 2 }, { priority: 0, seq: 1 }, true],
+    [{ priority: 0, seq: 1 }, { priority: 0, seq: 2 }, true],
+    [{ priority: 0, seq: 2 }, { priority: 0, seq: 1 }, false],
+    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "heavy" }, true],
+    [{ priority: 0, seq: 1, owner: "heavy" }, { priority: 0, seq: 2, owner: "light" }, false],
+    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "light" }, false],
+    [{ priority: 0, seq: 2, owner: "x" }, { priority: 0, seq: 1, owner: "y" }, false],
+  ] as const)("%o before %o: %s", (a, b, expected) => {
+    const shares = new Map<string, OwnerShare>([["heavy", { runningCpus: 4, recentCpuSeconds: 0 }]]);
+    expect(comesBefore({ createdAt: 0, ...a }, { createdAt: 0, ...b }, shares)).toBe(expected);
+  });
+});
+
+describe("describeAhead", () => {
+  const p = (id: string, priority: number) => ({ id, priority });
+  it.each([
+    [[p("12", 5)], 10, "behind 1 job in the queue: 12 (priority 5)"],
+    [[p("12", 5), p("15", 5), p("16", 5)], 10, "behind 3 jobs in the queue: 12, 15, 16 (priority 5)"],
+    [
+      [p("3", 7), p("12", 5), p("15", 5)],
+      10,
+      "behind 3 jobs in the queue: 3 (priority 7), 12, 15 (priority 5)",
+    ],
+    [
+      [p("1", 0), p("2", 0), p("3", 0), p("4", 0)],
+      2,
+      "behind 4 jobs in the queue: 1, 2 (priority 0) and 2 more",
+    ],
+  ] as const)("%o", (ahead, namedAtMost, sentence) => {
+    expect(describeAhead(ahead, namedAtMost)).toBe(sentence);
+  });
+
+  // A user's explain: other users' jobs ahead are counted, never named.
+  it.each([
+    [[p("12", 5)], 1, "behind 2 jobs in the queue: 12 (priority 5) and 1 job of other users"],
+    [[], 1, "behind 1 job of other users in the queue"],
+    [[], 3, "behind 3 jobs of other users in the queue"],
+    [
+      [p("1", 0), p("2", 0), p("3", 0)],
+      4,
+      "behind 7 jobs in the queue: 1, 2 (priority 0) and 1 more and 4 jobs of other users",
+    ],
+  ] as const)("%o with %d of other users", (ahead, hidden, sentence) => {
+    expect(describeAhead(ahead, 2, hidden)).toBe(sentence);
+  });
+});
+
+describe("explainRunningTask", () => {
+  it.each([
+    [{}, "no rescheduling estimate yet; not assessed for preemption yet"],
+    [
+      {
+        estimates: [
+          { host: "b", gain: 0.12 },
+          { host: "c", gain: 0.45 },
+        ],
+        estimatedAt: NOW - 12_000,
+      },
+      "last rescheduling estimate 12 s ago: c +45 %, b +12 %; not assessed for preemption yet",
+    ],
+    [
+      { estimates: [] },
+      "last rescheduling estimate: no other host could take it; not assessed for preemption yet",
+    ],
+    [
+      { preemption: { candidate: true, reason: "35 % progress since its start" } },
+      "no rescheduling estimate yet; a preemption candidate: 35 % progress since its start",
+    ],
+    [
+      { preemption: { candidate: false, reason: "ends within 300 s" } },
+      "no rescheduling estimate yet; not a preemption candidate: ends within 300 s",
+    ],
+  ] as const)("%o", (given, line) => {
+    const explained = explainRunningTask({ index: 3, attempt: 1, host: "a", ...given }, NOW);
+    expect(explained.line).toBe(`task 3 (attempt 1) runs on a: ${line}`);
+  });
+
+  it("gives the best gain first, with the time of the estimate", () => {
+    const explained = explainRunningTask(
+      {
+        index: 0,
+        attempt: 1,
+        host: "a",
+        estimates: [
+          { host: "b", gain: 0.1 },
+          { host: "c", gain: 0.4 },
+        ],
+        estimatedAt: 0,
+      },
+      NOW,
+    );
+    expect(explained.estimates).toEqual([
+      { host: "c", gain: 0.4 },
+      { host: "b", gain: 0.1 },
+    ]);
+    expect(explained.estimatedAt).toBe("1970-01-01T00:00:00.000Z");
+  });
+
+  it.each([
+    [0.3, "+30 %"],
+    [0, "+0 %"],
+    [-0.1, "-10 %"],
+    [1.234, "+123 %"],
+  ])("formats a gain of %d as %s", (gain, text) => {
+    expect(formatGain(gain)).toBe(text);
+  });
+});
