@@ -14,10 +14,10 @@ import { join, relative } from "node:path";
 import { inheritedEnvironment } from "../attempt/inherited-environment.ts";
 import { untrustedLauncherCache } from "./launcher-cache-trust.ts";
 
-const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
-const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
-const PERL_LAUNCHER = join(import.meta.dirname, "launcher.pl");
-const C_LAUNCHER_SOURCE = join(import.meta.dirname, "launcher.c");
+export const SHELL_LAUNCHER = join(import.meta.dirname, "launcher.sh");
+export const SUPERVISOR = join(import.meta.dirname, "supervisor.sh");
+export const PERL_LAUNCHER = join(import.meta.dirname, "launcher.pl");
+export const C_LAUNCHER_SOURCE = join(import.meta.dirname, "launcher.c");
 
 /**
  * Which launcher starts attempts: `c` (launcher.c, compiled), `perl` (launcher.pl) or `sh`
@@ -80,7 +80,8 @@ function launcherCache(): string {
   return process.env.STEWARD_LAUNCHER_CACHE || DEFAULT_LAUNCHER_CACHE;
 }
 
-const DEFAULT_LAUNCHER_CACHE = join(
+/** Where compiled launchers are kept when STEWARD_LAUNCHER_CACHE names no other place. */
+export const DEFAULT_LAUNCHER_CACHE = join(
   import.meta.dirname,
   "..",
   "..",
@@ -89,23 +90,6 @@ const DEFAULT_LAUNCHER_CACHE = join(
   ".cache",
   "steward-launcher",
 );
-
-/** Where the launchers' files are, and where compiled launchers are kept by default (checked by a test). */
-export function launcherFiles(): {
-  shell: string;
-  supervisor: string;
-  perl: string;
-  cSource: string;
-  defaultCache: string;
-} {
-  return {
-    shell: SHELL_LAUNCHER,
-    supervisor: SUPERVISOR,
-    perl: PERL_LAUNCHER,
-    cSource: C_LAUNCHER_SOURCE,
-    defaultCache: DEFAULT_LAUNCHER_CACHE,
-  };
-}
 
 let compiled: string | null | undefined;
 let compileFailure = "";

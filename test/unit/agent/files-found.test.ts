@@ -6,7 +6,13 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PYTHON_SDK_PATH, SDK_PATH } from "../../../src/agent/attempt/job-script.ts";
-import { launcherFiles } from "../../../src/agent/launcher/launcher.ts";
+import {
+  C_LAUNCHER_SOURCE,
+  DEFAULT_LAUNCHER_CACHE,
+  PERL_LAUNCHER,
+  SHELL_LAUNCHER,
+  SUPERVISOR,
+} from "../../../src/agent/launcher/launcher.ts";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 
@@ -20,9 +26,8 @@ describe("files the agent finds beside its code", () => {
     expect(existsSync(join(PYTHON_SDK_PATH, "steward", "__init__.py"))).toBe(true);
   });
   it("every launcher's source is there, and compiled launchers are kept under the checkout's node_modules", () => {
-    const files = launcherFiles();
-    for (const path of [files.shell, files.supervisor, files.perl, files.cSource])
+    for (const path of [SHELL_LAUNCHER, SUPERVISOR, PERL_LAUNCHER, C_LAUNCHER_SOURCE])
       expect(existsSync(path), path).toBe(true);
-    expect(files.defaultCache).toBe(join(ROOT, "node_modules/.cache/steward-launcher"));
+    expect(DEFAULT_LAUNCHER_CACHE).toBe(join(ROOT, "node_modules/.cache/steward-launcher"));
   });
 });
