@@ -127,8 +127,12 @@ const STORE_PORTS =
 const KNOWN_ROUTE_STORE_IMPORTS: readonly { file: string; module: string; until: string }[] = [
   { file: "broker/api/routes/agent-files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
   { file: "broker/api/routes/agent-files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/control.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/deps.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/submit.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
+  { file: "broker/api/routes/jobs/submit.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
   { file: "broker/api/routes/workflows.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
   { file: "broker/api/routes/workflows.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
 ];

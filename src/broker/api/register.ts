@@ -250,7 +250,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     blobs,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
-    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
+    explainPools: deps.explainPools ?? (() => []),
   });
   registerWorkflowRoutes(app, {
     ports,

@@ -562,6 +562,11 @@ export function json<Schema extends z.ZodType>(schema: Schema, description: stri
   return { description, content: { "application/json": { schema } } };
 }
 
+/** An answer of bytes (a file, a log, an archive) of this content type, for a route's response schema. */
+export function binary(description: string, contentType = "application/octet-stream") {
+  return { description, content: { [contentType]: { schema: fileBytes } } };
+}
+
 /** The error answers a route may give, for its response schema (and so for the OpenAPI document). */
 export function errors<const Code extends keyof typeof ERROR_DESCRIPTIONS>(...codes: Code[]) {
   const answers = {} as Record<Code, ReturnType<typeof json<typeof errorSchema>>>;

@@ -13,6 +13,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import {
+  binary,
   bytesWrittenSchema,
   checkpointCommittedSchema,
   errors,
@@ -27,11 +28,6 @@ import type { BlobStore } from "../../store/blobs.ts";
 import type { ApiPorts } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { limitUpload } from "../upload-limit.ts";
-
-const octetStream = (description: string) => ({
-  description,
-  content: { "application/octet-stream": { schema: fileBytes } },
-});
 
 /** The one answer to a request for files the calling host has no attempt of (see the head of this file). */
 export const NOT_ON_THIS_HOST = "no such attempt on this host";
@@ -82,7 +78,7 @@ export function registerAgentFileRoutes(
       schema: {
         summary: "An input file of a job, for the agent that stages it",
         params: jobParams.extend({ "*": filePath }),
-        response: { 200: octetStream("the file's bytes"), ...errors(400, 401, 404) },
+        response: { 200: binary("the file's bytes"), ...errors(400, 401, 404) },
       },
     },
     async (request, reply) => {
@@ -184,7 +180,7 @@ export function registerAgentFileRoutes(
       schema: {
         summary: "One object of the task's checkpoint",
         params: taskParams.extend({ sha: sha256 }),
-        response: { 200: octetStream("the object's bytes"), ...errors(400, 401, 404) },
+        response: { 200: binary("the object's bytes"), ...errors(400, 401, 404) },
       },
     },
     async (request, reply) => {

@@ -11,7 +11,7 @@ import { InvalidRequestError } from "../../reactor/errors.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ApiPorts } from "../ports.ts";
-import { submitterOf } from "./jobs.ts";
+import { submitterOf } from "../submitter.ts";
 
 export function dryRunWorkflow(
   request: FastifyRequest,

@@ -1,7 +1,7 @@
 // /api/v1/workflows: submit a workflow file (model/workflow.ts), list workflows, show one with its
 // jobs' states, retry what failed.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import {
@@ -31,14 +31,13 @@ import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
 import type { BlobStore } from "../../store/blobs.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
-import { keepJobFileText } from "../job-file-source.ts";
+import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../multipart.ts";
 import { withParamsFile } from "../params-file.ts";
 import type { ApiPorts } from "../ports.ts";
-import type { SubmitRateLimiter } from "../rate-limit.ts";
+import { type SubmitRateLimiter, submitRefusal } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
-import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
+import { ownerOf, submitKeyOf, submitterOf } from "../submitter.ts";
 import { iso } from "../views.ts";
-import { multipartParts, ownerOf, parseJobField, submitKeyOf, submitterOf, uploadError } from "./jobs.ts";
 import { dryRunWorkflow } from "./workflow-dry-run.ts";
 
 /** The largest workflow file, in bytes: room for its many jobs (10,000 small ones take about 1 MiB). */
@@ -71,32 +70,16 @@ const workflowListQuery = z.object({
 
 const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
 
-const submitBody = z.unknown().meta({
-  content: {
-    "application/json": {
-      schema: {
-        type: "object",
-        description:
-          "a workflow file: `jobs: {NAME: job file}` (each job's dependsOn names jobs of the workflow by NAME), optional `name`",
-      },
-    },
-    "application/yaml": { schema: { type: "string", description: "the workflow file as YAML, as on disk" } },
-    "multipart/form-data": {
-      schema: {
-        type: "object",
-        properties: {
-          workflow: { type: "string", description: "the workflow file as JSON or YAML; comes first" },
-        },
-        required: ["workflow"],
-        additionalProperties: {
-          type: "string",
-          format: "binary",
-          description:
-            "one file part per input of a job, named NAME/PATH (the job's name, then the input's path)",
-        },
-      },
-    },
+const workflowSubmitBody = submitBody({
+  json: {
+    type: "object",
+    description:
+      "a workflow file: `jobs: {NAME: job file}` (each job's dependsOn names jobs of the workflow by NAME), optional `name`",
   },
+  yaml: "the workflow file as YAML, as on disk",
+  field: "workflow",
+  fieldDescription: "the workflow file as JSON or YAML; comes first",
+  parts: "one file part per input of a job, named NAME/PATH (the job's name, then the input's path)",
 });
 
 /** The workflow as the API shows it: its jobs by name, and its graph with each job's state now. */
@@ -171,7 +154,7 @@ export function registerWorkflowRoutes(
           "Submit a workflow: every job of the file is made at once (all or none, one commit); answers the workflow's id and its jobs' ids by name",
         consumes: ["application/json", "application/yaml", "multipart/form-data"],
         querystring: workflowSubmitQuery,
-        body: submitBody,
+        body: workflowSubmitBody,
         response: {
           200: json(
             checkedWorkflowFileSchema,
@@ -186,7 +169,8 @@ export function registerWorkflowRoutes(
       // A dry run makes nothing (no job, no blob, no rate): workflow-dry-run.ts.
       if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain, explainPools);
       const principal = request.principal ?? START_ADMIN;
-      if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
+      const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
+      if (refusal) return reply.code(429).header("retry-after", refusal.retryAfter).send(refusal.answer);
       const owner = ownerOf(request);
       // A submit repeated with its key answers the workflow the first one made.
       const key = submitKeyOf(request);
@@ -343,27 +327,6 @@ function touchedView({ workflow, jobs }: WorkflowJobsTouched, ports: ApiPorts): 
   };
 }
 
-/** A submit over the token's rate: answered 429 here (true), as a job's submit is. */
-function rateLimited(
-  reply: FastifyReply,
-  limiter: SubmitRateLimiter,
-  principal: { tokenId?: string | null; user: string },
-): boolean {
-  const wait = limiter.take(principal.tokenId ?? principal.user, Date.now());
-  if (wait <= 0) return false;
-  const { ratePerSecond, burst } = limiter.limit;
-  reply
-    .code(429)
-    .header("retry-after", String(Math.max(1, Math.ceil(wait))))
-    .send({
-      error: {
-        code: "rate_limited",
-        message: `too many submits from ${principal.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
-      },
-    });
-  return true;
-}
-
 /**
  * Multipart: a field `workflow` (the file as JSON or YAML) first, then one file part per input,
  * named `NAME/PATH`. The ids are handed out once the file is checked, and each input is stored
@@ -391,9 +354,7 @@ async function submitMultipart(
         for await (const part of multipartParts(request)) {
           if (part.type === "field") {
             if (part.fieldname !== "workflow") continue;
-            if (part.valueTruncated) throw jobFileTooLarge();
-            keepJobFileText(request, String(part.value));
-            file = validateWorkflowFile(parseJobField(String(part.value)));
+            file = validateWorkflowFile(fileFieldData(request, part));
             ids = await assign(file);
             continue;
           }
@@ -414,11 +375,8 @@ async function submitMultipart(
             );
           }
           touched.add(id);
-          try {
-            await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
-          } catch (error) {
-            throw uploadError(error, part.file, `input ${part.fieldname}`, maxUploadBytes);
-          }
+          const limits = { maxUploadBytes, what: `input ${path}`, shown: `input ${part.fieldname}` };
+          await storeUpload(part.file, limits, (content) => blobs.write(inputKey(id, path), content));
           const paths = stored.get(name) ?? new Set<string>();
           stored.set(name, paths);
           paths.add(path);
@@ -442,9 +400,7 @@ async function submitMultipart(
       },
       allowedQos,
     );
-    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
-    if (!received)
-      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
+    if (!received) await readPastParts(request);
     return made;
   } catch (error) {
     for (const id of touched) await blobs.deletePrefix(jobPrefix(id));
