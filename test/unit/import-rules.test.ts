@@ -3,7 +3,7 @@
 // between two programs that the program rules do not allow fails here, and so does every import
 // between the folders of src/ (src/agent, src/cli, src/daemons, src/entry, src/broker/<folder>,
 // src/common/<folder>) that a folder rule does not allow, a cycle between folders, a cycle between
-// the files of one folder, and a route (src/broker/api/routes/) importing the store. What the rules
+// the files of one folder, and a file of the API (src/broker/api/) importing the store. What the rules
 // do not allow yet is listed below as known exceptions, each with what it waits for; an exception
 // that is no longer needed fails too, so that the lists only shorten. Imports are read by
 // TypeScript's own pre-processor (static, type-only, re-exports and dynamic `import()` alike).
@@ -60,7 +60,6 @@ const RULES: Record<string, readonly string[]> = {
     "common/api",
     "broker/scheduler",
     "broker/state",
-    "broker/store",
     "broker/reactor",
     "broker/pools",
     "broker/backup",
@@ -116,26 +115,11 @@ const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] 
   },
 ];
 
-/** The routes' files: they reach the store only through what they are handed (broker/api/ports.ts). */
-const ROUTES = "broker/api/routes/";
-
-/** What the routes' imports of the store wait for. */
-const STORE_PORTS =
-  "a port for the blob store and its layout that routes are handed, in broker/api/ports.ts (as StoreReads is for the store)";
-
-/** Imports of the store by a route still there, each with what it waits for. */
-const KNOWN_ROUTE_STORE_IMPORTS: readonly { file: string; module: string; until: string }[] = [
-  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/control.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/deps.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/submit.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs/submit.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/workflows.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/workflows.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-];
+/**
+ * The API's files (the routes, and what registers and serves them): they reach the store and the
+ * blob store only through what they are handed (broker/api/ports.ts: StoreReads, JobFiles).
+ */
+const API = "broker/api/";
 
 interface Import {
   file: string;
@@ -244,8 +228,8 @@ describe("import rules", () => {
   const everyImport = allImports();
   const imports = everyImport.filter((each) => each.from !== each.to);
   const inFolder = everyImport.filter((each) => each.from === each.to);
-  const routeStoreImports = everyImport.filter(
-    (each) => each.file.startsWith(ROUTES) && each.to === "broker/store",
+  const apiStoreImports = everyImport.filter(
+    (each) => each.file.startsWith(API) && each.to === "broker/store",
   );
 
   it("name every folder of src/ (a new folder gets its rule in docs/architecture.md and here)", () => {
@@ -307,17 +291,11 @@ describe("import rules", () => {
     expect(fileCycles).toStrictEqual(known);
   });
 
-  it("let no route import the store (routes reach it through broker/api/ports.ts), but the known ones", () => {
-    const isKnown = (each: Import) =>
-      KNOWN_ROUTE_STORE_IMPORTS.some((known) => known.file === each.file && known.module === each.module);
-    const broken = routeStoreImports
-      .filter((each) => !isKnown(each))
-      .map((each) => `src/${each.file} imports src/${each.module}: a route may not import broker/store`);
+  it("let no file of the API import the store or the blob store (it reaches them through broker/api/ports.ts)", () => {
+    const broken = apiStoreImports.map(
+      (each) => `src/${each.file} imports src/${each.module}: the API may not import broker/store`,
+    );
     expect(broken).toStrictEqual([]);
-    const gone = KNOWN_ROUTE_STORE_IMPORTS.filter(
-      (known) => !routeStoreImports.some((each) => each.file === known.file && each.module === known.module),
-    ).map((known) => `${known.file} -> ${known.module}`);
-    expect(gone).toStrictEqual([]);
   });
 
   it("list only exceptions still needed (remove one once its imports are gone)", () => {

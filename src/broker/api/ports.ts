@@ -4,9 +4,12 @@
 // know nothing else of it.
 
 import type { EventEmitter } from "node:events";
+import type { Readable } from "node:stream";
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
 import type {
+  AccountingQuery,
+  AccountingRecord,
   CheckpointFile,
   EventRecord,
   HostRecord,
@@ -34,14 +37,60 @@ import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { JobHead, JobHeader } from "../state/job-header.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
-import type { Store } from "../store/store.ts";
 
 /**
  * What routes read from the store itself, past the read model: ended attempts for accounting
  * (`/accounting`), a job's events, and the events after an id for a stream that catches up. The
- * routes are handed it; they do not import the store.
+ * routes are handed it (the store implements it); they do not import the store.
  */
-export type StoreReads = Pick<Store, "accounting" | "events" | "eventsAfter">;
+export interface StoreReads {
+  /** Ended attempts (of the jobs held, and those kept of removed ones), oldest end first. */
+  accounting(query: AccountingQuery): Promise<AccountingRecord[]>;
+  /** Events of one job, oldest first. */
+  events(jobId: string): Promise<EventRecord[]>;
+  /** Events with an id above `after`, in id order, at most `limit`, of one job when `jobId` is given. */
+  eventsAfter(after: number, limit: number, jobId?: string): Promise<EventRecord[]>;
+}
+
+/** A file of a job as the blob store holds it: its size, and its bytes. */
+export interface StoredFile {
+  /** Its size in bytes; null when the blob store has no such file. */
+  size(): Promise<number | null>;
+  /**
+   * Its bytes, from a byte offset; a file that is not there fails, at once or as the stream is
+   * first read (as the blob store can tell).
+   */
+  read(offset?: number): Readable;
+}
+
+/** An output file of an attempt: its path among the job's outputs, and its size. */
+export interface OutputFile {
+  path: string;
+  bytes: number;
+}
+
+/**
+ * What the routes do with a job's files, by what they are: inputs a submit uploads and agents
+ * stage, logs the agents append (read here), outputs agents upload and users fetch, checkpoint
+ * objects. The server implements it over the blob store and its layout; the routes never see a
+ * blob's key. Each store resolves once the file is whole, with its size.
+ */
+export interface JobFiles {
+  input(jobId: string, path: string): StoredFile;
+  storeInput(jobId: string, path: string, content: Readable): Promise<number>;
+  /** An attempt's stdout or stderr (a multi-node attempt's rank's). */
+  log(jobId: string, task: number, attempt: number, stream: "stdout" | "stderr", rank: number): StoredFile;
+  /** The output files an attempt stored, by path, sorted. */
+  outputs(jobId: string, task: number, attempt: number): Promise<OutputFile[]>;
+  output(jobId: string, task: number, attempt: number, path: string): StoredFile;
+  storeOutput(jobId: string, task: number, attempt: number, path: string, content: Readable): Promise<number>;
+  /** A checkpoint object of a task, by the SHA-256 of its content. */
+  checkpointObject(jobId: string, task: number, sha256: string): StoredFile;
+  storeCheckpointObject(jobId: string, task: number, sha256: string, content: Readable): Promise<number>;
+  deleteCheckpointObject(jobId: string, task: number, sha256: string): Promise<void>;
+  /** Deletes every file of a job (its removal, or a refused submit's inputs). */
+  deleteJobFiles(jobId: string): Promise<void>;
+}
 
 export interface JobCommands {
   /**

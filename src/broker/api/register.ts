@@ -26,22 +26,19 @@ import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
 import {
   ConflictError,
   InvalidRequestError,
+  isNotLeading,
   NotFoundError,
-  NotLeaderError,
   QuotaError,
 } from "../reactor/errors.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { Principal } from "../state/token-registry.ts";
-import type { BlobStore } from "../store/blobs.ts";
-import type { Store } from "../store/store.ts";
-import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
-import type { ApiPorts } from "./ports.ts";
+import type { ApiPorts, JobFiles, StoreReads } from "./ports.ts";
 import {
   DEFAULT_SUBMIT_BURST,
   DEFAULT_SUBMIT_RATE,
@@ -63,8 +60,9 @@ import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
   ports: ApiPorts;
-  store: Store;
-  blobs: BlobStore;
+  store: StoreReads;
+  /** A job's files in the blob store. */
+  files: JobFiles;
   metrics: Registry;
   adminToken: string;
   joinToken: string;
@@ -97,7 +95,7 @@ declare module "fastify" {
 }
 
 export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  const { ports, store, blobs } = deps;
+  const { ports, store, files } = deps;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
@@ -196,7 +194,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
       });
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
-    if (error instanceof NotLeaderError || error instanceof StaleTermError) {
+    if (isNotLeading(error)) {
       return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));
     }
     // The body limit of a submit (the job file) or of any request.
@@ -247,14 +245,14 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerJobRoutes(app, {
     ports,
     store,
-    blobs,
+    files,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
     explainPools: deps.explainPools ?? (() => []),
   });
   registerWorkflowRoutes(app, {
     ports,
-    blobs,
+    files,
     submitLimiter,
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
     ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
@@ -262,7 +260,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
-  registerAgentFileRoutes(app, ports, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
+  registerAgentFileRoutes(app, ports, files, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
   registerAdminRoutes(app, deps.backup);
   registerAccountingRoutes(app, store);
   registerShareRoutes(app, ports);

@@ -32,6 +32,7 @@ import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertis
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
+import { jobFilesIn } from "./job-files.ts";
 import { JobMetrics } from "./job-metrics.ts";
 import { StoreMetrics } from "./store-metrics.ts";
 
@@ -276,7 +277,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await registerApi(app, {
     ports,
     store,
-    blobs,
+    files: jobFilesIn(blobs),
     metrics,
     adminToken: options.adminToken,
     joinToken: options.joinToken,

@@ -228,6 +228,13 @@ export interface AccountingRecord {
   usage: AttemptUsage | null;
 }
 
+/** Which ended attempts `steward acct` asks for: ended at or after `since`, of `owner` when given, at most `limit`. */
+export interface AccountingQuery {
+  since: number;
+  owner?: string;
+  limit: number;
+}
+
 export interface EventRecord {
   /** Set by the store when the event is committed: increasing in commit order; 0 before. */
   id: number;

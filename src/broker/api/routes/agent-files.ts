@@ -23,10 +23,9 @@ import {
 import { nodesOf } from "../../../common/model/job-spec.ts";
 import { checkpointManifest, readCheckpointManifest } from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
-import { checkpointObjectKey, inputKey, outputKey } from "../../store/blob-layout.ts";
-import type { BlobStore } from "../../store/blobs.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, JobFiles } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
+import { sendStoredFile } from "../stored-file.ts";
 import { limitUpload } from "../upload-limit.ts";
 
 /** The one answer to a request for files the calling host has no attempt of (see the head of this file). */
@@ -67,7 +66,7 @@ function writableRanks(
 export function registerAgentFileRoutes(
   app: FastifyInstance,
   ports: ApiPorts,
-  blobs: BlobStore,
+  files: JobFiles,
   maxUploadBytes: number,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -86,12 +85,8 @@ export function registerAgentFileRoutes(
       readableRanks(ports, request, id);
       const job = ports.read.job(id);
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
-      const key = inputKey(id, path);
-      const info = await blobs.stat(key);
-      if (!info) throw new NotFoundError(`input ${path} of job ${id} is missing from the blob store`);
-      reply.header("content-type", "application/octet-stream");
-      reply.header("content-length", info.bytes);
-      return blobs.read(key);
+      const missing = `input ${path} of job ${id} is missing from the blob store`;
+      return sendStoredFile(reply, files.input(id, path), missing);
     },
   );
 
@@ -134,8 +129,7 @@ export function registerAgentFileRoutes(
       }
       // An empty upload comes without a body stream.
       const body = limitUpload(request.body ?? Readable.from([]), maxUploadBytes, `output ${path}`);
-      const info = await blobs.write(outputKey(id, task, attempt, path), body);
-      return { bytes: info.bytes };
+      return { bytes: await files.storeOutput(id, task, attempt, path, body) };
     },
   );
 
@@ -186,12 +180,7 @@ export function registerAgentFileRoutes(
     async (request, reply) => {
       const { id, task, sha } = request.params;
       readableRanks(ports, request, id, task);
-      const key = checkpointObjectKey(id, task, sha);
-      const info = await blobs.stat(key);
-      if (!info) throw new NotFoundError(`no checkpoint object ${sha}`);
-      reply.header("content-type", "application/octet-stream");
-      reply.header("content-length", info.bytes);
-      return blobs.read(key);
+      return sendStoredFile(reply, files.checkpointObject(id, task, sha), `no checkpoint object ${sha}`);
     },
   );
 
@@ -214,25 +203,18 @@ export function registerAgentFileRoutes(
         body.resume();
         throw new ConflictError(`attempt ${attempt} of task ${task} is not current`);
       }
-      const key = checkpointObjectKey(id, task, sha);
       // From the request's arrival to the last byte stored: the transfer rate moves are priced with.
       const startedAt = performance.now();
       const hash = createHash("sha256");
       const hashed = limitUpload(body, maxUploadBytes, "a checkpoint file", (chunk) => hash.update(chunk));
-      const info = await blobs.write(key, hashed);
+      const bytes = await files.storeCheckpointObject(id, task, sha, hashed);
       if (hash.digest("hex") !== sha) {
-        await blobs.deletePrefix(key);
+        await files.deleteCheckpointObject(id, task, sha);
         throw new InvalidRequestError("sha256", "the object's content does not match its name");
       }
-      ports.checkpoints.noteTransfer(info.bytes, performance.now() - startedAt);
-      await ports.checkpoints.objectStored({
-        jobId: id,
-        taskIndex: task,
-        ranks,
-        sha256: sha,
-        bytes: info.bytes,
-      });
-      return { bytes: info.bytes };
+      ports.checkpoints.noteTransfer(bytes, performance.now() - startedAt);
+      await ports.checkpoints.objectStored({ jobId: id, taskIndex: task, ranks, sha256: sha, bytes });
+      return { bytes };
     },
   );
 
@@ -262,9 +244,9 @@ export function registerAgentFileRoutes(
       // restart: what it knows of uploads not yet committed lives in memory) are looked up once.
       const shas = [...new Set(manifest.files.map((file) => file.sha256))];
       for (const sha of ports.read.unknownCheckpointObjects(id, task, shas)) {
-        const info = await blobs.stat(checkpointObjectKey(id, task, sha));
-        if (info) {
-          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes: info.bytes };
+        const bytes = await files.checkpointObject(id, task, sha).size();
+        if (bytes !== null) {
+          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes };
           await ports.checkpoints.objectStored(stored);
         }
       }

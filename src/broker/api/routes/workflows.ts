@@ -27,13 +27,11 @@ import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
-import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
-import type { BlobStore } from "../../store/blobs.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../multipart.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, JobFiles } from "../ports.ts";
 import { type SubmitRateLimiter, submitRefusal } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
 import { ownerOf, submitKeyOf, submitterOf } from "../submitter.ts";
@@ -45,7 +43,7 @@ export const MAX_WORKFLOW_FILE_BYTES = 16 * 1024 * 1024;
 
 export interface WorkflowRouteDeps {
   ports: ApiPorts;
-  blobs: BlobStore;
+  files: JobFiles;
   maxUploadBytes: number;
   submitLimiter: SubmitRateLimiter;
   /** Pools' notes for a job explained by a dry run with explain=1. */
@@ -141,7 +139,7 @@ function visibleWorkflow(request: FastifyRequest, ports: ApiPorts, id: string): 
 
 export function registerWorkflowRoutes(
   app: FastifyInstance,
-  { ports, blobs, maxUploadBytes, submitLimiter, explainPools = () => [] }: WorkflowRouteDeps,
+  { ports, files, maxUploadBytes, submitLimiter, explainPools = () => [] }: WorkflowRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -177,7 +175,7 @@ export function registerWorkflowRoutes(
       // Every job's QoS tier is checked against the submitter's token, as at a job's submit.
       const { allowedQos } = submitterOf(request);
       const made = request.isMultipart()
-        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, owner, key, allowedQos)
+        ? await submitMultipart(request, { ports, files, maxUploadBytes }, owner, key, allowedQos)
         : await ports.workflows.submit(
             owner,
             key,
@@ -306,7 +304,7 @@ export function registerWorkflowRoutes(
     async (request) => {
       const workflow = visibleWorkflow(request, ports, request.params.id);
       const removed = await ports.workflows.remove(workflow.id);
-      for (const member of removed.jobs) await blobs.deletePrefix(jobPrefix(member.job));
+      for (const member of removed.jobs) await files.deleteJobFiles(member.job);
       return touchedView(removed, ports);
     },
   );
@@ -334,7 +332,7 @@ function touchedView({ workflow, jobs }: WorkflowJobsTouched, ports: ApiPorts): 
  */
 async function submitMultipart(
   request: FastifyRequest,
-  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
+  { ports, files, maxUploadBytes }: { ports: ApiPorts; files: JobFiles; maxUploadBytes: number },
   owner: string,
   key: string | null,
   allowedQos: readonly string[] | null,
@@ -376,7 +374,7 @@ async function submitMultipart(
           }
           touched.add(id);
           const limits = { maxUploadBytes, what: `input ${path}`, shown: `input ${part.fieldname}` };
-          await storeUpload(part.file, limits, (content) => blobs.write(inputKey(id, path), content));
+          await storeUpload(part.file, limits, (content) => files.storeInput(id, path, content));
           const paths = stored.get(name) ?? new Set<string>();
           stored.set(name, paths);
           paths.add(path);
@@ -394,7 +392,7 @@ async function submitMultipart(
           inputs.set(job.name, [...job.spec.inputs]);
           // An array's parameters file is read now, as at a job's submit.
           const id = ids.jobs.get(job.name)!;
-          jobs.push({ ...job, spec: await withParamsFile(job.spec, blobs, id, `jobs.${job.name}.`) });
+          jobs.push({ ...job, spec: await withParamsFile(job.spec, files, id, `jobs.${job.name}.`) });
         }
         return { file: { ...file, jobs }, ids, inputs };
       },
@@ -403,7 +401,7 @@ async function submitMultipart(
     if (!received) await readPastParts(request);
     return made;
   } catch (error) {
-    for (const id of touched) await blobs.deletePrefix(jobPrefix(id));
+    for (const id of touched) await files.deleteJobFiles(id);
     throw error;
   }
 }

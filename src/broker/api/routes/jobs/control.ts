@@ -10,7 +10,6 @@ import { JOB_STATES } from "../../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../../common/model/task-list.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
 import { headOf } from "../../../state/job-header.ts";
-import { jobPrefix } from "../../../store/blob-layout.ts";
 import { actorOf } from "../../auth.ts";
 import { jobParams } from "../../requests.ts";
 import { submitterOf } from "../../submitter.ts";
@@ -80,7 +79,7 @@ function taskIndexes(tasks: string | number[]): number[] {
   }
 }
 
-export function registerJobControlRoutes(app: FastifyInstance, { ports, store, blobs }: JobRouteDeps): void {
+export function registerJobControlRoutes(app: FastifyInstance, { ports, store, files }: JobRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.delete(
@@ -95,7 +94,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, b
     async (request) => {
       const { id } = request.params;
       await ports.jobs.remove(id);
-      await blobs.deletePrefix(jobPrefix(id));
+      await files.deleteJobFiles(id);
       return { id, removed: true as const };
     },
   );

@@ -2,14 +2,13 @@
 
 import type { PoolNote } from "../../../pools/pool-manager.ts";
 import type { JobEntry } from "../../../state/job-entry.ts";
-import type { BlobStore } from "../../../store/blobs.ts";
-import type { ApiPorts, StoreReads } from "../../ports.ts";
+import type { ApiPorts, JobFiles, StoreReads } from "../../ports.ts";
 import type { SubmitRateLimiter } from "../../rate-limit.ts";
 
 export interface JobRouteDeps {
   ports: ApiPorts;
   store: StoreReads;
-  blobs: BlobStore;
+  files: JobFiles;
   /** The largest input file a submit may bring, in bytes. */
   maxUploadBytes: number;
   /** Submits per user token (admins are not limited). */

@@ -10,9 +10,9 @@ import { binary, errors, json, outputFileSchema } from "../../../../common/api/s
 import { nodesOf } from "../../../../common/model/job-spec.ts";
 import { NotFoundError } from "../../../reactor/errors.ts";
 import type { TaskRead } from "../../../reactor/read-model.ts";
-import { logKey, outputKey, outputPrefix } from "../../../store/blob-layout.ts";
-import type { BlobStore } from "../../../store/blobs.ts";
+import type { JobFiles } from "../../ports.ts";
 import { filePath, flag, jobParams, taskParams, wholeNumber } from "../../requests.ts";
+import { sendStoredFile } from "../../stored-file.ts";
 import type { JobRouteDeps } from "./deps.ts";
 
 const LOG_POLL_MS = 250;
@@ -25,7 +25,7 @@ const logQuery = z.object({
   rank: wholeNumber().default(0).meta({ description: "a multi-node job's rank (0 by default)" }),
 });
 
-export function registerJobFileRoutes(app: FastifyInstance, { ports, blobs }: JobRouteDeps): void {
+export function registerJobFileRoutes(app: FastifyInstance, { ports, files }: JobRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.get(
@@ -51,7 +51,7 @@ export function registerJobFileRoutes(app: FastifyInstance, { ports, blobs }: Jo
       reply.header("content-type", "text/plain; charset=utf-8");
       const read = () => ports.read.readTask(id, task);
       return Readable.from(
-        followLog(blobs, id, read, { task, stream, rank }, follow, attempt ?? null, request),
+        followLog(files, id, read, { task, stream, rank }, follow, attempt ?? null, request),
       );
     },
   );
@@ -68,20 +68,13 @@ export function registerJobFileRoutes(app: FastifyInstance, { ports, blobs }: Jo
     async (request) => {
       const { id } = request.params;
       const job = await ports.read.readJob(id);
-      const files: z.infer<typeof outputFileSchema>[] = [];
+      const listed: z.infer<typeof outputFileSchema>[] = [];
       for (const task of job.tasks) {
         if (task.resultAttempt === null) continue;
-        const prefix = outputPrefix(id, task.index, task.resultAttempt);
-        for (const blob of await blobs.list(prefix)) {
-          files.push({
-            task: task.index,
-            attempt: task.resultAttempt,
-            path: blob.key.slice(prefix.length + 1),
-            bytes: blob.bytes,
-          });
-        }
+        for (const { path, bytes } of await files.outputs(id, task.index, task.resultAttempt))
+          listed.push({ task: task.index, attempt: task.resultAttempt, path, bytes });
       }
-      return files;
+      return listed;
     },
   );
 
@@ -105,12 +98,8 @@ export function registerJobFileRoutes(app: FastifyInstance, { ports, blobs }: Jo
       const record = index < header.taskCount ? (await ports.read.readTask(id, index)).task : null;
       if (!record || record.resultAttempt === null)
         throw new NotFoundError(`task ${index} of job ${id} has no result`);
-      const key = outputKey(id, index, record.resultAttempt, path);
-      const info = await blobs.stat(key);
-      if (!info) throw new NotFoundError(`no output ${path} in task ${index} of job ${id}`);
-      reply.header("content-type", "application/octet-stream");
-      reply.header("content-length", info.bytes);
-      return blobs.read(key);
+      const file = files.output(id, index, record.resultAttempt, path);
+      return sendStoredFile(reply, file, `no output ${path} in task ${index} of job ${id}`);
     },
   );
 }
@@ -120,7 +109,7 @@ export function registerJobFileRoutes(app: FastifyInstance, { ports, blobs }: Jo
  * (not a later one: the client asks for the next attempt by its number).
  */
 async function* followLog(
-  blobs: BlobStore,
+  files: JobFiles,
   jobId: string,
   readTask: () => Promise<TaskRead>,
   { task: taskIndex, stream, rank }: { task: number; stream: "stdout" | "stderr"; rank: number },
@@ -147,10 +136,10 @@ async function* followLog(
       continue;
     }
     const ended = attempt.state === "ended";
-    const key = logKey(jobId, taskIndex, attempt.number, stream, rank);
-    const info = await blobs.stat(key);
-    if (info && info.bytes > offset) {
-      for await (const chunk of blobs.read(key, offset)) {
+    const log = files.log(jobId, taskIndex, attempt.number, stream, rank);
+    const bytes = await log.size();
+    if (bytes !== null && bytes > offset) {
+      for await (const chunk of log.read(offset)) {
         offset += (chunk as Buffer).length;
         yield chunk as Buffer;
       }

@@ -9,13 +9,11 @@ import { type JobSpec, validateJobSpec } from "../../../../common/model/job-spec
 import { isWorkflowFile } from "../../../../common/model/workflow.ts";
 import type { SubmittedJob } from "../../../reactor/commands/jobs.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
-import { inputKey, jobPrefix } from "../../../store/blob-layout.ts";
-import type { BlobStore } from "../../../store/blobs.ts";
 import { seesAllJobs } from "../../access.ts";
 import { START_ADMIN } from "../../auth.ts";
 import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../../multipart.ts";
 import { withParamsFile } from "../../params-file.ts";
-import type { ApiPorts } from "../../ports.ts";
+import type { ApiPorts, JobFiles } from "../../ports.ts";
 import { submitRefusal } from "../../rate-limit.ts";
 import { flag } from "../../requests.ts";
 import { type Submitter, submitKeyOf, submitterOf } from "../../submitter.ts";
@@ -49,7 +47,7 @@ const submitQuery = z.object({
 
 export function registerJobSubmitRoute(
   app: FastifyInstance,
-  { ports, store, blobs, maxUploadBytes, submitLimiter, explainPools }: JobRouteDeps,
+  { ports, store, files, maxUploadBytes, submitLimiter, explainPools }: JobRouteDeps,
 ): void {
   app.withTypeProvider<ZodTypeProvider>().post(
     "/api/v1/jobs",
@@ -99,7 +97,7 @@ export function registerJobSubmitRoute(
       // A submit repeated with its key answers the job the first one made.
       const key = submitKeyOf(request);
       const { job, events } = request.isMultipart()
-        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, submitter, key)
+        ? await submitMultipart(request, { ports, files, maxUploadBytes }, submitter, key)
         : await submitJson(request.body, ports, submitter, key);
       reply.code(201);
       // A new job's events came with its commit; an earlier submit's job's are read.
@@ -143,7 +141,7 @@ function refuseWorkflowFile(body: unknown): void {
  */
 async function submitMultipart(
   request: FastifyRequest,
-  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
+  { ports, files, maxUploadBytes }: { ports: ApiPorts; files: JobFiles; maxUploadBytes: number },
   { owner, dependencyOwner, allowedQos }: Submitter,
   key: string | null,
 ) {
@@ -180,7 +178,7 @@ async function submitMultipart(
           const into = id;
           const what = `input ${path}`;
           await storeUpload(part.file, { maxUploadBytes, what, shown: what }, (content) =>
-            blobs.write(inputKey(into, path), content),
+            files.storeInput(into, path, content),
           );
           stored.add(path);
         }
@@ -192,13 +190,13 @@ async function submitMultipart(
             `${spec.inputs[missing]}: file was not uploaded`,
           );
         }
-        return { spec: await withParamsFile(spec, blobs, id), inputs: [...spec.inputs], id };
+        return { spec: await withParamsFile(spec, files, id), inputs: [...spec.inputs], id };
       },
     );
     if (!received) await readPastParts(request);
     return submitted;
   } catch (error) {
-    if (id) await blobs.deletePrefix(jobPrefix(id));
+    if (id) await files.deleteJobFiles(id);
     throw error;
   }
 }
