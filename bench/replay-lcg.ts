@@ -190,15 +190,15 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     }
     now = next;
     while (nextArrival < trace.length && trace[nextArrival].submitAt <= now) {
-      const job = await core.jobs.submit(
+      const { job } = await core.jobs.submit(
         { owner: "lcg", submitKey: null, dependencyOwner: null },
         async () => ({
           spec,
           inputs: [],
         }),
       );
-      runSeconds.set(job.id, trace[nextArrival].runSeconds);
-      submittedAt.set(job.id, now);
+      runSeconds.set(job.record.id, trace[nextArrival].runSeconds);
+      submittedAt.set(job.record.id, now);
       nextArrival++;
     }
     for (const [key, attempt] of [...running]) {

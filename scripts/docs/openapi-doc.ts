@@ -3,7 +3,7 @@
 
 import Fastify from "fastify";
 import { Registry } from "prom-client";
-import type { ApiPorts, JobFiles, StoreReads } from "../../src/broker/api/ports.ts";
+import type { ApiPorts, JobFiles } from "../../src/broker/api/ports.ts";
 import { registerApi } from "../../src/broker/api/register.ts";
 
 export async function openApiDoc(): Promise<string> {
@@ -11,7 +11,6 @@ export async function openApiDoc(): Promise<string> {
   try {
     await registerApi(app, {
       ports: {} as ApiPorts,
-      store: {} as StoreReads,
       files: {} as JobFiles,
       metrics: new Registry(),
       adminToken: "unused",

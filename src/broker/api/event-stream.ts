@@ -14,7 +14,7 @@
 
 import type { StreamEvent } from "../../common/api/schemas.ts";
 import type { EventRecord } from "../../common/model/records.ts";
-import type { StoreReads } from "./ports.ts";
+import type { ReadModel } from "./ports.ts";
 import { eventView } from "./views.ts";
 
 /** Stored events are read in pages of this many when a client catches up. */
@@ -103,7 +103,7 @@ export class EventStream {
   }
 
   /** Sends the stored events with an id above `after`, page by page, then whatever came live meanwhile. */
-  async catchUp(store: Pick<StoreReads, "eventsAfter">, after: number): Promise<void> {
+  async catchUp(store: Pick<ReadModel, "eventsAfter">, after: number): Promise<void> {
     let last = after;
     for (;;) {
       if (this.#closed) return;

@@ -12,6 +12,7 @@ import {
 import type { Registry } from "prom-client";
 import type { ErrorAnswer, Health } from "../../common/api/schemas.ts";
 import { JobFileError } from "../../common/model/job-spec.ts";
+import type { Principal, TokenKind } from "../../common/model/records.ts";
 import { CheckpointManifestError } from "../../common/protocol/messages.ts";
 import {
   API_VERSION,
@@ -22,7 +23,7 @@ import {
   RELEASE_HEADER,
   stewardRelease,
 } from "../../common/protocol/versions.ts";
-import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
+import type { PoolStatus } from "../pools/pool-manager.ts";
 import {
   ConflictError,
   InvalidRequestError,
@@ -30,15 +31,13 @@ import {
   NotFoundError,
   QuotaError,
 } from "../reactor/errors.ts";
-import type { JobEntry } from "../state/job-entry.ts";
-import type { Principal } from "../state/token-registry.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
-import type { ApiPorts, JobFiles, StoreReads } from "./ports.ts";
+import type { ApiPorts, JobFiles } from "./ports.ts";
 import {
   DEFAULT_SUBMIT_BURST,
   DEFAULT_SUBMIT_RATE,
@@ -60,7 +59,6 @@ import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
   ports: ApiPorts;
-  store: StoreReads;
   /** A job's files in the blob store. */
   files: JobFiles;
   metrics: Registry;
@@ -72,8 +70,6 @@ export interface ApiDeps {
   maxUploadBytes?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`). */
   submitLimit?: RateLimit;
-  /** What each batch-backed pool does for a job (`steward explain`). */
-  explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
   /** Starts a backup (POST /api/v1/admin/backup); absent, the route answers 501. */
@@ -95,7 +91,7 @@ declare module "fastify" {
 }
 
 export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  const { ports, store, files } = deps;
+  const { ports, files } = deps;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
@@ -140,10 +136,11 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     const credentials = {
       adminToken: deps.adminToken,
       joinToken: deps.joinToken,
-      // Read only past the admin and join tokens: a standby has no registry (its ports are the
+      // Asked only past the admin and join tokens: a standby has no registry (its ports are the
       // leader's), so its /metrics takes the admin token, and a stored token answers 503 there.
-      get tokens() {
-        return ports.read.tokens;
+      tokens: {
+        principal: (text: string, now: number) => ports.read.principalOf(text, now),
+        match: (text: string, kind: TokenKind, now: number) => ports.read.matchToken(text, kind, now),
       },
       now: Date.now(),
     };
@@ -242,31 +239,18 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   const sweep = setInterval(() => submitLimiter.sweep(Date.now()), 60_000);
   sweep.unref();
   app.addHook("onClose", async () => clearInterval(sweep));
-  registerJobRoutes(app, {
-    ports,
-    store,
-    files,
-    submitLimiter,
-    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
-    explainPools: deps.explainPools ?? (() => []),
-  });
-  registerWorkflowRoutes(app, {
-    ports,
-    files,
-    submitLimiter,
-    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
-    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
-  });
-  registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
+  const maxUploadBytes = deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024;
+  registerJobRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
+  registerWorkflowRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
+  registerHostRoutes(app, ports);
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
-  registerAgentFileRoutes(app, ports, files, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
+  registerAgentFileRoutes(app, ports, files, maxUploadBytes);
   registerAdminRoutes(app, deps.backup);
-  registerAccountingRoutes(app, store);
+  registerAccountingRoutes(app, ports.read);
   registerShareRoutes(app, ports);
   registerSystemRoutes(app, {
     ports,
-    store,
     metrics: deps.metrics,
     health: deps.health,
     // The document's interface has no index signature, so it reads as a plain JSON object here.

@@ -140,7 +140,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onCommitted: (seconds, steps) => storeMetrics.committed(seconds, steps),
   });
   const core = leadingCore(broker);
-  const ports = leadingPorts(broker);
 
   const submitted = new Counter({
     name: "steward_jobs_submitted_total",
@@ -264,7 +263,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   gateway = new AgentGateway({
-    core,
+    ports: core,
     blobs,
     joinToken: options.joinToken,
     heartbeatSeconds,
@@ -275,8 +274,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // The agents' sockets are the links of whichever core leads.
   broker.setLinks(gateway);
   await registerApi(app, {
-    ports,
-    store,
+    ports: leadingPorts(broker, store, (job) => pools.explain(job)),
     files: jobFilesIn(blobs),
     metrics,
     adminToken: options.adminToken,
@@ -285,7 +283,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     maxUploadBytes,
     submitLimit: options.submitLimit,
     pools: () => pools.status(),
-    explainPools: (job) => pools.explain(job),
     metricsOpen: options.metricsOpen,
     backup: () => startBackup(store, blobs, options.backupFiles ?? []),
   });

@@ -8,7 +8,7 @@ import { attemptKey, hostsOf, keyOf } from "../../common/model/ids.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/qos-file.ts";
 import type {
   AttemptRecord,
-  HostRecord,
+  HostListing,
   PlacementEntry,
   TaskRecord,
   WorkflowRecord,
@@ -29,14 +29,11 @@ import {
   type LiveAttempt,
 } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
-import { headerOf, type JobHeader } from "./job-header.ts";
+import type { JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
 import { TokenRegistry } from "./token-registry.ts";
-
-/** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
-export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
 
 export class ClusterState {
   /** The QoS tiers and groups' limits (`--qos`): a job's tier priority is set from it as it joins. */
@@ -173,7 +170,7 @@ export class ClusterState {
    */
   retire(job: JobEntry): void {
     this.removeJob(job);
-    this.ended.set(headerOf(job));
+    this.ended.set(job.header);
     this.reservations.forgetJob(job.id);
     if (this.movedAt.size > 0) {
       const prefix = `${job.id}/`;
@@ -184,7 +181,7 @@ export class ClusterState {
   /** A job's header, in memory or retired; undefined when there is no such job. */
   header(id: string): JobHeader | undefined {
     const job = this.jobs.get(id);
-    return job ? headerOf(job) : this.ended.get(id);
+    return job ? job.header : this.ended.get(id);
   }
 
   /** A job's state, in memory or retired; undefined when there is no such job (never was, or removed). */

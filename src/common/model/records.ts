@@ -97,6 +97,12 @@ export interface JobHeader {
   readonly qos: string;
 }
 
+/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
+export interface JobHead {
+  header: JobHeader;
+  record: JobRecord;
+}
+
 /**
  * Cpu time of ended attempts, summed by owner and minute of their end: fair share's history as the
  * store hands it over at start, instead of every attempt that ever ended. Each attempt counts as
@@ -121,6 +127,12 @@ export interface CheckpointFile {
   path: string;
   sha256: string;
   bytes: number;
+}
+
+/** The checkpoint a restarted attempt starts from: its files, and a multi-node job's rank and generation. */
+export interface RestartManifest {
+  files: CheckpointFile[];
+  gang?: { rank: number; generation: number };
 }
 
 /**
@@ -260,6 +272,9 @@ export interface HostRecord {
   endsAt: number | null;
 }
 
+/** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
+export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
+
 /** What a token lets its holder do: API tokens carry a role; join tokens bring agents; host credentials are a joined host's. */
 export type TokenKind = "api" | "join" | "host";
 
@@ -295,4 +310,21 @@ export interface TokenRecord {
    * only (an admin's token: any tier).
    */
   qos?: string[] | null;
+}
+
+/** Who a request comes from: the user and role of the token it carries. */
+export interface Principal {
+  user: string;
+  role: Role;
+  /** The stored token's id; null for the admin token given at server start. */
+  tokenId: string | null;
+  /** The token's group (`token create --group`); absent or null: none. */
+  group?: string | null;
+  /** The QoS tiers the token's jobs may ask for; absent or null: the default tier (an admin: any). */
+  qos?: readonly string[] | null;
+}
+
+/** A presented token that matched a stored one but may no longer be used, and why. */
+export interface Refusal {
+  refused: string;
 }

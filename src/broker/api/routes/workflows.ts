@@ -22,16 +22,13 @@ import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
-import type { PoolNote } from "../../pools/pool-manager.ts";
-import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
-import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../multipart.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts, JobFiles } from "../ports.ts";
+import type { ApiPorts, JobFiles, WorkflowIds } from "../ports.ts";
 import { type SubmitRateLimiter, submitRefusal } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
 import { ownerOf, submitKeyOf, submitterOf } from "../submitter.ts";
@@ -46,8 +43,6 @@ export interface WorkflowRouteDeps {
   files: JobFiles;
   maxUploadBytes: number;
   submitLimiter: SubmitRateLimiter;
-  /** Pools' notes for a job explained by a dry run with explain=1. */
-  explainPools?: (job: JobEntry) => PoolNote[];
 }
 
 const workflowSubmitQuery = z.object({
@@ -139,7 +134,7 @@ function visibleWorkflow(request: FastifyRequest, ports: ApiPorts, id: string): 
 
 export function registerWorkflowRoutes(
   app: FastifyInstance,
-  { ports, files, maxUploadBytes, submitLimiter, explainPools = () => [] }: WorkflowRouteDeps,
+  { ports, files, maxUploadBytes, submitLimiter }: WorkflowRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -165,7 +160,7 @@ export function registerWorkflowRoutes(
     },
     async (request, reply) => {
       // A dry run makes nothing (no job, no blob, no rate): workflow-dry-run.ts.
-      if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain, explainPools);
+      if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain);
       const principal = request.principal ?? START_ADMIN;
       const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
       if (refusal) return reply.code(429).header("retry-after", refusal.retryAfter).send(refusal.answer);
@@ -174,7 +169,7 @@ export function registerWorkflowRoutes(
       const key = submitKeyOf(request);
       // Every job's QoS tier is checked against the submitter's token, as at a job's submit.
       const { allowedQos } = submitterOf(request);
-      const made = request.isMultipart()
+      const workflow = request.isMultipart()
         ? await submitMultipart(request, { ports, files, maxUploadBytes }, owner, key, allowedQos)
         : await ports.workflows.submit(
             owner,
@@ -192,7 +187,7 @@ export function registerWorkflowRoutes(
             allowedQos,
           );
       reply.code(201);
-      return createdView(made.workflow);
+      return createdView(workflow);
     },
   );
 
@@ -256,7 +251,7 @@ export function registerWorkflowRoutes(
       );
       return {
         workflow: workflow.id,
-        retried: outcome.retried.map(({ name, job, tasks }) => ({ name, job: job.id, tasks })),
+        retried: outcome.retried,
       };
     },
   );
@@ -342,7 +337,7 @@ async function submitMultipart(
   /** The jobs with an input stored: what a refusal deletes. */
   const touched = new Set<string>();
   try {
-    const made = await ports.workflows.submit(
+    const workflow = await ports.workflows.submit(
       owner,
       key,
       async (assign) => {
@@ -399,7 +394,7 @@ async function submitMultipart(
       allowedQos,
     );
     if (!received) await readPastParts(request);
-    return made;
+    return workflow;
   } catch (error) {
     for (const id of touched) await files.deleteJobFiles(id);
     throw error;

@@ -4,7 +4,7 @@
 import Fastify from "fastify";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { ApiPorts, JobFiles, StoreReads } from "../../../../src/broker/api/ports.ts";
+import type { ApiPorts, JobFiles } from "../../../../src/broker/api/ports.ts";
 import { registerApi } from "../../../../src/broker/api/register.ts";
 
 interface Operation {
@@ -22,7 +22,6 @@ async function apiWithRoutes() {
   // Registering routes calls nothing on these: the document is all this test asks for.
   await registerApi(app, {
     ports: {} as ApiPorts,
-    store: {} as StoreReads,
     files: {} as JobFiles,
     metrics: new Registry(),
     adminToken: "admin",

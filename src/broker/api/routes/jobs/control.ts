@@ -9,7 +9,6 @@ import { jobUpdateBody, parseJobUpdate } from "../../../../common/model/job-upda
 import { JOB_STATES } from "../../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../../common/model/task-list.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
-import { headOf } from "../../../state/job-header.ts";
 import { actorOf } from "../../auth.ts";
 import { jobParams } from "../../requests.ts";
 import { submitterOf } from "../../submitter.ts";
@@ -79,7 +78,7 @@ function taskIndexes(tasks: string | number[]): number[] {
   }
 }
 
-export function registerJobControlRoutes(app: FastifyInstance, { ports, store, files }: JobRouteDeps): void {
+export function registerJobControlRoutes(app: FastifyInstance, { ports, files }: JobRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.delete(
@@ -117,7 +116,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
       const { id } = request.params;
       const { allowedQos } = submitterOf(request);
       const job = await ports.jobs.update(id, parseJobUpdate(request.body), actorOf(request), allowedQos);
-      return jobView(job, await store.events(id), false);
+      return jobView(job, await ports.read.jobEvents(id), false);
     },
   );
 
@@ -136,7 +135,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
         tasks === undefined
           ? await ports.jobs.cancel(id, actorOf(request))
           : await ports.jobs.cancelTasks(id, taskIndexes(tasks), actorOf(request));
-      return jobHeadView(head, await store.events(id));
+      return jobHeadView(head, await ports.read.jobEvents(id));
     },
   );
 
@@ -174,7 +173,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
         actorOf(request),
         submitterOf(request).allowedQos,
       );
-      const view = jobView(outcome.job, await store.events(id), false);
+      const view = jobView(outcome.job, await ports.read.jobEvents(id), false);
       return { ...view, retried: outcome.retry, skipped: outcome.skipped };
     },
   );
@@ -190,7 +189,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
     async (request) => {
       const { id } = request.params;
       const job = await ports.jobs.hold(id, actorOf(request), request.body?.reason);
-      return jobHeadView(headOf(job), await store.events(id));
+      return jobHeadView(job, await ports.read.jobEvents(id));
     },
   );
 
@@ -199,7 +198,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
     { schema: controlSchema("Release a held job (one that is not held is answered as it is)", emptyBody) },
     async (request) => {
       const { id } = request.params;
-      return jobHeadView(await ports.jobs.release(id, actorOf(request)), await store.events(id));
+      return jobHeadView(await ports.jobs.release(id, actorOf(request)), await ports.read.jobEvents(id));
     },
   );
 
@@ -214,7 +213,7 @@ export function registerJobControlRoutes(app: FastifyInstance, { ports, store, f
     async (request) => {
       const { id } = request.params;
       const job = await ports.jobs.migrate(id, request.body?.to ?? null, actorOf(request));
-      return jobView(job, await store.events(id), false);
+      return jobView(job, await ports.read.jobEvents(id), false);
     },
   );
 }

@@ -6,8 +6,8 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errors, jobSchema, jobSummarySchema, json } from "../../../../common/api/schemas.ts";
 import { nameMatcher } from "../../../../common/model/name-pattern.ts";
+import type { JobHeader } from "../../../../common/model/records.ts";
 import { isEndedState, JOB_STATES } from "../../../../common/model/states.ts";
-import type { JobHeader } from "../../../state/job-header.ts";
 import { seesAllJobs } from "../../access.ts";
 import { flag, jobParams } from "../../requests.ts";
 import { jobHeadView, jobSummaryView, jobView } from "../../views.ts";
@@ -38,7 +38,7 @@ const listQuery = z.object({
   }),
 });
 
-export function registerJobListingRoutes(app: FastifyInstance, { ports, store }: JobRouteDeps): void {
+export function registerJobListingRoutes(app: FastifyInstance, { ports }: JobRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.get(
@@ -97,10 +97,10 @@ export function registerJobListingRoutes(app: FastifyInstance, { ports, store }:
       const { id } = request.params;
       if (!request.query.tasks) {
         const head = await ports.read.readJobHead(id);
-        return jobHeadView(head, request.query.events ? await store.events(id) : null);
+        return jobHeadView(head, request.query.events ? await ports.read.jobEvents(id) : null);
       }
       const job = await ports.read.readJob(id);
-      const events = request.query.events ? await store.events(id) : null;
+      const events = request.query.events ? await ports.read.jobEvents(id) : null;
       return jobView(job, events);
     },
   );

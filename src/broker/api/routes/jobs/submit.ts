@@ -7,13 +7,12 @@ import { z } from "zod";
 import { checkedJobFileSchema, errors, jobSchema, json } from "../../../../common/api/schemas.ts";
 import { type JobSpec, validateJobSpec } from "../../../../common/model/job-spec.ts";
 import { isWorkflowFile } from "../../../../common/model/workflow.ts";
-import type { SubmittedJob } from "../../../reactor/commands/jobs.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
 import { seesAllJobs } from "../../access.ts";
 import { START_ADMIN } from "../../auth.ts";
 import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../../multipart.ts";
 import { withParamsFile } from "../../params-file.ts";
-import type { ApiPorts, JobFiles } from "../../ports.ts";
+import type { ApiPorts, JobFiles, SubmittedJob } from "../../ports.ts";
 import { submitRefusal } from "../../rate-limit.ts";
 import { flag } from "../../requests.ts";
 import { type Submitter, submitKeyOf, submitterOf } from "../../submitter.ts";
@@ -47,7 +46,7 @@ const submitQuery = z.object({
 
 export function registerJobSubmitRoute(
   app: FastifyInstance,
-  { ports, store, files, maxUploadBytes, submitLimiter, explainPools }: JobRouteDeps,
+  { ports, files, maxUploadBytes, submitLimiter }: JobRouteDeps,
 ): void {
   app.withTypeProvider<ZodTypeProvider>().post(
     "/api/v1/jobs",
@@ -84,11 +83,7 @@ export function registerJobSubmitRoute(
         // users' jobs ahead are counted, not named (as GET /api/v1/jobs/{id}/explain).
         const { principal } = request;
         const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
-        const { job, explanation } = ports.read.explainDraft(spec, owner, dependencyOwner, viewer);
-        return {
-          spec,
-          explanation: { id: job.id, state: job.record.state, ...explanation, pools: explainPools(job) },
-        };
+        return { spec, explanation: ports.read.explainDraft(spec, owner, dependencyOwner, viewer) };
       }
       const principal = request.principal ?? START_ADMIN;
       const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
@@ -101,7 +96,7 @@ export function registerJobSubmitRoute(
         : await submitJson(request.body, ports, submitter, key);
       reply.code(201);
       // A new job's events came with its commit; an earlier submit's job's are read.
-      return jobView(job, events ?? (await store.events(job.id)), job.tasks.length === 1);
+      return jobView(job, events ?? (await ports.read.jobEvents(job.header.id)), job.tasks.length === 1);
     },
   );
 }
@@ -120,7 +115,7 @@ async function submitJson(
       `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
-  return ports.jobs.submitWithEvents({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
+  return ports.jobs.submit({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
     spec,
     inputs: [],
   }));
@@ -148,7 +143,7 @@ async function submitMultipart(
   let id: string | null = null;
   let received = false;
   try {
-    const submitted = await ports.jobs.submitWithEvents(
+    const submitted = await ports.jobs.submit(
       { owner, submitKey: key, dependencyOwner, allowedQos },
       async (newId) => {
         received = true;
