@@ -14,6 +14,7 @@ import type {
   StopOutcome,
   TaskState,
 } from "./states.ts";
+import type { StopReason } from "./stop-reasons.ts";
 
 export type { HostFacts } from "./host-facts.ts";
 
@@ -180,10 +181,13 @@ export interface PlacementEntry {
   gpus?: string[];
 }
 
-/** Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. */
+/**
+ * Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. An
+ * earlier version stored the reason as text (store/schema.ts reads it with reasonFromText).
+ */
 export interface StopIntent {
   outcome: StopOutcome;
-  reason: string;
+  reason: StopReason;
 }
 
 export interface AttemptRecord {

@@ -103,12 +103,14 @@ function run(state: ClusterState, plan: Plan) {
   return { step, applied: applyPlan(step, plan) };
 }
 
+const FOR_HIGH = { kind: "preempted-for", job: "high", priority: 10, qos: null } as const;
+
 const preemptLowForHigh: Plan = {
   place: [],
   stop: [],
   preempt: [
     {
-      stop: { jobId: "low", taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: "for high" } },
+      stop: { jobId: "low", taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: FOR_HIGH } },
       place: { kind: "task", jobId: "high", taskIndex: 0, host: "h1" },
     },
   ],
@@ -127,7 +129,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     expect(state.hostViews(NOW).find((host) => host.name === "h1")?.slotsFree).toBe(0);
     const plan = planPass(state, NOW);
@@ -150,7 +152,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     expect(explainJob(state, high, NOW).nextPass.starts).toStrictEqual([
       { task: 0, hosts: ["h1"], replica: false },
@@ -166,7 +168,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     const stale: Plan = {
       place: [{ kind: "task", jobId: "other", taskIndex: 0, host: "h1" }],
@@ -194,7 +196,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     high.record.held = true;
     state.queue.delete(high);

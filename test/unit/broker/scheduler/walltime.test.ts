@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import type { HostView, JobView } from "../../../../src/broker/scheduler/view.ts";
 import {
-  PILOT_WALLTIME_REASON,
   pastWalltimeMargin,
   usableSeconds,
   walltimeAt,
@@ -81,7 +80,7 @@ describe("walltimeStops", () => {
       "j2/0/1",
     ]);
     for (const stop of stops) {
-      expect(stop.intent).toStrictEqual({ outcome: "migrated", reason: PILOT_WALLTIME_REASON });
+      expect(stop.intent).toStrictEqual({ outcome: "migrated", reason: { kind: "pilot-walltime" } });
       expect(stop.migrateTo).toStrictEqual({ to: null });
     }
   });
