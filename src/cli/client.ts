@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
-import type { ErrorAnswer } from "../common/api/schemas.ts";
+import type { ErrorAnswer } from "../common/api/errors.ts";
 import { CliError } from "../common/command-line/cli-error.ts";
 import {
   API_VERSION,

@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { AccountingRow } from "../../common/api/schemas.ts";
+import type { AccountingRow } from "../../common/api/accounting.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";

@@ -1,13 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import type {
-  Job,
-  JobSummary,
-  Removed,
-  Workflow,
-  WorkflowJobs,
-  WorkflowRetry,
-} from "../../common/api/schemas.ts";
+import type { Job, JobSummary, Removed } from "../../common/api/jobs.ts";
+import type { Workflow, WorkflowJobs, WorkflowRetry } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Host, HostRemoved } from "../../common/api/schemas.ts";
+import type { Host, HostRemoved } from "../../common/api/hosts.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson, table } from "../format.ts";

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import type { JobSummary, WorkflowSummary } from "../../common/api/schemas.ts";
+import type { JobSummary } from "../../common/api/jobs.ts";
+import type { WorkflowSummary } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer } from "../../common/command-line/numbers.ts";
 import { ApiClient, CliError } from "../client.ts";

@@ -1,12 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type {
-  CheckedJobFile,
-  CheckedWorkflowFile,
-  Explanation,
-  Job,
-  WorkflowCreated,
-} from "../../common/api/schemas.ts";
+import type { Explanation } from "../../common/api/explanation.ts";
+import type { CheckedJobFile } from "../../common/api/job-file.ts";
+import type { Job } from "../../common/api/jobs.ts";
+import type { CheckedWorkflowFile, WorkflowCreated } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient, CliError } from "../client.ts";
 import { printJson } from "../format.ts";

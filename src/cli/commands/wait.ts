@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Job, Task, Workflow } from "../../common/api/schemas.ts";
+import type { Job, Task } from "../../common/api/jobs.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient, CliError } from "../client.ts";

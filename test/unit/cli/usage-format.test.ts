@@ -11,7 +11,7 @@ import {
   parseSince,
   usageLine,
 } from "../../../src/cli/usage-format.ts";
-import type { AccountingRow } from "../../../src/common/api/schemas.ts";
+import type { AccountingRow } from "../../../src/common/api/accounting.ts";
 import {
   exitSignal,
   exitStatus,

@@ -5,19 +5,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { fileBytes } from "../../../common/api/agent-files.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { checkedJobFileSchema } from "../../../common/api/job-file.ts";
 import {
-  checkedJobFileSchema,
-  errors,
-  fileBytes,
   jobSchema,
   jobSummarySchema,
-  json,
   outputFileSchema,
   removedSchema,
-  TASK_STATE_LETTERS,
   taskSchema,
-  taskStatesSchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/jobs.ts";
+import { json } from "../../../common/api/json-answer.ts";
+import { TASK_STATE_LETTERS, taskStatesSchema } from "../../../common/api/task-states.ts";
 import { type JobSpec, nodesOf, parseJobFileText, validateJobSpec } from "../../../common/model/job-spec.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../common/model/job-update.ts";
 import { JobFileError } from "../../../common/model/jobfile-error.ts";

@@ -4,10 +4,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import {
   checkedWorkflowFileSchema,
-  errors,
-  json,
   type Workflow,
   type WorkflowCreated,
   type WorkflowJobs,
@@ -17,7 +17,7 @@ import {
   workflowRetrySchema,
   workflowSchema,
   workflowSummarySchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/workflows.ts";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
