@@ -4,7 +4,8 @@
 // pools file does not start.
 
 import { z } from "zod";
-import { firstProblem, parseJobFileText } from "./job-spec.ts";
+import { firstProblem } from "./first-problem.ts";
+import { parseJobFileText } from "./job-spec.ts";
 
 /** Batch systems a pool may be backed by (one driver each under src/broker/drivers/). */
 export const POOL_DRIVERS = ["slurm"] as const;

@@ -7,7 +7,7 @@
 
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { firstProblem } from "./job-spec.ts";
+import { firstProblem } from "./first-problem.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 
 export { DEFAULT_QOS, QOS_NAME };

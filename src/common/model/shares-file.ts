@@ -12,7 +12,7 @@
 //     biology: {shares: 1, users: {carol: 1}}
 
 import { z } from "zod";
-import { firstProblem } from "./job-spec.ts";
+import { firstProblem } from "./first-problem.ts";
 import { parseJobFileText } from "./jobfile-text.ts";
 
 /** An account's or a user's share among its siblings: a positive number (3 beside 1 is three times as much). */
