@@ -22,8 +22,6 @@ export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
 export const CLI_RETRY_BUDGET_MS = 5_000;
 
-export { CliError } from "../common/command-line/cli-error.ts";
-
 export interface RequestOptions {
   json?: unknown;
   body?: FormData | string;

@@ -5,13 +5,13 @@
 
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/broker/store/store.ts";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { newTask } from "../../src/common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
   EventRecord,
-  HostFacts,
   HostRecord,
   JobRecord,
   StopIntent,

@@ -10,6 +10,7 @@ import type {
   CheckpointFile,
   EventRecord,
   HostRecord,
+  JobHeader,
   TokenKind,
   TokenRecord,
   WorkflowRecord,
@@ -32,7 +33,7 @@ import type { Explanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import type { JobHead, JobHeader } from "../state/job-header.ts";
+import type { JobHead } from "../state/job-header.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store } from "../store/store.ts";
 

@@ -12,7 +12,7 @@ import {
 import type { Registry } from "prom-client";
 import type { ErrorAnswer } from "../../common/api/errors.ts";
 import type { Health } from "../../common/api/health.ts";
-import { JobFileError } from "../../common/model/job-spec.ts";
+import { JobFileError } from "../../common/model/jobfile-error.ts";
 import { CheckpointManifestError } from "../../common/protocol/messages.ts";
 import {
   API_VERSION,

@@ -6,11 +6,17 @@ import type { Event } from "../../common/api/events.ts";
 import type { Host } from "../../common/api/hosts.ts";
 import type { Attempt, Job, JobSummary, Task, Usage } from "../../common/api/jobs.ts";
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
-import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
+import type {
+  AccountingRecord,
+  AttemptRecord,
+  EventRecord,
+  JobHeader,
+  TaskRecord,
+} from "../../common/model/records.ts";
 import type { TaskRead } from "../reactor/read-model.ts";
 import type { HostListing } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import { headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
+import { headOf, type JobHead } from "../state/job-header.ts";
 
 export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;

@@ -3,7 +3,7 @@
 // changes the state; the commands (reactor/commands/) do, each through one handler.
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
-import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
+import type { AttemptRecord, JobHeader, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
 import { explainDraft, explainEnded, explainJob, type JobExplanation } from "../planner/explain-job.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
@@ -11,7 +11,7 @@ import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
-import { headerOf, headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
+import { headerOf, headOf, type JobHead } from "../state/job-header.ts";
 import { restartManifest } from "../state/restart-manifest.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store, StoredJob } from "../store/store.ts";

@@ -13,7 +13,7 @@ import {
   requirementClauses,
   whyClauseFails,
 } from "../../common/model/cel-clauses.ts";
-import type { HostFacts } from "../../common/model/records.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import { batchKey } from "./batches.ts";
 import {
   explainRunningTask,

@@ -29,10 +29,11 @@ import {
 } from "../../common/protocol/messages.ts";
 import { TurnFrames } from "../../common/protocol/turn-frames.ts";
 import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
+import type { AgentLinks } from "../reactor/effects.ts";
 import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { admitAgent } from "./agent-admission.ts";
-import type { AgentLinks, Core } from "./core.ts";
+import type { Core } from "./core.ts";
 import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
 

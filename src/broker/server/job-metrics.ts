@@ -5,7 +5,8 @@
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EventRecord } from "../../common/model/records.ts";
-import type { AttemptPlaced, Reactor } from "../reactor/reactor.ts";
+import type { AttemptPlaced } from "../reactor/effects.ts";
+import type { Reactor } from "../reactor/reactor.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 
 /** Queue wait buckets, in seconds: from a second to a day. */

@@ -9,6 +9,7 @@ import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/q
 import type {
   AttemptRecord,
   HostRecord,
+  JobHeader,
   PlacementEntry,
   TaskRecord,
   WorkflowRecord,
@@ -29,7 +30,7 @@ import {
   type LiveAttempt,
 } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
-import { headerOf, type JobHeader } from "./job-header.ts";
+import { headerOf } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";

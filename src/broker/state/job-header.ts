@@ -7,8 +7,6 @@
 import type { JobHeader, JobRecord } from "../../common/model/records.ts";
 import type { JobEntry } from "./job-entry.ts";
 
-export type { JobHeader } from "../../common/model/records.ts";
-
 export function headerOf(job: JobEntry): JobHeader {
   const { record } = job;
   return {

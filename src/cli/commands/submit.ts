@@ -4,8 +4,9 @@ import type { Explanation } from "../../common/api/explanation.ts";
 import type { CheckedJobFile } from "../../common/api/job-file.ts";
 import type { Job } from "../../common/api/jobs.ts";
 import type { CheckedWorkflowFile, WorkflowCreated } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 import {
   type LoadedJobFile,

@@ -20,8 +20,6 @@ import { relativePathProblem } from "./relative-path.ts";
 /** The most replicas a job may ask for (the bound; MyGrid's default is far lower). */
 export const MAX_REPLICAS = 8;
 
-export { relativePathProblem };
-
 /** Processes (and threads) one attempt may have at once when its job file names no number. */
 export const DEFAULT_MAX_PROCESSES = 4096;
 
@@ -323,8 +321,6 @@ export const jobSpecSchema = z.strictObject({
 
 export type JobSpec = z.output<typeof jobSpecSchema>;
 
-export { JobFileError } from "./jobfile-error.ts";
-
 /** Validates a parsed job file. Throws JobFileError naming the first bad field. */
 export function validateJobSpec(input: unknown): JobSpec {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
@@ -428,9 +424,6 @@ export function arrayParallel(spec: JobSpec): number | undefined {
 function fail(field: string, message: string): never {
   throw new JobFileError(field, message);
 }
-
-/** Parses YAML or JSON text (JSON is YAML). */
-export { parseJobFileText } from "./jobfile-text.ts";
 
 export function taskCount(spec: JobSpec): number {
   return spec.array?.count ?? spec.array?.params?.length ?? 1;

@@ -12,8 +12,6 @@ import { JobFileError } from "./jobfile-error.ts";
 import type { JobState } from "./states.ts";
 import { UPDATE_FIELDS, type UpdateChange, type UpdateField } from "./update-fields.ts";
 
-export { UPDATE_FIELDS, type UpdateChange, type UpdateField };
-
 /**
  * What may change while some tasks of an array run: the job's place in its owner's queue, and how
  * many of its tasks may run at once (a lower throttle stops none: fewer start until it is met). The

@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import { firstProblem } from "./first-problem.ts";
-import { parseJobFileText } from "./job-spec.ts";
+import { parseJobFileText } from "./jobfile-text.ts";
 
 /** Batch systems a pool may be backed by (one driver each under src/broker/drivers/). */
 export const POOL_DRIVERS = ["slurm"] as const;

@@ -10,8 +10,6 @@ import { z } from "zod";
 import { firstProblem } from "./first-problem.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 
-export { DEFAULT_QOS, QOS_NAME };
-
 const NAME_RULE = "must be 1 to 63 lower-case letters, digits, - or _, not starting with - or _";
 const name = z.string().regex(QOS_NAME, NAME_RULE);
 

@@ -16,8 +16,6 @@ import type {
 } from "./states.ts";
 import type { StopReason } from "./stop-reasons.ts";
 
-export type { HostFacts } from "./host-facts.ts";
-
 export interface JobRecord {
   id: string;
   name: string;

@@ -5,8 +5,9 @@ import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
+import { integer, number } from "../../common/command-line/numbers.ts";
 import { daemonLogger } from "../logger.ts";
-import { countableResources, endsAt, gpuSetting, integer, labels, number, onShutdown } from "../options.ts";
+import { countableResources, endsAt, gpuSetting, labels, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";

@@ -1,7 +1,8 @@
 // The user's requests on workflows (model/workflow.ts), one command each: a submit makes every job
 // of the file in one handler (one commit, one answer), a retry reruns what failed in one handler.
 
-import { type WorkflowFile, workflowId } from "../../../common/model/workflow.ts";
+import type { WorkflowFile } from "../../../common/model/workflow.ts";
+import { workflowId } from "../../../common/model/workflow-id.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { NotFoundError } from "../errors.ts";
 import {

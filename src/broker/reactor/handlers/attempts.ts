@@ -3,6 +3,7 @@
 
 import { taskLaunch } from "../../../common/model/array-params.ts";
 import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
+import type { EndCause } from "../../../common/model/end-cause.ts";
 import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts";
 import { hostsOf } from "../../../common/model/ids.ts";
 import { taskParam } from "../../../common/model/job-spec.ts";
@@ -11,7 +12,6 @@ import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
 import { type AttemptOutcome, isEndedState } from "../../../common/model/states.ts";
 import { renderStopReason, type StopReason } from "../../../common/model/stop-reasons.ts";
 import {
-  type EndCause,
   grownMemoryMb,
   type TaskAfterAttempt,
   taskAfterAttempt,

@@ -13,8 +13,9 @@ import type { Plan } from "../../../../src/broker/scheduler/plan.ts";
 import { ClusterState } from "../../../../src/broker/state/cluster-state.ts";
 import { newHostEntry } from "../../../../src/broker/state/host-entry.ts";
 import { JobEntry } from "../../../../src/broker/state/job-entry.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
-import type { HostFacts, JobRecord, TaskRecord } from "../../../../src/common/model/records.ts";
+import type { JobRecord, TaskRecord } from "../../../../src/common/model/records.ts";
 
 const NOW = 1_000_000;
 

@@ -23,7 +23,7 @@ import { observedTransferRate } from "../../../../src/broker/scheduler/transfer-
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
 import { renderEvent } from "../../../../src/common/model/events.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import { renderStopReason } from "../../../../src/common/model/stop-reasons.ts";
 
 const NOW = 1_000_000;

@@ -8,7 +8,7 @@ import {
   walltimeInfeasibility,
   walltimeStops,
 } from "../../../../src/broker/scheduler/walltime.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 
 const NOW = 1_800_000_000_000;
 

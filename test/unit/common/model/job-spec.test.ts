@@ -2,17 +2,17 @@
 import { describe, expect, it } from "vitest";
 import {
   arrayParallel,
-  JobFileError,
   type JobSpec,
   nodesOf,
-  parseJobFileText,
-  relativePathProblem,
   resolveParamsFile,
   resolveParamsLines,
   taskCount,
   taskParam,
   validateJobSpec,
 } from "../../../../src/common/model/job-spec.ts";
+import { JobFileError } from "../../../../src/common/model/jobfile-error.ts";
+import { parseJobFileText } from "../../../../src/common/model/jobfile-text.ts";
+import { relativePathProblem } from "../../../../src/common/model/relative-path.ts";
 
 /** Runs validateJobSpec and returns the JobFileError it throws (fails the test when it does not throw). */
 function rejection(input: unknown): JobFileError {
