@@ -31,13 +31,21 @@ export const workflowCreatedSchema = z
   .meta({ id: "WorkflowCreated" });
 export type WorkflowCreated = z.infer<typeof workflowCreatedSchema>;
 
-export const workflowSchema = workflowCreatedSchema
+/** A workflow as `GET /api/v1/workflows` lists it: its jobs by name, without the graph. */
+export const workflowSummarySchema = workflowCreatedSchema
   .extend({
     owner: z.string(),
     createdAt: isoTime,
     state: z
       .enum(JOB_STATES)
       .meta({ description: "the workflow's state, from its jobs' (model/workflow.ts)" }),
+  })
+  .meta({ id: "WorkflowSummary" });
+export type WorkflowSummary = z.infer<typeof workflowSummarySchema>;
+
+/** A workflow with its graph: its summary and each job's state, counts and edges. */
+export const workflowSchema = workflowSummarySchema
+  .extend({
     graph: z
       .array(
         z.object({
@@ -54,18 +62,6 @@ export const workflowSchema = workflowCreatedSchema
   })
   .meta({ id: "Workflow" });
 export type Workflow = z.infer<typeof workflowSchema>;
-
-/** A workflow as `GET /api/v1/workflows` lists it: its jobs by name, without the graph. */
-export const workflowSummarySchema = workflowCreatedSchema
-  .extend({
-    owner: z.string(),
-    createdAt: isoTime,
-    state: z
-      .enum(JOB_STATES)
-      .meta({ description: "the workflow's state, from its jobs' (model/workflow.ts)" }),
-  })
-  .meta({ id: "WorkflowSummary" });
-export type WorkflowSummary = z.infer<typeof workflowSummarySchema>;
 
 export const workflowRetrySchema = z
   .object({
