@@ -37,11 +37,6 @@ function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: st
   };
 }
 
-/** A counter of something that happened to a job on a host, by the host's pool and the job's owner. */
-function poolOwnerCounter(registers: Registry[], name: string, help: string): Counter<"pool" | "owner"> {
-  return new Counter({ name, help, labelNames: ["pool", "owner"], registers });
-}
-
 /**
  * A gauge of the leading core's cluster state, measured when scraped (`measure` adds to it); empty
  * while no core leads here.
@@ -105,21 +100,24 @@ export class JobMetrics {
       labelNames: ["outcome", "pool", "owner"],
       registers,
     });
-    this.#preemptions = poolOwnerCounter(
+    this.#preemptions = new Counter({
+      name: "steward_preemptions_total",
+      help: "Running tasks stopped to make room for a job of higher priority (owner: the stopped task's)",
+      labelNames: ["pool", "owner"],
       registers,
-      "steward_preemptions_total",
-      "Running tasks stopped to make room for a job of higher priority (owner: the stopped task's)",
-    );
-    this.#migrations = poolOwnerCounter(
+    });
+    this.#migrations = new Counter({
+      name: "steward_migrations_total",
+      help: "Attempts that ended migrated (rescheduling, contracts, self-migration, walltime, by hand)",
+      labelNames: ["pool", "owner"],
       registers,
-      "steward_migrations_total",
-      "Attempts that ended migrated (rescheduling, contracts, self-migration, walltime, by hand)",
-    );
-    this.#oomKills = poolOwnerCounter(
+    });
+    this.#oomKills = new Counter({
+      name: "steward_oom_kills_total",
+      help: "Attempts the kernel killed for their memory limit",
+      labelNames: ["pool", "owner"],
       registers,
-      "steward_oom_kills_total",
-      "Attempts the kernel killed for their memory limit",
-    );
+    });
     const cluster = () => this.#reactor?.state ?? null;
     clusterGauge(
       {
