@@ -12,7 +12,7 @@
 // past the cap they are let go, for they are stored, and the reading of stored events goes on
 // until it ends with no event let go meanwhile.
 
-import type { StreamEvent } from "../../common/api/schemas.ts";
+import type { StreamEvent } from "../../common/api/events.ts";
 import type { EventRecord } from "../../common/model/records.ts";
 import type { ReadModel } from "./ports.ts";
 import { eventView } from "./views.ts";

@@ -6,8 +6,8 @@
 import type { Readable } from "node:stream";
 import type { FastifyRequest } from "fastify";
 import { z } from "zod";
-import { parseJobFileText } from "../../common/model/job-spec.ts";
 import { JobFileError } from "../../common/model/jobfile-error.ts";
+import { parseJobFileText } from "../../common/model/jobfile-text.ts";
 import { InvalidRequestError } from "../reactor/errors.ts";
 import { keepJobFileText } from "./job-file-source.ts";
 import { jobFileTooLarge, limitUpload, UploadTooLargeError, uploadTooLarge } from "./upload-limit.ts";

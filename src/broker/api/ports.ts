@@ -27,15 +27,13 @@ import type {
   CheckpointCommands,
   HostCommands,
   JobCommands,
-  JobExplanation,
   JobRead,
   TaskRead,
   TokenCommands,
   WorkflowCommands,
 } from "../reactor/ports.ts";
+import type { JobExplanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
-
-export type { JobRead, SubmittedJob, TaskRead, WorkflowIds } from "../reactor/ports.ts";
 
 /** A file of a job as the blob store holds it: its size, and its bytes. */
 export interface StoredFile {

@@ -1,7 +1,7 @@
 // Submits per user token: a token bucket per key (the token's id), refilled at `ratePerSecond`
 // up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in.
 
-import type { ErrorAnswer } from "../../common/api/schemas.ts";
+import type { ErrorAnswer } from "../../common/api/errors.ts";
 
 /** The default of `--submit-rate`: submits a second per user token, sustained. */
 export const DEFAULT_SUBMIT_RATE = 50;

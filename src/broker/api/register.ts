@@ -10,8 +10,9 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
-import type { ErrorAnswer, Health } from "../../common/api/schemas.ts";
-import { JobFileError } from "../../common/model/job-spec.ts";
+import type { ErrorAnswer } from "../../common/api/errors.ts";
+import type { Health } from "../../common/api/health.ts";
+import { JobFileError } from "../../common/model/jobfile-error.ts";
 import type { Principal, TokenKind } from "../../common/model/records.ts";
 import { CheckpointManifestError } from "../../common/protocol/messages.ts";
 import {

@@ -1,16 +1,10 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
-// answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
+// answers. Each view's type is the one its schema in src/common/api/ gives, so the two cannot drift.
 
-import type {
-  AccountingRow,
-  Attempt,
-  Event,
-  Host,
-  Job,
-  JobSummary,
-  Task,
-  Usage,
-} from "../../common/api/schemas.ts";
+import type { AccountingRow } from "../../common/api/accounting.ts";
+import type { Event } from "../../common/api/events.ts";
+import type { Host } from "../../common/api/hosts.ts";
+import type { Attempt, Job, JobSummary, Task, Usage } from "../../common/api/jobs.ts";
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
 import type {
   AccountingRecord,
@@ -21,7 +15,7 @@ import type {
   JobHeader,
   TaskRecord,
 } from "../../common/model/records.ts";
-import type { JobRead, TaskRead } from "./ports.ts";
+import type { JobRead, TaskRead } from "../reactor/ports.ts";
 
 export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;

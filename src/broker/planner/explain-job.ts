@@ -8,7 +8,7 @@ import { countBucket, deriveJobState, emptyCounts } from "../../common/model/job
 import { newTask } from "../../common/model/new-records.ts";
 import type { EventRecord, JobRecord, TaskRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
-import { type Explanation, explain } from "../scheduler/explain.ts";
+import { explain, type JobExplanation } from "../scheduler/explain.ts";
 import type { LiveTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { compareQueueOrder } from "../scheduler/queue-order.ts";
@@ -22,8 +22,6 @@ import { endedJobReasons } from "../state/ended-job-reasons.ts";
 import { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { passInput, runningView } from "./plan-pass.ts";
-
-export type JobExplanation = { reasons: string[]; othersAhead: number } & Explanation;
 
 /**
  * Why a job's tasks wait (job-level reasons, then what the next pass does for it, host by host),

@@ -30,8 +30,6 @@ import type {
 import type { TokenRequest } from "./handlers/tokens.ts";
 import type { WorkflowJobsTouched } from "./handlers/workflow-control.ts";
 
-export type { JobExplanation } from "../planner/explain-job.ts";
-
 /**
  * A job as read: its header (state, counts) and record (job file, workflow), its tasks, each task's
  * attempts by number and, while it runs, the last progress it reported. Read at once: a job in

@@ -12,7 +12,8 @@ import type {
   WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
-import { explainDraft, explainEnded, explainJob, type JobExplanation } from "../planner/explain-job.ts";
+import { explainDraft, explainEnded, explainJob } from "../planner/explain-job.ts";
+import type { JobExplanation } from "../scheduler/explain.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
 import { type ClusterState, submissionKey } from "../state/cluster-state.ts";

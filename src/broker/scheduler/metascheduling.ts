@@ -106,12 +106,14 @@ export function preemptionPass(
     // Across tiers the tier decided (its `preempt` list), not the job's priority: the reason says which.
     const forQos =
       (job.qos ?? DEFAULT_QOS) !== (victim.job.qos ?? DEFAULT_QOS) ? (job.qos ?? DEFAULT_QOS) : null;
-    const reason = `preempted for job ${job.id} (${forQos === null ? "" : `QoS ${forQos}, `}priority ${job.priority})`;
     const stop: StopEntry = {
       jobId: victim.job.id,
       taskIndex: victim.taskIndex,
       attempt: victim.attempt,
-      intent: { outcome: "preempted", reason },
+      intent: {
+        outcome: "preempted",
+        reason: { kind: "preempted-for", job: job.id, priority: job.priority, qos: forQos },
+      },
       note: {
         kind: "preempt",
         data: {
@@ -205,12 +207,11 @@ export function reschedulingPass(
     }
     const room = capacity.get(move.host)!;
     takeRoom(room, task.job);
-    const gain = move.gain.toFixed(2);
     stops.push({
       jobId: task.job.id,
       taskIndex: task.taskIndex,
       attempt: task.attempt,
-      intent: { outcome: "migrated", reason: `rescheduled to ${move.host}: estimated gain ${gain}` },
+      intent: { outcome: "migrated", reason: { kind: "rescheduled", host: move.host, gain: move.gain } },
       migrateTo: { to: move.host },
       note: {
         kind: "reschedule",

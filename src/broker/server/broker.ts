@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { ApiPorts } from "../api/ports.ts";
 import type { PoolNote } from "../pools/pool-manager.ts";
+import type { AgentLinks } from "../reactor/effects.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import type { JobEntry } from "../state/job-entry.ts";
@@ -18,7 +19,7 @@ import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
 import { apiReadModel } from "./api-reads.ts";
 import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
-import { type AgentLinks, Core } from "./core.ts";
+import { Core } from "./core.ts";
 import { legacyCheckpoints } from "./legacy-checkpoints.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */

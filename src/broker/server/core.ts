@@ -3,8 +3,8 @@
 // answers queries (src/broker/reactor/read-model.ts), and the state the agents' reports keep between
 // commits. The API is handed the commands and the read model as its ports (src/broker/api/ports.ts).
 
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
-import type { HostFacts } from "../../common/model/records.ts";
 import type { HeartbeatMessage } from "../../common/protocol/messages.ts";
 import { agentCommands } from "../reactor/commands/agents.ts";
 import { checkpointCommands } from "../reactor/commands/checkpoints.ts";
@@ -35,8 +35,6 @@ import { recoverState } from "../state/recover.ts";
 import { agentDetached, agentSeen, checkpointTransferObserved, heartbeatSeen } from "../state/soft-state.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
-
-export type { AgentLinks } from "../reactor/effects.ts";
 
 export interface CoreOptions {
   heartbeatSeconds: number;

@@ -8,7 +8,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer } from "ws";
-import type { HostFacts } from "../../common/model/records.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import {
   fromThisProcess,
   LINK_STATES,

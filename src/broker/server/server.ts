@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { warmUpExpressions } from "../../common/model/cel.ts";
-import { parseJobFileText } from "../../common/model/job-spec.ts";
+import { parseJobFileText } from "../../common/model/jobfile-text.ts";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { LinkSocket } from "../../common/protocol/local-link.ts";

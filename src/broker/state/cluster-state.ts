@@ -9,6 +9,7 @@ import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/q
 import type {
   AttemptRecord,
   HostListing,
+  JobHeader,
   PlacementEntry,
   TaskRecord,
   WorkflowRecord,
@@ -29,7 +30,6 @@ import {
   type LiveAttempt,
 } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
-import type { JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
@@ -124,22 +124,8 @@ export class ClusterState {
   addJob(job: JobEntry): void {
     job.qosPriority = this.qosPriorityOf(job.qos);
     this.jobs.set(job.id, job);
-    for (const id of sameTaskDependencyIds(job)) {
-      let dependents = this.sameTaskDependents.get(id);
-      if (!dependents) {
-        dependents = new Set();
-        this.sameTaskDependents.set(id, dependents);
-      }
-      dependents.add(job);
-    }
-    for (const id of dependencyIdsOf(job)) {
-      let dependents = this.dependents.get(id);
-      if (!dependents) {
-        dependents = new Set();
-        this.dependents.set(id, dependents);
-      }
-      dependents.add(job);
-    }
+    fileUnder(this.sameTaskDependents, sameTaskDependencyIds(job), job);
+    fileUnder(this.dependents, dependencyIdsOf(job), job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
     for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
@@ -148,16 +134,8 @@ export class ClusterState {
 
   removeJob(job: JobEntry): void {
     this.jobs.delete(job.id);
-    for (const id of sameTaskDependencyIds(job)) {
-      const dependents = this.sameTaskDependents.get(id);
-      dependents?.delete(job);
-      if (dependents?.size === 0) this.sameTaskDependents.delete(id);
-    }
-    for (const id of dependencyIdsOf(job)) {
-      const dependents = this.dependents.get(id);
-      dependents?.delete(job);
-      if (dependents?.size === 0) this.dependents.delete(id);
-    }
+    takeOutFrom(this.sameTaskDependents, sameTaskDependencyIds(job), job);
+    takeOutFrom(this.dependents, dependencyIdsOf(job), job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
     for (const index of job.delayed) this.backingOff.delete(job.tasks[index]);
@@ -460,7 +438,6 @@ function placementOf(attempt: AttemptRecord): PlacementEntry[] {
   return attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }];
 }
 
-/** The jobs a job waits on task by task (`tasks: same`). */
 /** The ids a job's dependsOn names, each once. */
 function dependencyIdsOf(job: JobEntry): Set<string> {
   const ids = new Set<string>();
@@ -468,11 +445,33 @@ function dependencyIdsOf(job: JobEntry): Set<string> {
   return ids;
 }
 
+/** The jobs a job waits on task by task (`tasks: same`). */
 function sameTaskDependencyIds(job: JobEntry): string[] {
   const ids: string[] = [];
   for (const entry of job.record.spec.dependsOn)
     if (typeof entry !== "string" && entry.tasks === "same") ids.push(entry.job);
   return ids;
+}
+
+/** Files the job under each id in an index of jobs by the id they name (the dependents' indexes). */
+function fileUnder(index: Map<string, Set<JobEntry>>, ids: Iterable<string>, job: JobEntry): void {
+  for (const id of ids) {
+    let jobs = index.get(id);
+    if (!jobs) {
+      jobs = new Set();
+      index.set(id, jobs);
+    }
+    jobs.add(job);
+  }
+}
+
+/** Takes the job out from under each id of such an index; an id left with no job goes. */
+function takeOutFrom(index: Map<string, Set<JobEntry>>, ids: Iterable<string>, job: JobEntry): void {
+  for (const id of ids) {
+    const jobs = index.get(id);
+    jobs?.delete(job);
+    if (jobs?.size === 0) index.delete(id);
+  }
 }
 
 /** The submissions index's key: a submit key counts within its owner's jobs. */

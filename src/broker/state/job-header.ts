@@ -7,8 +7,6 @@
 import type { JobHead } from "../../common/model/records.ts";
 import type { JobEntry } from "./job-entry.ts";
 
-export type { JobHeader } from "../../common/model/records.ts";
-
 /** A job in memory as its summary shows it (its header as it is now: JobEntry.header). */
 export function headOf(job: JobEntry): JobHead {
   return { header: job.header, record: job.record };

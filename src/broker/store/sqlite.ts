@@ -34,8 +34,6 @@ import {
 import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
 import type { Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
 
-export { SQLITE_MIGRATIONS_DIR } from "./sqlite-statements.ts";
-
 /** ":memory:", or a URI naming an in-memory database. */
 const IN_MEMORY = /^:memory:$|^file::memory:|[?&]mode=memory(&|$)/;
 

@@ -1,20 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import type {
-  Job,
-  JobSummary,
-  Removed,
-  Workflow,
-  WorkflowJobs,
-  WorkflowRetry,
-} from "../../common/api/schemas.ts";
+import type { Job, JobSummary, Removed } from "../../common/api/jobs.ts";
+import type { Workflow, WorkflowJobs, WorkflowRetry } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
 import { skippedSummary } from "../../common/model/task-retry.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 
 /** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}; a workflow's id: /api/v1/workflows/{id}/{action}. */

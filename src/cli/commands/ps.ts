@@ -1,8 +1,10 @@
 import type { Command } from "commander";
-import type { JobSummary, WorkflowSummary } from "../../common/api/schemas.ts";
+import type { JobSummary } from "../../common/api/jobs.ts";
+import type { WorkflowSummary } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer } from "../../common/command-line/numbers.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson, shortTime, table } from "../format.ts";
 
 export function registerPs(program: Command): void {

@@ -4,9 +4,10 @@
 
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { Job, Task } from "../../common/api/schemas.ts";
+import type { Job, Task } from "../../common/api/jobs.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { inputFiles, submissionBody } from "../job-submission.ts";
 import {
   anyNumber,

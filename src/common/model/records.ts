@@ -14,8 +14,7 @@ import type {
   StopOutcome,
   TaskState,
 } from "./states.ts";
-
-export type { HostFacts } from "./host-facts.ts";
+import type { StopReason } from "./stop-reasons.ts";
 
 export interface JobRecord {
   id: string;
@@ -192,10 +191,13 @@ export interface PlacementEntry {
   gpus?: string[];
 }
 
-/** Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. */
+/**
+ * Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. An
+ * earlier version stored the reason as text (store/schema.ts reads it with reasonFromText).
+ */
 export interface StopIntent {
   outcome: StopOutcome;
-  reason: string;
+  reason: StopReason;
 }
 
 export interface AttemptRecord {

@@ -4,7 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { accountingRowSchema, errors, json } from "../../../common/api/schemas.ts";
+import { accountingRowSchema } from "../../../common/api/accounting.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ReadModel } from "../ports.ts";
 import { accountingRowView } from "../views.ts";

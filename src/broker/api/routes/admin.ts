@@ -3,7 +3,8 @@
 import type { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { binary, errors } from "../../../common/api/schemas.ts";
+import { binary } from "../../../common/api/bytes-answer.ts";
+import { errors } from "../../../common/api/errors.ts";
 import { BackupUnsupportedError } from "../../backup/backup.ts";
 
 /** Starts a backup and gives its archive; absent where the server was started without one. */

@@ -12,14 +12,10 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  binary,
-  bytesWrittenSchema,
-  checkpointCommittedSchema,
-  errors,
-  fileBytes,
-  json,
-} from "../../../common/api/schemas.ts";
+import { bytesWrittenSchema, checkpointCommittedSchema, fileBytes } from "../../../common/api/agent-files.ts";
+import { binary } from "../../../common/api/bytes-answer.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { nodesOf } from "../../../common/model/job-spec.ts";
 import { checkpointManifest, readCheckpointManifest } from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";

@@ -3,13 +3,10 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  errors,
-  explanationSchema,
-  hostRemovedSchema,
-  hostSchema,
-  json,
-} from "../../../common/api/schemas.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { explanationSchema } from "../../../common/api/explanation.ts";
+import { hostRemovedSchema, hostSchema } from "../../../common/api/hosts.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { NotFoundError } from "../../reactor/errors.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf } from "../auth.ts";

@@ -4,14 +4,10 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import {
-  errors,
-  type Health,
-  healthSchema,
-  json,
-  type ProgressEvent,
-  streamEventSchema,
-} from "../../../common/api/schemas.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { type ProgressEvent, streamEventSchema } from "../../../common/api/events.ts";
+import { type Health, healthSchema } from "../../../common/api/health.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import type { EventRecord } from "../../../common/model/records.ts";
 import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";

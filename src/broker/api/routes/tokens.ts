@@ -5,15 +5,15 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import {
-  errors,
-  json,
   newTokenSchema,
   ROLES,
   type TokenView,
   tokenSchema,
   whoamiSchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/tokens.ts";
 import { DEFAULT_QOS, QOS_NAME } from "../../../common/model/qos-name.ts";
 import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
 import { newTokenOf } from "../../../common/model/tokens.ts";

@@ -4,7 +4,7 @@
 // done: the hosts that match, the requirements clause by clause, the pools. Nothing is made.
 
 import type { FastifyRequest } from "fastify";
-import type { CheckedWorkflowFile } from "../../../common/api/schemas.ts";
+import type { CheckedWorkflowFile } from "../../../common/api/workflows.ts";
 import { validateWorkflowFile } from "../../../common/model/workflow.ts";
 import { InvalidRequestError } from "../../reactor/errors.ts";
 import { seesAllJobs } from "../access.ts";

@@ -4,10 +4,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import {
   checkedWorkflowFileSchema,
-  errors,
-  json,
   type Workflow,
   type WorkflowCreated,
   type WorkflowJobs,
@@ -17,18 +17,19 @@ import {
   workflowRetrySchema,
   workflowSchema,
   workflowSummarySchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/workflows.ts";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
+import type { WorkflowIds } from "../../reactor/ports.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
 import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../multipart.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts, JobFiles, WorkflowIds } from "../ports.ts";
+import type { ApiPorts, JobFiles } from "../ports.ts";
 import { type SubmitRateLimiter, submitRefusal } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
 import { ownerOf, submitKeyOf, submitterOf } from "../submitter.ts";

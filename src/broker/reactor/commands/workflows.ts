@@ -2,7 +2,8 @@
 // of the file in one handler (one commit, one answer), a retry reruns what failed in one handler.
 
 import type { WorkflowRecord } from "../../../common/model/records.ts";
-import { type WorkflowFile, workflowId } from "../../../common/model/workflow.ts";
+import type { WorkflowFile } from "../../../common/model/workflow.ts";
+import { workflowId } from "../../../common/model/workflow-id.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { NotFoundError } from "../errors.ts";
 import {

@@ -4,7 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { errors, jobSchema, json, removedSchema } from "../../../../common/api/schemas.ts";
+import { errors } from "../../../../common/api/errors.ts";
+import { jobSchema, removedSchema } from "../../../../common/api/jobs.ts";
+import { json } from "../../../../common/api/json-answer.ts";
 import { jobUpdateBody, parseJobUpdate } from "../../../../common/model/job-update.ts";
 import { JOB_STATES } from "../../../../common/model/states.ts";
 import { parseTaskList, TaskListError } from "../../../../common/model/task-list.ts";

@@ -4,7 +4,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { errors, jobSchema, jobSummarySchema, json } from "../../../../common/api/schemas.ts";
+import { errors } from "../../../../common/api/errors.ts";
+import { jobSchema, jobSummarySchema } from "../../../../common/api/jobs.ts";
+import { json } from "../../../../common/api/json-answer.ts";
 import { nameMatcher } from "../../../../common/model/name-pattern.ts";
 import type { JobHeader } from "../../../../common/model/records.ts";
 import { isEndedState, JOB_STATES } from "../../../../common/model/states.ts";

@@ -3,13 +3,10 @@
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import {
-  errors,
-  json,
-  TASK_STATE_LETTERS,
-  taskSchema,
-  taskStatesSchema,
-} from "../../../../common/api/schemas.ts";
+import { errors } from "../../../../common/api/errors.ts";
+import { taskSchema } from "../../../../common/api/jobs.ts";
+import { json } from "../../../../common/api/json-answer.ts";
+import { TASK_STATE_LETTERS, taskStatesSchema } from "../../../../common/api/task-states.ts";
 import { jobParams, taskParams } from "../../requests.ts";
 import { taskReadView } from "../../views.ts";
 import type { JobRouteDeps } from "./deps.ts";
