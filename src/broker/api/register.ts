@@ -55,6 +55,7 @@ import { registerAdminRoutes, type StartBackup } from "./routes/admin.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
+import { registerManyJobRoutes } from "./routes/many-jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
@@ -253,6 +254,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
     ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
   });
+  registerManyJobRoutes(app, ports);
   registerWorkflowRoutes(app, {
     ports,
     blobs,
