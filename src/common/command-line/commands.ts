@@ -13,6 +13,7 @@ export type CommandModule =
   | "submit"
   | "run"
   | "ps"
+  | "status"
   | "show"
   | "acct"
   | "share"
@@ -64,6 +65,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "ps",
     module: "ps",
     description: "list jobs (those not ended, unless --all); --workflows: workflows (flow-N) instead",
+  },
+  {
+    name: "status",
+    module: "status",
+    description:
+      "each job's state as a word, one line per id (ID STATE), all in one request: for workflow engines and scripts that poll; --format snakemake: Snakemake's --cluster-status (success, failed, running); exit 1 when a job does not exist, 3 when the server cannot be asked",
   },
   {
     name: "show",
