@@ -106,7 +106,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "cancel",
     module: "control",
     description:
-      "cancel a job, some of its tasks (--tasks 3,7-9), or a workflow (flow-N): pending tasks never start, running attempts are stopped",
+      "cancel jobs (several in one request; --quiet for scripts), some of a job's tasks (--tasks 3,7-9), or a workflow (flow-N): pending tasks never start, running attempts are stopped",
   },
   {
     name: "retry",

@@ -8,8 +8,8 @@ import { z } from "zod";
 import { errors } from "../../../common/api/errors.ts";
 import {
   cancelJobsBody,
-  jobIdsQueryValue,
   type JobStates,
+  jobIdsQueryValue,
   jobStatesSchema,
   MAX_JOBS_NAMED,
 } from "../../../common/api/job-states.ts";
