@@ -51,6 +51,7 @@ import { registerAdminRoutes, type StartBackup } from "./routes/admin.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
+import { registerManyJobRoutes } from "./routes/many-jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
@@ -244,6 +245,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerJobRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
   registerWorkflowRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
   registerHostRoutes(app, ports);
+  registerManyJobRoutes(app, ports);
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
   registerAgentFileRoutes(app, ports, files, maxUploadBytes);
