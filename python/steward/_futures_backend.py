@@ -89,7 +89,8 @@ class Backend:
         self._cancels: Dict[str, Set[int]] = {}
         self._shut = False
         self._joining = False
-        self._cancelling_all = False
+        # Set in a thread cancelling many futures at once: their cancels go in one flush.
+        self._batching = threading.local()
         self._finished = False
         self._folder = tempfile.mkdtemp(prefix="steward-futures-")
         self._runner = runner_source()
@@ -254,7 +255,7 @@ class Backend:
                 del self._jobs[job]
             # shutdown(wait=False) left the end to the last future.
             last = self._shut and not self._joining and not self._outstanding
-            later = not self._cancelling_all
+            later = not getattr(self._batching, "active", False)
         if future.cancelled() and submission is not None:
             if self._ask_cancel(submission, future.steward_task) and later:  # type: ignore[attr-defined]
                 self._spawn(self._flush_cancels)
@@ -288,18 +289,25 @@ class Backend:
                 except (Conflict, NotFound):
                     pass
 
+    def cancel(self, futures: Sequence[concurrent.futures.Future], wait: bool) -> None:
+        """Cancels the futures and then, in one go, their Steward tasks (jobs when whole): before
+        returning with `wait`, else in a worker thread."""
+        self._batching.active = True
+        try:
+            for future in futures:
+                future.cancel()
+        finally:
+            self._batching.active = False
+        if wait:
+            self._flush_cancels()
+        else:
+            self._spawn(self._flush_cancels)
+
     def cancel_all(self) -> None:
         """Cancels every future not done, and their Steward tasks; returns once they are asked."""
         with self._lock:
             pending = list(self._outstanding)
-            self._cancelling_all = True
-        try:
-            for future in pending:
-                future.cancel()
-        finally:
-            with self._lock:
-                self._cancelling_all = False
-        self._flush_cancels()
+        self.cancel(pending, wait=True)
 
     # ---- the end
 

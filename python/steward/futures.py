@@ -134,7 +134,8 @@ class StewardExecutor(concurrent.futures.Executor):
         if not calls:
             return iter(())
         deadline = None if timeout is None else time.monotonic() + timeout
-        rows = self._backend.launch(fn, chunks_of(calls, chunksize), self._options, call_name(fn, mapped=True))
+        backend = self._backend
+        rows = backend.launch(fn, chunks_of(calls, chunksize), self._options, call_name(fn, mapped=True))
         futures = [future for row in rows for future in row]
 
         def results() -> Iterator[Any]:
@@ -149,8 +150,8 @@ class StewardExecutor(concurrent.futures.Executor):
                     futures.pop()
                     yield value
             finally:
-                for future in futures:
-                    future.cancel()
+                if futures:
+                    backend.cancel(futures, wait=False)
 
         return results()
 
