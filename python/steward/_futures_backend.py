@@ -13,7 +13,16 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 from urllib.parse import quote
 
-from ._futures_payload import CALL_FILE, RESULT_FILE, RUNNER_FILE, Call, Outcome, outcomes_of_result, payload, runner_source
+from ._futures_payload import (
+    CALL_FILE,
+    RESULT_FILE,
+    RUNNER_FILE,
+    Call,
+    Outcome,
+    outcomes_of_result,
+    payload,
+    runner_source,
+)
 from ._futures_spec import job_spec
 from ._futures_watch import Watcher
 from .errors import Conflict, NotFound, StewardError, StewardJobError
@@ -97,7 +106,9 @@ class Backend:
 
     # ---- submitting
 
-    def launch(self, function: Callable, chunks: Sequence[Sequence[Call]], options: Dict[str, Any], name: str) -> List[List[concurrent.futures.Future]]:
+    def launch(
+        self, function: Callable, chunks: Sequence[Sequence[Call]], options: Dict[str, Any], name: str
+    ) -> List[List[concurrent.futures.Future]]:
         """A future for each call, task by task; the job is submitted by a worker thread. Pickling
         happens here: what does not pickle raises at once."""
         data = payload(function, chunks, self.pickler)
@@ -150,9 +161,9 @@ class Backend:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         # Futures cancelled while their job was being made: cancel it now.
-        for task in range(len(submission.futures)):
-            self._ask_cancel(submission, task)
-        self._flush_cancels()
+        asked = [self._ask_cancel(submission, task) for task in range(len(submission.futures))]
+        if any(asked):
+            self._flush_cancels()
         with self._lock:
             if all(future.done() for future in every):
                 self._jobs.pop(job, None)
@@ -194,7 +205,8 @@ class Backend:
             path = f"/api/v1/jobs/{quote(job, safe='')}/outputs/{task}/{RESULT_FILE}"
             data = self.client._request("GET", path).read()
         except StewardError as error:
-            problem = job_error(job, task, len(submission.futures), "succeeded", f"its result could not be read: {error}")
+            unread = f"its result could not be read: {error}"
+            problem = job_error(job, task, len(submission.futures), "succeeded", unread)
             self._settle(job, task, lambda n: [Outcome(error=problem)] * n)
             return
         outcomes = outcomes_of_result(data, count)

@@ -115,10 +115,6 @@ def outcome_of(entry: tuple) -> Outcome:
     if error is None:
         error = RemoteError(type_name, message, text)
     error.__cause__ = RemoteTraceback(text)
-    return error_outcome(error)
-
-
-def error_outcome(error: BaseException) -> Outcome:
     return Outcome(error=error)
 
 
@@ -132,5 +128,5 @@ def outcomes_of_result(data: bytes, expected: int) -> List[Outcome]:
             raise ValueError(f"version {result.get('version')!r}, {len(entries)} outcomes for {expected} calls")
     except Exception as error:
         problem = ValueError(f"the result file is not the runner's: {error}")
-        return [error_outcome(problem) for _ in range(expected)]
+        return [Outcome(error=problem) for _ in range(expected)]
     return [outcome_of(entry) for entry in entries]

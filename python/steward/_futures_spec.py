@@ -29,7 +29,8 @@ def merged_options(base: Dict[str, Any], changes: Dict[str, Any]) -> Dict[str, A
     unknown = sorted(set(changes) - set(DEFAULTS))
     if unknown:
         known = ", ".join(sorted(DEFAULTS))
-        raise TypeError(f"unknown executor option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} (known: {known})")
+        plural = "s" if len(unknown) > 1 else ""
+        raise TypeError(f"unknown executor option{plural} {', '.join(unknown)} (known: {known})")
     merged = dict(base)
     merged.update(changes)
     return merged

@@ -144,7 +144,7 @@ class Executor(unittest.TestCase):
     def setUp(self):
         self.client = FakeClient()
         self.executor = StewardExecutor(self.client)
-        self.addCleanup(self.executor.shutdown, wait=True, cancel_futures=True)
+        self.addCleanup(self.executor.shutdown, wait=False, cancel_futures=True)
         self.nowhere = self.executor.options(requirements=NOWHERE)
 
     def test_submit_gives_a_future_of_the_calls_value_from_a_job_of_its_own(self):
@@ -205,7 +205,10 @@ class Executor(unittest.TestCase):
         until(lambda: all(f.steward_job is not None for f in futures))
         done = self.executor.submit(abs, -5)
         self.assertEqual(done.result(timeout=5), 5)
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        shutting = threading.Thread(target=self.executor.shutdown, kwargs={"wait": True, "cancel_futures": True})
+        shutting.start()
+        shutting.join(10)
+        self.assertFalse(shutting.is_alive(), "shutdown still waits")
         self.assertTrue(all(f.cancelled() for f in futures))
         self.assertEqual(sorted(self.client.cancels), [("1", None), ("2", None), ("3", None)])
         self.assertEqual(self.client.jobs["4"]["state"], "succeeded")
