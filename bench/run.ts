@@ -21,6 +21,7 @@ import { crashRestartBenchmark } from "./crash-restart.ts";
 import { dashboardBenchmark } from "./dashboard.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
 import { enforcementBenchmark } from "./enforcement.ts";
+import { futuresRoundTripBenchmark } from "./futures-round-trip.ts";
 import { gangBenchmark } from "./gang.ts";
 import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
@@ -62,6 +63,7 @@ const BENCHMARKS: Benchmark[] = [
   vsSlurmBenchmark,
   sideBySideBenchmark,
   dashboardBenchmark,
+  futuresRoundTripBenchmark,
 ];
 
 const USAGE = `usage: npm run bench [-- options]

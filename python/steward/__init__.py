@@ -1,4 +1,5 @@
-"""Steward from Python: a client of the HTTP API (`steward.Client`) and the job SDK (`steward.job`).
+"""Steward from Python: a client of the HTTP API (`steward.Client`), the job SDK (`steward.job`),
+and calls run as Steward jobs through concurrent.futures (`steward.futures.StewardExecutor`).
 
 Standard library only, Python 3.9 and later. A job started by Steward finds this package on its
 PYTHONPATH (the agent puts it there), so `from steward import job` works with no install.
@@ -18,6 +19,7 @@ from .errors import (
     RedirectRefused,
     ServerError,
     StewardError,
+    StewardJobError,
     TooLarge,
     Unauthorized,
     Unreachable,
@@ -42,6 +44,7 @@ __all__ = [
     "RedirectRefused",
     "ServerError",
     "StewardError",
+    "StewardJobError",
     "TooLarge",
     "Unauthorized",
     "Unreachable",

@@ -96,6 +96,20 @@ class JobCancelled(JobFailed):
     """The job waited for was cancelled (a JobFailed whose `state` is "cancelled")."""
 
 
+class StewardJobError(JobFailed):
+    """steward.futures: a call's job (or its task, for a map) ended without a result: cancelled,
+    failed (killed, out of memory, over its time limit, lost more often than Steward retries), or
+    its result unreadable. `job_id`, `task`, `state` ("failed", "cancelled"...) and `reason` (the
+    last attempt's, when there is one) say which and why; `stderr` is the end of that attempt's
+    standard error when it failed, `job` the job as it ended when it was read."""
+
+    def __init__(self, message, job_id=None, state=None, task=0, reason=None, stderr=None, job=None):
+        super().__init__(message, job_id=job_id, state=state, job=job)
+        self.task = task
+        self.reason = reason
+        self.stderr = stderr
+
+
 class WorkflowFailed(StewardError):
     """Workflow.wait: every job of the workflow ended and not all succeeded. `state` is "failed"
     or "cancelled" (the workflow's, from its jobs'), `workflow` the workflow as it ended, and
