@@ -165,7 +165,7 @@ if (missing && process.env.CI) {
       );
       // No retries from Steward: a rule's failure is Snakemake's to retry.
       expect(square.spec.retry.maxAttempts).toBe(1);
-    }, 120_000);
+    }, 180_000);
 
     it("a failing rule stops the workflow; the rerun, once fixed, makes only what is missing", async () => {
       const dir = workflow(SCATTER_GATHER);
@@ -186,7 +186,7 @@ if (missing && process.env.CI) {
       const missingSquares = ["a", "b", "c"].filter((s) => !madeFirst.includes(s)).map((s) => `square-${s}`);
       expect(names).toEqual(["gather", ...missingSquares].sort());
       expect(names).toContain("square-b");
-    }, 120_000);
+    }, 180_000);
 
     it("Ctrl-C (SIGINT) to snakemake cancels its Steward jobs", async () => {
       const dir = workflow(`
@@ -215,7 +215,7 @@ rule sleep:
           `job ${job.id} cancelled`,
           async () => (await getJob(server!, job.id)).state === "cancelled",
         );
-    }, 120_000);
+    }, 180_000);
 
     it("a host lost while a rule runs is invisible to Snakemake: the rule reruns on the other host", async () => {
       const dir = workflow(`
@@ -249,6 +249,6 @@ rule slow:
         [survivor, "succeeded"],
       ]);
       expect(run.output()).not.toContain("Error in rule");
-    }, 120_000);
+    }, 180_000);
   });
 }
