@@ -45,9 +45,14 @@ export function pythonEnv(extra: Record<string, string> = {}): Record<string, st
   return { ...process.env, PYTHONPATH: PYTHON_DIR, PYTHONDONTWRITEBYTECODE: "1", ...extra };
 }
 
-/** A running `python3 ARGS`, its output kept; `lines()` reads what it has printed so far. */
-export function startPython(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
-  const child = spawn("python3", args, { cwd, env: pythonEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+/** A running `python3 ARGS` (or `python ARGS`), its output kept; `stdout()` reads what it has printed so far. */
+export function startPython(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd = ROOT,
+  python = "python3",
+) {
+  const child = spawn(python, args, { cwd, env: pythonEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => {
@@ -67,7 +72,12 @@ export function startPython(args: string[], env: Record<string, string> = {}, cw
   };
 }
 
-/** Runs `python3 ARGS` to its end. */
-export function runPython(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<PythonRun> {
-  return startPython(args, env, cwd).done;
+/** Runs `python3 ARGS` (or `python ARGS`) to its end. */
+export function runPython(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd = ROOT,
+  python = "python3",
+): Promise<PythonRun> {
+  return startPython(args, env, cwd, python).done;
 }
