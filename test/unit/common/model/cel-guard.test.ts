@@ -45,9 +45,10 @@ function outcome(source: string, variables: Record<string, unknown> = {}, clock 
 
 describe("EvaluationLimitError", () => {
   it.each([
-    ["out of steps or size unless told", new EvaluationLimitError("m"), false],
-    ["out of time when told", new EvaluationLimitError("m", true), true],
-  ])("is %s", (_case, error, outOfTime) => {
+    ["out of steps or size unless told", () => new EvaluationLimitError("m"), false],
+    ["out of time when told", () => new EvaluationLimitError("m", true), true],
+  ])("is %s", (_case, make, outOfTime) => {
+    const error = make();
     expect(error).toBeInstanceOf(Error);
     expect(error.name).toBe("EvaluationLimitError");
     expect(error.message).toBe("m");
@@ -62,6 +63,16 @@ describe("the step limit and the clock", () => {
     ["one element over it", 50_001, STOPPED_AT_STEPS],
   ])("a map of %s", (_case, length, expected) => {
     expect(outcome("xs.map(x, x).size()", { xs: ints(length) })).toEqual(expected);
+  });
+
+  // `xs.map(x, [1].map(y, y))` takes 11 an element: the 9 nodes of the inner map, each counted once
+  // though the tree holds some twice (as the call's operands and in the loop it expands to), and the
+  // inner loop's one iteration of 2.
+  it.each([
+    ["under the limit", 9090, 9090n],
+    ["one element more, over it", 9091, STOPPED_AT_STEPS],
+  ])("a loop in a loop counts each node of its body once: %s", (_case, length, expected) => {
+    expect(outcome("xs.map(x, [1].map(y, y)).size()", { xs: ints(length) })).toEqual(expected);
   });
 
   it.each([
@@ -108,6 +119,19 @@ describe("once the guard tripped", () => {
     });
     expect(outcome(`${OVER_STEPS} || host.name == "h1"`, { host })).toBe(STOPPED_AT_STEPS);
     expect(reads).toBe(0);
+  });
+
+  it("the first reason stands: a value over another limit after it is not what the stop says", () => {
+    // The receiver of matches, evaluated after its pattern, is a choice whose condition tripped
+    // the guard and returned (a quantifier goes on through errors): its string, of 11,000
+    // characters, times the pattern's 12 is over the limit of a match too.
+    const elevenThousand = Array(11)
+      .fill(`"${"a".repeat(1000)}"`)
+      .join(" + ");
+    const receiver = `(${OVER_STEPS} ? "" : s)`;
+    expect(outcome(`cel.bind(s, ${elevenThousand}, ${receiver}.matches("^a+b?c?d?e?$"))`)).toBe(
+      STOPPED_AT_STEPS,
+    );
   });
 });
 
