@@ -65,7 +65,7 @@ function sourceOf(node: ASTNode): string {
   const expected = serialize(node);
   const cut = balancedRange(node.input, node.range.start, node.range.end);
   if (cut) {
-    const text = node.input.slice(cut.start, cut.end).trim();
+    const text = node.input.slice(cut.start, cut.end);
     try {
       const reparsed = compileExpression(text).ast;
       if (reparsed && serialize(reparsed) === expected) return text;
@@ -209,8 +209,8 @@ function readValues(clause: Clause, host: HostFacts): string {
 }
 
 function describeValue(value: unknown): string {
-  if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean")
-    return String(value);
+  // JSON has no NaN, infinities or bigints (a boolean it writes as String does).
+  if (typeof value === "number" || typeof value === "bigint") return String(value);
   if (value === undefined) return "unset";
   return JSON.stringify(value);
 }

@@ -67,6 +67,7 @@ const meter = {
   /** Steps at which the clock is read next. */
   nextClock: 0,
   stopped: null as string | null,
+  /** Whether the evaluation stopped for its time: set with `stopped`, and read only when that is set. */
   outOfTime: false,
   /** The clock of this evaluation, in milliseconds. */
   clock: processClock,
@@ -93,7 +94,6 @@ export function runGuarded<T>(evaluate: () => T, clock: () => number = processCl
   meter.clock = clock;
   meter.steps = 0;
   meter.stopped = null;
-  meter.outOfTime = false;
   meter.deadline = 0;
   meter.nextClock = CLOCK_EVERY;
   try {
@@ -138,8 +138,9 @@ export function guardTree(root: ASTNode): void {
   const loopSteps = new Map<Node, number>();
   for (const node of nodesOf(root)) {
     if (node.op !== "comprehension") continue;
-    const step = (node.args as { step?: unknown }).step;
-    if (step && typeof step === "object" && isNode(step)) loopSteps.set(step, nodesOf(step).length);
+    // Every comprehension cel-js's macros expand to has a step (macros.js).
+    const step = (node.args as { step: Node }).step;
+    loopSteps.set(step, nodesOf(step).length);
     guardLoop(node);
   }
   const operandOf = new Map<Node, { call: Measured; index: number }>();
@@ -149,7 +150,7 @@ export function guardTree(root: ASTNode): void {
     if (!call) continue;
     measuredCalls.set(node, call);
     operandsOf(node).forEach((operand, index) => {
-      if (operand && typeof operand === "object" && isNode(operand)) operandOf.set(operand, { call, index });
+      operandOf.set(operand, { call, index });
     });
   }
   for (const node of nodesOf(root)) {
@@ -160,8 +161,13 @@ export function guardTree(root: ASTNode): void {
   }
 }
 
-/** The nodes of a tree, each once: through operands, the comprehensions macros expand to, and macros' parts. */
-function nodesOf(root: unknown): Node[] {
+/**
+ * The nodes of a tree, each once: through operands and the comprehensions macros expand to. The
+ * other macros (`has`, `cel.bind`) keep their parts among the call's arguments. A node is an object
+ * of cel-js's class of nodes, the root's.
+ */
+function nodesOf(root: object): Node[] {
+  const nodeClass = Object.getPrototypeOf(root);
   const seen = new Set<object>();
   const nodes: Node[] = [];
   const visit = (value: unknown): void => {
@@ -169,22 +175,18 @@ function nodesOf(root: unknown): Node[] {
     seen.add(value);
     if (Array.isArray(value)) {
       for (const item of value) visit(item);
-    } else if (isNode(value)) {
-      nodes.push(value);
-      visit(value.args);
-      visit(value.meta.alternate);
-      visit(value.meta.macro);
+    } else if (Object.getPrototypeOf(value) === nodeClass) {
+      const node = value as Node;
+      nodes.push(node);
+      visit(node.args);
+      visit(node.meta.alternate);
     } else if (Object.getPrototypeOf(value) === Object.prototype) {
-      // The plain objects cel-js keeps nodes in (a comprehension's parts, a macro); not its contexts.
+      // The plain objects cel-js keeps nodes in (a comprehension's parts); not its contexts.
       for (const item of Object.values(value)) visit(item);
     }
   };
   visit(root);
   return nodes;
-}
-
-function isNode(value: object): value is Node {
-  return "op" in value && typeof value.op === "string" && "meta" in value && "args" in value;
 }
 
 function wrap(
@@ -232,7 +234,6 @@ function count(steps: number): void {
 
 /** A quantifier (all, exists) goes on through errors in its body: it is told to stop once tripped. */
 function guardLoop(node: Node): void {
-  if (node.op !== "comprehension") return;
   const parts = node.args as unknown as { condition?: (accu: unknown) => boolean };
   const condition = parts.condition;
   if (typeof condition !== "function") return;
@@ -253,14 +254,11 @@ function overSize(size: number, unit: string): never {
   trip(`a value of ${size} ${unit} is over the limit of ${EVALUATION_MAX_VALUE_SIZE}`);
 }
 
-/** The operand nodes of a node, in the positions its Measured inputs use. */
-function operandsOf(node: Node): unknown[] {
-  if (node.op === "rcall") {
-    const [, receiver, args] = node.args as [string, unknown, unknown[]];
-    return [receiver, ...args];
-  }
-  if (node.op === "==" || node.op === "!=" || node.op === "in") return node.args as unknown[];
-  return [];
+/** The operand nodes of a measured call (a method, or `==`, `!=`, `in`), in the positions its inputs use. */
+function operandsOf(node: Node): Node[] {
+  if (node.op !== "rcall") return node.args as Node[];
+  const [, receiver, args] = node.args as [string, Node, Node[]];
+  return [receiver, ...args];
 }
 
 function measuredCall(node: Node): Measured | null {

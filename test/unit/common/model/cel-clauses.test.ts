@@ -67,11 +67,16 @@ describe("requirementClauses", () => {
     ["host.cpus > ( 1.0 ) && ( 2.0 ) > host.cpus", ["host.cpus > ( 1.0 )", "( 2.0 ) > host.cpus"]],
     ["(host).cpus > 1.0 && -(1.0) < host.cpus", ["(host).cpus > 1.0", "-(1.0) < host.cpus"]],
     ["(true && false) && (false)", ["true", "false", "false"]],
+    // The parser leaves out a parenthesis at each edge of this one.
+    ['(host.name) == ("x") && true', ['(host.name) == ("x")', "true"]],
     // A triple-quoted string hides its quotes from the cut: the clause is printed back from its tree.
     ['host.name == """a"b(""" && true', ['host.name == "a\\"b("', "true"]],
     ['("""x"(""" + host.name) == "a" && true', ['"x\\"(" + host.name == "a"', "true"]],
     // A comment is not part of a clause.
     ["host.cpus > 1.0 // more than one\n && (true // always\n)", ["host.cpus > 1.0", "true"]],
+    // Parentheses in a comment inside a clause are none of its own: it is printed back from its tree.
+    ['true && //\n host.name // ))\n == "x"', ["true", 'host.name == "x"']],
+    ['host.name // ((\n == "x" // two\n && true', ['host.name == "x"', "true"]],
   ] as const)("splits %s", (source, clauses) => {
     expect(requirementClauses(compileExpression(source)).map((clause) => clause.source)).toEqual(clauses);
   });
@@ -130,6 +135,11 @@ describe("requirementClauses", () => {
     ],
     ["inside a map", '{"k": host.labels.a}["k"] == host.pool', [{ label: "a" }, { fact: "pool" }]],
     ["not a field of another name", "cel.bind(h, {'cpus': 1.0}, h.cpus > 0.0)", []],
+    ["not a label of another name", "cel.bind(h, {'labels': {'k': 'v'}}, h.labels.k == 'v')", []],
+    ["a fact, not a label, when has() looks into another fact", "has(host.cpus.k)", [{ fact: "cpus" }]],
+    // Stored by older code, an expression that does not type-check is still split for explain.
+    ['not a field of the text "host"', '"host".cpus > 1.0', []],
+    ['not a label of the text "host"', '"host".labels.k == "v"', []],
     ["each once", 'host.labels.a == host.labels.a || host.labels.a != ""', [{ label: "a" }]],
   ] as const)("lists %s among the facts a clause reads", (_case, source, reads) => {
     expect(requirementClauses(compileExpression(source)).flatMap((clause) => clause.reads)).toEqual(reads);
@@ -255,6 +265,18 @@ describe("failingClauses", () => {
     ["nothing when all hold", 'host.arch == "x86_64" && host.memFreeMb >= 512.0', {}, []],
     ["nothing when the only clause holds", "host.cpus >= 4.0", {}, []],
     ["a clause with no host fact, without values", "host.cpus >= 4.0 && 1 == 2", {}, ["1 == 2 is false"]],
+    [
+      "a number that is not one as such",
+      "host.load1 < 0.25 && host.cpus >= 2.0",
+      { load1: Number.NaN },
+      ["host.load1 < 0.25 is false (host.load1 = NaN)"],
+    ],
+    [
+      "an infinite number as such, and a value that is not a boolean",
+      "dyn(host.cpus) && true",
+      { cpus: Number.POSITIVE_INFINITY },
+      ["dyn(host.cpus) is Infinity, not true (host.cpus = Infinity)"],
+    ],
     [
       "numbers as they are",
       "host.load1 < 0.25 && host.cpus >= 2.0",
