@@ -14,10 +14,11 @@ import os
 import posixpath
 import re
 import uuid
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode, urlsplit
 
 from ._events import AsyncEventStream, EventStream, _server_sent_events  # noqa: F401 (tests)
+from ._many_jobs import batches, job_ids
 from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, RETRY_SECONDS, Answer, Transport
 from ._waiting import ENDED, Waiter, job_failure, workflow_failure
 from .errors import Conflict, IncompatibleServer, Invalid, StewardError, error_for
@@ -336,6 +337,28 @@ class Client:
             self._json("POST", f"/api/v1/workflows/{_segment(job_id)}/cancel", payload={})
             return self.workflow(job_id)
         return self._control(job_id, "cancel", {"tasks": _task_list(tasks)} if tasks is not None else {})
+
+    def job_states(self, ids: Union[str, Iterable[str]]) -> Dict[str, Optional[str]]:
+        """Each job's state by its id, in the order named (GET /api/v1/jobs/states, as `steward
+        status ID...`): None for an id that names no job (never made, removed, or, for a user's
+        token, another user's). One request per 1000 ids; none for no ids."""
+        states: Dict[str, Optional[str]] = {}
+        for run in batches(job_ids(ids)):
+            answer = self._json("GET", "/api/v1/jobs/states", {"ids": ",".join(run)})
+            states.update((job["id"], job["state"]) for job in answer["jobs"])
+        return states
+
+    def cancel_jobs(self, ids: Union[str, Iterable[str]]) -> Dict[str, Optional[str]]:
+        """Cancels each job of `ids` as cancel() does, in one request per 1000 ids (POST
+        /api/v1/jobs/cancel, as `steward cancel ID ID...`): a job that has ended is left as it is,
+        another user's left alone. Answers each job's state by its id once the cancels are durable,
+        as job_states() does (a job whose running attempts are still stopping reads "running").
+        Sent again when an answer is lost: a cancel repeated changes nothing."""
+        states: Dict[str, Optional[str]] = {}
+        for run in batches(job_ids(ids)):
+            answer = self._json("POST", "/api/v1/jobs/cancel", payload={"ids": run}, idempotent=True)
+            states.update((job["id"], job["state"]) for job in answer["jobs"])
+        return states
 
     def retry(
         self, job_id: str, tasks: Optional[Union[str, Sequence[int]]] = None, failed: bool = False

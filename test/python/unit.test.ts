@@ -1,7 +1,8 @@
 // The Python SDK's own unit tests (test/python/unit, python3 -m unittest): the job SDK's file
-// protocol, and the client's redirect rule, errors, multipart bodies, event stream and paging;
-// telling workflow files, acct's since, JobFailed and WorkflowFailed, handles, waiting and closing streams;
-// steward.futures' payload and runner, job file, event watcher, and executor over a fake client.
+// protocol, and the client's redirect rule, errors, multipart bodies, event stream, paging and
+// requests naming many jobs; telling workflow files, acct's since, JobFailed and WorkflowFailed,
+// handles, waiting and closing streams; steward.futures' payload and runner, job file, event
+// watcher, and executor over a fake client.
 
 import { join } from "node:path";
 import { expect, it } from "vitest";

@@ -1,5 +1,6 @@
 """The client's pieces that need no Steward server: the redirect rule against small HTTP servers
-on loopback, server lists, errors, multipart bodies, server-sent events, Link headers."""
+on loopback, server lists, errors, multipart bodies, server-sent events, Link headers, and the
+requests that name many jobs split in runs of 1000."""
 
 import http.server
 import io
@@ -9,7 +10,7 @@ import threading
 import unittest
 
 import steward
-from steward import _http, client
+from steward import _http, _many_jobs, client
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -197,6 +198,49 @@ class Bodies(unittest.TestCase):
         self.assertTrue(client._looks_like_path("examples/python/job.yaml"))
         self.assertFalse(client._looks_like_path("name: x\ncommand: true\n"))
         self.assertFalse(client._looks_like_path('{"name": "x", "command": "true"}'))
+
+
+class ManyJobs(unittest.TestCase):
+    """job_states and cancel_jobs: a list split in requests of 1000 ids, as the CLI splits it."""
+
+    def client_answering(self, sent):
+        def answer(method, path, query=None, payload=None, **options):
+            ids = query["ids"].split(",") if query else payload["ids"]
+            sent.append((method, path, len(ids), options))
+            return {"jobs": [{"id": each, "state": None if each == "0" else "cancelled"} for each in ids]}
+
+        steward_client = steward.Client("http://127.0.0.1:9", "t")
+        steward_client._json = answer
+        return steward_client
+
+    def test_a_thousand_ids_at_a_time(self):
+        self.assertEqual([len(run) for run in _many_jobs.batches(range(2001))], [1000, 1000, 1])
+        self.assertEqual(_many_jobs.batches([]), [])
+        self.assertEqual(_many_jobs.batches("abcde", 2), [["a", "b"], ["c", "d"], ["e"]])
+
+    def test_a_single_id_is_a_list_of_one(self):
+        self.assertEqual(_many_jobs.job_ids("12"), ["12"])
+        self.assertEqual(_many_jobs.job_ids(steward.Job(None, "12")), ["12"])
+        self.assertEqual(_many_jobs.job_ids(iter([3, "4"])), ["3", "4"])
+
+    def test_states_and_cancels_of_many_ids_in_requests_of_a_thousand(self):
+        ids = [str(each) for each in range(2500)]
+        for call, method, path, options in [
+            ("job_states", "GET", "/api/v1/jobs/states", {}),
+            ("cancel_jobs", "POST", "/api/v1/jobs/cancel", {"idempotent": True}),
+        ]:
+            with self.subTest(call=call):
+                sent = []
+                states = getattr(self.client_answering(sent), call)(ids)
+                self.assertEqual(sent, [(method, path, 1000, options), (method, path, 1000, options), (method, path, 500, options)])
+                self.assertEqual(list(states), ids)
+                self.assertEqual((states["0"], states["2499"]), (None, "cancelled"))
+
+    def test_no_ids_no_request(self):
+        sent = []
+        steward_client = self.client_answering(sent)
+        self.assertEqual((steward_client.job_states([]), steward_client.cancel_jobs([])), ({}, {}))
+        self.assertEqual(sent, [])
 
 
 if __name__ == "__main__":
