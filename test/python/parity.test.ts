@@ -1,6 +1,6 @@
 // The Python client at parity with the CLI, against a real `steward up`: workflows, a Job handle
-// whose wait() raises for a failed job, dry run, explain, acct, shares and QoS, asyncio; and the
-// CLI's 5 s give-up when no server answers.
+// whose wait() raises for a failed job, dry run, explain, many jobs' states and cancels at once,
+// acct, shares and QoS, asyncio; and the CLI's 5 s give-up when no server answers.
 
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -34,7 +34,7 @@ describePython("the Python client at parity with the CLI", () => {
     cleanup(work, up?.data ?? "");
   });
 
-  it("submits and waits on workflows, raises JobFailed, dry-runs, explains, reads acct, shares, QoS, and waits and follows with asyncio", async () => {
+  it("submits and waits on workflows, raises JobFailed, dry-runs, explains, asks and cancels many jobs, reads acct, shares, QoS, and waits and follows with asyncio", async () => {
     const user = await api(up, "POST", "/api/v1/tokens", {
       user: "pyq",
       role: "user",

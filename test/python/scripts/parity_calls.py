@@ -1,7 +1,7 @@
 """The Python client's calls at parity with the CLI, against a real `steward up`
 (test/python/parity.test.ts starts it): workflows (submit a file, show, wait, retry, cancel), a
-Job handle whose wait() raises for a failed job, dry run, explain, acct, shares and QoS, and the
-asyncio wait and events.
+Job handle whose wait() raises for a failed job, dry run, explain, the states and cancels of many
+jobs at once, acct, shares and QoS, and the asyncio wait and events.
 
 Environment: STEWARD_URL and STEWARD_TOKEN (admin), USER_TOKEN (a user's, QoS normal and high),
 WORK (a scratch folder). Prints one line per check; any failure raises, and the test shows the
@@ -155,6 +155,24 @@ assert ADMIN.explain(waiting) == explained or ADMIN.explain(waiting)["id"] == wa
 waiting.cancel()
 expect_error(steward.NotFound, lambda: ADMIN.explain("99999"))
 check("dry_run (job with inputs, explain, errors, workflow), explain")
+
+# ---- many jobs at once: job_states and cancel_jobs, as `steward status ID...` and `steward cancel ID...`
+
+held = ADMIN.submit({"name": "many", "command": "true", "requirements": 'host.name == "nowhere"'})
+named = [held, ok, "99999"]
+assert ADMIN.job_states(named) == {held: "pending", ok: "succeeded", "99999": None}
+assert list(ADMIN.job_states(named)) == named and ADMIN.job_states([]) == {}
+assert ADMIN.job_states(held) == {held: "pending"}
+other = steward.Client(URL, os.environ["USER_TOKEN"])
+# Another user's jobs: their states are not told, their cancels leave them alone.
+assert other.job_states(named) == {held: None, ok: None, "99999": None}
+assert other.cancel_jobs([held]) == {held: None} and held.state == "pending"
+# The ended job is left as it is, the missing id answers None; sent twice, the same answer.
+assert ADMIN.cancel_jobs(named) == {held: "cancelled", ok: "succeeded", "99999": None}
+assert ADMIN.cancel_jobs(named) == {held: "cancelled", ok: "succeeded", "99999": None}
+assert ADMIN.job_states(named) == {held: "cancelled", ok: "succeeded", "99999": None}
+expect_error(steward.Invalid, lambda: ADMIN.job_states([""]))
+check("job_states and cancel_jobs (a pending job, an ended one, a missing id, another user's token)")
 
 # ---- acct, shares, QoS
 
