@@ -2,8 +2,8 @@
 
 Needs Toil (import it only where Toil is installed; the rest of the package stays standard library
 only). Each Toil job becomes one Steward job running its command with `bash -c`
-(steward.toil_mapping); the jobs' states are asked for all at once (GET /api/v1/jobs/states), and
-Toil's kills are one cancel request (POST /api/v1/jobs/cancel). Toil's job store is a folder that
+(steward.toil_mapping); the jobs' states are asked for all at once (Client.job_states), and
+Toil's kills are one cancel request (Client.cancel_jobs). Toil's job store is a folder that
 every agent's host must see at the same path: a shared file system is required.
 
 Toil 5.9 finds no batch system outside its own registry, so `register()` adds this one; the entry
@@ -22,8 +22,9 @@ from toil.batchSystems.abstractBatchSystem import BatchJobExitReason, UpdatedBat
 from toil.batchSystems.cleanup_support import BatchSystemCleanupSupport
 from toil.batchSystems.registry import BATCH_SYSTEM_FACTORY_REGISTRY, addBatchSystemFactory
 
+from ._many_jobs import batches
 from .client import Client
-from .toil_mapping import ENDED_STATES, EXIT_STATUS_UNAVAILABLE, LOST, chunks, job_spec, outcome
+from .toil_mapping import ENDED_STATES, EXIT_STATUS_UNAVAILABLE, LOST, job_spec, outcome
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,8 @@ class StewardBatchSystem(BatchSystemCleanupSupport):
                 self.running_since.pop(toil_id, None)
             killed = {toil_id for toil_id, _ in named}
             self.ended = collections.deque(info for info in self.ended if info.jobID not in killed)
-        for some in chunks([steward_id for _, steward_id in named]):
-            self.client._json("POST", "/api/v1/jobs/cancel", payload={"ids": some})
+        if named:
+            self.client.cancel_jobs([steward_id for _, steward_id in named])
 
     # ---- what Toil asks
 
@@ -127,17 +128,14 @@ class StewardBatchSystem(BatchSystemCleanupSupport):
         with self.lock:
             tracked = dict(self.steward_ids)
         by_steward = {steward_id: toil_id for toil_id, steward_id in tracked.items()}
-        for some in chunks(list(by_steward)):
-            answer = self.client._json("GET", "/api/v1/jobs/states", {"ids": ",".join(some)})
-            for entry in answer["jobs"]:
-                toil_id = by_steward[entry["id"]]
-                state = entry["state"]
-                if state == "running":
-                    with self.lock:
-                        if toil_id in self.steward_ids:
-                            self.running_since.setdefault(toil_id, time.time())
-                elif state is None or state in ENDED_STATES:
-                    self._report(toil_id, entry["id"], state)
+        for steward_id, state in self.client.job_states(list(by_steward)).items():
+            toil_id = by_steward[steward_id]
+            if state == "running":
+                with self.lock:
+                    if toil_id in self.steward_ids:
+                        self.running_since.setdefault(toil_id, time.time())
+            elif state is None or state in ENDED_STATES:
+                self._report(toil_id, steward_id, state)
 
     def _report(self, toil_id: int, steward_id: str, state: Optional[str]) -> None:
         if state is None:
@@ -160,9 +158,9 @@ class StewardBatchSystem(BatchSystemCleanupSupport):
             left = list(self.steward_ids.values())
             self.steward_ids.clear()
             self.running_since.clear()
-        for some in chunks(left):
+        for some in batches(left):
             try:
-                self.client._json("POST", "/api/v1/jobs/cancel", payload={"ids": some})
+                self.client.cancel_jobs(some)
             except Exception as error:  # shutting down: say it, do not mask what ended the run
                 logger.warning("Could not cancel Steward jobs %s: %s", ",".join(some), error)
 

@@ -106,10 +106,3 @@ def _last_attempt(job: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     attempts = tasks[0].get("attempts") or []
     return attempts[-1] if attempts else None
-
-
-def chunks(items, size: int = 1000):
-    """`items` in lists of at most `size`: the states and cancel requests take 1000 ids."""
-    items = list(items)
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

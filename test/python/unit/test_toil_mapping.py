@@ -4,7 +4,7 @@
 import unittest
 
 from steward import toil_mapping
-from steward.toil_mapping import chunks, job_spec, outcome
+from steward.toil_mapping import job_spec, outcome
 
 MIB = 1 << 20
 
@@ -61,12 +61,6 @@ class Outcome(unittest.TestCase):
 
     def test_no_attempt_is_unavailable(self):
         self.assertEqual(outcome({"state": "failed", "tasks": [{"attempts": []}]}), (255, "FAILED", None))
-
-
-class Chunks(unittest.TestCase):
-    def test_a_thousand_at_a_time(self):
-        self.assertEqual([len(part) for part in chunks(range(2001))], [1000, 1000, 1])
-        self.assertEqual(list(chunks([])), [])
 
 
 if __name__ == "__main__":
