@@ -13,7 +13,7 @@ import {
   getJob,
   ROOT,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
   tempDir,
   waitFor,
@@ -29,13 +29,7 @@ describePython("the Python client", () => {
   beforeAll(async () => {
     // One submit a second for a user's token, so that the client meets a 429.
     server = await startServerProcess({ args: ["--submit-rate", "1", "--submit-burst", "1"] });
-    agent = await startAgentProcess({
-      name: "p1",
-      slots: 4,
-      servers: [server.url],
-      joinToken: server.joinToken,
-    });
-    await waitFor("p1 up", async () => (await api(server, "GET", "/api/v1/hosts")).length === 1);
+    agent = await startAttachedAgent(server, "p1", 4);
   });
 
   afterAll(async () => {

@@ -8,13 +8,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it, test } from "vitest";
 import {
   type AgentProcess,
-  api,
   cleanup,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
   tempDir,
-  waitFor,
 } from "../helpers/steward.ts";
 import { describePython, PYTHON_DIR, pythonEnv, runPython, SCRIPTS } from "./python.ts";
 
@@ -36,13 +34,7 @@ describePython("steward.futures", () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    agent = await startAgentProcess({
-      name: "f1",
-      slots: 4,
-      servers: [server.url],
-      joinToken: server.joinToken,
-    });
-    await waitFor("f1 up", async () => (await api(server, "GET", "/api/v1/hosts")).length === 1);
+    agent = await startAttachedAgent(server, "f1", 4);
   });
 
   afterAll(async () => {

@@ -13,10 +13,9 @@ import {
   cleanup,
   ROOT,
   type StewardProcess,
-  startAgentProcess,
+  startAttachedAgent,
   startServerProcess,
   tempDir,
-  waitFor,
 } from "../helpers/steward.ts";
 import { runPython } from "./python.ts";
 
@@ -64,13 +63,7 @@ describeToil("Toil's CWL runner on the Steward batch system", (python) => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    agent = await startAgentProcess({
-      name: "t1",
-      slots: 4,
-      servers: [server.url],
-      joinToken: server.joinToken,
-    });
-    await waitFor("t1 up", async () => (await api(server, "GET", "/api/v1/hosts")).length === 1);
+    agent = await startAttachedAgent(server, "t1", 4);
   });
 
   afterAll(async () => {
