@@ -1,11 +1,18 @@
-// Queue order. A user's own jobs: the higher QoS tier first, then the higher job priority, then
-// older, then submitted first. Between users, job priority counts for nothing: the tier's priority
-// makes the bands, and within a band owners take turns by fair share (schedule.ts), ties going to
-// the job submitted first (compareSubmitOrder).
+// Queue order and the order of turns in a pass. A user's own jobs: the higher QoS tier first, then
+// the higher job priority, then older, then submitted first (compareQueueOrder, the order the
+// queue keeps). Between users, job priority counts for nothing: the tier's priority makes the
+// bands, highest first, and within a band owners take turns by fair share (fair-share.ts), ties
+// going to the job submitted first (compareSubmitOrder). compareTurns is that order of turns: the
+// pass (schedule.ts) gives each turn by it, and explain (queue-position.ts) reads whom a job waits
+// behind from it.
 
+import { compareOwnerShares, type OwnerShare } from "./fair-share.ts";
 import type { JobView } from "./view.ts";
 
 type Ordered = Pick<JobView, "priority" | "createdAt" | "seq" | "qosPriority">;
+
+/** What the order of turns reads of a job: its queue order and its owner. */
+export type Turn = Ordered & Pick<JobView, "owner">;
 
 /** One owner's order (and the order the queue keeps its jobs in). */
 export function compareQueueOrder(a: Ordered, b: Ordered): number {
@@ -23,4 +30,18 @@ export function compareSubmitOrder(
   b: Pick<JobView, "createdAt" | "seq">,
 ): number {
   return a.createdAt - b.createdAt || a.seq - b.seq;
+}
+
+/**
+ * Negative when job `a` has its turn before job `b` in a pass, its owner's standing being `shareA`
+ * and b's `shareB`: the higher QoS tier first; the same owner's by queue order; within a band,
+ * another owner's by the smaller share (fair-share.ts), then submit order (job priority never
+ * counts between owners). As a pass places work, shares grow (the pass hands in the shares of
+ * now), so the order between two jobs may change from one turn to the next.
+ */
+export function compareTurns(a: Turn, b: Turn, shareA: OwnerShare, shareB: OwnerShare): number {
+  const tiers = (b.qosPriority ?? 0) - (a.qosPriority ?? 0);
+  if (tiers !== 0) return tiers;
+  if ((a.owner ?? "") === (b.owner ?? "")) return compareQueueOrder(a, b);
+  return compareOwnerShares(shareA, shareB) || compareSubmitOrder(a, b);
 }

@@ -12,12 +12,12 @@
 // pass dry with a trace (explain.ts), so what it says of a job is what this pass does.
 
 import { batchKey, ExhaustedBatches, scoreKey } from "./batches.ts";
-import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
+import { NO_SHARE, type OwnerShare } from "./fair-share.ts";
 import { preemptionPass, reschedulingPass } from "./metascheduling.ts";
 import { type Placement, type Plan, taskKey } from "./plan.ts";
 import { policyOf } from "./policy.ts";
 import { RunningQuotas } from "./qos.ts";
-import { compareSubmitOrder } from "./queue-order.ts";
+import { compareTurns } from "./queue-order.ts";
 import { type FeasibilityJob, infeasibility } from "./stages/feasibility.ts";
 import { type Capacity, capacityOf, fitsCapacity, type Need, takeRoom } from "./stages/fit.ts";
 import { bestFitScan, FitQueue } from "./stages/fit-queue.ts";
@@ -382,15 +382,17 @@ export function needOf(job: JobView, taskIndex: number): Need {
   return memoryMb === undefined || memoryMb === job.memoryMb ? job : { ...job, memoryMb };
 }
 
-/** The lane whose turn it is: the owner with the smallest share, then the job submitted first. */
+/**
+ * The lane whose turn it is, by the order of turns (queue-order.ts compareTurns) between the jobs
+ * at the lanes' heads, each owner's share counting this pass's placements: within a band, the
+ * owner with the smallest share, then the job submitted first.
+ */
 function nextTurn(lanes: readonly Lane[]): number {
   let best = 0;
   for (let i = 1; i < lanes.length; i++) {
     const a = lanes[i];
     const b = lanes[best];
-    const order =
-      compareOwnerShares(a.share, b.share) || compareSubmitOrder(a.queue.peek()!, b.queue.peek()!);
-    if (order < 0) best = i;
+    if (compareTurns(a.queue.peek()!, b.queue.peek()!, a.share, b.share) < 0) best = i;
   }
   return best;
 }
