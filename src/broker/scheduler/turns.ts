@@ -28,7 +28,7 @@ export class QueueTurns<Cursor> {
   readonly #owners: ReadonlyMap<string, OwnerShare> | undefined;
   /** Cpus placed per owner before the queue's turns (room kept by preemptions), counted into their shares. */
   readonly #placedCpus: ReadonlyMap<string, number>;
-  readonly #running: RunningQuotas;
+  readonly #running: Pick<RunningQuotas, "held" | "ownerHeld">;
   readonly #trace: PassTrace;
   /**
    * Owners all of whose jobs are held for the rest of the pass (their group at its cpu limit): their
@@ -46,7 +46,7 @@ export class QueueTurns<Cursor> {
   constructor(
     state: SchedulerState,
     placedCpus: ReadonlyMap<string, number>,
-    running: RunningQuotas,
+    running: Pick<RunningQuotas, "held" | "ownerHeld">,
     trace: PassTrace,
   ) {
     this.#queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
