@@ -32,7 +32,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   while (pass.slotsFree > 0) {
     const lane = turns.next();
     if (lane === null) break;
-    const job = lane.queue.peek()!;
+    const job = lane.head;
     trace.turn?.(job);
     const limited = limit(job, pass.limits);
     if (limited !== null) {

@@ -7,8 +7,7 @@
 // its turn order with its owner's share grown by it.
 
 import { NO_SHARE, type OwnerShare } from "./fair-share.ts";
-import type { RunningQuotas } from "./qos.ts";
-import { compareTurns } from "./queue-order.ts";
+import { compareOwnersTurns } from "./queue-order.ts";
 import type { JobView, OwnerQueue, PassTrace, SchedulerState } from "./view.ts";
 
 /**
@@ -19,7 +18,17 @@ import type { JobView, OwnerQueue, PassTrace, SchedulerState } from "./view.ts";
 export interface Lane<Cursor> {
   share: OwnerShare;
   queue: OwnerQueue;
+  /** The job at the head of the queue, whose turn the lane's turn is (the queue's peek, kept). */
+  head: JobView;
   cursor: Cursor | null;
+}
+
+/** What the walk asks of the running limits (qos.ts RunningQuotas). */
+export interface RunningLimits {
+  /** Why the job's next placement must wait for a running limit, or null. */
+  held(job: JobView): string | null;
+  /** Whether every job of the owner is held for the rest of the pass. */
+  ownerHeld(owner: string): boolean;
 }
 
 /** The turns of one pass over the queue, lane by lane; `Cursor`: what a job's turn keeps between turns. */
@@ -28,7 +37,7 @@ export class QueueTurns<Cursor> {
   readonly #owners: ReadonlyMap<string, OwnerShare> | undefined;
   /** Cpus placed per owner before the queue's turns (room kept by preemptions), counted into their shares. */
   readonly #placedCpus: ReadonlyMap<string, number>;
-  readonly #running: Pick<RunningQuotas, "held" | "ownerHeld">;
+  readonly #running: RunningLimits;
   readonly #trace: PassTrace;
   /**
    * Owners all of whose jobs are held for the rest of the pass (their group at its cpu limit): their
@@ -46,7 +55,7 @@ export class QueueTurns<Cursor> {
   constructor(
     state: SchedulerState,
     placedCpus: ReadonlyMap<string, number>,
-    running: Pick<RunningQuotas, "held" | "ownerHeld">,
+    running: RunningLimits,
     trace: PassTrace,
   ) {
     this.#queues = state.ownerQueues?.() ?? ownerQueuesOf(state.jobs);
@@ -56,7 +65,7 @@ export class QueueTurns<Cursor> {
     this.#trace = trace;
   }
 
-  /** The lane whose turn it is (its queue's head is the job), or null when no job is left. */
+  /** The lane whose turn it is (its head is the job), or null when no job is left. */
   next(): Lane<Cursor> | null {
     if (this.#lanes.length === 0 && !this.#openBand()) return null;
     this.#turn = nextTurn(this.#lanes);
@@ -75,7 +84,7 @@ export class QueueTurns<Cursor> {
     const lane = this.#lanes[this.#turn];
     lane.cursor = null;
     lane.queue.advance();
-    if (!this.#inBand(lane.queue.peek())) this.#lanes.splice(this.#turn, 1);
+    this.#moveOn(lane);
   }
 
   /**
@@ -101,7 +110,14 @@ export class QueueTurns<Cursor> {
       this.#trace.unplaced?.(next!, why);
       lane.queue.advance();
     }
-    if (!this.#inBand(lane.queue.peek())) this.#lanes.splice(this.#turn, 1);
+    this.#moveOn(lane);
+  }
+
+  /** The lane's next job takes the head, or the lane leaves the band with none left in it. */
+  #moveOn(lane: Lane<Cursor>): void {
+    const next = lane.queue.peek();
+    if (this.#inBand(next)) lane.head = next!;
+    else this.#lanes.splice(this.#turn, 1);
   }
 
   /** The next band: the highest tier priority at the head of an owner's queue, with its lanes; false when none is left. */
@@ -114,13 +130,15 @@ export class QueueTurns<Cursor> {
     }
     if (band === Number.NEGATIVE_INFINITY) return false;
     this.#band = band;
-    for (const queue of this.#queues)
-      if (!this.#heldOwners.has(queue.owner) && this.#inBand(queue.peek())) {
+    for (const queue of this.#queues) {
+      const head = queue.peek();
+      if (!this.#heldOwners.has(queue.owner) && this.#inBand(head)) {
         const share = this.#owners?.get(queue.owner) ?? NO_SHARE;
         const cpus = this.#placedCpus.get(queue.owner) ?? 0;
         const counted = cpus === 0 ? share : { ...share, runningCpus: share.runningCpus + cpus };
-        this.#lanes.push({ share: counted, queue, cursor: null });
+        this.#lanes.push({ share: counted, queue, head: head!, cursor: null });
       }
+    }
     return true;
   }
 
@@ -131,15 +149,16 @@ export class QueueTurns<Cursor> {
 
 /**
  * The lane whose turn it is, by the order of turns (queue-order.ts compareTurns) between the jobs
- * at the lanes' heads, each owner's share counting this pass's placements: within a band, the
- * owner with the smallest share, then the job submitted first.
+ * at the lanes' heads, each owner's share counting this pass's placements. The lanes are of one
+ * band and one owner each: of that order, compareOwnersTurns alone tells them apart (the owner
+ * with the smallest share, then the job submitted first).
  */
 function nextTurn<Cursor>(lanes: readonly Lane<Cursor>[]): number {
   let best = 0;
   for (let i = 1; i < lanes.length; i++) {
     const a = lanes[i];
     const b = lanes[best];
-    if (compareTurns(a.queue.peek()!, b.queue.peek()!, a.share, b.share) < 0) best = i;
+    if (compareOwnersTurns(a.head, b.head, a.share, b.share) < 0) best = i;
   }
   return best;
 }

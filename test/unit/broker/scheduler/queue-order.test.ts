@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
-import { compareTurns, type Turn } from "../../../../src/broker/scheduler/queue-order.ts";
+import { compareOwnersTurns, compareTurns, type Turn } from "../../../../src/broker/scheduler/queue-order.ts";
 
 const IDLE: OwnerShare = { runningCpus: 0, recentCpuSeconds: 0 };
 const BUSY: OwnerShare = { runningCpus: 8, recentCpuSeconds: 0 };
@@ -55,5 +55,21 @@ describe("compareTurns", () => {
 
   it("is 0 only for the same place in one owner's queue", () => {
     expect(compareTurns(turn({}), turn({}), IDLE, BUSY)).toBe(0);
+  });
+});
+
+describe("compareOwnersTurns (between the heads of a pass's lanes: one band, an owner each)", () => {
+  it.each<[string, Partial<Turn>, Partial<Turn>, OwnerShare, OwnerShare, -1 | 0 | 1]>([
+    ["the smaller share first", { seq: 9 }, { seq: 1 }, IDLE, BUSY, -1],
+    ["the higher factor first", { seq: 1 }, { seq: 9 }, LOW_FACTOR, IDLE, 1],
+    ["equal shares: the older job", { createdAt: 5, seq: 1 }, { createdAt: 1, seq: 9 }, IDLE, IDLE, 1],
+    ["equal shares and age: submitted first", { seq: 1 }, { seq: 2 }, IDLE, IDLE, -1],
+    ["job priority counts for nothing", { priority: 9, seq: 2 }, { seq: 1 }, IDLE, IDLE, 1],
+    ["alike", {}, {}, IDLE, IDLE, 0],
+  ])("%s", (_, a, b, shareA, shareB, expected) => {
+    expect(Math.sign(compareOwnersTurns(turn(a), turn(b), shareA, shareB)) + 0).toBe(expected);
+    // What compareTurns says between two owners of one band.
+    const other = { ...turn(b), owner: "z" };
+    expect(Math.sign(compareTurns(turn(a), other, shareA, shareB)) + 0).toBe(expected);
   });
 });

@@ -48,7 +48,7 @@ function walk(input: Walk): { turns: string[]; passedOver: string[] } {
   const left = new Map(Object.entries(input.places ?? {}));
   const seen: string[] = [];
   for (let lane = turns.next(); lane !== null && seen.length < 100; lane = turns.next()) {
-    const job = lane.queue.peek()!;
+    const job = lane.head;
     seen.push(job.id);
     if (held.has(job.id)) {
       turns.held();
