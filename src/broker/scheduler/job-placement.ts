@@ -62,26 +62,48 @@ export function placeInKeptRoom(pass: Pass): void {
   }
 }
 
-/** Places the job's next task (or its gang); false when the job has nothing more to place in this pass. */
-export function placeNext(pass: Pass, cursor: JobCursor): boolean {
+/**
+ * The feasibility and rank stages for the job whose turn it is: its feasible hosts, scored, kept on
+ * its cursor from its first turn (worked out once for jobs alike: Pass.feasibleFor, scoredFor);
+ * false when it may use none in this pass (the pass says why). A gang is scored whatever it finds:
+ * it may hold hosts as they free up (placeGang).
+ */
+export function rankFeasibleHosts(pass: Pass, cursor: JobCursor): boolean {
   const { job, key } = cursor;
-  if (job.gang && job.gang.nodes > 1) return placeGang(pass, cursor, job.gang);
-  const { trace } = pass;
+  if (isGang(job)) {
+    if (!cursor.scored) {
+      ({ scored: cursor.scored, rooms: cursor.rooms } = pass.scoredFor(job, key));
+      cursor.tasks = tasksToPlace(job, pass.state.now);
+    }
+    return true;
+  }
   if (pass.exhausted.has(key)) {
-    trace.unplaced?.(job, "work alike ahead of it found no room in this pass");
+    pass.trace.unplaced?.(job, "work alike ahead of it found no room in this pass");
     return false;
   }
   if (!cursor.scored) {
     const feasible = pass.feasibleFor(job, key);
     if (feasible.length === 0) {
       pass.exhausted.add(key);
-      trace.unplaced?.(job, "no host that takes work matches it");
+      pass.trace.unplaced?.(job, "no host that takes work matches it");
       return false;
     }
     cursor.shared = pass.scoredFor(job, key);
     ({ scored: cursor.scored, rooms: cursor.rooms } = cursor.shared);
     cursor.tasks = tasksToPlace(job, pass.state.now);
   }
+  return true;
+}
+
+/**
+ * The fit stage for the job, its hosts ranked (rankFeasibleHosts): its next task to the best host
+ * with room, or its gang's ranks all at once; false when it has nothing more to place in this pass.
+ */
+export function placeNext(pass: Pass, cursor: JobCursor): boolean {
+  const { job, key } = cursor;
+  if (isGang(job)) return placeGang(pass, cursor, job.gang!);
+  const { trace } = pass;
+  const scored = cursor.scored!;
   for (;;) {
     const next = cursor.tasks!.next();
     if (next.done) return false;
@@ -91,7 +113,7 @@ export function placeNext(pass: Pass, cursor: JobCursor): boolean {
     const best =
       need === job && !next.value.allows
         ? fitQueueOf(cursor.shared!, need).best()
-        : bestFitScan(cursor.scored, cursor.rooms!, need, next.value.allows);
+        : bestFitScan(scored, cursor.rooms!, need, next.value.allows);
     if (best < 0) {
       // A task with a rule or a size of its own is tried alone; an ordinary one speaks for its batch.
       if (need !== job)
@@ -116,7 +138,7 @@ export function placeNext(pass: Pass, cursor: JobCursor): boolean {
       kind: "task",
       jobId: job.id,
       taskIndex: next.value.index,
-      host: cursor.scored[best].host.name,
+      host: scored[best].host.name,
     });
     return true;
   }
@@ -126,19 +148,16 @@ export function placeNext(pass: Pass, cursor: JobCursor): boolean {
 function placeGang(pass: Pass, cursor: JobCursor, gang: NonNullable<JobView["gang"]>): boolean {
   const { job } = cursor;
   const { policy, capacity } = pass;
-  if (!cursor.scored) {
-    ({ scored: cursor.scored, rooms: cursor.rooms } = pass.scoredFor(job, cursor.key));
-    cursor.tasks = tasksToPlace(job, pass.state.now);
-  }
+  const scored = cursor.scored!;
   const next = cursor.tasks!.next();
   if (next.done) return false;
   const restartPool = gang.restartPool ?? policy.restartPool;
   const needs = { ...gang, restartPool, ...needOf(job, next.value.index) };
-  const ranks = chooseGangHosts(needs, cursor.scored, capacity);
+  const ranks = chooseGangHosts(needs, scored, capacity);
   if (!ranks) {
     const since = job.readySince ?? job.createdAt;
     const reserving = gangMayReserve(since, pass.state.now, policy.gangReserveSeconds);
-    if (reserving) for (const name of reserveGangHosts(needs, cursor.scored, capacity)) pass.withhold(name);
+    if (reserving) for (const name of reserveGangHosts(needs, scored, capacity)) pass.withhold(name);
     pass.trace.unplaced?.(
       job,
       `its ${gang.nodes} ranks find no room at once${reserving ? ": hosts are held for it as they free up" : ""}`,
@@ -151,6 +170,11 @@ function placeGang(pass: Pass, cursor: JobCursor, gang: NonNullable<JobView["gan
   }
   pass.place(job, { kind: "gang", jobId: job.id, taskIndex: next.value.index, host: ranks[0], ranks });
   return true;
+}
+
+/** A job of more than one rank, placed all at once (stages/gang.ts). */
+function isGang(job: JobView): boolean {
+  return job.gang !== undefined && job.gang.nodes > 1;
 }
 
 /**

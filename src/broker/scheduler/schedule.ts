@@ -15,7 +15,7 @@
 // hosts feasibility and rank give a job are worked out once for jobs alike (pass.ts). Explain runs
 // the same pass dry with a trace (explain.ts), so what it says of a job is what this pass does.
 
-import { cursorOf, type JobCursor, placeInKeptRoom, placeNext } from "./job-placement.ts";
+import { cursorOf, type JobCursor, placeInKeptRoom, placeNext, rankFeasibleHosts } from "./job-placement.ts";
 import { Pass } from "./pass.ts";
 import { type Plan, taskKey } from "./plan.ts";
 import { limit } from "./stages/limit.ts";
@@ -27,7 +27,10 @@ import type { JobView, PassTrace, RunningTaskView, SchedulerState } from "./view
 
 export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
   const pass = new Pass(state, trace);
+  // Room a preemption kept goes to its task first.
   placeInKeptRoom(pass);
+  // The queue's turns while slots are free; for the job whose turn it is: limit, then feasibility
+  // and rank, then fit.
   const turns = new QueueTurns<JobCursor>(state, pass.placedCpus, pass.limits.running, trace);
   while (pass.slotsFree > 0) {
     const lane = turns.next();
@@ -42,8 +45,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       continue;
     }
     lane.cursor ??= cursorOf(job);
-    // Feasibility, rank and fit, for the job's next task (or its gang).
-    if (placeNext(pass, lane.cursor)) turns.placed(job);
+    if (rankFeasibleHosts(pass, lane.cursor) && placeNext(pass, lane.cursor)) turns.placed(job);
     else turns.passed();
   }
   const { plan, capacity, policy } = pass;
@@ -56,6 +58,7 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
       ...placeReplicas({ now, jobs, hosts, placed, placedJobs, capacity, running, quotas: limits.running }),
     );
   }
+  // The stages that stop work: preempt, then reschedule into the room left.
   if (state.running) {
     const running = lazyRunning(state.running);
     if (policy.preempt) {
