@@ -6,9 +6,10 @@ import { planPass } from "../src/broker/planner/plan-pass.ts";
 import { ClusterState } from "../src/broker/state/cluster-state.ts";
 import { newHostEntry } from "../src/broker/state/host-entry.ts";
 import { JobEntry } from "../src/broker/state/job-entry.ts";
+import type { HostFacts } from "../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../src/common/model/job-spec.ts";
 import { parseQosFile } from "../src/common/model/qos-file.ts";
-import type { AttemptRecord, HostFacts, JobRecord, TaskRecord } from "../src/common/model/records.ts";
+import type { AttemptRecord, JobRecord, TaskRecord } from "../src/common/model/records.ts";
 import { parseSharesFile } from "../src/common/model/shares-file.ts";
 import { type Benchmark, median, round } from "./benchmark.ts";
 

@@ -14,8 +14,8 @@ import type { MetaschedulingPolicy } from "../src/broker/scheduler/policy.ts";
 import { Core } from "../src/broker/server/core.ts";
 import { GroupCommitter } from "../src/broker/store/group-commit.ts";
 import { SqliteStore } from "../src/broker/store/sqlite.ts";
+import type { HostFacts } from "../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../src/common/model/job-spec.ts";
-import type { HostFacts } from "../src/common/model/records.ts";
 import type { HelloMessage, ServerMessage } from "../src/common/protocol/messages.ts";
 import { type Benchmark, REPOSITORY, round } from "./benchmark.ts";
 
@@ -190,15 +190,15 @@ export async function replay(trace: TraceJob[], policy: Partial<MetaschedulingPo
     }
     now = next;
     while (nextArrival < trace.length && trace[nextArrival].submitAt <= now) {
-      const job = await core.jobs.submit(
+      const { job } = await core.jobs.submit(
         { owner: "lcg", submitKey: null, dependencyOwner: null },
         async () => ({
           spec,
           inputs: [],
         }),
       );
-      runSeconds.set(job.id, trace[nextArrival].runSeconds);
-      submittedAt.set(job.id, now);
+      runSeconds.set(job.record.id, trace[nextArrival].runSeconds);
+      submittedAt.set(job.record.id, now);
       nextArrival++;
     }
     for (const [key, attempt] of [...running]) {

@@ -8,7 +8,7 @@
 // broker's CPU time (the headline) and as wall time (which the agent's per-job work also lengthens);
 // also against xargs (`raw`), the slots with no Steward at all.
 
-import type { AccountingRow } from "../src/common/api/schemas.ts";
+import type { AccountingRow } from "../src/common/api/accounting.ts";
 import type { Api } from "./api.ts";
 import { type Benchmark, figure, round, since } from "./benchmark.ts";
 import { type Cluster, startCluster } from "./steward-cluster.ts";

@@ -3,18 +3,15 @@
 
 import Fastify from "fastify";
 import { Registry } from "prom-client";
-import type { ApiPorts } from "../../src/broker/api/ports.ts";
+import type { ApiPorts, JobFiles } from "../../src/broker/api/ports.ts";
 import { registerApi } from "../../src/broker/api/register.ts";
-import type { BlobStore } from "../../src/broker/store/blobs.ts";
-import type { Store } from "../../src/broker/store/store.ts";
 
 export async function openApiDoc(): Promise<string> {
   const app = Fastify();
   try {
     await registerApi(app, {
       ports: {} as ApiPorts,
-      store: {} as Store,
-      blobs: {} as BlobStore,
+      files: {} as JobFiles,
       metrics: new Registry(),
       adminToken: "unused",
       joinToken: "unused",

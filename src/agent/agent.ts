@@ -35,8 +35,6 @@ import { declaredGpus } from "./host/gpus.ts";
 import { hostSpeed } from "./host/speed.ts";
 import { chooseLauncher, type LaunchedJob, Launcher, launcherCacheWarning } from "./launcher/launcher.ts";
 
-export type { AgentOptions } from "./agent-options.ts";
-
 /** Why a leaving pilot's attempts end `migrated`. */
 export const LEAVING_REASON = "pilot ended by its batch system";
 

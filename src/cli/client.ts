@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import tls from "node:tls";
-import type { ErrorAnswer } from "../common/api/schemas.ts";
+import type { ErrorAnswer } from "../common/api/errors.ts";
 import { CliError } from "../common/command-line/cli-error.ts";
 import {
   API_VERSION,
@@ -21,8 +21,6 @@ import { isLoopbackUrl } from "./loopback-url.ts";
 export const DEFAULT_URL = "http://127.0.0.1:4780";
 /** How long a command keeps trying a server that is restarting or failing over before it gives up. */
 export const CLI_RETRY_BUDGET_MS = 5_000;
-
-export { CliError } from "../common/command-line/cli-error.ts";
 
 export interface RequestOptions {
   json?: unknown;

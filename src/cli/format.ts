@@ -1,7 +1,12 @@
 // Plain-text output helpers: aligned tables and short times.
 
-export function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((row) => row.map(String))];
+/** Aligned columns, two spaces apart, the headers first (left out with `header: false`). */
+export function table(
+  headers: string[],
+  rows: (string | number)[][],
+  { header = true }: { header?: boolean } = {},
+): string {
+  const cells = [...(header ? [headers] : []), ...rows.map((row) => row.map(String))];
   const widths = headers.map((_, column) => Math.max(...cells.map((row) => row[column]?.length ?? 0)));
   return cells
     .map((row) =>

@@ -1,7 +1,7 @@
 // The line `steward wait` and `submit --wait` write to stderr for each job once it has ended (or
 // when the wait gives up): its state, and for a failed job what its first failed task did.
 
-import type { Attempt } from "../common/api/schemas.ts";
+import type { Attempt } from "../common/api/jobs.ts";
 
 /** What the line needs of a job: its id, state and, in a workflow, its name there. */
 export interface OutcomeJob {

@@ -4,7 +4,7 @@
 // has ended. Asking by number keeps one attempt's bytes from being read at another's offset.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Attempt, Task } from "../common/api/schemas.ts";
+import type { Attempt, Task } from "../common/api/jobs.ts";
 import type { ApiClient } from "./client.ts";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);

@@ -1,7 +1,8 @@
 // What attempts used, as text: the usage line of `steward show`, and `steward acct`'s table and CSV.
 // Pure: rows in, text out; `--since` read with the time passed in.
 
-import type { AccountingRow, Usage } from "../common/api/schemas.ts";
+import type { AccountingRow } from "../common/api/accounting.ts";
+import type { Usage } from "../common/api/jobs.ts";
 import { exitStatus } from "../common/model/attempt-usage.ts";
 import { parseLifetime } from "../common/model/tokens.ts";
 import { shortTime, table } from "./format.ts";

@@ -1,7 +1,7 @@
 // `steward show flow-ID`: a workflow as text, its jobs each after those they wait for, with each
 // job's state, then its edges (`a (succeeded) -> b (failed), c (running)`).
 
-import type { Workflow } from "../common/api/schemas.ts";
+import type { Workflow } from "../common/api/workflows.ts";
 import { table } from "./format.ts";
 
 type Member = Workflow["graph"][number];

@@ -2,13 +2,12 @@
 // accounts with their shares (common/model/shares-file.ts), and `--fair-share-half-life DURATION`,
 // how fast past usage fades (7d, 36h, 3600s; a bare number is seconds).
 
-import { readFileSync } from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { FAIR_SHARE_HALF_LIFE_SECONDS } from "../broker/scheduler/fair-share.ts";
 import type { FairShareSettings } from "../broker/state/owner-usage.ts";
-import { CliError } from "../common/command-line/cli-error.ts";
 import { parseSharesFile, SharesFileError } from "../common/model/shares-file.ts";
 import { parseLifetime } from "../common/model/tokens.ts";
+import { readFlagFile } from "./flag-file.ts";
 
 export interface FairShareFlags {
   shares?: string;
@@ -45,16 +44,5 @@ export function fairShareOptions(command: Command): Command {
 export function fairShareFrom(flags: FairShareFlags): Partial<FairShareSettings> {
   const settings: Partial<FairShareSettings> = { halfLifeSeconds: flags.fairShareHalfLife };
   if (flags.shares === undefined) return settings;
-  let text: string;
-  try {
-    text = readFileSync(flags.shares, "utf8");
-  } catch (error) {
-    throw new CliError(`--shares ${flags.shares}: ${(error as Error).message}`);
-  }
-  try {
-    return { ...settings, tree: parseSharesFile(text) };
-  } catch (error) {
-    if (error instanceof SharesFileError) throw new CliError(`--shares ${flags.shares}: ${error.message}`);
-    throw error;
-  }
+  return { ...settings, tree: readFlagFile("--shares", flags.shares, parseSharesFile, SharesFileError) };
 }

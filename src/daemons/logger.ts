@@ -2,6 +2,7 @@
 // terminal. The format is `--log-format json|text` (or STEWARD_LOG_FORMAT); by default text when
 // stderr is a terminal, JSON otherwise. The level is STEWARD_LOG_LEVEL (default info).
 
+import { Option } from "commander";
 import pino, { type Logger } from "pino";
 
 export const LOG_FORMATS = ["json", "text"] as const;
@@ -22,6 +23,13 @@ export function logFormatOf(asked: string | undefined, isTerminal: boolean): Log
   if (format === "json" || format === "text") return format;
   return isTerminal ? "text" : "json";
 }
+
+/** `--log-format` of every daemon. */
+export const logFormatOption = () =>
+  new Option(
+    "--log-format <format>",
+    "json, or text (one readable line per event); default text on a terminal",
+  );
 
 export function daemonLogger(format?: string): Logger {
   const level = process.env.STEWARD_LOG_LEVEL ?? "info";

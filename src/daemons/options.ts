@@ -9,10 +9,7 @@ import {
 } from "../broker/scheduler/policy.ts";
 import { GANG_RESERVE_SECONDS } from "../broker/scheduler/stages/gang.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../broker/scheduler/walltime.ts";
-
-import { integer, number } from "../common/command-line/numbers.ts";
-
-export { integer, number };
+import { number } from "../common/command-line/numbers.ts";
 
 export function labels(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const match = /^([^=]+)=(.*)$/.exec(value);

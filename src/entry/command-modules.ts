@@ -16,6 +16,7 @@ const MODULES = {
   submit: () => import("../cli/commands/submit.ts").then((m) => m.registerSubmit),
   run: () => import("../cli/commands/run.ts").then((m) => m.registerRun),
   ps: () => import("../cli/commands/ps.ts").then((m) => m.registerPs),
+  status: () => import("../cli/commands/status.ts").then((m) => m.registerStatus),
   show: () => import("../cli/commands/show.ts").then((m) => m.registerShow),
   acct: () => import("../cli/commands/acct.ts").then((m) => m.registerAcct),
   share: () => import("../cli/commands/share.ts").then((m) => m.registerShare),

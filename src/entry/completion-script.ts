@@ -9,6 +9,7 @@ import type { Command } from "commander";
 /** Commands whose argument is a job id, and whether ended jobs are worth offering too. */
 const JOB_ID_COMMANDS: Record<string, "live" | "all"> = {
   show: "all",
+  status: "all",
   logs: "all",
   fetch: "all",
   explain: "all",

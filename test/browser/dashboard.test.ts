@@ -5,7 +5,7 @@
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Job } from "../../src/common/api/schemas.ts";
+import type { Job } from "../../src/common/api/jobs.ts";
 import { browserTests, launchBrowser } from "../helpers/browser.ts";
 import {
   type AgentProcess,

@@ -5,15 +5,16 @@
 
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { type Change, StaleTermError, type Store, type StoreSnapshot } from "../../src/broker/store/store.ts";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../../src/common/model/job-spec.ts";
 import { newTask } from "../../src/common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
   EventRecord,
-  HostFacts,
   HostRecord,
   JobRecord,
+  StopIntent,
   TaskRecord,
   TokenRecord,
 } from "../../src/common/model/records.ts";
@@ -523,7 +524,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
               { host: "b", rank: 1 },
             ],
             state: "stopping",
-            stop: { outcome: "preempted", reason: "held" },
+            stop: { outcome: "preempted", reason: { kind: "held" } },
           }),
         ],
         ...ATTEMPT_OUTCOMES.map((outcome): [string, AttemptRecord] => [
@@ -533,6 +534,37 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       ])("attempt: %s", async (_, record) => {
         await store.commit(TERM, [{ op: "putAttempt", attempt: record }]);
         expect((await store.load()).attempts).toStrictEqual([record]);
+      });
+
+      test("attempt: a stop an earlier version recorded with its reason as text reads as a reason of a kind, and round-trips", async () => {
+        // The JSON an earlier version wrote: the same shape, the reason a text.
+        const earlier = (reason: string) => ({ outcome: "cancelled", reason }) as unknown as StopIntent;
+        await store.commit(TERM, [
+          { op: "putJob", job: job("j") },
+          { op: "putTasks", tasks: [task("j", 0, { state: "running" })] },
+          {
+            op: "putAttempt",
+            attempt: attempt("j", 0, 1, { state: "stopping", stop: earlier("cancelled by user") }),
+          },
+          {
+            op: "putAttempt",
+            attempt: attempt("j", 0, 2, { state: "stopping", stop: earlier("making room for job 99") }),
+          },
+        ]);
+        const loaded = (await store.load()).attempts;
+        expect(loaded.map((each) => each.stop)).toStrictEqual([
+          { outcome: "cancelled", reason: { kind: "user-cancel" } },
+          { outcome: "cancelled", reason: { kind: "text", text: "making room for job 99" } },
+        ]);
+        expect((await store.loadJob("j"))?.attempts.map((each) => each.stop)).toStrictEqual(
+          loaded.map((each) => each.stop),
+        );
+        // Written back as this version writes it, it reads the same.
+        await store.commit(
+          TERM,
+          loaded.map((each): Change => ({ op: "putAttempt", attempt: each })),
+        );
+        expect((await store.load()).attempts).toStrictEqual(loaded);
       });
 
       test.each<[string, HostRecord]>([

@@ -13,7 +13,8 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { readMigrations } from "../../src/broker/store/migrate.ts";
 import { POSTGRES_MIGRATIONS_DIR, PostgresStore } from "../../src/broker/store/postgres.ts";
 import { TABLES } from "../../src/broker/store/schema.ts";
-import { SQLITE_MIGRATIONS_DIR, SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { SqliteStore } from "../../src/broker/store/sqlite.ts";
+import { SQLITE_MIGRATIONS_DIR } from "../../src/broker/store/sqlite-statements.ts";
 import { StaleTermError } from "../../src/broker/store/store.ts";
 import { describeStoreConformance, event, job, TERM, task } from "./store-suite.ts";
 

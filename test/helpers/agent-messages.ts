@@ -1,6 +1,6 @@
 // What an agent sends, as tests write it: its facts, its hello, an attempt's end.
 
-import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 
 export function facts(name: string, overrides: Partial<HostFacts> = {}): HostFacts {

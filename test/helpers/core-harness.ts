@@ -22,7 +22,7 @@ export async function settle(): Promise<void> {
  * A submit through the core's command, as the API makes it: `inputs` already stored, under `id`
  * when given (else a new one), with the owner's `submitKey` and `dependencyOwner` (null: any).
  */
-export function submitOn(
+export async function submitOn(
   core: Core,
   spec: JobSpec,
   owner: string,
@@ -31,7 +31,13 @@ export function submitOn(
   submitKey: string | null = null,
   dependencyOwner: string | null = null,
 ): Promise<JobEntry> {
-  return core.jobs.submit({ owner, submitKey, dependencyOwner }, async () => ({ spec, inputs, id }));
+  const { job } = await core.jobs.submit({ owner, submitKey, dependencyOwner }, async () => ({
+    spec,
+    inputs,
+    id,
+  }));
+  // The job's own entry (a repeated submit's job that ended and left memory: as read from the store).
+  return core.read.findJob(job.record.id) ?? core.read.readJob(job.record.id);
 }
 
 export type StartSent = Extract<ServerMessage, { type: "start" }> & { host: string };

@@ -14,13 +14,13 @@ import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import { recoverState } from "../../src/broker/state/recover.ts";
 import { heartbeatSeen } from "../../src/broker/state/soft-state.ts";
 import type { Change, StoreSnapshot } from "../../src/broker/store/store.ts";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 import { attemptKey } from "../../src/common/model/ids.ts";
 import { newTask } from "../../src/common/model/new-records.ts";
 import type {
   AttemptRecord,
   CheckpointPart,
   EventRecord,
-  HostFacts,
   HostRecord,
   JobRecord,
   TaskRecord,

@@ -4,7 +4,7 @@
 import type { AttemptProgress } from "../../src/broker/scheduler/estimate.ts";
 import type { HostView, JobView, RunningTaskView } from "../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../src/common/model/cel.ts";
-import type { HostFacts } from "../../src/common/model/records.ts";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 
 export const NOW = 1_000_000;
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { test } from "vitest";
 import type { PilotOwner } from "../../src/broker/drivers/driver.ts";
-import { pilotHostName } from "../../src/broker/pools/pool-manager.ts";
+import { pilotHostName } from "../../src/broker/pools/pilot-command.ts";
 import { pilotJobName } from "../../src/broker/pools/pool-token.ts";
 import { waitFor } from "./steward.ts";
 

@@ -6,7 +6,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Event, Host, Job, JobSummary, StreamEvent, Task } from "../../src/common/api/schemas.ts";
+import type { Event, StreamEvent } from "../../src/common/api/events.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
+import type { Job, JobSummary, Task } from "../../src/common/api/jobs.ts";
 import { removeAgentCgroups } from "./agent-cgroups.ts";
 import { startedAgents } from "./started-agents.ts";
 

@@ -17,6 +17,8 @@ type Rule = "open" | "agent" | "any" | "writer" | "job" | "job-writer" | "admin"
 const EXPECTED: Record<string, Rule> = {
   "POST /api/v1/jobs": "writer",
   "GET /api/v1/jobs": "any",
+  "GET /api/v1/jobs/states": "any",
+  "POST /api/v1/jobs/cancel": "writer",
   "GET /api/v1/jobs/{id}": "job",
   "DELETE /api/v1/jobs/{id}": "job-writer",
   "PATCH /api/v1/jobs/{id}": "job-writer",

@@ -8,7 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CSV_HEADERS } from "../../src/cli/usage-format.ts";
-import type { AccountingRow } from "../../src/common/api/schemas.ts";
+import type { AccountingRow } from "../../src/common/api/accounting.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
 import {
   type AgentProcess,

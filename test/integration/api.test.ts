@@ -3,7 +3,9 @@
 // with every missed event once.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hostSchema, jobSchema, jobSummarySchema, streamEventSchema } from "../../src/common/api/schemas.ts";
+import { streamEventSchema } from "../../src/common/api/events.ts";
+import { hostSchema } from "../../src/common/api/hosts.ts";
+import { jobSchema, jobSummarySchema } from "../../src/common/api/jobs.ts";
 import {
   api,
   cleanup,
@@ -54,7 +56,7 @@ async function error(path: string, method = "GET") {
 }
 
 describe("the typed API", () => {
-  it("answers in the shapes of src/common/api/schemas.ts, events with their id and data", async () => {
+  it("answers in the shapes of src/common/api/, events with their id and data", async () => {
     const { id } = await api(steward, "POST", "/api/v1/jobs", { command: "true", name: "shaped" });
     expect((await cli(steward, ["wait", id, "--timeout", "30"])).code).toBe(0);
     const job = jobSchema.parse(await api(steward, "GET", `/api/v1/jobs/${id}`));

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Job } from "../../src/common/api/schemas.ts";
+import type { Job } from "../../src/common/api/jobs.ts";
 import { dropSchema, freshSchema, postgresUnreachable, urlWithSchema } from "../helpers/postgres.ts";
 import {
   api,

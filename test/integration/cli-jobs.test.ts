@@ -305,7 +305,9 @@ describe("fetch, explain, update and ps --workflows take workflows", () => {
     expect(await ids(["--all"])).toContain(workflow);
     const mixed = await cli(steward, ["ps", "--workflows", "--state", "running"]);
     expect(mixed.code).toBe(2);
-    expect(mixed.stderr).toContain("--workflows takes --all, --user and --json only, not --state");
+    expect(mixed.stderr).toContain(
+      "--workflows takes --all, --user, --no-header and --json only, not --state",
+    );
   }, 60_000);
 });
 

@@ -111,12 +111,37 @@ describe("steward completion", () => {
     }
   });
 
+  it("bash and fish: the options of the commands workflow engines and scripts use", () => {
+    expect(offered("steward", "st")).toEqual(["status"]);
+    expect(offered("steward", "status", "--f")).toEqual(["--format"]);
+    expect(offered("steward", "cancel", "--q")).toEqual(["--quiet"]);
+    expect(offered("steward", "run", "--std").sort()).toEqual(["--stderr", "--stdout"]);
+    expect(offered("steward", "ps", "--fo")).toEqual(["--format"]);
+    expect(offered("steward", "ps", "--no-")).toEqual(["--no-header"]);
+    // A value of --format, --stdout or --stderr is the shell's own (file) completion.
+    expect(offered("steward", "run", "--stdout", "")).toEqual([]);
+    if (installed("fish")) {
+      const byFish = (line: string) =>
+        execFileSync("fish", ["-c", `source $argv[1]; complete -C "${line}"`, scripts.fish], {
+          encoding: "utf8",
+          env: { ...process.env, PATH: `${join(ROOT, "bin")}:${process.env.PATH}` },
+        });
+      expect(byFish("steward status --f")).toMatch(/^--format/m);
+      expect(byFish("steward cancel --q")).toMatch(/^--quiet/m);
+      expect(byFish("steward run --std")).toMatch(/^--stdout/m);
+      expect(byFish("steward ps --no-")).toMatch(/^--no-header/m);
+    }
+  });
+
   it("bash: the job ids of the running server for commands that take one", async () => {
     const running = (await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" })) as { id: string };
     const other = (await api(steward, "POST", "/api/v1/jobs", { command: "sleep 60" })) as { id: string };
     try {
       expect(offered("steward", "logs", "").sort()).toEqual([running.id, other.id].sort());
       expect(offered("steward", "cancel", "").sort()).toEqual([running.id, other.id].sort());
+      // Every id a command takes several of: cancel's second, status's (ended ones too).
+      expect(offered("steward", "cancel", running.id, "").sort()).toEqual([running.id, other.id].sort());
+      expect(offered("steward", "status", "")).toEqual(expect.arrayContaining([running.id, other.id]));
       expect(offered("steward", "show", running.id)).toEqual([running.id]);
       // An option's value is not a job id: the shell's own (file) completion takes it.
       expect(offered("steward", "logs", "--task", "")).toEqual([]);
@@ -152,6 +177,7 @@ describe("steward completion", () => {
       expect(offered("steward", "show", "")).toEqual(expect.arrayContaining(ids));
       expect(offered("steward", "cancel", "").sort()).toEqual(ids);
       expect(offered("steward", "fetch", "fl")).toEqual([workflow]);
+      expect(offered("steward", "status", "fl")).toEqual([workflow]);
       expect(offered("steward", "update", "").sort()).toEqual(ids);
       expect(offered("steward", "migrate", "").sort()).toEqual([jobs.a, jobs.b].sort());
       if (installed("fish")) {

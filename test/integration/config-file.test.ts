@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import type { Host } from "../../src/common/api/schemas.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import { cleanup, cli, freePort, STEWARD, tempDir, waitFor } from "../helpers/steward.ts";
 
 let children: ChildProcess[] = [];

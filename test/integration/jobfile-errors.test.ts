@@ -8,7 +8,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CheckedWorkflowFile, ErrorAnswer } from "../../src/common/api/schemas.ts";
+import type { ErrorAnswer } from "../../src/common/api/errors.ts";
+import type { CheckedWorkflowFile } from "../../src/common/api/workflows.ts";
 import { api, cleanup, cli, type StewardProcess, startUp, tempDir } from "../helpers/steward.ts";
 
 let steward: StewardProcess;

@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Host } from "../../src/common/api/schemas.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import {
   type AgentProcess,
   api,

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
-import type { Host } from "../../src/common/api/schemas.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import type { HelloMessage } from "../../src/common/protocol/messages.ts";
 import {
   type AgentProcess,

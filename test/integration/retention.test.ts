@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { JobSummary } from "../../src/common/api/schemas.ts";
+import type { JobSummary } from "../../src/common/api/jobs.ts";
 import {
   type AgentProcess,
   api,

@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import type { sharesSchema } from "../../src/common/api/schemas.ts";
+import type { sharesSchema } from "../../src/common/api/shares.ts";
 import {
   type AgentProcess,
   api,

@@ -3,7 +3,7 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JobSummary } from "../../src/common/api/schemas.ts";
+import type { JobSummary } from "../../src/common/api/jobs.ts";
 import {
   type AgentProcess,
   api,

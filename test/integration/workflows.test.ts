@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Workflow } from "../../src/common/api/schemas.ts";
+import type { Workflow } from "../../src/common/api/workflows.ts";
 import {
   api,
   cli,

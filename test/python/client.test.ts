@@ -4,7 +4,8 @@
 
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { ErrorAnswer, Job } from "../../src/common/api/schemas.ts";
+import type { ErrorAnswer } from "../../src/common/api/errors.ts";
+import type { Job } from "../../src/common/api/jobs.ts";
 import {
   type AgentProcess,
   api,

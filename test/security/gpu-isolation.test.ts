@@ -7,7 +7,7 @@
 
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { Host } from "../../src/common/api/schemas.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import {
   type AgentProcess,
   api,

@@ -20,7 +20,7 @@ import {
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, test } from "vitest";
-import type { Host } from "../../src/common/api/schemas.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import { accountsUnavailable, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import { reachableCheckout } from "../helpers/reachable-checkout.ts";
 import {

@@ -3,7 +3,8 @@
 // between two programs that the program rules do not allow fails here, and so does every import
 // between the folders of src/ (src/agent, src/cli, src/daemons, src/entry, src/broker/<folder>,
 // src/common/<folder>) that a folder rule does not allow, a cycle between folders, a cycle between
-// the files of one folder, and a route (src/broker/api/routes/) importing the store. What the rules
+// the files of one folder, and a file of the API (src/broker/api/) importing the state, the store
+// or the core the server puts together (types too: it is handed ports of plain values). What the rules
 // do not allow yet is listed below as known exceptions, each with what it waits for; an exception
 // that is no longer needed fails too, so that the lists only shorten. Imports are read by
 // TypeScript's own pre-processor (static, type-only, re-exports and dynamic `import()` alike).
@@ -59,8 +60,6 @@ const RULES: Record<string, readonly string[]> = {
     "common/protocol",
     "common/api",
     "broker/scheduler",
-    "broker/state",
-    "broker/store",
     "broker/reactor",
     "broker/pools",
     "broker/backup",
@@ -116,22 +115,15 @@ const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] 
   },
 ];
 
-/** The routes' files: they reach the store only through what they are handed (broker/api/ports.ts). */
-const ROUTES = "broker/api/routes/";
+/**
+ * The API's files (the routes, and what registers and serves them): they are handed ports of plain
+ * values (broker/api/ports.ts, broker/reactor/ports.ts), and see neither the state's classes and
+ * types, nor the store or the blob store, nor the core the server puts together.
+ */
+const API = "broker/api/";
 
-/** What the routes' imports of the store wait for. */
-const STORE_PORTS =
-  "a port for the blob store and its layout that routes are handed, in broker/api/ports.ts (as StoreReads is for the store)";
-
-/** Imports of the store by a route still there, each with what it waits for. */
-const KNOWN_ROUTE_STORE_IMPORTS: readonly { file: string; module: string; until: string }[] = [
-  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/agent-files.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/jobs.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/workflows.ts", module: "broker/store/blob-layout.ts", until: STORE_PORTS },
-  { file: "broker/api/routes/workflows.ts", module: "broker/store/blobs.ts", until: STORE_PORTS },
-];
+/** What no file of the API imports, a type included: folders end with `/`, a file is named whole. */
+const HIDDEN_FROM_THE_API: readonly string[] = ["broker/state/", "broker/store/", "broker/server/core.ts"];
 
 interface Import {
   file: string;
@@ -240,8 +232,12 @@ describe("import rules", () => {
   const everyImport = allImports();
   const imports = everyImport.filter((each) => each.from !== each.to);
   const inFolder = everyImport.filter((each) => each.from === each.to);
-  const routeStoreImports = everyImport.filter(
-    (each) => each.file.startsWith(ROUTES) && each.to === "broker/store",
+  const apiHiddenImports = everyImport.filter(
+    (each) =>
+      each.file.startsWith(API) &&
+      HIDDEN_FROM_THE_API.some((hidden) =>
+        hidden.endsWith("/") ? each.module.startsWith(hidden) : each.module === hidden,
+      ),
   );
 
   it("name every folder of src/ (a new folder gets its rule in docs/architecture.md and here)", () => {
@@ -303,17 +299,12 @@ describe("import rules", () => {
     expect(fileCycles).toStrictEqual(known);
   });
 
-  it("let no route import the store (routes reach it through broker/api/ports.ts), but the known ones", () => {
-    const isKnown = (each: Import) =>
-      KNOWN_ROUTE_STORE_IMPORTS.some((known) => known.file === each.file && known.module === each.module);
-    const broken = routeStoreImports
-      .filter((each) => !isKnown(each))
-      .map((each) => `src/${each.file} imports src/${each.module}: a route may not import broker/store`);
+  it("hand the API plain values: no file of it imports broker/state, broker/store or broker/server/core.ts, a type included", () => {
+    const broken = apiHiddenImports.map(
+      (each) =>
+        `src/${each.file} imports src/${each.module}: the API sees the ports of broker/api/ports.ts only`,
+    );
     expect(broken).toStrictEqual([]);
-    const gone = KNOWN_ROUTE_STORE_IMPORTS.filter(
-      (known) => !routeStoreImports.some((each) => each.file === known.file && each.module === known.module),
-    ).map((known) => `${known.file} -> ${known.module}`);
-    expect(gone).toStrictEqual([]);
   });
 
   it("list only exceptions still needed (remove one once its imports are gone)", () => {

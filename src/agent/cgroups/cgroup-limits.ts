@@ -5,9 +5,6 @@
 
 import { DEFAULT_MAX_PROCESSES } from "../../common/model/job-spec.ts";
 
-/** Processes (and threads) an attempt may have at once when its job file names none (the job file's default). */
-export { DEFAULT_MAX_PROCESSES };
-
 /** The CPU quota's period, in µs: the kernel's default (cpu.cfs_period_us, cpu.max). */
 export const CPU_PERIOD_US = 100_000;
 

@@ -2,7 +2,7 @@
 
 import { statfs } from "node:fs/promises";
 import os from "node:os";
-import type { HostFacts } from "../../common/model/records.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 
 export interface StaticFacts {
   name: string;

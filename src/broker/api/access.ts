@@ -33,6 +33,9 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   "GET /api/v1/events": "read",
   "POST /api/v1/jobs": "submit",
   "GET /api/v1/jobs": "read",
+  // Many jobs named at once: the route answers another user's as absent (and cancels none of them).
+  "GET /api/v1/jobs/states": "read",
+  "POST /api/v1/jobs/cancel": "submit",
   "GET /api/v1/jobs/:id": "job-read",
   "DELETE /api/v1/jobs/:id": "job-write",
   "PATCH /api/v1/jobs/:id": "job-write",

@@ -4,9 +4,9 @@
 
 import { randomBytes } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import type { Principal, Refusal, TokenKind, TokenRecord } from "../../common/model/records.ts";
 import { safeEqual } from "../../common/model/tokens.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
-import type { Principal, Refusal, TokenRegistry } from "../state/token-registry.ts";
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -24,12 +24,20 @@ export function newToken(): string {
  */
 export type AgentCaller = { kind: "agent"; host: string | null };
 
+/** What telling a stored token's holder asks of the tokens the server gave out. */
+export interface TokenLookup {
+  /** Who presents an API token `text` at `now`: its user and role, a refusal (revoked, expired), or null. */
+  principal(text: string, now: number): Principal | Refusal | null;
+  /** The stored token of `kind` that `text` is at `now`, a refusal, or null. */
+  match(text: string, kind: TokenKind, now: number): TokenRecord | Refusal | null;
+}
+
 export interface Credentials {
   /** The admin token given at server start (`--admin-token` / the data dir's admin-token). */
   adminToken: string;
   /** The server's own join token (any pool); pools' derived tokens come from it. */
   joinToken: string;
-  tokens: TokenRegistry;
+  tokens: TokenLookup;
   now: number;
 }
 

@@ -12,9 +12,9 @@
 // past the cap they are let go, for they are stored, and the reading of stored events goes on
 // until it ends with no event let go meanwhile.
 
-import type { StreamEvent } from "../../common/api/schemas.ts";
+import type { StreamEvent } from "../../common/api/events.ts";
 import type { EventRecord } from "../../common/model/records.ts";
-import type { Store } from "../store/store.ts";
+import type { ReadModel } from "./ports.ts";
 import { eventView } from "./views.ts";
 
 /** Stored events are read in pages of this many when a client catches up. */
@@ -103,7 +103,7 @@ export class EventStream {
   }
 
   /** Sends the stored events with an id above `after`, page by page, then whatever came live meanwhile. */
-  async catchUp(store: Pick<Store, "eventsAfter">, after: number): Promise<void> {
+  async catchUp(store: Pick<ReadModel, "eventsAfter">, after: number): Promise<void> {
     let last = after;
     for (;;) {
       if (this.#closed) return;

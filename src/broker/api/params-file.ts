@@ -8,8 +8,7 @@
 import { type JobSpec, resolveParamsLines } from "../../common/model/job-spec.ts";
 import { JobFileError } from "../../common/model/jobfile-error.ts";
 import { ParamsFileReader } from "../../common/model/params-file-reader.ts";
-import { inputKey } from "../store/blob-layout.ts";
-import type { BlobStore } from "../store/blobs.ts";
+import type { JobFiles } from "./ports.ts";
 
 /**
  * The job file with its array's parameters read from the input stored under job `id`; the file as
@@ -18,18 +17,18 @@ import type { BlobStore } from "../store/blobs.ts";
  */
 export async function withParamsFile(
   spec: JobSpec,
-  blobs: BlobStore,
+  files: JobFiles,
   id: string,
   field = "",
 ): Promise<JobSpec> {
   const name = spec.array?.paramsFile;
   if (name === undefined) return spec;
   try {
-    const key = inputKey(id, name);
+    const file = files.input(id, name);
     const reader = new ParamsFileReader(name);
     // Refused by its stored size alone, before a byte is read.
-    reader.checkSize((await blobs.stat(key))?.bytes ?? 0);
-    for await (const chunk of blobs.read(key)) reader.push(chunk as Buffer);
+    reader.checkSize((await file.size()) ?? 0);
+    for await (const chunk of file.read()) reader.push(chunk as Buffer);
     return resolveParamsLines(spec, reader.end());
   } catch (error) {
     if (error instanceof JobFileError && field) {

@@ -1,123 +1,113 @@
 // What the routes are handed: one command per request (each runs one handler of the reactor and
-// resolves once its changes are durable) and a read model for queries. The server implements these
-// (src/broker/server/core.ts puts them together over the reactor's commands and read model); the routes
-// know nothing else of it.
+// resolves once its changes are durable; broker/reactor/ports.ts declares them), a read model for
+// queries, and a job's files. Every value is plain data (records, headers, a job as read), never the
+// state's classes nor the store's. The server implements these (src/broker/server/api-reads.ts,
+// job-files.ts, over the core src/broker/server/core.ts puts together); the routes know nothing else
+// of it.
 
-import type { EventEmitter } from "node:events";
+import type { Readable } from "node:stream";
 import type { JobSpec } from "../../common/model/job-spec.ts";
-import type { JobUpdate } from "../../common/model/job-update.ts";
 import type {
-  CheckpointFile,
+  AccountingQuery,
+  AccountingRecord,
   EventRecord,
-  HostRecord,
+  HostListing,
+  JobHead,
+  JobHeader,
+  Principal,
+  Refusal,
+  RestartManifest,
   TokenKind,
   TokenRecord,
   WorkflowRecord,
 } from "../../common/model/records.ts";
-import type { TaskState } from "../../common/model/states.ts";
-import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
-import type { ReceivedJob, Submission, SubmittedJob } from "../reactor/commands/jobs.ts";
-import type { ReceiveWorkflow } from "../reactor/commands/workflows.ts";
-import type { AttemptPlaced } from "../reactor/effects.ts";
+import type { JobState, TaskState } from "../../common/model/states.ts";
+import type { PoolNote } from "../pools/pool-manager.ts";
 import type {
-  CheckpointCommit,
-  CheckpointCommitted,
-  CheckpointObjectStored,
-} from "../reactor/handlers/checkpoints.ts";
-import type { TokenRequest } from "../reactor/handlers/tokens.ts";
-import type { WorkflowJobsTouched } from "../reactor/handlers/workflow-control.ts";
-import type { WorkflowMade, WorkflowRetried } from "../reactor/handlers/workflows.ts";
-import type { TaskRead } from "../reactor/read-model.ts";
-import type { Explanation } from "../scheduler/explain.ts";
+  CheckpointCommands,
+  HostCommands,
+  JobCommands,
+  JobRead,
+  TaskRead,
+  TokenCommands,
+  WorkflowCommands,
+} from "../reactor/ports.ts";
+import type { JobExplanation } from "../scheduler/explain.ts";
 import type { ShareLine } from "../scheduler/fair-share-tree.ts";
-import type { HostListing } from "../state/cluster-state.ts";
-import type { JobEntry } from "../state/job-entry.ts";
-import type { JobHead, JobHeader } from "../state/job-header.ts";
-import type { TokenRegistry } from "../state/token-registry.ts";
-import type { Store } from "../store/store.ts";
+
+/** A file of a job as the blob store holds it: its size, and its bytes. */
+export interface StoredFile {
+  /** Its size in bytes; null when the blob store has no such file. */
+  size(): Promise<number | null>;
+  /**
+   * Its bytes, from a byte offset; a file that is not there fails, at once or as the stream is
+   * first read (as the blob store can tell).
+   */
+  read(offset?: number): Readable;
+}
+
+/** An output file of an attempt: its path among the job's outputs, and its size. */
+export interface OutputFile {
+  path: string;
+  bytes: number;
+}
 
 /**
- * What routes read from the store itself, past the read model: ended attempts for accounting
- * (`/accounting`), a job's events, and the events after an id for a stream that catches up. The
- * routes are handed it; they do not import the store.
+ * What the routes do with a job's files, by what they are: inputs a submit uploads and agents
+ * stage, logs the agents append (read here), outputs agents upload and users fetch, checkpoint
+ * objects. The server implements it over the blob store and its layout; the routes never see a
+ * blob's key. Each store resolves once the file is whole, with its size.
  */
-export type StoreReads = Pick<Store, "accounting" | "events" | "eventsAfter">;
-
-export interface JobCommands {
-  /**
-   * Creates a job; resolves once it is durable. A repeated submit (the key of an earlier one of
-   * the owner's) answers the job that one made without calling `receive`, whose request is then
-   * read past. `receive` reads the job and stores its inputs, under an id from `newId`.
-   */
-  submit(
-    submission: Submission,
-    receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
-  ): Promise<JobEntry>;
-  /** The same, answering also the new job's events as committed (null: a repeated submit's job). */
-  submitWithEvents(
-    submission: Submission,
-    receive: (newId: () => Promise<string>) => Promise<ReceivedJob>,
-  ): Promise<SubmittedJob>;
-  cancel(id: string, by?: string): Promise<JobHead>;
-  /** Cancels some tasks of a job (reactor/handlers/control.ts's cancelTasks). */
-  cancelTasks(id: string, tasks: readonly number[], by?: string): Promise<JobHead>;
-  /** Gives failed or cancelled tasks new attempts (reactor/handlers/retry.ts). */
-  retry(
-    id: string,
-    request: RetryRequest,
-    by?: string,
-    allowedQos?: readonly string[] | null,
-  ): Promise<RetrySelection & { job: JobEntry }>;
-  hold(id: string, by?: string, reason?: string): Promise<JobEntry>;
-  release(id: string, by?: string): Promise<JobHead>;
-  migrate(id: string, to: string | null, by?: string): Promise<JobEntry>;
-  /** Changes fields of a job not yet running (reactor/handlers/update.ts). */
-  /** `allowedQos`: the tiers the one who asks may give the job (null: any, an admin). */
-  update(
-    id: string,
-    update: JobUpdate,
-    by?: string,
-    allowedQos?: readonly string[] | null,
-  ): Promise<JobEntry>;
-  remove(id: string): Promise<void>;
+export interface JobFiles {
+  input(jobId: string, path: string): StoredFile;
+  storeInput(jobId: string, path: string, content: Readable): Promise<number>;
+  /** An attempt's stdout or stderr (a multi-node attempt's rank's). */
+  log(jobId: string, task: number, attempt: number, stream: "stdout" | "stderr", rank: number): StoredFile;
+  /** The output files an attempt stored, by path, sorted. */
+  outputs(jobId: string, task: number, attempt: number): Promise<OutputFile[]>;
+  output(jobId: string, task: number, attempt: number, path: string): StoredFile;
+  storeOutput(jobId: string, task: number, attempt: number, path: string, content: Readable): Promise<number>;
+  /** A checkpoint object of a task, by the SHA-256 of its content. */
+  checkpointObject(jobId: string, task: number, sha256: string): StoredFile;
+  storeCheckpointObject(jobId: string, task: number, sha256: string, content: Readable): Promise<number>;
+  deleteCheckpointObject(jobId: string, task: number, sha256: string): Promise<void>;
+  /** Deletes every file of a job (its removal, or a refused submit's inputs). */
+  deleteJobFiles(jobId: string): Promise<void>;
 }
 
-export interface HostCommands {
-  drain(name: string): Promise<HostRecord>;
-  undrain(name: string): Promise<HostRecord>;
-  /** Forgets a host whose agent is not attached; answers the ids of its host credentials, revoked. */
-  removeHost(name: string, by?: string): Promise<string[]>;
-}
-
-export interface TokenCommands {
-  create(request: TokenRequest): Promise<TokenRecord>;
-  revoke(id: string, kinds: readonly TokenKind[]): Promise<TokenRecord>;
-}
-
-/** What the agents' checkpoint uploads record. */
-export interface CheckpointCommands {
-  objectStored(stored: CheckpointObjectStored): Promise<void>;
-  commit(commit: CheckpointCommit): Promise<CheckpointCommitted>;
+/** What the agents' checkpoint uploads record, and the transfer rate they show. */
+export interface CheckpointUploads extends Pick<CheckpointCommands, "objectStored" | "commit"> {
   /** An object of `bytes` took `ms` to arrive: the rescheduler prices moves with the observed rate. */
   noteTransfer(bytes: number, ms: number): void;
 }
 
-export type JobExplanation = { reasons: string[]; othersAhead: number } & Explanation;
+/**
+ * What `steward explain` says of a job (or of a job file, a dry run's): its id and state, why it
+ * waits and what the next pass does for it, host by host, and what each batch-backed pool does for
+ * it (nothing, for a job that has ended).
+ */
+export type ExplainedJob = { id: string; state: JobState } & JobExplanation & { pools: PoolNote[] };
 
-/** The queries: jobs, their headers, hosts, explain, tokens, and what an agent may touch. */
+/** The queries: jobs, their headers and events, hosts, explain, tokens, and what an agent may touch. */
 export interface ReadModel {
   now(): number;
-  readonly events: EventEmitter<{
-    event: [EventRecord];
-    job: [JobEntry];
-    progress: [string];
-    placed: [AttemptPlaced];
-  }>;
-  readonly tokens: TokenRegistry;
+  /**
+   * Listens to the events as they are committed and to the jobs whose task counts change (their
+   * ids); answers the function that stops listening.
+   */
+  watchEvents(onEvent: (event: EventRecord) => void, onProgress: (jobId: string) => void): () => void;
+  /** A token by its id (any kind), or undefined. */
+  token(id: string): TokenRecord | undefined;
+  /** The tokens this server gave out, of one kind or of every kind, oldest first. */
+  listTokens(kind?: TokenKind): TokenRecord[];
+  /** Who presents an API token `text` at `now`: its user and role, a refusal (revoked, expired), or null. */
+  principalOf(text: string, now: number): Principal | Refusal | null;
+  /** The stored token of `kind` that `text` is at `now`, a refusal, or null. */
+  matchToken(text: string, kind: TokenKind, now: number): TokenRecord | Refusal | null;
   /** A job in memory (live, or ended and not yet retired); NotFoundError otherwise. */
-  job(id: string): JobEntry;
+  job(id: string): JobRead;
   /** Any job, from memory or from the store; NotFoundError when there is none. */
-  readJob(id: string): Promise<JobEntry>;
+  readJob(id: string): Promise<JobRead>;
   /** Any job without its tasks and attempts (its summary); NotFoundError when there is none. */
   readJobHead(id: string): Promise<JobHead>;
   /** One task of any job with its attempts; NotFoundError when there is no such job or task. */
@@ -125,61 +115,41 @@ export interface ReadModel {
   /** The state of each task of any job, by index; NotFoundError when there is no such job. */
   readTaskStates(id: string): Promise<readonly TaskState[]>;
   header(id: string): JobHeader | undefined;
+  /** A job's events, oldest first (from the store). */
+  jobEvents(id: string): Promise<EventRecord[]>;
+  /** The events with an id above `after`, in id order, at most `limit`, of one job when `jobId` is given. */
+  eventsAfter(after: number, limit: number, jobId?: string): Promise<EventRecord[]>;
+  /** Ended attempts (of the jobs held, and those kept of removed ones), oldest end first. */
+  accounting(query: AccountingQuery): Promise<AccountingRecord[]>;
   /** A workflow by its id, or undefined. */
   workflow(id: string): WorkflowRecord | undefined;
   /** Every workflow, whatever became of its jobs. */
   listWorkflows(): WorkflowRecord[];
   jobOwner(id: string): string | undefined;
   listJobs(withRetired?: boolean): JobHeader[];
-  listHosts(): HostListing[];
   /** Every host, read once the changes handled so far are committed. */
   readHosts(): Promise<HostListing[]>;
   hostOf(name: string): HostListing | undefined;
   /** The fair-share tree as lines: every line, or a viewer's own and the accounts above it. */
   shares(viewer?: string): { at: number; halfLifeSeconds: number; lines: ShareLine[] };
-  explain(id: string, viewer?: string | null): Promise<JobExplanation>;
+  /** Explains any job (`viewer`: a user, who sees other users' jobs neither named nor described). */
+  explainJob(id: string, viewer: string | null): Promise<ExplainedJob>;
   /** A job file as a submit now would admit it (QoS tier, quotas), or the submit's refusal thrown. */
   admitDraft(spec: JobSpec, owner: string, allowedQos: readonly string[] | null): JobSpec;
+  /** What explain would say of a job file submitted now by `owner`, without submitting it. */
   explainDraft(
     spec: JobSpec,
     owner: string,
     dependencyOwner: string | null,
-    viewer?: string | null,
-  ): { job: JobEntry; explanation: JobExplanation };
+    viewer: string | null,
+  ): ExplainedJob;
   ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[];
   liveRanksOn(host: string, jobId: string, taskIndex?: number): number[];
   isCurrent(jobId: string, taskIndex: number, number: number): boolean;
   acceptsOutputs(jobId: string, taskIndex: number, number: number): boolean;
   unknownCheckpointObjects(jobId: string, taskIndex: number, shas: readonly string[]): string[];
-  restartManifest(
-    jobId: string,
-    taskIndex: number,
-    rank?: number,
-  ): { files: CheckpointFile[]; gang?: { rank: number; generation: number } } | null;
-}
-
-/** Workflows (reactor/commands/workflows.ts). */
-export interface WorkflowCommands {
-  /**
-   * Makes every job of a workflow file at once; resolves once all are durable. `allowedQos`: the
-   * tiers the submitter's token allows (null: any, an admin), checked for every job as at submit.
-   */
-  submit(
-    owner: string,
-    submitKey: string | null,
-    receive: ReceiveWorkflow,
-    allowedQos?: readonly string[] | null,
-  ): Promise<WorkflowMade>;
-  /** Reruns the workflow's failed and cancelled jobs and what waits on them. */
-  retry(id: string, by?: string, allowedQos?: readonly string[] | null): Promise<WorkflowRetried>;
-  /** Cancels every job of the workflow that has not ended, in one step (the members cancelled). */
-  cancel(id: string, by?: string): Promise<WorkflowJobsTouched>;
-  /** Holds every job of the workflow that has not ended, in one step (the members held). */
-  hold(id: string, by?: string, reason?: string): Promise<WorkflowJobsTouched>;
-  /** Releases every held job of the workflow, in one step (the members released). */
-  release(id: string, by?: string): Promise<WorkflowJobsTouched>;
-  /** Removes every job of the workflow, all ended, in one step (the members removed); 409 otherwise. */
-  remove(id: string): Promise<WorkflowJobsTouched>;
+  /** The checkpoint a restarted attempt of the task starts from (a multi-node job's: the rank's), or null. */
+  restartManifest(jobId: string, taskIndex: number, rank?: number): RestartManifest | null;
 }
 
 export interface ApiPorts {
@@ -187,6 +157,6 @@ export interface ApiPorts {
   workflows: WorkflowCommands;
   hosts: HostCommands;
   tokens: TokenCommands;
-  checkpoints: CheckpointCommands;
+  checkpoints: CheckpointUploads;
   read: ReadModel;
 }

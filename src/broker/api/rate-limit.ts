@@ -1,6 +1,8 @@
 // Submits per user token: a token bucket per key (the token's id), refilled at `ratePerSecond`
 // up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in.
 
+import type { ErrorAnswer } from "../../common/api/errors.ts";
+
 /** The default of `--submit-rate`: submits a second per user token, sustained. */
 export const DEFAULT_SUBMIT_RATE = 50;
 /** The default of `--submit-burst`: submits a user token may send at once after a quiet spell. */
@@ -46,4 +48,27 @@ export class SubmitRateLimiter {
     for (const [key, bucket] of this.#buckets)
       if (bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond >= burst) this.#buckets.delete(key);
   }
+}
+
+/**
+ * Takes one submit of `submitter`'s token at `now` (ms): null when allowed, else what the 429
+ * answers (its Retry-After in whole seconds, at least one, and the error naming the limit).
+ */
+export function submitRefusal(
+  limiter: SubmitRateLimiter,
+  submitter: { tokenId?: string | null; user: string },
+  now: number,
+): { retryAfter: string; answer: ErrorAnswer } | null {
+  const wait = limiter.take(submitter.tokenId ?? submitter.user, now);
+  if (wait <= 0) return null;
+  const { ratePerSecond, burst } = limiter.limit;
+  return {
+    retryAfter: String(Math.max(1, Math.ceil(wait))),
+    answer: {
+      error: {
+        code: "rate_limited",
+        message: `too many submits from ${submitter.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
+      },
+    },
+  };
 }

@@ -10,8 +10,10 @@ import {
   validatorCompiler,
 } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
-import type { ErrorAnswer, Health } from "../../common/api/schemas.ts";
-import { JobFileError } from "../../common/model/job-spec.ts";
+import type { ErrorAnswer } from "../../common/api/errors.ts";
+import type { Health } from "../../common/api/health.ts";
+import { JobFileError } from "../../common/model/jobfile-error.ts";
+import type { Principal, TokenKind } from "../../common/model/records.ts";
 import { CheckpointManifestError } from "../../common/protocol/messages.ts";
 import {
   API_VERSION,
@@ -22,26 +24,21 @@ import {
   RELEASE_HEADER,
   stewardRelease,
 } from "../../common/protocol/versions.ts";
-import type { PoolNote, PoolStatus } from "../pools/pool-manager.ts";
+import type { PoolStatus } from "../pools/pool-manager.ts";
 import {
   ConflictError,
   InvalidRequestError,
+  isNotLeading,
   NotFoundError,
-  NotLeaderError,
   QuotaError,
 } from "../reactor/errors.ts";
-import type { JobEntry } from "../state/job-entry.ts";
-import type { Principal } from "../state/token-registry.ts";
-import type { BlobStore } from "../store/blobs.ts";
-import type { Store } from "../store/store.ts";
-import { StaleTermError } from "../store/store.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
 import { registerOpenApi } from "./openapi.ts";
-import type { ApiPorts } from "./ports.ts";
+import type { ApiPorts, JobFiles } from "./ports.ts";
 import {
   DEFAULT_SUBMIT_BURST,
   DEFAULT_SUBMIT_RATE,
@@ -54,6 +51,7 @@ import { registerAdminRoutes, type StartBackup } from "./routes/admin.ts";
 import { registerAgentFileRoutes } from "./routes/agent-files.ts";
 import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
+import { registerManyJobRoutes } from "./routes/many-jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
@@ -63,8 +61,8 @@ import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
   ports: ApiPorts;
-  store: Store;
-  blobs: BlobStore;
+  /** A job's files in the blob store. */
+  files: JobFiles;
   metrics: Registry;
   adminToken: string;
   joinToken: string;
@@ -74,8 +72,6 @@ export interface ApiDeps {
   maxUploadBytes?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`). */
   submitLimit?: RateLimit;
-  /** What each batch-backed pool does for a job (`steward explain`). */
-  explainPools?: (job: JobEntry) => PoolNote[];
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
   /** Starts a backup (POST /api/v1/admin/backup); absent, the route answers 501. */
@@ -97,7 +93,7 @@ declare module "fastify" {
 }
 
 export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  const { ports, store, blobs } = deps;
+  const { ports, files } = deps;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await registerOpenApi(app);
@@ -142,10 +138,11 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     const credentials = {
       adminToken: deps.adminToken,
       joinToken: deps.joinToken,
-      // Read only past the admin and join tokens: a standby has no registry (its ports are the
+      // Asked only past the admin and join tokens: a standby has no registry (its ports are the
       // leader's), so its /metrics takes the admin token, and a stored token answers 503 there.
-      get tokens() {
-        return ports.read.tokens;
+      tokens: {
+        principal: (text: string, now: number) => ports.read.principalOf(text, now),
+        match: (text: string, kind: TokenKind, now: number) => ports.read.matchToken(text, kind, now),
       },
       now: Date.now(),
     };
@@ -196,7 +193,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
       });
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
-    if (error instanceof NotLeaderError || error instanceof StaleTermError) {
+    if (isNotLeading(error)) {
       return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));
     }
     // The body limit of a submit (the job file) or of any request.
@@ -244,31 +241,19 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   const sweep = setInterval(() => submitLimiter.sweep(Date.now()), 60_000);
   sweep.unref();
   app.addHook("onClose", async () => clearInterval(sweep));
-  registerJobRoutes(app, {
-    ports,
-    store,
-    blobs,
-    submitLimiter,
-    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
-    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
-  });
-  registerWorkflowRoutes(app, {
-    ports,
-    blobs,
-    submitLimiter,
-    maxUploadBytes: deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024,
-    ...(deps.explainPools ? { explainPools: deps.explainPools } : {}),
-  });
-  registerHostRoutes(app, ports, deps.explainPools ?? (() => []));
+  const maxUploadBytes = deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024;
+  registerJobRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
+  registerWorkflowRoutes(app, { ports, files, submitLimiter, maxUploadBytes });
+  registerHostRoutes(app, ports);
+  registerManyJobRoutes(app, ports);
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
-  registerAgentFileRoutes(app, ports, blobs, deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024);
+  registerAgentFileRoutes(app, ports, files, maxUploadBytes);
   registerAdminRoutes(app, deps.backup);
-  registerAccountingRoutes(app, store);
+  registerAccountingRoutes(app, ports.read);
   registerShareRoutes(app, ports);
   registerSystemRoutes(app, {
     ports,
-    store,
     metrics: deps.metrics,
     health: deps.health,
     // The document's interface has no index signature, so it reads as a plain JSON object here.

@@ -3,7 +3,7 @@
 
 import type { FastifySchemaValidationError } from "fastify";
 import { z } from "zod";
-import type { ErrorAnswer } from "../../common/api/schemas.ts";
+import type { ErrorAnswer } from "../../common/api/errors.ts";
 import { checkpointPathProblem } from "../../common/model/checkpoint-paths.ts";
 
 /** A yes/no query flag: 1 or true, 0 or false. */

@@ -1,22 +1,21 @@
 // The JSON shapes of jobs, tasks, attempts and hosts, from the records: what `--json` prints and the API
-// answers. Each view's type is the one its schema in schemas.ts gives, so the two cannot drift.
+// answers. Each view's type is the one its schema in src/common/api/ gives, so the two cannot drift.
 
-import type {
-  AccountingRow,
-  Attempt,
-  Event,
-  Host,
-  Job,
-  JobSummary,
-  Task,
-  Usage,
-} from "../../common/api/schemas.ts";
+import type { AccountingRow } from "../../common/api/accounting.ts";
+import type { Event } from "../../common/api/events.ts";
+import type { Host } from "../../common/api/hosts.ts";
+import type { Attempt, Job, JobSummary, Task, Usage } from "../../common/api/jobs.ts";
 import { type AttemptUsage, exitSignal } from "../../common/model/attempt-usage.ts";
-import type { AccountingRecord, AttemptRecord, EventRecord, TaskRecord } from "../../common/model/records.ts";
-import type { TaskRead } from "../reactor/read-model.ts";
-import type { HostListing } from "../state/cluster-state.ts";
-import type { JobEntry } from "../state/job-entry.ts";
-import { headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
+import type {
+  AccountingRecord,
+  AttemptRecord,
+  EventRecord,
+  HostListing,
+  JobHead,
+  JobHeader,
+  TaskRecord,
+} from "../../common/model/records.ts";
+import type { JobRead, TaskRead } from "../reactor/ports.ts";
 
 export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;
@@ -65,7 +64,7 @@ export function accountingRowView(row: AccountingRecord): AccountingRow {
   };
 }
 
-export function taskView(job: JobEntry, task: TaskRecord): Task {
+export function taskView(job: JobRead, task: TaskRecord): Task {
   return taskReadView({
     task,
     attempts: job.attempts.get(task.index) ?? [],
@@ -102,9 +101,9 @@ export function jobSummaryView(job: JobHeader): JobSummary {
   };
 }
 
-export function jobView(job: JobEntry, events: EventRecord[] | null, withTasks = true): Job {
+export function jobView(job: JobRead, events: EventRecord[] | null, withTasks = true): Job {
   return {
-    ...jobHeadView(headOf(job), events),
+    ...jobHeadView(job, events),
     ...(withTasks ? { tasks: job.tasks.map((task) => taskView(job, task)) } : {}),
   };
 }

@@ -5,7 +5,7 @@
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { EventRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
-import { type Explanation, explain } from "../scheduler/explain.ts";
+import { explain, type JobExplanation } from "../scheduler/explain.ts";
 import type { LiveTaskAssessment } from "../scheduler/explain-running.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
 import { compareQueueOrder } from "../scheduler/queue-order.ts";
@@ -19,8 +19,6 @@ import type { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
 import { newJobEntry } from "../state/new-job.ts";
 import { passInput, runningView } from "./plan-pass.ts";
-
-export type JobExplanation = { reasons: string[]; othersAhead: number } & Explanation;
 
 /**
  * Why a job's tasks wait (job-level reasons, then what the next pass does for it, host by host),

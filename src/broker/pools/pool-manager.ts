@@ -10,15 +10,15 @@
 // no other job is counted or cancelled. Pilots run as the pool's account and get the pool token
 // in a file of that account's (pools/pilot-account.ts, pools/pilot-files.ts).
 
-import { join } from "node:path";
 import type { Logger } from "pino";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
-import { type BatchDriver, DriverError, type PilotOwner, type PilotStatus } from "../drivers/driver.ts";
+import { DriverError, type PilotStatus } from "../drivers/driver.ts";
 import { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
-import { type PilotAccount, poolPilotDir } from "./pilot-account.ts";
+import type { PilotAccount } from "./pilot-account.ts";
+import { pilotCommand, pilotHostName } from "./pilot-command.ts";
 import {
   type PilotCounts,
   POOL_FAILURES_UNAVAILABLE,
@@ -27,10 +27,17 @@ import {
   poolRetrySeconds,
   queueWaitExceeded,
 } from "./pilot-demand.ts";
-import { poolTokenFile, preparePilotFiles } from "./pilot-files.ts";
+import { preparePilotFiles } from "./pilot-files.ts";
 import type { PilotLedger } from "./pilot-ledger.ts";
 import { freeCpusOf, offerWork, type PoolOffer, pilotProbe } from "./pool-demand.ts";
-import { pilotJobName, poolJoinToken } from "./pool-token.ts";
+import {
+  newPoolRuntime,
+  type PoolRuntime,
+  type PoolRuntimeSource,
+  pilotCounts,
+  poolUnavailable,
+} from "./pool-runtime.ts";
+import { poolJoinToken } from "./pool-token.ts";
 
 /** How often pools are looked after. */
 export const POOL_TICK_MS = 2000;
@@ -51,31 +58,6 @@ export interface PoolNote {
   line: string;
 }
 
-interface PoolRuntime {
-  spec: PoolSpec;
-  driver: BatchDriver;
-  /** Its pilots' job name and account. */
-  owner: PilotOwner;
-  account: PilotAccount;
-  /** Its pilots' folder: the token file, their logs and work folders. */
-  dir: string;
-  /** Jobs of its pilots' name and account it did not submit, already logged (logged once each). */
-  ignored: Set<string>;
-  pilots: PilotStatus[];
-  /** Failed submissions (and pilots that ended before their agent joined) in a row. */
-  failures: number;
-  reason: string | null;
-  nextSubmitAt: number;
-  /** Times in a row its pilots waited too long in the batch queue; no new work until stalledUntil. */
-  stalls: number;
-  stalledUntil: number;
-  stallReason: string | null;
-  /** Pending pilots: since when (ms), and how long they may wait in the queue (s). */
-  waits: Map<string, { since: number; limitSeconds: number }>;
-  /** Pilots this server cancelled: their leaving the queue is no failure to start. */
-  cancelled: Set<string>;
-}
-
 /** The hosts and the queue of the cluster: what the pools read to size and tend their pilots. */
 /** The QoS policy and running use, when the broker has them: work a running limit holds asks for no pilot. */
 export type PoolCluster = Pick<ClusterState, "hosts" | "queue"> &
@@ -91,37 +73,20 @@ export interface PoolClusterPort {
   forgetHost(name: string): Promise<void>;
 }
 
-export interface PoolManagerOptions {
+export interface PoolManagerOptions extends PoolRuntimeSource {
   pools: readonly PoolSpec[];
-  drivers: Record<string, BatchDriver>;
   /** What the pools read of the leading broker and ask of it. */
   cluster: PoolClusterPort;
   serverUrl: () => string;
-  /** The server's join token: each pool's pilots carry a token derived from it (pools/pool-token.ts). */
-  joinToken: string;
   /** Each pool's pilot account, by pool name (pools/pilot-account.ts resolvePoolAccounts). */
   accounts: ReadonlyMap<string, PilotAccount>;
   /** The `steward` executable a pilot runs. */
   steward: string;
-  /** Where pilots of pools run as the broker's own account write their logs and work folders. */
-  pilotDir: string;
   /** Pilots take no work this long before their walltime (scheduler/walltime.ts). */
   walltimeMarginSeconds: number;
   log: Logger;
 }
 
-/** A pilot's host name: its pool and its batch job id. */
-export function pilotHostName(pool: string, jobId: string): string {
-  return `${pool}-${jobId}`;
-}
-
-function pilotCounts(pilots: readonly PilotStatus[]): PilotCounts {
-  const counts: PilotCounts = { pending: 0, running: 0, ending: 0 };
-  for (const pilot of pilots) counts[pilot.state]++;
-  return counts;
-}
-
-const quote = (text: string) => `'${text.replaceAll("'", `'"'"'`)}'`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export class PoolManager {
@@ -135,33 +100,8 @@ export class PoolManager {
     this.#pools = options.pools.map((spec) => {
       const account = options.accounts.get(spec.name);
       if (!account) throw new Error(`pool ${spec.name}: no account resolved`);
-      return this.#runtime(spec, account);
+      return newPoolRuntime(spec, account, options);
     });
-  }
-
-  #runtime(spec: PoolSpec, account: PilotAccount): PoolRuntime {
-    const options = this.#options;
-    return {
-      spec,
-      driver: options.drivers[spec.driver],
-      owner: {
-        jobName: pilotJobName(options.joinToken, spec.name),
-        account: account.name,
-        runAs: account.runAs,
-      },
-      account,
-      dir: poolPilotDir(spec, account, options.pilotDir),
-      ignored: new Set(),
-      pilots: [],
-      failures: 0,
-      reason: null,
-      nextSubmitAt: 0,
-      stalls: 0,
-      stalledUntil: 0,
-      stallReason: null,
-      waits: new Map(),
-      cancelled: new Set(),
-    };
   }
 
   start(): void {
@@ -176,7 +116,7 @@ export class PoolManager {
 
   status(now = Date.now()): PoolStatus[] {
     return this.#pools.map((pool) => {
-      const why = this.#unavailable(pool, now);
+      const why = poolUnavailable(pool, now);
       return {
         name: pool.spec.name,
         driver: pool.spec.driver,
@@ -187,18 +127,11 @@ export class PoolManager {
     });
   }
 
-  /** Why the pool is unavailable now (failed submissions, pilots stuck in the queue), or null. */
-  #unavailable(pool: PoolRuntime, now: number): string | null {
-    if (pool.failures >= POOL_FAILURES_UNAVAILABLE) return pool.reason;
-    if (now < pool.stalledUntil) return pool.stallReason;
-    return null;
-  }
-
   /** Which pools could run the job and what each is doing about it (`steward explain`). */
   explain(job: JobEntry, now = Date.now()): PoolNote[] {
     return this.#pools.map((pool) => {
       const { name } = pool.spec;
-      const unavailable = this.#unavailable(pool, now);
+      const unavailable = poolUnavailable(pool, now);
       const state = unavailable === null ? ("ok" as const) : ("unavailable" as const);
       const cannot = infeasibility(job, pilotProbe(pool.spec, this.#options.walltimeMarginSeconds));
       if (cannot !== null)
@@ -429,7 +362,11 @@ export class PoolManager {
           owner: pool.owner,
           cpus: spec.slotsPerPilot,
           walltimeSeconds: spec.walltime,
-          command: this.#pilotCommand(pool),
+          command: pilotCommand(spec, {
+            steward: this.#options.steward,
+            serverUrl: this.#options.serverUrl(),
+            dir: pool.dir,
+          }),
           logDir: pool.dir,
           partition: spec.partition,
           extraArgs: spec.sbatchArgs,
@@ -485,27 +422,5 @@ export class PoolManager {
         "pilot failed to start",
       );
     }
-  }
-
-  /**
-   * The agent a pilot runs: in its pool, with its slots, named after its batch job, leaving when
-   * idle. The pool token is read from its file: a command line is in every process list.
-   */
-  #pilotCommand(pool: PoolRuntime): string {
-    const { spec } = pool;
-    const work = join(pool.dir, "work-");
-    return [
-      quote(this.#options.steward),
-      "agent",
-      `--server ${quote(this.#options.serverUrl())}`,
-      `--token-file ${quote(poolTokenFile(pool.dir))}`,
-      `--pool ${quote(spec.name)}`,
-      `--slots ${spec.slotsPerPilot}`,
-      `--name ${quote(pilotHostName(spec.name, ""))}"$SLURM_JOB_ID"`,
-      `--work ${quote(work)}"$SLURM_JOB_ID"`,
-      `--idle-seconds ${spec.idleSeconds}`,
-      // The walltime counts from the pilot's start: its agent knows when the batch system ends it.
-      `--ends-at "$(date -u -d '+${spec.walltime} seconds' +%Y-%m-%dT%H:%M:%SZ)"`,
-    ].join(" ");
   }
 }

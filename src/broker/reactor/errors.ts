@@ -1,6 +1,8 @@
 // Errors a request can end with; the API maps them to 404, 409, 429 and 400, and a standby's to a
 // redirect to the leader or 503.
 
+import { StaleTermError } from "../store/store.ts";
+
 export class NotFoundError extends Error {}
 /** A limit of the owner's use (the QoS file's quotas): answered 429 with the limit and the use named. */
 export class QuotaError extends Error {
@@ -28,4 +30,12 @@ export class NotLeaderError extends Error {
     );
     this.leader = leader;
   }
+}
+
+/**
+ * Whether a request ended because this server does not lead (or no longer does: the store refused
+ * its term); nothing of it was committed, and the leader is the one to ask.
+ */
+export function isNotLeading(error: unknown): boolean {
+  return error instanceof NotLeaderError || error instanceof StaleTermError;
 }

@@ -13,8 +13,6 @@ import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, AttemptPlaced, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
 
-export type { AttemptPlaced } from "./effects.ts";
-
 import { startUndelivered } from "./handlers/agent-reports.ts";
 import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";

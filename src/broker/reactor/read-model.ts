@@ -1,30 +1,31 @@
-// The read model: what the API, the agents' routes and the pools ask of the cluster, answered from
-// the reactor's state (and, for a job that ended and left memory, from the store). Nothing here
-// changes the state; the commands (reactor/commands/) do, each through one handler.
+// The read model: what the API (through its port, server/api-reads.ts), the agents' gateway and the
+// pools ask of the cluster, answered from the reactor's state (and, for a job that ended and left
+// memory, from the store). Nothing here changes the state; the commands (reactor/commands/) do,
+// each through one handler.
 
 import type { JobSpec } from "../../common/model/job-spec.ts";
-import type { AttemptRecord, TaskRecord, WorkflowRecord } from "../../common/model/records.ts";
+import type {
+  HostListing,
+  JobHead,
+  JobHeader,
+  RestartManifest,
+  WorkflowRecord,
+} from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
-import { explainDraft, explainEnded, explainJob, type JobExplanation } from "../planner/explain-job.ts";
-import type { ProgressSample } from "../scheduler/estimate.ts";
+import { explainDraft, explainEnded, explainJob } from "../planner/explain-job.ts";
+import type { JobExplanation } from "../scheduler/explain.ts";
 import { type ShareLine, shareLines } from "../scheduler/fair-share-tree.ts";
 import { attemptRanksOn, liveRanksOn } from "../state/agent-binding.ts";
-import { type ClusterState, type HostListing, submissionKey } from "../state/cluster-state.ts";
+import { type ClusterState, submissionKey } from "../state/cluster-state.ts";
 import { entryOfStored, type JobEntry } from "../state/job-entry.ts";
-import { headerOf, headOf, type JobHead, type JobHeader } from "../state/job-header.ts";
+import { headOf } from "../state/job-header.ts";
 import { restartManifest } from "../state/restart-manifest.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store, StoredJob } from "../store/store.ts";
 import { NotFoundError } from "./errors.ts";
 import { admitSpec, checkedDependencies } from "./handlers/submit.ts";
+import type { TaskRead } from "./ports.ts";
 import type { Reactor } from "./reactor.ts";
-
-/** One task with its attempts (by number) and, while it runs, the last progress it reported. */
-export interface TaskRead {
-  task: TaskRecord;
-  attempts: readonly AttemptRecord[];
-  progress: ProgressSample | undefined;
-}
 
 export class ReadModel {
   readonly #reactor: Reactor;
@@ -183,7 +184,7 @@ export class ReadModel {
     // listed would never see the one made below it a moment later (id-block.ts).
     const below = this.#lowestInFlight();
     const listed = below === null ? () => true : (id: string) => !(Number(id) >= below);
-    for (const job of this.#state.jobs.values()) if (listed(job.id)) headers.push(headerOf(job));
+    for (const job of this.#state.jobs.values()) if (listed(job.id)) headers.push(job.header);
     if (withRetired)
       for (const header of this.#state.ended.values()) if (listed(header.id)) headers.push(header);
     return headers;
@@ -295,7 +296,7 @@ export class ReadModel {
   }
 
   /** The manifest a restarted attempt of the task gets (a multi-node job's: the rank's), or null. */
-  restartManifest(jobId: string, taskIndex: number, rank?: number): ReturnType<typeof restartManifest> {
+  restartManifest(jobId: string, taskIndex: number, rank?: number): RestartManifest | null {
     return restartManifest(this.job(jobId), taskIndex, rank);
   }
 

@@ -14,7 +14,6 @@
 // cannot be judged, it keeps its host), one that reported 1 (it is finishing), and one that has
 // run for less than graceSeconds (a start, or a restart, always gets the grace in full).
 
-import { contractBreachReason } from "../../common/model/events.ts";
 import type { ProgressSample } from "./estimate.ts";
 import type { StopEntry } from "./view.ts";
 
@@ -128,7 +127,6 @@ export function judgeContract(
     toFraction: rate.to.fraction,
     measuredSeconds: (rate.to.at - rate.from.at) / 1000,
   };
-  const reason = contractBreachReason(numbers);
   return {
     ...kept,
     breach: {
@@ -136,7 +134,16 @@ export function judgeContract(
         jobId: subject.jobId,
         taskIndex: subject.taskIndex,
         attempt: subject.attempt,
-        intent: { outcome: "migrated", reason },
+        intent: {
+          outcome: "migrated",
+          reason: {
+            kind: "contract-broken",
+            host: subject.host,
+            ratePerMinute: rate.perMinute,
+            minProgressPerMinute,
+            belowSeconds,
+          },
+        },
         migrateTo: { to: null },
       },
       numbers,

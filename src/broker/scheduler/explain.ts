@@ -13,7 +13,7 @@ import {
   requirementClauses,
   whyClauseFails,
 } from "../../common/model/cel-clauses.ts";
-import type { HostFacts } from "../../common/model/records.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import { batchKey } from "./batches.ts";
 import {
   explainRunningTask,
@@ -91,6 +91,13 @@ export interface Explanation {
   running: RunningTaskExplanation[];
   nextPass: NextPass;
 }
+
+/**
+ * What `steward explain` says of a job (broker/planner/explain-job.ts): the job-level reasons it
+ * waits (or how it ended), how many other users' jobs are ahead of it (counted, not named), and the
+ * next pass's explanation.
+ */
+export type JobExplanation = { reasons: string[]; othersAhead: number } & Explanation;
 
 export function explain(input: ExplainInput): Explanation {
   const { job, hosts, now } = input;

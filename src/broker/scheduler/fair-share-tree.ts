@@ -51,15 +51,13 @@ export interface ShareNode {
  * (about cpus * t while t is short beside h).
  */
 export function runningUsage(cpus: number, startedAt: number, now: number, halfLifeSeconds: number): number {
-  if (now <= startedAt || cpus <= 0) return 0;
-  const seconds = (now - startedAt) / 1000;
+  const seconds = Math.max(0, now - startedAt) / 1000;
   return ((cpus * halfLifeSeconds) / Math.LN2) * -Math.expm1(-(seconds / halfLifeSeconds) * Math.LN2);
 }
 
-/** Slurm's classic factor 2^(-U/S): 1 for a node that used nothing, 0 for one without share that used some. */
+/** Slurm's classic factor 2^(-U/S): 1 for a node that used nothing, 0 for one without share that used some (2^-∞). */
 export function fairShareFactor(usage: number, shares: number): number {
   if (usage <= 0) return 1;
-  if (shares <= 0) return 0;
   return 2 ** (-usage / shares);
 }
 
@@ -101,7 +99,8 @@ export function shareTreeOf(
       siblingUsage += child.usage;
     }
     for (const node of parent.children) {
-      node.levelShares = siblingShares > 0 ? node.rawShares / siblingShares : 0;
+      // Every share is positive (shares-file.ts), so siblings have some.
+      node.levelShares = node.rawShares / siblingShares;
       node.levelUsage = siblingUsage > 0 ? node.usage / siblingUsage : 0;
       node.levelFactor = fairShareFactor(node.levelUsage, node.levelShares);
       node.normShares = node.levelShares * parent.normShares;
@@ -186,7 +185,8 @@ function blank(name: string, kind: ShareNode["kind"], rawShares: number): ShareN
     levelShares: 0,
     levelUsage: 0,
     levelFactor: 1,
-    factor: kind === "user" ? 1 : null,
+    // A user's is set by rankUsers.
+    factor: null,
     children: [],
   };
 }

@@ -37,15 +37,14 @@ export function attemptCpuSeconds(
   return (heldCpus * Math.max(0, endedAt - startedAt)) / 1000;
 }
 
-/** Decayed usage: `value` recorded at `at` (ms), seen at `now` (ms). */
+/** Decayed usage: `value` recorded at `at` (ms), seen at `now` (ms); as it was when `now` is not later. */
 export function decayedUsage(
   value: number,
   at: number,
   now: number,
   halfLifeSeconds: number = FAIR_SHARE_HALF_LIFE_SECONDS,
 ): number {
-  if (value === 0 || now <= at) return value;
-  return value * 0.5 ** ((now - at) / 1000 / halfLifeSeconds);
+  return value * 0.5 ** (Math.max(0, now - at) / 1000 / halfLifeSeconds);
 }
 
 /**

@@ -5,13 +5,8 @@
 // limits of a tier (per user) and of a group hold a job back while the user or group is at them:
 // the job waits, it is not refused. Pure: what runs comes in.
 
-import {
-  DEFAULT_QOS,
-  DEFAULT_QOS_POLICY,
-  type GroupLimits,
-  type QosPolicy,
-  tierOf,
-} from "../../common/model/qos-file.ts";
+import { DEFAULT_QOS_POLICY, type GroupLimits, type QosPolicy, tierOf } from "../../common/model/qos-file.ts";
+import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import type { Held, JobView, RunningUse } from "./view.ts";
 
 export type { Held, RunningUse } from "./view.ts";

@@ -6,8 +6,9 @@
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
 import type { JobEvent } from "../../common/model/events.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
-import type { HostFacts, StopIntent } from "../../common/model/records.ts";
+import type { StopIntent } from "../../common/model/records.ts";
 import type { HostState } from "../../common/model/states.ts";
 import type { AttemptProgress } from "./estimate.ts";
 import type { OwnerShare } from "./fair-share.ts";

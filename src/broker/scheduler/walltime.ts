@@ -11,9 +11,6 @@ export type { Walltime } from "./view.ts";
 /** Seconds before a pilot's walltime when it stops taking work and its tasks move (`--walltime-margin-seconds`). */
 export const WALLTIME_MARGIN_SECONDS = 60;
 
-/** The reason a task moves off a pilot whose walltime is near. */
-export const PILOT_WALLTIME_REASON = "pilot walltime";
-
 /** A host's walltime at `now`, or undefined for a host without one. */
 export function walltimeAt(endsAt: number | null, now: number, marginSeconds: number): Walltime | undefined {
   if (endsAt === null) return undefined;
@@ -79,7 +76,7 @@ export function walltimeStops(
       jobId: attempt.jobId,
       taskIndex: attempt.taskIndex,
       attempt: attempt.attempt,
-      intent: { outcome: "migrated", reason: PILOT_WALLTIME_REASON },
+      intent: { outcome: "migrated", reason: { kind: "pilot-walltime" } },
       migrateTo: { to: null },
     });
   }

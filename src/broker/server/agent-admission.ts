@@ -6,6 +6,7 @@
 import { HOST_CREDENTIAL_FILE } from "../../common/protocol/messages.ts";
 import type { Credentials } from "../api/auth.ts";
 import { joinTokenScope } from "../pools/pool-token.ts";
+import type { TokenRegistry } from "../state/token-registry.ts";
 
 export interface AgentHello {
   name: string;
@@ -19,7 +20,12 @@ export type Admission =
   /** Let in; `issue` says to give it a new credential under that join token (null: the server's or a pool's). */
   { admitted: true; issue: { parent: string | null } | null } | { admitted: false; reason: string };
 
-export function admitAgent(hello: AgentHello, credentials: Credentials): Admission {
+/** What admitting an agent reads of the tokens: a presented one's match, and a host's credential. */
+export interface AgentCredentials extends Omit<Credentials, "tokens"> {
+  tokens: Pick<TokenRegistry, "match" | "credentialOf">;
+}
+
+export function admitAgent(hello: AgentHello, credentials: AgentCredentials): Admission {
   const { tokens, now } = credentials;
   if (hello.credential) {
     const found = tokens.match(hello.credential, "host", now);
@@ -57,7 +63,7 @@ export function admitAgent(hello: AgentHello, credentials: Credentials): Admissi
 /** The join token's verdict: the stored join token it is (parent), or null for the server's or a pool's. */
 function joinScope(
   hello: AgentHello,
-  credentials: Credentials,
+  credentials: AgentCredentials,
 ): { parent: string | null } | { reason: string } {
   const scope = joinTokenScope(credentials.joinToken, hello.token);
   if (scope !== null) {

@@ -8,14 +8,18 @@
 import type { Logger } from "pino";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { ApiPorts } from "../api/ports.ts";
+import type { PoolNote } from "../pools/pool-manager.ts";
+import type { AgentLinks } from "../reactor/effects.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
 import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { JobEntry } from "../state/job-entry.ts";
 import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { hasElections, type Store } from "../store/store.ts";
+import { apiReadModel } from "./api-reads.ts";
 import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
-import { type AgentLinks, Core } from "./core.ts";
+import { Core } from "./core.ts";
 import { legacyCheckpoints } from "./legacy-checkpoints.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
@@ -237,14 +241,22 @@ export function leadingCore(broker: Broker): Core {
   return leading(() => broker.core());
 }
 
-/** The API's ports on whichever core leads now (NotLeaderError while standby, as above). */
-export function leadingPorts(broker: Broker): ApiPorts {
+/**
+ * The API's ports on whichever core leads now (NotLeaderError while standby, as above); its read
+ * model reads a job's events and the accounting from `store`, and asks `explainPools` what each
+ * batch-backed pool does for a job explained.
+ */
+export function leadingPorts(
+  broker: Broker,
+  store: Pick<Store, "accounting" | "events" | "eventsAfter">,
+  explainPools: (job: JobEntry) => PoolNote[],
+): ApiPorts {
   return {
     jobs: leading(() => broker.core().jobs),
     workflows: leading(() => broker.core().workflows),
     hosts: leading(() => broker.core().hosts),
     tokens: leading(() => broker.core().tokens),
     checkpoints: leading(() => broker.core().checkpoints),
-    read: leading(() => broker.core().read),
+    read: apiReadModel(() => broker.core().read, store, explainPools),
   };
 }

@@ -3,21 +3,29 @@
 // answers queries (src/broker/reactor/read-model.ts), and the state the agents' reports keep between
 // commits. The API is handed the commands and the read model as its ports (src/broker/api/ports.ts).
 
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
-import type { HostFacts } from "../../common/model/records.ts";
 import type { HeartbeatMessage } from "../../common/protocol/messages.ts";
-import { type AgentCommands, agentCommands } from "../reactor/commands/agents.ts";
-import { type CheckpointCommands, checkpointCommands } from "../reactor/commands/checkpoints.ts";
+import { agentCommands } from "../reactor/commands/agents.ts";
+import { checkpointCommands } from "../reactor/commands/checkpoints.ts";
 import type { CommandContext } from "../reactor/commands/context.ts";
-import { type HostCommands, hostCommands } from "../reactor/commands/hosts.ts";
-import { type JobCommands, jobCommands } from "../reactor/commands/jobs.ts";
-import { type TokenCommands, tokenCommands } from "../reactor/commands/tokens.ts";
-import { type WorkflowCommands, workflowCommands } from "../reactor/commands/workflows.ts";
+import { hostCommands } from "../reactor/commands/hosts.ts";
+import { jobCommands } from "../reactor/commands/jobs.ts";
+import { tokenCommands } from "../reactor/commands/tokens.ts";
+import { workflowCommands } from "../reactor/commands/workflows.ts";
 import { purgeAccounting, setMeta } from "../reactor/handlers/broker-records.ts";
 import { forgetHost } from "../reactor/handlers/control.ts";
 import { heartbeatReported } from "../reactor/handlers/heartbeat.ts";
 import { walltimeDue } from "../reactor/handlers/walltime.ts";
 import { IdBlock } from "../reactor/id-block.ts";
+import type {
+  AgentCommands,
+  CheckpointCommands,
+  HostCommands,
+  JobCommands,
+  TokenCommands,
+  WorkflowCommands,
+} from "../reactor/ports.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { ReadModel } from "../reactor/read-model.ts";
 import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
@@ -27,8 +35,6 @@ import { recoverState } from "../state/recover.ts";
 import { agentDetached, agentSeen, checkpointTransferObserved, heartbeatSeen } from "../state/soft-state.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError, type StoreSnapshot } from "../store/store.ts";
-
-export type { AgentLinks } from "../reactor/effects.ts";
 
 export interface CoreOptions {
   heartbeatSeconds: number;

@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { WebSocketServer } from "ws";
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import {
   fromThisProcess,
   LINK_STATES,
@@ -20,6 +21,7 @@ import {
   type AgentMessage,
   agentMessage,
   type EndedEvent,
+  type HeartbeatMessage,
   type LogMessage,
   ofAnotherVersion,
   PROTOCOL_VERSION,
@@ -29,15 +31,42 @@ import {
 } from "../../common/protocol/messages.ts";
 import { TurnFrames } from "../../common/protocol/turn-frames.ts";
 import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
+import type { AgentLinks } from "../reactor/effects.ts";
+import type { AgentCommands, HostCommands } from "../reactor/ports.ts";
 import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
-import { admitAgent } from "./agent-admission.ts";
-import type { AgentLinks, Core } from "./core.ts";
+import { type AgentCredentials, admitAgent } from "./agent-admission.ts";
 import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
 
+/**
+ * What the gateway asks of the core that leads (server/core.ts's Core answers it): the agents'
+ * hellos and reports, a leaving agent's host drained, the heartbeats and the liveness every message
+ * renews, and what it reads: the ranks a host runs of an attempt (whose log it may write) and the
+ * tokens a hello presents.
+ */
+export interface GatewayPorts {
+  readonly agents: Pick<AgentCommands, "attachHost" | "attemptReports">;
+  readonly hosts: Pick<HostCommands, "drain">;
+  readonly read: {
+    ranksOn(host: string, jobId: string, taskIndex: number, number: number): number[];
+    readonly tokens: AgentCredentials["tokens"];
+  };
+  /** A heartbeat: the lease renewed, facts and progress kept; resolves once what it decided is durable. */
+  heartbeat(
+    name: string,
+    facts: HostFacts,
+    progress?: HeartbeatMessage["progress"],
+    requirements?: HeartbeatMessage["requirements"],
+  ): Promise<void>;
+  /** Any message from the agent renews its lease. */
+  touch(name: string): void;
+  /** The agent's connection is gone. */
+  detachHost(name: string): void;
+}
+
 export interface GatewayOptions {
-  core: Core;
+  ports: GatewayPorts;
   blobs: BlobStore;
   joinToken: string;
   heartbeatSeconds: number;
@@ -145,7 +174,7 @@ export class AgentGateway implements AgentLinks {
     this.sockets.delete(host);
     ws.terminate();
     // The socket's close handler no longer knows it (taken out above): the host is detached here.
-    this.options.core.detachHost(host);
+    this.options.ports.detachHost(host);
   }
 
   /**
@@ -181,7 +210,7 @@ export class AgentGateway implements AgentLinks {
   }
 
   private accept(ws: LinkSocket, watch: UnwelcomedWatch): void {
-    const { core, log } = this.options;
+    const { ports, log } = this.options;
     let name: string | null = null;
     let helloArrived = false;
     // One chain per connection: reports are applied one after another, in arrival order.
@@ -192,7 +221,7 @@ export class AgentGateway implements AgentLinks {
     const take = (host: string, message: AgentBatchedMessage | LogMessage) => {
       switch (message.type) {
         case "heartbeat":
-          core
+          ports
             .heartbeat(host, message.facts, message.progress, message.requirements)
             .catch((error) => log.error({ err: error }, "heartbeat not applied"));
           return;
@@ -258,14 +287,14 @@ export class AgentGateway implements AgentLinks {
       }
       if (!name) return;
       const host = name;
-      core.touch(host);
+      ports.touch(host);
       if (message.type === "batch") for (const each of message.messages) take(host, each);
       else take(host, message);
     });
     ws.on("close", () => {
       if (name && this.sockets.get(name) === ws) {
         this.sockets.delete(name);
-        if (!this.#standby()) core.detachHost(name);
+        if (!this.#standby()) ports.detachHost(name);
         log.info({ host: name }, "agent disconnected");
       }
     });
@@ -279,7 +308,7 @@ export class AgentGateway implements AgentLinks {
    * is durable, a fenced one too (or the agent's outbox would jam), one that failed not at all.
    */
   async #applyReports(ws: LinkSocket, host: string, reports: readonly ReportMessage[]): Promise<void> {
-    const { core, log } = this.options;
+    const { ports, log } = this.options;
     const acknowledge = (seq: number) => {
       if (ws.readyState === LINK_STATES.OPEN) this.#sendTo(ws, { type: "ack", seq });
     };
@@ -288,7 +317,7 @@ export class AgentGateway implements AgentLinks {
       if (attempts.length === 0) return;
       const batch = attempts;
       attempts = [];
-      core.agents
+      ports.agents
         .attemptReports(
           host,
           batch.map((report) => report.event),
@@ -306,7 +335,7 @@ export class AgentGateway implements AgentLinks {
       if (event.kind === "leaving") {
         applyAttempts();
         // Drained before the ends of its attempts are applied: none is placed back on it.
-        core.hosts.drain(host).then(
+        ports.hosts.drain(host).then(
           () => {
             log.info({ host, reason: event.reason }, "agent leaving");
             acknowledge(seq);
@@ -327,7 +356,7 @@ export class AgentGateway implements AgentLinks {
   async #logWritten(host: string, event: EndedEvent): Promise<void> {
     const ranks =
       event.rank === undefined
-        ? this.options.core.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
+        ? this.options.ports.read.ranksOn(host, event.jobId, event.taskIndex, event.attempt)
         : [event.rank];
     for (const rank of ranks.length > 0 ? ranks : [0])
       for (const stream of ["stdout", "stderr"] as const) {
@@ -341,7 +370,7 @@ export class AgentGateway implements AgentLinks {
     message: Extract<AgentMessage, { type: "hello" }>,
     watch: UnwelcomedWatch,
   ): Promise<boolean> {
-    const { core, log } = this.options;
+    const { ports, log } = this.options;
     const leader = this.options.leading?.() ?? null;
     if (leader !== null) {
       ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
@@ -350,7 +379,7 @@ export class AgentGateway implements AgentLinks {
     const admission = admitAgent(message, {
       adminToken: "",
       joinToken: this.options.joinToken,
-      tokens: core.read.tokens,
+      tokens: ports.read.tokens,
       now: Date.now(),
     });
     if (!admission.admitted) {
@@ -373,9 +402,9 @@ export class AgentGateway implements AgentLinks {
         }),
       );
     else this.#frames.delete(ws);
-    let attached: Awaited<ReturnType<Core["agents"]["attachHost"]>>;
+    let attached: Awaited<ReturnType<AgentCommands["attachHost"]>>;
     try {
-      attached = await core.agents.attachHost(message, admission.issue ?? undefined);
+      attached = await ports.agents.attachHost(message, admission.issue ?? undefined);
     } finally {
       this.beforeWelcome.delete(ws);
     }
@@ -399,10 +428,10 @@ export class AgentGateway implements AgentLinks {
   }
 
   private appendLog(host: string, message: LogMessage): void {
-    const { core, blobs, log } = this.options;
+    const { ports, blobs, log } = this.options;
     // A log has one writer: the host that runs the attempt, for a rank it runs. Anyone else's
     // bytes would land in another job's log, and shift the offsets its real agent appends at.
-    const ranks = core.read.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
+    const ranks = ports.read.ranksOn(host, message.jobId, message.taskIndex, message.attempt);
     const rank = message.rank ?? ranks[0];
     if (rank === undefined || !ranks.includes(rank)) {
       log.debug(

@@ -5,8 +5,10 @@
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EventRecord } from "../../common/model/records.ts";
-import type { AttemptPlaced, Reactor } from "../reactor/reactor.ts";
+import type { AttemptPlaced } from "../reactor/effects.ts";
+import type { Reactor } from "../reactor/reactor.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
+import type { HostEntry } from "../state/host-entry.ts";
 
 /** Queue wait buckets, in seconds: from a second to a day. */
 export const QUEUE_WAIT_BUCKETS_SECONDS = [
@@ -32,6 +34,45 @@ function labelsOf(state: ClusterState, jobId: string, host: unknown): { pool: st
     // A job may leave memory before the events of the step that ended it come (an earlier step's
     // commit, done after that step ran, retires it): its header keeps the owner.
     owner: state.jobOwner(jobId) ?? "unknown",
+  };
+}
+
+/**
+ * A gauge of the leading core's cluster state, measured when scraped (`measure` adds to it); empty
+ * while no core leads here.
+ */
+function clusterGauge<Label extends string>(
+  configuration: { name: string; help: string; labelNames: readonly Label[]; registers: Registry[] },
+  cluster: () => ClusterState | null,
+  measure: (state: ClusterState, add: (labels: Record<Label, string>, value: number) => void) => void,
+): void {
+  new Gauge({
+    ...configuration,
+    collect() {
+      this.reset();
+      const state = cluster();
+      if (!state) return;
+      measure(state, (labels, value) => this.inc(labels, value));
+    },
+  });
+}
+
+/**
+ * A measure of the connected hosts' units, used and free, per pool: `units` gives a host's used and
+ * total, or null for a host that has none.
+ */
+function usedAndFreePerPool(
+  units: (host: HostEntry) => { used: number; total: number } | null,
+): (state: ClusterState, add: (labels: Record<"pool" | "state", string>, value: number) => void) => void {
+  return (state, add) => {
+    for (const host of state.hosts.values()) {
+      if (!host.connected) continue;
+      const counted = units(host);
+      if (counted === null) continue;
+      const pool = host.record.pool;
+      add({ pool, state: "used" }, counted.used);
+      add({ pool, state: "free" }, Math.max(0, counted.total - counted.used));
+    }
   };
 }
 
@@ -78,70 +119,58 @@ export class JobMetrics {
       registers,
     });
     const cluster = () => this.#reactor?.state ?? null;
-    new Gauge({
-      name: "steward_slots",
-      help: "Slots of the connected hosts, used and free, per pool",
-      labelNames: ["pool", "state"],
-      registers,
-      collect() {
-        this.reset();
-        const state = cluster();
-        if (!state) return;
-        for (const host of state.hosts.values()) {
-          if (!host.connected) continue;
-          const pool = host.record.pool;
-          this.inc({ pool, state: "used" }, host.usedSlots);
-          this.inc({ pool, state: "free" }, Math.max(0, host.record.slots - host.usedSlots));
-        }
+    clusterGauge(
+      {
+        name: "steward_slots",
+        help: "Slots of the connected hosts, used and free, per pool",
+        labelNames: ["pool", "state"],
+        registers,
       },
-    });
-    new Gauge({
-      name: "steward_gpus",
-      help: "GPUs the connected hosts declare, used and free, per pool",
-      labelNames: ["pool", "state"],
-      registers,
-      collect() {
-        this.reset();
-        const state = cluster();
-        if (!state) return;
-        for (const host of state.hosts.values()) {
-          const gpus = host.facts.gpus ?? [];
-          if (!host.connected || gpus.length === 0) continue;
-          const pool = host.record.pool;
-          this.inc({ pool, state: "used" }, host.usedGpus.size);
-          this.inc({ pool, state: "free" }, Math.max(0, gpus.length - host.usedGpus.size));
-        }
+      cluster,
+      usedAndFreePerPool((host) => ({ used: host.usedSlots, total: host.record.slots })),
+    );
+    clusterGauge(
+      {
+        name: "steward_gpus",
+        help: "GPUs the connected hosts declare, used and free, per pool",
+        labelNames: ["pool", "state"],
+        registers,
       },
-    });
-    new Gauge({
-      name: "steward_owner_slots_used",
-      help: "Slots the live attempts of each owner hold",
-      labelNames: ["owner"],
-      registers,
-      collect() {
-        this.reset();
-        const state = cluster();
-        if (!state) return;
+      cluster,
+      usedAndFreePerPool((host) => {
+        const gpus = host.facts.gpus ?? [];
+        return gpus.length === 0 ? null : { used: host.usedGpus.size, total: gpus.length };
+      }),
+    );
+    clusterGauge(
+      {
+        name: "steward_owner_slots_used",
+        help: "Slots the live attempts of each owner hold",
+        labelNames: ["owner"],
+        registers,
+      },
+      cluster,
+      (state, add) => {
         for (const host of state.hosts.values())
-          for (const live of host.active.values()) this.inc({ owner: live.job.record.owner }, live.job.cpus);
+          for (const live of host.active.values()) add({ owner: live.job.record.owner }, live.job.cpus);
       },
-    });
-    new Gauge({
-      name: "steward_owner_gpus_used",
-      help: "GPUs the live attempts of each owner hold",
-      labelNames: ["owner"],
-      registers,
-      collect() {
-        this.reset();
-        const state = cluster();
-        if (!state) return;
+    );
+    clusterGauge(
+      {
+        name: "steward_owner_gpus_used",
+        help: "GPUs the live attempts of each owner hold",
+        labelNames: ["owner"],
+        registers,
+      },
+      cluster,
+      (state, add) => {
         for (const host of state.hosts.values())
           for (const live of host.active.values()) {
             const held = live.attempt.placement.reduce((sum, entry) => sum + (entry.gpus?.length ?? 0), 0);
-            if (held > 0) this.inc({ owner: live.job.record.owner }, held);
+            if (held > 0) add({ owner: live.job.record.owner }, held);
           }
       },
-    });
+    );
   }
 
   /** Counts what the core that now leads commits (a new leader's reactor replaces the old one's). */

@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { warmUpExpressions } from "../../common/model/cel.ts";
-import { parseJobFileText } from "../../common/model/job-spec.ts";
+import { parseJobFileText } from "../../common/model/jobfile-text.ts";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
 import type { LinkSocket } from "../../common/protocol/local-link.ts";
@@ -32,6 +32,7 @@ import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertis
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./broker.ts";
 import type { Core } from "./core.ts";
 import { AgentGateway } from "./gateway.ts";
+import { jobFilesIn } from "./job-files.ts";
 import { JobMetrics } from "./job-metrics.ts";
 import { StoreMetrics } from "./store-metrics.ts";
 
@@ -139,7 +140,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onCommitted: (seconds, steps) => storeMetrics.committed(seconds, steps),
   });
   const core = leadingCore(broker);
-  const ports = leadingPorts(broker);
 
   const submitted = new Counter({
     name: "steward_jobs_submitted_total",
@@ -263,7 +263,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   gateway = new AgentGateway({
-    core,
+    ports: core,
     blobs,
     joinToken: options.joinToken,
     heartbeatSeconds,
@@ -274,9 +274,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // The agents' sockets are the links of whichever core leads.
   broker.setLinks(gateway);
   await registerApi(app, {
-    ports,
-    store,
-    blobs,
+    ports: leadingPorts(broker, store, (job) => pools.explain(job)),
+    files: jobFilesIn(blobs),
     metrics,
     adminToken: options.adminToken,
     joinToken: options.joinToken,
@@ -284,7 +283,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     maxUploadBytes,
     submitLimit: options.submitLimit,
     pools: () => pools.status(),
-    explainPools: (job) => pools.explain(job),
     metricsOpen: options.metricsOpen,
     backup: () => startBackup(store, blobs, options.backupFiles ?? []),
   });

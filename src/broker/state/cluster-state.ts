@@ -8,7 +8,8 @@ import { attemptKey, hostsOf, keyOf } from "../../common/model/ids.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy, tierOf } from "../../common/model/qos-file.ts";
 import type {
   AttemptRecord,
-  HostRecord,
+  HostListing,
+  JobHeader,
   PlacementEntry,
   TaskRecord,
   WorkflowRecord,
@@ -29,14 +30,10 @@ import {
   type LiveAttempt,
 } from "./host-entry.ts";
 import type { JobEntry } from "./job-entry.ts";
-import { headerOf, type JobHeader } from "./job-header.ts";
 import { JobQueue } from "./job-queue.ts";
 import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
 import { TokenRegistry } from "./token-registry.ts";
-
-/** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
-export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
 
 export class ClusterState {
   /** The QoS tiers and groups' limits (`--qos`): a job's tier priority is set from it as it joins. */
@@ -127,22 +124,8 @@ export class ClusterState {
   addJob(job: JobEntry): void {
     job.qosPriority = this.qosPriorityOf(job.qos);
     this.jobs.set(job.id, job);
-    for (const id of sameTaskDependencyIds(job)) {
-      let dependents = this.sameTaskDependents.get(id);
-      if (!dependents) {
-        dependents = new Set();
-        this.sameTaskDependents.set(id, dependents);
-      }
-      dependents.add(job);
-    }
-    for (const id of dependencyIdsOf(job)) {
-      let dependents = this.dependents.get(id);
-      if (!dependents) {
-        dependents = new Set();
-        this.dependents.set(id, dependents);
-      }
-      dependents.add(job);
-    }
+    fileUnder(this.sameTaskDependents, sameTaskDependencyIds(job), job);
+    fileUnder(this.dependents, dependencyIdsOf(job), job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.set(submissionKey(owner, submitKey), job);
     for (const index of job.delayed) this.noteBackoff(job, job.tasks[index]);
@@ -151,16 +134,8 @@ export class ClusterState {
 
   removeJob(job: JobEntry): void {
     this.jobs.delete(job.id);
-    for (const id of sameTaskDependencyIds(job)) {
-      const dependents = this.sameTaskDependents.get(id);
-      dependents?.delete(job);
-      if (dependents?.size === 0) this.sameTaskDependents.delete(id);
-    }
-    for (const id of dependencyIdsOf(job)) {
-      const dependents = this.dependents.get(id);
-      dependents?.delete(job);
-      if (dependents?.size === 0) this.dependents.delete(id);
-    }
+    takeOutFrom(this.sameTaskDependents, sameTaskDependencyIds(job), job);
+    takeOutFrom(this.dependents, dependencyIdsOf(job), job);
     const { owner, submitKey } = job.record;
     if (submitKey !== null) this.submissions.delete(submissionKey(owner, submitKey));
     for (const index of job.delayed) this.backingOff.delete(job.tasks[index]);
@@ -173,7 +148,7 @@ export class ClusterState {
    */
   retire(job: JobEntry): void {
     this.removeJob(job);
-    this.ended.set(headerOf(job));
+    this.ended.set(job.header);
     this.reservations.forgetJob(job.id);
     if (this.movedAt.size > 0) {
       const prefix = `${job.id}/`;
@@ -184,7 +159,7 @@ export class ClusterState {
   /** A job's header, in memory or retired; undefined when there is no such job. */
   header(id: string): JobHeader | undefined {
     const job = this.jobs.get(id);
-    return job ? headerOf(job) : this.ended.get(id);
+    return job ? job.header : this.ended.get(id);
   }
 
   /** A job's state, in memory or retired; undefined when there is no such job (never was, or removed). */
@@ -463,7 +438,6 @@ function placementOf(attempt: AttemptRecord): PlacementEntry[] {
   return attempt.placement.length > 0 ? attempt.placement : [{ host: attempt.host, rank: 0 }];
 }
 
-/** The jobs a job waits on task by task (`tasks: same`). */
 /** The ids a job's dependsOn names, each once. */
 function dependencyIdsOf(job: JobEntry): Set<string> {
   const ids = new Set<string>();
@@ -471,11 +445,33 @@ function dependencyIdsOf(job: JobEntry): Set<string> {
   return ids;
 }
 
+/** The jobs a job waits on task by task (`tasks: same`). */
 function sameTaskDependencyIds(job: JobEntry): string[] {
   const ids: string[] = [];
   for (const entry of job.record.spec.dependsOn)
     if (typeof entry !== "string" && entry.tasks === "same") ids.push(entry.job);
   return ids;
+}
+
+/** Files the job under each id in an index of jobs by the id they name (the dependents' indexes). */
+function fileUnder(index: Map<string, Set<JobEntry>>, ids: Iterable<string>, job: JobEntry): void {
+  for (const id of ids) {
+    let jobs = index.get(id);
+    if (!jobs) {
+      jobs = new Set();
+      index.set(id, jobs);
+    }
+    jobs.add(job);
+  }
+}
+
+/** Takes the job out from under each id of such an index; an id left with no job goes. */
+function takeOutFrom(index: Map<string, Set<JobEntry>>, ids: Iterable<string>, job: JobEntry): void {
+  for (const id of ids) {
+    const jobs = index.get(id);
+    jobs?.delete(job);
+    if (jobs?.size === 0) index.delete(id);
+  }
 }
 
 /** The submissions index's key: a submit key counts within its owner's jobs. */

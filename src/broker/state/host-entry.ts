@@ -2,7 +2,8 @@
 // what its live attempts hold.
 
 import type { GangProgress } from "../../common/model/gang.ts";
-import type { AttemptRecord, HostFacts, HostRecord, PlacementEntry } from "../../common/model/records.ts";
+import type { HostFacts } from "../../common/model/host-facts.ts";
+import type { AttemptRecord, HostRecord, PlacementEntry } from "../../common/model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { JobEntry } from "./job-entry.ts";
 

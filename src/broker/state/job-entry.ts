@@ -7,7 +7,13 @@ import { isLive } from "../../common/model/ids.ts";
 import { arrayParallel, nodesOf } from "../../common/model/job-spec.ts";
 import { countBucket, emptyCounts, type TaskCounts } from "../../common/model/job-state.ts";
 import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
-import type { AttemptRecord, JobRecord, MigrationIntent, TaskRecord } from "../../common/model/records.ts";
+import type {
+  AttemptRecord,
+  JobHeader,
+  JobRecord,
+  MigrationIntent,
+  TaskRecord,
+} from "../../common/model/records.ts";
 import { mayAddReplica } from "../../common/model/replicas.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
@@ -91,6 +97,23 @@ export class JobEntry implements JobView {
 
   get id(): string {
     return this.record.id;
+  }
+
+  /** The job's header as it is now: the line `ps` prints (job-header.ts). */
+  get header(): JobHeader {
+    const { record } = this;
+    return {
+      id: record.id,
+      name: record.name,
+      owner: record.owner,
+      state: record.state,
+      priority: record.priority,
+      createdAt: record.createdAt,
+      endedAt: record.endedAt,
+      taskCount: this.tasks.length,
+      counts: { ...this.counts },
+      qos: this.qos,
+    };
   }
 
   /** Pending tasks waiting out a retry back-off (notBefore in the future when they were put back). */

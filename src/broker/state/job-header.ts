@@ -4,36 +4,12 @@
 // (ReadModel.readJob), so a long history costs a small object per job, not every task and attempt it
 // ever had.
 
-import type { JobHeader, JobRecord } from "../../common/model/records.ts";
+import type { JobHead } from "../../common/model/records.ts";
 import type { JobEntry } from "./job-entry.ts";
 
-export type { JobHeader } from "../../common/model/records.ts";
-
-export function headerOf(job: JobEntry): JobHeader {
-  const { record } = job;
-  return {
-    id: record.id,
-    name: record.name,
-    owner: record.owner,
-    state: record.state,
-    priority: record.priority,
-    createdAt: record.createdAt,
-    endedAt: record.endedAt,
-    taskCount: job.tasks.length,
-    counts: { ...job.counts },
-    qos: job.qos,
-  };
-}
-
-/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
-export interface JobHead {
-  header: JobHeader;
-  record: JobRecord;
-}
-
-/** A job in memory as its summary shows it. */
+/** A job in memory as its summary shows it (its header as it is now: JobEntry.header). */
 export function headOf(job: JobEntry): JobHead {
-  return { header: headerOf(job), record: job.record };
+  return { header: job.header, record: job.record };
 }
 
 /**

@@ -19,8 +19,8 @@
 // - The observed checkpoint transfer rate: an estimate the rescheduler prices moves with, learnt
 //   again from the next uploads (the policy's default until then).
 
+import type { HostFacts } from "../../common/model/host-facts.ts";
 import { attemptKey } from "../../common/model/ids.ts";
-import type { HostFacts } from "../../common/model/records.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import type { ClusterState } from "./cluster-state.ts";
 

@@ -2,25 +2,8 @@
 // user and role, a join token's pool, a host credential's host. Pure: the clock is passed in;
 // comparisons of secrets are constant-time.
 
-import type { Role, TokenKind, TokenRecord } from "../../common/model/records.ts";
+import type { Principal, Refusal, TokenKind, TokenRecord } from "../../common/model/records.ts";
 import { parseToken, safeEqual, secretHash } from "../../common/model/tokens.ts";
-
-/** Who a request comes from. */
-export interface Principal {
-  user: string;
-  role: Role;
-  /** The stored token's id; null for the admin token given at server start. */
-  tokenId: string | null;
-  /** The token's group (`token create --group`); absent or null: none. */
-  group?: string | null;
-  /** The QoS tiers the token's jobs may ask for; absent or null: the default tier (an admin: any). */
-  qos?: readonly string[] | null;
-}
-
-/** A presented token that matched a stored one but may no longer be used, and why. */
-export interface Refusal {
-  refused: string;
-}
 
 export class TokenRegistry {
   readonly #tokens = new Map<string, TokenRecord>();

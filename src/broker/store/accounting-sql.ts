@@ -2,7 +2,7 @@
 // store still holds, with those of removed jobs kept in `accounting`; the copy a removal makes;
 // the purge of rows older than the server keeps them.
 
-import { HELD_REASON } from "../../common/model/states.ts";
+import { HELD_REASON } from "../../common/model/stop-reasons.ts";
 import { ACCOUNTING, columnNames } from "./schema.ts";
 
 const COLUMNS = columnNames(ACCOUNTING.columns);

@@ -9,7 +9,13 @@
 
 import { join } from "node:path";
 import { escapeIdentifier, Pool, type PoolClient } from "pg";
-import type { AccountingRecord, EventRecord, JobRecord, TaskRecord } from "../../common/model/records.ts";
+import type {
+  AccountingQuery,
+  AccountingRecord,
+  EventRecord,
+  JobRecord,
+  TaskRecord,
+} from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { MIGRATIONS_DIR, migrate, readMigrations } from "./migrate.ts";
 import {
@@ -27,7 +33,6 @@ import { CODEC, query, rows, run, type StatementName, TYPES } from "./pg-stateme
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import {
-  type AccountingQuery,
   type Change,
   type Elections,
   type LeadershipInfo,

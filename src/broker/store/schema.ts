@@ -10,10 +10,12 @@ import type {
   EventRecord,
   HostRecord,
   JobRecord,
+  StopIntent,
   TaskRecord,
   TokenRecord,
   WorkflowRecord,
 } from "../../common/model/records.ts";
+import { reasonFromText, type StopReason } from "../../common/model/stop-reasons.ts";
 
 /** The types a column may have; each database says how it keeps them (see Dialect). */
 export type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
@@ -26,6 +28,8 @@ export interface Column<R> {
   type: ColumnType;
   /** Whether the column takes NULL (the field's null). */
   nullable: boolean;
+  /** For a json column: reads a value (not null) an earlier version may have written in another shape as this version's. */
+  upgrade?: (value: unknown) => unknown;
 }
 
 export interface Table<R> {
@@ -42,6 +46,14 @@ export interface Table<R> {
 
 function column<R>(name: string, field: keyof R & string, type: ColumnType, nullable = false): Column<R> {
   return { name, field, type, nullable };
+}
+
+/** A stop intent as stored: an earlier version wrote its reason as text (model/stop-reasons.ts reads it). */
+function storedStopIntent(value: unknown): StopIntent {
+  const stored = value as Omit<StopIntent, "reason"> & { reason: StopReason | string };
+  return typeof stored.reason === "string"
+    ? { ...stored, reason: reasonFromText(stored.reason) }
+    : (stored as StopIntent);
 }
 
 export interface MetaEntry {
@@ -110,7 +122,7 @@ export const ATTEMPTS: Table<AttemptRecord> = {
     column("restarted", "restarted", "boolean"),
     column("started_at", "startedAt", "bigint"),
     column("ended_at", "endedAt", "bigint", true),
-    column("stop", "stop", "json", true),
+    { ...column<AttemptRecord>("stop", "stop", "json", true), upgrade: storedStopIntent },
     column("memory_mb", "memoryMb", "integer", true),
     column("usage", "usage", "json", true),
   ],
@@ -316,8 +328,11 @@ function decoder(column: Column<unknown>, dialect: Dialect): Decoder {
   switch (column.type) {
     case "boolean":
       return (value) => dialect.readBool(value);
-    case "json":
+    case "json": {
+      const upgrade = column.upgrade;
+      if (upgrade) return (value) => (value === null ? null : upgrade(dialect.readJson(value)));
       return (value) => (value === null ? null : dialect.readJson(value));
+    }
     default:
       return (value) => value;
   }

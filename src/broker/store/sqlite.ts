@@ -5,7 +5,12 @@
 // commit's fsync does not hold up the server's event loop.
 
 import { backup, DatabaseSync } from "node:sqlite";
-import type { AccountingRecord, EventRecord, JobRecord } from "../../common/model/records.ts";
+import type {
+  AccountingQuery,
+  AccountingRecord,
+  EventRecord,
+  JobRecord,
+} from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import {
@@ -27,9 +32,7 @@ import {
   Statements,
 } from "./sqlite-statements.ts";
 import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
-import type { AccountingQuery, Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
-
-export { SQLITE_MIGRATIONS_DIR } from "./sqlite-statements.ts";
+import type { Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
 
 /** ":memory:", or a URI naming an in-memory database. */
 const IN_MEMORY = /^:memory:$|^file::memory:|[?&]mode=memory(&|$)/;

@@ -7,6 +7,7 @@
 // it has seen, so two servers on one database never both change it.
 
 import type {
+  AccountingQuery,
   AccountingRecord,
   AttemptRecord,
   CheckpointPart,
@@ -71,12 +72,6 @@ export interface StoreSnapshot {
   ended?: JobHeader[];
   /** Every ended attempt's cpu time, summed (loadLive only): fair share's history. */
   usage?: UsageSample[];
-}
-
-export interface AccountingQuery {
-  since: number;
-  owner?: string;
-  limit: number;
 }
 
 /** One job as stored, with its tasks (by index) and attempts (by task, then number). */

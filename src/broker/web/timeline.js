@@ -3,6 +3,7 @@
 // and an arrow from an attempt that was migrated or preempted to the attempt that took over.
 
 import { html } from "./html.js";
+import { arrowheadDefs } from "./svg.js";
 
 /** Outcome colours and names (the legend and each bar's title carry the names). */
 export const OUTCOMES = {
@@ -88,11 +89,7 @@ export function Timeline({ tasks, now = Date.now() }) {
       <li><span class="marker-key">→</span>moved</li>
     </ul>
     <svg width=${WIDTH} height=${height} viewBox=${`0 0 ${WIDTH} ${height}`} role="img" aria-label=${`${bars.length} attempts on ${hosts.length} hosts`}>
-      <defs>
-        <marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
-          <path d="M 0 0 L 10 5 L 0 10 z" fill="#333"></path>
-        </marker>
-      </defs>
+      ${arrowheadDefs("arrowhead")}
       ${hosts.map(
         (host) => html`<g class="lane" data-host=${host}>
           <text x="4" y=${y(host) + 14} class="lane-name">${host}</text>

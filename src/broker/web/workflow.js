@@ -4,6 +4,7 @@
 // rest by state, so a fan-out of thousands stays readable.
 
 import { html } from "./html.js";
+import { arrowheadDefs } from "./svg.js";
 
 /** State colours, as the timeline's outcomes. */
 export const STATE_COLOURS = {
@@ -109,11 +110,7 @@ export function WorkflowGraph({ graph }) {
       <li>· · · when: failed</li>
     </ul>
     <svg width=${width} height=${height} viewBox=${`0 0 ${width} ${height}`} role="img" aria-label=${`${graph.length} jobs`}>
-      <defs>
-        <marker id="flow-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
-          <path d="M 0 0 L 10 5 L 0 10 z" fill="#333"></path>
-        </marker>
-      </defs>
+      ${arrowheadDefs("flow-arrow")}
       ${edges.map(
         (edge) => html`<path
           class=${`edge when-${edge.when}`}

@@ -1,7 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { AccountingRow } from "../../common/api/schemas.ts";
+import type { AccountingRow } from "../../common/api/accounting.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 import { accountingCsv, accountingTable, parseSince } from "../usage-format.ts";
 

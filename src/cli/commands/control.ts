@@ -1,23 +1,24 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Command, InvalidArgumentError } from "commander";
-import type {
-  Job,
-  JobSummary,
-  Removed,
-  Workflow,
-  WorkflowJobs,
-  WorkflowRetry,
-} from "../../common/api/schemas.ts";
+import type { Job, JobSummary, Removed } from "../../common/api/jobs.ts";
+import type { WorkflowJobs, WorkflowRetry } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { formatTaskList, parseTaskList, TaskListError } from "../../common/model/task-list.ts";
 import { skippedSummary } from "../../common/model/task-retry.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { type CancelOptions, cancelMany } from "../cancel-many.ts";
+import { CANCEL_EXIT, CANCEL_PENDING_NOTE } from "../cancel-report.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
+import { SETTLE_MS, workflowActedOn } from "../workflow-action.ts";
 
-/** cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}; a workflow's id: /api/v1/workflows/{id}/{action}. */
+/**
+ * cancel, hold, release, migrate: POST /api/v1/jobs/{id}/{action}; a workflow's id:
+ * /api/v1/workflows/{id}/{action}; several ids to cancel: cancel-many.ts.
+ */
 export function registerControl(program: Command): void {
   program
     .command("hold")
@@ -28,7 +29,7 @@ export function registerControl(program: Command): void {
     .addHelpText("after", SETTLE_HELP)
     .action(async (id: string, options: { reason?: string; json?: boolean }) => {
       const body: Record<string, string> = options.reason ? { reason: options.reason } : {};
-      if (isWorkflowId(id)) return controlWorkflow(id, "hold", body, options.json);
+      if (isWorkflowId(id)) return controlWorkflow(id, "hold", body, options);
       const client = new ApiClient();
       await client.json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/hold`, { json: body });
       // Its running attempts are being stopped: the state once they have (or as it is then).
@@ -49,7 +50,7 @@ export function registerControl(program: Command): void {
         "\n  steward: job 3: not held (succeeded)\nflow-N releases every held job of the workflow (none held: exit 1).\n",
     )
     .action(async (id: string, options: { json?: boolean }) => {
-      if (isWorkflowId(id)) return controlWorkflow(id, "release", {}, options.json);
+      if (isWorkflowId(id)) return controlWorkflow(id, "release", {}, options);
       const client = new ApiClient();
       const before = await client.json<Job>("GET", `/api/v1/jobs/${encodeURIComponent(id)}`, {
         query: { tasks: 0 },
@@ -64,20 +65,44 @@ export function registerControl(program: Command): void {
   program
     .command("cancel")
     .description(describe("cancel"))
-    .argument("<id>", "job id, or a workflow's id (flow-N): every job of it that has not ended")
-    .option("--tasks <list>", "cancel these tasks only, e.g. 3,7-9 (the rest go on)", taskListOption)
+    .argument("<ids...>", "job ids, or workflows' ids (flow-N): every job of it that has not ended")
+    .option(
+      "--tasks <list>",
+      "cancel these tasks only, e.g. 3,7-9 (the rest go on); with one job id",
+      taskListOption,
+    )
+    .option(
+      "--quiet",
+      "print nothing (errors still go to stderr) and return once the cancels are durable, without waiting for running attempts to stop",
+    )
     .option("--json", "print the job (or the workflow's jobs cancelled) as JSON")
-    .addHelpText("after", SETTLE_HELP)
-    .action(async (id: string, options: { tasks?: number[]; json?: boolean }) => {
+    .addHelpText("after", SETTLE_HELP + CANCEL_HELP)
+    .action(async (ids: string[], options: CancelOptions) => {
+      if (options.quiet && options.json) throw new CliError("give --quiet or --json, not both", 2);
+      const named = [...new Set(ids)];
+      // A job or a workflow that does not exist: exit 1, as for one of several (cancel-many.ts).
+      const missingIsOne = (error: unknown) => {
+        if (error instanceof CliError && error.status === 404)
+          throw new CliError(error.message, CANCEL_EXIT.missing, 404);
+        throw error;
+      };
+      if (named.length > 1) {
+        if (options.tasks) throw new CliError("--tasks names one job's tasks: give it with one job id", 2);
+        return cancelMany(named, options);
+      }
+      const [id] = named;
       if (isWorkflowId(id)) {
         if (options.tasks)
           throw new CliError("--tasks names a job's tasks: a workflow's cancel takes none", 2);
-        return controlWorkflow(id, "cancel", {}, options.json);
+        return controlWorkflow(id, "cancel", {}, options).catch(missingIsOne);
       }
       const client = new ApiClient();
-      const answer = await client.json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, {
-        json: options.tasks ? { tasks: options.tasks } : {},
-      });
+      const answer = await client
+        .json<Job>("POST", `/api/v1/jobs/${encodeURIComponent(id)}/cancel`, {
+          json: options.tasks ? { tasks: options.tasks } : {},
+        })
+        .catch(missingIsOne);
+      if (options.quiet) return;
       if (options.tasks) {
         if (options.json) printJson(answer);
         else process.stdout.write(`${stateLine(answer)} (cancelled ${taskWord(options.tasks)})\n`);
@@ -86,9 +111,7 @@ export function registerControl(program: Command): void {
       // Its running attempts are being stopped: the state once they have (or as it is then).
       const job = await settled(client, id, (state) => ENDED.has(state));
       if (options.json) return printJson(job);
-      process.stdout.write(
-        `${stateLine(job)}${ENDED.has(job.state) ? "" : " (cancel requested: its running attempts are being stopped)"}\n`,
-      );
+      process.stdout.write(`${stateLine(job)}${ENDED.has(job.state) ? "" : CANCEL_PENDING_NOTE}\n`);
     });
   program
     .command("retry")
@@ -281,14 +304,24 @@ async function retryWorkflow(id: string, options: { tasks?: number[]; failed?: b
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);
 
+const CANCEL_HELP =
+  "\nSeveral ids (steward cancel 12 13 flow-4): the jobs are cancelled in one request (dependants first)," +
+  "\neach workflow in one of its own; then one line per id as above, in the order given. A job that has" +
+  "\nended already is left as it is and shown with its state. --quiet prints nothing and returns once" +
+  "\nthe cancels are durable, without waiting for running attempts to stop (a workflow engine's cancel" +
+  "\ncommand: Snakemake's --cluster-cancel gives it 2 s). --tasks is for one job." +
+  "\n\nExit codes:" +
+  `\n  ${CANCEL_EXIT.done}  every job named is cancelled, or had ended` +
+  `\n  ${CANCEL_EXIT.missing}  a job or workflow named does not exist (or is another user's): named on stderr` +
+  "\n     (steward: no job 9); the others are cancelled all the same" +
+  "\n  2  a wrong command line (--tasks with several ids, --quiet with --json)" +
+  "\n  3  the server could not be asked (unreachable, token refused, a reader's token)\n";
+
 const SETTLE_HELP =
   "\nPrints the job's state once its running attempts have stopped (job 3: held, job 3: cancelled)," +
   "\nwaiting up to 10 s for them; after that its state then, with a note. flow-N acts on every job of" +
   "\nthe workflow that has not ended in one step (cancel: dependants first), then prints the workflow's" +
   "\nstate and one line per job acted on: job 5 (prep): cancelled.\n";
-
-/** How long hold and cancel wait for a job's running attempts to stop before answering its state as it is. */
-const SETTLE_MS = 10_000;
 
 function stateLine(job: Pick<Job, "id" | "state">): string {
   return `job ${job.id}: ${job.state}`;
@@ -322,35 +355,17 @@ async function settled(client: ApiClient, id: string, done: (state: string) => b
 /**
  * `cancel|hold|release flow-N`: every job of the workflow at once (one request, one commit); each
  * job acted on is then shown with its state once its running attempts have stopped (or after
- * SETTLE_MS). A release with no held job is an error, as a job's.
+ * SETTLE_MS). A release with no held job is an error, as a job's. `quiet`: nothing shown, and no
+ * waiting for the attempts.
  */
 async function controlWorkflow(
   id: string,
   action: "cancel" | "hold" | "release",
   body: Record<string, string>,
-  json: boolean | undefined,
+  { json, quiet }: { json?: boolean; quiet?: boolean },
 ): Promise<void> {
-  const client = new ApiClient();
-  const path = `/api/v1/workflows/${encodeURIComponent(id)}`;
-  const answer = await client.json<WorkflowJobs>("POST", `${path}/${action}`, { json: body });
-  if (action === "release" && answer.jobs.length === 0)
-    throw new CliError(`workflow ${answer.workflow}: no job held (${answer.state})`, 1);
-  const reached = (state: string | null) =>
-    state === null || ENDED.has(state) || (action === "hold" && state === "held") || action === "release";
-  const deadline = Date.now() + SETTLE_MS;
-  let workflow = await client.json<Workflow>("GET", path);
-  const acted = new Set(answer.jobs.map((job) => job.job));
-  const states = () => new Map(workflow.graph.map((job) => [job.job, job.state]));
-  while (![...acted].every((job) => reached(states().get(job) ?? null)) && Date.now() < deadline) {
-    await sleep(200);
-    workflow = await client.json<Workflow>("GET", path);
-  }
-  const now = states();
-  const jobs = answer.jobs.map((job) => ({ ...job, state: now.get(job.job) ?? job.state }));
-  if (json) return printJson({ ...answer, state: workflow.state, jobs });
-  const verb = { cancel: "cancel", hold: "hold", release: "release" }[action];
-  process.stdout.write(
-    `workflow ${answer.workflow}: ${workflow.state}${jobs.length === 0 ? ` (no job to ${verb})` : ""}\n`,
-  );
-  for (const job of jobs) process.stdout.write(`job ${job.job} (${job.name}): ${job.state}\n`);
+  const acted = await workflowActedOn(new ApiClient(), id, action, body, !quiet);
+  if (quiet) return;
+  if (json) return printJson(acted.value);
+  process.stdout.write(`${acted.lines.join("\n")}\n`);
 }

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import type { Explanation, Workflow } from "../../common/api/schemas.ts";
+import type { Explanation } from "../../common/api/explanation.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { isEndedState } from "../../common/model/states.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";

@@ -4,11 +4,13 @@ import { dirname, join, relative, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import type { Job, OutputFile, Workflow } from "../../common/api/schemas.ts";
+import type { Job, OutputFile } from "../../common/api/jobs.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { relativePathProblem } from "../../common/model/relative-path.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 
 export function registerFetch(program: Command): void {

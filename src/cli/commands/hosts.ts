@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Host, HostRemoved } from "../../common/api/schemas.ts";
+import type { Host, HostRemoved } from "../../common/api/hosts.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";
 
 export function registerHosts(program: Command): void {

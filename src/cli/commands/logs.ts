@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Command } from "commander";
-import type { Workflow } from "../../common/api/schemas.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer } from "../../common/command-line/numbers.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";

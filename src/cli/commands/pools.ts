@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Pool } from "../../common/api/schemas.ts";
+import type { Pool } from "../../common/api/pools.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";

@@ -4,10 +4,12 @@
 
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type { Job, Task } from "../../common/api/schemas.ts";
+import type { Job, Task } from "../../common/api/jobs.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { inputFiles, submissionBody } from "../job-submission.ts";
+import { OutputFiles, type OutputPaths, outputFilesConflict } from "../output-files.ts";
 import {
   anyNumber,
   collect,
@@ -39,7 +41,18 @@ steward fetch does (an array's under <task>/), and exits with the job's exit cod
   130                Ctrl-C: the job is cancelled (pending tasks never start, running ones stop)
   2                  the options make an invalid job (the server's message names the flag)
 --input files are uploaded from the current folder (relative paths inside it), as a job file's
-inputs; --detach prints the job id and exits 0 (steward logs, wait and fetch then).
+inputs.
+
+--stdout FILE and --stderr FILE write the job's stdout and stderr, as they come to this terminal
+(every attempt's, an array's lines prefixed), to FILE here as well: a log file per job, as workflow
+engines expect. Each FILE is made or emptied before the job is submitted (one that cannot be
+written is refused, exit 2, and no job is made); the same FILE for both gets them interleaved as
+they come. They are written by run as it follows the job, so not with --detach (once a detached
+job has ended, steward logs ID > FILE writes the same).
+
+--detach prints the job id alone on its line and exits 0, as Slurm's sbatch --parsable does:
+id=$(steward run --detach ...) in a script, or a workflow engine's submit command (steward
+status, logs, wait, cancel and fetch then).
 
 Examples:
   steward run -- hostname
@@ -48,11 +61,13 @@ Examples:
   steward run --array 100 --parallel 8 -- ./case.sh
   steward run --input data.csv --output result.txt -- sh -c 'sort data.csv > result.txt'
   steward run --requirements 'host.arch == "x86_64"' --gpus 1 --retry 3 -- python train.py
-  id=$(steward run --detach --time-limit 3600 -- ./long-job)`;
+  id=$(steward run --detach --time-limit 3600 -- ./long-job)
+  steward run --stdout job.out --stderr job.err -- ./simulate`;
 
 /** The options as commander gives them: a repeatable option not given is absent. */
 type RunFlags = Omit<RunOptions, "input" | "output" | "env"> &
-  Partial<Pick<RunOptions, "input" | "output" | "env">>;
+  Partial<Pick<RunOptions, "input" | "output" | "env">> &
+  OutputPaths;
 
 export function registerRun(program: Command): void {
   program
@@ -84,7 +99,9 @@ export function registerRun(program: Command): void {
     .option("--time-limit <s>", "seconds an attempt may run before it is stopped", anyNumber("--time-limit"))
     .option("--priority <n>", "higher first among the owner's jobs", wholeNumber("--priority"))
     .option("--qos <tier>", "the job's QoS tier (default normal): one the token may use")
-    .option("--detach", "print the job id and exit 0 instead of waiting")
+    .option("--stdout <file>", "write the job's stdout to FILE too, as it comes (not with --detach)")
+    .option("--stderr <file>", "write the job's stderr to FILE too, as it comes (not with --detach)")
+    .option("--detach", "print the job id alone and exit 0 instead of waiting (as sbatch --parsable)")
     .addHelpText("after", HELP)
     .action(async (command: string[], flags: RunFlags) => {
       const options: RunOptions = {
@@ -95,14 +112,22 @@ export function registerRun(program: Command): void {
       };
       if (options.parallel !== undefined && options.array === undefined)
         throw new CliError("--parallel needs --array N: it limits the tasks of an array", 2);
-      const client = new ApiClient();
-      const id = await submitRun(client, command, options);
-      if (options.detach) {
-        process.stdout.write(`${id}\n`);
-        return;
+      const paths: OutputPaths = { stdout: flags.stdout, stderr: flags.stderr };
+      const conflict = outputFilesConflict(paths, options.detach === true);
+      if (conflict) throw new CliError(conflict, 2);
+      const files = OutputFiles.open(paths);
+      try {
+        const client = new ApiClient();
+        const id = await submitRun(client, command, options);
+        if (options.detach) {
+          process.stdout.write(`${id}\n`);
+          return;
+        }
+        if (process.stderr.isTTY) process.stderr.write(`steward: job ${id} submitted (Ctrl-C cancels it)\n`);
+        process.exitCode = await attend(client, id, options.output.length > 0, files);
+      } finally {
+        files.close();
       }
-      if (process.stderr.isTTY) process.stderr.write(`steward: job ${id} submitted (Ctrl-C cancels it)\n`);
-      process.exitCode = await attend(client, id, options.output.length > 0);
     });
 }
 
@@ -135,7 +160,7 @@ async function submitRun(client: ApiClient, command: string[], options: RunOptio
  * Follows the job to its end: its tasks' output streamed, Ctrl-C cancelling it; then its outputs
  * fetched (when asked for) and its exit code.
  */
-async function attend(client: ApiClient, id: string, fetch: boolean): Promise<number> {
+async function attend(client: ApiClient, id: string, fetch: boolean, files: OutputFiles): Promise<number> {
   let interrupted = false;
   const onInterrupt = () => {
     // A second Ctrl-C does not wait for the cancel's answer.
@@ -162,7 +187,7 @@ async function attend(client: ApiClient, id: string, fetch: boolean): Promise<nu
   const follower = async () => {
     while (next < job.taskCount) {
       const index = next++;
-      await followOutput(client, id, index, labelled);
+      await followOutput(client, id, index, labelled, files);
     }
   };
   await Promise.all(Array.from({ length: Math.min(MAX_FOLLOWED_TASKS, job.taskCount) }, follower));
@@ -175,12 +200,24 @@ async function attend(client: ApiClient, id: string, fetch: boolean): Promise<nu
   return code;
 }
 
-/** One task's attempts in turn, from its first, each's stdout and stderr to ours (an array's lines labelled). */
-async function followOutput(client: ApiClient, id: string, index: number, labelled: boolean): Promise<void> {
-  const targets = { stdout: process.stdout, stderr: process.stderr };
+/**
+ * One task's attempts in turn, from its first, each's stdout and stderr to ours (an array's lines
+ * labelled), and to the files of --stdout and --stderr.
+ */
+async function followOutput(
+  client: ApiClient,
+  id: string,
+  index: number,
+  labelled: boolean,
+  files: OutputFiles,
+): Promise<void> {
+  const write = (stream: "stdout" | "stderr", text: Uint8Array | string) => {
+    process[stream].write(text);
+    files.write(stream, text);
+  };
   const lines = {
-    stdout: labelled ? new LinePrefixer(`${index}: `, (text) => targets.stdout.write(text)) : null,
-    stderr: labelled ? new LinePrefixer(`${index}: `, (text) => targets.stderr.write(text)) : null,
+    stdout: labelled ? new LinePrefixer(`${index}: `, (text) => write("stdout", text)) : null,
+    stderr: labelled ? new LinePrefixer(`${index}: `, (text) => write("stderr", text)) : null,
   };
   await followTask(client, id, index, {
     streams: ["stdout", "stderr"],
@@ -188,7 +225,7 @@ async function followOutput(client: ApiClient, id: string, index: number, labell
     onChunk: (stream, chunk) => {
       const prefixer = lines[stream];
       if (prefixer) prefixer.push(chunk);
-      else targets[stream].write(chunk);
+      else write(stream, chunk);
     },
     onStreamEnd: (stream) => lines[stream]?.end(),
   });

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { z } from "zod";
-import type { sharesSchema } from "../../common/api/schemas.ts";
+import type { sharesSchema } from "../../common/api/shares.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { ApiClient } from "../client.ts";
 import { printJson, table } from "../format.ts";

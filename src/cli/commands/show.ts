@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import type { Job, Workflow } from "../../common/api/schemas.ts";
+import type { Job } from "../../common/api/jobs.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
 import { ApiClient } from "../client.ts";

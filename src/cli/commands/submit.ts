@@ -1,14 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { Command } from "commander";
-import type {
-  CheckedJobFile,
-  CheckedWorkflowFile,
-  Explanation,
-  Job,
-  WorkflowCreated,
-} from "../../common/api/schemas.ts";
+import type { Explanation } from "../../common/api/explanation.ts";
+import type { CheckedJobFile } from "../../common/api/job-file.ts";
+import type { Job } from "../../common/api/jobs.ts";
+import type { CheckedWorkflowFile, WorkflowCreated } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient, type RequestOptions } from "../client.ts";
 import { printJson } from "../format.ts";
 import {
   type LoadedJobFile,
@@ -56,22 +54,8 @@ export function registerSubmit(program: Command): void {
       const workflow = loadWorkflowFile(job, label);
       if (workflow) return submitWorkflow(client, label, workflow, options);
       if (options.dryRun) return dryRun(client, file, job, options.json === true);
-      // One key per submit: if the answer is lost (a broker dies, a connection breaks), the request
-      // is sent again, to the next server too, and finds the job the first one made.
-      let created: Job;
-      try {
-        const body = await submissionBody(job);
-        created = await client.json<Job>("POST", "/api/v1/jobs", {
-          ...body,
-          headers: { ...body.headers, "idempotency-key": randomUUID() },
-          idempotent: true,
-        });
-      } catch (error) {
-        // The server checks the job file: its 400 names the field, as a local check would.
-        if (error instanceof CliError && error.status === 400)
-          throw new CliError(`${file === STDIN ? "standard input" : file}: ${error.message}`, 2);
-        throw error;
-      }
+      // The server checks the job file: its 400 names the field, as a local check would.
+      const created = await submitted<Job>(client, "/api/v1/jobs", label, () => submissionBody(job));
       if (options.json) printJson(created);
       else process.stdout.write(`${created.id}\n`);
       if (options.wait)
@@ -103,14 +87,40 @@ async function dryRun(client: ApiClient, file: string, job: LoadedJobFile, json:
  * inputs were found on disk already), as read, so the server's errors name its lines; a 400 is the
  * file's error (exit 2).
  */
-async function checkedByServer<T>(client: ApiClient, path: string, text: string, label: string): Promise<T> {
+function checkedByServer<T>(client: ApiClient, path: string, text: string, label: string): Promise<T> {
+  return postedFile<T>(client, path, label, async () => ({
+    body: text,
+    headers: { "content-type": "application/yaml" },
+    query: { dryRun: 1, explain: 1 },
+    idempotent: true,
+  }));
+}
+
+/**
+ * A submit, sent with a key of its own: if the answer is lost (a broker dies, a connection breaks),
+ * the request is sent again, to the next server too, and finds what the first one made.
+ */
+function submitted<T>(
+  client: ApiClient,
+  path: string,
+  label: string,
+  body: () => Promise<RequestOptions>,
+): Promise<T> {
+  return postedFile<T>(client, path, label, async () => {
+    const options = await body();
+    return { ...options, headers: { ...options.headers, "idempotency-key": randomUUID() }, idempotent: true };
+  });
+}
+
+/** The answer to a POST of a job or workflow file; a 400 is the file's error (exit 2), after its label. */
+async function postedFile<T>(
+  client: ApiClient,
+  path: string,
+  label: string,
+  request: () => Promise<RequestOptions>,
+): Promise<T> {
   try {
-    return await client.json<T>("POST", path, {
-      body: text,
-      headers: { "content-type": "application/yaml" },
-      query: { dryRun: 1, explain: 1 },
-      idempotent: true,
-    });
+    return await client.json<T>("POST", path, await request());
   } catch (error) {
     if (error instanceof CliError && error.status === 400)
       throw new CliError(`${label}: ${error.message}`, 2);
@@ -184,20 +194,9 @@ async function submitWorkflow(
   options: { wait?: boolean; json?: boolean; dryRun?: boolean },
 ): Promise<void> {
   if (options.dryRun) return dryRunWorkflow(client, label, workflow, options.json === true);
-  let created: WorkflowCreated;
-  try {
-    // One key per submit, as for a job: a lost answer is asked again and finds the workflow made.
-    const body = await workflowBody(workflow);
-    created = await client.json<WorkflowCreated>("POST", "/api/v1/workflows", {
-      ...body,
-      headers: { ...body.headers, "idempotency-key": randomUUID() },
-      idempotent: true,
-    });
-  } catch (error) {
-    if (error instanceof CliError && error.status === 400)
-      throw new CliError(`${label}: ${error.message}`, 2);
-    throw error;
-  }
+  const created = await submitted<WorkflowCreated>(client, "/api/v1/workflows", label, () =>
+    workflowBody(workflow),
+  );
   if (options.json) printJson(created);
   else process.stdout.write(`${created.workflow}\n`);
   if (options.wait)

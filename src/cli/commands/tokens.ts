@@ -1,7 +1,7 @@
 // steward token create|list|revoke, steward join-token create|list|revoke, steward whoami.
 
 import { type Command, InvalidArgumentError } from "commander";
-import type { NewTokenView, TokenView, WhoAmI } from "../../common/api/schemas.ts";
+import type { NewTokenView, TokenView, WhoAmI } from "../../common/api/tokens.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { QOS_NAME } from "../../common/model/qos-name.ts";
 import { parseLifetime } from "../../common/model/tokens.ts";

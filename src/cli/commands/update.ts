@@ -1,9 +1,11 @@
 import { type Command, InvalidArgumentError } from "commander";
-import type { Job, Workflow } from "../../common/api/schemas.ts";
+import type { Job } from "../../common/api/jobs.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import type { JobUpdate } from "../../common/model/job-update.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { printJson } from "../format.ts";
 
 interface UpdateOptions {

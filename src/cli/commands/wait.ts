@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { Job, Task, Workflow } from "../../common/api/schemas.ts";
+import type { Job, Task } from "../../common/api/jobs.ts";
+import type { Workflow } from "../../common/api/workflows.ts";
+import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { isWorkflowId } from "../../common/model/workflow-id.ts";
-import { ApiClient, CliError } from "../client.ts";
+import { ApiClient } from "../client.ts";
 import { type FailedTask, outcomeLine } from "../job-outcome.ts";
 
 const ENDED = new Set(["succeeded", "failed", "cancelled"]);

@@ -13,6 +13,7 @@ export type CommandModule =
   | "submit"
   | "run"
   | "ps"
+  | "status"
   | "show"
   | "acct"
   | "share"
@@ -66,6 +67,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     description: "list jobs (those not ended, unless --all); --workflows: workflows (flow-N) instead",
   },
   {
+    name: "status",
+    module: "status",
+    description:
+      "each job's state as a word, one line per id (ID STATE), all in one request: for workflow engines and scripts that poll; --format snakemake: Snakemake's --cluster-status (success, failed, running); exit 1 when a job does not exist, 3 when the server cannot be asked",
+  },
+  {
     name: "show",
     module: "show",
     description:
@@ -99,7 +106,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "cancel",
     module: "control",
     description:
-      "cancel a job, some of its tasks (--tasks 3,7-9), or a workflow (flow-N): pending tasks never start, running attempts are stopped",
+      "cancel jobs (several in one request; --quiet for scripts), some of a job's tasks (--tasks 3,7-9), or a workflow (flow-N): pending tasks never start, running attempts are stopped",
   },
   {
     name: "retry",

@@ -6,7 +6,7 @@
 
 import { type ASTNode, serialize } from "@marcbachmann/cel-js";
 import { type CompiledExpression, compileExpression, firstLine } from "./cel.ts";
-import type { HostFacts } from "./records.ts";
+import type { HostFacts } from "./host-facts.ts";
 
 /** A host fact a clause reads: `host.memFreeMb`, or one label, `host.labels.zone`. */
 export type FactRead = { fact: string } | { label: string };

@@ -5,8 +5,8 @@
 import { z } from "zod";
 import { DEPENDENCY_CONDITIONS, unmetMessage } from "./dependencies.ts";
 import type { EndCause } from "./end-cause.ts";
-import { gangStopReason } from "./gang.ts";
 import { ATTEMPT_OUTCOMES, type AttemptOutcome, JOB_STATES } from "./states.ts";
+import { renderStopReason } from "./stop-reasons.ts";
 import { renderUpdateChange, UPDATE_FIELDS } from "./update-fields.ts";
 
 const END_CAUSES = ["host", "staging", "undelivered", "oom"] as const satisfies readonly EndCause[];
@@ -258,18 +258,15 @@ const seconds = (value: number) => `${Math.round(value)} s`;
 const who = (data: { array: boolean; task: number }) => (data.array ? `task ${data.task} ` : "");
 const failureWord = (outcome: AttemptOutcome) => (outcome === "timed_out" ? "timed out" : outcome);
 
-/** The reason a broken contract stops its attempt with (and the event names). */
-export function contractBreachReason(numbers: {
-  ratePerMinute: number;
-  minProgressPerMinute: number;
-  belowSeconds: number;
-  host: string;
-}): string {
-  return (
-    `contract: progress ${numbers.ratePerMinute.toFixed(3)}/min below ${numbers.minProgressPerMinute.toFixed(3)}/min ` +
-    `for ${numbers.belowSeconds} s on ${numbers.host}`
-  );
-}
+/** The reason a broken contract stops its attempt with, as the contract events name it. */
+const contractBreach = (d: EventData<"contract.broken">) =>
+  renderStopReason({
+    kind: "contract-broken",
+    host: d.host,
+    ratePerMinute: d.ratePerMinute,
+    minProgressPerMinute: d.minProgressPerMinute,
+    belowSeconds: d.belowSeconds,
+  });
 
 /** What an attempt's end did to its task, in words (the end's outcome and reason complete it). */
 export function renderTaskNext(
@@ -350,16 +347,16 @@ const RENDER: { [K in EventKind]: (data: EventData<K>) => string } = {
   "attempt.cancelled": attemptEndMessage,
   "attempt.timed_out": attemptEndMessage,
   "gang.failed": (d) =>
-    `attempt ${d.attempt}: ${gangStopReason({ rank: d.rank, host: d.host, end: { outcome: d.outcome, exitCode: d.exitCode } })}`,
+    `attempt ${d.attempt}: ${renderStopReason({ kind: "gang-failed", rank: d.rank, host: d.host, outcome: d.outcome, exitCode: d.exitCode })}`,
   "requirements.refused": (d) => `requirements file: ${d.error}`,
   "requirements.changed": (d) =>
     `${who(d)}attempt ${d.attempt} wrote new requirements: ${d.requirements} (they replace ${d.previous ?? "none"})`,
   "requirements.migrate": (d) =>
     `${who(d)}attempt ${d.attempt}: ${d.host} no longer satisfies the requirements (${d.why}): migrating`,
   "contract.stays": (d) =>
-    `${who(d)}attempt ${d.attempt} broke its ${contractBreachReason(d)}, but no other host can run the job: it stays`,
+    `${who(d)}attempt ${d.attempt} broke its ${contractBreach(d)}, but no other host can run the job: it stays`,
   "contract.broken": (d) =>
-    `${who(d)}attempt ${d.attempt} broke its ${contractBreachReason(d)}` +
+    `${who(d)}attempt ${d.attempt} broke its ${contractBreach(d)}` +
     ` (measured over ${d.measuredSeconds.toFixed(0)} s, ${d.fromFraction.toFixed(3)} -> ` +
     `${d.toFraction.toFixed(3)}): migrating; ${d.host} now ranks last for this job`,
   "walltime.migrate": (d) =>

@@ -7,12 +7,13 @@
 import { type AttemptUsage, sumUsage } from "./attempt-usage.ts";
 import type { EndCause } from "./end-cause.ts";
 import type { AttemptOutcome } from "./states.ts";
+import type { StopReason } from "./stop-reasons.ts";
 
 /** One rank's end as its agent reported it (or as the server decided for a lost host). */
 export interface RankEnd {
   outcome: AttemptOutcome;
   exitCode: number | null;
-  reason: string | null;
+  reason: StopReason | null;
   cause?: EndCause;
   /** What the rank used, as its agent measured it. */
   usage?: AttemptUsage | null;
@@ -94,7 +95,11 @@ export function gangEnd(gang: GangProgress): RankEnd {
     lost >= 0 ? { rank: lost, host: gang.ranks[lost].host, end: gang.ranks[lost].end! } : gang.failed;
   if (failed) {
     const { rank, host, end } = failed;
-    return { ...end, reason: `rank ${rank} on ${host}: ${end.reason ?? end.outcome}`, usage };
+    return {
+      ...end,
+      reason: { kind: "rank-ended", rank, host, outcome: end.outcome, reason: end.reason },
+      usage,
+    };
   }
   return { ...gang.ranks[0].end!, usage };
 }
@@ -109,8 +114,14 @@ export function gangStopReason(failed: {
   rank: number;
   host: string;
   end: Pick<RankEnd, "outcome" | "exitCode">;
-}): string {
-  return `rank ${failed.rank} on ${failed.host} ${failed.end.outcome}${failed.end.exitCode === null ? "" : ` (exit ${failed.end.exitCode})`}: stopping the gang`;
+}): StopReason {
+  return {
+    kind: "gang-failed",
+    rank: failed.rank,
+    host: failed.host,
+    outcome: failed.end.outcome,
+    exitCode: failed.end.exitCode,
+  };
 }
 
 /**

@@ -5,13 +5,12 @@
 // message the submit of that job file would get.
 
 import { z } from "zod";
+import { firstProblem } from "./first-problem.ts";
 import type { JobSpec } from "./job-spec.ts";
-import { firstProblem, validateJobSpec } from "./job-spec.ts";
+import { validateJobSpec } from "./job-spec.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import type { JobState } from "./states.ts";
 import { UPDATE_FIELDS, type UpdateChange, type UpdateField } from "./update-fields.ts";
-
-export { UPDATE_FIELDS, type UpdateChange, type UpdateField };
 
 /**
  * What may change while some tasks of an array run: the job's place in its owner's queue, and how

@@ -4,7 +4,9 @@
 // pools file does not start.
 
 import { z } from "zod";
-import { firstProblem, parseJobFileText } from "./job-spec.ts";
+import { FileFieldError } from "./file-field-error.ts";
+import { firstProblem } from "./first-problem.ts";
+import { parseJobFileText } from "./jobfile-text.ts";
 
 /** Batch systems a pool may be backed by (one driver each under src/broker/drivers/). */
 export const POOL_DRIVERS = ["slurm"] as const;
@@ -89,13 +91,8 @@ const poolsFileSchema = z.strictObject({ pools: z.array(poolSchema).min(1) }).su
   });
 });
 
-export class PoolsFileError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(field ? `${field}: ${message}` : message);
-    this.name = "PoolsFileError";
-    this.field = field;
-  }
+export class PoolsFileError extends FileFieldError {
+  override name = "PoolsFileError";
 }
 
 /** The pools of a pools file's text (YAML or JSON); throws PoolsFileError naming the first bad field. */

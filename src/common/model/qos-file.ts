@@ -7,10 +7,8 @@
 
 import { isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { firstProblem } from "./job-spec.ts";
+import { firstProblem } from "./first-problem.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
-
-export { DEFAULT_QOS, QOS_NAME };
 
 const NAME_RULE = "must be 1 to 63 lower-case letters, digits, - or _, not starting with - or _";
 const name = z.string().regex(QOS_NAME, NAME_RULE);

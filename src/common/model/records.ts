@@ -14,8 +14,7 @@ import type {
   StopOutcome,
   TaskState,
 } from "./states.ts";
-
-export type { HostFacts } from "./host-facts.ts";
+import type { StopReason } from "./stop-reasons.ts";
 
 export interface JobRecord {
   id: string;
@@ -97,6 +96,12 @@ export interface JobHeader {
   readonly qos: string;
 }
 
+/** A job as its summary shows it: its header (state, counts) and its record (job file, workflow). */
+export interface JobHead {
+  header: JobHeader;
+  record: JobRecord;
+}
+
 /**
  * Cpu time of ended attempts, summed by owner and minute of their end: fair share's history as the
  * store hands it over at start, instead of every attempt that ever ended. Each attempt counts as
@@ -121,6 +126,12 @@ export interface CheckpointFile {
   path: string;
   sha256: string;
   bytes: number;
+}
+
+/** The checkpoint a restarted attempt starts from: its files, and a multi-node job's rank and generation. */
+export interface RestartManifest {
+  files: CheckpointFile[];
+  gang?: { rank: number; generation: number };
 }
 
 /**
@@ -180,10 +191,13 @@ export interface PlacementEntry {
   gpus?: string[];
 }
 
-/** Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. */
+/**
+ * Recorded intent of a stop: the outcome and reason the attempt ends with once it has stopped. An
+ * earlier version stored the reason as text (store/schema.ts reads it with reasonFromText).
+ */
 export interface StopIntent {
   outcome: StopOutcome;
-  reason: string;
+  reason: StopReason;
 }
 
 export interface AttemptRecord {
@@ -228,6 +242,13 @@ export interface AccountingRecord {
   usage: AttemptUsage | null;
 }
 
+/** Which ended attempts `steward acct` asks for: ended at or after `since`, of `owner` when given, at most `limit`. */
+export interface AccountingQuery {
+  since: number;
+  owner?: string;
+  limit: number;
+}
+
 export interface EventRecord {
   /** Set by the store when the event is committed: increasing in commit order; 0 before. */
   id: number;
@@ -252,6 +273,9 @@ export interface HostRecord {
   /** When a pilot's walltime ends (ms since the epoch, its agent's --ends-at); null for other hosts. */
   endsAt: number | null;
 }
+
+/** A host as listed: its record, its free slots, whether its agent is attached, its live attempts. */
+export type HostListing = HostRecord & { slotsFree: number; connected: boolean; liveAttempts: number };
 
 /** What a token lets its holder do: API tokens carry a role; join tokens bring agents; host credentials are a joined host's. */
 export type TokenKind = "api" | "join" | "host";
@@ -288,4 +312,21 @@ export interface TokenRecord {
    * only (an admin's token: any tier).
    */
   qos?: string[] | null;
+}
+
+/** Who a request comes from: the user and role of the token it carries. */
+export interface Principal {
+  user: string;
+  role: Role;
+  /** The stored token's id; null for the admin token given at server start. */
+  tokenId: string | null;
+  /** The token's group (`token create --group`); absent or null: none. */
+  group?: string | null;
+  /** The QoS tiers the token's jobs may ask for; absent or null: the default tier (an admin: any). */
+  qos?: readonly string[] | null;
+}
+
+/** A presented token that matched a stored one but may no longer be used, and why. */
+export interface Refusal {
+  refused: string;
 }

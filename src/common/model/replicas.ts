@@ -3,14 +3,12 @@
 // pure rules of what an attempt's end does to its task while other replicas of it still run, and
 // of when a task may have one more replica.
 
+import type { EndCause } from "./end-cause.ts";
 import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome } from "./states.ts";
 import type { RetryPolicy } from "./task-outcome.ts";
-import { type EndCause, POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "./task-outcome.ts";
-
-/** The most replicas a job may ask for: the job file's bound (job-spec.ts). */
-export { MAX_REPLICAS } from "./job-spec.ts";
+import { POISON_LOSS_LIMIT, SYSTEM_FAILURE_LIMIT } from "./task-outcome.ts";
 
 type Counters = Pick<TaskRecord, "failures" | "losses" | "systemFailures">;
 

@@ -12,7 +12,8 @@
 //     biology: {shares: 1, users: {carol: 1}}
 
 import { z } from "zod";
-import { firstProblem } from "./job-spec.ts";
+import { FileFieldError } from "./file-field-error.ts";
+import { firstProblem } from "./first-problem.ts";
 import { parseJobFileText } from "./jobfile-text.ts";
 
 /** An account's or a user's share among its siblings: a positive number (3 beside 1 is three times as much). */
@@ -68,13 +69,8 @@ export interface ShareTree {
 /** No shares file: every user is a leaf of one share under the root. */
 export const FLAT_SHARE_TREE: ShareTree = { accounts: [] };
 
-export class SharesFileError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(field ? `${field}: ${message}` : message);
-    this.name = "SharesFileError";
-    this.field = field;
-  }
+export class SharesFileError extends FileFieldError {
+  override name = "SharesFileError";
 }
 
 /** The tree of a shares file's text (YAML or JSON); throws SharesFileError naming the first bad field. */

@@ -29,9 +29,6 @@ export const ATTEMPT_OUTCOMES = [
 ] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
-/** The reason of an attempt a hold stopped (its outcome `preempted`). */
-export const HELD_REASON = "held";
-
 /**
  * An ended attempt's outcome as usage accounting (`steward acct`) tells it: the attempt's own, but
  * `held` for one a hold stopped (stored `preempted` with reason `held`; not an attempt outcome).

@@ -4,8 +4,6 @@ import type { TaskNext } from "./events.ts";
 import type { TaskRecord } from "./records.ts";
 import type { AttemptOutcome, TaskState } from "./states.ts";
 
-export type { EndCause, LossCause } from "./end-cause.ts";
-
 /** A task lost this many times is failed as a poison task (README, "What survives what": failures are told apart). */
 export const POISON_LOSS_LIMIT = 5;
 /** A task whose inputs could not be staged (or whose start never arrived) this many times is failed. */

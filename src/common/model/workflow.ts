@@ -17,8 +17,6 @@ export const WORKFLOW_JOB_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,62}$/;
 /** The most jobs one workflow file may hold. */
 export const MAX_WORKFLOW_JOBS = 20_000;
 
-export { isWorkflowId, WORKFLOW_ID, workflowId } from "./workflow-id.ts";
-
 /** An edge of the workflow: the job named waits for `name` as `when` says. */
 export interface WorkflowEdge {
   name: string;

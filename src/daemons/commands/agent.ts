@@ -5,8 +5,9 @@ import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { daemonLogger } from "../logger.ts";
-import { countableResources, endsAt, gpuSetting, integer, labels, number, onShutdown } from "../options.ts";
+import { integer, number } from "../../common/command-line/numbers.ts";
+import { daemonLogger, logFormatOption } from "../logger.ts";
+import { countableResources, endsAt, gpuSetting, labels, onShutdown } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
@@ -44,10 +45,7 @@ export function registerAgent(program: Command): void {
       {},
     )
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
-    .option(
-      "--log-format <format>",
-      "json, or text (one readable line per event); default text on a terminal",
-    )
+    .addOption(logFormatOption())
     .option("--ca <file>", "trust this PEM certificate authority for the server's TLS (or STEWARD_CA)")
     .option(
       "--address <address>",

@@ -1,24 +1,24 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../broker/api/body-timeout.ts";
 import { installLastResortGuard } from "../../broker/api/last-resort.ts";
 import { DEFAULT_SUBMIT_BURST, DEFAULT_SUBMIT_RATE } from "../../broker/api/rate-limit.ts";
 import { DEFAULT_MAX_UPLOAD_MB } from "../../broker/api/upload-limit.ts";
 import { restoreBackup } from "../../broker/backup/restore.ts";
 import { PoolAccountError } from "../../broker/pools/pilot-account.ts";
-import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
-import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
+import { integer, number } from "../../common/command-line/numbers.ts";
 import { type PoolSpec, PoolsFileError, parsePoolsFile } from "../../common/model/pools-file.ts";
 import { parseQosFile, QosFileError, type QosPolicy } from "../../common/model/qos-file.ts";
+import { brokerFlags } from "../broker-flags.ts";
 import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
-import { daemonLogger } from "../logger.ts";
-import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { readFlagFile } from "../flag-file.ts";
+import { daemonLogger, logFormatOption } from "../logger.ts";
+import { onShutdown, policyOptions } from "../options.ts";
 import { privateUmask } from "../private-folder.ts";
 import { redactSecrets } from "../redact-secrets.ts";
 import { configurable } from "../settings.ts";
@@ -52,22 +52,14 @@ export function registerServer(program: Command): void {
             "--advertise-url <url>",
             "the URL other hosts reach this server at (redirects, leader record, pilots' --server); default: the --host address, or with 0.0.0.0 or :: the machine's host name",
           )
-          .option(
-            "--log-format <format>",
-            "json, or text (one readable line per event); default text on a terminal",
-          )
+          .addOption(logFormatOption())
           .option(
             "--max-upload-mb <n>",
             "the largest file a request may bring (inputs, outputs, checkpoint files); larger ones get 413",
             integer("--max-upload-mb", 1),
             DEFAULT_MAX_UPLOAD_MB,
           )
-          .option(
-            "--max-log-mb <n>",
-            "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
-            integer("--max-log-mb", 1),
-            DEFAULT_MAX_LOG_MB,
-          )
+          .addOption(brokerFlags.maxLogMb())
           .option(
             "--submit-rate <n>",
             "submits a second each user token may make, sustained (admin tokens are not limited); more get 429",
@@ -80,16 +72,8 @@ export function registerServer(program: Command): void {
             integer("--submit-burst", 1),
             DEFAULT_SUBMIT_BURST,
           )
-          .option(
-            "--accounting-days <n>",
-            "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
-            integer("--accounting-days", 1),
-            DEFAULT_ACCOUNTING_DAYS,
-          )
-          .option(
-            "--metrics-open",
-            "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
-          )
+          .addOption(brokerFlags.accountingDays())
+          .addOption(brokerFlags.metricsOpen())
           .option("--tls-cert <file>", "serve HTTPS and WSS with this PEM certificate (chain)")
           .option("--tls-key <file>", "the PEM private key of --tls-cert")
           .option("--port <n>", "port", number("--port"), 4780)
@@ -101,13 +85,8 @@ export function registerServer(program: Command): void {
             "--join-token <token>",
             "token agents present (default: generated and kept in the data folder); shows in the process list: prefer STEWARD_JOIN_TOKEN",
           )
-          .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-          .option(
-            "--body-timeout-seconds <s>",
-            "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
-            number("--body-timeout-seconds"),
-            DEFAULT_BODY_TIMEOUT_SECONDS,
-          )
+          .addOption(brokerFlags.heartbeatSeconds())
+          .addOption(brokerFlags.bodyTimeoutSeconds())
           .option(
             "--pools <file>",
             "pools backed by a batch system (YAML): the server keeps them supplied with pilots",
@@ -122,12 +101,7 @@ export function registerServer(program: Command): void {
             number("--lease-seconds"),
             2,
           )
-          .option(
-            "--host-timeout-seconds <s>",
-            "a host silent this long is lost",
-            number("--host-timeout-seconds"),
-            10,
-          ),
+          .addOption(brokerFlags.hostTimeoutSeconds()),
       ),
     ),
     // STEWARD_TOKEN is the command line's API token: the server's admin token has its own name.
@@ -265,32 +239,10 @@ async function restoreInto(
 
 /** The QoS file, validated; a bad one stops the server with the line and the key named. */
 export function readQosFile(path: string): QosPolicy {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new CliError(`--qos ${path}: ${(error as Error).message}`);
-  }
-  try {
-    return parseQosFile(text);
-  } catch (error) {
-    if (error instanceof QosFileError) throw new CliError(`--qos ${path}: ${error.message}`);
-    throw error;
-  }
+  return readFlagFile("--qos", path, parseQosFile, QosFileError);
 }
 
 /** The pools file, validated; a bad one stops the server with the field named. */
 function readPoolsFile(path: string): PoolSpec[] {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new CliError(`--pools ${path}: ${(error as Error).message}`);
-  }
-  try {
-    return parsePoolsFile(text);
-  } catch (error) {
-    if (error instanceof PoolsFileError) throw new CliError(`--pools ${path}: ${error.message}`);
-    throw error;
-  }
+  return readFlagFile("--pools", path, parsePoolsFile, PoolsFileError);
 }

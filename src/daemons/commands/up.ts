@@ -2,17 +2,16 @@ import os from "node:os";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { Agent } from "../../agent/agent.ts";
-import { DEFAULT_BODY_TIMEOUT_SECONDS } from "../../broker/api/body-timeout.ts";
 import { installLastResortGuard } from "../../broker/api/last-resort.ts";
-import { DEFAULT_ACCOUNTING_DAYS } from "../../broker/server/core.ts";
-import { DEFAULT_MAX_LOG_MB } from "../../broker/server/log-limit.ts";
 import { startServer } from "../../broker/server/server.ts";
 import { describe } from "../../common/command-line/commands.ts";
+import { integer } from "../../common/command-line/numbers.ts";
+import { brokerFlags } from "../broker-flags.ts";
 import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
-import { daemonLogger } from "../logger.ts";
-import { integer, number, onShutdown, policyOptions } from "../options.ts";
+import { daemonLogger, logFormatOption } from "../logger.ts";
+import { onShutdown, policyOptions } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable } from "../settings.ts";
 import { readQosFile } from "./server.ts";
@@ -38,47 +37,21 @@ export function registerUp(program: Command): void {
               .default(os.availableParallelism(), "this host's cpus"),
           )
           .option("--token <token>", "admin token (default: generated and kept in the data folder)")
-          .option(
-            "--log-format <format>",
-            "json, or text (one readable line per event); default text on a terminal",
-          )
-          .option("--heartbeat-seconds <s>", "agent heartbeat interval", number("--heartbeat-seconds"), 2)
-          .option(
-            "--body-timeout-seconds <s>",
-            "a request body that stops arriving this long (no byte) is answered 408 and its connection closed",
-            number("--body-timeout-seconds"),
-            DEFAULT_BODY_TIMEOUT_SECONDS,
-          )
-          .option(
-            "--max-log-mb <n>",
-            "an attempt's stdout and stderr are kept up to N MB each; the rest is dropped, after a marker line (the job goes on)",
-            integer("--max-log-mb", 1),
-            DEFAULT_MAX_LOG_MB,
-          )
+          .addOption(logFormatOption())
+          .addOption(brokerFlags.heartbeatSeconds())
+          .addOption(brokerFlags.bodyTimeoutSeconds())
+          .addOption(brokerFlags.maxLogMb())
           .option(
             "--no-enforce",
             "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
           )
-          .option(
-            "--accounting-days <n>",
-            "removed jobs' ended attempts stay in steward acct this many days after their end (older ones are dropped hourly)",
-            integer("--accounting-days", 1),
-            DEFAULT_ACCOUNTING_DAYS,
-          )
-          .option(
-            "--metrics-open",
-            "serve /metrics without a token (for a scraper that cannot send one); by default it takes an API token of any role",
-          )
+          .addOption(brokerFlags.accountingDays())
+          .addOption(brokerFlags.metricsOpen())
           .option(
             "--qos <file>",
             "QoS tiers (YAML, as steward server --qos): priorities between users, preemption between tiers, quotas",
           )
-          .option(
-            "--host-timeout-seconds <s>",
-            "a host silent this long is lost",
-            number("--host-timeout-seconds"),
-            10,
-          ),
+          .addOption(brokerFlags.hostTimeoutSeconds()),
       ),
     ),
     // STEWARD_TOKEN is the command line's API token: the admin token has its own name.

@@ -11,7 +11,7 @@ import {
   parseSince,
   usageLine,
 } from "../../../src/cli/usage-format.ts";
-import type { AccountingRow } from "../../../src/common/api/schemas.ts";
+import type { AccountingRow } from "../../../src/common/api/accounting.ts";
 import {
   exitSignal,
   exitStatus,
@@ -19,6 +19,7 @@ import {
   sumUsage,
 } from "../../../src/common/model/attempt-usage.ts";
 import { newGangProgress, rankEnded } from "../../../src/common/model/gang.ts";
+import { renderStopReason } from "../../../src/common/model/stop-reasons.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");
 const measured = { wallSeconds: 5.016, userSeconds: 4.8, systemSeconds: 0.134, peakMemoryMb: 12.34 };
@@ -183,22 +184,29 @@ describe("a gang's attempt ends with what its ranks used together", () => {
     const first = rankEnded(gang, 1, {
       outcome: "failed",
       exitCode: 1,
-      reason: "exit code 1",
+      reason: { kind: "text", text: "exit code 1" },
       usage: { wallSeconds: 2, userSeconds: 1, systemSeconds: 0.5, peakMemoryMb: 30 },
     });
     expect(first.attemptEnd).toBeNull();
     const last = rankEnded(gang, 0, {
       outcome: "cancelled",
       exitCode: 143,
-      reason: "stopped",
+      reason: { kind: "text", text: "stopped" },
       usage: { wallSeconds: 3, userSeconds: 2, systemSeconds: 0.25, peakMemoryMb: 40 },
     });
     expect(last.attemptEnd).toStrictEqual({
       outcome: "failed",
       exitCode: 1,
-      reason: "rank 1 on b: exit code 1",
+      reason: {
+        kind: "rank-ended",
+        rank: 1,
+        host: "b",
+        outcome: "failed",
+        reason: { kind: "text", text: "exit code 1" },
+      },
       usage: { wallSeconds: 3, userSeconds: 3, systemSeconds: 0.75, peakMemoryMb: 70 },
     });
+    expect(renderStopReason(last.attemptEnd!.reason!)).toBe("rank 1 on b: exit code 1");
   });
 
   it("a rank that reported no usage leaves the attempt's null", () => {

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from "vitest";
 import { edgeLines, renderWorkflow, SHOWN_JOBS, SHOWN_NAMES } from "../../../src/cli/workflow-graph.ts";
-import type { Workflow } from "../../../src/common/api/schemas.ts";
+import type { Workflow } from "../../../src/common/api/workflows.ts";
 
 type Member = Workflow["graph"][number];
 const counts = { pending: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };

@@ -4,9 +4,11 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { accountingRowSchema, errors, json } from "../../../common/api/schemas.ts";
+import { accountingRowSchema } from "../../../common/api/accounting.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { seesAllJobs } from "../access.ts";
-import type { StoreReads } from "../ports.ts";
+import type { ReadModel } from "../ports.ts";
 import { accountingRowView } from "../views.ts";
 
 export const MAX_ACCOUNTING_ROWS = 100_000;
@@ -30,7 +32,7 @@ const accountingQuery = z.object({
     .meta({ description: `at most this many rows, oldest end first (1..${MAX_ACCOUNTING_ROWS})` }),
 });
 
-export function registerAccountingRoutes(app: FastifyInstance, store: StoreReads): void {
+export function registerAccountingRoutes(app: FastifyInstance, read: Pick<ReadModel, "accounting">): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get(
     "/api/v1/accounting",
@@ -45,7 +47,7 @@ export function registerAccountingRoutes(app: FastifyInstance, store: StoreReads
     async (request) => {
       const principal = request.principal;
       const owner = principal && !seesAllJobs(principal.role) ? principal.user : request.query.user;
-      const rows = await store.accounting({
+      const rows = await read.accounting({
         since: request.query.since === undefined ? 0 : Date.parse(request.query.since),
         ...(owner === undefined ? {} : { owner }),
         limit: request.query.limit,

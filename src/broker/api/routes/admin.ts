@@ -3,7 +3,8 @@
 import type { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { errors, fileBytes } from "../../../common/api/schemas.ts";
+import { binary } from "../../../common/api/bytes-answer.ts";
+import { errors } from "../../../common/api/errors.ts";
 import { BackupUnsupportedError } from "../../backup/backup.ts";
 
 /** Starts a backup and gives its archive; absent where the server was started without one. */
@@ -18,10 +19,7 @@ export function registerAdminRoutes(app: FastifyInstance, startBackup: StartBack
         summary:
           "A consistent backup of a server on the embedded SQLite store, as a gzipped tar: the database (an online copy), the start tokens and every file; `steward server --restore FILE` starts a server from it (admin only). A PostgreSQL store answers 501: back it up with pg_dump",
         response: {
-          200: {
-            description: "the archive (tar.gz)",
-            content: { "application/gzip": { schema: fileBytes } },
-          },
+          200: binary("the archive (tar.gz)", "application/gzip"),
           ...errors(401, 403, 501),
         },
       },

@@ -12,26 +12,17 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  bytesWrittenSchema,
-  checkpointCommittedSchema,
-  errors,
-  fileBytes,
-  json,
-} from "../../../common/api/schemas.ts";
+import { bytesWrittenSchema, checkpointCommittedSchema, fileBytes } from "../../../common/api/agent-files.ts";
+import { binary } from "../../../common/api/bytes-answer.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { nodesOf } from "../../../common/model/job-spec.ts";
 import { checkpointManifest, readCheckpointManifest } from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
-import { checkpointObjectKey, inputKey, outputKey } from "../../store/blob-layout.ts";
-import type { BlobStore } from "../../store/blobs.ts";
-import type { ApiPorts } from "../ports.ts";
+import type { ApiPorts, JobFiles } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
+import { sendStoredFile } from "../stored-file.ts";
 import { limitUpload } from "../upload-limit.ts";
-
-const octetStream = (description: string) => ({
-  description,
-  content: { "application/octet-stream": { schema: fileBytes } },
-});
 
 /** The one answer to a request for files the calling host has no attempt of (see the head of this file). */
 export const NOT_ON_THIS_HOST = "no such attempt on this host";
@@ -71,7 +62,7 @@ function writableRanks(
 export function registerAgentFileRoutes(
   app: FastifyInstance,
   ports: ApiPorts,
-  blobs: BlobStore,
+  files: JobFiles,
   maxUploadBytes: number,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -82,7 +73,7 @@ export function registerAgentFileRoutes(
       schema: {
         summary: "An input file of a job, for the agent that stages it",
         params: jobParams.extend({ "*": filePath }),
-        response: { 200: octetStream("the file's bytes"), ...errors(400, 401, 404) },
+        response: { 200: binary("the file's bytes"), ...errors(400, 401, 404) },
       },
     },
     async (request, reply) => {
@@ -90,12 +81,8 @@ export function registerAgentFileRoutes(
       readableRanks(ports, request, id);
       const job = ports.read.job(id);
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
-      const key = inputKey(id, path);
-      const info = await blobs.stat(key);
-      if (!info) throw new NotFoundError(`input ${path} of job ${id} is missing from the blob store`);
-      reply.header("content-type", "application/octet-stream");
-      reply.header("content-length", info.bytes);
-      return blobs.read(key);
+      const missing = `input ${path} of job ${id} is missing from the blob store`;
+      return sendStoredFile(reply, files.input(id, path), missing);
     },
   );
 
@@ -138,8 +125,7 @@ export function registerAgentFileRoutes(
       }
       // An empty upload comes without a body stream.
       const body = limitUpload(request.body ?? Readable.from([]), maxUploadBytes, `output ${path}`);
-      const info = await blobs.write(outputKey(id, task, attempt, path), body);
-      return { bytes: info.bytes };
+      return { bytes: await files.storeOutput(id, task, attempt, path, body) };
     },
   );
 
@@ -184,18 +170,13 @@ export function registerAgentFileRoutes(
       schema: {
         summary: "One object of the task's checkpoint",
         params: taskParams.extend({ sha: sha256 }),
-        response: { 200: octetStream("the object's bytes"), ...errors(400, 401, 404) },
+        response: { 200: binary("the object's bytes"), ...errors(400, 401, 404) },
       },
     },
     async (request, reply) => {
       const { id, task, sha } = request.params;
       readableRanks(ports, request, id, task);
-      const key = checkpointObjectKey(id, task, sha);
-      const info = await blobs.stat(key);
-      if (!info) throw new NotFoundError(`no checkpoint object ${sha}`);
-      reply.header("content-type", "application/octet-stream");
-      reply.header("content-length", info.bytes);
-      return blobs.read(key);
+      return sendStoredFile(reply, files.checkpointObject(id, task, sha), `no checkpoint object ${sha}`);
     },
   );
 
@@ -218,25 +199,18 @@ export function registerAgentFileRoutes(
         body.resume();
         throw new ConflictError(`attempt ${attempt} of task ${task} is not current`);
       }
-      const key = checkpointObjectKey(id, task, sha);
       // From the request's arrival to the last byte stored: the transfer rate moves are priced with.
       const startedAt = performance.now();
       const hash = createHash("sha256");
       const hashed = limitUpload(body, maxUploadBytes, "a checkpoint file", (chunk) => hash.update(chunk));
-      const info = await blobs.write(key, hashed);
+      const bytes = await files.storeCheckpointObject(id, task, sha, hashed);
       if (hash.digest("hex") !== sha) {
-        await blobs.deletePrefix(key);
+        await files.deleteCheckpointObject(id, task, sha);
         throw new InvalidRequestError("sha256", "the object's content does not match its name");
       }
-      ports.checkpoints.noteTransfer(info.bytes, performance.now() - startedAt);
-      await ports.checkpoints.objectStored({
-        jobId: id,
-        taskIndex: task,
-        ranks,
-        sha256: sha,
-        bytes: info.bytes,
-      });
-      return { bytes: info.bytes };
+      ports.checkpoints.noteTransfer(bytes, performance.now() - startedAt);
+      await ports.checkpoints.objectStored({ jobId: id, taskIndex: task, ranks, sha256: sha, bytes });
+      return { bytes };
     },
   );
 
@@ -266,9 +240,9 @@ export function registerAgentFileRoutes(
       // restart: what it knows of uploads not yet committed lives in memory) are looked up once.
       const shas = [...new Set(manifest.files.map((file) => file.sha256))];
       for (const sha of ports.read.unknownCheckpointObjects(id, task, shas)) {
-        const info = await blobs.stat(checkpointObjectKey(id, task, sha));
-        if (info) {
-          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes: info.bytes };
+        const bytes = await files.checkpointObject(id, task, sha).size();
+        if (bytes !== null) {
+          const stored = { jobId: id, taskIndex: task, ranks: own, sha256: sha, bytes };
           await ports.checkpoints.objectStored(stored);
         }
       }

@@ -3,27 +3,18 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  errors,
-  explanationSchema,
-  hostRemovedSchema,
-  hostSchema,
-  json,
-} from "../../../common/api/schemas.ts";
-import type { PoolNote } from "../../pools/pool-manager.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { explanationSchema } from "../../../common/api/explanation.ts";
+import { hostRemovedSchema, hostSchema } from "../../../common/api/hosts.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import { NotFoundError } from "../../reactor/errors.ts";
-import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf } from "../auth.ts";
 import type { ApiPorts } from "../ports.ts";
 import { jobParams } from "../requests.ts";
 import { hostView } from "../views.ts";
 
-export function registerHostRoutes(
-  app: FastifyInstance,
-  ports: ApiPorts,
-  explainPools: (job: JobEntry) => PoolNote[],
-): void {
+export function registerHostRoutes(app: FastifyInstance, ports: ApiPorts): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
   api.get(
@@ -121,18 +112,10 @@ export function registerHostRoutes(
       },
     },
     async (request) => {
-      const { id } = request.params;
-      const job = await ports.read.readJob(id);
       // A user sees other users' jobs neither named nor described (admins and readers see all).
       const { principal } = request;
       const viewer = principal && !seesAllJobs(principal.role) ? principal.user : null;
-      return {
-        id,
-        state: job.record.state,
-        ...(await ports.read.explain(id, viewer)),
-        // Pools take work that waits: an ended job's explanation has none.
-        pools: job.isEnded() ? [] : explainPools(job),
-      };
+      return ports.read.explainJob(request.params.id, viewer);
     },
   );
 }

@@ -3,7 +3,9 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { errors, json, poolSchema } from "../../../common/api/schemas.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
+import { poolSchema } from "../../../common/api/pools.ts";
 import type { PoolStatus } from "../../pools/pool-manager.ts";
 
 export function registerPoolRoutes(app: FastifyInstance, pools: () => PoolStatus[]): void {

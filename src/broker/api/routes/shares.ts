@@ -4,7 +4,9 @@
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { errors, json, sharesSchema } from "../../../common/api/schemas.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
+import { sharesSchema } from "../../../common/api/shares.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ApiPorts } from "../ports.ts";
 

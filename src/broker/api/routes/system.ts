@@ -4,18 +4,14 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { Registry } from "prom-client";
 import { z } from "zod";
-import {
-  errors,
-  type Health,
-  healthSchema,
-  json,
-  type ProgressEvent,
-  streamEventSchema,
-} from "../../../common/api/schemas.ts";
+import { errors } from "../../../common/api/errors.ts";
+import { type ProgressEvent, streamEventSchema } from "../../../common/api/events.ts";
+import { type Health, healthSchema } from "../../../common/api/health.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import type { EventRecord } from "../../../common/model/records.ts";
 import { seesAllJobs } from "../access.ts";
 import { EventStream } from "../event-stream.ts";
-import type { ApiPorts, StoreReads } from "../ports.ts";
+import type { ApiPorts } from "../ports.ts";
 import { wholeNumber } from "../requests.ts";
 import { jobSummaryView } from "../views.ts";
 
@@ -27,7 +23,6 @@ export const MAX_STREAMS_PER_TOKEN = 8;
 
 export interface SystemRouteDeps {
   ports: ApiPorts;
-  store: StoreReads;
   metrics: Registry;
   /** Who leads, as /healthz tells it. */
   health: () => Omit<Health, "ok">;
@@ -36,7 +31,7 @@ export interface SystemRouteDeps {
 }
 
 export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps): void {
-  const { ports, store, metrics } = deps;
+  const { ports, metrics } = deps;
   const api = app.withTypeProvider<ZodTypeProvider>();
   /** Open event streams by token (its id; the start admin token has none). */
   const streamsOf = new Map<string, number>();
@@ -168,15 +163,13 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
       };
       const keepAlive = setInterval(() => stream.send(": keep-alive\n\n"), KEEP_ALIVE_MS);
       // Live events are listened to before the backlog is read, so none committed meanwhile is lost.
-      ports.read.events.on("event", listener);
-      ports.read.events.on("progress", progress);
+      const stopWatching = ports.read.watchEvents(listener, progress);
       request.raw.on("close", () => {
         const left = (streamsOf.get(streamKey) ?? 1) - 1;
         if (left > 0) streamsOf.set(streamKey, left);
         else streamsOf.delete(streamKey);
         clearInterval(keepAlive);
-        ports.read.events.off("event", listener);
-        ports.read.events.off("progress", progress);
+        stopWatching();
         for (const timer of pendingProgress.values()) clearTimeout(timer);
         stream.close();
       });
@@ -184,7 +177,7 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
         stream.liveOnly();
         return;
       }
-      stream.catchUp(store, after).catch((error: unknown) => {
+      stream.catchUp(ports.read, after).catch((error: unknown) => {
         app.log.warn({ err: error }, "reading stored events failed");
         raw.end();
       });

@@ -5,15 +5,15 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import {
-  errors,
-  json,
   newTokenSchema,
   ROLES,
   type TokenView,
   tokenSchema,
   whoamiSchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/tokens.ts";
 import { DEFAULT_QOS, QOS_NAME } from "../../../common/model/qos-name.ts";
 import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
 import { newTokenOf } from "../../../common/model/tokens.ts";
@@ -75,7 +75,7 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
     },
     async (request) => {
       const principal = request.principal ?? START_ADMIN;
-      const record = principal.tokenId === null ? undefined : ports.read.tokens.get(principal.tokenId);
+      const record = principal.tokenId === null ? undefined : ports.read.token(principal.tokenId);
       return {
         user: principal.user,
         role: principal.role,
@@ -142,8 +142,8 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
     },
     async (request) => {
       const kinds: TokenKind[] = request.query.kind ? [request.query.kind] : ["api", "host"];
-      return ports.read.tokens
-        .list()
+      return ports.read
+        .listTokens()
         .filter((each) => kinds.includes(each.kind))
         .map((each) => tokenView(each, now()));
     },
@@ -205,7 +205,7 @@ export function registerTokenRoutes(app: FastifyInstance, ports: ApiPorts): void
         response: { 200: json(z.array(tokenSchema), "the join tokens"), ...errors(401, 403) },
       },
     },
-    async () => ports.read.tokens.list("join").map((each) => tokenView(each, now())),
+    async () => ports.read.listTokens("join").map((each) => tokenView(each, now())),
   );
 
   api.delete(

@@ -4,20 +4,17 @@
 // done: the hosts that match, the requirements clause by clause, the pools. Nothing is made.
 
 import type { FastifyRequest } from "fastify";
-import type { CheckedWorkflowFile } from "../../../common/api/schemas.ts";
+import type { CheckedWorkflowFile } from "../../../common/api/workflows.ts";
 import { validateWorkflowFile } from "../../../common/model/workflow.ts";
-import type { PoolNote } from "../../pools/pool-manager.ts";
 import { InvalidRequestError } from "../../reactor/errors.ts";
-import type { JobEntry } from "../../state/job-entry.ts";
 import { seesAllJobs } from "../access.ts";
 import type { ApiPorts } from "../ports.ts";
-import { submitterOf } from "./jobs.ts";
+import { submitterOf } from "../submitter.ts";
 
 export function dryRunWorkflow(
   request: FastifyRequest,
   ports: ApiPorts,
   explain: boolean,
-  explainPools: (job: JobEntry) => PoolNote[],
 ): CheckedWorkflowFile {
   if (request.isMultipart())
     throw new InvalidRequestError(
@@ -34,13 +31,8 @@ export function dryRunWorkflow(
     if (!explain) return { name: job.name, dependsOn: job.dependsOn, spec: admitted };
     // Explained as if its dependencies were done: they name jobs of the file, which no job id is.
     const alone = { ...admitted, dependsOn: [] };
-    const { job: draft, explanation } = ports.read.explainDraft(alone, owner, null, viewer);
-    return {
-      name: job.name,
-      dependsOn: job.dependsOn,
-      spec: admitted,
-      explanation: { id: draft.id, state: draft.record.state, ...explanation, pools: explainPools(draft) },
-    };
+    const explanation = ports.read.explainDraft(alone, owner, null, viewer);
+    return { name: job.name, dependsOn: job.dependsOn, spec: admitted, explanation };
   });
   return { name: file.name, jobs };
 }

@@ -1,13 +1,13 @@
 // /api/v1/workflows: submit a workflow file (model/workflow.ts), list workflows, show one with its
 // jobs' states, retry what failed.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { errors } from "../../../common/api/errors.ts";
+import { json } from "../../../common/api/json-answer.ts";
 import {
   checkedWorkflowFileSchema,
-  errors,
-  json,
   type Workflow,
   type WorkflowCreated,
   type WorkflowJobs,
@@ -17,28 +17,23 @@ import {
   workflowRetrySchema,
   workflowSchema,
   workflowSummarySchema,
-} from "../../../common/api/schemas.ts";
+} from "../../../common/api/workflows.ts";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
-import type { PoolNote } from "../../pools/pool-manager.ts";
-import type { WorkflowIds } from "../../reactor/commands/workflows.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
-import type { JobEntry } from "../../state/job-entry.ts";
-import { inputKey, jobPrefix } from "../../store/blob-layout.ts";
-import type { BlobStore } from "../../store/blobs.ts";
+import type { WorkflowIds } from "../../reactor/ports.ts";
 import { seesAllJobs } from "../access.ts";
 import { actorOf, START_ADMIN } from "../auth.ts";
-import { keepJobFileText } from "../job-file-source.ts";
+import { fileFieldData, multipartParts, readPastParts, storeUpload, submitBody } from "../multipart.ts";
 import { withParamsFile } from "../params-file.ts";
-import type { ApiPorts } from "../ports.ts";
-import type { SubmitRateLimiter } from "../rate-limit.ts";
+import type { ApiPorts, JobFiles } from "../ports.ts";
+import { type SubmitRateLimiter, submitRefusal } from "../rate-limit.ts";
 import { flag } from "../requests.ts";
-import { jobFileTooLarge, limitUpload } from "../upload-limit.ts";
+import { ownerOf, submitKeyOf, submitterOf } from "../submitter.ts";
 import { iso } from "../views.ts";
-import { multipartParts, ownerOf, parseJobField, submitKeyOf, submitterOf, uploadError } from "./jobs.ts";
 import { dryRunWorkflow } from "./workflow-dry-run.ts";
 
 /** The largest workflow file, in bytes: room for its many jobs (10,000 small ones take about 1 MiB). */
@@ -46,11 +41,9 @@ export const MAX_WORKFLOW_FILE_BYTES = 16 * 1024 * 1024;
 
 export interface WorkflowRouteDeps {
   ports: ApiPorts;
-  blobs: BlobStore;
+  files: JobFiles;
   maxUploadBytes: number;
   submitLimiter: SubmitRateLimiter;
-  /** Pools' notes for a job explained by a dry run with explain=1. */
-  explainPools?: (job: JobEntry) => PoolNote[];
 }
 
 const workflowSubmitQuery = z.object({
@@ -71,32 +64,16 @@ const workflowListQuery = z.object({
 
 const workflowParams = z.object({ id: z.string().min(1).meta({ description: "workflow id (flow-N)" }) });
 
-const submitBody = z.unknown().meta({
-  content: {
-    "application/json": {
-      schema: {
-        type: "object",
-        description:
-          "a workflow file: `jobs: {NAME: job file}` (each job's dependsOn names jobs of the workflow by NAME), optional `name`",
-      },
-    },
-    "application/yaml": { schema: { type: "string", description: "the workflow file as YAML, as on disk" } },
-    "multipart/form-data": {
-      schema: {
-        type: "object",
-        properties: {
-          workflow: { type: "string", description: "the workflow file as JSON or YAML; comes first" },
-        },
-        required: ["workflow"],
-        additionalProperties: {
-          type: "string",
-          format: "binary",
-          description:
-            "one file part per input of a job, named NAME/PATH (the job's name, then the input's path)",
-        },
-      },
-    },
+const workflowSubmitBody = submitBody({
+  json: {
+    type: "object",
+    description:
+      "a workflow file: `jobs: {NAME: job file}` (each job's dependsOn names jobs of the workflow by NAME), optional `name`",
   },
+  yaml: "the workflow file as YAML, as on disk",
+  field: "workflow",
+  fieldDescription: "the workflow file as JSON or YAML; comes first",
+  parts: "one file part per input of a job, named NAME/PATH (the job's name, then the input's path)",
 });
 
 /** The workflow as the API shows it: its jobs by name, and its graph with each job's state now. */
@@ -158,7 +135,7 @@ function visibleWorkflow(request: FastifyRequest, ports: ApiPorts, id: string): 
 
 export function registerWorkflowRoutes(
   app: FastifyInstance,
-  { ports, blobs, maxUploadBytes, submitLimiter, explainPools = () => [] }: WorkflowRouteDeps,
+  { ports, files, maxUploadBytes, submitLimiter }: WorkflowRouteDeps,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -171,7 +148,7 @@ export function registerWorkflowRoutes(
           "Submit a workflow: every job of the file is made at once (all or none, one commit); answers the workflow's id and its jobs' ids by name",
         consumes: ["application/json", "application/yaml", "multipart/form-data"],
         querystring: workflowSubmitQuery,
-        body: submitBody,
+        body: workflowSubmitBody,
         response: {
           200: json(
             checkedWorkflowFileSchema,
@@ -184,16 +161,17 @@ export function registerWorkflowRoutes(
     },
     async (request, reply) => {
       // A dry run makes nothing (no job, no blob, no rate): workflow-dry-run.ts.
-      if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain, explainPools);
+      if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain);
       const principal = request.principal ?? START_ADMIN;
-      if (principal.role !== "admin" && rateLimited(reply, submitLimiter, principal)) return reply;
+      const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
+      if (refusal) return reply.code(429).header("retry-after", refusal.retryAfter).send(refusal.answer);
       const owner = ownerOf(request);
       // A submit repeated with its key answers the workflow the first one made.
       const key = submitKeyOf(request);
       // Every job's QoS tier is checked against the submitter's token, as at a job's submit.
       const { allowedQos } = submitterOf(request);
-      const made = request.isMultipart()
-        ? await submitMultipart(request, { ports, blobs, maxUploadBytes }, owner, key, allowedQos)
+      const workflow = request.isMultipart()
+        ? await submitMultipart(request, { ports, files, maxUploadBytes }, owner, key, allowedQos)
         : await ports.workflows.submit(
             owner,
             key,
@@ -210,7 +188,7 @@ export function registerWorkflowRoutes(
             allowedQos,
           );
       reply.code(201);
-      return createdView(made.workflow);
+      return createdView(workflow);
     },
   );
 
@@ -274,7 +252,7 @@ export function registerWorkflowRoutes(
       );
       return {
         workflow: workflow.id,
-        retried: outcome.retried.map(({ name, job, tasks }) => ({ name, job: job.id, tasks })),
+        retried: outcome.retried,
       };
     },
   );
@@ -322,7 +300,7 @@ export function registerWorkflowRoutes(
     async (request) => {
       const workflow = visibleWorkflow(request, ports, request.params.id);
       const removed = await ports.workflows.remove(workflow.id);
-      for (const member of removed.jobs) await blobs.deletePrefix(jobPrefix(member.job));
+      for (const member of removed.jobs) await files.deleteJobFiles(member.job);
       return touchedView(removed, ports);
     },
   );
@@ -343,27 +321,6 @@ function touchedView({ workflow, jobs }: WorkflowJobsTouched, ports: ApiPorts): 
   };
 }
 
-/** A submit over the token's rate: answered 429 here (true), as a job's submit is. */
-function rateLimited(
-  reply: FastifyReply,
-  limiter: SubmitRateLimiter,
-  principal: { tokenId?: string | null; user: string },
-): boolean {
-  const wait = limiter.take(principal.tokenId ?? principal.user, Date.now());
-  if (wait <= 0) return false;
-  const { ratePerSecond, burst } = limiter.limit;
-  reply
-    .code(429)
-    .header("retry-after", String(Math.max(1, Math.ceil(wait))))
-    .send({
-      error: {
-        code: "rate_limited",
-        message: `too many submits from ${principal.user}'s token: at most ${ratePerSecond} a second (bursts of ${burst}); try again in ${wait.toFixed(2)} s`,
-      },
-    });
-  return true;
-}
-
 /**
  * Multipart: a field `workflow` (the file as JSON or YAML) first, then one file part per input,
  * named `NAME/PATH`. The ids are handed out once the file is checked, and each input is stored
@@ -371,7 +328,7 @@ function rateLimited(
  */
 async function submitMultipart(
   request: FastifyRequest,
-  { ports, blobs, maxUploadBytes }: { ports: ApiPorts; blobs: BlobStore; maxUploadBytes: number },
+  { ports, files, maxUploadBytes }: { ports: ApiPorts; files: JobFiles; maxUploadBytes: number },
   owner: string,
   key: string | null,
   allowedQos: readonly string[] | null,
@@ -381,7 +338,7 @@ async function submitMultipart(
   /** The jobs with an input stored: what a refusal deletes. */
   const touched = new Set<string>();
   try {
-    const made = await ports.workflows.submit(
+    const workflow = await ports.workflows.submit(
       owner,
       key,
       async (assign) => {
@@ -391,9 +348,7 @@ async function submitMultipart(
         for await (const part of multipartParts(request)) {
           if (part.type === "field") {
             if (part.fieldname !== "workflow") continue;
-            if (part.valueTruncated) throw jobFileTooLarge();
-            keepJobFileText(request, String(part.value));
-            file = validateWorkflowFile(parseJobField(String(part.value)));
+            file = validateWorkflowFile(fileFieldData(request, part));
             ids = await assign(file);
             continue;
           }
@@ -414,11 +369,8 @@ async function submitMultipart(
             );
           }
           touched.add(id);
-          try {
-            await blobs.write(inputKey(id, path), limitUpload(part.file, maxUploadBytes, `input ${path}`));
-          } catch (error) {
-            throw uploadError(error, part.file, `input ${part.fieldname}`, maxUploadBytes);
-          }
+          const limits = { maxUploadBytes, what: `input ${path}`, shown: `input ${part.fieldname}` };
+          await storeUpload(part.file, limits, (content) => files.storeInput(id, path, content));
           const paths = stored.get(name) ?? new Set<string>();
           stored.set(name, paths);
           paths.add(path);
@@ -436,18 +388,16 @@ async function submitMultipart(
           inputs.set(job.name, [...job.spec.inputs]);
           // An array's parameters file is read now, as at a job's submit.
           const id = ids.jobs.get(job.name)!;
-          jobs.push({ ...job, spec: await withParamsFile(job.spec, blobs, id, `jobs.${job.name}.`) });
+          jobs.push({ ...job, spec: await withParamsFile(job.spec, files, id, `jobs.${job.name}.`) });
         }
         return { file: { ...file, jobs }, ids, inputs };
       },
       allowedQos,
     );
-    // A repeated submit: its inputs are in already, the parts are read past, not stored again.
-    if (!received)
-      for await (const part of multipartParts(request)) if (part.type === "file") part.file.resume();
-    return made;
+    if (!received) await readPastParts(request);
+    return workflow;
   } catch (error) {
-    for (const id of touched) await blobs.deletePrefix(jobPrefix(id));
+    for (const id of touched) await files.deleteJobFiles(id);
     throw error;
   }
 }

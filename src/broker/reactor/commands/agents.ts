@@ -6,9 +6,10 @@ import type { EndedEvent, HelloMessage, StartedEvent } from "../../../common/pro
 import { ConflictError } from "../errors.ts";
 import { type AttemptRef, attachHost, attemptReports } from "../handlers/agent-reports.ts";
 import { issueHostCredential } from "../handlers/tokens.ts";
+import type { AgentCommands } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
 
-export function agentCommands({ reactor }: CommandContext) {
+export function agentCommands({ reactor }: CommandContext): AgentCommands {
   return {
     /**
      * An agent said hello. Returns the attempts it must kill (no longer live) and, when it joined
@@ -39,14 +40,7 @@ export function agentCommands({ reactor }: CommandContext) {
     },
 
     /** One started report (as attemptReports applies it alone); rejects with its error. */
-    async attemptStarted(
-      hostName: string,
-      jobId: string,
-      taskIndex: number,
-      attempt: number,
-      coordinatorPort?: number,
-      rank?: number,
-    ): Promise<void> {
+    async attemptStarted(hostName, jobId, taskIndex, attempt, coordinatorPort, rank) {
       const report: StartedEvent = {
         kind: "started",
         jobId,
@@ -82,5 +76,3 @@ export function agentCommands({ reactor }: CommandContext) {
     return reactor.run((step) => attemptReports(step, hostName, reports));
   }
 }
-
-export type AgentCommands = ReturnType<typeof agentCommands>;

@@ -9,9 +9,10 @@ import {
   commitCheckpoint,
   recordLegacyParts,
 } from "../handlers/checkpoints.ts";
+import type { CheckpointCommands } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
 
-export function checkpointCommands({ reactor }: CommandContext) {
+export function checkpointCommands({ reactor }: CommandContext): CheckpointCommands {
   return {
     /** An object of a task's checkpoint is stored: a commit may name it. */
     objectStored(stored: CheckpointObjectStored): Promise<void> {
@@ -29,5 +30,3 @@ export function checkpointCommands({ reactor }: CommandContext) {
     },
   };
 }
-
-export type CheckpointCommands = ReturnType<typeof checkpointCommands>;

@@ -2,9 +2,10 @@
 
 import type { HostRecord } from "../../../common/model/records.ts";
 import { drainHost, removeHost, undrainHost } from "../handlers/control.ts";
+import type { HostCommands } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
 
-export function hostCommands({ reactor }: CommandContext) {
+export function hostCommands({ reactor }: CommandContext): HostCommands {
   return {
     /** A host takes no new work; what runs there runs on. */
     drain(name: string): Promise<HostRecord> {
@@ -22,5 +23,3 @@ export function hostCommands({ reactor }: CommandContext) {
     },
   };
 }
-
-export type HostCommands = ReturnType<typeof hostCommands>;

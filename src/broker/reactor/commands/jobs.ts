@@ -4,11 +4,11 @@
 import { dependenciesOf } from "../../../common/model/dependencies.ts";
 import type { JobSpec } from "../../../common/model/job-spec.ts";
 import { type JobUpdate, updatedFields, updateRefusal } from "../../../common/model/job-update.ts";
-import type { EventRecord } from "../../../common/model/records.ts";
+import type { JobHead } from "../../../common/model/records.ts";
 import type { TaskState } from "../../../common/model/states.ts";
 import type { RetryRequest } from "../../../common/model/task-retry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
-import { headOf, type JobHead } from "../../state/job-header.ts";
+import { headOf } from "../../state/job-header.ts";
 import { CommittedEventsOfJobs } from "../committed-events.ts";
 import { ConflictError } from "../errors.ts";
 import {
@@ -24,43 +24,10 @@ import { type RetryOutcome, retryJob } from "../handlers/retry.ts";
 import { submitJob } from "../handlers/submit.ts";
 import { updateJob } from "../handlers/update.ts";
 import type { IdBlock } from "../id-block.ts";
+import type { JobCommands, JobRead, ReceiveJob, Submission, SubmittedJob } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
 
-/** Who submits: the owner, the client's Idempotency-Key (or null), whose jobs `dependsOn` may name. */
-export interface Submission {
-  owner: string;
-  submitKey: string | null;
-  /** The one owner whose jobs `dependsOn` may name (null: any). */
-  dependencyOwner: string | null;
-  /** The QoS tiers the submitter may use; absent or null: any (an admin). */
-  allowedQos?: readonly string[] | null;
-}
-
-/** A submitted job as received: its file, its input files already stored, the id they are stored under. */
-export interface ReceivedJob {
-  spec: JobSpec;
-  inputs: string[];
-  id?: string;
-}
-
-/**
- * Receives a new job's file (and stores its inputs); `newId` hands out the job's id, for a request
- * whose inputs are stored under it before the job is made.
- */
-export type ReceiveJob = (newId: () => Promise<string>) => Promise<ReceivedJob>;
-
-/** A submit's answer: the job, and its events when this submit made it. */
-export interface SubmittedJob {
-  job: JobEntry;
-  /**
-   * The job's events committed by the time of the answer (oldest first, as the store reads them)
-   * when this submit made the job; null when it answers the job of an earlier submit with the same
-   * key, whose events are the store's to tell.
-   */
-  events: EventRecord[] | null;
-}
-
-export function jobCommands(context: CommandContext, jobIds: IdBlock) {
+export function jobCommands(context: CommandContext, jobIds: IdBlock): JobCommands {
   const { reactor, committer, read } = context;
   const committedEvents = new CommittedEventsOfJobs((listener) => reactor.events.on("event", listener));
   /**
@@ -92,7 +59,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
    * here, once; the handler only answers the job a submit with the same key made meanwhile (both
    * in flight at once) instead of a second.
    */
-  const submitWithEvents = async (submission: Submission, receive: ReceiveJob): Promise<SubmittedJob> => {
+  const submit = async (submission: Submission, receive: ReceiveJob): Promise<SubmittedJob> => {
     const { owner, submitKey, dependencyOwner, allowedQos = null } = submission;
     const known = submitKey === null ? undefined : await read.findSubmission(owner, submitKey);
     if (known) {
@@ -141,12 +108,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     return { job, events };
   };
   return {
-    /** Creates a job (submitWithEvents), answering the job alone. */
-    async submit(submission: Submission, receive: ReceiveJob): Promise<JobEntry> {
-      return (await submitWithEvents(submission, receive)).job;
-    },
-
-    submitWithEvents,
+    submit,
 
     /**
      * Cancels a job; one that has ended is answered as it is. Answers the job without its tasks
@@ -186,7 +148,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     },
 
     /** Holds a job: pending tasks do not start; running attempts are stopped (ended `preempted`, reason `held`). */
-    async hold(id: string, by?: string, reason?: string): Promise<JobEntry> {
+    async hold(id: string, by?: string, reason?: string): Promise<JobRead> {
       const ended = read.retired(id) ? read.header(id) : undefined;
       if (ended) throw new ConflictError(`job ${id} is ${ended.state}`);
       return reactor.run((step) => holdJob(step, id, by, reason));
@@ -199,7 +161,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     },
 
     /** Stops the job's running attempts with a checkpoint; their tasks restart on another host (or `to`). */
-    async migrate(id: string, to: string | null, by?: string): Promise<JobEntry> {
+    async migrate(id: string, to: string | null, by?: string): Promise<JobRead> {
       if (read.retired(id)) throw new ConflictError(`job ${id} has no running attempt to migrate`);
       return reactor.run((step) => migrateJob(step, id, to, by));
     },
@@ -213,7 +175,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
       update: JobUpdate,
       by = "user",
       allowedQos: readonly string[] | null = null,
-    ): Promise<JobEntry> {
+    ): Promise<JobRead> {
       const ended = read.retired(id) ? read.header(id) : undefined;
       if (ended) {
         const facts = { id, state: ended.state, cancelRequested: false, tasks: ended.taskCount };
@@ -229,5 +191,3 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock) {
     },
   };
 }
-
-export type JobCommands = ReturnType<typeof jobCommands>;

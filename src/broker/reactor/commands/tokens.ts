@@ -2,9 +2,10 @@
 
 import type { TokenKind, TokenRecord } from "../../../common/model/records.ts";
 import { createToken, revokeToken, type TokenRequest } from "../handlers/tokens.ts";
+import type { TokenCommands } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
 
-export function tokenCommands({ reactor }: CommandContext) {
+export function tokenCommands({ reactor }: CommandContext): TokenCommands {
   return {
     /** Stores a new token (its hash). */
     create(request: TokenRequest): Promise<TokenRecord> {
@@ -17,5 +18,3 @@ export function tokenCommands({ reactor }: CommandContext) {
     },
   };
 }
-
-export type TokenCommands = ReturnType<typeof tokenCommands>;

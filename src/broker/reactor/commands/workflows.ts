@@ -1,7 +1,9 @@
 // The user's requests on workflows (model/workflow.ts), one command each: a submit makes every job
 // of the file in one handler (one commit, one answer), a retry reruns what failed in one handler.
 
-import { type WorkflowFile, workflowId } from "../../../common/model/workflow.ts";
+import type { WorkflowRecord } from "../../../common/model/records.ts";
+import type { WorkflowFile } from "../../../common/model/workflow.ts";
+import { workflowId } from "../../../common/model/workflow-id.ts";
 import type { StoredJob } from "../../store/store.ts";
 import { NotFoundError } from "../errors.ts";
 import {
@@ -11,41 +13,20 @@ import {
   removeWorkflow,
   type WorkflowJobsTouched,
 } from "../handlers/workflow-control.ts";
-import {
-  retryWorkflow,
-  submitWorkflow,
-  type WorkflowMade,
-  type WorkflowRetried,
-} from "../handlers/workflows.ts";
+import { retryWorkflow, submitWorkflow } from "../handlers/workflows.ts";
 import type { IdBlock } from "../id-block.ts";
+import type { ReceiveWorkflow, WorkflowCommands, WorkflowIds, WorkflowRetry } from "../ports.ts";
 import type { CommandContext } from "./context.ts";
-
-/** The ids a workflow is made with: its own, and each job's by name. */
-export interface WorkflowIds {
-  id: string;
-  jobs: ReadonlyMap<string, string>;
-}
-
-/** A workflow as received: its file checked, each job's inputs stored under its id (by name). */
-export interface ReceivedWorkflow {
-  file: WorkflowFile;
-  ids: WorkflowIds;
-  inputs: ReadonlyMap<string, string[]>;
-}
-
-/**
- * Receives a workflow file (and stores its jobs' inputs); `assign` hands out the ids for the file
- * checked, before the inputs are stored under them.
- */
-export type ReceiveWorkflow = (
-  assign: (file: WorkflowFile) => Promise<WorkflowIds>,
-) => Promise<ReceivedWorkflow>;
 
 /**
  * A workflow's jobs take one run of consecutive ids from `jobIds`, the block single jobs take
  * theirs from (id-block.ts): job ids follow submission order across jobs and workflows.
  */
-export function workflowCommands(context: CommandContext, workflowIds: IdBlock, jobIds: IdBlock) {
+export function workflowCommands(
+  context: CommandContext,
+  workflowIds: IdBlock,
+  jobIds: IdBlock,
+): WorkflowCommands {
   const { reactor, read, committer } = context;
   return {
     /**
@@ -58,11 +39,11 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
       submitKey: string | null,
       receive: ReceiveWorkflow,
       allowedQos: readonly string[] | null = null,
-    ): Promise<WorkflowMade> {
+    ): Promise<WorkflowRecord> {
       const known = submitKey === null ? undefined : read.workflowSubmission(owner, submitKey);
       if (known) {
         await committer.flush();
-        return { workflow: known, jobs: [] };
+        return known;
       }
       // The jobs' ids stay in flight (id-block.ts) until the workflow is made or its submit gives up.
       const drawn: number[] = [];
@@ -74,9 +55,10 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
       };
       try {
         const { file, ids, inputs } = await receive(assign);
-        return await reactor.run((step) =>
+        const made = await reactor.run((step) =>
           submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey, allowedQos }),
         );
+        return made.workflow;
       } finally {
         for (const first of drawn) jobIds.settle(first);
       }
@@ -91,7 +73,7 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
       id: string,
       by = "user",
       allowedQos: readonly string[] | null = null,
-    ): Promise<WorkflowRetried> {
+    ): Promise<WorkflowRetry> {
       const workflow = read.workflow(id);
       if (!workflow) throw new NotFoundError(`no workflow ${id}`);
       const stored = new Map<string, StoredJob>();
@@ -101,7 +83,8 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
         const job = await read.storedJob(member.job);
         if (job) stored.set(member.job, job);
       }
-      return reactor.run((step) => retryWorkflow(step, { id, by, stored, allowedQos }));
+      const { retried } = await reactor.run((step) => retryWorkflow(step, { id, by, stored, allowedQos }));
+      return { retried: retried.map(({ name, job, tasks }) => ({ name, job: job.id, tasks })) };
     },
 
     /** Cancels every job of the workflow that has not ended, in one step; resolves once durable. */
@@ -125,5 +108,3 @@ export function workflowCommands(context: CommandContext, workflowIds: IdBlock, 
     },
   };
 }
-
-export type WorkflowCommands = ReturnType<typeof workflowCommands>;

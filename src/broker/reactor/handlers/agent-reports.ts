@@ -7,6 +7,7 @@ import { rankOn, ranksOn } from "../../../common/model/gang.ts";
 import { attemptKey, keyOf } from "../../../common/model/ids.ts";
 import type { HostRecord } from "../../../common/model/records.ts";
 import type { AttemptOutcome } from "../../../common/model/states.ts";
+import type { StopReason } from "../../../common/model/stop-reasons.ts";
 import type { EndedEvent, HelloMessage, StartedEvent } from "../../../common/protocol/messages.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
 import type { LiveAttempt } from "../../state/host-entry.ts";
@@ -83,7 +84,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
           step,
           entry,
           message.name,
-          { outcome: "lost", exitCode: null, reason: "the host's agent restarted without it", cause: "host" },
+          { outcome: "lost", exitCode: null, reason: { kind: "agent-restarted" }, cause: "host" },
           rank,
         );
         if (attempt.state === "ended") break;
@@ -102,7 +103,7 @@ export function attachHost(step: Step, message: HelloMessage): AttemptRef[] {
     endOnHost(step, entry, message.name, {
       outcome: "lost",
       exitCode: null,
-      reason: "the host's agent restarted without it",
+      reason: { kind: "agent-restarted" },
       cause: "host",
     });
   }
@@ -140,7 +141,7 @@ export function startUndelivered(step: Step, hostName: string, ref: AttemptRef):
   endOnHost(step, live, hostName, {
     outcome: "lost",
     exitCode: null,
-    reason: `the start could not be delivered: the agent of ${hostName} was not connected`,
+    reason: { kind: "start-undelivered", host: hostName },
     cause: "undelivered",
   });
 }
@@ -184,7 +185,7 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
   if (!live) return;
   const { job } = live;
   let outcome: AttemptOutcome = report.outcome;
-  let reason = report.reason;
+  let reason: StopReason | null = report.reason === null ? null : { kind: "text", text: report.reason };
   // Outputs come from rank 0 (or every rank, `outputsFrom: all`); another rank's success has none to check.
   const rank = live.gang ? (report.rank ?? rankOn(live.gang, hostName)) : 0;
   const all = live.gang !== undefined && job.record.spec.outputsFrom === "all";
@@ -193,7 +194,7 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
     const missing = expected.filter((path) => !report.outputs.includes(path));
     if (missing.length) {
       outcome = "failed";
-      reason = `output file${missing.length > 1 ? "s" : ""} missing: ${missing.join(", ")}`;
+      reason = { kind: "outputs-missing", files: missing };
     }
   }
   const end = {

@@ -3,14 +3,15 @@
 
 import { taskLaunch } from "../../../common/model/array-params.ts";
 import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
+import type { EndCause } from "../../../common/model/end-cause.ts";
 import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts";
 import { hostsOf } from "../../../common/model/ids.ts";
 import { taskParam } from "../../../common/model/job-spec.ts";
 import type { AttemptRecord, StopIntent } from "../../../common/model/records.ts";
 import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
-import { type AttemptOutcome, HELD_REASON, isEndedState } from "../../../common/model/states.ts";
+import { type AttemptOutcome, isEndedState } from "../../../common/model/states.ts";
+import { renderStopReason, type StopReason } from "../../../common/model/stop-reasons.ts";
 import {
-  type EndCause,
   grownMemoryMb,
   type TaskAfterAttempt,
   taskAfterAttempt,
@@ -20,11 +21,6 @@ import type { ServerMessage, StartMessage } from "../../../common/protocol/messa
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { refreshJobState } from "./job-state.ts";
-
-/** The reason a winning replica gives the others it stops. */
-export const REPLICA_LOST_REASON = "replica lost the race";
-/** The reason of a stop a user asked for (`steward cancel`, of the job or of some tasks). */
-export const USER_CANCEL_REASON = "cancelled by user";
 
 /** The start of an attempt (of its rank `rank`, for a gang): its command, its size, its devices. */
 export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): StartMessage {
@@ -67,7 +63,7 @@ function stopMessage(job: JobEntry, attempt: AttemptRecord, intent: StopIntent):
     taskIndex: attempt.taskIndex,
     attempt: attempt.number,
     outcome: intent.outcome,
-    reason: intent.reason,
+    reason: renderStopReason(intent.reason),
     graceSeconds: job.record.spec.checkpoint.graceSeconds,
   };
 }
@@ -89,15 +85,16 @@ export function sendStop(step: Step, job: JobEntry, attempt: AttemptRecord): voi
 
 /** Attempts stopped before intents were recorded: the intent follows from the job's flags. */
 function legacyStopIntent(job: JobEntry): StopIntent {
-  if (job.record.cancelRequested) return { outcome: "cancelled", reason: USER_CANCEL_REASON };
-  if (job.record.held) return { outcome: "preempted", reason: HELD_REASON };
-  return { outcome: "migrated", reason: "migrating to another host" };
+  if (job.record.cancelRequested) return { outcome: "cancelled", reason: { kind: "user-cancel" } };
+  if (job.record.held) return { outcome: "preempted", reason: { kind: "held" } };
+  return { outcome: "migrated", reason: { kind: "migrate-requested", to: null } };
 }
 
 export interface AttemptEnd {
   outcome: AttemptOutcome;
   exitCode: number | null;
-  reason: string | null;
+  /** Rendered where it is stored and recorded in the end's event (renderStopReason). */
+  reason: StopReason | null;
   /** For `lost`: whose failure it was (default: the host's); `oom` for a failure by the memory limit. */
   cause?: EndCause;
   /** What it used, as its agent measured it (absent when no agent said: a lost host, an old agent). */
@@ -119,7 +116,9 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
         usage: reported.usage,
       }
     : reported;
-  step.write.endAttempt(job, attempt, end);
+  // The one place the end's reason becomes the text the attempt keeps and its event tells.
+  const reason = end.reason === null ? null : renderStopReason(end.reason);
+  step.write.endAttempt(job, attempt, { ...end, reason });
   step.schedule = true;
   const others = job.liveAttempts(task.index);
   const single = job.tasks.length === 1;
@@ -132,7 +131,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
         host: attempt.host,
         outcome: end.outcome,
         exitCode: end.exitCode,
-        reason: end.reason,
+        reason,
         ...(end.cause ? { cause: end.cause } : {}),
         array: !single,
         next,
@@ -147,7 +146,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   // A replica that ends short of success while others still run leaves the task running; it is
   // counted against the task's budget (model/replicas.ts), and the task moves when its last ends.
   if (end.outcome !== "succeeded" && others.length > 0) {
-    const after = taskAfterReplicaEnd(task, end, job.record.spec.retry, others.length);
+    const after = taskAfterReplicaEnd(task, { ...end, reason }, job.record.spec.retry, others.length);
     if (
       after.failures !== task.failures ||
       after.losses !== task.losses ||
@@ -165,7 +164,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   }
   job.clearProgress(attempt.taskIndex);
   const systemFailure = end.outcome === "lost" && end.cause !== undefined && end.cause !== "host";
-  const attemptEnd = { number: attempt.number, outcome: end.outcome, reason: end.reason };
+  const attemptEnd = { number: attempt.number, outcome: end.outcome, reason };
   let next: TaskAfterAttempt;
   let systemFailures = task.systemFailures;
   if (systemFailure) {
@@ -187,7 +186,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   // A task of a job being cancelled, or a task a user cancelled, does not go round again.
   const cancelled =
     job.record.cancelRequested ||
-    (attempt.stop?.outcome === "cancelled" && attempt.stop.reason === USER_CANCEL_REASON);
+    (attempt.stop?.outcome === "cancelled" && attempt.stop.reason.kind === "user-cancel");
   const taskState = cancelled && next.state === "pending" ? "cancelled" : next.state;
   step.write.updateTask(job, task, {
     systemFailures,
@@ -202,7 +201,7 @@ export function endAttempt(step: Step, job: JobEntry, attempt: AttemptRecord, re
   // The first replica to succeed wins; the others are stopped.
   if (end.outcome === "succeeded") {
     for (const other of others) {
-      stopAttempt(step, job, other, { outcome: "cancelled", reason: REPLICA_LOST_REASON });
+      stopAttempt(step, job, other, { outcome: "cancelled", reason: { kind: "replica-lost" } });
     }
   }
   refreshJobState(step, job);

@@ -2,7 +2,7 @@
 // through the one plan applier (apply-plan.ts), as the scheduler's do.
 
 import type { HostRecord, StopIntent, TaskRecord } from "../../../common/model/records.ts";
-import { HELD_REASON, isEndedState } from "../../../common/model/states.ts";
+import { isEndedState } from "../../../common/model/states.ts";
 import { formatTaskList } from "../../../common/model/task-list.ts";
 import { migrationRefusal, migrationTargets } from "../../scheduler/migration-rule.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
@@ -11,7 +11,6 @@ import type { JobEntry } from "../../state/job-entry.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { applyStops } from "./apply-plan.ts";
-import { USER_CANCEL_REASON } from "./attempts.ts";
 import { endOnHost } from "./gangs.ts";
 import { refreshJobState } from "./job-state.ts";
 
@@ -20,6 +19,9 @@ export function findJob(step: Step, id: string): JobEntry {
   if (!job) throw new NotFoundError(`no job ${id}`);
   return job;
 }
+
+/** The stop a user's cancel asks for (`steward cancel`, of the job or of some of its tasks). */
+const USER_CANCEL: StopIntent = { outcome: "cancelled", reason: { kind: "user-cancel" } };
 
 function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boolean): StopEntry[] {
   const stops: StopEntry[] = [];
@@ -40,7 +42,7 @@ export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   if (dirty.length) step.write.updateTasks(job, dirty, { state: "cancelled" });
   step.write.updateJob(job, { cancelRequested: true });
   step.event(job, { kind: "cancel", data: { by } });
-  applyStops(step, stopsOf(job, { outcome: "cancelled", reason: USER_CANCEL_REASON }));
+  applyStops(step, stopsOf(job, USER_CANCEL));
   refreshJobState(step, job);
   return job;
 }
@@ -78,9 +80,7 @@ export function cancelTasks(step: Step, id: string, indexes: readonly number[], 
   const chosen = new Set(open.map((task) => task.index));
   applyStops(
     step,
-    stopsOf(job, { outcome: "cancelled", reason: USER_CANCEL_REASON }).filter((stop) =>
-      chosen.has(stop.taskIndex),
-    ),
+    stopsOf(job, USER_CANCEL).filter((stop) => chosen.has(stop.taskIndex)),
   );
   refreshJobState(step, job);
   return job;
@@ -93,7 +93,7 @@ export function holdJob(step: Step, id: string, by = "user", reason?: string): J
   if (job.record.held) return job;
   step.write.updateJob(job, { held: true });
   step.event(job, { kind: "hold", data: reason ? { by, reason } : { by } });
-  applyStops(step, stopsOf(job, { outcome: "preempted", reason: HELD_REASON }));
+  applyStops(step, stopsOf(job, { outcome: "preempted", reason: { kind: "held" } }));
   refreshJobState(step, job);
   return job;
 }
@@ -124,14 +124,10 @@ export function migrateJob(step: Step, id: string, to: string | null, by = "user
       throw new ConflictError(`host ${to} is ${host.connected ? host.record.state : "not connected"}`);
     }
   }
-  const where = to ? `to ${to}` : "to another host";
-  const stops = stopsOf(
-    job,
-    { outcome: "migrated", reason: `migrating ${where}` },
-    (host) => host === to,
-  ).map((stop) => ({ ...stop, migrateTo: { to } }));
+  const intent: StopIntent = { outcome: "migrated", reason: { kind: "migrate-requested", to } };
+  const stops = stopsOf(job, intent, (host) => host === to).map((stop) => ({ ...stop, migrateTo: { to } }));
   if (stops.length === 0) {
-    const here = to !== null && stopsOf(job, { outcome: "migrated", reason: "" }).length > 0;
+    const here = to !== null && stopsOf(job, intent).length > 0;
     throw new ConflictError(
       here
         ? `job ${id} runs on ${to} already: nothing to migrate`
@@ -194,7 +190,7 @@ export function removeHost(step: Step, name: string, by = "user"): string[] {
     endOnHost(step, live, name, {
       outcome: "lost",
       exitCode: null,
-      reason: `host ${name} removed by ${by}`,
+      reason: { kind: "host-removed", host: name, by },
       cause: "host",
     });
   step.write.removeHost(name);

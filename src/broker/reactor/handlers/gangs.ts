@@ -123,9 +123,8 @@ function endRank(step: Step, live: LiveAttempt, rank: number, end: AttemptEnd): 
   const after = rankEnded(gang, rank, end);
   if (after.stopOthers && gang.failed) {
     const failed = gang.failed;
-    const reason = gangStopReason(failed);
     // Stopped, not failed: the attempt's end names the rank that failed (model/gang.ts).
-    const intent: StopIntent = { outcome: "cancelled", reason };
+    const intent: StopIntent = { outcome: "cancelled", reason: gangStopReason(failed) };
     step.event(job, {
       kind: "gang.failed",
       data: {

@@ -12,12 +12,12 @@ export function expireLeases(step: Step, hostTimeoutSeconds: number): void {
     // A frozen or partitioned agent may still hold its socket open: close it, so that when it
     // comes back it says hello again and is told to kill the attempts that were replaced.
     step.effect({ kind: "disconnect", host: host.record.name });
-    const silent = ((now - host.lastSeen) / 1000).toFixed(1);
+    const seconds = (now - host.lastSeen) / 1000;
     for (const live of [...host.active.values()]) {
       endOnHost(step, live, host.record.name, {
         outcome: "lost",
         exitCode: null,
-        reason: `host ${host.record.name} silent for ${silent} s`,
+        reason: { kind: "host-silent", host: host.record.name, seconds },
         cause: "host",
       });
     }

@@ -69,12 +69,11 @@ function migrateUnsatisfied(step: Step, job: JobEntry, text: string): void {
     if (!host) continue;
     const result = evaluateRequirement(requirements, host.facts);
     if (result.ok) continue;
-    const reason = `requirements changed: ${text}`;
     stops.push({
       jobId: job.id,
       taskIndex: attempt.taskIndex,
       attempt: attempt.number,
-      intent: { outcome: "migrated", reason },
+      intent: { outcome: "migrated", reason: { kind: "requirements-changed", requirements: text } },
       migrateTo: { to: null },
     });
     step.event(job, {

@@ -190,12 +190,14 @@ export function preempt(
     // Across tiers the tier decided (its `preempt` list), not the job's priority: the reason says which.
     const forQos =
       (job.qos ?? DEFAULT_QOS) !== (victim.job.qos ?? DEFAULT_QOS) ? (job.qos ?? DEFAULT_QOS) : null;
-    const reason = `preempted for job ${job.id} (${forQos === null ? "" : `QoS ${forQos}, `}priority ${job.priority})`;
     const stop: StopEntry = {
       jobId: victim.job.id,
       taskIndex: victim.taskIndex,
       attempt: victim.attempt,
-      intent: { outcome: "preempted", reason },
+      intent: {
+        outcome: "preempted",
+        reason: { kind: "preempted-for", job: job.id, priority: job.priority, qos: forQos },
+      },
       note: {
         kind: "preempt",
         data: {

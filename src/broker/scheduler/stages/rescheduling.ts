@@ -168,12 +168,11 @@ export function reschedule(
     }
     const room = capacity.get(move.host)!;
     takeRoom(room, task.job);
-    const gain = move.gain.toFixed(2);
     stops.push({
       jobId: task.job.id,
       taskIndex: task.taskIndex,
       attempt: task.attempt,
-      intent: { outcome: "migrated", reason: `rescheduled to ${move.host}: estimated gain ${gain}` },
+      intent: { outcome: "migrated", reason: { kind: "rescheduled", host: move.host, gain: move.gain } },
       migrateTo: { to: move.host },
       note: {
         kind: "reschedule",

@@ -8,12 +8,12 @@ import {
   cgroupSettings,
   cpuTimeFromCpuacct,
   cpuTimeFromCpuStat,
-  DEFAULT_MAX_PROCESSES,
   oomKillCount,
   settingsToWrite,
   writtenSettings,
 } from "../../../../src/agent/cgroups/cgroup-limits.ts";
 import { baseName } from "../../../../src/agent/cgroups/enforcement.ts";
+import { DEFAULT_MAX_PROCESSES } from "../../../../src/common/model/job-spec.ts";
 
 /** A host with v1 hierarchies (as this project's CI machine has) and a unified tree with no controllers. */
 const HYBRID_MOUNTS = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

@@ -3,8 +3,9 @@
 // the job names it.
 
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { cgroupSettings, DEFAULT_MAX_PROCESSES } from "../../../../src/agent/cgroups/cgroup-limits.ts";
-import { JobFileError, validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { cgroupSettings } from "../../../../src/agent/cgroups/cgroup-limits.ts";
+import { DEFAULT_MAX_PROCESSES, validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { JobFileError } from "../../../../src/common/model/jobfile-error.ts";
 import { Harness, hello, settle, submitOn } from "../../../helpers/core-harness.ts";
 
 let harness: Harness;

@@ -4,10 +4,8 @@
 import Fastify from "fastify";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { ApiPorts } from "../../../../src/broker/api/ports.ts";
+import type { ApiPorts, JobFiles } from "../../../../src/broker/api/ports.ts";
 import { registerApi } from "../../../../src/broker/api/register.ts";
-import type { BlobStore } from "../../../../src/broker/store/blobs.ts";
-import type { Store } from "../../../../src/broker/store/store.ts";
 
 interface Operation {
   responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
@@ -24,8 +22,7 @@ async function apiWithRoutes() {
   // Registering routes calls nothing on these: the document is all this test asks for.
   await registerApi(app, {
     ports: {} as ApiPorts,
-    store: {} as Store,
-    blobs: {} as BlobStore,
+    files: {} as JobFiles,
     metrics: new Registry(),
     adminToken: "admin",
     joinToken: "join",

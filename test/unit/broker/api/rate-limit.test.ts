@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SubmitRateLimiter } from "../../../../src/broker/api/rate-limit.ts";
+import { SubmitRateLimiter, submitRefusal } from "../../../../src/broker/api/rate-limit.ts";
 
 describe("SubmitRateLimiter", () => {
   it.each([
@@ -40,5 +40,31 @@ describe("SubmitRateLimiter", () => {
   it("refuses a rate or burst that is not positive", () => {
     expect(() => new SubmitRateLimiter({ ratePerSecond: 0, burst: 1 })).toThrow(RangeError);
     expect(() => new SubmitRateLimiter({ ratePerSecond: 1, burst: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("submitRefusal", () => {
+  it("takes a submit of the token (by its id, else its user), refusing past the rate with the 429's parts", () => {
+    const limiter = new SubmitRateLimiter({ ratePerSecond: 4, burst: 1 });
+    expect(submitRefusal(limiter, { tokenId: "t1", user: "alice" }, 0)).toBeNull();
+    expect(submitRefusal(limiter, { tokenId: "t2", user: "alice" }, 0)).toBeNull();
+    expect(submitRefusal(limiter, { tokenId: "t1", user: "alice" }, 0)).toStrictEqual({
+      retryAfter: "1",
+      answer: {
+        error: {
+          code: "rate_limited",
+          message:
+            "too many submits from alice's token: at most 4 a second (bursts of 1); try again in 0.25 s",
+        },
+      },
+    });
+    expect(submitRefusal(limiter, { user: "bob" }, 0)).toBeNull();
+    expect(limiter.take("bob", 0)).toBe(0.25);
+  });
+
+  it("rounds the Retry-After up to whole seconds", () => {
+    const limiter = new SubmitRateLimiter({ ratePerSecond: 0.4, burst: 1 });
+    submitRefusal(limiter, { user: "carol" }, 0);
+    expect(submitRefusal(limiter, { user: "carol" }, 0)?.retryAfter).toBe("3");
   });
 });

@@ -13,8 +13,9 @@ import type { Plan } from "../../../../src/broker/scheduler/plan.ts";
 import { ClusterState } from "../../../../src/broker/state/cluster-state.ts";
 import { newHostEntry } from "../../../../src/broker/state/host-entry.ts";
 import { JobEntry } from "../../../../src/broker/state/job-entry.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
-import type { HostFacts, JobRecord, TaskRecord } from "../../../../src/common/model/records.ts";
+import type { JobRecord, TaskRecord } from "../../../../src/common/model/records.ts";
 
 const NOW = 1_000_000;
 
@@ -103,12 +104,14 @@ function run(state: ClusterState, plan: Plan) {
   return { step, applied: applyPlan(step, plan) };
 }
 
+const FOR_HIGH = { kind: "preempted-for", job: "high", priority: 10, qos: null } as const;
+
 const preemptLowForHigh: Plan = {
   place: [],
   stop: [],
   preempt: [
     {
-      stop: { jobId: "low", taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: "for high" } },
+      stop: { jobId: "low", taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: FOR_HIGH } },
       place: { kind: "task", jobId: "high", taskIndex: 0, host: "h1" },
     },
   ],
@@ -127,7 +130,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     expect(state.hostViews(NOW).find((host) => host.name === "h1")?.slotsFree).toBe(0);
     const plan = planPass(state, NOW);
@@ -150,7 +153,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     expect(explainJob(state, high, NOW).nextPass.starts).toStrictEqual([
       { task: 0, hosts: ["h1"], replica: false },
@@ -166,7 +169,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     const stale: Plan = {
       place: [{ kind: "task", jobId: "other", taskIndex: 0, host: "h1" }],
@@ -194,7 +197,7 @@ describe("a preemption as one plan entry", () => {
     endAttempt(step, low, low.liveAttempts(0)[0], {
       outcome: "preempted",
       exitCode: null,
-      reason: "for high",
+      reason: FOR_HIGH,
     });
     high.record.held = true;
     state.queue.delete(high);

@@ -8,6 +8,7 @@ import type { JobEntry } from "../../../../src/broker/state/job-entry.ts";
 import { SqliteStore } from "../../../../src/broker/store/sqlite.ts";
 import { type Change, StaleTermError } from "../../../../src/broker/store/store.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import type { StopIntent } from "../../../../src/common/model/records.ts";
 import { SYSTEM_FAILURE_LIMIT } from "../../../../src/common/model/task-outcome.ts";
 import { ended, Harness, hello, settle, submitOn } from "../../../helpers/core-harness.ts";
 
@@ -47,7 +48,7 @@ describe("recorded stop intent", () => {
     expect(harness.stops()).toEqual([
       expect.objectContaining({ host: "h1", outcome: "preempted", reason: "held" }),
     ]);
-    expect(job.attempt(0, 1)?.stop).toEqual({ outcome: "preempted", reason: "held" });
+    expect(job.attempt(0, 1)?.stop).toEqual({ outcome: "preempted", reason: { kind: "held" } });
     harness.sent = [];
     await harness.core.agents.attachHost(hello("h1", [held(job)]));
     expect(harness.stops()).toEqual([
@@ -59,7 +60,11 @@ describe("recorded stop intent", () => {
     await harness.core.agents.attachHost(hello("h1"));
     const job = await running();
     // A stop as the scheduler would decide it (preemption), applied by the one applyPlan.
-    const intent = { outcome: "preempted" as const, reason: "making room for job 99" };
+    const intent: StopIntent = {
+      outcome: "preempted",
+      reason: { kind: "preempted-for", job: "99", priority: 5, qos: null },
+    };
+    const sent = { outcome: "preempted", reason: "preempted for job 99 (priority 5)" };
     await harness.core.reactor.run((step) =>
       applyPlan(step, {
         place: [],
@@ -67,13 +72,85 @@ describe("recorded stop intent", () => {
         stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent }],
       }),
     );
-    expect(harness.stops().at(-1)).toMatchObject(intent);
+    expect(harness.stops().at(-1)).toMatchObject(sent);
     const core = await harness.restart();
     harness.sent = [];
     await core.agents.attachHost(hello("h1", [held(job)]));
-    expect(harness.stops()).toEqual([expect.objectContaining({ host: "h1", ...intent })]);
+    expect(harness.stops()).toEqual([expect.objectContaining({ host: "h1", ...sent })]);
     const snapshot = await harness.store.load();
     expect(snapshot.attempts[0]).toMatchObject({ state: "stopping", stop: intent });
+  });
+
+  it("a stop an earlier version recorded with its reason as text is re-sent with that text, and a cancel of the task still ends it", async () => {
+    await harness.core.agents.attachHost(hello("h1"));
+    // Retries left: only the cancel keeps a failed attempt's task from going round again.
+    const job = await submitOn(
+      harness.core,
+      validateJobSpec({ command: "sleep 100", retry: { maxAttempts: 3 } }),
+      "alice",
+    );
+    await settle();
+    await harness.core.agents.attemptStarted("h1", job.id, 0, 1);
+    const stopped = (reason: string) => ({
+      ...job.attempt(0, 1)!,
+      state: "stopping" as const,
+      // The stop as an earlier version stored it: its reason a text.
+      stop: { outcome: "cancelled", reason } as unknown as StopIntent,
+    });
+    // `steward cancel ID --tasks 0` under an earlier version: the job itself is not being cancelled.
+    harness.core.reactor.stop();
+    await harness.store.commit(await harness.store.beginTerm(), [
+      { op: "putAttempt", attempt: stopped("cancelled by user") },
+    ]);
+    const core = await harness.start();
+    harness.sent = [];
+    await core.agents.attachHost(hello("h1", [held(job)]));
+    expect(harness.stops()).toEqual([
+      expect.objectContaining({ host: "h1", outcome: "cancelled", reason: "cancelled by user" }),
+    ]);
+    expect(core.read.job(job.id).attempt(0, 1)?.stop).toStrictEqual({
+      outcome: "cancelled",
+      reason: { kind: "user-cancel" },
+    });
+    // The job exits 1 as the stop reaches it: a failure, with retries left.
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "failed", { reason: "exit code 1" }));
+    await settle();
+    // A user's cancel of the task, as it was: the task does not go round again, and the job ends.
+    const stored = await harness.store.loadJob(job.id);
+    expect(stored?.tasks[0].state).toBe("cancelled");
+    expect(stored?.job.state).toBe("cancelled");
+    expect(stored?.attempts).toMatchObject([{ outcome: "failed", reason: "exit code 1" }]);
+  });
+
+  it("a stop an earlier version recorded with a text of no kind is re-sent with that text, after a restart too", async () => {
+    await harness.core.agents.attachHost(hello("h1"));
+    const job = await running();
+    harness.core.reactor.stop();
+    await harness.store.commit(await harness.store.beginTerm(), [
+      {
+        op: "putAttempt",
+        attempt: {
+          ...job.attempt(0, 1)!,
+          state: "stopping",
+          stop: { outcome: "preempted", reason: "making room for job 99" } as unknown as StopIntent,
+        },
+      },
+    ]);
+    let core = await harness.start();
+    const sent = { host: "h1", outcome: "preempted", reason: "making room for job 99" };
+    harness.sent = [];
+    await core.agents.attachHost(hello("h1", [held(job)]));
+    expect(harness.stops()).toEqual([expect.objectContaining(sent)]);
+    // Kept as this version keeps it, it reads the same after another restart.
+    core = await harness.restart();
+    harness.sent = [];
+    await core.agents.attachHost(hello("h1", [held(job)]));
+    expect(harness.stops()).toEqual([expect.objectContaining(sent)]);
+    await core.agents.attemptEnded("h1", ended(job.id, 1, "preempted", { reason: "making room for job 99" }));
+    expect(core.read.job(job.id).attempt(0, 1)).toMatchObject({
+      outcome: "preempted",
+      reason: "making room for job 99",
+    });
   });
 
   it("a plan's stop of an attempt that already ended is dropped", async () => {
@@ -84,7 +161,14 @@ describe("recorded stop intent", () => {
       applyPlan(step, {
         place: [],
         preempt: [],
-        stop: [{ jobId: job.id, taskIndex: 0, attempt: 1, intent: { outcome: "preempted", reason: "late" } }],
+        stop: [
+          {
+            jobId: job.id,
+            taskIndex: 0,
+            attempt: 1,
+            intent: { outcome: "preempted", reason: { kind: "text", text: "late" } },
+          },
+        ],
       }),
     );
     expect(applied.stopped).toEqual([]);

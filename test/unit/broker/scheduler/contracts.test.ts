@@ -10,6 +10,7 @@ import {
   progressRate,
 } from "../../../../src/broker/scheduler/contracts.ts";
 import { AttemptWatches } from "../../../../src/broker/state/attempt-watches.ts";
+import { renderStopReason } from "../../../../src/common/model/stop-reasons.ts";
 
 const S = 1000;
 const T0 = 1_000_000;
@@ -173,9 +174,12 @@ describe("judgeContract", () => {
       jobId: "7",
       taskIndex: 0,
       attempt: 1,
-      intent: { outcome: "migrated", reason: "contract: progress 0.001/min below 0.050/min for 60 s on h1" },
+      intent: { outcome: "migrated", reason: expect.objectContaining({ kind: "contract-broken" }) },
       migrateTo: { to: null },
     });
+    expect(renderStopReason(verdict.breach!.stop.intent.reason)).toBe(
+      "contract: progress 0.001/min below 0.050/min for 60 s on h1",
+    );
     expect(verdict.breach?.numbers).toMatchObject({
       task: 0,
       attempt: 1,

@@ -12,8 +12,8 @@ import { capacityShortfall, fitsCapacity, takeRoom } from "../../../../src/broke
 import { makesRoom } from "../../../../src/broker/scheduler/stages/preemption.ts";
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { assignGpus, customFits } from "../../../../src/broker/state/device-assignment.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
 import { grownMemoryMb } from "../../../../src/common/model/task-outcome.ts";
 import { countableResources } from "../../../../src/daemons/options.ts";
 

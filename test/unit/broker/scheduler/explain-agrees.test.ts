@@ -22,8 +22,8 @@ import type {
   SchedulerState,
 } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import type { QosPolicy } from "../../../../src/common/model/qos-file.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
 import type { HostState } from "../../../../src/common/model/states.ts";
 
 const NOW = 100_000_000;

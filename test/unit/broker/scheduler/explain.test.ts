@@ -5,7 +5,7 @@ import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts"
 import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import type { HostState } from "../../../../src/common/model/states.ts";
 
 const NOW = 1_000_000;

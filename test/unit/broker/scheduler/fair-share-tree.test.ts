@@ -101,6 +101,7 @@ accounts:
 describe("fairShareFactor: 2^(-U/S)", () => {
   it.each([
     ["used nothing", 0, 0.5, 1],
+    ["used nothing, no share", 0, 0, 1],
     ["used its share", 0.5, 0.5, 0.5],
     ["used half its share", 0.25, 0.5, 2 ** -0.5],
     ["used twice its share", 0.5, 0.25, 0.25],
@@ -219,6 +220,74 @@ accounts:
       expect(factors[user], user).toBeCloseTo(factor, 12);
   });
 
+  it.each<[string, Record<string, number>, Record<string, [number, number, number]>]>([
+    [
+      "nobody used anything: no usage anywhere, every level factor 1",
+      {},
+      {
+        root: [0, 0, 1],
+        physics: [0, 0, 1],
+        alice: [0, 0, 1],
+        bob: [0, 0, 1],
+        biology: [0, 0, 1],
+        carol: [0, 0, 1],
+      },
+    ],
+    [
+      "only carol used anything: alice and bob, whose siblings used nothing either, have usage 0 among them, not 0/0",
+      { carol: 40 },
+      {
+        root: [1, 1, 1],
+        physics: [0, 0, 1],
+        alice: [0, 0, 1],
+        bob: [0, 0, 1],
+        // s .25, u 1; under it s 1, u 1.
+        biology: [1, 1, 2 ** -4],
+        carol: [1, 1, 0.5],
+      },
+    ],
+  ])(
+    "each line's usage of the whole, usage among its siblings and level factor: %s",
+    (_, usage, expected) => {
+      const got = Object.fromEntries(
+        shareLines(shareTreeOf(TREE, new Map(Object.entries(usage)))).map((line) => [
+          line.name,
+          [line.normUsage, line.levelUsage, line.levelFactor],
+        ]),
+      );
+      expect(Object.keys(got)).toStrictEqual(Object.keys(expected));
+      for (const [name, figures] of Object.entries(expected))
+        for (const [at, figure] of figures.entries())
+          expect(got[name][at], `${name} ${at}`).toBeCloseTo(figure, 12);
+    },
+  );
+
+  it("ranks a user beside a sub-account of the same level factor before that account's users, not with them", () => {
+    // In physics, alice and theory each have s .5 and u .5 (f .5); dave under theory has f .5 too.
+    const tree = parseSharesFile(`
+accounts:
+  physics:
+    shares: 1
+    users: {alice: 1}
+    accounts:
+      theory: {shares: 1, users: {dave: 1}}
+`);
+    const factors = fairShareFactors(tree, records({ alice: 10, dave: 10 }), 0, DAY);
+    expect(Object.fromEntries(factors)).toStrictEqual({ alice: 1, dave: 1 / 2 });
+  });
+
+  it("puts users the file names nowhere in name order among equals, whatever order their usage came in", () => {
+    const root = shareTreeOf(
+      FLAT_SHARE_TREE,
+      new Map([
+        ["zoe", 10],
+        ["adam", 10],
+        ["mia", 10],
+      ]),
+    );
+    expect(root.children.map((each) => each.name)).toStrictEqual(["adam", "mia", "zoe"]);
+  });
+
   it("puts a user the file names nowhere under the root with one share, or under its group's account", () => {
     const usage = new Map([
       ["alice", 10],
@@ -278,6 +347,19 @@ describe("shareLines: what a user sees", () => {
     ]);
   });
 
+  it("says of each line whether it is an account or a user", () => {
+    // Built here, not as the tests are collected, so that a mutation run breaking how the tree is built reaches it.
+    const own = shareTreeOf(TREE, new Map([["carol", 40]]));
+    expect(shareLines(own).map((line) => [line.name, line.kind])).toStrictEqual([
+      ["root", "account"],
+      ["physics", "account"],
+      ["alice", "user"],
+      ["bob", "user"],
+      ["biology", "account"],
+      ["carol", "user"],
+    ]);
+  });
+
   it("a user sees their own line and the accounts above it", () => {
     expect(shareLines(root, "alice").map((line) => [line.name, line.parent, line.depth])).toStrictEqual([
       ["root", null, 0],
@@ -288,6 +370,10 @@ describe("shareLines: what a user sees", () => {
 
   it("a user the tree does not hold sees nothing of anyone else's", () => {
     expect(shareLines(root, "mallory")).toStrictEqual([]);
+  });
+
+  it("a user named as an account is not shown that account, only their own line", () => {
+    expect(shareLines(root, "biology")).toStrictEqual([]);
   });
 });
 

@@ -23,7 +23,8 @@ import { observedTransferRate } from "../../../../src/broker/scheduler/transfer-
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
 import { renderEvent } from "../../../../src/common/model/events.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
+import { renderStopReason } from "../../../../src/common/model/stop-reasons.ts";
 
 const NOW = 1_000_000;
 const S = 1000;
@@ -350,9 +351,10 @@ describe("a scheduling pass with preemption and rescheduling", () => {
     expect(plan.preempt).toHaveLength(1);
     expect(plan.preempt[0].stop).toMatchObject({
       jobId: "low-b",
-      intent: { outcome: "preempted", reason: "preempted for job high (priority 10)" },
+      intent: { outcome: "preempted" },
       note: { kind: "preempt", data: { for: "high", host: "h2" } },
     });
+    expect(renderStopReason(plan.preempt[0].stop.intent.reason)).toBe("preempted for job high (priority 10)");
     expect(plan.preempt[0].place).toStrictEqual({ kind: "task", jobId: "high", taskIndex: 0, host: "h2" });
   });
 
@@ -725,7 +727,7 @@ describe("the rescheduling stage of a pass: which tasks move where", () => {
   const movingIn = (seconds: number) => (seconds * DEFAULT_POLICY.transferBytesPerSecond) / 2;
   function moves(hosts: HostView[], tasks: RunningTaskView[]): string[] {
     return schedule({ now: NOW, jobs: [], hosts, running: () => tasks }).stop.map(
-      (each) => `${each.jobId}->${each.migrateTo?.to}: ${each.intent.reason}`,
+      (each) => `${each.jobId}->${each.migrateTo?.to}: ${renderStopReason(each.intent.reason)}`,
     );
   }
 
@@ -814,9 +816,9 @@ describe("the rescheduling stage of a pass: which tasks move where", () => {
       running: () => tasks,
       policy: { rescheduleGain: 0.5 },
     }).stop;
-    expect(stops.map((each) => `${each.jobId}->${each.migrateTo?.to}: ${each.intent.reason}`)).toStrictEqual(
-      expected,
-    );
+    expect(
+      stops.map((each) => `${each.jobId}->${each.migrateTo?.to}: ${renderStopReason(each.intent.reason)}`),
+    ).toStrictEqual(expected);
   });
 
   it("idle slots that replicas took leave no room for a move", () => {

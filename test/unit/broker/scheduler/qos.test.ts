@@ -34,6 +34,7 @@ import {
   type QosPolicy,
   type QosTier,
 } from "../../../../src/common/model/qos-file.ts";
+import { renderStopReason } from "../../../../src/common/model/stop-reasons.ts";
 
 const NOW = 10_000_000;
 
@@ -646,7 +647,9 @@ describe("preemption between users goes by the QoS tiers", () => {
       pass([waiting], full, { running: () => [running("r1", "bob", { priority: 1_000_000 })] }),
     );
     expect(plan.preempt.map((each) => [each.stop.jobId, each.place.jobId])).toStrictEqual([["r1", "j2"]]);
-    expect(plan.preempt[0].stop.intent.reason).toBe("preempted for job j2 (QoS high, priority 0)");
+    expect(renderStopReason(plan.preempt[0].stop.intent.reason)).toBe(
+      "preempted for job j2 (QoS high, priority 0)",
+    );
     expect(plan.preempt[0].stop.note?.data).toMatchObject({ for: "j2", forQos: "high" });
   });
 

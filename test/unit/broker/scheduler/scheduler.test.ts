@@ -7,7 +7,7 @@ import { infeasibility } from "../../../../src/broker/scheduler/stages/feasibili
 import { capacityShortfall, fitsCapacity } from "../../../../src/broker/scheduler/stages/fit.ts";
 import type { HostView, JobView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import type { HostState } from "../../../../src/common/model/states.ts";
 
 const NOW = 1_000_000;

@@ -2,14 +2,13 @@ import { describe, expect, it } from "vitest";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import type { HostView, JobView } from "../../../../src/broker/scheduler/view.ts";
 import {
-  PILOT_WALLTIME_REASON,
   pastWalltimeMargin,
   usableSeconds,
   walltimeAt,
   walltimeInfeasibility,
   walltimeStops,
 } from "../../../../src/broker/scheduler/walltime.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 
 const NOW = 1_800_000_000_000;
 
@@ -81,7 +80,7 @@ describe("walltimeStops", () => {
       "j2/0/1",
     ]);
     for (const stop of stops) {
-      expect(stop.intent).toStrictEqual({ outcome: "migrated", reason: PILOT_WALLTIME_REASON });
+      expect(stop.intent).toStrictEqual({ outcome: "migrated", reason: { kind: "pilot-walltime" } });
       expect(stop.migrateTo).toStrictEqual({ to: null });
     }
   });

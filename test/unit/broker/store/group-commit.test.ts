@@ -5,8 +5,8 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { GroupCommitter } from "../../../../src/broker/store/group-commit.ts";
 import { SqliteStore } from "../../../../src/broker/store/sqlite.ts";
-import type { AccountingQuery, Change, Store } from "../../../../src/broker/store/store.ts";
-import type { AttemptRecord } from "../../../../src/common/model/records.ts";
+import type { Change, Store } from "../../../../src/broker/store/store.ts";
+import type { AccountingQuery, AttemptRecord } from "../../../../src/common/model/records.ts";
 import { attempt, event, job, TERM } from "../../../conformance/store-suite.ts";
 
 const BAD: Change = { op: "putAttempt", attempt: attempt("bad", 0, 1, { host: null as unknown as string }) };

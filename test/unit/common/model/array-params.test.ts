@@ -16,12 +16,8 @@ import {
   type TaskParam,
   taskLaunch,
 } from "../../../../src/common/model/array-params.ts";
-import {
-  JobFileError,
-  resolveParamsFile,
-  taskCount,
-  validateJobSpec,
-} from "../../../../src/common/model/job-spec.ts";
+import { resolveParamsFile, taskCount, validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { JobFileError } from "../../../../src/common/model/jobfile-error.ts";
 import { ended, hello } from "../../../helpers/agent-messages.ts";
 import { HandlerBench } from "../../../helpers/handler-bench.ts";
 

@@ -6,7 +6,7 @@ import {
   requirementClauses,
   whyClauseFails,
 } from "../../../../src/common/model/cel-clauses.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 
 function host(overrides: Partial<HostFacts> = {}): HostFacts {
   return {

@@ -9,7 +9,7 @@ import {
   warmUpExpressions,
 } from "../../../../src/common/model/cel.ts";
 import { EVALUATION_MAX_MS } from "../../../../src/common/model/cel-guard.ts";
-import type { HostFacts } from "../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 
 const list = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(", ")}]`;
 

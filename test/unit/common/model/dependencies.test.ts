@@ -11,7 +11,8 @@ import {
   describeDependency,
   sameTasksProblem,
 } from "../../../../src/common/model/dependencies.ts";
-import { JobFileError, validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { JobFileError } from "../../../../src/common/model/jobfile-error.ts";
 import type { TaskState } from "../../../../src/common/model/states.ts";
 
 describe("dependencyVerdict", () => {

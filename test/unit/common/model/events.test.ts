@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { eventView } from "../../../../src/broker/api/views.ts";
 import { SqliteStore } from "../../../../src/broker/store/sqlite.ts";
-import { eventSchema, streamEventSchema } from "../../../../src/common/api/schemas.ts";
+import { eventSchema, streamEventSchema } from "../../../../src/common/api/events.ts";
 import {
   EVENT_DATA,
   EVENT_KINDS,

@@ -8,12 +8,12 @@ import type { JobState } from "../../../../src/common/model/states.ts";
 import {
   findCycle,
   isWorkflowFile,
-  isWorkflowId,
   topologicalOrder,
   validateWorkflowFile,
   withJobIds,
   workflowState,
 } from "../../../../src/common/model/workflow.ts";
+import { isWorkflowId } from "../../../../src/common/model/workflow-id.ts";
 
 const job = (dependsOn: unknown[] = [], extra: Record<string, unknown> = {}) => ({
   command: "true",

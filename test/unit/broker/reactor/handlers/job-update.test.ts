@@ -21,11 +21,11 @@ import {
   type JobUpdate,
   parseJobUpdate,
   type UpdateFacts,
-  type UpdateField,
   updatedSpec,
   updateRefusal,
 } from "../../../../../src/common/model/job-update.ts";
 import { JobFileError } from "../../../../../src/common/model/jobfile-error.ts";
+import type { UpdateField } from "../../../../../src/common/model/update-fields.ts";
 import { ended, facts, hello } from "../../../../helpers/agent-messages.ts";
 import { Harness, submitOn } from "../../../../helpers/core-harness.ts";
 import { HandlerBench } from "../../../../helpers/handler-bench.ts";

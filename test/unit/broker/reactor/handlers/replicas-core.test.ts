@@ -3,11 +3,13 @@
 // afterwards changes nothing; a failing replica leaves the task to the others.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { REPLICA_LOST_REASON } from "../../../../../src/broker/reactor/handlers/attempts.ts";
 import type { JobEntry } from "../../../../../src/broker/state/job-entry.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import type { HelloMessage } from "../../../../../src/common/protocol/messages.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../../../../helpers/core-harness.ts";
+
+/** The reason a winning replica stops the others with (model/stop-reasons.ts, kind `replica-lost`). */
+const REPLICA_LOST_REASON = "replica lost the race";
 
 let harness: Harness;
 

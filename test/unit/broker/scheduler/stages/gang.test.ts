@@ -14,7 +14,7 @@ import {
 } from "../../../../../src/broker/scheduler/stages/gang.ts";
 import { scoreHosts } from "../../../../../src/broker/scheduler/stages/rank.ts";
 import type { HostView, JobView } from "../../../../../src/broker/scheduler/view.ts";
-import type { HostFacts } from "../../../../../src/common/model/records.ts";
+import type { HostFacts } from "../../../../../src/common/model/host-facts.ts";
 
 const NOW = 10_000_000;
 

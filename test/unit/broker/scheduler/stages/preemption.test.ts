@@ -17,6 +17,7 @@ import type {
   SchedulerState,
 } from "../../../../../src/broker/scheduler/view.ts";
 import { parseQosFile } from "../../../../../src/common/model/qos-file.ts";
+import { renderStopReason } from "../../../../../src/common/model/stop-reasons.ts";
 import {
   hostView,
   jobView,
@@ -85,9 +86,9 @@ function preempted({
   return [
     ...decided.preempt.map(
       ({ stop, place }) =>
-        `${stop.jobId}@${place.host} for ${place.jobId}/${place.taskIndex} (${stop.intent.reason})`,
+        `${stop.jobId}@${place.host} for ${place.jobId}/${place.taskIndex} (${renderStopReason(stop.intent.reason)})`,
     ),
-    ...decided.stop.map((stop) => `stop ${stop.jobId} (${stop.intent.reason})`),
+    ...decided.stop.map((stop) => `stop ${stop.jobId} (${renderStopReason(stop.intent.reason)})`),
     ...(decided.recheckAt === undefined ? [] : [`recheck in ${decided.recheckAt - NOW} ms`]),
     ...told,
   ];
@@ -228,7 +229,10 @@ describe("preempt", () => {
       jobId: "low-b",
       taskIndex: 0,
       attempt: 1,
-      intent: { outcome: "preempted", reason: "preempted for job high (priority 10)" },
+      intent: {
+        outcome: "preempted",
+        reason: { kind: "preempted-for", job: "high", priority: 10, qos: null },
+      },
       note: {
         kind: "preempt",
         data: {
@@ -241,6 +245,7 @@ describe("preempt", () => {
         },
       },
     });
+    expect(renderStopReason(only.stop.intent.reason)).toBe("preempted for job high (priority 10)");
     expect(only.place).toStrictEqual({ kind: "task", jobId: "high", taskIndex: 0, host: "h2" });
   });
 });

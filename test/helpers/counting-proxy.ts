@@ -1,0 +1,41 @@
+// A plain HTTP proxy on loopback in front of a server, noting each request's method and path (with
+// its query): how many requests a CLI command makes, seen from outside it.
+
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface CountingProxy {
+  /** The proxy's URL, for STEWARD_URL. */
+  url: string;
+  /** `METHOD /path?query` of each request passed on, in the order received. */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+export async function countingProxy(target: string): Promise<CountingProxy> {
+  const { hostname, port } = new URL(target);
+  const requests: string[] = [];
+  const server = createServer((incoming, outgoing) => {
+    requests.push(`${incoming.method} ${incoming.url}`);
+    const forward = request(
+      { hostname, port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forward.on("error", () => outgoing.destroy());
+    incoming.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port: own } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${own}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
