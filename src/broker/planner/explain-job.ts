@@ -2,11 +2,8 @@
 // scheduling pass run dry on the very input a real pass gets (plan-pass.ts passInput), with
 // preemption's word on each of the job's running tasks. Reads the state only.
 
-import { dependenciesOf } from "../../common/model/dependencies.ts";
-import { type JobSpec, taskCount } from "../../common/model/job-spec.ts";
-import { countBucket, deriveJobState, emptyCounts } from "../../common/model/job-state.ts";
-import { newTask } from "../../common/model/new-records.ts";
-import type { EventRecord, JobRecord, TaskRecord } from "../../common/model/records.ts";
+import type { JobSpec } from "../../common/model/job-spec.ts";
+import type { EventRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
 import { explain, type JobExplanation } from "../scheduler/explain.ts";
 import type { LiveTaskAssessment } from "../scheduler/explain-running.ts";
@@ -17,10 +14,10 @@ import { gangShortfall } from "../scheduler/stages/gang.ts";
 import { notPreemptible } from "../scheduler/stages/preemption.ts";
 import type { JobView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
-import { initialTaskStates } from "../state/dependency-verdicts.ts";
 import { endedJobReasons } from "../state/ended-job-reasons.ts";
-import { JobEntry } from "../state/job-entry.ts";
+import type { JobEntry } from "../state/job-entry.ts";
 import { jobReasons } from "../state/job-reasons.ts";
+import { newJobEntry } from "../state/new-job.ts";
 import { passInput, runningView } from "./plan-pass.ts";
 
 /**
@@ -81,41 +78,20 @@ export function explainDraft(
   return { job, explanation: explainEntry(state, job, now, options, viewer, true) };
 }
 
-/** The entry a submit of `spec` would make now (reactor/handlers/submit.ts), outside the state. */
+/**
+ * The entry a submit of `spec` (admitted) by `owner` would make now (state/new-job.ts, as
+ * reactor/handlers/submit.ts makes it), but for its id, outside the state.
+ */
 export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now: number): JobEntry {
-  const count = taskCount(spec);
-  const { states, verdicts } = initialTaskStates(state, dependenciesOf(spec.dependsOn), count);
-  const tasks: TaskRecord[] = new Array(count);
-  const counts = emptyCounts();
-  for (let index = 0; index < count; index++) {
-    tasks[index] = newTask(DRAFT_JOB_ID, index, states[index]);
-    counts[countBucket(states[index])]++;
-  }
-  const initial = deriveJobState({
-    counts,
-    held: false,
-    dependenciesMet: !verdicts || verdicts.release.length > 0 || counts.pending === 0,
-  });
-  const record: JobRecord = {
+  const request = {
     id: DRAFT_JOB_ID,
-    name: spec.name ?? DRAFT_JOB_ID,
-    owner,
-    state: initial,
-    priority: spec.priority,
-    held: false,
-    cancelRequested: false,
-    createdAt: now,
-    endedAt: null,
     spec,
+    owner,
     inputs: [...spec.inputs],
-    dynamicRequirements: null,
     submitKey: null,
-    slowHosts: [],
     workflow: null,
   };
-  const job = new JobEntry(record, state.nextSeq, tasks);
-  job.qosPriority = state.qosPriorityOf(job.qos);
-  return job;
+  return newJobEntry(state, request, now, state.nextSeq).job;
 }
 
 /** The queue's jobs with `draft` where a submit would put it (queue order). */

@@ -21,10 +21,10 @@ export function planPass(
   state.dropStaleReservations();
   const input = passInput(state, now, policy);
   if (!input) return null;
-  // Only a queued job ranked above some running task may preempt (mayPreempt); otherwise the
+  // Only a queued job ranked above some running task may preempt (queueOutranksRunning); otherwise the
   // preemption stage would stop at the first job, after making a view of every running task.
   // (Explain keeps the stage: a draft it looks at may rank above what the queue holds.)
-  const idle = input.running !== undefined && input.policy?.preempt !== false && !mayPreempt(state);
+  const idle = input.running !== undefined && input.policy?.preempt !== false && !queueOutranksRunning(state);
   const plan = schedule(idle ? { ...input, policy: { ...input.policy, preempt: false } } : input);
   const empty =
     plan.place.length === 0 &&
@@ -48,7 +48,7 @@ export function passInput(
   if (!freeSlot && state.live.size === 0) return null;
   // Without a free slot only a preemption could change anything, and only a queued job of a higher
   // priority than some running task could make one: a long queue is not walked at every submit.
-  if (!freeSlot && (policy.preempt === false || !mayPreempt(state))) return null;
+  if (!freeSlot && (policy.preempt === false || !queueOutranksRunning(state))) return null;
   // Read lazily: a pass looks no further into the queue than it places (state/job-queue.ts).
   const jobs = state.queue.readyJobs();
   const queued = state.queue.hasReady();
@@ -80,9 +80,10 @@ export function passInput(
 
 /**
  * Whether the queue's first job is above some running task in tier priority, then job priority:
- * every task a job may preempt is (scheduler/qos.ts), and the queue is in that order.
+ * the one condition for any preemption, since every task a job may preempt is below it
+ * (scheduler/qos.ts mayPreempt), and the queue is in that order.
  */
-function mayPreempt(state: ClusterState): boolean {
+function queueOutranksRunning(state: ClusterState): boolean {
   const top = state.queue.top();
   if (top === null) return false;
   for (const job of state.liveJobs.keys()) if (!rankedAtOrBelow(top, job)) return true;

@@ -237,7 +237,7 @@ function anyFreeSlot(pass: SchedulerState): boolean {
 }
 
 /** Host by host: the first feasibility stage that rules the host out, else whether it has room. */
-export function explainJob(job: FeasibilityJob, hosts: readonly HostView[]): HostExplanation[] {
+export function explainHosts(job: FeasibilityJob, hosts: readonly HostView[]): HostExplanation[] {
   return hosts.map((host) => assessHost(job, host, false).explanation);
 }
 

@@ -1,31 +1,22 @@
 // Whom a pending job waits behind, for explain: the jobs that get their turn before it in the next
 // pass and want the same hosts. Pure: the queue, the owners' shares and the time come in.
 
-import { compareOwnerShares, NO_SHARE, type OwnerShare } from "./fair-share.ts";
-import { compareQueueOrder, compareSubmitOrder } from "./queue-order.ts";
+import { NO_SHARE, type OwnerShare } from "./fair-share.ts";
+import { compareTurns, type Turn } from "./queue-order.ts";
 import type { JobView } from "./view.ts";
 
 /** How many ids the sentence names before it says "and N more". */
 export const AHEAD_NAMED_AT_MOST = 10;
 
-type Turn = Pick<JobView, "priority" | "createdAt" | "seq" | "owner" | "qosPriority">;
-
 /**
- * Whether job `a` has its turn before job `b` when a pass starts (schedule.ts): the higher QoS
- * tier first; the same owner's by job priority, then submit order; within a band, another
- * owner's by the smaller share (fair-share.ts), then submit order (job priority never counts
- * between owners). As the pass places work, shares grow and owners alternate, so this is the order
- * of the first turns, not a promise about every later one.
+ * Whether job `a` has its turn before job `b` when a pass starts: the pass's own order of turns
+ * (queue-order.ts compareTurns) with each owner's share as the pass starts. As the pass places
+ * work, shares grow and owners alternate, so this is the order of the first turns, not a promise
+ * about every later one.
  */
 export function comesBefore(a: Turn, b: Turn, owners?: ReadonlyMap<string, OwnerShare>): boolean {
-  const tiers = (a.qosPriority ?? 0) - (b.qosPriority ?? 0);
-  if (tiers !== 0) return tiers > 0;
-  const ownerA = a.owner ?? "";
-  const ownerB = b.owner ?? "";
-  if (ownerA === ownerB) return compareQueueOrder(a, b) < 0;
-  const shares = compareOwnerShares(owners?.get(ownerA) ?? NO_SHARE, owners?.get(ownerB) ?? NO_SHARE);
-  if (shares !== 0) return shares < 0;
-  return compareSubmitOrder(a, b) < 0;
+  const shareOf = (job: Turn) => owners?.get(job.owner ?? "") ?? NO_SHARE;
+  return compareTurns(a, b, shareOf(a), shareOf(b)) < 0;
 }
 
 /** Whether a job has a task it could start at `now`. */

@@ -2,11 +2,8 @@
 
 import { type Dependency, dependenciesOf, sameTasksProblem } from "../../../common/model/dependencies.ts";
 import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
-import { countBucket, deriveJobState, emptyCounts } from "../../../common/model/job-state.ts";
-import { newTask } from "../../../common/model/new-records.ts";
 import { tierOf } from "../../../common/model/qos-file.ts";
-import type { JobRecord, TaskRecord, WorkflowRef } from "../../../common/model/records.ts";
-import { isEndedState } from "../../../common/model/states.ts";
+import type { WorkflowRef } from "../../../common/model/records.ts";
 import {
   type OwnerStanding,
   qosAccessRefusal,
@@ -15,8 +12,9 @@ import {
   timeLimitOf,
 } from "../../scheduler/quotas.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
-import { initialTaskStates, type LoadedTaskStates } from "../../state/dependency-verdicts.ts";
-import { JobEntry } from "../../state/job-entry.ts";
+import type { LoadedTaskStates } from "../../state/dependency-verdicts.ts";
+import type { JobEntry } from "../../state/job-entry.ts";
+import { newJobEntry } from "../../state/new-job.ts";
 import { InvalidRequestError, QuotaError } from "../errors.ts";
 import type { Step } from "../step.ts";
 import { recordUnmet } from "./dependencies.ts";
@@ -142,38 +140,16 @@ export function submitJob(
   const known = submitKey === null ? undefined : state.submissions.get(submissionKey(owner, submitKey));
   if (known) return known;
   const spec = admitted ? asked : admitSpec(state, asked, owner, allowedQos);
-  const count = taskCount(spec);
-  const dependencies = checkedDependencies(state, spec, dependencyOwner);
-  const { states: initialStates, verdicts } = initialTaskStates(state, dependencies, count, dependencyTasks);
-  const tasks: TaskRecord[] = new Array(count);
-  for (let index = 0; index < count; index++) tasks[index] = newTask(id, index, initialStates[index]);
-  const counts = emptyCounts();
-  for (const task of tasks) counts[countBucket(task.state)]++;
-  const initial = deriveJobState({
-    counts,
-    held: false,
-    dependenciesMet: !verdicts || verdicts.release.length > 0 || counts.pending === 0,
-  });
-  const record: JobRecord = {
-    id,
-    name: spec.name ?? defaultName(spec),
-    owner,
-    state: initial,
-    priority: spec.priority,
-    held: false,
-    cancelRequested: false,
-    createdAt: now,
-    endedAt: isEndedState(initial) ? now : null,
-    spec,
-    inputs,
-    dynamicRequirements: null,
-    submitKey,
-    slowHosts: [],
-    workflow,
-  };
-  const job = new JobEntry(record, state.nextSeq++, tasks);
+  checkedDependencies(state, spec, dependencyOwner);
+  const { job, verdicts } = newJobEntry(
+    state,
+    { id, spec, owner, inputs, submitKey, workflow, dependencyTasks },
+    now,
+    state.nextSeq,
+  );
+  state.nextSeq++;
   step.write.addJob(job);
-  step.event(job, { kind: "submitted", data: { owner, tasks: count } });
+  step.event(job, { kind: "submitted", data: { owner, tasks: job.tasks.length } });
   for (const unmet of verdicts?.cancel ?? []) recordUnmet(step, job, unmet);
   step.schedule = true;
   return job;
@@ -200,9 +176,4 @@ export function checkedDependencies(
     if (problem) throw new InvalidRequestError(`dependsOn[${index}].tasks`, problem);
   });
   return dependencies;
-}
-
-function defaultName(spec: JobSpec): string {
-  const command = Array.isArray(spec.command) ? spec.command[0] : spec.command.split(/\s+/)[0];
-  return (command ?? "job").split("/").pop() || "job";
 }

@@ -1,6 +1,7 @@
-// Feasibility: may this host run this job at all, before counting free capacity? Each stage
+// Feasibility: may this host run this job at all, before counting free capacity? Each rule
 // answers with a reason the host is ruled out, or null; the first reason wins. New rules are new
-// stages here (explain reports them host by host through the same list).
+// entries of FEASIBILITY_STAGES (explain reports them host by host through the same list). The
+// stage of a pass (feasibleHosts) keeps the hosts that take work that no rule rules out.
 
 import { evaluateRequirement } from "../../../common/model/cel.ts";
 import type { HostView, JobView } from "../view.ts";
@@ -71,4 +72,16 @@ export function infeasibility(
     if (reason !== null) return reason;
   }
   return null;
+}
+
+/**
+ * The feasibility stage: the hosts of `hosts` that take work in this pass (those `open` has: the
+ * pass's room) and that no rule rules out for the job, in the order given.
+ */
+export function feasibleHosts(
+  job: FeasibilityJob,
+  hosts: readonly HostView[],
+  open: { has(name: string): boolean },
+): HostView[] {
+  return hosts.filter((host) => open.has(host.name) && infeasibility(job, host) === null);
 }

@@ -5,9 +5,12 @@
 // checkpoint (uploaded once more at the stop, fetched by the new host) at the observed rate.
 
 import { evaluateRank } from "../../../common/model/cel.ts";
+import { batchKey } from "../batches.ts";
 import { predictedSeconds, remainingSeconds } from "../estimate.ts";
 import type { MetaschedulingPolicy } from "../policy.ts";
-import type { HostView, RunningTaskView } from "../view.ts";
+import type { HostView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "../view.ts";
+import type { FeasibilityJob } from "./feasibility.ts";
+import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
 
 export function migrationGain(remainingHere: number, remainingThere: number, costSeconds: number): number {
   if (remainingHere <= 0) return Number.NEGATIVE_INFINITY;
@@ -86,4 +89,105 @@ export function bestMove(
 /** The speed a target must have for a task at speed `here` to gain `threshold` even with no cost. */
 export function speedNeeded(here: number, threshold: number): number {
   return threshold >= 1 ? Number.POSITIVE_INFINITY : here / (1 - threshold);
+}
+
+/**
+ * The rescheduling stage, after the placements and preemption of a pass, into the room left
+ * (`capacity`, taken as moves are chosen): each movable running task's best move to a faster host
+ * with room, the largest gains first, those above the threshold stopped with the host to move to.
+ */
+export function reschedule(
+  state: SchedulerState,
+  feasibleFor: (job: FeasibilityJob) => HostView[],
+  capacity: Map<string, Capacity>,
+  running: readonly RunningTaskView[],
+  policy: MetaschedulingPolicy,
+  trace: PassTrace = {},
+): StopEntry[] {
+  const hosts = new Map(state.hosts.map((host) => [host.name, host]));
+  // Hosts with room, fastest first: a task only looks as far as a host fast enough to pay.
+  const withRoom = state.hosts
+    .filter((host) => (capacity.get(host.name)?.slotsFree ?? 0) > 0)
+    .sort((a, b) => b.facts.speed - a.facts.speed);
+  if (withRoom.length === 0) return [];
+  const candidates: { task: RunningTaskView; current: HostView; targets: HostView[]; move: MoveEstimate }[] =
+    [];
+  // The hosts with room that a batch's tasks may move to, fastest first: the same for every task of
+  // the batch (its requirements and its need are in the key; no room is taken before the moves are
+  // chosen), so worked out once a batch and once a job object, not once a task.
+  const fittingByKey = new Map<string, HostView[]>();
+  const fittingByJob = new Map<FeasibilityJob, HostView[]>();
+  const fittingFor = (job: RunningTaskView["job"]): HostView[] => {
+    let fitting = fittingByJob.get(job);
+    if (fitting) return fitting;
+    const key = batchKey(job);
+    fitting = fittingByKey.get(key);
+    if (!fitting) {
+      const feasible = new Set(feasibleFor(job).map((host) => host.name));
+      fitting = withRoom.filter(
+        (host) => feasible.has(host.name) && fitsCapacity(job, capacity.get(host.name)!),
+      );
+      fittingByKey.set(key, fitting);
+    }
+    fittingByJob.set(job, fitting);
+    return fitting;
+  };
+  for (const task of running) {
+    const current = hosts.get(task.host);
+    if (!current || notMovable(task, state.now, policy) !== null) continue;
+    const needed = speedNeeded(current.facts.speed, policy.rescheduleGain);
+    if (withRoom[0].facts.speed <= needed) {
+      trace.rescheduling?.(task, []);
+      continue;
+    }
+    const targets: HostView[] = [];
+    for (const host of fittingFor(task.job)) {
+      if (host.facts.speed <= needed) break;
+      targets.push(host);
+    }
+    const move = bestMove(task, current, targets, state.now, policy);
+    if (trace.rescheduling) {
+      const estimates = targets.flatMap((host) => {
+        const there = bestMove(task, current, [host], state.now, policy);
+        return there ? [{ host: there.host, gain: there.gain }] : [];
+      });
+      trace.rescheduling(task, estimates);
+    }
+    if (move && move.gain > policy.rescheduleGain) candidates.push({ task, current, targets, move });
+  }
+  // The largest gains first; a task whose best host filled up meanwhile takes the best one left.
+  candidates.sort((a, b) => b.move.gain - a.move.gain);
+  const stops: StopEntry[] = [];
+  for (const candidate of candidates) {
+    const { task } = candidate;
+    let move: MoveEstimate | null = candidate.move;
+    if (!fitsCapacity(task.job, capacity.get(move.host)!)) {
+      const left = candidate.targets.filter((host) => fitsCapacity(task.job, capacity.get(host.name)!));
+      move = bestMove(task, candidate.current, left, state.now, policy);
+      if (!move || move.gain <= policy.rescheduleGain) continue;
+    }
+    const room = capacity.get(move.host)!;
+    takeRoom(room, task.job);
+    stops.push({
+      jobId: task.job.id,
+      taskIndex: task.taskIndex,
+      attempt: task.attempt,
+      intent: { outcome: "migrated", reason: { kind: "rescheduled", host: move.host, gain: move.gain } },
+      migrateTo: { to: move.host },
+      note: {
+        kind: "reschedule",
+        data: {
+          task: task.taskIndex,
+          attempt: task.attempt,
+          from: task.host,
+          to: move.host,
+          gain: move.gain,
+          remainingHere: move.remainingHere,
+          remainingThere: move.remainingThere,
+          costSeconds: move.costSeconds,
+        },
+      },
+    });
+  }
+  return stops;
 }

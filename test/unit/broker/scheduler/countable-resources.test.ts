@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { countableEnvironment } from "../../../../src/agent/attempt/job-script.ts";
 import { cgroupSettings } from "../../../../src/agent/cgroups/cgroup-limits.ts";
 import { parseDeviceNames, parseGpuList, parseNvidiaSmiList } from "../../../../src/agent/host/gpus.ts";
-import { explainJob } from "../../../../src/broker/scheduler/explain.ts";
+import { explainHosts } from "../../../../src/broker/scheduler/explain.ts";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import { infeasibility } from "../../../../src/broker/scheduler/stages/feasibility.ts";
 import { capacityShortfall, fitsCapacity, takeRoom } from "../../../../src/broker/scheduler/stages/fit.ts";
@@ -197,7 +197,7 @@ describe("the scheduler counts gpus and custom resources like slots", () => {
       "job needs 1 license, host has 0",
     );
     const busy = host("b", { gpus: ["0", "1"] }, { gpusFree: 1 });
-    expect(explainJob(needsTwo, [busy])).toEqual([
+    expect(explainHosts(needsTwo, [busy])).toEqual([
       { host: "b", eligible: true, reason: "busy: needs 2 gpus, host has 1 free" },
     ]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explain, explainJob } from "../../../../src/broker/scheduler/explain.ts";
+import { explain, explainHosts } from "../../../../src/broker/scheduler/explain.ts";
 import { explainRunningTask, formatGain } from "../../../../src/broker/scheduler/explain-running.ts";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
 import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
@@ -77,7 +77,7 @@ function host(row: HostRow): HostView {
   };
 }
 
-describe("explainJob names the failing clause", () => {
+describe("explainHosts names the failing clause", () => {
   it.each([
     [
       "the false clause with the value it read",
@@ -116,12 +116,12 @@ describe("explainJob names the failing clause", () => {
       'requirements: host.os == "darwin" || host.labels.tier == "gold" is false (host.os = "linux", host.labels.tier = "silver")',
     ],
   ] as const)("%s", (_case, requirements, facts, reason) => {
-    const [only] = explainJob(job({ id: "j", requirements }), [host({ name: "a", facts })]);
+    const [only] = explainHosts(job({ id: "j", requirements }), [host({ name: "a", facts })]);
     expect(only).toEqual({ host: "a", eligible: false, reason });
   });
 
   it("says matches when every clause holds", () => {
-    const [only] = explainJob(
+    const [only] = explainHosts(
       job({ id: "j", requirements: 'host.arch == "x86_64" && host.memFreeMb >= 512.0' }),
       [host({ name: "a" })],
     );

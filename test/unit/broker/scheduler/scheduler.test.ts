@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explainJob } from "../../../../src/broker/scheduler/explain.ts";
+import { explainHosts } from "../../../../src/broker/scheduler/explain.ts";
 import type { Placement } from "../../../../src/broker/scheduler/plan.ts";
 import { compareQueueOrder } from "../../../../src/broker/scheduler/queue-order.ts";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
@@ -580,9 +580,9 @@ describe("schedule", () => {
   });
 });
 
-describe("explainJob", () => {
+describe("explainHosts", () => {
   it("gives a reason host by host", () => {
-    const explanation = explainJob(job({ id: "j", cpus: 2, requirements: 'host.os == "linux"' }), [
+    const explanation = explainHosts(job({ id: "j", cpus: 2, requirements: 'host.os == "linux"' }), [
       host({ name: "free", slots: 4 }),
       host({ name: "busy", slots: 4, slotsFree: 1 }),
       host({ name: "full-mem", slots: 4, memoryFreeMb: 100 }),
@@ -605,12 +605,12 @@ describe("explainJob", () => {
   });
 
   it("says busy when memory is all reserved", () => {
-    const [only] = explainJob(job({ id: "j", memoryMb: 512 }), [host({ name: "a", memoryFreeMb: 100 })]);
+    const [only] = explainHosts(job({ id: "j", memoryMb: 512 }), [host({ name: "a", memoryFreeMb: 100 })]);
     expect(only).toEqual({ host: "a", eligible: true, reason: "busy: needs 512 MB, 100 MB unreserved" });
   });
 
   it("says why a missing label rules the host out", () => {
-    const [only] = explainJob(job({ id: "j", requirements: 'host.labels.zone == "a"' }), [
+    const [only] = explainHosts(job({ id: "j", requirements: 'host.labels.zone == "a"' }), [
       host({ name: "a" }),
     ]);
     expect(only.eligible).toBe(false);
@@ -618,6 +618,6 @@ describe("explainJob", () => {
   });
 
   it("is empty without hosts", () => {
-    expect(explainJob(job({ id: "j" }), [])).toEqual([]);
+    expect(explainHosts(job({ id: "j" }), [])).toEqual([]);
   });
 });

@@ -1,0 +1,106 @@
+// The feasibility stage: which hosts may run a job at all, before counting free room. Each rule in
+// turn (the first reason wins), and the stage of a pass: the hosts that take work in it that no
+// rule rules out, in the order given.
+
+import { describe, expect, it } from "vitest";
+import {
+  FEASIBILITY_STAGES,
+  feasibleHosts,
+  infeasibility,
+} from "../../../../../src/broker/scheduler/stages/feasibility.ts";
+import type { HostView } from "../../../../../src/broker/scheduler/view.ts";
+import { hostView, jobView } from "../../../../helpers/scheduler-views.ts";
+
+type JobFields = Parameters<typeof jobView>[1];
+
+describe("feasibility rules, in turn", () => {
+  it.each<[string, JobFields, Parameters<typeof hostView>[1], string | null]>([
+    ["a ready, connected host that has what the job asks", {}, {}, null],
+    ["a host that is not ready", {}, { state: "draining" }, "host is draining"],
+    ["a host whose agent is away", {}, { connected: false }, "host agent is not connected"],
+    ["readiness is asked first", {}, { state: "lost", connected: false }, "host is lost"],
+    ["more cpus than its slots", { cpus: 5 }, {}, "job needs 5 cpus, host has 4 slots"],
+    ["a busy host is feasible (fit counts its room)", { cpus: 4 }, { slotsFree: 0, memoryFreeMb: 0 }, null],
+    [
+      "more memory than it has",
+      { memoryMb: 9000 },
+      { facts: { memoryMb: 8192 } },
+      "job needs 9000 MB, host has 8192 MB",
+    ],
+    ["a gpu it does not declare", { gpus: 1 }, {}, "job needs 1 gpu, host has 0"],
+    ["gpus it declares", { gpus: 2 }, { facts: { gpus: ["0", "1"] } }, null],
+    [
+      "units of a resource it has too few of",
+      { custom: { licence: 2 } },
+      { facts: { resources: { licence: 1 } } },
+      "job needs 2 licence, host has 1",
+    ],
+    [
+      "a pilot past its walltime margin",
+      {},
+      { walltime: { secondsLeft: 30, marginSeconds: 60 } },
+      "pilot walltime ends in 30 s (within the 60 s margin)",
+    ],
+    [
+      "a task longer than the pilot has left, without a checkpoint",
+      { expectedSeconds: 600 },
+      { walltime: { secondsLeft: 400, marginSeconds: 60 } },
+      "task needs about 600 s, pilot has 340 s before its walltime margin, and the job has no checkpoint to move with",
+    ],
+    [
+      "the same task with a checkpoint to move with",
+      { expectedSeconds: 600, checkpoints: true },
+      { walltime: { secondsLeft: 400, marginSeconds: 60 } },
+      null,
+    ],
+    ["requirements that hold", { requirements: 'host.os == "linux"' }, {}, null],
+    [
+      "requirements that do not",
+      { requirements: 'host.arch == "aarch64"' },
+      {},
+      "requirements are false on this host",
+    ],
+    [
+      "size is asked before requirements",
+      { cpus: 8, requirements: 'host.arch == "aarch64"' },
+      {},
+      "job needs 8 cpus, host has 4 slots",
+    ],
+  ])("%s", (_, job, host, reason) => {
+    expect(infeasibility(jobView("j", job), hostView("h", host))).toBe(reason);
+  });
+
+  it("asks only the rules it is given", () => {
+    const job = jobView("j", { cpus: 8 });
+    expect(infeasibility(job, hostView("h"), [])).toBeNull();
+    expect(infeasibility(job, hostView("h", { state: "lost" }), FEASIBILITY_STAGES.slice(1))).toBe(
+      "job needs 8 cpus, host has 4 slots",
+    );
+  });
+});
+
+describe("feasibleHosts (the stage of a pass)", () => {
+  const hosts: HostView[] = [
+    hostView("a"),
+    hostView("b", { facts: { arch: "aarch64" } }),
+    hostView("c", { slots: 2 }),
+    hostView("d", { connected: false }),
+    hostView("e", { slotsFree: 0 }),
+  ];
+  it.each<[string, JobFields, string[], string[]]>([
+    ["every host that takes work, in order", {}, ["a", "b", "c", "e"], ["a", "b", "c", "e"]],
+    ["only those that take work in this pass", {}, ["e", "a"], ["a", "e"]],
+    ["none of those taking no work, feasible or not", {}, ["d"], []],
+    ["those the job's size rules out are not", { cpus: 4 }, ["a", "b", "c", "e"], ["a", "b", "e"]],
+    [
+      "those its requirements rule out are not",
+      { requirements: 'host.arch == "x86_64"' },
+      ["a", "b", "c", "e"],
+      ["a", "c", "e"],
+    ],
+    ["none when no host takes work", {}, [], []],
+  ])("%s", (_, job, open, expected) => {
+    const feasible = feasibleHosts(jobView("j", job), hosts, new Set(open));
+    expect(feasible.map((host) => host.name)).toStrictEqual(expected);
+  });
+});
