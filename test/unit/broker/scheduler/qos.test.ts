@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { explain } from "../../../../src/broker/scheduler/explain.ts";
 import {
   type Held,
+  heldBy,
   mayPreempt,
   RunningQuotas,
   runningLimitReached,
@@ -192,6 +193,8 @@ describe("mayPreempt", () => {
     ["the same user, equal priority", alice(5), alice(5), false],
     ["the same user, lower priority", alice(0), alice(5), false],
     ["the same user, a higher tier", alice(0, "high", 10), alice(5), true],
+    ["the same user, a higher tier that preempts no tier", alice(0), alice(5, "low", -5), true],
+    ["the same user, a lower tier, a higher priority", alice(5), alice(0, "high", 10), false],
     ["another user, priority 1,000,000, the same tier", alice(1_000_000), bob(0), false],
     ["another user, a tier that preempts the victim's", alice(0, "high", 10), bob(1_000_000), true],
     ["another user, a higher tier that does not preempt it", alice(0, "high", 10), bob(0, "low", -5), false],
@@ -232,6 +235,7 @@ describe("runningLimitReached", () => {
       "user alice is at the limit of 1 running GPUs (1 running, a task needs 1)",
     ],
     ["a task without gpus, at the gpus", { cpus: 0, gpus: 1 }, { cpus: 1, gpus: 0 }, null],
+    ["a task without gpus, past the gpus", { cpus: 0, gpus: 2 }, { cpus: 1, gpus: 0 }, null],
   ])(
     "%s",
     (_, held: Held, adding: Held, expected, given?: {
@@ -281,6 +285,145 @@ describe("runningLimitReached", () => {
     for (const qos of ["normal", "high", "low"])
       expect(quotas.held({ owner: "alice", qos, cpus: 1 })).not.toBeNull();
     expect(new RunningQuotas(DEFAULT_QOS_POLICY).ownerHeld("alice")).toBe(false);
+  });
+});
+
+describe("heldBy", () => {
+  it.each<[string, Pick<JobView, "cpus" | "gpus" | "gang">, Held]>([
+    ["one task", { cpus: 2 }, { cpus: 2, gpus: 0 }],
+    ["one task with GPUs", { cpus: 2, gpus: 1 }, { cpus: 2, gpus: 1 }],
+    [
+      "a gang: every rank",
+      { cpus: 2, gpus: 1, gang: { nodes: 3, nodesPerHost: 1, restartPool: null } },
+      { cpus: 6, gpus: 3 },
+    ],
+    [
+      "a gang of no ranks counts one",
+      { cpus: 2, gang: { nodes: 0, nodesPerHost: 1, restartPool: null } },
+      { cpus: 2, gpus: 0 },
+    ],
+  ])("%s", (_, job, expected) => {
+    expect(heldBy(job)).toStrictEqual(expected);
+  });
+});
+
+describe("RunningQuotas, case by case", () => {
+  type Job = Pick<JobView, "owner" | "qos" | "cpus" | "gpus" | "gang">;
+  const quotasOf = (text: string, groupOf: [string, string][] = [], byUserTier: [string, Held][] = []) =>
+    new RunningQuotas(parseQosFile(text), {
+      byUserTier: new Map(byUserTier.map(([owner, held]) => [userTierKey(owner, "normal"), held])),
+      byGroup: new Map(),
+      groupOf: new Map(groupOf),
+    });
+
+  it.each([
+    [
+      "a tier's CPUs",
+      "tiers: {normal: {maxRunningCpus: 1}}",
+      { owner: "alice", cpus: 2 },
+      "user alice is at the limit of 1 running CPUs of QoS normal (0 running, a task needs 2)",
+    ],
+    [
+      "a tier's GPUs",
+      "tiers: {normal: {maxRunningGpus: 1}}",
+      { owner: "alice", cpus: 1, gpus: 2 },
+      "user alice is at the limit of 1 running GPUs of QoS normal (0 running, a task needs 2)",
+    ],
+    [
+      "a group's CPUs",
+      "tiers: {normal: {}}\ngroups: {physics: {maxRunningCpus: 1}}",
+      { owner: "alice", cpus: 2 },
+      "group physics (of user alice) is at the limit of 1 running CPUs (0 running, a task needs 2)",
+    ],
+    [
+      "a group's GPUs",
+      "tiers: {normal: {}}\ngroups: {physics: {maxRunningGpus: 1}}",
+      { owner: "alice", cpus: 1, gpus: 2 },
+      "group physics (of user alice) is at the limit of 1 running GPUs (0 running, a task needs 2)",
+    ],
+  ])("%s, the policy's only running limit, is checked", (_, text, job: Job, expected) => {
+    expect(quotasOf(text, [["alice", "physics"]]).held(job)).toBe(expected);
+  });
+
+  it.each([
+    [
+      "its CPUs",
+      { owner: "alice", cpus: 2, gpus: 1, gang: { nodes: 3, nodesPerHost: 1, restartPool: null } },
+      "user alice is at the limit of 4 running CPUs of QoS normal (0 running, a task needs 6)",
+    ],
+    [
+      "its GPUs",
+      { owner: "alice", cpus: 1, gpus: 1, gang: { nodes: 3, nodesPerHost: 1, restartPool: null } },
+      "user alice is at the limit of 2 running GPUs of QoS normal (0 running, a task needs 3)",
+    ],
+  ])("a gang needs every rank's share: %s", (_, job: Job, expected) => {
+    expect(quotasOf("tiers: {normal: {maxRunningCpus: 4, maxRunningGpus: 2}}").held(job)).toBe(expected);
+  });
+
+  it("counts GPUs that run and GPUs the pass placed together", () => {
+    const quotas = quotasOf("tiers: {normal: {maxRunningGpus: 3}}", [], [["alice", { cpus: 1, gpus: 1 }]]);
+    quotas.add({ owner: "alice", qos: "normal", cpus: 1, gpus: 1 });
+    expect(quotas.held({ owner: "alice", qos: "normal", cpus: 1, gpus: 2 })).toBe(
+      "user alice is at the limit of 3 running GPUs of QoS normal (2 running, a task needs 2)",
+    );
+  });
+
+  it("a job of no owner and no tier is the anonymous user's, in the default tier, held and added alike", () => {
+    const quotas = quotasOf("tiers: {normal: {maxRunningCpus: 2}}");
+    expect(quotas.held({ cpus: 3 })).toBe(
+      "user (anonymous) is at the limit of 2 running CPUs of QoS normal (0 running, a task needs 3)",
+    );
+    quotas.add({ cpus: 1 });
+    expect(quotas.held({ owner: "", qos: "normal", cpus: 2 })).toBe(
+      "user (anonymous) is at the limit of 2 running CPUs of QoS normal (1 running, a task needs 2)",
+    );
+  });
+
+  it("a group the policy sets no limits for holds nothing back", () => {
+    const quotas = quotasOf("tiers: {normal: {maxRunningCpus: 4}}", [["alice", "chem"]]);
+    expect([quotas.held({ owner: "alice", cpus: 1 }), quotas.ownerHeld("alice")]).toStrictEqual([
+      null,
+      false,
+    ]);
+  });
+
+  it("the same user and tier with another need: worked out for that need", () => {
+    const quotas = quotasOf("tiers: {normal: {maxRunningCpus: 1, maxRunningGpus: 1}}");
+    const asked = [
+      { cpus: 2, gpus: 0 },
+      { cpus: 3, gpus: 0 },
+      { cpus: 2, gpus: 0 },
+      { cpus: 1, gpus: 2 },
+      { cpus: 1, gpus: 3 },
+      { cpus: 1, gpus: 2 },
+    ].map((need) => quotas.held({ owner: "alice", qos: "normal", ...need }));
+    const limit = (unit: string, needs: number) =>
+      `user alice is at the limit of 1 running ${unit} of QoS normal (0 running, a task needs ${needs})`;
+    expect(asked).toStrictEqual([
+      limit("CPUs", 2),
+      limit("CPUs", 3),
+      limit("CPUs", 2),
+      limit("GPUs", 2),
+      limit("GPUs", 3),
+      limit("GPUs", 2),
+    ]);
+  });
+
+  it("a refusal stands for the rest of the pass: the same need of the same user and tier gets the same sentence", () => {
+    const quotas = quotasOf(
+      "tiers: {normal: {maxRunningCpus: 4}, high: {priority: 10, maxRunningCpus: 1}}",
+      [],
+      [["alice", { cpus: 2, gpus: 0 }]],
+    );
+    const first = quotas.held({ owner: "alice", qos: "normal", cpus: 3 });
+    expect(first).toBe(
+      "user alice is at the limit of 4 running CPUs of QoS normal (2 running, a task needs 3)",
+    );
+    expect(quotas.held({ owner: "alice", qos: "high", cpus: 2 })).toContain("of QoS high");
+    // A smaller task of hers fits and is placed: what she holds grows, her refusal stays.
+    expect(quotas.held({ owner: "alice", qos: "normal", cpus: 1 })).toBeNull();
+    quotas.add({ owner: "alice", qos: "normal", cpus: 1 });
+    expect(quotas.held({ owner: "alice", qos: "normal", cpus: 3 })).toBe(first);
   });
 });
 
