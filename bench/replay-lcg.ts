@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setImmediate as turn } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
-import type { MetaschedulingPolicy } from "../src/broker/scheduler/policy.ts";
+import type { MetaschedulingPolicy } from "../src/broker/scheduler/view.ts";
 import { Core } from "../src/broker/server/core.ts";
 import { GroupCommitter } from "../src/broker/store/group-commit.ts";
 import { SqliteStore } from "../src/broker/store/sqlite.ts";

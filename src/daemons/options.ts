@@ -2,12 +2,12 @@ import { type Command, InvalidArgumentError } from "commander";
 import { parseGpuList } from "../agent/host/gpus.ts";
 import {
   DISCOVERY_SECONDS,
-  type MetaschedulingPolicy,
   PREEMPT_MIN_PROGRESS,
   PREEMPT_WAIT_SECONDS,
   RESCHEDULE_GAIN,
 } from "../broker/scheduler/policy.ts";
 import { GANG_RESERVE_SECONDS } from "../broker/scheduler/stages/gang.ts";
+import type { MetaschedulingPolicy } from "../broker/scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../broker/scheduler/walltime.ts";
 import { number } from "../common/command-line/numbers.ts";
 

@@ -9,7 +9,8 @@ import { type AppliedPlan, applyPlan } from "../../src/broker/reactor/handlers/a
 import { heartbeatReported } from "../../src/broker/reactor/handlers/heartbeat.ts";
 import { jobsChanged, retireJobs } from "../../src/broker/reactor/retire-ended.ts";
 import { type Handled, handle, type Step } from "../../src/broker/reactor/step.ts";
-import { type MetaschedulingPolicy, policyOf } from "../../src/broker/scheduler/policy.ts";
+import { policyOf } from "../../src/broker/scheduler/policy.ts";
+import type { MetaschedulingPolicy } from "../../src/broker/scheduler/view.ts";
 import { ClusterState } from "../../src/broker/state/cluster-state.ts";
 import { recoverState } from "../../src/broker/state/recover.ts";
 import { heartbeatSeen } from "../../src/broker/state/soft-state.ts";

@@ -5,9 +5,8 @@
 
 import { rankedAtOrBelow } from "../scheduler/metascheduling.ts";
 import type { Plan } from "../scheduler/plan.ts";
-import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
 import { schedule } from "../scheduler/schedule.ts";
-import type { RunningTaskView, SchedulerState } from "../scheduler/view.ts";
+import type { MetaschedulingPolicy, RunningTaskView, SchedulerState } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { LiveAttempt } from "../state/host-entry.ts";
 import { replicableTasks } from "./running-tasks.ts";

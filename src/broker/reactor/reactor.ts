@@ -6,13 +6,13 @@
 import { EventEmitter } from "node:events";
 import type { EventRecord } from "../../common/model/records.ts";
 import { planPass } from "../planner/plan-pass.ts";
-import { DISCOVERY_SECONDS, type MetaschedulingPolicy } from "../scheduler/policy.ts";
+import { DISCOVERY_SECONDS } from "../scheduler/policy.ts";
+import type { MetaschedulingPolicy } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, AttemptPlaced, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
-
 import { startUndelivered } from "./handlers/agent-reports.ts";
 import { applyPlan } from "./handlers/apply-plan.ts";
 import { checkpointBlobsDropped } from "./handlers/checkpoints.ts";

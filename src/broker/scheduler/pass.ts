@@ -6,13 +6,13 @@
 
 import { batchKey, ExhaustedBatches, scoreKey } from "./batches.ts";
 import type { Placement, Plan } from "./plan.ts";
-import { type MetaschedulingPolicy, policyOf } from "./policy.ts";
+import { policyOf } from "./policy.ts";
 import { type FeasibilityJob, feasibleHosts } from "./stages/feasibility.ts";
 import { type Capacity, capacityOf } from "./stages/fit.ts";
 import type { FitQueue } from "./stages/fit-queue.ts";
 import { PassLimits } from "./stages/limit.ts";
 import { type ScoredHost, scoreHosts } from "./stages/rank.ts";
-import type { HostView, JobView, PassTrace, SchedulerState } from "./view.ts";
+import type { HostView, JobView, MetaschedulingPolicy, PassTrace, SchedulerState } from "./view.ts";
 
 /** Feasible hosts scored for a job, with the room left on each (the same order). */
 export interface Scored {

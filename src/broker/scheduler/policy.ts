@@ -4,8 +4,6 @@ import { GANG_RESERVE_SECONDS } from "./stages/gang.ts";
 import type { MetaschedulingPolicy } from "./view.ts";
 import { WALLTIME_MARGIN_SECONDS } from "./walltime.ts";
 
-export type { MetaschedulingPolicy } from "./view.ts";
-
 /** GrADS Permission Service: wait for a running job that ends within 5 minutes rather than preempt. */
 export const PREEMPT_WAIT_SECONDS = 300;
 /** GrADS: a job is preemptible after 20 % progress since its start or its last preemption. */

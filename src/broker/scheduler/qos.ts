@@ -9,8 +9,6 @@ import { DEFAULT_QOS_POLICY, type GroupLimits, type QosPolicy, tierOf } from "..
 import { DEFAULT_QOS } from "../../common/model/qos-name.ts";
 import type { Held, JobView, RunningUse } from "./view.ts";
 
-export type { Held, RunningUse } from "./view.ts";
-
 export function userTierKey(owner: string, qos: string): string {
   return `${owner}\u0000${qos}`;
 }

@@ -6,8 +6,6 @@
 
 import type { StopEntry, Walltime } from "./view.ts";
 
-export type { Walltime } from "./view.ts";
-
 /** Seconds before a pilot's walltime when it stops taking work and its tasks move (`--walltime-margin-seconds`). */
 export const WALLTIME_MARGIN_SECONDS = 60;
 

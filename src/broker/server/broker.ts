@@ -11,7 +11,7 @@ import type { ApiPorts } from "../api/ports.ts";
 import type { PoolNote } from "../pools/pool-manager.ts";
 import type { AgentLinks } from "../reactor/effects.ts";
 import { NotLeaderError } from "../reactor/errors.ts";
-import type { MetaschedulingPolicy } from "../scheduler/policy.ts";
+import type { MetaschedulingPolicy } from "../scheduler/view.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";

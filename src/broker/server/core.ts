@@ -28,7 +28,8 @@ import type {
 } from "../reactor/ports.ts";
 import { Reactor } from "../reactor/reactor.ts";
 import { ReadModel } from "../reactor/read-model.ts";
-import { type MetaschedulingPolicy, policyOf } from "../scheduler/policy.ts";
+import { policyOf } from "../scheduler/policy.ts";
+import type { MetaschedulingPolicy } from "../scheduler/view.ts";
 import { ClusterState } from "../state/cluster-state.ts";
 import type { FairShareSettings } from "../state/owner-usage.ts";
 import { recoverState } from "../state/recover.ts";

@@ -16,8 +16,8 @@ import type {
 } from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { attemptCpuSeconds } from "../scheduler/fair-share.ts";
-import { type Held, type RunningUse, userTierKey } from "../scheduler/qos.ts";
-import type { HostView, ReservedRoom } from "../scheduler/view.ts";
+import { userTierKey } from "../scheduler/qos.ts";
+import type { Held, HostView, ReservedRoom, RunningUse } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
 import { EndedJobs } from "./ended-jobs.ts";

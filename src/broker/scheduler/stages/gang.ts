@@ -11,8 +11,6 @@ import type { GangNeeds, HostView } from "../view.ts";
 import { type Capacity, capacityOf, fitsCapacity, takeRoom } from "./fit.ts";
 import { compareScored, type ScoredHost } from "./rank.ts";
 
-export type { GangNeeds } from "../view.ts";
-
 /** A gang waiting longer than this gets hosts reserved for it (`--gang-reserve-seconds`). */
 export const GANG_RESERVE_SECONDS = 300;
 

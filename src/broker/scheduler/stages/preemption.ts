@@ -13,9 +13,16 @@ import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { progressMade, remainingSeconds } from "../estimate.ts";
 import { rankedAtOrBelow } from "../metascheduling.ts";
 import { type Preemption, taskKey } from "../plan.ts";
-import type { MetaschedulingPolicy } from "../policy.ts";
 import { mayPreempt } from "../qos.ts";
-import type { HostView, JobView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "../view.ts";
+import type {
+  HostView,
+  JobView,
+  MetaschedulingPolicy,
+  PassTrace,
+  RunningTaskView,
+  SchedulerState,
+  StopEntry,
+} from "../view.ts";
 import type { FeasibilityJob } from "./feasibility.ts";
 import { type Capacity, fitsCapacity } from "./fit.ts";
 import { throttleAllows } from "./throttle.ts";

@@ -7,8 +7,14 @@
 import { evaluateRank } from "../../../common/model/cel.ts";
 import { batchKey } from "../batches.ts";
 import { predictedSeconds, remainingSeconds } from "../estimate.ts";
-import type { MetaschedulingPolicy } from "../policy.ts";
-import type { HostView, PassTrace, RunningTaskView, SchedulerState, StopEntry } from "../view.ts";
+import type {
+  HostView,
+  MetaschedulingPolicy,
+  PassTrace,
+  RunningTaskView,
+  SchedulerState,
+  StopEntry,
+} from "../view.ts";
 import type { FeasibilityJob } from "./feasibility.ts";
 import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
 

@@ -10,10 +10,11 @@ import { describe, expect, it } from "vitest";
 import { explain } from "../../../../src/broker/scheduler/explain.ts";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
 import { hostsOfPlacement } from "../../../../src/broker/scheduler/plan.ts";
-import { type Held, userTierKey } from "../../../../src/broker/scheduler/qos.ts";
+import { userTierKey } from "../../../../src/broker/scheduler/qos.ts";
 import { compareQueueOrder } from "../../../../src/broker/scheduler/queue-order.ts";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import type {
+  Held,
   HostView,
   JobView,
   ReservedRoom,

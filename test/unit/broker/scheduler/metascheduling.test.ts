@@ -9,7 +9,7 @@ import {
   remainingSeconds,
 } from "../../../../src/broker/scheduler/estimate.ts";
 import { rankedAtOrBelow } from "../../../../src/broker/scheduler/metascheduling.ts";
-import { DEFAULT_POLICY, type MetaschedulingPolicy } from "../../../../src/broker/scheduler/policy.ts";
+import { DEFAULT_POLICY } from "../../../../src/broker/scheduler/policy.ts";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import { decidePreemption, notPreemptible } from "../../../../src/broker/scheduler/stages/preemption.ts";
 import {
@@ -20,7 +20,12 @@ import {
   remainingOnHost,
 } from "../../../../src/broker/scheduler/stages/rescheduling.ts";
 import { observedTransferRate } from "../../../../src/broker/scheduler/transfer-rate.ts";
-import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
+import type {
+  HostView,
+  JobView,
+  MetaschedulingPolicy,
+  RunningTaskView,
+} from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
 import { renderEvent } from "../../../../src/common/model/events.ts";
 import type { HostFacts } from "../../../../src/common/model/host-facts.ts";

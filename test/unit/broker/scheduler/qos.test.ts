@@ -5,7 +5,6 @@
 import { describe, expect, it } from "vitest";
 import { explain } from "../../../../src/broker/scheduler/explain.ts";
 import {
-  type Held,
   heldBy,
   mayPreempt,
   RunningQuotas,
@@ -22,6 +21,7 @@ import {
 } from "../../../../src/broker/scheduler/quotas.ts";
 import { schedule } from "../../../../src/broker/scheduler/schedule.ts";
 import type {
+  Held,
   HostView,
   JobView,
   RunningTaskView,

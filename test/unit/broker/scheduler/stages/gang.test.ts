@@ -7,13 +7,12 @@ import { hostsOfPlacement } from "../../../../../src/broker/scheduler/plan.ts";
 import { schedule } from "../../../../../src/broker/scheduler/schedule.ts";
 import {
   chooseGangHosts,
-  type GangNeeds,
   gangMayReserve,
   gangShortfall,
   reserveGangHosts,
 } from "../../../../../src/broker/scheduler/stages/gang.ts";
 import { scoreHosts } from "../../../../../src/broker/scheduler/stages/rank.ts";
-import type { HostView, JobView } from "../../../../../src/broker/scheduler/view.ts";
+import type { GangNeeds, HostView, JobView } from "../../../../../src/broker/scheduler/view.ts";
 import type { HostFacts } from "../../../../../src/common/model/host-facts.ts";
 
 const NOW = 10_000_000;
