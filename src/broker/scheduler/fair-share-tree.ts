@@ -201,22 +201,25 @@ function sumUsage(node: ShareNode, usage: ReadonlyMap<string, number>): number {
   return node.usage;
 }
 
-/** One line of `steward share`: a node of the tree, in tree order (an account, then what it holds). */
-export interface ShareLine {
-  kind: ShareNode["kind"];
-  name: string;
+/** One line of `steward share`: a node of the tree, in tree order (an account, then what it holds), with its figures. */
+export interface ShareLine
+  extends Pick<
+    ShareNode,
+    | "kind"
+    | "name"
+    | "rawShares"
+    | "normShares"
+    | "usage"
+    | "normUsage"
+    | "levelShares"
+    | "levelUsage"
+    | "levelFactor"
+    | "factor"
+  > {
   /** The account it is in (null for the root). */
   parent: string | null;
   /** 0 for the root, 1 under it, and so on. */
   depth: number;
-  rawShares: number;
-  normShares: number;
-  usage: number;
-  normUsage: number;
-  levelShares: number;
-  levelUsage: number;
-  levelFactor: number;
-  factor: number | null;
 }
 
 /**
