@@ -33,8 +33,10 @@ import { replayLcgBenchmark } from "./replay-lcg.ts";
 import { replayLcgFastBenchmark, replayLcgRealBenchmark } from "./replay-lcg-real.ts";
 import { sideBySideBenchmark } from "./side-by-side.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
+import { snakemakeOverheadBenchmark } from "./snakemake-overhead.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
+import { toilOverheadBenchmark } from "./toil-overhead.ts";
 import { vsSlurmBenchmark } from "./vs-slurm.ts";
 import { workflowBenchmark } from "./workflow.ts";
 import { xargsBenchmark } from "./xargs.ts";
@@ -64,6 +66,8 @@ const BENCHMARKS: Benchmark[] = [
   sideBySideBenchmark,
   dashboardBenchmark,
   futuresRoundTripBenchmark,
+  snakemakeOverheadBenchmark,
+  toilOverheadBenchmark,
 ];
 
 const USAGE = `usage: npm run bench [-- options]
