@@ -107,13 +107,7 @@ const KNOWN_CYCLES: readonly (readonly string[])[] = [];
  * it waits for. A new cycle is not added here: it is broken (the shared piece moves to a file both
  * import).
  */
-const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] = [
-  {
-    files: ["broker/reactor/handlers/dependencies.ts", "broker/reactor/handlers/job-state.ts"],
-    until:
-      "the reactor's handlers, being reworked, settle: refreshJobState and releaseDependents call each other (a job's end releases its dependents, whose state is refreshed in turn); then one file for the pair, or the release handed to refreshJobState",
-  },
-];
+const KNOWN_FILE_CYCLES: readonly { files: readonly string[]; until: string }[] = [];
 
 /**
  * The API's files (the routes, and what registers and serves them): they are handed ports of plain

@@ -1,13 +1,13 @@
 // dependsOn (model/dependencies.ts): which waiting tasks of a job may go, and which can never run.
 // A job's waiting tasks are looked at again when a job they depend on ends, and, for `tasks: same`,
-// when a task of it ends; those whose dependencies are met become pending, those one of whose
-// dependencies can no longer be met end `cancelled`, with an event naming that dependency.
+// when a task of it ends (job-state.ts says when); those whose dependencies are met become pending,
+// those one of whose dependencies can no longer be met end `cancelled`, with an event naming that
+// dependency. The job's state, which follows its tasks, is then refreshed by the caller.
 
 import { formatTaskList } from "../../../common/model/task-list.ts";
 import { stillWaitingAt, type UnmetDependency, waitingVerdicts } from "../../state/dependency-verdicts.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
-import { refreshJobState } from "./job-state.ts";
 
 /** The event naming a dependency that can never be met, and the tasks it cancelled. */
 export function recordUnmet(step: Step, job: JobEntry, { dependency, state, tasks }: UnmetDependency): void {
@@ -38,18 +38,19 @@ function cancelUnmet(step: Step, job: JobEntry, unmet: readonly UnmetDependency[
 /**
  * Looks at a job's waiting tasks again: those whose dependencies are met become pending, those one
  * of whose dependencies can never be met end cancelled. `ended`: the dependency whose end asks for
- * this (the history says so when tasks go); absent for a task's end under `tasks: same`.
+ * this (the history says so when tasks go); absent for a task's end under `tasks: same`. Answers
+ * whether any waiting task went or was cancelled: then the job's state is to be refreshed.
  */
-export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void {
+export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): boolean {
   const waiting: number[] = [];
   for (const task of job.tasks) if (task.state === "waiting") waiting.push(task.index);
-  if (waiting.length === 0) return;
+  if (waiting.length === 0) return false;
   // After one dependency's end, most often another still waits: nothing changes (a fan-in).
   if (ended) {
     const at = stillWaitingAt(step.state, job.dependencies, ended.id, job.waitHint);
     if (at >= 0) {
       job.waitHint = at;
-      return;
+      return false;
     }
   }
   const { release, cancel } = waitingVerdicts(step.state, job.dependencies.list, waiting);
@@ -64,28 +65,5 @@ export function settleWaiting(step: Step, job: JobEntry, ended?: JobEntry): void
     step.schedule = true;
   }
   cancelUnmet(step, job, cancel);
-  if (release.length > 0 || cancel.length > 0) refreshJobState(step, job);
-}
-
-/** A job ended: the jobs waiting on it go, or are cancelled when they can never run. */
-export function releaseDependents(step: Step, ended: JobEntry): void {
-  const dependents = step.state.dependents.get(ended.id);
-  for (const job of dependents ? [...dependents] : []) {
-    if (job === ended || job.isEnded()) continue;
-    // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
-    const mayWait =
-      job.record.state === "waiting" ||
-      job.record.held ||
-      step.state.sameTaskDependents.get(ended.id)?.has(job);
-    if (!mayWait) continue;
-    settleWaiting(step, job, ended);
-  }
-  step.schedule = true;
-}
-
-/** Tasks of a job changed: jobs waiting on its tasks one by one (`tasks: same`) look again. */
-export function releaseSameTaskDependents(step: Step, job: JobEntry): void {
-  const dependents = step.state.sameTaskDependents.get(job.id);
-  if (!dependents) return;
-  for (const dependent of [...dependents]) if (!dependent.isEnded()) settleWaiting(step, dependent);
+  return release.length > 0 || cancel.length > 0;
 }

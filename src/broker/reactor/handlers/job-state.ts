@@ -1,12 +1,14 @@
 // A job's state follows its tasks; when it changes, the history says so, and a job that ended
 // may release (or cancel) the jobs that depend on it. Jobs waiting on its tasks one by one
-// (`tasks: same`) look again whenever it is refreshed.
+// (`tasks: same`) look again whenever it is refreshed. A dependent whose waiting tasks went or
+// were cancelled (dependencies.ts) is refreshed in turn, before the next one looks: a job's end
+// goes down its dependents as far as it reaches.
 
 import { deriveJobState } from "../../../common/model/job-state.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
-import { releaseDependents, releaseSameTaskDependents } from "./dependencies.ts";
+import { settleWaiting } from "./dependencies.ts";
 
 /** Whether the job waits on nothing: a task of it is pending, or none is waiting. */
 function dependenciesMet(job: JobEntry): boolean {
@@ -29,4 +31,28 @@ export function refreshJobState(step: Step, job: JobEntry): void {
     if (isEndedState(state)) releaseDependents(step, job);
   }
   releaseSameTaskDependents(step, job);
+}
+
+/** A job ended: the jobs waiting on it go, or are cancelled when they can never run. */
+function releaseDependents(step: Step, ended: JobEntry): void {
+  const dependents = step.state.dependents.get(ended.id);
+  for (const job of dependents ? [...dependents] : []) {
+    if (job === ended || job.isEnded()) continue;
+    // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
+    const mayWait =
+      job.record.state === "waiting" ||
+      job.record.held ||
+      step.state.sameTaskDependents.get(ended.id)?.has(job);
+    if (!mayWait) continue;
+    if (settleWaiting(step, job, ended)) refreshJobState(step, job);
+  }
+  step.schedule = true;
+}
+
+/** Tasks of a job changed: jobs waiting on its tasks one by one (`tasks: same`) look again. */
+function releaseSameTaskDependents(step: Step, job: JobEntry): void {
+  const dependents = step.state.sameTaskDependents.get(job.id);
+  if (!dependents) return;
+  for (const dependent of [...dependents])
+    if (!dependent.isEnded() && settleWaiting(step, dependent)) refreshJobState(step, dependent);
 }
