@@ -3,13 +3,13 @@
 // same program on both sides) with `--batchSystem single_machine --maxCores 4` and with
 // `--batchSystem steward` on `up --agents 1 --slots 4`, in alternating order. Skipped without Toil.
 
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { toilPython } from "../test/python/toil-python.ts";
 import { type Benchmark, busyFraction, machineCpu, median, REPOSITORY, round } from "./benchmark.ts";
 import { type Steward, startSteward } from "./steward-process.ts";
-import { runsCleanly, runTimed } from "./timed-command.ts";
+import { runTimed } from "./timed-command.ts";
 
 const INPUTS = Number(process.env.STEWARD_BENCH_TOIL_INPUTS ?? 20);
 const ROUNDS = Number(process.env.STEWARD_BENCH_ENGINE_ROUNDS ?? 2);
@@ -21,22 +21,6 @@ const TIMEOUT_MS = 30 * 60_000;
 const WORKFLOW = join(REPOSITORY, "test", "python", "cwl", "scatter.cwl");
 
 type Side = "steward" | "singleMachine";
-
-/** A python3 that imports Toil: python3 itself, else the interpreter of `toil-cwl-runner`. */
-function toilPython(): { python: string } | { missing: string } {
-  const imports = (python: string) =>
-    runsCleanly(python, ["-c", "import toil.batchSystems.registry, toil.cwl.cwltoil"]);
-  if (imports("python3")) return { python: "python3" };
-  try {
-    const runner = execFileSync("sh", ["-c", "command -v toil-cwl-runner"], { encoding: "utf8" }).trim();
-    const shebang = readFileSync(runner, "utf8").split("\n")[0];
-    const python = shebang.startsWith("#!") ? shebang.slice(2).trim().split(/\s+/)[0] : "";
-    if (python && imports(python)) return { python };
-    return { missing: `${runner}'s interpreter (${python || "none"}) does not import toil` };
-  } catch {
-    return { missing: "no Toil: python3 does not import toil and toil-cwl-runner is not on the PATH" };
-  }
-}
 
 /** The Steward jobs Toil made so far (Toil names them toil-...). */
 async function toilJobCount(steward: Steward): Promise<number> {

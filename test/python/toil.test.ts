@@ -2,7 +2,6 @@
 // server and agent on the loopback: a tool, a scatter and a two-step workflow passing a file, each
 // Toil job a Steward job, their outputs checked. Without Toil the test is skipped, or fails under CI.
 
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,32 +17,9 @@ import {
   tempDir,
 } from "../helpers/steward.ts";
 import { runPython } from "./python.ts";
+import { toilPython } from "./toil-python.ts";
 
 const CWL = join(ROOT, "test/python/cwl");
-
-/** A python3 that imports Toil: python3 itself, else the interpreter of `toil-cwl-runner`. */
-function toilPython(): { python: string } | { missing: string } {
-  const imports = (python: string) => {
-    try {
-      execFileSync(python, ["-c", "import toil.batchSystems.registry, toil.cwl.cwltoil"], {
-        stdio: "ignore",
-      });
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (imports("python3")) return { python: "python3" };
-  try {
-    const runner = execFileSync("sh", ["-c", "command -v toil-cwl-runner"], { encoding: "utf8" }).trim();
-    const shebang = readFileSync(runner, "utf8").split("\n")[0];
-    const python = shebang.startsWith("#!") ? shebang.slice(2).trim().split(/\s+/)[0] : "";
-    if (python && imports(python)) return { python };
-    return { missing: `${runner}'s interpreter (${python || "none"}) does not import toil` };
-  } catch {
-    return { missing: "no Toil: python3 does not import toil and toil-cwl-runner is not on the PATH" };
-  }
-}
 
 const found = toilPython();
 
