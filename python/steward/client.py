@@ -5,6 +5,9 @@
     job = client.submit("examples/python/job.yaml")   # a steward.Job: its id, with its calls
     job.wait(timeout=600)                       # raises steward.JobFailed if it did not succeed
     job.fetch("out/")
+
+Client's submits and dry runs are in _submitting.py, the reading of job and workflow files and
+their multipart body in _job_files.py, how values go into paths and queries in _api_values.py.
 """
 
 import datetime
@@ -12,32 +15,24 @@ import ipaddress
 import json
 import os
 import posixpath
-import re
-import uuid
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 from urllib.parse import quote, urlencode, urlsplit
 
-from ._events import AsyncEventStream, EventStream, _server_sent_events  # noqa: F401 (tests)
-from ._many_jobs import batches, job_ids
+# steward.client's names from before its submits, job files and API values had modules of their own.
+from ._api_values import AGE, AGE_UNITS, WORKFLOW_ID, since_time  # noqa: F401
+from ._api_values import _is_workflow_id, _next_link, _query_value, _segment, _task_list
+from ._events import AsyncEventStream, EventStream
 from ._http import API_VERSION, API_VERSION_HEADER, RELEASE, RELEASE_HEADER, RETRY_SECONDS, Answer, Transport
-from ._waiting import ENDED, Waiter, job_failure, workflow_failure
-from .errors import Conflict, IncompatibleServer, Invalid, StewardError, error_for
+from ._job_files import FILE_CHUNK, MAYBE_WORKFLOW, JobSpec  # noqa: F401
+from ._many_jobs import batches, job_ids
+from ._submitting import Submitting
+from ._waiting import ENDED, Waiter, job_failure, workflow_failure  # noqa: F401
+from .errors import Conflict, IncompatibleServer, Invalid, StewardError, error_for  # noqa: F401
 from .handles import Job, Workflow
 
 DEFAULT_URL = "http://127.0.0.1:4780"
-# A workflow's id, as the server gives it (model/workflow-id.ts).
-WORKFLOW_ID = re.compile(r"^flow-[1-9][0-9]*$")
-# A top-level `jobs:` makes a YAML file a workflow file (a job file has no such key); as the CLI
-# tells them apart (src/cli/job-submission.ts), without parsing the YAML.
-MAYBE_WORKFLOW = re.compile(r"""^(jobs|"jobs"|'jobs')[ \t]*:""", re.MULTILINE)
-# An age for acct's `since`, as `steward acct --since` takes it: 7d, 12h, 90m, 2w, 30s, 45.
-AGE = re.compile(r"^(\d+)\s*([smhdw]?)$")
-AGE_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # The server writes a comment every 15 s on an idle event stream: three missed mean it is gone.
 EVENT_READ_TIMEOUT = 45.0
-FILE_CHUNK = 1 << 16
-
-JobSpec = Union[Dict[str, Any], str, "os.PathLike[str]"]
 
 
 def _is_loopback(url: str) -> bool:
@@ -60,7 +55,7 @@ def _all_loopback(urls: str) -> bool:
     return bool(listed) and all(_is_loopback(url) for url in listed)
 
 
-class Client:
+class Client(Submitting):
     """One or more servers (any of them: a standby redirects to its leader) and a bearer token."""
 
     def __init__(
@@ -125,137 +120,6 @@ class Client:
             options["body"] = json.dumps(payload).encode("utf-8")
             options["headers"] = {"Content-Type": "application/json", **options.get("headers", {})}
         return json.loads(self._request(method, path, query, **options).read().decode("utf-8"))
-
-    # ---- jobs
-
-    def submit(
-        self,
-        spec: JobSpec,
-        base_dir: Optional[str] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Union[Job, Workflow]:
-        """Submits a job, or a workflow, and answers its handle once it is durable: a steward.Job
-        (a str, the job's id) or, for a workflow file (a top-level `jobs:`), a steward.Workflow
-        (a str, its flow-N id). `spec` is a dict, a file's text (YAML or JSON), or a file's path
-        (.yaml, .yml, .json). Its inputs are uploaded from `base_dir`: by default the file's
-        folder, or the current folder for a dict or text.
-
-        The submit carries an Idempotency-Key (a fresh one unless given), so a submit whose answer
-        was lost is sent again, to the next server too, without making a second job."""
-        data, text, folder = _read_spec(spec, base_dir)
-        key = idempotency_key or uuid.uuid4().hex
-        if _is_workflow(data, text):
-            return self._submit_workflow(data, text, folder, key)
-        try:
-            return Job(self, self._submit_job(data, text, folder, key))
-        except Invalid as error:
-            # A workflow file this client did not tell (a flow-style `{jobs: ...}`): the server
-            # names it so, and made nothing.
-            if not _is_workflow_refusal(error):
-                raise
-            return self._submit_workflow(data, text, folder, key)
-
-    def submit_workflow(
-        self,
-        spec: JobSpec,
-        base_dir: Optional[str] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Workflow:
-        """Submits a workflow file (`jobs: {NAME: job file}`, each job's dependsOn naming others
-        by NAME): every job is made at once, or none. `spec` as for submit; each job's inputs are
-        uploaded from `base_dir` (by default the file's folder). Answers a steward.Workflow."""
-        data, text, folder = _read_spec(spec, base_dir)
-        return self._submit_workflow(data, text, folder, idempotency_key or uuid.uuid4().hex)
-
-    def _submit_job(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> str:
-        created = self._post_file(
-            "/api/v1/jobs",
-            "job",
-            data,
-            text,
-            folder,
-            key,
-            lambda given: _inputs_to_send(given.get("inputs"), folder),
-            lambda checked: _inputs_to_send(checked["spec"].get("inputs"), folder),
-        )
-        return created["id"]
-
-    def _submit_workflow(self, data: Optional[dict], text: Optional[str], folder: str, key: str) -> Workflow:
-        created = self._post_file(
-            "/api/v1/workflows",
-            "workflow",
-            data,
-            text,
-            folder,
-            key,
-            lambda given: _workflow_inputs(given.get("jobs"), folder),
-            lambda checked: _workflow_inputs(_checked_jobs(checked), folder),
-        )
-        return Workflow(self, created)
-
-    def _post_file(
-        self,
-        route: str,
-        field: str,
-        data: Optional[dict],
-        text: Optional[str],
-        folder: str,
-        key: str,
-        inputs_of: Callable[[dict], Sequence[Union[str, Tuple[str, str]]]],
-        checked_inputs_of: Callable[[dict], Sequence[Union[str, Tuple[str, str]]]],
-    ) -> dict:
-        """Sends a job or workflow file to `route`: as JSON when it names no inputs, else as the
-        multipart `field` with its inputs. No YAML parser here: a YAML file that may name inputs is
-        read by the server first (a dry run, which makes nothing) to learn them; one that names none
-        goes as its text. `inputs_of(data)` and `checked_inputs_of(dry run's answer)` name them."""
-        headers = {"Idempotency-Key": key}
-        if data is not None:
-            inputs = inputs_of(data)
-            if not inputs:
-                return self._json("POST", route, payload=data, headers=headers, idempotent=True)
-            file_field = json.dumps(data).encode("utf-8")
-        else:
-            assert text is not None
-            file_field = text.encode("utf-8")
-            yaml_headers = {"Content-Type": "application/yaml"}
-            inputs: Sequence[Union[str, Tuple[str, str]]] = []
-            if "inputs" in text:
-                checked = self._json("POST", route, {"dryRun": True}, body=file_field, headers=yaml_headers, idempotent=True)
-                inputs = checked_inputs_of(checked)
-            if not inputs:
-                return self._json("POST", route, body=file_field, headers={**yaml_headers, **headers}, idempotent=True)
-        body, content_type = _multipart(file_field, inputs, folder, field=field)
-        return self._json("POST", route, body=body, headers={"Content-Type": content_type, **headers}, idempotent=True)
-
-    def dry_run(self, spec: JobSpec, base_dir: Optional[str] = None, explain: bool = True) -> dict:
-        """Checks a job file as a submit does (the same steward.Invalid naming the field, its
-        inputs looked for in `base_dir`) and makes nothing, as `steward submit --dry-run`:
-        answers {spec, explanation}, the job file as the server reads it (defaults filled in)
-        and what explain() would say of the job submitted now (without `explain`: {spec}).
-        A workflow file answers {name, jobs: [{name, dependsOn, spec, explanation}]}, each job's
-        file as read, in the order a submit makes them, and what explain() would say of each
-        submitted now once what it waits for is done (without `explain`: no explanation)."""
-        data, text, folder = _read_spec(spec, base_dir)
-        query = {"dryRun": True, "explain": explain or None}
-        if data is not None:
-            body, headers = json.dumps(data).encode("utf-8"), {"Content-Type": "application/json"}
-        else:
-            assert text is not None
-            body, headers = text.encode("utf-8"), {"Content-Type": "application/yaml"}
-        workflow = _is_workflow(data, text)
-        if not workflow:
-            try:
-                checked = self._json("POST", "/api/v1/jobs", query, body=body, headers=headers, idempotent=True)
-            except Invalid as error:
-                if not _is_workflow_refusal(error):
-                    raise
-                workflow = True
-            else:
-                _inputs_to_send(checked["spec"].get("inputs"), folder)
-                return checked
-        checked = self._json("POST", "/api/v1/workflows", query, body=body, headers=headers, idempotent=True)
-        _workflow_inputs(_checked_jobs(checked), folder)
-        return checked
 
     def job(self, job_id: str, tasks: bool = True, events: bool = True) -> dict:
         """The job (GET /api/v1/jobs/ID): state, counts, spec, and its tasks and events unless left out."""
@@ -519,211 +383,3 @@ class Client:
         """events() as an async iterator: `async for event in client.async_events(...)`. Each read
         runs in a worker thread; a cancelled task, aclose() or leaving `async with` ends it."""
         return AsyncEventStream(self.events(after=after, job=job, progress=progress))
-
-
-def since_time(
-    since: Union[None, str, datetime.datetime, datetime.timedelta], now: datetime.datetime
-) -> Optional[str]:
-    """acct's `since` as the ISO time the API takes (UTC, with Z), or None for no bound."""
-    if since is None:
-        return None
-    if isinstance(since, datetime.timedelta):
-        at = now - since
-    elif isinstance(since, datetime.datetime):
-        at = since if since.tzinfo else since.astimezone()
-    elif isinstance(since, str):
-        text = since.strip()
-        age = AGE.match(text)
-        if age:
-            at = now - datetime.timedelta(seconds=int(age.group(1)) * AGE_UNITS[age.group(2)])
-        elif re.match(r"^\d{4}-\d{2}-\d{2}$", text):
-            at = datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.timezone.utc)
-        elif re.match(r"^\d{4}-\d{2}-\d{2}[T ]", text):
-            try:
-                at = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-            except ValueError:
-                raise ValueError(f"since={since!r}: not a date or time") from None
-            if at.tzinfo is None:
-                at = at.astimezone()
-        else:
-            raise ValueError(f"since={since!r}: an age such as 7d, 12h or 2w, or a date such as 2026-11-01")
-    else:
-        raise TypeError("since is an age or date (str), a datetime, a timedelta or None")
-    utc = at.astimezone(datetime.timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-
-def _next_link(header: Optional[str]) -> Optional[str]:
-    """The target of a Link header's rel="next", or None."""
-    if not header:
-        return None
-    for part in header.split(","):
-        target, _, params = part.partition(";")
-        target = target.strip()
-        if target.startswith("<") and target.endswith(">") and 'rel="next"' in params.replace(" ", ""):
-            return target[1:-1]
-    return None
-
-
-def _query_value(value: Any) -> str:
-    if value is True:
-        return "1"
-    if value is False:
-        return "0"
-    return str(value)
-
-
-def _task_list(tasks: Union[str, Sequence[int]]) -> str:
-    """A task list as the API takes it: "3,7-9" as given, or indexes joined ("3,7,8,9")."""
-    if isinstance(tasks, str):
-        return tasks
-    return ",".join(str(int(index)) for index in tasks)
-
-
-def _segment(value: Any) -> str:
-    return quote(str(value), safe="")
-
-
-def _is_workflow_id(value: Any) -> bool:
-    return isinstance(value, str) and WORKFLOW_ID.match(str(value)) is not None
-
-
-def _read_spec(spec: JobSpec, base_dir: Optional[str]) -> Tuple[Optional[dict], Optional[str], str]:
-    """(data, text, folder): a dict as it is, or a file's (or the given) text, parsed when it is
-    JSON; and the folder its inputs are read from."""
-    text: Optional[str] = None
-    data: Optional[dict] = None
-    if isinstance(spec, dict):
-        data = spec
-    elif isinstance(spec, os.PathLike) or _looks_like_path(spec):
-        path = os.fspath(spec)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no such job file: {path}")
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-        if base_dir is None:
-            base_dir = os.path.dirname(os.path.abspath(path))
-    elif isinstance(spec, str):
-        text = spec
-    else:
-        raise TypeError("submit takes a dict, a job file's text or a job file's path")
-    if text is not None:
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            data = parsed
-    return data, (None if data is not None else text), os.path.abspath(base_dir or os.getcwd())
-
-
-def _is_workflow(data: Optional[dict], text: Optional[str]) -> bool:
-    """A workflow file rather than a job file: a mapping with a top-level `jobs`."""
-    if data is not None:
-        return "jobs" in data
-    return text is not None and MAYBE_WORKFLOW.search(text) is not None
-
-
-def _is_workflow_refusal(error: Invalid) -> bool:
-    """The job route's 400 for a workflow file sent as a job."""
-    return error.field == "jobs" and "workflow file" in error.message
-
-
-def _checked_jobs(checked: dict) -> Dict[str, Any]:
-    """A workflow dry run's jobs ([{name, spec, ...}], in the order a submit makes them) by name."""
-    return {each["name"]: each["spec"] for each in checked.get("jobs") or [] if isinstance(each, dict)}
-
-
-def _workflow_inputs(jobs: Any, folder: str) -> List[Tuple[str, str]]:
-    """Each job's inputs to upload, as (part name NAME/PATH, path), checked to exist in `folder`;
-    a missing one is refused naming jobs.NAME.inputs[i]."""
-    found: List[Tuple[str, str]] = []
-    if not isinstance(jobs, dict):
-        return found
-    for name, each in jobs.items():
-        if not isinstance(each, dict):
-            continue
-        try:
-            paths = _inputs_to_send(each.get("inputs"), folder)
-        except Invalid as error:
-            field = f"jobs.{name}.{error.field}"
-            raise Invalid(f"jobs.{name}.{error.message}", field=field) from None
-        found.extend((f"{name}/{path}", path) for path in paths)
-    return found
-
-
-def _looks_like_path(spec: Any) -> bool:
-    """A string that names a job file rather than holding one: one line, a job file's suffix or an
-    existing file."""
-    if not isinstance(spec, str) or "\n" in spec:
-        return False
-    return spec.endswith((".yaml", ".yml", ".json")) or os.path.isfile(spec)
-
-
-def _inputs_to_send(inputs: Any, folder: str) -> List[str]:
-    """The job's inputs to upload, checked to exist in `folder`. A path that leaves the folder is
-    left to the server, which refuses it naming the field (as the CLI does)."""
-    if not isinstance(inputs, list):
-        return []
-    found = []
-    for index, path in enumerate(inputs):
-        if not isinstance(path, str) or not _stays_inside(path):
-            continue
-        if not os.path.isfile(os.path.join(folder, path)):
-            raise Invalid(f"inputs[{index}]: {path}: no such file in {folder}", field=f"inputs[{index}]")
-        found.append(path)
-    return found
-
-
-def _stays_inside(path: str) -> bool:
-    normal = posixpath.normpath(path)
-    return not posixpath.isabs(path) and normal != ".." and not normal.startswith("../")
-
-
-def _field_name(name: str) -> str:
-    # As browsers and undici's FormData write a name in a Content-Disposition header.
-    return name.replace("\r", "%0D").replace("\n", "%0A").replace('"', "%22")
-
-
-def _multipart(job_field: bytes, inputs: Sequence[Union[str, Tuple[str, str]]], folder: str, field: str = "job"):
-    """A multipart/form-data body: the `job` (or `workflow`) field first, then one part per input
-    named by its path (or the name given with it: a workflow's NAME/PATH), streamed from disk
-    (made again for each try, so that a submit can be sent again)."""
-    boundary = "steward-" + uuid.uuid4().hex
-    head = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n'.encode("utf-8")
-        + job_field
-        + b"\r\n"
-    )
-    parts = []
-    for each in inputs:
-        part_name, path = (each, each) if isinstance(each, str) else each
-        name = _field_name(part_name)
-        filename = _field_name(path)
-        header = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-            "Content-Type: application/octet-stream\r\n\r\n"
-        ).encode("utf-8")
-        parts.append((header, os.path.join(folder, path)))
-    tail = f"--{boundary}--\r\n".encode("utf-8")
-
-    def make():
-        sizes = [os.path.getsize(file) for _, file in parts]
-        length = len(head) + sum(len(header) + size + 2 for (header, _), size in zip(parts, sizes)) + len(tail)
-
-        def chunks():
-            yield head
-            for header, file in parts:
-                yield header
-                with open(file, "rb") as source:
-                    while True:
-                        chunk = source.read(FILE_CHUNK)
-                        if not chunk:
-                            break
-                        yield chunk
-                yield b"\r\n"
-            yield tail
-
-        return chunks(), length
-
-    return make, f"multipart/form-data; boundary={boundary}"

@@ -10,7 +10,7 @@ import threading
 import unittest
 
 import steward
-from steward import _http, _many_jobs, client
+from steward import _api_values, _events, _http, _job_files, _many_jobs, client
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -159,7 +159,7 @@ class Bodies(unittest.TestCase):
         os.makedirs(os.path.join(folder, "data"))
         with open(os.path.join(folder, "data", "a.txt"), "wb") as file:
             file.write(b"alpha")
-        make, content_type = client._multipart(b"name: x\n", ["data/a.txt"], folder)
+        make, content_type = _job_files._multipart(b"name: x\n", ["data/a.txt"], folder)
         boundary = content_type.split("boundary=")[1]
         for _ in range(2):  # made again for a second try
             chunks, length = make()
@@ -172,9 +172,9 @@ class Bodies(unittest.TestCase):
             f"Content-Type: application/octet-stream\r\n\r\nalpha\r\n--{boundary}--\r\n",
         )
         with self.assertRaises(steward.Invalid) as raised:
-            client._inputs_to_send(["data/a.txt", "missing.txt"], folder)
+            _job_files._inputs_to_send(["data/a.txt", "missing.txt"], folder)
         self.assertEqual(raised.exception.field, "inputs[1]")
-        self.assertEqual(client._inputs_to_send(["../up.txt", 3], folder), [])
+        self.assertEqual(_job_files._inputs_to_send(["../up.txt", 3], folder), [])
 
     def test_server_sent_events(self):
         stream = io.BytesIO(
@@ -183,21 +183,21 @@ class Bodies(unittest.TestCase):
         )
         answer = type("A", (), {"response": stream})()
         self.assertEqual(
-            list(client._server_sent_events(answer)),
+            list(_events._server_sent_events(answer)),
             [("job", "4", '{"id": 4}'), ("progress", None, '{"jobId": "1"}'), ("job", "5", '{"id":\n5}')],
         )
 
     def test_link_next(self):
         self.assertEqual(
-            client._next_link('</api/v1/jobs?limit=2&after=4>; rel="next"'), "/api/v1/jobs?limit=2&after=4"
+            _api_values._next_link('</api/v1/jobs?limit=2&after=4>; rel="next"'), "/api/v1/jobs?limit=2&after=4"
         )
-        self.assertIsNone(client._next_link(None))
-        self.assertIsNone(client._next_link('</x>; rel="prev"'))
+        self.assertIsNone(_api_values._next_link(None))
+        self.assertIsNone(_api_values._next_link('</x>; rel="prev"'))
 
     def test_what_submit_takes_for_a_path(self):
-        self.assertTrue(client._looks_like_path("examples/python/job.yaml"))
-        self.assertFalse(client._looks_like_path("name: x\ncommand: true\n"))
-        self.assertFalse(client._looks_like_path('{"name": "x", "command": "true"}'))
+        self.assertTrue(_job_files._looks_like_path("examples/python/job.yaml"))
+        self.assertFalse(_job_files._looks_like_path("name: x\ncommand: true\n"))
+        self.assertFalse(_job_files._looks_like_path('{"name": "x", "command": "true"}'))
 
 
 class ManyJobs(unittest.TestCase):

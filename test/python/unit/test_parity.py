@@ -13,7 +13,7 @@ import time
 import unittest
 
 import steward
-from steward import _events, _waiting, client
+from steward import _api_values, _events, _job_files, _waiting, client
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -33,12 +33,12 @@ class Workflows(unittest.TestCase):
         ]
         for data, text, expected in cases:
             with self.subTest(data=data, text=text):
-                self.assertEqual(client._is_workflow(data, text), expected)
+                self.assertEqual(_job_files._is_workflow(data, text), expected)
 
     def test_json_text_is_read_as_data(self):
-        data, text, _ = client._read_spec('{"jobs": {"a": {"command": "true"}}}', None)
+        data, text, _ = _job_files._read_spec('{"jobs": {"a": {"command": "true"}}}', None)
         self.assertEqual((data, text), ({"jobs": {"a": {"command": "true"}}}, None))
-        data, text, folder = client._read_spec("jobs:\n  a: {command: true}\n", "/tmp")
+        data, text, folder = _job_files._read_spec("jobs:\n  a: {command: true}\n", "/tmp")
         self.assertEqual((data, folder), (None, "/tmp"))
 
     def test_each_jobs_inputs_are_parts_named_NAME_PATH(self):
@@ -46,12 +46,12 @@ class Workflows(unittest.TestCase):
         with open(os.path.join(folder, "a.txt"), "w") as file:
             file.write("a")
         jobs = {"one": {"inputs": ["a.txt"]}, "two": {"inputs": ["a.txt", "../out.txt"]}, "three": {}}
-        self.assertEqual(client._workflow_inputs(jobs, folder), [("one/a.txt", "a.txt"), ("two/a.txt", "a.txt")])
+        self.assertEqual(_job_files._workflow_inputs(jobs, folder), [("one/a.txt", "a.txt"), ("two/a.txt", "a.txt")])
         with self.assertRaises(steward.Invalid) as raised:
-            client._workflow_inputs({"one": {"inputs": ["a.txt", "gone.txt"]}}, folder)
+            _job_files._workflow_inputs({"one": {"inputs": ["a.txt", "gone.txt"]}}, folder)
         self.assertEqual(raised.exception.field, "jobs.one.inputs[1]")
         self.assertTrue(raised.exception.message.startswith("jobs.one.inputs[1]: gone.txt: no such file"))
-        make, content_type = client._multipart(b"jobs: {}\n", [("one/a.txt", "a.txt")], folder, field="workflow")
+        make, content_type = _job_files._multipart(b"jobs: {}\n", [("one/a.txt", "a.txt")], folder, field="workflow")
         boundary = content_type.split("boundary=")[1]
         chunks, length = make()
         body = b"".join(chunks)
@@ -66,7 +66,7 @@ class Workflows(unittest.TestCase):
     def test_workflow_ids(self):
         for value, expected in [("flow-3", True), ("flow-0", False), ("3", False), ("flow-x", False), (3, False)]:
             with self.subTest(value=value):
-                self.assertEqual(client._is_workflow_id(value), expected)
+                self.assertEqual(_api_values._is_workflow_id(value), expected)
 
 
 class Since(unittest.TestCase):
