@@ -7,8 +7,8 @@ Toil's kills are one cancel request (Client.cancel_jobs). Toil's job store is a 
 every agent's host must see at the same path: a shared file system is required.
 
 Toil 5.9 finds no batch system outside its own registry, so `register()` adds this one; the entry
-point `python3 -m steward.toil_cwl` registers it, then runs Toil's CWL runner
-(docs/workflow-engines.md).
+points `python3 -m steward.toil_cwl` and `python3 -m steward.toil_wdl` register it, then run Toil's
+CWL or WDL runner (docs/workflow-engines.md).
 """
 
 import collections
