@@ -1,58 +1,52 @@
 // Toil's CWL runner on Steward's batch system (python/steward/toil_batch_system.py) against a real
-// server and agent on the loopback: a tool, a scatter and a two-step workflow passing a file, each
-// Toil job a Steward job, their outputs checked. Without Toil the test is skipped, or fails under CI.
+// server and two agents on the loopback: a tool, a scatter and a two-step workflow passing a file,
+// each Toil job a Steward job, their outputs checked; a host lost under a running tool is invisible
+// to Toil (Steward runs the job again on the other host). Without Toil the test is skipped, or fails
+// under CI.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   type AgentProcess,
   api,
   cleanup,
+  getJob,
   ROOT,
   type StewardProcess,
   startAttachedAgent,
   startServerProcess,
   tempDir,
+  waitFor,
 } from "../helpers/steward.ts";
-import { runPython } from "./python.ts";
-import { toilPython } from "./toil-python.ts";
+import { describeToil } from "./describe-toil.ts";
+import { startPython } from "./python.ts";
 
 const CWL = join(ROOT, "test/python/cwl");
 
-const found = toilPython();
-
-function describeToil(name: string, body: (python: string) => void): void {
-  if ("python" in found) describe(name, () => body(found.python));
-  else if (process.env.CI)
-    test(`${name}: Toil is installed`, () => {
-      throw new Error(found.missing);
-    });
-  else test.skip(`${name}: ${found.missing}`, () => {});
-}
-
 describeToil("Toil's CWL runner on the Steward batch system", (python) => {
   let server: StewardProcess & { joinToken: string };
-  let agent: AgentProcess;
+  const agents: AgentProcess[] = [];
   const work = tempDir("steward-toil-");
 
   beforeAll(async () => {
+    // The server's defaults: a heartbeat a second, a host silent for 3 s is lost.
     server = await startServerProcess();
-    agent = await startAttachedAgent(server, "t1", 4);
+    for (const name of ["t1", "t2"]) agents.push(await startAttachedAgent(server, name, 4));
   });
 
   afterAll(async () => {
-    await agent?.crash();
+    for (const agent of agents) await agent.crash();
     await server?.stop();
-    cleanup(work, agent?.work ?? "", server?.data ?? "");
+    cleanup(work, ...agents.map((agent) => agent.work), server?.data ?? "");
   });
 
-  /** Runs `python3 -m steward.toil_cwl` on a workflow; answers its CWL outputs (stdout's JSON). */
-  async function runCwl(name: string, workflow: string, inputs: Record<string, unknown>) {
+  /** Starts `python3 -m steward.toil_cwl` on a workflow, `extra` before the workflow's file. */
+  function startCwl(name: string, workflow: string, inputs: Record<string, unknown>, extra: string[] = []) {
     const inputsFile = join(work, `${name}.json`);
     writeFileSync(inputsFile, JSON.stringify(inputs));
-    const run = await runPython(
+    return startPython(
       [
         "-m",
         "steward.toil_cwl",
@@ -71,6 +65,7 @@ describeToil("Toil's CWL runner on the Steward batch system", (python) => {
         "--defaultDisk",
         "64Mi",
         "--logInfo",
+        ...extra,
         join(CWL, workflow),
         inputsFile,
       ],
@@ -78,6 +73,11 @@ describeToil("Toil's CWL runner on the Steward batch system", (python) => {
       work,
       python,
     );
+  }
+
+  /** Runs a workflow to its end (exit 0); answers its CWL outputs (stdout's JSON). */
+  async function runCwl(name: string, workflow: string, inputs: Record<string, unknown>) {
+    const run = await startCwl(name, workflow, inputs).done;
     expect(run.code, run.stderr).toBe(0);
     return JSON.parse(run.stdout) as Record<string, unknown>;
   }
@@ -117,5 +117,46 @@ describeToil("Toil's CWL runner on the Steward batch system", (python) => {
   it("passes a file from one step to the next", async () => {
     const outputs = await runCwl("two-steps", "two-steps.cwl", { message: "pass_it_on" });
     expect(textOf(outputs.shouted)).toBe("PASS_IT_ON\n");
+  }, 180_000);
+
+  it("a host lost under a running tool is invisible to Toil: the Steward job runs again on the other host", async () => {
+    const marker = join(work, "sleeps-once.started");
+    const before = (await toilJobs()).length;
+    // --retryCount 0: a failure Toil saw would end the workflow.
+    const run = startCwl("lost-host", "sleeps-once.cwl", { marker, message: "survived" }, [
+      "--retryCount",
+      "0",
+    ]);
+    const job = await Promise.race([
+      waitFor(
+        "the tool running",
+        async () => {
+          if (!existsSync(marker)) return null;
+          const running = (await toilJobs()).filter((found) => found.state === "running");
+          return running.length === 1 ? getJob(server, running[0].id) : null;
+        },
+        120_000,
+        100,
+      ),
+      run.done.then((early) => {
+        throw new Error(`Toil ended before its tool ran: ${early.stderr}`);
+      }),
+    ]);
+    const victim = job.tasks[0].attempts[0].host;
+    await agents.find((agent) => agent.name === victim)!.crash();
+    const survivor = victim === "t1" ? "t2" : "t1";
+
+    const ended = await run.done;
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(textOf((JSON.parse(ended.stdout) as Record<string, unknown>).said)).toBe("survived\n");
+    const again = await getJob(server, job.id);
+    expect(again.state).toBe("succeeded");
+    expect(again.tasks[0].attempts.map((attempt) => [attempt.host, attempt.outcome])).toEqual([
+      [victim, "lost"],
+      [survivor, "succeeded"],
+    ]);
+    // Toil issued the tool once: the loss never reached it as a failure.
+    expect((await toilJobs()).length - before).toBe(1);
+    expect(ended.stderr).not.toContain("Job failed with exit value");
   }, 180_000);
 });
