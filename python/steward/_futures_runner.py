@@ -93,14 +93,20 @@ def main(argv):
     if payload.get("version") != VERSION:
         sys.stderr.write(f"steward futures: payload version {payload.get('version')!r}, runner {VERSION}\n")
         return 2
-    result = pickle.dumps({"version": VERSION, "outcomes": outcomes_of(payload, task)})
-    temporary = f"{result_path}.{os.getpid()}.part"
+    write_atomically(result_path, pickle.dumps({"version": VERSION, "outcomes": outcomes_of(payload, task)}))
+    return 0
+
+
+def write_atomically(path, data, suffix=".part"):
+    """Writes `data` as `path` whole or not at all: into PATH.PID.SUFFIX beside it, flushed to
+    disk, then renamed over it. steward.job writes its files with it too (this file, sent alone
+    and standard library only, is the one place both can import it from)."""
+    temporary = f"{path}.{os.getpid()}{suffix}"
     with open(temporary, "wb") as file:
-        file.write(result)
+        file.write(data)
         file.flush()
         os.fsync(file.fileno())
-    os.replace(temporary, result_path)
-    return 0
+    os.replace(temporary, path)
 
 
 if __name__ == "__main__":

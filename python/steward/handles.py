@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 Tasks = Optional[Union[str, Sequence[int]]]
 
 
-class Job(str):
-    """A job: its id, with the client's calls on it."""
+class _Handle(str):
+    """An id (a job's, a workflow's) with the client that answers the calls on it."""
 
     client: "Client"
 
-    def __new__(cls, client: "Client", job_id: str) -> "Job":
-        handle = super().__new__(cls, str(job_id))
+    def __new__(cls, client: "Client", handle_id: str):
+        handle = super().__new__(cls, str(handle_id))
         handle.client = client
         return handle
 
@@ -31,6 +31,10 @@ class Job(str):
     def __reduce__(self):
         # Pickled or copied, a handle is its id (the client holds connections and TLS contexts).
         return (str, (str(self),))
+
+
+class Job(_Handle):
+    """A job: its id, with the client's calls on it."""
 
     def info(self, tasks: bool = True, events: bool = True) -> dict:
         """The job now (GET /api/v1/jobs/ID), as Client.job."""
@@ -90,26 +94,17 @@ class Job(str):
         return self.client.remove(self)
 
 
-class Workflow(str):
+class Workflow(_Handle):
     """A workflow: its id (flow-N), its name and its jobs by name, with the client's calls on it."""
 
-    client: "Client"
     name: Optional[str]
     jobs: Dict[str, Job]
 
     def __new__(cls, client: "Client", created: Dict[str, Any]) -> "Workflow":
-        handle = super().__new__(cls, str(created["workflow"]))
-        handle.client = client
+        handle = super().__new__(cls, client, created["workflow"])
         handle.name = created.get("name")
         handle.jobs = {name: Job(client, job_id) for name, job_id in (created.get("jobs") or {}).items()}
         return handle
-
-    @property
-    def id(self) -> str:
-        return str(self)
-
-    def __reduce__(self):
-        return (str, (str(self),))
 
     def info(self) -> dict:
         """The workflow now (GET /api/v1/workflows/ID): state, and its graph with each job's state."""

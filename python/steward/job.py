@@ -20,6 +20,8 @@ import os
 import signal
 from typing import Any, Callable, Dict, List, Union
 
+from ._futures_runner import write_atomically
+
 DEFAULT_NAME = "state.json"
 # Where a multi-node job's rank declares the generation of the state it saved.
 GENERATION_FILE = ".generation"
@@ -170,9 +172,4 @@ def _write_atomically(path: str, payload: Union[bytes, bytearray]) -> None:
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "wb") as file:
-        file.write(payload)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    write_atomically(path, payload, ".tmp")

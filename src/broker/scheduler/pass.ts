@@ -14,6 +14,12 @@ import { PassLimits } from "./stages/limit.ts";
 import { type ScoredHost, scoreHosts } from "./stages/rank.ts";
 import type { HostView, JobView, MetaschedulingPolicy, PassTrace, SchedulerState } from "./view.ts";
 
+/**
+ * What the stages that stop work (stages/preemption.ts, stages/rescheduling.ts) read of a pass: its
+ * state, policy and trace, the feasible hosts of a job, and the room left on each host.
+ */
+export type StopStageInput = Pick<Pass, "state" | "policy" | "trace" | "feasibleFor" | "capacity">;
+
 /** Feasible hosts scored for a job, with the room left on each (the same order). */
 export interface Scored {
   scored: ScoredHost[];

@@ -64,13 +64,12 @@ export function schedule(state: SchedulerState, trace: PassTrace = {}): Plan {
     if (policy.preempt) {
       const placed = new Set(plan.place.map((each) => taskKey(each.jobId, each.taskIndex)));
       const held = (job: JobView) => pass.limits.running.held(job);
-      const decided = preempt(state, placed, pass.feasibleFor, capacity, running, policy, trace, held);
+      const decided = preempt(pass, running, placed, held);
       plan.preempt.push(...decided.preempt);
       plan.stop.push(...decided.stop);
       if (decided.recheckAt !== undefined) pass.recheckBy(decided.recheckAt);
     }
-    if (policy.reschedule && pass.slotsFree > 0)
-      plan.stop.push(...reschedule(state, pass.feasibleFor, capacity, running(), policy, trace));
+    if (policy.reschedule && pass.slotsFree > 0) plan.stop.push(...reschedule(pass, running()));
   }
   return plan;
 }

@@ -8,7 +8,7 @@ import type { EventRecord } from "../../common/model/records.ts";
 import type { AttemptPlaced } from "../reactor/effects.ts";
 import type { Reactor } from "../reactor/reactor.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
-import type { HostEntry } from "../state/host-entry.ts";
+import type { HostEntry, LiveAttempt } from "../state/host-entry.ts";
 
 /** Queue wait buckets, in seconds: from a second to a day. */
 export const QUEUE_WAIT_BUCKETS_SECONDS = [
@@ -73,6 +73,22 @@ function usedAndFreePerPool(
       add({ pool, state: "used" }, counted.used);
       add({ pool, state: "free" }, Math.max(0, counted.total - counted.used));
     }
+  };
+}
+
+/**
+ * A measure of what the live attempts hold, per owner: `held` gives an attempt's units, or null
+ * for one that holds none.
+ */
+function heldPerOwner(
+  held: (live: LiveAttempt) => number | null,
+): (state: ClusterState, add: (labels: Record<"owner", string>, value: number) => void) => void {
+  return (state, add) => {
+    for (const host of state.hosts.values())
+      for (const live of host.active.values()) {
+        const units = held(live);
+        if (units !== null) add({ owner: live.job.record.owner }, units);
+      }
   };
 }
 
@@ -150,10 +166,7 @@ export class JobMetrics {
         registers,
       },
       cluster,
-      (state, add) => {
-        for (const host of state.hosts.values())
-          for (const live of host.active.values()) add({ owner: live.job.record.owner }, live.job.cpus);
-      },
+      heldPerOwner((live) => live.job.cpus),
     );
     clusterGauge(
       {
@@ -163,13 +176,10 @@ export class JobMetrics {
         registers,
       },
       cluster,
-      (state, add) => {
-        for (const host of state.hosts.values())
-          for (const live of host.active.values()) {
-            const held = live.attempt.placement.reduce((sum, entry) => sum + (entry.gpus?.length ?? 0), 0);
-            if (held > 0) add({ owner: live.job.record.owner }, held);
-          }
-      },
+      heldPerOwner((live) => {
+        const gpus = live.attempt.placement.reduce((sum, entry) => sum + (entry.gpus?.length ?? 0), 0);
+        return gpus > 0 ? gpus : null;
+      }),
     );
   }
 

@@ -3,6 +3,7 @@
 
 import type { GangProgress } from "../../common/model/gang.ts";
 import type { HostFacts } from "../../common/model/host-facts.ts";
+import { attemptKey } from "../../common/model/ids.ts";
 import type { AttemptRecord, HostRecord, PlacementEntry } from "../../common/model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import type { JobEntry } from "./job-entry.ts";
@@ -55,6 +56,23 @@ export function newHostEntry(record: HostRecord, connected: boolean): HostEntry 
     active: new Map(),
     address: "127.0.0.1",
   };
+}
+
+/**
+ * The live attempts of the host that its agent's reports name (job, task, attempt), each with its
+ * report and its attempt key, in the reports' order: a report of an attempt the host no longer
+ * holds is passed over, and so are all of them for a host the state does not know (undefined).
+ */
+export function* reportedAttempts<Report extends { jobId: string; taskIndex: number; attempt: number }>(
+  host: HostEntry | undefined,
+  reports: Iterable<Report>,
+): Generator<{ report: Report; key: string; live: LiveAttempt }> {
+  if (!host) return;
+  for (const report of reports) {
+    const key = attemptKey(report.jobId, report.taskIndex, report.attempt);
+    const live = host.active.get(key);
+    if (live) yield { report, key, live };
+  }
 }
 
 /**

@@ -20,9 +20,9 @@
 //   again from the next uploads (the policy's default until then).
 
 import type { HostFacts } from "../../common/model/host-facts.ts";
-import { attemptKey } from "../../common/model/ids.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import type { ClusterState } from "./cluster-state.ts";
+import { reportedAttempts } from "./host-entry.ts";
 
 /** One attempt's progress as a heartbeat reports it (the fraction done, 0..1). */
 export interface ProgressReport {
@@ -50,9 +50,7 @@ export function heartbeatSeen(
   if (!host) return;
   host.lastSeen = now;
   host.facts = facts;
-  for (const report of progress) {
-    const active = host.active.get(attemptKey(report.jobId, report.taskIndex, report.attempt));
-    if (!active) continue;
+  for (const { report, live: active } of reportedAttempts(host, progress)) {
     const sample = { fraction: report.fraction, at: now };
     active.job.setProgress(report.taskIndex, sample);
     // A restarted attempt resumes where its checkpoint left off: its first report is its baseline.

@@ -1,9 +1,10 @@
 // The PostgreSQL store's statements, named and prepared once per pooled connection: upserts of
-// whole column arrays (UNNEST) per table, the loads, the recovery and accounting queries shared with
-// SQLite (recovery-sql.ts, accounting-sql.ts), and the leadership and id-block statements.
+// whole column arrays (UNNEST) per table, the loads, recovery and accounting queries shared with
+// SQLite (load-sql.ts, recovery-sql.ts, accounting-sql.ts), and the leadership and id-block statements.
 
 import { type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
 import { accountingSql } from "./accounting-sql.ts";
+import { loadSql } from "./load-sql.ts";
 import { newTaskRangeSql } from "./new-task-ranges.ts";
 import { LIVE_IDS, recoverySql } from "./recovery-sql.ts";
 import {
@@ -17,7 +18,6 @@ import {
   JOBS,
   META,
   rowCodecs,
-  selectColumns,
   TASKS,
   type Table,
   TOKENS,
@@ -56,12 +56,7 @@ function upsertUnnest<R>(table: Table<R>): string {
   );
 }
 
-function selectAll<R>(table: Table<R>): string {
-  return `SELECT ${columnNames(selectColumns(table))} FROM ${table.name} ORDER BY ${table.loadOrder}`;
-}
-
 const EVENT_NAMES = columnNames(EVENTS.columns);
-const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
 
 const RECOVERY = recoverySql({
   countIf: (condition) => `count(*) FILTER (WHERE ${condition})`,
@@ -77,6 +72,7 @@ const NEW_TASK_RANGES = newTaskRangeSql((n) => `$${n}`, LIVE_IDS);
 export const SQL = {
   ...RECOVERY,
   ...accountingSql((n) => `$${n}`),
+  ...loadSql((n) => `$${n}`),
   putJobs: upsertUnnest(JOBS),
   putTasks: upsertUnnest(TASKS),
   putAttempts: upsertUnnest(ATTEMPTS),
@@ -101,17 +97,6 @@ export const SQL = {
     "e AS (DELETE FROM events WHERE job_id = $1), c AS (DELETE FROM checkpoint_parts WHERE job_id = $1), " +
     "n AS (DELETE FROM new_tasks WHERE job_id = $1) " +
     "DELETE FROM jobs WHERE id = $1",
-  loadJobs: selectAll(JOBS),
-  loadTasks: selectAll(TASKS),
-  loadAttempts: selectAll(ATTEMPTS),
-  loadHosts: selectAll(HOSTS),
-  loadTokens: selectAll(TOKENS),
-  loadWorkflows: selectAll(WORKFLOWS),
-  loadMeta: selectAll(META),
-  loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
-  events: `${EVENT_SELECT} WHERE job_id = $1 ORDER BY at, id`,
-  eventsAfter: `${EVENT_SELECT} WHERE id > $1 ORDER BY id LIMIT $2`,
-  jobEventsAfter: `${EVENT_SELECT} WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
   // The row lock serializes commits: a commit of an older term waits for the newer one, then is refused.
   lockTerm: "SELECT term FROM leadership WHERE id = 1 FOR UPDATE",
   readTerm: "SELECT term FROM leadership WHERE id = 1",

@@ -17,6 +17,7 @@ import type {
   TaskRecord,
 } from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
+import { LOAD_ALL, LOAD_LIVE, type SnapshotReads } from "./load-sql.ts";
 import { MIGRATIONS_DIR, migrate, readMigrations } from "./migrate.ts";
 import {
   decodeNewTaskRange,
@@ -29,7 +30,7 @@ import {
 import { readAnswer } from "./pg-commit-statement.ts";
 import { migrationDialect } from "./pg-migrations.ts";
 import { PendingPuts } from "./pg-pending-puts.ts";
-import { CODEC, query, rows, run, type StatementName, TYPES } from "./pg-statements.ts";
+import { CODEC, query, rows, run, TYPES } from "./pg-statements.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import {
@@ -120,39 +121,30 @@ export class PostgresStore implements Store, Elections {
   }
 
   async load(): Promise<StoreSnapshot> {
-    // One REPEATABLE READ transaction: the five reads see one state even while others commit.
-    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
-      jobs: (await rows(client, "loadJobs")).map(CODEC.jobs.decode),
-      tasks: await tasksWithUntouched(client, {
-        rows: "loadTasks",
-        ranges: "loadNewTaskRanges",
-        order: "taskJobOrder",
-      }),
-      attempts: (await rows(client, "loadAttempts")).map(CODEC.attempts.decode),
-      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
-      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
-      workflows: (await rows(client, "loadWorkflows")).map(CODEC.workflows.decode),
-      meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
-      checkpointParts: (await rows(client, "loadCheckpointParts")).map(CODEC.checkpointParts.decode),
-    }));
+    return this.#snapshot(LOAD_ALL);
   }
 
   async loadLive(): Promise<StoreSnapshot> {
+    return this.#snapshot(LOAD_LIVE);
+  }
+
+  /** The records `reads` names, in one REPEATABLE READ transaction: one state even while others commit. */
+  #snapshot(reads: SnapshotReads): Promise<StoreSnapshot> {
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
-      jobs: (await rows(client, "liveJobs")).map(CODEC.jobs.decode),
-      tasks: await tasksWithUntouched(client, {
-        rows: "liveTasks",
-        ranges: "liveNewTaskRanges",
-        order: "liveTaskJobOrder",
-      }),
-      attempts: (await rows(client, "liveAttempts")).map(CODEC.attempts.decode),
-      ended: (await rows(client, "endedHeaders")).map(decodeHeader),
-      usage: (await rows(client, "usage")).map(decodeUsage),
+      jobs: (await rows(client, reads.jobs)).map(CODEC.jobs.decode),
+      tasks: await tasksWithUntouched(client, reads),
+      attempts: (await rows(client, reads.attempts)).map(CODEC.attempts.decode),
+      ...(reads.usage === null
+        ? {}
+        : {
+            ended: (await rows(client, reads.endedHeaders)).map(decodeHeader),
+            usage: (await rows(client, reads.usage)).map(decodeUsage),
+          }),
       hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
       tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
       workflows: (await rows(client, "loadWorkflows")).map(CODEC.workflows.decode),
       meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
-      checkpointParts: (await rows(client, "liveCheckpointParts")).map(CODEC.checkpointParts.decode),
+      checkpointParts: (await rows(client, reads.checkpointParts)).map(CODEC.checkpointParts.decode),
     }));
   }
 
@@ -387,12 +379,12 @@ async function rangeOf(client: PoolClient, jobId: string): Promise<NewTaskRange 
  */
 async function tasksWithUntouched(
   client: PoolClient,
-  names: { rows: StatementName; ranges: StatementName; order: StatementName },
+  reads: Pick<SnapshotReads, "tasks" | "newTaskRanges" | "taskJobOrder">,
 ): Promise<TaskRecord[]> {
-  const tasks = (await rows(client, names.rows)).map(CODEC.tasks.decode);
-  const ranges = (await rows(client, names.ranges)).map(decodeNewTaskRange);
+  const tasks = (await rows(client, reads.tasks)).map(CODEC.tasks.decode);
+  const ranges = (await rows(client, reads.newTaskRanges)).map(decodeNewTaskRange);
   if (ranges.length === 0) return tasks;
-  const order = (await rows(client, names.order)).map((row) => row[0] as string);
+  const order = (await rows(client, reads.taskJobOrder)).map((row) => row[0] as string);
   return withUntouchedTasks(tasks, ranges, () => order);
 }
 

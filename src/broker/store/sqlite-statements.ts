@@ -4,6 +4,7 @@
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { accountingSql } from "./accounting-sql.ts";
+import { loadSql } from "./load-sql.ts";
 import { MIGRATIONS_DIR } from "./migrate.ts";
 import { LIVE_IDS, recoverySql } from "./recovery-sql.ts";
 import {
@@ -16,7 +17,6 @@ import {
   JOBS,
   META,
   rowCodecs,
-  selectColumns,
   TASKS,
   type Table,
   TOKENS,
@@ -64,12 +64,6 @@ function upsert<R>(table: Table<R>, rows = 1): string {
   return `INSERT INTO ${table.name} (${columnNames(table.columns)}) VALUES ${placeholders} ON CONFLICT (${table.key.join(", ")}) DO UPDATE SET ${updates}`;
 }
 
-function selectAll<R>(table: Table<R>): string {
-  return `SELECT ${columnNames(selectColumns(table))} FROM ${table.name} ORDER BY ${table.loadOrder}`;
-}
-
-const EVENT_SELECT = `SELECT ${columnNames(selectColumns(EVENTS))} FROM events`;
-
 const RECOVERY = recoverySql({
   countIf: (condition) => `sum(${condition})`,
   specCpus: "coalesce(json_extract(j.spec, '$.resources.cpus'), 1)",
@@ -83,6 +77,7 @@ const SQL = {
   ...RECOVERY,
   // Numbered placeholders: a query may name one twice.
   ...accountingSql((n) => `?${n}`),
+  ...loadSql(() => "?"),
   putJob: upsert(JOBS),
   putTask: upsert(TASKS),
   putTaskChunk: upsert(TASKS, ROWS_PER_STATEMENT),
@@ -103,17 +98,6 @@ const SQL = {
   deleteJobTasks: "DELETE FROM tasks WHERE job_id = ?",
   deleteJobEvents: "DELETE FROM events WHERE job_id = ?",
   deleteJob: "DELETE FROM jobs WHERE id = ?",
-  loadJobs: selectAll(JOBS),
-  loadTasks: selectAll(TASKS),
-  loadAttempts: selectAll(ATTEMPTS),
-  loadHosts: selectAll(HOSTS),
-  loadTokens: selectAll(TOKENS),
-  loadWorkflows: selectAll(WORKFLOWS),
-  loadMeta: selectAll(META),
-  loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
-  events: `${EVENT_SELECT} WHERE job_id = ? ORDER BY at, id`,
-  eventsAfter: `${EVENT_SELECT} WHERE id > ? ORDER BY id LIMIT ?`,
-  jobEventsAfter: `${EVENT_SELECT} WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?`,
   readTerm: "SELECT term FROM leadership WHERE id = 1",
   writeTerm: "UPDATE leadership SET term = ? WHERE id = 1",
   readSequence: "SELECT next FROM sequences WHERE name = ?",

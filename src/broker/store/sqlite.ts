@@ -12,6 +12,7 @@ import type {
   JobRecord,
 } from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
+import { LOAD_ALL, LOAD_LIVE, type SnapshotReads } from "./load-sql.ts";
 import { type MigrationDialect, migrate, readMigrations } from "./migrate.ts";
 import {
   decodeNewTaskRange,
@@ -81,52 +82,11 @@ export class SqliteStore implements Store {
   }
 
   async load(): Promise<StoreSnapshot> {
-    const db = this.#database();
-    // One read transaction: the five reads see one state even while another connection commits.
-    db.exec("BEGIN");
-    try {
-      return {
-        jobs: this.#decoded("loadJobs", CODEC.jobs),
-        tasks: withUntouchedTasks(
-          this.#decoded("loadTasks", CODEC.tasks),
-          this.#rows("loadNewTaskRanges").map(decodeNewTaskRange),
-          () => this.#rows("taskJobOrder").map((row) => row[0] as string),
-        ),
-        attempts: this.#decoded("loadAttempts", CODEC.attempts),
-        hosts: this.#decoded("loadHosts", CODEC.hosts),
-        tokens: this.#decoded("loadTokens", CODEC.tokens),
-        workflows: this.#decoded("loadWorkflows", CODEC.workflows),
-        meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
-        checkpointParts: this.#decoded("loadCheckpointParts", CODEC.checkpointParts),
-      };
-    } finally {
-      db.exec("COMMIT");
-    }
+    return this.#snapshot(LOAD_ALL);
   }
 
   async loadLive(): Promise<StoreSnapshot> {
-    const db = this.#database();
-    db.exec("BEGIN");
-    try {
-      return {
-        jobs: this.#decoded("liveJobs", CODEC.jobs),
-        tasks: withUntouchedTasks(
-          this.#decoded("liveTasks", CODEC.tasks),
-          this.#rows("liveNewTaskRanges").map(decodeNewTaskRange),
-          () => this.#rows("liveTaskJobOrder").map((row) => row[0] as string),
-        ),
-        attempts: this.#decoded("liveAttempts", CODEC.attempts),
-        ended: this.#rows("endedHeaders").map(decodeHeader),
-        usage: this.#rows("usage").map(decodeUsage),
-        hosts: this.#decoded("loadHosts", CODEC.hosts),
-        tokens: this.#decoded("loadTokens", CODEC.tokens),
-        workflows: this.#decoded("loadWorkflows", CODEC.workflows),
-        meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
-        checkpointParts: this.#decoded("liveCheckpointParts", CODEC.checkpointParts),
-      };
-    } finally {
-      db.exec("COMMIT");
-    }
+    return this.#snapshot(LOAD_LIVE);
   }
 
   async loadJob(id: string): Promise<StoredJob | null> {
@@ -271,6 +231,36 @@ export class SqliteStore implements Store {
     const records: R[] = [];
     for (const row of this.#statement(name).iterate()) records.push(codec.decode(row as unknown as Row));
     return records;
+  }
+
+  /** The records `reads` names, in one read transaction: one state even while another connection commits. */
+  #snapshot(reads: SnapshotReads): StoreSnapshot {
+    const db = this.#database();
+    db.exec("BEGIN");
+    try {
+      return {
+        jobs: this.#decoded(reads.jobs, CODEC.jobs),
+        tasks: withUntouchedTasks(
+          this.#decoded(reads.tasks, CODEC.tasks),
+          this.#rows(reads.newTaskRanges).map(decodeNewTaskRange),
+          () => this.#rows(reads.taskJobOrder).map((row) => row[0] as string),
+        ),
+        attempts: this.#decoded(reads.attempts, CODEC.attempts),
+        ...(reads.usage === null
+          ? {}
+          : {
+              ended: this.#rows(reads.endedHeaders).map(decodeHeader),
+              usage: this.#rows(reads.usage).map(decodeUsage),
+            }),
+        hosts: this.#decoded("loadHosts", CODEC.hosts),
+        tokens: this.#decoded("loadTokens", CODEC.tokens),
+        workflows: this.#decoded("loadWorkflows", CODEC.workflows),
+        meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
+        checkpointParts: this.#decoded(reads.checkpointParts, CODEC.checkpointParts),
+      };
+    } finally {
+      db.exec("COMMIT");
+    }
   }
 
   /** A job's range of untouched tasks (new-task-ranges.ts), if it has one. */

@@ -45,6 +45,36 @@ function printNew(token: NewTokenView, what: string): void {
   process.stdout.write(`${token.token}\n`);
 }
 
+/**
+ * `list` and `revoke` under `parent`, for the tokens at `path` (/api/v1/tokens or
+ * /api/v1/join-tokens): their descriptions, what an empty list prints, and the line of a revoke.
+ */
+function listAndRevoke(
+  parent: Command,
+  path: string,
+  texts: { list: string; none: string; revoke: string; id: string; revoked: (token: TokenView) => string },
+): void {
+  parent
+    .command("list")
+    .description(texts.list)
+    .option("--json", "print JSON")
+    .action(async (options: { json?: boolean }) => {
+      const tokens = await new ApiClient().json<TokenView[]>("GET", path);
+      if (options.json) return printJson(tokens);
+      process.stdout.write(tokens.length === 0 ? `${texts.none}\n` : tokenRows(tokens));
+    });
+  parent
+    .command("revoke")
+    .description(texts.revoke)
+    .argument("<id>", texts.id)
+    .option("--json", "print JSON")
+    .action(async (id: string, options: { json?: boolean }) => {
+      const revoked = await new ApiClient().json<TokenView>("DELETE", `${path}/${encodeURIComponent(id)}`);
+      if (options.json) return printJson(revoked);
+      process.stdout.write(`${texts.revoked(revoked)}\n`);
+    });
+}
+
 export function registerTokens(program: Command): void {
   const token = program.command("token").description(describe("token"));
   token
@@ -93,30 +123,14 @@ export function registerTokens(program: Command): void {
         printNew(made, `token for ${made.user} (${made.role}${extra ? `; ${extra}` : ""})`);
       },
     );
-  token
-    .command("list")
-    .description("API tokens and host credentials (never the tokens themselves)")
-    .option("--json", "print JSON")
-    .action(async (options: { json?: boolean }) => {
-      const tokens = await new ApiClient().json<TokenView[]>("GET", "/api/v1/tokens");
-      if (options.json) return printJson(tokens);
-      process.stdout.write(tokens.length === 0 ? "no tokens\n" : tokenRows(tokens));
-    });
-  token
-    .command("revoke")
-    .description("revoke a token or a host credential: refused from now on")
-    .argument("<id>", "the token's id (steward token list)")
-    .option("--json", "print JSON")
-    .action(async (id: string, options: { json?: boolean }) => {
-      const revoked = await new ApiClient().json<TokenView>(
-        "DELETE",
-        `/api/v1/tokens/${encodeURIComponent(id)}`,
-      );
-      if (options.json) return printJson(revoked);
-      process.stdout.write(
-        `${revoked.kind === "host" ? "host credential" : "token"} ${revoked.id} of ${revoked.user}: revoked\n`,
-      );
-    });
+  listAndRevoke(token, "/api/v1/tokens", {
+    list: "API tokens and host credentials (never the tokens themselves)",
+    none: "no tokens",
+    revoke: "revoke a token or a host credential: refused from now on",
+    id: "the token's id (steward token list)",
+    revoked: (revoked) =>
+      `${revoked.kind === "host" ? "host credential" : "token"} ${revoked.id} of ${revoked.user}: revoked`,
+  });
 
   const join = program.command("join-token").description(describe("join-token"));
   join
@@ -136,28 +150,13 @@ export function registerTokens(program: Command): void {
       if (options.json) return printJson(made);
       printNew(made, `join token for ${made.pool ? `pool ${made.pool}` : "any pool"}`);
     });
-  join
-    .command("list")
-    .description("join tokens (never the tokens themselves)")
-    .option("--json", "print JSON")
-    .action(async (options: { json?: boolean }) => {
-      const tokens = await new ApiClient().json<TokenView[]>("GET", "/api/v1/join-tokens");
-      if (options.json) return printJson(tokens);
-      process.stdout.write(tokens.length === 0 ? "no join tokens\n" : tokenRows(tokens));
-    });
-  join
-    .command("revoke")
-    .description("revoke a join token: its agents are disconnected and refused, with their host credentials")
-    .argument("<id>", "the join token's id (steward join-token list)")
-    .option("--json", "print JSON")
-    .action(async (id: string, options: { json?: boolean }) => {
-      const revoked = await new ApiClient().json<TokenView>(
-        "DELETE",
-        `/api/v1/join-tokens/${encodeURIComponent(id)}`,
-      );
-      if (options.json) return printJson(revoked);
-      process.stdout.write(`join token ${revoked.id}: revoked\n`);
-    });
+  listAndRevoke(join, "/api/v1/join-tokens", {
+    list: "join tokens (never the tokens themselves)",
+    none: "no join tokens",
+    revoke: "revoke a join token: its agents are disconnected and refused, with their host credentials",
+    id: "the join token's id (steward join-token list)",
+    revoked: (revoked) => `join token ${revoked.id}: revoked`,
+  });
 
   program
     .command("whoami")

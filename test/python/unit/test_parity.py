@@ -146,6 +146,7 @@ class Handles(unittest.TestCase):
         self.assertEqual(pickle.loads(pickle.dumps(job)), "12")
         flow = steward.Workflow(unused, {"workflow": "flow-1", "name": "w", "jobs": {"a": "3"}})
         self.assertEqual((flow, flow.name, flow.jobs), ("flow-1", "w", {"a": "3"}))
+        self.assertEqual((flow.id, pickle.loads(pickle.dumps(flow)), flow.client), ("flow-1", "flow-1", unused))
         self.assertIsInstance(flow.jobs["a"], steward.Job)
         self.assertIs(flow.jobs["a"].client, unused)
         self.assertIsInstance(unused.handle("12"), steward.Job)

@@ -36,48 +36,38 @@ export function registerHostRoutes(app: FastifyInstance, ports: ApiPorts): void 
   };
 
   // Hosts keep no history of their own: who changed a host is told in the server's log (the
-  // jobs whose attempts a removal ends get an event in theirs).
-  api.post(
-    "/api/v1/hosts/:name/drain",
+  // jobs whose attempts a removal ends get an event in theirs). A drain or an undrain is logged
+  // when it changed the host's state.
+  const stateChanges = [
     {
-      schema: {
-        summary: "Let a host finish its work and take no more",
-        params: hostParams,
-        body: z.object({}).nullish(),
-        response: { 200: json(hostSchema, "the host, draining"), ...errors(400, 401, 403, 404) },
-      },
+      action: "drain",
+      from: "ready",
+      done: "drained",
+      summary: "Let a host finish its work and take no more",
+      response: { 200: json(hostSchema, "the host, draining"), ...errors(400, 401, 403, 404) },
     },
-    async (request) => {
-      const { name } = request.params;
-      const by = actorOf(request);
-      const before = ports.read.hostOf(name)?.state;
-      await ports.hosts.drain(name);
-      if (before === "ready")
-        request.log.info({ host: name, by, action: "drain" }, `host ${name} drained by ${by}`);
-      return answer(name);
-    },
-  );
-
-  api.post(
-    "/api/v1/hosts/:name/undrain",
     {
-      schema: {
-        summary: "Let a draining host take work again (a ready host is answered as it is; a lost one: 409)",
-        params: hostParams,
-        body: z.object({}).nullish(),
-        response: { 200: json(hostSchema, "the host, ready"), ...errors(400, 401, 403, 404, 409) },
+      action: "undrain",
+      from: "draining",
+      done: "undrained",
+      summary: "Let a draining host take work again (a ready host is answered as it is; a lost one: 409)",
+      response: { 200: json(hostSchema, "the host, ready"), ...errors(400, 401, 403, 404, 409) },
+    },
+  ] as const;
+  for (const { action, from, done, summary, response } of stateChanges) {
+    api.post(
+      `/api/v1/hosts/:name/${action}`,
+      { schema: { summary, params: hostParams, body: z.object({}).nullish(), response } },
+      async (request) => {
+        const { name } = request.params;
+        const by = actorOf(request);
+        const before = ports.read.hostOf(name)?.state;
+        await ports.hosts[action](name);
+        if (before === from) request.log.info({ host: name, by, action }, `host ${name} ${done} by ${by}`);
+        return answer(name);
       },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const by = actorOf(request);
-      const before = ports.read.hostOf(name)?.state;
-      await ports.hosts.undrain(name);
-      if (before === "draining")
-        request.log.info({ host: name, by, action: "undrain" }, `host ${name} undrained by ${by}`);
-      return answer(name);
-    },
-  );
+    );
+  }
 
   api.delete(
     "/api/v1/hosts/:name",

@@ -6,11 +6,11 @@
 // while no other host could run the job at all, the attempt stays (moving it would only leave the
 // task waiting for a host that does not exist), and the job's events say so once.
 
-import { attemptKey } from "../../../common/model/ids.ts";
 import type { HeartbeatMessage } from "../../../common/protocol/messages.ts";
 import { CONTRACT_RATE_WINDOW_SECONDS, judgeContract } from "../../scheduler/contracts.ts";
 import { infeasibility } from "../../scheduler/stages/feasibility.ts";
 import type { ClusterState } from "../../state/cluster-state.ts";
+import { reportedAttempts } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { applyStops } from "./apply-plan.ts";
@@ -22,12 +22,7 @@ export function watchContracts(
   windowSeconds = CONTRACT_RATE_WINDOW_SECONDS,
 ): void {
   const { state, now } = step;
-  const host = state.hosts.get(hostName);
-  if (!host) return;
-  for (const report of progress) {
-    const key = attemptKey(report.jobId, report.taskIndex, report.attempt);
-    const live = host.active.get(key);
-    if (!live) continue;
+  for (const { report, key, live } of reportedAttempts(state.hosts.get(hostName), progress)) {
     const { job, attempt } = live;
     const contract = job.record.spec.contract;
     if (!contract || attempt.state === "stopping") continue;

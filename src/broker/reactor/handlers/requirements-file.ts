@@ -6,9 +6,9 @@
 // running attempt of the job whose host no longer satisfies them migrates, with its checkpoint.
 
 import { checkExpression, evaluateRequirement } from "../../../common/model/cel.ts";
-import { attemptKey } from "../../../common/model/ids.ts";
 import { type HeartbeatMessage, REQUIREMENTS_MAX_CHARS } from "../../../common/protocol/messages.ts";
 import type { StopEntry } from "../../scheduler/view.ts";
+import { reportedAttempts } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { applyStops } from "./apply-plan.ts";
@@ -19,12 +19,7 @@ export function followRequirementsFiles(
   reports: HeartbeatMessage["requirements"],
 ): void {
   const { state } = step;
-  const host = state.hosts.get(hostName);
-  if (!host) return;
-  for (const report of reports) {
-    const key = attemptKey(report.jobId, report.taskIndex, report.attempt);
-    const live = host.active.get(key);
-    if (!live) continue;
+  for (const { report, key, live } of reportedAttempts(state.hosts.get(hostName), reports)) {
     const { job, attempt } = live;
     if (attempt.state === "stopping" || job.record.cancelRequested) continue;
     const text = report.text.trim();

@@ -12,18 +12,10 @@ import type { QosPolicy } from "../../../common/model/qos-file.ts";
 import { DEFAULT_QOS } from "../../../common/model/qos-name.ts";
 import { progressMade, remainingSeconds } from "../estimate.ts";
 import { rankedAtOrBelow } from "../metascheduling.ts";
+import type { StopStageInput } from "../pass.ts";
 import { type Preemption, taskKey } from "../plan.ts";
 import { mayPreempt } from "../qos.ts";
-import type {
-  HostView,
-  JobView,
-  MetaschedulingPolicy,
-  PassTrace,
-  RunningTaskView,
-  SchedulerState,
-  StopEntry,
-} from "../view.ts";
-import type { FeasibilityJob } from "./feasibility.ts";
+import type { HostView, JobView, MetaschedulingPolicy, RunningTaskView, StopEntry } from "../view.ts";
 import { type Capacity, fitsCapacity } from "./fit.ts";
 import { throttleAllows } from "./throttle.ts";
 
@@ -159,13 +151,9 @@ function placedOf(job: JobView, placed: ReadonlySet<string>): number {
  * A job waits instead when a task that would make room for it ends soon (another pass then).
  */
 export function preempt(
-  state: SchedulerState,
-  placed: ReadonlySet<string>,
-  feasibleFor: (job: FeasibilityJob) => HostView[],
-  capacity: ReadonlyMap<string, Capacity>,
+  { state, feasibleFor, capacity, policy, trace }: StopStageInput,
   running: () => readonly RunningTaskView[],
-  policy: MetaschedulingPolicy,
-  trace: PassTrace = {},
+  placed: ReadonlySet<string>,
   /** Why a job must wait for a running limit of its tier or group (qos.ts), or null: such a job preempts nothing. */
   held: (job: JobView) => string | null = () => null,
 ): { preempt: Preemption[]; stop: StopEntry[]; recheckAt?: number } {

@@ -7,16 +7,10 @@
 import { evaluateRank } from "../../../common/model/cel.ts";
 import { batchKey } from "../batches.ts";
 import { predictedSeconds, remainingSeconds } from "../estimate.ts";
-import type {
-  HostView,
-  MetaschedulingPolicy,
-  PassTrace,
-  RunningTaskView,
-  SchedulerState,
-  StopEntry,
-} from "../view.ts";
+import type { StopStageInput } from "../pass.ts";
+import type { HostView, MetaschedulingPolicy, RunningTaskView, StopEntry } from "../view.ts";
 import type { FeasibilityJob } from "./feasibility.ts";
-import { type Capacity, fitsCapacity, takeRoom } from "./fit.ts";
+import { fitsCapacity, takeRoom } from "./fit.ts";
 
 export function migrationGain(remainingHere: number, remainingThere: number, costSeconds: number): number {
   if (remainingHere <= 0) return Number.NEGATIVE_INFINITY;
@@ -103,12 +97,8 @@ export function speedNeeded(here: number, threshold: number): number {
  * with room, the largest gains first, those above the threshold stopped with the host to move to.
  */
 export function reschedule(
-  state: SchedulerState,
-  feasibleFor: (job: FeasibilityJob) => HostView[],
-  capacity: Map<string, Capacity>,
+  { state, feasibleFor, capacity, policy, trace }: StopStageInput,
   running: readonly RunningTaskView[],
-  policy: MetaschedulingPolicy,
-  trace: PassTrace = {},
 ): StopEntry[] {
   const hosts = new Map(state.hosts.map((host) => [host.name, host]));
   // Hosts with room, fastest first: a task only looks as far as a host fast enough to pay.

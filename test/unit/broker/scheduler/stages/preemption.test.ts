@@ -74,13 +74,15 @@ function preempted({
   const capacity = new Map(hosts.map((host) => [host.name, capacityOf(host)]));
   const told: string[] = [];
   const decided = preempt(
-    state,
-    new Set(placed.map((each) => taskKey(each.split("/")[0], Number(each.split("/")[1])))),
-    (job) => feasibleHosts(job, hosts, capacity),
-    capacity,
+    {
+      state,
+      feasibleFor: (job) => feasibleHosts(job, hosts, capacity),
+      capacity,
+      policy: DEFAULT_POLICY,
+      trace: { noPreemption: (job, why) => told.push(`${job.id}: ${why}`) },
+    },
     () => running,
-    DEFAULT_POLICY,
-    { noPreemption: (job, why) => told.push(`${job.id}: ${why}`) },
+    new Set(placed.map((each) => taskKey(each.split("/")[0], Number(each.split("/")[1])))),
     (job) => (held.includes(job.id) ? "held" : null),
   );
   return [
@@ -218,12 +220,15 @@ describe("preempt", () => {
     const {
       preempt: [only],
     } = preempt(
-      { now: NOW, jobs: [high()], hosts: FULL },
-      new Set(),
-      (job) => feasibleHosts(job, FULL, capacity),
-      capacity,
+      {
+        state: { now: NOW, jobs: [high()], hosts: FULL },
+        feasibleFor: (job) => feasibleHosts(job, FULL, capacity),
+        capacity,
+        policy: DEFAULT_POLICY,
+        trace: {},
+      },
       () => LOW,
-      DEFAULT_POLICY,
+      new Set(),
     );
     expect(only.stop).toStrictEqual({
       jobId: "low-b",
