@@ -11,6 +11,7 @@ import {
   submitQuotaRefusal,
   timeLimitOf,
 } from "../../scheduler/quotas.ts";
+import { declaredFolders, workdirRefusal } from "../../scheduler/shared-workdir.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
 import type { LoadedTaskStates } from "../../state/dependency-verdicts.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -86,9 +87,10 @@ export interface Admission {
 
 /**
  * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
- * tier is unknown or not allowed or a limit says no; a tier with a wall limit gives it to a job
- * that names none. Reads the state only (a dry run, an update, a workflow and a retry ask it too:
- * every path that makes work queued goes through it).
+ * tier is unknown or not allowed or a limit says no, or when hosts share folders and none holds its
+ * workdir (scheduler/shared-workdir.ts); a tier with a wall limit gives it to a job that names none.
+ * Reads the state only (a dry run, an update, a workflow and a retry ask it too: every path that
+ * makes work queued goes through it).
  */
 export function admitSpec(
   state: ClusterState,
@@ -110,6 +112,9 @@ export function admitSpec(
     : standing;
   const quota = submitQuotaRefusal(spec, counted, state.qos, adds);
   if (quota) refuse(named(quota));
+  const outside =
+    spec.workdir === undefined ? null : workdirRefusal(spec.workdir, declaredFolders(state.hosts.values()));
+  if (outside) refuse(named(outside));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
   return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
 }
