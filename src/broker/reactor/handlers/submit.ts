@@ -75,6 +75,8 @@ export function ownerStanding(
 export interface Admission {
   /** Check the tier against `allowedQos` (false: an update that leaves the tier as it is). */
   checkTier?: boolean;
+  /** Check the workdir against the folders the hosts share (false: an update, which cannot change it). */
+  checkWorkdir?: boolean;
   /** A job whose own tasks are left out of the owner's standing (one being updated). */
   leaving?: JobEntry | null;
   /** Tasks not yet in the state counted as queued too: by tier, and in all (a workflow's earlier jobs). */
@@ -97,7 +99,7 @@ export function admitSpec(
   spec: JobSpec,
   owner: string,
   allowedQos: readonly string[] | null,
-  { checkTier = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
+  { checkTier = true, checkWorkdir = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
 ): JobSpec {
   const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `${field}${refusal.field}` });
   const access = checkTier ? qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos) : null;
@@ -113,7 +115,9 @@ export function admitSpec(
   const quota = submitQuotaRefusal(spec, counted, state.qos, adds);
   if (quota) refuse(named(quota));
   const outside =
-    spec.workdir === undefined ? null : workdirRefusal(spec.workdir, declaredFolders(state.hosts.values()));
+    checkWorkdir && spec.workdir !== undefined
+      ? workdirRefusal(spec.workdir, declaredFolders(state.hosts.values()))
+      : null;
   if (outside) refuse(named(outside));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
   return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };

@@ -1,7 +1,8 @@
 // A job run in place (its workdir) through the handlers on the state alone: admitted while no host
 // shares any folder (it waits, explain saying which folder and that no host shares it), refused
-// naming workdir when hosts share folders and none holds it (a dry run too), started only on a
-// host sharing a folder that holds it, its start telling the agent the folder.
+// naming workdir when hosts share folders and none holds it (a dry run too; an update, which cannot
+// change it, is not), started only on a host sharing a folder that holds it, its start telling the
+// agent the folder.
 
 import { describe, expect, it } from "vitest";
 import { explainJob } from "../../../../../src/broker/planner/explain-job.ts";
@@ -9,6 +10,7 @@ import { InvalidRequestError } from "../../../../../src/broker/reactor/errors.ts
 import { attachHost } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
 import { removeHost } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { admitSpec, submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
+import { updateJob } from "../../../../../src/broker/reactor/handlers/update.ts";
 import { agentDetached } from "../../../../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import { facts, hello } from "../../../../helpers/agent-messages.ts";
@@ -89,6 +91,9 @@ describe("a job with a workdir", () => {
     const { result: job } = submit(b, "1", "/data/run1");
     agentDetached(b.state, "nfs");
     b.run((step) => removeHost(step, "nfs"));
+    // An update, which cannot change the workdir, is not refused for it.
+    b.run((step) => updateJob(step, { id: "1", update: { priority: 3 }, by: "alice" }));
+    expect(job.priority).toBe(3);
     expect(explainJob(b.state, job, b.now).reasons).toContain(
       "its workdir /data/run1 is in no folder a host shares (the hosts share only /scratch): it waits for a host that shares one holding it (an agent's --shared)",
     );
