@@ -1,3 +1,7 @@
+// The parsers and shared flags of the daemons' command lines (server, agent, up): labels, countable
+// resources, GPUs, shared folders, a pilot's walltime end, the metascheduling policy, and shutdown
+// on a signal.
+
 import { type Stats, statSync } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
 import { parseGpuList } from "../agent/host/gpus.ts";
