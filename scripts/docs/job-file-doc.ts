@@ -46,10 +46,16 @@ replicas: 2 # run a task on 2 hosts at once when slots are idle, the first to su
 contract: { minProgressPerMinute: 0.05, graceSeconds: 60 }
 `;
 
+/** A job run in place on a shared folder (docs/data.md); checked against the schema too. */
+const IN_PLACE = `command: ["./ns3d", "input"] # run in the workdir, where its files already are
+workdir: /data/cfd/run-12 # in a folder the hosts share (their agents' --shared): nothing uploaded or collected
+`;
+
 const LARGEST = Number.MAX_SAFE_INTEGER;
 
 export function jobFileDoc(): string {
   validateJobSpec(parseJobFileText(EXAMPLE));
+  validateJobSpec(parseJobFileText(IN_PLACE));
   const schema = z.toJSONSchema(jobSpecSchema, { io: "input", unrepresentable: "any" }) as JsonSchema;
   const rows: string[] = [];
   walk(schema, "", rows);
@@ -78,6 +84,15 @@ export function jobFileDoc(): string {
     "nodes: 4",
     "nodesPerHost: 2",
     "outputsFrom: all",
+    "```",
+    "",
+    "A job run in place, in a folder the hosts share (a network filesystem; [data.md](data.md) tells",
+    "the ways a job's data can go): its working folder is `workdir`, it reads and writes its files",
+    "there, and none goes through the server (no `inputs` or `outputs` beside it). Only hosts sharing",
+    "a folder that holds it run it (`host.shared`):",
+    "",
+    "```yaml",
+    IN_PLACE.trimEnd(),
     "```",
     "",
     "Dependencies (`dependsOn`): a job id waits for that job to succeed; an entry",

@@ -41,6 +41,8 @@ export interface AgentOptions {
   gpus?: string;
   /** `--resource name=N`: countable resources offered to jobs. */
   resources?: Record<string, number>;
+  /** `--shared PATH`: folders this host shares with the others, checked and normalised (daemons/options.ts). */
+  shared?: string[];
   /**
    * A link to a server in this process (`steward up`'s own agents), used instead of a WebSocket to
    * `servers` (which still serve the files: inputs, outputs, checkpoints).

@@ -26,6 +26,7 @@ import { HeldAttempts } from "./attempt/held-attempts.ts";
 import { LOG_FLUSH_MS, LogShipper } from "./attempt/log-shipper.ts";
 import { SPARE_FOLDERS_MAX, SpareFolders } from "./attempt/spare-folders.ts";
 import { StartReports } from "./attempt/start-reports.ts";
+import { workingFolderRefusal } from "./attempt/working-folder.ts";
 import { chooseEnforcement, isolatesGpus, removeBase, sweepCgroups } from "./cgroups/enforcement.ts";
 import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
 import { Outbox } from "./connection/outbox.ts";
@@ -105,6 +106,7 @@ export class Agent {
       labels: options.labels ?? {},
       speed: options.speed ?? hostSpeed(),
       workDir: options.workDir,
+      shared: options.shared ?? [],
     };
     this.context = {
       // The host credential once it has one; the join token before.
@@ -167,6 +169,7 @@ export class Agent {
     }
     const resources = this.options.resources ?? {};
     if (Object.keys(resources).length > 0) this.fixed.resources = resources;
+    if (this.fixed.shared.length > 0) this.log.info(`shared folders: ${this.fixed.shared.join(", ")}`);
     this.launcher.start();
     if (this.launcher.kind === "sh" && (process.env.STEWARD_LAUNCHER ?? "") === "")
       this.log.warn(
@@ -272,12 +275,17 @@ export class Agent {
     }
     this.attempts.track(attempt);
     // Whom it runs as (--run-as, --run-as-owner): an owner with no local account fails it (like a
-    // command that cannot run: the job's retries, not the system's), and it never runs as root.
-    let user: JobUser | null;
+    // command that cannot run: the job's retries, not the system's), and it never runs as root. A
+    // job run in place fails the same when that account may not enter its folder (working-folder.ts).
+    let user: JobUser | null = null;
+    let reason: string | null;
     try {
       user = await accountFor(this.runAs, spec.owner);
+      reason = spec.workdir === undefined ? null : await workingFolderRefusal(spec.workdir, user);
     } catch (error) {
-      const reason = error instanceof RunAsError ? error.message : `no account to run as: ${String(error)}`;
+      reason = error instanceof RunAsError ? error.message : `no account to run as: ${String(error)}`;
+    }
+    if (reason !== null) {
       attempt.ended = true;
       this.log.warn({ job: spec.jobId, owner: spec.owner, reason }, "attempt refused");
       this.report({

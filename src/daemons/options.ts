@@ -1,3 +1,8 @@
+// The parsers and shared flags of the daemons' command lines (server, agent, up): labels, countable
+// resources, GPUs, shared folders, a pilot's walltime end, the metascheduling policy, and shutdown
+// on a signal.
+
+import { type Stats, statSync } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
 import { parseGpuList } from "../agent/host/gpus.ts";
 import {
@@ -10,6 +15,8 @@ import { GANG_RESERVE_SECONDS } from "../broker/scheduler/stages/gang.ts";
 import type { MetaschedulingPolicy } from "../broker/scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS } from "../broker/scheduler/walltime.ts";
 import { number } from "../common/command-line/numbers.ts";
+import { ASSUMED_MAX_SHARED_FOLDERS } from "../common/model/cel-cost.ts";
+import { absoluteFolderProblem, normalFolder } from "../common/model/shared-folders.ts";
 
 export function labels(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const match = /^([^=]+)=(.*)$/.exec(value);
@@ -25,6 +32,32 @@ export function countableResources(
   const match = /^([A-Za-z][A-Za-z0-9_]{0,63})=(\d+)$/.exec(value.trim());
   if (!match) throw new InvalidArgumentError(`--resource needs name=count (license=4), not ${value}`);
   return { ...previous, [match[1]]: Number(match[2]) };
+}
+
+/**
+ * `--shared PATH` (repeatable): a folder this host shares with the others (a job's `workdir` runs
+ * in place on a host sharing a folder that holds it). Absolute, without `..`, and a folder that is
+ * there when the agent starts: anything else is refused naming the path. Kept normalised
+ * (`/data/` is `/data`), each once, at most ASSUMED_MAX_SHARED_FOLDERS.
+ */
+export function sharedFolder(value: string, previous: string[] = []): string[] {
+  const problem = absoluteFolderProblem(value);
+  if (problem) throw new InvalidArgumentError(`--shared ${value}: ${problem}`);
+  const folder = normalFolder(value);
+  let info: Stats | undefined;
+  try {
+    info = statSync(folder);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new InvalidArgumentError(
+      `--shared ${value}: ${code === "ENOENT" ? "no such folder" : (error as Error).message} (a shared folder must be there when the agent starts: is it mounted?)`,
+    );
+  }
+  if (!info.isDirectory()) throw new InvalidArgumentError(`--shared ${value}: not a folder`);
+  if (previous.includes(folder)) return previous;
+  if (previous.length >= ASSUMED_MAX_SHARED_FOLDERS)
+    throw new InvalidArgumentError(`--shared: at most ${ASSUMED_MAX_SHARED_FOLDERS} folders`);
+  return [...previous, folder];
 }
 
 /** `--gpus`: auto, or device indexes (0,1,3), checked here and detected or listed at start. */

@@ -2,9 +2,11 @@
 // the API's messages, and an event stream that resumes across a restart of the server without
 // missing or repeating an event.
 
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { ErrorAnswer } from "../../src/common/api/errors.ts";
+import type { Host } from "../../src/common/api/hosts.ts";
 import type { Job } from "../../src/common/api/jobs.ts";
 import {
   type AgentProcess,
@@ -13,6 +15,7 @@ import {
   getJob,
   ROOT,
   type StewardProcess,
+  startAgentProcess,
   startAttachedAgent,
   startServerProcess,
   tempDir,
@@ -134,4 +137,60 @@ describePython("the Python client", () => {
     const stored = (await getJob(server, id)).events.map((event) => event.id);
     expect(printed().map((event) => event.id)).toEqual(stored);
   }, 60_000);
+
+  it("submits a job run in place (workdir) as it is, as a dict and as YAML text, uploading nothing", async () => {
+    const shared = join(work, "shared");
+    mkdirSync(join(shared, "run"), { recursive: true });
+    writeFileSync(join(shared, "run", "mesh"), "7\n");
+    const sharing = await startAgentProcess({
+      name: "p-shared",
+      slots: 2,
+      servers: [server.url],
+      joinToken: server.joinToken,
+      args: ["--shared", shared],
+    });
+    try {
+      await waitFor("the sharing agent attached", async () =>
+        ((await api(server, "GET", "/api/v1/hosts")) as Host[]).some(
+          (host) => host.name === "p-shared" && host.connected,
+        ),
+      );
+      const run = await runPython(
+        [
+          "-c",
+          [
+            "import os, steward",
+            "client = steward.Client.from_env()",
+            "folder = os.path.join(os.environ['SHARED'], 'run')",
+            "as_dict = client.submit({'command': 'read n < mesh; echo $((n * 6)) > answer', 'workdir': folder})",
+            "job = client.wait(as_dict, timeout=60)",
+            "assert job['state'] == 'succeeded', job['state']",
+            "assert job['spec']['workdir'] == folder and job['spec']['inputs'] == [], job['spec']",
+            "assert client.fetch(as_dict, dest=os.environ['FETCHED']) == []",
+            "as_text = client.submit('command: pwd > where\\nworkdir: ' + folder + '\\n')",
+            "assert client.wait(as_text, timeout=60)['state'] == 'succeeded'",
+            "try:",
+            "    client.submit({'command': 'true', 'workdir': folder, 'inputs': ['mesh']}, base_dir=folder)",
+            "    raise AssertionError('inputs beside a workdir were taken')",
+            "except steward.Invalid as error:",
+            "    assert error.field == 'inputs', error.field",
+            "print('in place')",
+          ].join("\n"),
+        ],
+        {
+          STEWARD_URL: server.url,
+          STEWARD_TOKEN: server.token,
+          SHARED: shared,
+          FETCHED: join(work, "fetched"),
+        },
+      );
+      expect(run.stdout + run.stderr).toContain("in place");
+      expect(run.code).toBe(0);
+      expect(readFileSync(join(shared, "run", "answer"), "utf8")).toBe("42\n");
+      expect(readFileSync(join(shared, "run", "where"), "utf8")).toBe(`${join(shared, "run")}\n`);
+    } finally {
+      await sharing.crash();
+      cleanup(sharing.work);
+    }
+  }, 120_000);
 });

@@ -1,12 +1,12 @@
 // One attempt on this host. Its folder is its durable record: start.json (what the server asked),
 // job.sh (the command with its environment; for a job run as another account, the environment is
-// in `environment` beside it), pid and exit (written by the supervisor; the agent
-// adds the job's start time to pid), stop (a stop request), stdout and stderr, run/ (the working
-// folder), checkpoint/, the progress and requirements files the job writes (in notes/ for a job
-// run as another account, which owns that folder) and, for a rank, nodes. A restarted agent
-// re-adopts attempts from these folders; once the server has the attempt's end its folder goes, or
-// is kept for a later attempt (spare-folders.ts). A job run as another account owns only its parts
-// of the folder (attempt-folder.ts), and what it wrote is read through job-written-file.ts.
+// in `environment` beside it), pid and exit (written by the supervisor; the agent adds the job's
+// start time to pid), stop (a stop request), stdout and stderr, run/ (the working folder, unless
+// the job runs in place: its `workdir`), checkpoint/, the progress and requirements files the job
+// writes (in notes/ for a job run as another account, which owns that folder) and, for a rank,
+// nodes. A restarted agent re-adopts attempts from these folders; once the server has the attempt's
+// end its folder goes, or is kept for a later attempt (spare-folders.ts). A job run as another
+// account owns only its parts of the folder (attempt-folder.ts), read through job-written-file.ts.
 
 import { closeSync, constants, lstatSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { readFile, rename, stat } from "node:fs/promises";
@@ -189,6 +189,7 @@ export class Attempt {
     if (this.spec.restarted) await this.checkpoint.restore();
     const paths: JobPaths = {
       runDir: this.runDir,
+      ...(this.spec.workdir !== undefined ? { workdir: this.spec.workdir } : {}),
       checkpointDir: this.checkpointDir,
       progressFile: join(this.notesDir, "progress"),
       requirementsFile: join(this.notesDir, "requirements"),

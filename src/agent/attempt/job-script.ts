@@ -23,7 +23,13 @@ export function shellQuote(value: string): string {
 }
 
 export interface JobPaths {
+  /** The attempt's own working folder (run/): the job's, unless it runs in place (`workdir`). */
   runDir: string;
+  /**
+   * The folder the job runs in instead of runDir (the job file's `workdir`, in a folder the host
+   * shares); for a job of another account, entered as that account, never as root.
+   */
+  workdir?: string;
   checkpointDir: string;
   progressFile: string;
   /** Where the job may write new requirements (CEL) for itself: self-migration. */
@@ -137,6 +143,9 @@ export function jobEnvironmentFile(spec: StartMessage, paths: JobPaths): string 
 const TAKE_ENVIRONMENT =
   'environment=$(cat <&3) || exit 126; exec 3<&-; eval "$environment" || exit 126; unset environment; exec setsid "$@"';
 
+/** The same, for a job run in place: first, as the account, into its working folder (`$1`). */
+const ENTER_AND_TAKE_ENVIRONMENT = `cd -- "$1" || exit 126; shift; ${TAKE_ENVIRONMENT}`;
+
 /**
  * The job's command as the argv it is exec'd with: a string runs through `/bin/sh -c`, unless the
  * shell would only split it into words and run them (simple-command.ts).
@@ -156,7 +165,7 @@ export function jobExec(spec: StartMessage, paths: JobPaths, cgroupProcs: readon
   const words = [...argv, ...Object.values(spec.env)];
   if (words.some((word) => word.includes("\0"))) throw new Error("the job's command or env holds a NUL byte");
   return {
-    cwd: paths.runDir,
+    cwd: paths.workdir ?? paths.runDir,
     ...(paths.umask !== undefined ? { umask: paths.umask } : {}),
     cgroupProcs,
     env: checkedNames(jobEnvironment(spec, paths, process.env)),
@@ -165,13 +174,16 @@ export function jobExec(spec: StartMessage, paths: JobPaths, cgroupProcs: readon
 }
 
 export function jobScript(spec: StartMessage, paths: JobPaths): string {
-  const lines = [`cd ${shellQuote(paths.runDir)} || exit 126`];
+  const user = paths.user;
+  // A job of another account starts in its attempt's run/, root's shell going no further: its
+  // working folder, when it runs in place, is entered as the account (ENTER_AND_TAKE_ENVIRONMENT).
+  const start = user ? paths.runDir : (paths.workdir ?? paths.runDir);
+  const lines = [`cd ${shellQuote(start)} || exit 126`];
   if (paths.cgroupJoin) lines.unshift(paths.cgroupJoin.trimEnd());
   // The agent makes its own files with umask 077; the job gets the umask the agent was started
   // with, as if run by hand (and setpriv keeps it for a job of another account).
   if (paths.umask !== undefined) lines.push(`umask ${paths.umask.toString(8).padStart(4, "0")}`);
   const argv = jobArgv(spec);
-  const user = paths.user;
   if (!user) {
     // Sourced by the supervisor's subshell: setsid gives the job a session and process group of
     // its own.
@@ -185,7 +197,13 @@ export function jobScript(spec: StartMessage, paths: JobPaths): string {
   if (!paths.environmentFile) throw new Error("a job run as another account needs its environment file");
   const { account } = user;
   const groups = account.groups.length ? `--groups=${account.groups.join(",")}` : "--clear-groups";
-  const take = ["/bin/sh", "-c", TAKE_ENVIRONMENT, "steward-job", ...argv].map(shellQuote).join(" ");
+  const take = (
+    paths.workdir === undefined
+      ? ["/bin/sh", "-c", TAKE_ENVIRONMENT, "steward-job", ...argv]
+      : ["/bin/sh", "-c", ENTER_AND_TAKE_ENVIRONMENT, "steward-job", paths.workdir, ...argv]
+  )
+    .map(shellQuote)
+    .join(" ");
   lines.push(
     `exec ${shellQuote(user.setpriv)} --reuid=${account.uid} --regid=${account.gid} ${groups} --reset-env -- ${take} 3<${shellQuote(paths.environmentFile)}`,
   );

@@ -18,6 +18,8 @@ export interface StaticFacts {
   gpusIsolated?: boolean;
   /** Countable resources offered to jobs (--resource). */
   resources?: Record<string, number>;
+  /** Folders shared with the other hosts (--shared), where jobs run in place; sent even when empty. */
+  shared: string[];
 }
 
 function normalizeArch(arch: string): string {
@@ -55,5 +57,6 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     ...(fixed.gpus ? { gpus: fixed.gpus } : {}),
     ...(fixed.gpusIsolated !== undefined ? { gpusIsolated: fixed.gpusIsolated } : {}),
     ...(fixed.resources ? { resources: fixed.resources } : {}),
+    shared: fixed.shared,
   };
 }

@@ -45,6 +45,8 @@ export interface JobView {
   taskMemoryMb?(taskIndex: number): number | undefined;
   requirements: CompiledExpression | null;
   rank: CompiledExpression | null;
+  /** The job file's `workdir`: it runs in place, on hosts sharing a folder that holds it (stages/feasibility.ts); absent: anywhere. */
+  workdir?: string;
   /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
   slowHosts?: readonly string[];
   /** Tasks that may start at `now` with no rule of their own, in the order they should start. */
@@ -93,6 +95,7 @@ export interface RunningTaskView {
     | "gpus"
     | "custom"
     | "requirements"
+    | "workdir"
     | "rank"
     | "owner"
     | "qos"

@@ -186,6 +186,9 @@ export class JobEntry implements JobView {
   get custom(): Readonly<Record<string, number>> | undefined {
     return this.record.spec.resources.custom;
   }
+  get workdir(): string | undefined {
+    return this.record.spec.workdir;
+  }
   /** A task's memory grown after running out of memory (TaskRecord.memoryMb); undefined: the job's. */
   taskMemoryMb(taskIndex: number): number | undefined {
     return this.tasks[taskIndex]?.memoryMb ?? undefined;

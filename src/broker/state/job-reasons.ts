@@ -6,6 +6,7 @@ import {
   dependencyVerdict,
   describeDependency,
 } from "../../common/model/dependencies.ts";
+import { declaredFolders, workdirWaitReason } from "../scheduler/shared-workdir.ts";
 import type { ClusterState } from "./cluster-state.ts";
 import type { JobEntry } from "./job-entry.ts";
 
@@ -72,6 +73,10 @@ export function jobReasons(
     const rule = task.migration;
     if (rule)
       reasons.push(`task ${task.index} is migrating ${rule.to ? `to ${rule.to}` : `away from ${rule.from}`}`);
+  }
+  if (job.pending.size > 0 && record.spec.workdir !== undefined) {
+    const outside = workdirWaitReason(record.spec.workdir, declaredFolders(state.hosts.values()));
+    if (outside) reasons.push(outside);
   }
   if (job.pending.size === 0 && job.counts.running > 0) reasons.push("every task that can run is running");
   return reasons;

@@ -25,9 +25,11 @@ export function registerHosts(program: Command): void {
         host.facts.memoryMb,
         host.facts.load1,
         host.facts.speed,
+        // The folders it shares (--shared), where jobs with a workdir run in place.
+        host.facts.shared?.length ? host.facts.shared.join(",") : "-",
       ]);
       process.stdout.write(
-        `${table(["NAME", "POOL", "STATE", "BUSY", "ARCH", "CPUS", "MEM_MB", "LOAD1", "SPEED"], rows)}\n`,
+        `${table(["NAME", "POOL", "STATE", "BUSY", "ARCH", "CPUS", "MEM_MB", "LOAD1", "SPEED", "SHARED"], rows)}\n`,
       );
       const open = hosts.filter(
         (host) => (host.facts.gpus?.length ?? 0) > 0 && host.facts.gpusIsolated === false,

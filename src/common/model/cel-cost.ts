@@ -31,6 +31,12 @@ export const ASSUMED_MAX_HOST_LABELS = 64;
  */
 export const ASSUMED_MAX_FACT_CHARS = 256;
 
+/**
+ * Folders a host is assumed to share at most, for the size of `host.shared`: an agent takes no more
+ * (its `--shared`); each is assumed a fact string long (a longer path is still bounded at evaluation).
+ */
+export const ASSUMED_MAX_SHARED_FOLDERS = 64;
+
 /** Characters assumed for a number or other scalar turned into a string. */
 const SCALAR_STRING_CHARS = 32;
 
@@ -43,6 +49,7 @@ interface Shape {
 const SCALAR: Shape = { size: 0, item: null };
 const FACT_STRING: Shape = { size: ASSUMED_MAX_FACT_CHARS, item: null };
 const HOST_LABELS: Shape = { size: ASSUMED_MAX_HOST_LABELS, item: FACT_STRING };
+const HOST_SHARED: Shape = { size: ASSUMED_MAX_SHARED_FOLDERS, item: FACT_STRING };
 const STRING_FACTS = new Set(["name", "pool", "os", "arch"]);
 /** A value nothing is known of: as big as a fact string (the host's facts are all the input there is). */
 const UNKNOWN: Shape = FACT_STRING;
@@ -263,6 +270,7 @@ function estimateUnknown(args: unknown, scope: Scope): Estimate {
 
 function hostFact(field: string): Shape {
   if (field === "labels") return HOST_LABELS;
+  if (field === "shared") return HOST_SHARED;
   if (STRING_FACTS.has(field)) return FACT_STRING;
   return SCALAR;
 }

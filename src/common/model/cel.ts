@@ -24,6 +24,7 @@ const HOST_SCHEMA = {
   slotsFree: "double",
   secondsLeft: "double",
   enforces: "bool",
+  shared: "list<string>",
 } as const;
 
 export const HOST_FACT_NAMES = Object.keys(HOST_SCHEMA) as (keyof HostFacts)[];

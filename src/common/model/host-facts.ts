@@ -29,6 +29,11 @@ export interface HostFacts {
   /** Units of each countable resource the agent declares (`--resource name=N`); absent: none. */
   resources?: Record<string, number>;
   /**
+   * The folders the host shares with others (`--shared PATH`): a job's `workdir` runs only on a host
+   * sharing a folder that holds it (shared-folders.ts). An agent of an earlier release sends none.
+   */
+  shared?: string[];
+  /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
    * Filled in by the server when it looks at the host, not sent by the agent.
    */

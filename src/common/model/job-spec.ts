@@ -16,6 +16,7 @@ import { JOB_FILE_KEY_ALIASES } from "./job-file-key-aliases.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
+import { absoluteFolderProblem } from "./shared-folders.ts";
 
 /** The most replicas a job may ask for (the issue's bound; MyGrid's default is far lower). */
 export const MAX_REPLICAS = 8;
@@ -44,6 +45,11 @@ interface ArraySpec {
 
 const relativePath = z.string().superRefine((path, context) => {
   const problem = relativePathProblem(path);
+  if (problem) context.addIssue({ code: "custom", message: `${JSON.stringify(path)} ${problem}` });
+});
+
+const absoluteFolder = z.string().superRefine((path, context) => {
+  const problem = absoluteFolderProblem(path);
   if (problem) context.addIssue({ code: "custom", message: `${JSON.stringify(path)} ${problem}` });
 });
 
@@ -86,6 +92,11 @@ export const jobSpecSchema = z.strictObject({
     z.array(relativePath).default([]),
     "Files collected from the job's working folder when it succeeds (`steward fetch`).",
     ["residual"],
+  ),
+  workdir: about(
+    absoluteFolder.optional(),
+    "Runs the job in place (docs/data.md): its working folder is this absolute path, in a folder hosts share (an agent's `--shared`), and only hosts sharing a folder that holds it run the job. The job reads and writes its files there: nothing is uploaded at submit or collected after, so `inputs`, `outputs` and `array.paramsFile` do not go with it, nor `replicas` (they would write in the one folder at once). Refused at submit when hosts share folders and none holds it; waits while no host shares any. On an agent that runs jobs as their accounts, the job's account enters it (never root): one that may not fails the attempt naming the folder. Absent: a new folder of the attempt's, the inputs put in it.",
+    "/data/cfd/run-12",
   ),
   env: about(
     z
@@ -333,6 +344,7 @@ export function validateJobSpec(input: unknown): JobSpec {
       if (spec.array) fail("nodes", "a multi-node job is one gang: it may not be combined with array");
       if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
     }
+    if (spec.workdir !== undefined) checkInPlace(spec);
     checkArray(spec);
     return spec;
   }
@@ -371,6 +383,34 @@ function checkArray(spec: JobSpec): void {
         `${paramsFile} is not one of the job's inputs: list it in inputs (they are uploaded at submit)`,
       );
   } else if (array.count === undefined) fail("array", "give count, params or paramsFile");
+}
+
+/**
+ * A job run in place (`workdir`) moves no file through the server: it lists no inputs or outputs
+ * (its files are where it runs) and no parameters file (read from its inputs); and it has no
+ * replicas, which would write in the one folder at once.
+ */
+function checkInPlace(spec: JobSpec): void {
+  if (spec.array?.paramsFile !== undefined)
+    fail(
+      "array.paramsFile",
+      "a job with workdir uploads no file: give the parameters as array.params, or drop workdir",
+    );
+  if (spec.inputs.length > 0)
+    fail(
+      "inputs",
+      "a job with workdir runs in place and uploads nothing: it reads its files where they are (drop inputs, or drop workdir)",
+    );
+  if (spec.outputs.length > 0)
+    fail(
+      "outputs",
+      "a job with workdir runs in place and collects nothing: its files stay in its folder (drop outputs, or drop workdir)",
+    );
+  if (spec.replicas > 1)
+    fail(
+      "replicas",
+      "replicas of a job with workdir would write in its one folder at once: drop one or the other",
+    );
 }
 
 /** Each `${param...}` of the command and the env values has a known modifier (`:q`) or none. */

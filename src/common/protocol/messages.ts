@@ -53,6 +53,8 @@ export const hostFacts = z.object({
   gpusIsolated: z.boolean().optional(),
   /** Units of each countable resource the agent declares (`--resource name=N`). */
   resources: z.record(z.string(), z.int().min(0)).optional(),
+  /** The folders the host shares with others (`--shared PATH`), absolute; empty or absent: none. */
+  shared: z.array(z.string()).optional(),
 });
 
 const attemptRef = {
@@ -248,6 +250,11 @@ export const startMessage = z.object({
   /** Units of the host's countable resources given to this attempt, by name (STEWARD_RESOURCE_<NAME>). */
   resources: z.record(z.string(), z.int().min(1)).optional(),
   timeLimitSeconds: z.number().positive().nullable(),
+  /**
+   * The job file's `workdir`: the job runs in this folder (on a folder the host shares), not in the
+   * attempt's run/; absent: run/. No inputs or outputs go with it.
+   */
+  workdir: z.string().optional(),
   graceSeconds: z.number().min(0),
   /** How often the agent uploads the checkpoint folder's changes. */
   checkpointIntervalSeconds: z.number().positive(),

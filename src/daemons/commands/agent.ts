@@ -7,7 +7,7 @@ import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer, number } from "../../common/command-line/numbers.ts";
 import { daemonLogger, logFormatOption } from "../logger.ts";
-import { countableResources, endsAt, gpuSetting, labels, onShutdown } from "../options.ts";
+import { countableResources, endsAt, gpuSetting, labels, onShutdown, sharedFolder } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable, settingRank } from "../settings.ts";
 import { defaultWorkFolder, makeRootStateFolders } from "../work-folder.ts";
@@ -44,6 +44,12 @@ export function registerAgent(program: Command): void {
       countableResources,
       {},
     )
+    .option(
+      "--shared <path>",
+      "a folder this host shares with the others (absolute; it must be there): jobs with a workdir in it may run here, in place (repeatable)",
+      sharedFolder,
+      [],
+    )
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .addOption(logFormatOption())
     .option("--ca <file>", "trust this PEM certificate authority for the server's TLS (or STEWARD_CA)")
@@ -76,93 +82,95 @@ export function registerAgent(program: Command): void {
       endsAt,
     );
   // The agent's --token is the join token: STEWARD_JOIN_TOKEN, as it always was (STEWARD_TOKEN is the CLI's).
-  configurable(command, { env: { token: "STEWARD_JOIN_TOKEN" }, repeatable: ["label", "resource"] }).action(
-    async (options) => {
-      if (!options.server)
-        throw new CliError("--server is needed (or server: in the --config file, or STEWARD_SERVER)", 2);
-      // --token and --token-file are one setting: the one from the stronger place wins (a
-      // --token-file flag over STEWARD_JOIN_TOKEN, STEWARD_JOIN_TOKEN over the file's token-file).
-      if (
-        settingRank(command.getOptionValueSource("tokenFile")) >
-        settingRank(command.getOptionValueSource("token"))
-      )
-        options.token = undefined;
-      let runAs: RunAs;
-      try {
-        runAs = await chooseRunAs({
-          runAs: options.runAs,
-          runAsOwner: options.runAsOwner,
-          runAsMinUid: options.runAsMinUid,
-        });
-      } catch (error) {
-        if (error instanceof RunAsError) throw new CliError(error.message, 2);
-        throw error;
-      }
-      const joinToken = joinTokenOf(options);
-      // What the agent makes in its work folder is its account's alone; jobs get the umask the
-      // agent was started with back (job-script.ts), as if run by hand.
-      const jobUmask = privateUmask();
-      const uid = process.geteuid?.() ?? 0;
-      let workDir: string = options.work;
-      if (workDir === undefined) {
-        workDir = defaultWorkFolder(options.name, { uid, env: process.env, home: os.homedir() });
-        if (uid === 0) makeRootStateFolders();
-      }
-      const work = privateFolder(workDir, workFolderRole(runAs.kind !== "self"));
-      const log = daemonLogger(options.logFormat);
-      if (work.tightened) log.warn(work.tightened);
-      if (runAs.kind !== "self")
-        for (const warning of tokenWarnings({
-          // Only a --token flag shows in the process list (STEWARD_JOIN_TOKEN or the file's does not).
-          token: command.getOptionValueSource("token") === "cli" ? options.token : undefined,
-          tokenFile: options.tokenFile,
-        }))
-          log.warn(warning);
-      const agent = new Agent({
-        runAs,
-        servers: String(options.server)
-          .split(",")
-          .map((url) => url.trim())
-          .filter(Boolean),
-        joinToken,
-        name: options.name,
-        pool: options.pool,
-        slots: options.slots,
-        workDir: work.path,
-        jobUmask,
-        enforce: options.enforce !== false,
-        labels: options.label,
-        gpus: options.gpus,
-        resources: options.resource,
-        speed: options.speed,
-        log,
-        idleSeconds: options.idleSeconds,
-        endsAt: options.endsAt,
-        address: options.address,
-        onIdle: () => {
-          process.stderr.write("steward agent: idle, leaving\n");
-          process.exit(0);
-        },
-        onRejected: (reason) => {
-          process.stderr.write(`steward agent: the server refused this agent: ${reason}\n`);
-          process.exit(3);
-        },
-        onIncompatible: (message) => {
-          process.stderr.write(`steward agent: ${message}\n`);
-          process.exit(3);
-        },
+  configurable(command, {
+    env: { token: "STEWARD_JOIN_TOKEN" },
+    repeatable: ["label", "resource", "shared"],
+  }).action(async (options) => {
+    if (!options.server)
+      throw new CliError("--server is needed (or server: in the --config file, or STEWARD_SERVER)", 2);
+    // --token and --token-file are one setting: the one from the stronger place wins (a
+    // --token-file flag over STEWARD_JOIN_TOKEN, STEWARD_JOIN_TOKEN over the file's token-file).
+    if (
+      settingRank(command.getOptionValueSource("tokenFile")) >
+      settingRank(command.getOptionValueSource("token"))
+    )
+      options.token = undefined;
+    let runAs: RunAs;
+    try {
+      runAs = await chooseRunAs({
+        runAs: options.runAs,
+        runAsOwner: options.runAsOwner,
+        runAsMinUid: options.runAsMinUid,
       });
-      try {
-        await agent.start();
-      } catch (error) {
-        if (error instanceof RunAsError) throw new CliError(error.message, 2);
-        throw error;
-      }
-      // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
-      // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
-      onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
-    },
-  );
+    } catch (error) {
+      if (error instanceof RunAsError) throw new CliError(error.message, 2);
+      throw error;
+    }
+    const joinToken = joinTokenOf(options);
+    // What the agent makes in its work folder is its account's alone; jobs get the umask the
+    // agent was started with back (job-script.ts), as if run by hand.
+    const jobUmask = privateUmask();
+    const uid = process.geteuid?.() ?? 0;
+    let workDir: string = options.work;
+    if (workDir === undefined) {
+      workDir = defaultWorkFolder(options.name, { uid, env: process.env, home: os.homedir() });
+      if (uid === 0) makeRootStateFolders();
+    }
+    const work = privateFolder(workDir, workFolderRole(runAs.kind !== "self"));
+    const log = daemonLogger(options.logFormat);
+    if (work.tightened) log.warn(work.tightened);
+    if (runAs.kind !== "self")
+      for (const warning of tokenWarnings({
+        // Only a --token flag shows in the process list (STEWARD_JOIN_TOKEN or the file's does not).
+        token: command.getOptionValueSource("token") === "cli" ? options.token : undefined,
+        tokenFile: options.tokenFile,
+      }))
+        log.warn(warning);
+    const agent = new Agent({
+      runAs,
+      servers: String(options.server)
+        .split(",")
+        .map((url) => url.trim())
+        .filter(Boolean),
+      joinToken,
+      name: options.name,
+      pool: options.pool,
+      slots: options.slots,
+      workDir: work.path,
+      jobUmask,
+      enforce: options.enforce !== false,
+      labels: options.label,
+      gpus: options.gpus,
+      resources: options.resource,
+      shared: options.shared,
+      speed: options.speed,
+      log,
+      idleSeconds: options.idleSeconds,
+      endsAt: options.endsAt,
+      address: options.address,
+      onIdle: () => {
+        process.stderr.write("steward agent: idle, leaving\n");
+        process.exit(0);
+      },
+      onRejected: (reason) => {
+        process.stderr.write(`steward agent: the server refused this agent: ${reason}\n`);
+        process.exit(3);
+      },
+      onIncompatible: (message) => {
+        process.stderr.write(`steward agent: ${message}\n`);
+        process.exit(3);
+      },
+    });
+    try {
+      await agent.start();
+    } catch (error) {
+      if (error instanceof RunAsError) throw new CliError(error.message, 2);
+      throw error;
+    }
+    // A pilot's SIGTERM comes from its batch system (scancel, the walltime): its tasks will not
+    // survive the allocation, so they move now. Other agents leave their tasks running on SIGTERM.
+    onShutdown(() => (options.endsAt === undefined ? agent.stop() : agent.leave(LEAVING_REASON)));
+  });
 }
 
 /** Where jobs of other accounts could read the join token: --token (the process list), a token file others may read. */

@@ -80,6 +80,23 @@ describe("a config file", () => {
     expect(options).toMatchObject({ server: "http://a:4780", label: { zone: "eu", gpu: "a100" }, slots: 3 });
   });
 
+  it("takes the agent's shared folders as a list (shared:), each checked as --shared is", async () => {
+    const data = mkdtempSync(join(dir, "data-"));
+    const scratch = mkdtempSync(join(dir, "scratch-"));
+    const config = file(`server: http://a:4780\nshared: [${data}/, ${scratch}]\n`);
+    expect((await optionsOf(["agent", "--config", config])).options.shared).toEqual([data, scratch]);
+    process.env.STEWARD_SHARED = `${scratch},${data}`;
+    expect((await optionsOf(["agent", "--server", "http://a:4780"])).options.shared).toEqual([scratch, data]);
+    delete process.env.STEWARD_SHARED;
+    const missing = join(dir, "missing");
+    const wrong = file(`server: http://a:4780\nshared: [${data}, ${missing}]\n`);
+    const error = await failureOf(["agent", "--config", wrong]);
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toBe(
+      `${wrong}:2: shared: --shared ${missing}: no such folder (a shared folder must be there when the agent starts: is it mounted?)`,
+    );
+  });
+
   it("is overridden by STEWARD_* variables, which flags override", async () => {
     const config = file("port: 4999\nheartbeat-seconds: 3\nhost-timeout-seconds: 30\n");
     process.env.STEWARD_HEARTBEAT_SECONDS = "5";

@@ -51,6 +51,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     ...(gpus && gpus.length > 0 ? { gpus } : {}),
     ...(custom && Object.keys(custom).length > 0 ? { resources: custom } : {}),
     timeLimitSeconds: spec.timeLimitSeconds ?? null,
+    ...(spec.workdir !== undefined ? { workdir: spec.workdir } : {}),
     graceSeconds: spec.checkpoint.graceSeconds,
     checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,
   };

@@ -11,6 +11,7 @@ import {
   submitQuotaRefusal,
   timeLimitOf,
 } from "../../scheduler/quotas.ts";
+import { declaredFolders, workdirRefusal } from "../../scheduler/shared-workdir.ts";
 import { type ClusterState, submissionKey } from "../../state/cluster-state.ts";
 import type { LoadedTaskStates } from "../../state/dependency-verdicts.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
@@ -74,6 +75,8 @@ export function ownerStanding(
 export interface Admission {
   /** Check the tier against `allowedQos` (false: an update that leaves the tier as it is). */
   checkTier?: boolean;
+  /** Check the workdir against the folders the hosts share (false: an update, which cannot change it). */
+  checkWorkdir?: boolean;
   /** A job whose own tasks are left out of the owner's standing (one being updated). */
   leaving?: JobEntry | null;
   /** Tasks not yet in the state counted as queued too: by tier, and in all (a workflow's earlier jobs). */
@@ -86,16 +89,17 @@ export interface Admission {
 
 /**
  * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
- * tier is unknown or not allowed or a limit says no; a tier with a wall limit gives it to a job
- * that names none. Reads the state only (a dry run, an update, a workflow and a retry ask it too:
- * every path that makes work queued goes through it).
+ * tier is unknown or not allowed or a limit says no, or when hosts share folders and none holds its
+ * workdir (scheduler/shared-workdir.ts); a tier with a wall limit gives it to a job that names none.
+ * Reads the state only (a dry run, an update, a workflow and a retry ask it too: every path that
+ * makes work queued goes through it).
  */
 export function admitSpec(
   state: ClusterState,
   spec: JobSpec,
   owner: string,
   allowedQos: readonly string[] | null,
-  { checkTier = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
+  { checkTier = true, checkWorkdir = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
 ): JobSpec {
   const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `${field}${refusal.field}` });
   const access = checkTier ? qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos) : null;
@@ -110,6 +114,11 @@ export function admitSpec(
     : standing;
   const quota = submitQuotaRefusal(spec, counted, state.qos, adds);
   if (quota) refuse(named(quota));
+  const outside =
+    checkWorkdir && spec.workdir !== undefined
+      ? workdirRefusal(spec.workdir, declaredFolders(state.hosts.values()))
+      : null;
+  if (outside) refuse(named(outside));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));
   return timeLimitSeconds === spec.timeLimitSeconds ? spec : { ...spec, timeLimitSeconds };
 }

@@ -62,9 +62,11 @@ export function admitUpdatedSpec(
 ): JobSpec {
   // As at submit: a new tier the one who asks may not use is refused naming those they may; the
   // limits of the tier and the owner's group, the job's own tasks left out of its owner's queued
-  // count; a job left without a time limit gets the tier's.
+  // count; a job left without a time limit gets the tier's. Its workdir, which no update
+  // changes, is not held against the folders the hosts share now: it waits as it did.
   return admitSpec(state, updatedSpec(job.record.spec, update), job.owner, allowedQos, {
     checkTier: update.qos !== undefined,
+    checkWorkdir: false,
     leaving: job,
   });
 }

@@ -4,12 +4,13 @@
 // stage of a pass (feasibleHosts) keeps the hosts that take work that no rule rules out.
 
 import { evaluateRequirement } from "../../../common/model/cel.ts";
+import { sharingFolder } from "../../../common/model/shared-folders.ts";
 import type { HostView, JobView } from "../view.ts";
 import { walltimeInfeasibility } from "../walltime.ts";
 
 export type FeasibilityJob = Pick<
   JobView,
-  "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "expectedSeconds" | "checkpoints"
+  "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "workdir" | "expectedSeconds" | "checkpoints"
 >;
 export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
 
@@ -42,6 +43,18 @@ export const enoughCountable: FeasibilityStage = (job, host) => {
   return null;
 };
 
+/**
+ * A job run in place (its `workdir`) goes only to a host that shares a folder holding it (its
+ * agent's `--shared`, the fact `host.shared`): elsewhere the folder is not the job's files.
+ */
+export const sharesWorkdir: FeasibilityStage = (job, host) => {
+  if (job.workdir === undefined) return null;
+  const shared = host.facts.shared ?? [];
+  if (sharingFolder(job.workdir, shared) !== undefined) return null;
+  const what = shared.length === 0 ? "shares no folder" : `shares only ${shared.join(", ")}`;
+  return `workdir ${job.workdir} is in no folder this host shares (it ${what})`;
+};
+
 export const requirementsHold: FeasibilityStage = (job, host) => {
   if (!job.requirements) return null;
   const result = evaluateRequirement(job.requirements, host.facts);
@@ -57,6 +70,7 @@ export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   enoughSlots,
   enoughMemory,
   enoughCountable,
+  sharesWorkdir,
   fitsBeforeWalltime,
   requirementsHold,
 ];

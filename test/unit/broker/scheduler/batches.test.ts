@@ -49,6 +49,9 @@ describe("batchKey", () => {
     ["GPUs or none", { gpus: 1 }, {}, false],
     ["custom resources", { custom: { licence: 1 } }, { custom: { licence: 2 } }, false],
     ["custom resources or none", { custom: { licence: 1 } }, {}, false],
+    ["the same workdir", { workdir: "/data/run1" }, { workdir: "/data/run1" }, true],
+    ["workdirs", { workdir: "/data/run1" }, { workdir: "/data/run2" }, false],
+    ["a workdir or none", { workdir: "/data/run1" }, {}, false],
     [
       "custom resources, with or without GPUs",
       { custom: { licence: 1 }, gpus: 1 },

@@ -55,6 +55,7 @@ describe("HOST_FACT_NAMES", () => {
         "slotsFree",
         "secondsLeft",
         "enforces",
+        "shared",
       ].sort(),
     );
   });
@@ -78,6 +79,9 @@ describe("checkExpression", () => {
     ["requirements", "dyn(host.cpus)"],
     ["requirements", "host.enforces"],
     ["requirements", "host.secondsLeft > 60.0 && host.slotsFree >= 1.0"],
+    ["requirements", '"/data" in host.shared'],
+    ["requirements", 'host.shared.exists(folder, folder.startsWith("/data"))'],
+    ["rank", "double(size(host.shared))"],
   ] as const)("accepts %s %s", (purpose, source) => {
     expect(checkExpression(source, purpose)).toBeNull();
   });
@@ -95,6 +99,7 @@ describe("checkExpression", () => {
     ["rank", "host.speed * 2", /overload/],
     ["requirements", "cpus > 1.0", /cpus/],
     ["requirements", "host.enforces == 1.0", /no such overload: bool == double/],
+    ["requirements", 'host.shared == "/data"', /no such overload/],
   ] as const)("rejects %s %j", (purpose, source, problem) => {
     const message = checkExpression(source, purpose);
     expect(message).not.toBeNull();
@@ -149,6 +154,8 @@ describe("evaluateRequirement", () => {
     ['host.labels.tier == "gold"', { labels: { tier: "silver" } }, false],
     ['host.name == "s2"', { name: "s2" }, true],
     ["host.slotsFree >= 2.0", { slotsFree: 1 }, false],
+    ['"/data" in host.shared', { shared: ["/scratch", "/data"] as string[] }, true],
+    ['"/data" in host.shared', { shared: [] as string[] }, false],
   ] as const)("%s on %j -> %s", (source, overrides, ok) => {
     const result = evaluateRequirement(compileExpression(source), host(overrides));
     if (ok) {

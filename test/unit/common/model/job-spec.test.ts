@@ -629,3 +629,71 @@ describe("JobFileError", () => {
     expect(new JobFileError("", "bad").message).toBe("bad");
   });
 });
+
+describe("validateJobSpec workdir (a job run in place)", () => {
+  it("keeps the workdir as written, with no files to move", () => {
+    const spec = validateJobSpec({ command: "./cfd", workdir: "/data/cfd/run-12/" });
+    expect(spec.workdir).toBe("/data/cfd/run-12/");
+    expect(spec.inputs).toEqual([]);
+    expect(spec.outputs).toEqual([]);
+  });
+
+  it("is absent unless given", () => {
+    expect(validateJobSpec({ command: "true" })).not.toHaveProperty("workdir");
+  });
+
+  it.each<[string, Record<string, unknown>, string, string]>([
+    [
+      "a relative path",
+      { workdir: "data/run1" },
+      "workdir",
+      '"data/run1" must be an absolute path (starting with /)',
+    ],
+    [
+      "a path with ..",
+      { workdir: "/data/../etc" },
+      "workdir",
+      '"/data/../etc" must not contain .. (name the folder itself)',
+    ],
+    ["a NUL byte", { workdir: "/data/a\0b" }, "workdir", '"/data/a\\u0000b" must not contain a NUL byte'],
+    ["not a string", { workdir: 7 }, "workdir", "Invalid input: expected string, received number"],
+    [
+      "inputs beside it",
+      { workdir: "/data/run1", inputs: ["mesh"] },
+      "inputs",
+      "a job with workdir runs in place and uploads nothing: it reads its files where they are (drop inputs, or drop workdir)",
+    ],
+    [
+      "outputs beside it",
+      { workdir: "/data/run1", outputs: ["residual"] },
+      "outputs",
+      "a job with workdir runs in place and collects nothing: its files stay in its folder (drop outputs, or drop workdir)",
+    ],
+    [
+      "a parameters file (an input) beside it",
+      { workdir: "/data/run1", inputs: ["cases.txt"], array: { paramsFile: "cases.txt" } },
+      "array.paramsFile",
+      "a job with workdir uploads no file: give the parameters as array.params, or drop workdir",
+    ],
+    [
+      "replicas beside it",
+      { workdir: "/data/run1", replicas: 2 },
+      "replicas",
+      "replicas of a job with workdir would write in its one folder at once: drop one or the other",
+    ],
+  ])("refuses %s, naming the field", (_, fields, field, message) => {
+    const error = rejection({ command: "x", ...fields });
+    expect(error.field).toBe(field);
+    expect(error.problem).toBe(message);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ["an array with params", { array: { params: ["a", "b"] } }],
+    ["an array by count", { array: 3 }],
+    ["one replica", { replicas: 1 }],
+    ["a multi-node job", { nodes: 2 }],
+    ["empty inputs and outputs", { inputs: [], outputs: [] }],
+  ])("takes %s", (_, fields) => {
+    expect(validateJobSpec({ command: "x", workdir: "/data/run1", ...fields }).workdir).toBe("/data/run1");
+  });
+});

@@ -7,6 +7,7 @@ import {
   FEASIBILITY_STAGES,
   feasibleHosts,
   infeasibility,
+  sharesWorkdir,
 } from "../../../../../src/broker/scheduler/stages/feasibility.ts";
 import type { HostView } from "../../../../../src/broker/scheduler/view.ts";
 import { hostView, jobView } from "../../../../helpers/scheduler-views.ts";
@@ -60,6 +61,19 @@ describe("feasibility rules, in turn", () => {
       {},
       "requirements are false on this host",
     ],
+    ["a workdir in a folder it shares", { workdir: "/data/run1" }, { facts: { shared: ["/data"] } }, null],
+    [
+      "a workdir in no folder it shares",
+      { workdir: "/data/run1" },
+      { facts: { shared: ["/scratch"] } },
+      "workdir /data/run1 is in no folder this host shares (it shares only /scratch)",
+    ],
+    [
+      "the workdir is asked before requirements",
+      { workdir: "/data/run1", requirements: 'host.arch == "aarch64"' },
+      {},
+      "workdir /data/run1 is in no folder this host shares (it shares no folder)",
+    ],
     [
       "size is asked before requirements",
       { cpus: 8, requirements: 'host.arch == "aarch64"' },
@@ -79,13 +93,57 @@ describe("feasibility rules, in turn", () => {
   });
 });
 
+describe("sharesWorkdir: a job run in place goes only to a host sharing a folder that holds its workdir", () => {
+  it.each<[string, string | undefined, string[] | undefined, string | null]>([
+    ["a job without a workdir goes anywhere", undefined, undefined, null],
+    ["a job without a workdir, on a host that shares", undefined, ["/data"], null],
+    ["the folder itself", "/data", ["/data"], null],
+    ["a folder inside it", "/data/cfd/run-12", ["/data"], null],
+    ["inside the second folder it shares", "/scratch/run1", ["/data", "/scratch"], null],
+    ["written with a trailing slash", "/data/run1/", ["/data"], null],
+    ["a host sharing / shares every folder", "/anything", ["/"], null],
+    [
+      "a host of an earlier release (no fact)",
+      "/data/run1",
+      undefined,
+      "workdir /data/run1 is in no folder this host shares (it shares no folder)",
+    ],
+    [
+      "a host that shares none",
+      "/data/run1",
+      [],
+      "workdir /data/run1 is in no folder this host shares (it shares no folder)",
+    ],
+    [
+      "a folder beside it is not inside it",
+      "/data2/run1",
+      ["/data"],
+      "workdir /data2/run1 is in no folder this host shares (it shares only /data)",
+    ],
+    [
+      "a folder inside the workdir does not hold it",
+      "/data",
+      ["/data/run1", "/scratch"],
+      "workdir /data is in no folder this host shares (it shares only /data/run1, /scratch)",
+    ],
+  ])("%s", (_, workdir, shared, reason) => {
+    const job = jobView("j", workdir === undefined ? {} : { workdir });
+    const host = hostView("h", shared === undefined ? {} : { facts: { shared } });
+    expect(sharesWorkdir(job, host)).toBe(reason);
+  });
+
+  it("is one of the stages every pass and explain ask", () => {
+    expect(FEASIBILITY_STAGES).toContain(sharesWorkdir);
+  });
+});
+
 describe("feasibleHosts (the stage of a pass)", () => {
   const hosts: HostView[] = [
     hostView("a"),
     hostView("b", { facts: { arch: "aarch64" } }),
     hostView("c", { slots: 2 }),
     hostView("d", { connected: false }),
-    hostView("e", { slotsFree: 0 }),
+    hostView("e", { slotsFree: 0, facts: { shared: ["/data"] } }),
   ];
   it.each<[string, JobFields, string[], string[]]>([
     ["every host that takes work, in order", {}, ["a", "b", "c", "e"], ["a", "b", "c", "e"]],
@@ -98,6 +156,7 @@ describe("feasibleHosts (the stage of a pass)", () => {
       ["a", "b", "c", "e"],
       ["a", "c", "e"],
     ],
+    ["only those sharing its workdir", { workdir: "/data/run1" }, ["a", "b", "c", "e"], ["e"]],
     ["none when no host takes work", {}, [], []],
   ])("%s", (_, job, open, expected) => {
     const feasible = feasibleHosts(jobView("j", job), hosts, new Set(open));
