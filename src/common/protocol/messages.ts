@@ -112,6 +112,16 @@ export const heartbeatMessage = z.object({
    * heartbeat while the file exists; the server acts once per distinct text.
    */
   requirements: z.array(z.object({ ...attemptRef, text: z.string() })).default([]),
+  /** The host's content cache's counters since the agent started (absent from older agents). */
+  cache: z
+    .object({
+      hits: z.int().min(0),
+      misses: z.int().min(0),
+      bytesFetched: z.int().min(0),
+      bytesSaved: z.int().min(0),
+      bytesHeld: z.int().min(0),
+    })
+    .optional(),
 });
 
 export const startedEvent = z.object({
@@ -354,6 +364,12 @@ export function readCheckpointManifest(value: unknown): CheckpointManifest {
 }
 
 /** Paths of the HTTP routes agents use to move files (join-token auth). */
+/**
+ * The header with which the server answers an input's GET or HEAD (`agentFileRoutes.input`): the
+ * SHA-256 of its content, hex, by which agents cache it. Absent for an input stored without one.
+ */
+export const INPUT_DIGEST_HEADER = "x-steward-sha256";
+
 export const agentFileRoutes = {
   input: (jobId: string, path: string) => `/api/v1/agent/jobs/${enc(jobId)}/inputs/${encPath(path)}`,
   output: (jobId: string, task: number, attempt: number, path: string) =>

@@ -3,6 +3,7 @@ import os from "node:os";
 import { type Command, Option } from "commander";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as.ts";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
+import { DEFAULT_CACHE_GB } from "../../agent/cache/content-cache.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer, number } from "../../common/command-line/numbers.ts";
@@ -43,6 +44,12 @@ export function registerAgent(program: Command): void {
       "units of a countable resource to offer jobs (license=4; repeatable)",
       countableResources,
       {},
+    )
+    .option(
+      "--cache-gb <n>",
+      "capacity of the host's content cache of inputs (uploaded and URL), GiB, in the work folder's cache/; least recently used out first; 0 keeps nothing once placed",
+      number("--cache-gb"),
+      DEFAULT_CACHE_GB,
     )
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .addOption(logFormatOption())
@@ -134,6 +141,7 @@ export function registerAgent(program: Command): void {
         labels: options.label,
         gpus: options.gpus,
         resources: options.resource,
+        cacheGb: options.cacheGb,
         speed: options.speed,
         log,
         idleSeconds: options.idleSeconds,
