@@ -10,26 +10,35 @@ import type { ClusterState } from "../state/cluster-state.ts";
 
 type Labels = "host" | "pool";
 
-/** The counters' series: name, help, and which of a host's counters each shows. */
-const COUNTERS: readonly { name: string; help: string; of: keyof HostCacheCounters }[] = [
+/** The counters' series: name, help, labels (written out: test/unit/broker/server/grafana-dashboard.test.ts reads them), and which of a host's counters each shows. */
+const COUNTERS: readonly {
+  name: string;
+  help: string;
+  labelNames: readonly Labels[];
+  of: keyof HostCacheCounters;
+}[] = [
   {
     name: "steward_cache_hits_total",
     help: "Files the host's content cache placed in attempts' folders without fetching them",
+    labelNames: ["host", "pool"],
     of: "hits",
   },
   {
     name: "steward_cache_misses_total",
     help: "Files the host's content cache had to fetch (from the server or a URL)",
+    labelNames: ["host", "pool"],
     of: "misses",
   },
   {
     name: "steward_cache_fetched_bytes_total",
     help: "Bytes that came over the network into the host's content cache",
+    labelNames: ["host", "pool"],
     of: "bytesFetched",
   },
   {
     name: "steward_cache_saved_bytes_total",
     help: "Bytes of the files placed from the host's content cache: what did not come over the network",
+    labelNames: ["host", "pool"],
     of: "bytesSaved",
   },
 ];
@@ -46,11 +55,11 @@ function eachCache(
 /** Registers the series; `cluster` is the leading core's state, or null while none leads here. */
 export function registerHostCacheMetrics(registry: Registry, cluster: () => ClusterState | null): void {
   const registers = [registry];
-  for (const { name, help, of } of COUNTERS)
+  for (const { name, help, labelNames, of } of COUNTERS)
     new Counter<Labels>({
       name,
       help,
-      labelNames: ["host", "pool"],
+      labelNames,
       registers,
       collect() {
         this.reset();
