@@ -26,6 +26,8 @@ export interface ServedFile {
 export interface RequestSeen {
   path: string;
   range: string | null;
+  /** The Authorization header it came with. */
+  authorization: string | null;
   status: number;
 }
 
@@ -50,7 +52,12 @@ export async function startFileServer(files: Record<string, ServedFile> = {}): P
   const requests: RequestSeen[] = [];
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://x").pathname;
-    const seen: RequestSeen = { path, range: request.headers.range ?? null, status: 0 };
+    const seen: RequestSeen = {
+      path,
+      range: request.headers.range ?? null,
+      authorization: request.headers.authorization ?? null,
+      status: 0,
+    };
     requests.push(seen);
     seen.status = answer(served.get(path), request, response);
   });

@@ -1,19 +1,23 @@
-// An attempt's files moved through the server: its inputs fetched into its working folder before
-// the job starts, its outputs uploaded once it has succeeded. An input comes through the host's
-// content cache (cache/content-cache.ts), by the digest the server gives it, so that the tasks of
-// an array on one host fetch their common input once; an input the server has no digest of (stored
-// by an earlier version) is fetched straight into the folder. An output is read as the job's file
+// An attempt's files moved in and out: its inputs fetched into its working folder before the job
+// starts (uploaded ones from the server, URL inputs from their own servers), its outputs uploaded
+// to the server once it has succeeded. An input comes through the host's content cache
+// (cache/content-cache.ts), by the digest the server gives an uploaded one or the job file gives a
+// URL (else by the URL, revalidated), so that the tasks of an array on one host fetch their common
+// input once; an uploaded input the server has no digest of (stored by an earlier version) is
+// fetched straight into the folder. An output is read as the job's file
 // (job-written-file.ts): a link the job left to another's file is refused, not uploaded.
 
 import { openAsBlob } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { relativePathProblem } from "../../common/model/relative-path.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
 import type { HttpClient } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
-import { type DownloadSource, download } from "../cache/download.ts";
+import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
+import { urlSource } from "../cache/url-source.ts";
 import { openJobFile } from "./job-written-file.ts";
 
 /** What staging inputs needs: the server's files, and the host's cache. */
@@ -30,6 +34,27 @@ export async function stageInputs(context: InputStaging, spec: StartMessage, run
     // Inputs are often the program itself (GridWay stages the executable): let it run.
     await chmod(target, 0o755);
   }
+  for (const input of spec.urlInputs ?? []) {
+    const problem = relativePathProblem(input.as);
+    if (problem !== null)
+      throw new Error(`${shownUrl(input.url)}: as ${JSON.stringify(input.as)} ${problem}`);
+    const target = join(runDir, input.as);
+    await mkdir(dirname(target), { recursive: true });
+    await stageUrlInput(context.cache, input, target);
+    await chmod(target, 0o755);
+  }
+}
+
+/** A URL input: by its digest when it has one (no request at all once cached), else by its URL. */
+async function stageUrlInput(
+  cache: ContentCache,
+  input: { url: string; sha256?: string },
+  target: string,
+): Promise<void> {
+  const source = urlSource(input.url);
+  const key = cacheKeyOf(input);
+  if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
+  else await cache.placeByUrl(input.url, source, target);
 }
 
 /** An input uploaded at submit: its digest first (a HEAD), then from the cache or the server. */

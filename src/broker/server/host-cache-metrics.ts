@@ -10,7 +10,10 @@ import type { ClusterState } from "../state/cluster-state.ts";
 
 type Labels = "host" | "pool";
 
-/** The counters' series: name, help, labels (written out: test/unit/broker/server/grafana-dashboard.test.ts reads them), and which of a host's counters each shows. */
+/**
+ * The counters' series: name, help, labels (written out: the Grafana dashboard's test reads them
+ * from the source), and which of a host's counters each shows.
+ */
 const COUNTERS: readonly {
   name: string;
   help: string;

@@ -247,6 +247,22 @@ export const startMessage = z.object({
   command: z.union([z.string(), z.array(z.string())]),
   env: z.record(z.string(), z.string()),
   inputs: z.array(z.string()),
+  /**
+   * Inputs the agent fetches from their URLs itself (the job file's `{url, sha256, as}`), each
+   * with its name in the working folder resolved; absent: none.
+   */
+  urlInputs: z
+    .array(
+      z.object({
+        url: z.string(),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
+        as: z.string(),
+      }),
+    )
+    .optional(),
   outputs: z.array(z.string()),
   cpus: z.int().min(1),
   /** The task's memory, MB: with enforcement, its limit (absent or 0: none). */
