@@ -1,5 +1,6 @@
 // A real HTTP server on loopback (node:http) that serves files from memory, as a data server would:
-// ETag and Last-Modified, conditional GETs (304), Range requests (206, with If-Range), and what
+// ETag and Last-Modified, conditional GETs (304), Range requests (206, with If-Range; 416 past the
+// end), and what
 // tests make go wrong: a transfer cut halfway, a transfer that trickles, answers of a given status.
 // It counts the requests of each path, and the bodies it began to send.
 
@@ -15,6 +16,8 @@ export interface ServedFile {
   /** The next this many answers with a body are cut (the socket destroyed) after `cutAfter` bytes. */
   cuts?: number;
   cutAfter?: number;
+  /** The content once a transfer was cut (a file that changed between two tries). */
+  afterCut?: Buffer;
   /** Send the body in chunks of this many bytes, one every `trickleMs` (a slow server). */
   trickleBytes?: number;
   trickleMs?: number;
@@ -110,7 +113,11 @@ function answer(file: ServedFile | undefined, request: IncomingMessage, response
   const range = /^bytes=(\d+)-$/.exec(request.headers.range ?? "");
   const ifRange = request.headers["if-range"];
   const rangeHolds = ifRange === undefined || ifRange === etag || ifRange === MODIFIED;
-  if (range && file.ranges !== false && rangeHolds && Number(range[1]) < content.length) {
+  if (range && file.ranges !== false && rangeHolds && Number(range[1]) >= content.length) {
+    response.writeHead(416, { ...headers, "content-range": `bytes */${content.length}` }).end();
+    return 416;
+  }
+  if (range && file.ranges !== false && rangeHolds) {
     start = Number(range[1]);
     status = 206;
     headers["content-range"] = `bytes ${start}-${content.length - 1}/${content.length}`;
@@ -128,6 +135,10 @@ function answer(file: ServedFile | undefined, request: IncomingMessage, response
     file.cuts = (file.cuts ?? 0) - 1;
     end = Math.min(end, file.cutAfter ?? Math.floor(body.length / 2));
     cut = true;
+    if (file.afterCut) {
+      file.content = file.afterCut;
+      file.afterCut = undefined;
+    }
   }
   send(body.subarray(0, end), file, response, () => {
     if (cut) response.socket?.destroy();

@@ -96,7 +96,12 @@ export async function download(
 ): Promise<DownloadResult> {
   const policy = options.policy ?? DOWNLOAD_POLICY;
   const file = await open(path, "wx", 0o600);
-  const progress: Progress = { offset: 0, hash: createHash("sha256"), validators: {}, received: 0 };
+  const progress: Progress = {
+    offset: 0,
+    hash: createHash("sha256"),
+    validators: {},
+    received: 0,
+  };
   try {
     for (let tried = 1; ; tried++) {
       try {
@@ -156,6 +161,13 @@ async function oneTry(
     if (status === 304 && !resuming && options.conditional !== undefined) {
       await response.body?.cancel().catch(() => {});
       return "not-modified";
+    }
+    if (status === 416 && resuming) {
+      // The server has no such part (its file shrank, or changed without a validator saying so).
+      const from = progress.offset;
+      await response.body?.cancel().catch(() => {});
+      await restart(file, progress);
+      throw new Error(`HTTP 416 to a request from byte ${from}`);
     }
     let total: number | null = null;
     if (status === 206 && resuming) {

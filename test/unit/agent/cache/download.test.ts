@@ -1,8 +1,9 @@
 // One download against a real HTTP server on loopback: the whole file with its digest and
 // validators; a transfer cut halfway resumed with Range (206) where the server allows, started
-// over where it does not or where nothing ties the rest to the same version; tries again after a
-// 503, not after a 404, and gives up after its tries naming the source; a wrong digest refused
-// naming the source and both digests; a conditional request answered 304.
+// over where it does not, where nothing ties the rest to the same version, or where the part is
+// gone (416); tries again after a 503, not after a 404, and gives up after its tries naming the
+// source; a wrong digest refused naming the source and both digests; a conditional request
+// answered 304.
 
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -96,6 +97,20 @@ describe("download", () => {
     expect(server.requests.map((each) => [each.range, each.status])).toStrictEqual([
       [null, 200],
       [range, status],
+    ]);
+  });
+
+  it("starts over when the part asked for is past the end of a file that shrank meanwhile (416)", async () => {
+    const shorter = CONTENT.subarray(0, 2000);
+    serve({ cuts: 1, cutAfter: 3000, etag: false, lastModified: false, afterCut: shorter });
+    const sha256 = createHash("sha256").update(shorter).digest("hex");
+    const result = await download(source("/data.bin"), target(), { policy: POLICY, sha256 });
+    expect(result).toMatchObject({ kind: "fetched", sha256, bytes: 2000 });
+    expect(readFileSync(target()).equals(shorter)).toBe(true);
+    expect(server.requests.map((each) => [each.range, each.status])).toStrictEqual([
+      [null, 200],
+      ["bytes=3000-", 416],
+      [null, 200],
     ]);
   });
 
