@@ -30,7 +30,7 @@ interface JsonSchema {
 /** A job file that uses most keys; checked against the schema each time the docs are generated. */
 const EXAMPLE = `name: cfd
 command: ["./ns3d", "input"] # or a string, run by /bin/sh -c
-inputs: [ns3d, input] # relative to the job file's folder; uploaded at submit
+inputs: [ns3d, input, { url: "https://data.example.org/grid.nc" }] # paths uploaded at submit; URLs fetched by the hosts
 outputs: [residual] # collected from the job's working folder when it succeeds
 env: { OMP_NUM_THREADS: "4" }
 resources: { cpus: 4, memoryMb: 2048 }
@@ -215,6 +215,8 @@ function walk(schema: JsonSchema, prefix: string, rows: string[]): void {
     if (property.properties) walk(property, path, rows);
     // A key of two forms (`array: N` or a mapping): the mapping's keys too.
     for (const form of property.anyOf ?? []) if (form.properties) walk(form, path, rows);
+    // A list whose entries may be mappings (`inputs`, `dependsOn`): their keys, as `KEY[].SUB`.
+    for (const form of property.items?.anyOf ?? []) if (form.properties) walk(form, `${path}[]`, rows);
   }
 }
 

@@ -39,6 +39,8 @@ export interface AgentOptions {
   enforce?: boolean;
   /** `--gpus`: `auto` or device indexes (0,1,3); absent: none. */
   gpus?: string;
+  /** `--cache-gb`: the content cache's capacity, GiB (default DEFAULT_CACHE_GB; 0: nothing kept once placed). */
+  cacheGb?: number;
   /** `--resource name=N`: countable resources offered to jobs. */
   resources?: Record<string, number>;
   /** `--shared PATH`: folders this host shares with the others, checked and normalised (daemons/options.ts). */

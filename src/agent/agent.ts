@@ -27,6 +27,7 @@ import { LOG_FLUSH_MS, LogShipper } from "./attempt/log-shipper.ts";
 import { SPARE_FOLDERS_MAX, SpareFolders } from "./attempt/spare-folders.ts";
 import { StartReports } from "./attempt/start-reports.ts";
 import { workingFolderRefusal } from "./attempt/working-folder.ts";
+import { ContentCache, DEFAULT_CACHE_GB, GIB } from "./cache/content-cache.ts";
 import { chooseEnforcement, isolatesGpus, removeBase, sweepCgroups } from "./cgroups/enforcement.ts";
 import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
 import { Outbox } from "./connection/outbox.ts";
@@ -117,6 +118,7 @@ export class Agent {
         redirectOrigins: options.servers,
         serversName: "--server",
       }),
+      cache: new ContentCache(join(options.workDir, "cache"), (options.cacheGb ?? DEFAULT_CACHE_GB) * GIB),
       hostName: this.name,
       workDir: options.workDir,
       ...(options.jobUmask !== undefined ? { jobUmask: options.jobUmask } : {}),
@@ -129,6 +131,7 @@ export class Agent {
   async start(): Promise<void> {
     await mkdir(join(this.options.workDir, "attempts"), { recursive: true, mode: 0o700 });
     this.context.spares.load();
+    await this.context.cache.load();
     const notice = runAsNotice(this.runAs);
     if (notice.warn) this.log.warn(notice.message);
     else this.log.info(notice.message);
@@ -466,7 +469,8 @@ export class Agent {
       const text = await attempt.readRequirements();
       if (text !== null) requirements.push({ ...attemptRef(attempt.spec), text });
     }
-    return { type: "heartbeat", facts: await this.facts(), progress, requirements };
+    const cache = this.context.cache.counters;
+    return { type: "heartbeat", facts: await this.facts(), progress, requirements, cache };
   }
 
   private report(event: ReportEvent): void {

@@ -15,6 +15,7 @@ import type { StartMessage } from "../../common/protocol/messages.ts";
 import { REQUIREMENTS_MAX_CHARS } from "../../common/protocol/messages.ts";
 import type { HttpClient } from "../../common/transport/http-client.ts";
 import type { JobUser } from "../accounts/run-as.ts";
+import type { ContentCache } from "../cache/content-cache.ts";
 import type { AttemptCgroup } from "../cgroups/attempt-cgroup.ts";
 import type { Enforcement } from "../cgroups/enforcement.ts";
 import { CheckpointSync } from "../files/checkpoint.ts";
@@ -50,6 +51,8 @@ const PROGRESS_MAX_BYTES = 64;
 export interface AttemptContext {
   /** The server's files (inputs, outputs, checkpoints), through the server the agent is connected to. */
   http: HttpClient;
+  /** The host's content cache, which inputs come through. */
+  cache: ContentCache;
   hostName: string;
   workDir: string;
   /** Kept attempt folders for jobs of the agent's own account. */
@@ -185,7 +188,7 @@ export class Attempt {
     if (user) for (const path of [this.stdoutPath, this.stderrPath]) writeNewFile(path, "");
     if (gang) writeNewFile(join(this.dir, "nodes"), nodesFile(gang.nodes));
     if (!reused) writeNewFile(join(this.dir, "start.json"), startJson);
-    await stageInputs(this.context.http, this.spec, this.runDir);
+    await stageInputs(this.context, this.spec, this.runDir);
     if (this.spec.restarted) await this.checkpoint.restore();
     const paths: JobPaths = {
       runDir: this.runDir,

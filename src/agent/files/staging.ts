@@ -1,27 +1,79 @@
-// An attempt's files moved through the server: its inputs fetched into its working folder before
-// the job starts, its outputs uploaded once it has succeeded. An output is read as the job's file
+// An attempt's files moved in and out: its inputs fetched into its working folder before the job
+// starts (uploaded ones from the server, URL inputs from their own servers), its outputs uploaded
+// to the server once it has succeeded. An input comes through the host's content cache
+// (cache/content-cache.ts), by the digest the server gives an uploaded one or the job file gives a
+// URL (else by the URL, revalidated), so that the tasks of an array on one host fetch their common
+// input once; an uploaded input the server has no digest of (stored by an earlier version) is
+// fetched straight into the folder. An output is read as the job's file
 // (job-written-file.ts): a link the job left to another's file is refused, not uploaded.
 
-import { createWriteStream, openAsBlob } from "node:fs";
+import { openAsBlob } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { relativePathProblem } from "../../common/model/relative-path.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
-import { agentFileRoutes } from "../../common/protocol/messages.ts";
+import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
 import type { HttpClient } from "../../common/transport/http-client.ts";
+import { cacheKeyOf } from "../cache/cache-key.ts";
+import type { ContentCache } from "../cache/content-cache.ts";
+import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
+import { urlSource } from "../cache/url-source.ts";
 import { openJobFile } from "./job-written-file.ts";
 
-export async function stageInputs(http: HttpClient, spec: StartMessage, runDir: string): Promise<void> {
+/** What staging inputs needs: the server's files, and the host's cache. */
+export interface InputStaging {
+  http: HttpClient;
+  cache: ContentCache;
+}
+
+export async function stageInputs(context: InputStaging, spec: StartMessage, runDir: string): Promise<void> {
   for (const path of spec.inputs) {
     const target = join(runDir, path);
     await mkdir(dirname(target), { recursive: true });
-    const response = await http.request({ path: agentFileRoutes.input(spec.jobId, path) });
-    if (!response.ok || !response.body) throw new Error(`GET input ${path}: HTTP ${response.status}`);
-    await pipeline(Readable.fromWeb(response.body), createWriteStream(target));
+    await stageUploadedInput(context, spec.jobId, path, target);
     // Inputs are often the program itself (GridWay stages the executable): let it run.
     await chmod(target, 0o755);
   }
+  for (const input of spec.urlInputs ?? []) {
+    const problem = relativePathProblem(input.as);
+    if (problem !== null)
+      throw new Error(`${shownUrl(input.url)}: as ${JSON.stringify(input.as)} ${problem}`);
+    const target = join(runDir, input.as);
+    await mkdir(dirname(target), { recursive: true });
+    await stageUrlInput(context.cache, input, target);
+    await chmod(target, 0o755);
+  }
+}
+
+/** A URL input: by its digest when it has one (no request at all once cached), else by its URL. */
+async function stageUrlInput(
+  cache: ContentCache,
+  input: { url: string; sha256?: string },
+  target: string,
+): Promise<void> {
+  const source = urlSource(input.url);
+  const key = cacheKeyOf(input);
+  if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
+  else await cache.placeByUrl(input.url, source, target);
+}
+
+/** An input uploaded at submit: its digest first (a HEAD), then from the cache or the server. */
+async function stageUploadedInput(
+  { http, cache }: InputStaging,
+  jobId: string,
+  path: string,
+  target: string,
+): Promise<void> {
+  const route = agentFileRoutes.input(jobId, path);
+  const source: DownloadSource = {
+    name: `input ${path}`,
+    open: (headers, signal) => http.request({ path: route, headers, signal }),
+  };
+  const head = await http.request({ method: "HEAD", path: route });
+  if (!head.ok) throw new Error(`HEAD input ${path}: HTTP ${head.status}`);
+  const key = cacheKeyOf({ sha256: head.headers.get(INPUT_DIGEST_HEADER) });
+  if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
+  else await download(source, target);
 }
 
 /** Uploads the outputs; `refused`: files that are there but not the job's own (links to others' files). */

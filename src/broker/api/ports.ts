@@ -60,7 +60,10 @@ export interface OutputFile {
  */
 export interface JobFiles {
   input(jobId: string, path: string): StoredFile;
+  /** Stores an input and, once it is whole, the SHA-256 of its content beside it. */
   storeInput(jobId: string, path: string, content: Readable): Promise<number>;
+  /** The SHA-256 of an input (hex); null for one stored without (by an earlier version). */
+  inputDigest(jobId: string, path: string): Promise<string | null>;
   /** An attempt's stdout or stderr (a multi-node attempt's rank's). */
   log(jobId: string, task: number, attempt: number, stream: "stdout" | "stderr", rank: number): StoredFile;
   /** The output files an attempt stored, by path, sorted. */

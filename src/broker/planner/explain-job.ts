@@ -2,6 +2,7 @@
 // scheduling pass run dry on the very input a real pass gets (plan-pass.ts passInput), with
 // preemption's word on each of the job's running tasks. Reads the state only.
 
+import { uploadedInputs } from "../../common/model/input-spec.ts";
 import type { JobSpec } from "../../common/model/job-spec.ts";
 import type { EventRecord } from "../../common/model/records.ts";
 import { progressMade } from "../scheduler/estimate.ts";
@@ -87,7 +88,7 @@ export function draftJob(state: ClusterState, spec: JobSpec, owner: string, now:
     id: DRAFT_JOB_ID,
     spec,
     owner,
-    inputs: [...spec.inputs],
+    inputs: uploadedInputs(spec.inputs),
     submitKey: null,
     workflow: null,
   };

@@ -171,7 +171,8 @@ export class Core {
   }
 
   /**
-   * A heartbeat renews the lease and brings facts and progress (soft state: state/soft-state.ts); the jobs'
+   * A heartbeat renews the lease and brings facts, progress and the host's cache counters (soft
+   * state: state/soft-state.ts); the jobs'
    * progress and requirements files may then decide a stop: performance contracts, self-migration.
    * Resolves once any such decision is committed.
    */
@@ -180,9 +181,10 @@ export class Core {
     facts: HostFacts,
     progress: HeartbeatMessage["progress"] = [],
     requirements: HeartbeatMessage["requirements"] = [],
+    cache?: HeartbeatMessage["cache"],
   ): Promise<void> {
     const now = this.reactor.now();
-    heartbeatSeen(this.state, now, name, facts, progress);
+    heartbeatSeen(this.state, now, name, facts, progress, cache);
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
     const walltime = walltimeDue({ state: this.state, now }, name, margin);
     if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();

@@ -58,6 +58,7 @@ export interface GatewayPorts {
     facts: HostFacts,
     progress?: HeartbeatMessage["progress"],
     requirements?: HeartbeatMessage["requirements"],
+    cache?: HeartbeatMessage["cache"],
   ): Promise<void>;
   /** Any message from the agent renews its lease. */
   touch(name: string): void;
@@ -222,7 +223,7 @@ export class AgentGateway implements AgentLinks {
       switch (message.type) {
         case "heartbeat":
           ports
-            .heartbeat(host, message.facts, message.progress, message.requirements)
+            .heartbeat(host, message.facts, message.progress, message.requirements, message.cache)
             .catch((error) => log.error({ err: error }, "heartbeat not applied"));
           return;
         case "log":

@@ -1,9 +1,13 @@
 // The routes' port to a job's files (api/ports.ts JobFiles), over the blob store: each file by what
 // it is, at the key the blob store's layout gives it (store/blob-layout.ts).
 
+import { createHash } from "node:crypto";
+import { pipeline, Readable, Transform } from "node:stream";
+import { text } from "node:stream/consumers";
 import type { JobFiles, StoredFile } from "../api/ports.ts";
 import {
   checkpointObjectKey,
+  inputDigestKey,
   inputKey,
   jobPrefix,
   logKey,
@@ -21,7 +25,30 @@ export function jobFilesIn(blobs: BlobStore): JobFiles {
     (await blobs.write(key, content)).bytes;
   return {
     input: (jobId, path) => stored(inputKey(jobId, path)),
-    storeInput: (jobId, path, content) => store(inputKey(jobId, path), content),
+    async storeInput(jobId, path, content) {
+      const hash = createHash("sha256");
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      // An error of the upload (cut, over its limit) reaches the blob store's write through it.
+      const bytes = await store(
+        inputKey(jobId, path),
+        pipeline(content, hashing, () => {}),
+      );
+      await store(inputDigestKey(jobId, path), Readable.from([hash.digest("hex")]));
+      return bytes;
+    },
+    async inputDigest(jobId, path) {
+      try {
+        const digest = (await text(blobs.read(inputDigestKey(jobId, path)))).trim();
+        return /^[0-9a-f]{64}$/.test(digest) ? digest : null;
+      } catch {
+        return null;
+      }
+    },
     log: (jobId, task, attempt, stream, rank) => stored(logKey(jobId, task, attempt, stream, rank)),
     async outputs(jobId, task, attempt) {
       const prefix = outputPrefix(jobId, task, attempt);

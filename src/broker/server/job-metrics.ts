@@ -1,7 +1,8 @@
 // Prometheus series of the work itself, per pool and per owner: how long tasks wait in the queue,
 // how attempts end, preemptions, migrations and out-of-memory kills (counted from the committed
 // job events and placements of whichever core leads), and the slots and GPUs used and free (read
-// from the cluster state when scraped). deploy/grafana/steward.json is a dashboard over them.
+// from the cluster state when scraped), and the hosts' content caches (host-cache-metrics.ts).
+// deploy/grafana/steward.json is a dashboard over them.
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EventRecord } from "../../common/model/records.ts";
@@ -9,6 +10,7 @@ import type { AttemptPlaced } from "../reactor/effects.ts";
 import type { Reactor } from "../reactor/reactor.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { HostEntry, LiveAttempt } from "../state/host-entry.ts";
+import { registerHostCacheMetrics } from "./host-cache-metrics.ts";
 
 /** Queue wait buckets, in seconds: from a second to a day. */
 export const QUEUE_WAIT_BUCKETS_SECONDS = [
@@ -135,6 +137,7 @@ export class JobMetrics {
       registers,
     });
     const cluster = () => this.#reactor?.state ?? null;
+    registerHostCacheMetrics(registry, cluster);
     clusterGauge(
       {
         name: "steward_slots",

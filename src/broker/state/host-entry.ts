@@ -2,7 +2,7 @@
 // what its live attempts hold.
 
 import type { GangProgress } from "../../common/model/gang.ts";
-import type { HostFacts } from "../../common/model/host-facts.ts";
+import type { HostCacheCounters, HostFacts } from "../../common/model/host-facts.ts";
 import { attemptKey } from "../../common/model/ids.ts";
 import type { AttemptRecord, HostRecord, PlacementEntry } from "../../common/model/records.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
@@ -28,6 +28,8 @@ export interface HostEntry {
    */
   lastSeen: number;
   facts: HostFacts;
+  /** Soft state too: its agent's content cache counters, as its latest heartbeat gave them (/metrics). */
+  cache?: HostCacheCounters;
   connected: boolean;
   usedSlots: number;
   usedMemoryMb: number;

@@ -16,10 +16,12 @@
 //   of a connection, which a restart does not keep; the agent's hello sets them again.
 // - Progress samples of running attempts (JobEntry.progress, LiveAttempt.progress): what the
 //   estimates and contracts read; the agents report them with every heartbeat.
+// - A host's content cache counters (HostEntry.cache): what its agent's cache did since the agent
+//   started, for /metrics; every heartbeat brings them anew.
 // - The observed checkpoint transfer rate: an estimate the rescheduler prices moves with, learnt
 //   again from the next uploads (the policy's default until then).
 
-import type { HostFacts } from "../../common/model/host-facts.ts";
+import type { HostCacheCounters, HostFacts } from "../../common/model/host-facts.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import type { ClusterState } from "./cluster-state.ts";
 import { reportedAttempts } from "./host-entry.ts";
@@ -38,18 +40,20 @@ export function agentSeen(state: ClusterState, now: number, name: string): void 
   if (host) host.lastSeen = now;
 }
 
-/** Heartbeats renew the lease and bring facts and progress. */
+/** Heartbeats renew the lease and bring facts, progress and (from agents that have one) the cache's counters. */
 export function heartbeatSeen(
   state: ClusterState,
   now: number,
   name: string,
   facts: HostFacts,
   progress: readonly ProgressReport[],
+  cache?: HostCacheCounters,
 ): void {
   const host = state.hosts.get(name);
   if (!host) return;
   host.lastSeen = now;
   host.facts = facts;
+  if (cache) host.cache = cache;
   for (const { report, live: active } of reportedAttempts(host, progress)) {
     const sample = { fraction: report.fraction, at: now };
     active.job.setProgress(report.taskIndex, sample);

@@ -5,6 +5,9 @@ export const jobPrefix = (jobId: string) => `jobs/${jobId}`;
 
 export const inputKey = (jobId: string, path: string) => `jobs/${jobId}/inputs/${path}`;
 
+/** The SHA-256 of an input (64 hex digits), stored beside it at submit: agents cache inputs by it. */
+export const inputDigestKey = (jobId: string, path: string) => `jobs/${jobId}/input-digests/${path}`;
+
 export const attemptPrefix = (jobId: string, task: number, attempt: number) =>
   `jobs/${jobId}/tasks/${task}/attempts/${attempt}`;
 

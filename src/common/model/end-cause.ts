@@ -3,8 +3,9 @@
 
 /**
  * Why an attempt ended `lost`: its host (lease expired, agent restarted without it), or a system
- * failure that is not the host's: inputs or outputs that could not be staged, a start message that
- * never reached the agent. Only host losses count toward the poison limit (guarantee 5).
+ * failure that is not the host's: inputs or outputs that could not be staged (an input the server
+ * or a URL's server did not give in all its tries, a URL input whose content is not of its
+ * sha256: the reason names the URL), a start message that never reached the agent. Only host losses count toward the poison limit (guarantee 5).
  */
 export type LossCause = "host" | "staging" | "undelivered";
 

@@ -39,3 +39,16 @@ export interface HostFacts {
    */
   secondsLeft?: number;
 }
+
+/**
+ * What a host's content cache did since its agent started (its heartbeats carry them; the server's
+ * /metrics shows them per host): files placed from the cache and files fetched, the bytes that came
+ * over the network and those that did not have to, and the bytes it holds now.
+ */
+export interface HostCacheCounters {
+  hits: number;
+  misses: number;
+  bytesFetched: number;
+  bytesSaved: number;
+  bytesHeld: number;
+}

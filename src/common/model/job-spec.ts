@@ -12,6 +12,7 @@ import {
 import { expressionProblem } from "./cel.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { firstProblem } from "./first-problem.ts";
+import { inputNameClash, urlInputSchema } from "./input-spec.ts";
 import { JOB_FILE_KEY_ALIASES } from "./job-file-key-aliases.ts";
 import { JobFileError } from "./jobfile-error.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
@@ -84,9 +85,9 @@ export const jobSpecSchema = z.strictObject({
     ["./ns3d", "input"],
   ),
   inputs: about(
-    z.array(relativePath).default([]),
-    "Files relative to the job file's folder (the current folder for `steward submit -`), uploaded at submit and placed in the job's working folder. A path may not leave its folder.",
-    ["ns3d", "input"],
+    z.array(z.union([relativePath, urlInputSchema])).default([]),
+    "Files placed in the job's working folder before it starts. A path: a file relative to the job file's folder (the current folder for `steward submit -`), uploaded at submit; it may not leave its folder. A mapping `{url, sha256, as}`: a file the agent fetches from an `http:` or `https:` URL itself. Either way each host keeps it in its content cache, so an array's tasks on one host fetch it once.",
+    ["ns3d", "input", { url: "https://data.example.org/runs/grid.nc", as: "grid.nc" }],
   ),
   outputs: about(
     z.array(relativePath).default([]),
@@ -345,6 +346,8 @@ export function validateJobSpec(input: unknown): JobSpec {
       if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
     }
     if (spec.workdir !== undefined) checkInPlace(spec);
+    const clash = inputNameClash(spec.inputs);
+    if (clash) fail(clash.field, clash.message);
     checkArray(spec);
     return spec;
   }

@@ -114,6 +114,16 @@ export const heartbeatMessage = z.object({
    * heartbeat while the file exists; the server acts once per distinct text.
    */
   requirements: z.array(z.object({ ...attemptRef, text: z.string() })).default([]),
+  /** The host's content cache's counters since the agent started (absent from older agents). */
+  cache: z
+    .object({
+      hits: z.int().min(0),
+      misses: z.int().min(0),
+      bytesFetched: z.int().min(0),
+      bytesSaved: z.int().min(0),
+      bytesHeld: z.int().min(0),
+    })
+    .optional(),
 });
 
 export const startedEvent = z.object({
@@ -239,6 +249,22 @@ export const startMessage = z.object({
   command: z.union([z.string(), z.array(z.string())]),
   env: z.record(z.string(), z.string()),
   inputs: z.array(z.string()),
+  /**
+   * Inputs the agent fetches from their URLs itself (the job file's `{url, sha256, as}`), each
+   * with its name in the working folder resolved; absent: none.
+   */
+  urlInputs: z
+    .array(
+      z.object({
+        url: z.string(),
+        sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
+        as: z.string(),
+      }),
+    )
+    .optional(),
   outputs: z.array(z.string()),
   cpus: z.int().min(1),
   /** The task's memory, MB: with enforcement, its limit (absent or 0: none). */
@@ -361,6 +387,12 @@ export function readCheckpointManifest(value: unknown): CheckpointManifest {
 }
 
 /** Paths of the HTTP routes agents use to move files (join-token auth). */
+/**
+ * The header with which the server answers an input's GET or HEAD (`agentFileRoutes.input`): the
+ * SHA-256 of its content, hex, by which agents cache it. Absent for an input stored without one.
+ */
+export const INPUT_DIGEST_HEADER = "x-steward-sha256";
+
 export const agentFileRoutes = {
   input: (jobId: string, path: string) => `/api/v1/agent/jobs/${enc(jobId)}/inputs/${encPath(path)}`,
   output: (jobId: string, task: number, attempt: number, path: string) =>

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { type Command, Option } from "commander";
+import { DEFAULT_CACHE_GB } from "../../agent/cache/content-cache.ts";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as.ts";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
@@ -43,6 +44,12 @@ export function registerAgent(program: Command): void {
       "units of a countable resource to offer jobs (license=4; repeatable)",
       countableResources,
       {},
+    )
+    .option(
+      "--cache-gb <n>",
+      "capacity of the host's content cache of inputs (uploaded and URL), GiB, in the work folder's cache/; least recently used out first; 0 keeps nothing once placed",
+      number("--cache-gb"),
+      DEFAULT_CACHE_GB,
     )
     .option(
       "--shared <path>",
@@ -143,6 +150,7 @@ export function registerAgent(program: Command): void {
       gpus: options.gpus,
       resources: options.resource,
       shared: options.shared,
+      cacheGb: options.cacheGb,
       speed: options.speed,
       log,
       idleSeconds: options.idleSeconds,

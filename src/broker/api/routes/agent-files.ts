@@ -17,7 +17,11 @@ import { binary } from "../../../common/api/bytes-answer.ts";
 import { errors } from "../../../common/api/errors.ts";
 import { json } from "../../../common/api/json-answer.ts";
 import { nodesOf } from "../../../common/model/job-spec.ts";
-import { checkpointManifest, readCheckpointManifest } from "../../../common/protocol/messages.ts";
+import {
+  checkpointManifest,
+  INPUT_DIGEST_HEADER,
+  readCheckpointManifest,
+} from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { ApiPorts, JobFiles } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
@@ -71,7 +75,7 @@ export function registerAgentFileRoutes(
     "/api/v1/agent/jobs/:id/inputs/*",
     {
       schema: {
-        summary: "An input file of a job, for the agent that stages it",
+        summary: `An input file of a job, for the agent that stages it (its SHA-256 in ${INPUT_DIGEST_HEADER})`,
         params: jobParams.extend({ "*": filePath }),
         response: { 200: binary("the file's bytes"), ...errors(400, 401, 404) },
       },
@@ -82,7 +86,10 @@ export function registerAgentFileRoutes(
       const job = ports.read.job(id);
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
       const missing = `input ${path} of job ${id} is missing from the blob store`;
-      return sendStoredFile(reply, files.input(id, path), missing);
+      // Its digest, by which the agent caches it: a HEAD asks for that alone (it opens no stream).
+      const digest = await files.inputDigest(id, path);
+      if (digest !== null) reply.header(INPUT_DIGEST_HEADER, digest);
+      return sendStoredFile(reply, files.input(id, path), missing, request.method === "HEAD");
     },
   );
 

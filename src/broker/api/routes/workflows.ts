@@ -18,6 +18,7 @@ import {
   workflowSchema,
   workflowSummarySchema,
 } from "../../../common/api/workflows.ts";
+import { isUrlInput, uploadedInputs } from "../../../common/model/input-spec.ts";
 import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
@@ -177,12 +178,15 @@ export function registerWorkflowRoutes(
             key,
             async (assign) => {
               const file = validateWorkflowFile(request.body);
-              const named = file.jobs.find((job) => job.spec.inputs.length > 0);
-              if (named)
+              // URL inputs are fetched by the agents: only paths need a multipart submit.
+              const named = file.jobs.find((job) => uploadedInputs(job.spec.inputs).length > 0);
+              if (named) {
+                const index = named.spec.inputs.findIndex((input) => !isUrlInput(input));
                 throw new InvalidRequestError(
-                  `jobs.${named.name}.inputs[0]`,
-                  `${named.spec.inputs[0]}: file was not uploaded (send the workflow as multipart/form-data with its input files)`,
+                  `jobs.${named.name}.inputs[${index}]`,
+                  `${named.spec.inputs[index]}: file was not uploaded (send the workflow as multipart/form-data with its input files)`,
                 );
+              }
               return { file, ids: await assign(file), inputs: new Map() };
             },
             allowedQos,
@@ -361,7 +365,7 @@ async function submitMultipart(
           const path = part.fieldname.slice(slash + 1);
           const job = file.jobs.find((each) => each.name === name);
           const id = ids.jobs.get(name);
-          if (!job || id === undefined || !job.spec.inputs.includes(path)) {
+          if (!job || id === undefined || !uploadedInputs(job.spec.inputs).includes(path)) {
             part.file.resume();
             throw new InvalidRequestError(
               "inputs",
@@ -379,13 +383,15 @@ async function submitMultipart(
         const inputs = new Map<string, string[]>();
         const jobs: WorkflowFile["jobs"] = [];
         for (const job of file.jobs) {
-          const missing = job.spec.inputs.findIndex((path) => !stored.get(job.name)?.has(path));
+          const missing = job.spec.inputs.findIndex(
+            (input) => !isUrlInput(input) && !stored.get(job.name)?.has(input),
+          );
           if (missing >= 0)
             throw new InvalidRequestError(
               `jobs.${job.name}.inputs[${missing}]`,
               `${job.spec.inputs[missing]}: file was not uploaded`,
             );
-          inputs.set(job.name, [...job.spec.inputs]);
+          inputs.set(job.name, uploadedInputs(job.spec.inputs));
           // An array's parameters file is read now, as at a job's submit.
           const id = ids.jobs.get(job.name)!;
           jobs.push({ ...job, spec: await withParamsFile(job.spec, files, id, `jobs.${job.name}.`) });

@@ -6,6 +6,7 @@ import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
 import type { EndCause } from "../../../common/model/end-cause.ts";
 import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts";
 import { hostsOf } from "../../../common/model/ids.ts";
+import { fetchedInputs } from "../../../common/model/input-spec.ts";
 import { taskParam } from "../../../common/model/job-spec.ts";
 import type { AttemptRecord, StopIntent } from "../../../common/model/records.ts";
 import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
@@ -28,6 +29,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
   const memoryMb = attempt.memoryMb ?? spec.resources.memoryMb;
   const gpus = attempt.placement.find((entry) => entry.rank === rank)?.gpus;
   const custom = spec.resources.custom;
+  const urlInputs = fetchedInputs(spec.inputs);
   // An array's parameter is put in here, so that the agent runs what it is sent (array-params.ts).
   const param = taskParam(spec, attempt.taskIndex);
   const { command, env } =
@@ -44,6 +46,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     command,
     env,
     inputs: job.record.inputs,
+    ...(urlInputs.length > 0 ? { urlInputs } : {}),
     outputs: spec.outputs,
     cpus: spec.resources.cpus,
     ...(memoryMb > 0 ? { memoryMb } : {}),

@@ -8,6 +8,7 @@ import { cancelJob } from "../../../../src/broker/reactor/handlers/control.ts";
 import { admitSpec, submitJob } from "../../../../src/broker/reactor/handlers/submit.ts";
 import { ClusterState } from "../../../../src/broker/state/cluster-state.ts";
 import type { JobEntry } from "../../../../src/broker/state/job-entry.ts";
+import { uploadedInputs } from "../../../../src/common/model/input-spec.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../../../src/common/model/qos-file.ts";
 import { HandlerBench } from "../../../helpers/handler-bench.ts";
@@ -62,7 +63,7 @@ describe("draftJob", () => {
     const draft = draftJob(b.state, spec, "alice", b.now);
     expect(draft.id).toBe(DRAFT_JOB_ID);
     const submitted = b.run((step) =>
-      submitJob(step, { id: "7", spec, owner: "alice", inputs: [...spec.inputs], admitted: true }),
+      submitJob(step, { id: "7", spec, owner: "alice", inputs: uploadedInputs(spec.inputs), admitted: true }),
     ).result;
     expect(apartFromId(draft)).toStrictEqual(apartFromId(submitted));
   });

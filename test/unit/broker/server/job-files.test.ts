@@ -1,7 +1,8 @@
 // The routes' port to a job's files over the blob store: each file at the key the blob store's
 // layout gives it, its size (null when absent), its bytes from an offset, an attempt's outputs by
-// path, and a job's files deleted together.
+// path, and a job's files deleted together; an input's digest stored beside it.
 
+import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -31,6 +32,7 @@ it("stores inputs, outputs and checkpoint objects where the layout puts them, an
   expect(await files.storeOutput("7", 2, 3, "out.txt", content("output!"))).toBe(7);
   expect(await files.storeCheckpointObject("7", 2, "a".repeat(64), content("object"))).toBe(6);
   expect(await keys()).toStrictEqual([
+    "jobs/7/input-digests/data/in.txt",
     "jobs/7/inputs/data/in.txt",
     "jobs/7/tasks/2/attempts/3/outputs/out.txt",
     `jobs/7/tasks/2/checkpoint/objects/${"a".repeat(64)}`,
@@ -68,7 +70,33 @@ it("deletes a checkpoint object alone, and a job's files all together", async ()
   await files.storeInput("70", "in.txt", content("another job's"));
   await files.deleteCheckpointObject("7", 0, sha);
   expect(await files.checkpointObject("7", 0, sha).size()).toBeNull();
-  expect(await keys()).toStrictEqual(["jobs/7/inputs/in.txt", "jobs/70/inputs/in.txt"]);
+  expect(await keys()).toStrictEqual([
+    "jobs/7/input-digests/in.txt",
+    "jobs/7/inputs/in.txt",
+    "jobs/70/input-digests/in.txt",
+    "jobs/70/inputs/in.txt",
+  ]);
   await files.deleteJobFiles("7");
-  expect(await keys()).toStrictEqual(["jobs/70/inputs/in.txt"]);
+  expect(await keys()).toStrictEqual(["jobs/70/input-digests/in.txt", "jobs/70/inputs/in.txt"]);
+});
+
+it("keeps an input's SHA-256 beside it, and answers null for an input stored without one", async () => {
+  await files.storeInput("7", "data/in.txt", content("input"));
+  expect(await files.inputDigest("7", "data/in.txt")).toBe(
+    createHash("sha256").update("input").digest("hex"),
+  );
+  await blobs.write("jobs/8/inputs/old.txt", content("stored by an earlier version"));
+  expect(await files.inputDigest("8", "old.txt")).toBeNull();
+  expect(await files.inputDigest("7", "none.txt")).toBeNull();
+});
+
+it("stores no digest of an upload that fails halfway, and lets the error through", async () => {
+  const failing = new Readable({
+    read() {
+      this.push(Buffer.from("part"));
+      this.destroy(new Error("upload cut"));
+    },
+  });
+  await expect(files.storeInput("7", "cut.txt", failing)).rejects.toThrow("upload cut");
+  expect(await keys()).toStrictEqual([]);
 });

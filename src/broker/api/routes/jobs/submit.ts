@@ -8,6 +8,7 @@ import { errors } from "../../../../common/api/errors.ts";
 import { checkedJobFileSchema } from "../../../../common/api/job-file.ts";
 import { jobSchema } from "../../../../common/api/jobs.ts";
 import { json } from "../../../../common/api/json-answer.ts";
+import { isUrlInput, uploadedInputs } from "../../../../common/model/input-spec.ts";
 import { type JobSpec, validateJobSpec } from "../../../../common/model/job-spec.ts";
 import { isWorkflowFile } from "../../../../common/model/workflow.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
@@ -113,10 +114,12 @@ async function submitJson(
 ): Promise<SubmittedJob> {
   refuseWorkflowFile(body);
   const spec = validateJobSpec(body);
-  if (spec.inputs.length > 0) {
+  // URL inputs are fetched by the agents: only paths need a multipart submit.
+  const uploaded = spec.inputs.findIndex((input) => !isUrlInput(input));
+  if (uploaded >= 0) {
     throw new InvalidRequestError(
-      "inputs[0]",
-      `${spec.inputs[0]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
+      `inputs[${uploaded}]`,
+      `${spec.inputs[uploaded]}: file was not uploaded (send the job as multipart/form-data with its input files)`,
     );
   }
   return ports.jobs.submit({ owner, submitKey: key, dependencyOwner, allowedQos }, async () => ({
@@ -167,7 +170,7 @@ async function submitMultipart(
             throw new InvalidRequestError("job", "the job field must come before the input files");
           }
           const path = part.fieldname;
-          if (!spec.inputs.includes(path)) {
+          if (!uploadedInputs(spec.inputs).includes(path)) {
             part.file.resume();
             throw new InvalidRequestError(
               "inputs",
@@ -182,14 +185,14 @@ async function submitMultipart(
           stored.add(path);
         }
         if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
-        const missing = spec.inputs.findIndex((path) => !stored.has(path));
+        const missing = spec.inputs.findIndex((input) => !isUrlInput(input) && !stored.has(input));
         if (missing >= 0) {
           throw new InvalidRequestError(
             `inputs[${missing}]`,
             `${spec.inputs[missing]}: file was not uploaded`,
           );
         }
-        return { spec: await withParamsFile(spec, files, id), inputs: [...spec.inputs], id };
+        return { spec: await withParamsFile(spec, files, id), inputs: uploadedInputs(spec.inputs), id };
       },
     );
     if (!received) await readPastParts(request);
