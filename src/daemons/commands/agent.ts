@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { type Command, Option } from "commander";
-import { DEFAULT_CACHE_GB } from "../../agent/cache/content-cache.ts";
 import { chooseRunAs, type RunAs, RunAsError } from "../../agent/accounts/run-as.ts";
 import { Agent, LEAVING_REASON } from "../../agent/agent.ts";
+import { DEFAULT_CACHE_GB } from "../../agent/cache/content-cache.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
 import { describe } from "../../common/command-line/commands.ts";
 import { integer, number } from "../../common/command-line/numbers.ts";
