@@ -19,6 +19,7 @@ import { checkpointOverheadBenchmark } from "./checkpoint-overhead.ts";
 import { cliBenchmark } from "./cli.ts";
 import { crashRestartBenchmark } from "./crash-restart.ts";
 import { dashboardBenchmark } from "./dashboard.ts";
+import { dataCacheBenchmark } from "./data-cache.ts";
 import { endToEndBenchmark } from "./end-to-end.ts";
 import { enforcementBenchmark } from "./enforcement.ts";
 import { futuresRoundTripBenchmark } from "./futures-round-trip.ts";
@@ -54,6 +55,7 @@ const BENCHMARKS: Benchmark[] = [
   gangBenchmark,
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,
+  dataCacheBenchmark,
   replayLcgBenchmark,
   replayLcgRealBenchmark,
   replayLcgFastBenchmark,
