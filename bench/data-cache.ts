@@ -1,14 +1,14 @@
 // Data where it lives: an array of short tasks that all read the same large input, on a server and
 // 2 agents as separate processes, three ways: the input uploaded at submit with the hosts' content
-// cache (each host fetches it from the broker once), the same with `--cache-gb 0` (each task fetches
-// it from the broker again: the path before the cache), and the input by URL from an HTTP server the
-// benchmark runs (the broker moves none of it). Per way: the bytes the broker served for inputs, the
-// bytes each host fetched, the caches' hit rate, and the wall time from the submit request to the
-// job's end.
+// cache (each host fetches it from the broker once), the same with `--cache-gb 0` (the cache off:
+// every task fetches its own copy from the broker, no download shared, as before the cache), and the
+// input by URL from an HTTP server the benchmark runs (the broker moves none of it). Per way: the
+// bytes the broker served for inputs, the bytes each host fetched, the caches' hit rate, and the
+// wall time from the submit request to the job's end.
 //
 // The broker has no counter of the input bytes it serves; they are counted from the agents' cache
 // counters in its /metrics (every input, uploaded or by URL, reaches an attempt through the cache,
-// which counts what it fetched), less the bytes the benchmark's URL server sent.
+// which counts what it fetched, off or not), less the bytes the benchmark's URL server sent.
 
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, mkdtempSync, openAsBlob, rmSync, writeFileSync } from "node:fs";
@@ -164,7 +164,7 @@ const WAYS: Way[] = [
   {
     key: "uploadPerTask",
     label: "data-cache-per-task",
-    what: "uploaded at submit, agents with --cache-gb 0",
+    what: "uploaded at submit, agents with --cache-gb 0 (cache off: every task fetches its own copy)",
     agentArgs: ["--cache-gb", "0"],
     byUrl: false,
   },
@@ -311,7 +311,7 @@ async function measure(way: Way, { input, tasks }: Sizes, { options, progress }:
 
 export const dataCacheBenchmark: Benchmark = {
   name: "data-cache",
-  description: `an array of short tasks reading one input (STEWARD_BENCH_DATA_MB, default 500 MiB; STEWARD_BENCH_DATA_TASKS, default 1000) on ${AGENTS} agents of ${SLOTS} slots: uploaded with the hosts' cache, uploaded with --cache-gb 0, by URL`,
+  description: `an array of short tasks reading one input (STEWARD_BENCH_DATA_MB, default 500 MiB; STEWARD_BENCH_DATA_TASKS, default 1000) on ${AGENTS} agents of ${SLOTS} slots: uploaded with the hosts' cache, uploaded with --cache-gb 0 (every task its own copy), by URL`,
   async run(context) {
     const inputMb = fromEnv("STEWARD_BENCH_DATA_MB", 500, false);
     const tasks = fromEnv("STEWARD_BENCH_DATA_TASKS", 1000, true);

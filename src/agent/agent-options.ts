@@ -39,7 +39,7 @@ export interface AgentOptions {
   enforce?: boolean;
   /** `--gpus`: `auto` or device indexes (0,1,3); absent: none. */
   gpus?: string;
-  /** `--cache-gb`: the content cache's capacity, GiB (default DEFAULT_CACHE_GB; 0: nothing kept once placed). */
+  /** `--cache-gb`: the content cache's capacity, GiB (default DEFAULT_CACHE_GB; 0: off, each task fetches its own copy). */
   cacheGb?: number;
   /** `--resource name=N`: countable resources offered to jobs. */
   resources?: Record<string, number>;

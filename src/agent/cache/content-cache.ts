@@ -10,6 +10,11 @@
 // time: a task that needs what another is fetching waits for it, then finds it here. An object is
 // pinned while it is copied into an attempt's folder, so no eviction takes it meanwhile.
 //
+// A capacity of 0 (`--cache-gb 0`) turns the cache off: every placement downloads its own copy (to
+// a temporary name beside its target, checked against the digest, then renamed), no download is
+// shared, nothing is kept or written under the folder (an earlier run's is removed at start), and
+// every placement counts a miss.
+//
 // Files reach attempts as copies (a reflink where the file system makes one: COPYFILE_FICLONE), not
 // as hard links: a job could make a link to a file of its own account writable again and change
 // every later task's input.
@@ -26,7 +31,7 @@ import {
   unlinkSync,
 } from "node:fs";
 import { constants, copyFile, mkdir, rename, unlink, utimes, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CacheIndex, indexFromListing, type ListedFile } from "./cache-index.ts";
 import {
   conditionalHeaders,
@@ -75,6 +80,11 @@ export class ContentCache {
     this.#policy = policy;
   }
 
+  /** A capacity of 0: every placement fetches its own copy, and nothing is kept (see the head of this file). */
+  get off(): boolean {
+    return this.capacityBytes <= 0;
+  }
+
   get counters(): CacheCounters {
     return { ...this.#counters, bytesHeld: this.#index.totalBytes };
   }
@@ -92,8 +102,16 @@ export class ContentCache {
     return join(this.dir, "objects", sha256);
   }
 
-  /** Makes the folder, empties tmp/ (an earlier run's unfinished downloads) and rebuilds the index. */
+  /**
+   * Makes the folder, empties tmp/ (an earlier run's unfinished downloads) and rebuilds the index;
+   * the cache off, removes the folder instead.
+   */
   async load(): Promise<void> {
+    if (this.off) {
+      // What a run with a capacity kept: nothing of it is used now.
+      rmSync(this.dir, { recursive: true, force: true });
+      return;
+    }
     for (const part of ["objects", "urls", "tmp"])
       await mkdir(join(this.dir, part), { recursive: true, mode: 0o700 });
     rmSync(join(this.dir, "tmp"), { recursive: true, force: true });
@@ -129,6 +147,7 @@ export class ContentCache {
    * `source` first (and checked against the digest) when the cache lacks it.
    */
   async placeByDigest(sha256: string, source: DownloadSource, target: string): Promise<void> {
+    if (this.off) return await this.#fetchOwnCopy(source, target, { sha256 });
     await this.#exclusive(`sha256:${sha256}`, async () => {
       if (this.#hit(sha256)) return;
       const fetched = await this.#fetch(source, { sha256 });
@@ -142,6 +161,7 @@ export class ContentCache {
    * still current (a conditional request with the validators it gave), else fetched anew.
    */
   async placeByUrl(url: string, source: DownloadSource, target: string): Promise<void> {
+    if (this.off) return await this.#fetchOwnCopy(source, target, {});
     let sha256 = "";
     await this.#exclusive(`url:${url}`, async () => {
       const known = this.#urls.get(url);
@@ -208,6 +228,24 @@ export class ContentCache {
       }
       this.#index.pin(result.sha256);
       return { kind: "fetched", sha256: result.sha256, validators: result.validators };
+    } finally {
+      await unlink(temporary).catch(() => {});
+    }
+  }
+
+  /**
+   * The cache off: downloads into a temporary name beside `target` (in the attempt's own folder,
+   * not the cache's), checked against the digest when there is one, then renames it to `target`.
+   */
+  async #fetchOwnCopy(source: DownloadSource, target: string, options: { sha256?: string }): Promise<void> {
+    // Not named after the target, whose name may already be as long as a name can be.
+    const temporary = join(dirname(target), `.steward-${randomBytes(12).toString("hex")}.part`);
+    try {
+      const result = await download(source, temporary, { ...options, policy: this.#policy });
+      if (result.kind === "not-modified") throw new Error(`${source.name}: 304 to an unconditional request`);
+      this.#counters.misses++;
+      this.#counters.bytesFetched += result.received;
+      await rename(temporary, target);
     } finally {
       await unlink(temporary).catch(() => {});
     }

@@ -3,9 +3,10 @@
 // to the server once it has succeeded. An input comes through the host's content cache
 // (cache/content-cache.ts), by the digest the server gives an uploaded one or the job file gives a
 // URL (else by the URL, revalidated), so that the tasks of an array on one host fetch their common
-// input once; an uploaded input the server has no digest of (stored by an earlier version) is
-// fetched straight into the folder. An output is read as the job's file
-// (job-written-file.ts): a link the job left to another's file is refused, not uploaded.
+// input once (with `--cache-gb 0` the cache is off: each task fetches its own copy); an uploaded
+// input the server has no digest of (stored by an earlier version) is fetched straight into the
+// folder. An output is read as the job's file (job-written-file.ts): a link the job left to
+// another's file is refused, not uploaded.
 
 import { openAsBlob } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";

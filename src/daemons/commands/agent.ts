@@ -47,7 +47,7 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--cache-gb <n>",
-      "capacity of the host's content cache of inputs (uploaded and URL), GiB, in the work folder's cache/; least recently used out first; 0 keeps nothing once placed",
+      "capacity of the host's content cache of inputs (uploaded and URL), GiB, in the work folder's cache/; least recently used out first; 0 turns it off (every task fetches its own copy of each input)",
       number("--cache-gb"),
       DEFAULT_CACHE_GB,
     )

@@ -3,11 +3,12 @@
 // without a digest revalidated (304) rather than fetched again, and fetched anew once it changed;
 // the least recently used evicted first; a restarted agent's cache rebuilt from its folder, its
 // unfinished downloads gone; a refused download leaving nothing; placed files copies the job
-// cannot change the cache through; a capacity of 0 keeping nothing once placed.
+// cannot change the cache through; a capacity of 0 turning the cache off: every task fetches its
+// own copy (through a temporary name, checked, resumed), nothing shared and nothing under cache/.
 
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ContentCache } from "../../../../src/agent/cache/content-cache.ts";
 import { type DownloadSource, shownUrl } from "../../../../src/agent/cache/download.ts";
@@ -148,16 +149,6 @@ describe("eviction", () => {
     expect(existsSync(join(dir, "cache", "objects", b))).toBe(false);
   });
 
-  it("a capacity of 0 keeps nothing once placed", async () => {
-    const sha = serve("a", "alpha");
-    const cache = await newCache(0);
-    const first = target();
-    await cache.placeByDigest(sha, source("/a"), first);
-    expect(readFileSync(first, "utf8")).toBe("alpha");
-    expect(cache.objects).toStrictEqual([]);
-    expect(readdirSync(join(dir, "cache", "objects"))).toStrictEqual([]);
-  });
-
   it("forgets a URL whose object it evicted", async () => {
     serve("u", "u".repeat(10));
     const b = serve("b", "b".repeat(10));
@@ -205,5 +196,106 @@ describe("a restarted agent", () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     await before.placeByDigest(b, source("/b"), target());
     expect((await newCache(10)).objects).toStrictEqual([b]);
+  });
+});
+
+describe("a capacity of 0: the cache is off", () => {
+  it("tasks asking at once each fetch their own copy, and nothing is written under cache/", async () => {
+    const content = "x".repeat(200_000);
+    const sha = serve("big", content);
+    server.files.get("/big")!.trickleBytes = 50_000;
+    server.files.get("/big")!.trickleMs = 20;
+    const cache = await newCache(0);
+    const [first, second] = [target(), target()];
+    await Promise.all([first, second].map((each) => cache.placeByDigest(sha, source("/big"), each)));
+    expect(readFileSync(first, "utf8")).toBe(content);
+    expect(readFileSync(second, "utf8")).toBe(content);
+    expect(server.bodies("/big")).toBe(2);
+    expect(cache.counters).toStrictEqual({
+      hits: 0,
+      misses: 2,
+      bytesFetched: 400_000,
+      bytesSaved: 0,
+      bytesHeld: 0,
+    });
+    expect(cache.objects).toStrictEqual([]);
+    expect(existsSync(join(dir, "cache"))).toBe(false);
+    // No part left beside them.
+    expect(readdirSync(join(dir, "run")).sort()).toStrictEqual([basename(first), basename(second)].sort());
+  });
+
+  it("downloads through a temporary name beside the file: the file is there only whole", async () => {
+    const content = "t".repeat(200_000);
+    const sha = serve("slow", content);
+    server.files.get("/slow")!.trickleBytes = 20_000;
+    server.files.get("/slow")!.trickleMs = 20;
+    const cache = await newCache(0);
+    const placedAt = target();
+    const placing = cache.placeByDigest(sha, source("/slow"), placedAt);
+    while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(existsSync(placedAt)).toBe(false);
+    expect(readdirSync(join(dir, "run"))).toMatchObject([expect.stringMatching(/\.part$/)]);
+    await placing;
+    expect(readFileSync(placedAt, "utf8")).toBe(content);
+    expect(readdirSync(join(dir, "run"))).toStrictEqual([basename(placedAt)]);
+  });
+
+  it("places a file whose name is as long as a name can be", async () => {
+    const sha = serve("a", "alpha");
+    const cache = await newCache(0);
+    const placedAt = join(dir, "run", "n".repeat(255));
+    await cache.placeByDigest(sha, source("/a"), placedAt);
+    expect(readFileSync(placedAt, "utf8")).toBe("alpha");
+  });
+
+  it("a URL is fetched whole by every task, never asked for conditionally", async () => {
+    serve("u", "by url");
+    const cache = await newCache(0);
+    const [first, second] = [target(), target()];
+    await Promise.all([first, second].map((each) => cache.placeByUrl(`${server.url}/u`, source("/u"), each)));
+    const third = target();
+    await cache.placeByUrl(`${server.url}/u`, source("/u"), third);
+    for (const each of [first, second, third]) expect(readFileSync(each, "utf8")).toBe("by url");
+    expect(server.requests.map((each) => each.status)).toStrictEqual([200, 200, 200]);
+    expect(cache.counters).toMatchObject({ hits: 0, misses: 3, bytesFetched: 18, bytesSaved: 0 });
+    expect(existsSync(join(dir, "cache"))).toBe(false);
+  });
+
+  it("a transfer cut halfway is resumed with a Range request", async () => {
+    const content = Buffer.from("r".repeat(10_000));
+    server.files.set("/r", { content, cuts: 1, cutAfter: 4_000 });
+    const cache = await newCache(0);
+    const placedAt = target();
+    await cache.placeByDigest(digestOf(content), source("/r"), placedAt);
+    expect(readFileSync(placedAt)).toStrictEqual(content);
+    expect(server.requests.map((each) => [each.status, each.range])).toStrictEqual([
+      [200, null],
+      [206, "bytes=4000-"],
+    ]);
+    expect(cache.counters).toMatchObject({ misses: 1, bytesFetched: 10_000 });
+  });
+
+  it("a wrong digest, or a refused download, leaves neither the file nor a part of it", async () => {
+    serve("a", "alpha");
+    const cache = await newCache(0);
+    await expect(cache.placeByDigest("0".repeat(64), source("/a"), target())).rejects.toThrow(
+      "sha256 mismatch",
+    );
+    await expect(cache.placeByUrl(`${server.url}/gone`, source("/gone"), target())).rejects.toThrow(
+      "HTTP 404",
+    );
+    expect(readdirSync(join(dir, "run"))).toStrictEqual([]);
+    expect(existsSync(join(dir, "cache"))).toBe(false);
+  });
+
+  it("an agent restarted with the cache off removes what an earlier run kept", async () => {
+    const sha = serve("a", "alpha");
+    await (await newCache()).placeByDigest(sha, source("/a"), target());
+    expect(existsSync(join(dir, "cache", "objects", sha))).toBe(true);
+    const off = await newCache(0);
+    expect(off.objects).toStrictEqual([]);
+    expect(existsSync(join(dir, "cache"))).toBe(false);
+    await off.placeByDigest(sha, source("/a"), target());
+    expect(server.bodies("/a")).toBe(2);
   });
 });
