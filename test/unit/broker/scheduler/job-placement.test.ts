@@ -14,11 +14,11 @@ import {
   placeNext,
   rankFeasibleHosts,
 } from "../../../../src/broker/scheduler/job-placement.ts";
-import type { Pass } from "../../../../src/broker/scheduler/pass.ts";
+import { Pass } from "../../../../src/broker/scheduler/pass.ts";
 import { taskKey } from "../../../../src/broker/scheduler/plan.ts";
 import type { JobView } from "../../../../src/broker/scheduler/view.ts";
 import { type HostFields, type JobFields, passOver, roomsOf } from "../../../helpers/scheduler-pass.ts";
-import { jobView, NOW, readyTasks } from "../../../helpers/scheduler-views.ts";
+import { hostView, jobView, NOW, readyTasks } from "../../../helpers/scheduler-views.ts";
 
 /** The job's turns in the pass until it places nothing more: its placements as `task@host` (a gang's hosts joined by `+`). */
 function placeAll(pass: Pass, job: JobView, cursor: JobCursor = cursorOf(job)): string[] {
@@ -420,6 +420,26 @@ describe("placeNext", () => {
     });
     placeAll(pass, job);
     expect(pass.plan.recheckAt).toBe(NOW + 1000);
+  });
+});
+
+describe("a pass that asks for no reasons", () => {
+  it("places the same, and turns away the same, saying nothing", () => {
+    const pass = new Pass({ now: NOW, jobs: [], hosts: [hostView("a", { slots: 1 })] }, {});
+    const ruled = { constrainedTasks: () => [{ index: 7, allows: () => true }], ...readyTasks() };
+    const placed = [
+      jobView("no match", { requirements: "host.speed > 5" }),
+      jobView("grown", {
+        memoryMb: 1000,
+        taskMemoryMb: (i) => (i === 0 ? 9000 : undefined),
+        ...readyTasks(0, 1),
+      }),
+      jobView("ruled", ruled),
+      jobView("plain"),
+      jobView("alike"),
+      jobView("gang", { gang: { nodes: 2, nodesPerHost: 1, restartPool: null } }),
+    ].map((job) => placeAll(pass, job));
+    expect(placed).toStrictEqual([[], ["1@a"], [], [], [], []]);
   });
 });
 
