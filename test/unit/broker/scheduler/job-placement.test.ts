@@ -23,7 +23,14 @@ import { hostView, jobView, NOW, readyTasks } from "../../../helpers/scheduler-v
 /** The job's turns in the pass until it places nothing more: its placements as `task@host` (a gang's hosts joined by `+`). */
 function placeAll(pass: Pass, job: JobView, cursor: JobCursor = cursorOf(job)): string[] {
   const before = pass.plan.place.length;
-  if (rankFeasibleHosts(pass, cursor)) while (placeNext(pass, cursor));
+  if (rankFeasibleHosts(pass, cursor))
+    for (;;) {
+      const count = pass.plan.place.length;
+      const placed = placeNext(pass, cursor);
+      // True when, and only when, it placed a task (or a gang): the job keeps its turn.
+      expect(pass.plan.place.length).toBe(placed ? count + 1 : count);
+      if (!placed) break;
+    }
   return pass.plan.place
     .slice(before)
     .map((each) => `${each.taskIndex}@${each.kind === "gang" ? each.ranks.join("+") : each.host}`);
