@@ -1,8 +1,10 @@
+// Explain: host by host through the feasibility stages, the failing clause named; how many hosts
+// match and have room; the clauses tallied over the hosts; whom the job waits behind; its running
+// tasks; and what the next pass, run dry, does for it, in the sentence the CLI prints.
+
 import { describe, expect, it } from "vitest";
 import { explain, explainHosts } from "../../../../src/broker/scheduler/explain.ts";
-import { explainRunningTask, formatGain } from "../../../../src/broker/scheduler/explain-running.ts";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
-import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
 import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
@@ -406,115 +408,5 @@ describe("explain runs the next scheduling pass dry", () => {
     expect(answer.running[0].line).toMatch(
       /^task 0 \(attempt 1\) runs on slow: last rescheduling estimate 0 s ago: fast \+90 %/,
     );
-  });
-});
-
-describe("comesBefore", () => {
-  it.each([
-    [{ priority: 1, seq: 2 }, { priority: 0, seq: 1 }, true],
-    [{ priority: 0, seq: 1 }, { priority: 0, seq: 2 }, true],
-    [{ priority: 0, seq: 2 }, { priority: 0, seq: 1 }, false],
-    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "heavy" }, true],
-    [{ priority: 0, seq: 1, owner: "heavy" }, { priority: 0, seq: 2, owner: "light" }, false],
-    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "light" }, false],
-    [{ priority: 0, seq: 2, owner: "x" }, { priority: 0, seq: 1, owner: "y" }, false],
-  ] as const)("%o before %o: %s", (a, b, expected) => {
-    const shares = new Map<string, OwnerShare>([["heavy", { runningCpus: 4, recentCpuSeconds: 0 }]]);
-    expect(comesBefore({ createdAt: 0, ...a }, { createdAt: 0, ...b }, shares)).toBe(expected);
-  });
-});
-
-describe("describeAhead", () => {
-  const p = (id: string, priority: number) => ({ id, priority });
-  it.each([
-    [[p("12", 5)], 10, "behind 1 job in the queue: 12 (priority 5)"],
-    [[p("12", 5), p("15", 5), p("16", 5)], 10, "behind 3 jobs in the queue: 12, 15, 16 (priority 5)"],
-    [
-      [p("3", 7), p("12", 5), p("15", 5)],
-      10,
-      "behind 3 jobs in the queue: 3 (priority 7), 12, 15 (priority 5)",
-    ],
-    [
-      [p("1", 0), p("2", 0), p("3", 0), p("4", 0)],
-      2,
-      "behind 4 jobs in the queue: 1, 2 (priority 0) and 2 more",
-    ],
-  ] as const)("%o", (ahead, namedAtMost, sentence) => {
-    expect(describeAhead(ahead, namedAtMost)).toBe(sentence);
-  });
-
-  // A user's explain: other users' jobs ahead are counted, never named.
-  it.each([
-    [[p("12", 5)], 1, "behind 2 jobs in the queue: 12 (priority 5) and 1 job of other users"],
-    [[], 1, "behind 1 job of other users in the queue"],
-    [[], 3, "behind 3 jobs of other users in the queue"],
-    [
-      [p("1", 0), p("2", 0), p("3", 0)],
-      4,
-      "behind 7 jobs in the queue: 1, 2 (priority 0) and 1 more and 4 jobs of other users",
-    ],
-  ] as const)("%o with %d of other users", (ahead, hidden, sentence) => {
-    expect(describeAhead(ahead, 2, hidden)).toBe(sentence);
-  });
-});
-
-describe("explainRunningTask", () => {
-  it.each([
-    [{}, "no rescheduling estimate yet; not assessed for preemption yet"],
-    [
-      {
-        estimates: [
-          { host: "b", gain: 0.12 },
-          { host: "c", gain: 0.45 },
-        ],
-        estimatedAt: NOW - 12_000,
-      },
-      "last rescheduling estimate 12 s ago: c +45 %, b +12 %; not assessed for preemption yet",
-    ],
-    [
-      { estimates: [] },
-      "last rescheduling estimate: no other host could take it; not assessed for preemption yet",
-    ],
-    [
-      { preemption: { candidate: true, reason: "35 % progress since its start" } },
-      "no rescheduling estimate yet; a preemption candidate: 35 % progress since its start",
-    ],
-    [
-      { preemption: { candidate: false, reason: "ends within 300 s" } },
-      "no rescheduling estimate yet; not a preemption candidate: ends within 300 s",
-    ],
-  ] as const)("%o", (given, line) => {
-    const explained = explainRunningTask({ index: 3, attempt: 1, host: "a", ...given }, NOW);
-    expect(explained.line).toBe(`task 3 (attempt 1) runs on a: ${line}`);
-  });
-
-  it("gives the best gain first, with the time of the estimate", () => {
-    const explained = explainRunningTask(
-      {
-        index: 0,
-        attempt: 1,
-        host: "a",
-        estimates: [
-          { host: "b", gain: 0.1 },
-          { host: "c", gain: 0.4 },
-        ],
-        estimatedAt: 0,
-      },
-      NOW,
-    );
-    expect(explained.estimates).toEqual([
-      { host: "c", gain: 0.4 },
-      { host: "b", gain: 0.1 },
-    ]);
-    expect(explained.estimatedAt).toBe("1970-01-01T00:00:00.000Z");
-  });
-
-  it.each([
-    [0.3, "+30 %"],
-    [0, "+0 %"],
-    [-0.1, "-10 %"],
-    [1.234, "+123 %"],
-  ])("formats a gain of %d as %s", (gain, text) => {
-    expect(formatGain(gain)).toBe(text);
   });
 });
