@@ -6,6 +6,7 @@
 // match and how many have room; whom the job waits behind in the queue; and, for its running
 // tasks, what rescheduling and preemption say. Pure: a snapshot and `now` in.
 
+import type { CompiledExpression } from "../../common/model/cel.ts";
 import {
   type Clause,
   evaluateClause,
@@ -252,7 +253,7 @@ function assessHost(
     if (reason === null) continue;
     // The stage itself only says the requirements fail (it runs on every pass); explain says which clause.
     if (stage === requirementsHold && job.requirements)
-      reason = requirementsReason(job, host.facts) ?? reason;
+      reason = requirementsReason(job.requirements, host.facts) ?? reason;
     return { explanation: { host: host.name, eligible: false, reason }, room: false };
   }
   const shortfall = capacityShortfall(job, host);
@@ -274,11 +275,10 @@ function assessHost(
  * sentence (the clause is the whole expression; the clause tally shows the values); one that
  * cannot be evaluated says why (a missing label). Null when no clause fails (the stage's reason stands).
  */
-function requirementsReason(job: FeasibilityJob, facts: HostFacts): string | null {
-  if (!job.requirements) return null;
-  const failing = failingClauses(job.requirements, facts);
+function requirementsReason(requirements: CompiledExpression, facts: HostFacts): string | null {
+  const failing = failingClauses(requirements, facts);
   if (failing.length === 0) return null;
-  if (requirementClauses(job.requirements).length === 1) {
+  if (requirementClauses(requirements).length === 1) {
     const [only] = failing;
     return "error" in only ? `requirements cannot be evaluated: ${only.error}` : null;
   }

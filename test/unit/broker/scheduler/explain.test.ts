@@ -1,14 +1,15 @@
+// Explain: host by host through the feasibility stages, the failing clause named; how many hosts
+// match and have room; the clauses tallied over the hosts; whom the job waits behind; its running
+// tasks; and what the next pass, run dry, does for it, in the sentence the CLI prints.
+
 import { describe, expect, it } from "vitest";
 import { explain, explainHosts } from "../../../../src/broker/scheduler/explain.ts";
-import { explainRunningTask, formatGain } from "../../../../src/broker/scheduler/explain-running.ts";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
-import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
 import type { HostView, JobView, RunningTaskView } from "../../../../src/broker/scheduler/view.ts";
 import { compileExpression } from "../../../../src/common/model/cel.ts";
 import type { HostFacts } from "../../../../src/common/model/host-facts.ts";
 import type { HostState } from "../../../../src/common/model/states.ts";
-
-const NOW = 1_000_000;
+import { hostView, jobView, NOW, readyTasks, runningView } from "../../../helpers/scheduler-views.ts";
 
 interface JobRow {
   id: string;
@@ -409,112 +410,155 @@ describe("explain runs the next scheduling pass dry", () => {
   });
 });
 
-describe("comesBefore", () => {
-  it.each([
-    [{ priority: 1, seq: 2 }, { priority: 0, seq: 1 }, true],
-    [{ priority: 0, seq: 1 }, { priority: 0, seq: 2 }, true],
-    [{ priority: 0, seq: 2 }, { priority: 0, seq: 1 }, false],
-    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "heavy" }, true],
-    [{ priority: 0, seq: 1, owner: "heavy" }, { priority: 0, seq: 2, owner: "light" }, false],
-    [{ priority: 0, seq: 2, owner: "light" }, { priority: 0, seq: 1, owner: "light" }, false],
-    [{ priority: 0, seq: 2, owner: "x" }, { priority: 0, seq: 1, owner: "y" }, false],
-  ] as const)("%o before %o: %s", (a, b, expected) => {
-    const shares = new Map<string, OwnerShare>([["heavy", { runningCpus: 4, recentCpuSeconds: 0 }]]);
-    expect(comesBefore({ createdAt: 0, ...a }, { createdAt: 0, ...b }, shares)).toBe(expected);
-  });
-});
+describe("explain: what tells one answer from another", () => {
+  const free = (name: string, fields: Parameters<typeof hostView>[1] = {}) =>
+    hostView(name, { slots: 1, ...fields });
+  const full = (name: string, fields: Parameters<typeof hostView>[1] = {}) =>
+    hostView(name, { slots: 1, slotsFree: 0, ...fields });
 
-describe("describeAhead", () => {
-  const p = (id: string, priority: number) => ({ id, priority });
-  it.each([
-    [[p("12", 5)], 10, "behind 1 job in the queue: 12 (priority 5)"],
-    [[p("12", 5), p("15", 5), p("16", 5)], 10, "behind 3 jobs in the queue: 12, 15, 16 (priority 5)"],
-    [
-      [p("3", 7), p("12", 5), p("15", 5)],
-      10,
-      "behind 3 jobs in the queue: 3 (priority 7), 12, 15 (priority 5)",
-    ],
-    [
-      [p("1", 0), p("2", 0), p("3", 0), p("4", 0)],
-      2,
-      "behind 4 jobs in the queue: 1, 2 (priority 0) and 2 more",
-    ],
-  ] as const)("%o", (ahead, namedAtMost, sentence) => {
-    expect(describeAhead(ahead, namedAtMost)).toBe(sentence);
-  });
-
-  // A user's explain: other users' jobs ahead are counted, never named.
-  it.each([
-    [[p("12", 5)], 1, "behind 2 jobs in the queue: 12 (priority 5) and 1 job of other users"],
-    [[], 1, "behind 1 job of other users in the queue"],
-    [[], 3, "behind 3 jobs of other users in the queue"],
-    [
-      [p("1", 0), p("2", 0), p("3", 0)],
-      4,
-      "behind 7 jobs in the queue: 1, 2 (priority 0) and 1 more and 4 jobs of other users",
-    ],
-  ] as const)("%o with %d of other users", (ahead, hidden, sentence) => {
-    expect(describeAhead(ahead, 2, hidden)).toBe(sentence);
-  });
-});
-
-describe("explainRunningTask", () => {
-  it.each([
-    [{}, "no rescheduling estimate yet; not assessed for preemption yet"],
-    [
-      {
-        estimates: [
-          { host: "b", gain: 0.12 },
-          { host: "c", gain: 0.45 },
-        ],
-        estimatedAt: NOW - 12_000,
-      },
-      "last rescheduling estimate 12 s ago: c +45 %, b +12 %; not assessed for preemption yet",
-    ],
-    [
-      { estimates: [] },
-      "last rescheduling estimate: no other host could take it; not assessed for preemption yet",
-    ],
-    [
-      { preemption: { candidate: true, reason: "35 % progress since its start" } },
-      "no rescheduling estimate yet; a preemption candidate: 35 % progress since its start",
-    ],
-    [
-      { preemption: { candidate: false, reason: "ends within 300 s" } },
-      "no rescheduling estimate yet; not a preemption candidate: ends within 300 s",
-    ],
-  ] as const)("%o", (given, line) => {
-    const explained = explainRunningTask({ index: 3, attempt: 1, host: "a", ...given }, NOW);
-    expect(explained.line).toBe(`task 3 (attempt 1) runs on a: ${line}`);
-  });
-
-  it("gives the best gain first, with the time of the estimate", () => {
-    const explained = explainRunningTask(
-      {
-        index: 0,
-        attempt: 1,
-        host: "a",
-        estimates: [
-          { host: "b", gain: 0.1 },
-          { host: "c", gain: 0.4 },
-        ],
-        estimatedAt: 0,
-      },
-      NOW,
-    );
-    expect(explained.estimates).toEqual([
-      { host: "c", gain: 0.4 },
-      { host: "b", gain: 0.1 },
+  it("a replica the pass starts is not the job starting: its host only matches and has room", () => {
+    const replicated = jobView("r", { replicas: 2, ...readyTasks() });
+    const hosts = [full("a"), free("b")];
+    const replicable = [{ job: replicated, taskIndex: 0, hosts: ["a"] }];
+    const answer = explain({
+      now: NOW,
+      job: replicated,
+      hosts,
+      queue: [],
+      pass: { now: NOW, jobs: [], hosts, replicable },
+    });
+    expect(answer.nextPass).toStrictEqual({
+      starts: [{ task: 0, hosts: ["b"], replica: true }],
+      preempts: null,
+      line: "the next pass starts a replica of task 0 on b",
+    });
+    expect(answer.hosts.map((each) => each.reason)).toStrictEqual([
+      "busy: needs 1 free slots, 0 free",
+      "matches and has room",
     ]);
-    expect(explained.estimatedAt).toBe("1970-01-01T00:00:00.000Z");
   });
 
-  it.each([
-    [0.3, "+30 %"],
-    [0, "+0 %"],
-    [-0.1, "-10 %"],
-    [1.234, "+123 %"],
-  ])("formats a gain of %d as %s", (gain, text) => {
-    expect(formatGain(gain)).toBe(text);
+  it("names every start, and every host of a gang's", () => {
+    const hosts = [free("a"), free("b", { slots: 2 })];
+    const tasks = jobView("t", readyTasks(0, 1));
+    expect(explain({ now: NOW, job: tasks, hosts, queue: [tasks] }).nextPass.line).toBe(
+      "the next pass starts task 0 on b; task 1 on a",
+    );
+    const gang = jobView("g", { gang: { nodes: 2, nodesPerHost: 1, restartPool: null } });
+    expect(explain({ now: NOW, job: gang, hosts, queue: [gang] }).nextPass.line).toBe(
+      "the next pass starts task 0 on b, a",
+    );
+  });
+
+  it("puts it behind a job that wants any one of the hosts it matches, with that job's owner", () => {
+    const hosts = [hostView("g", { facts: { labels: { tier: "gold" } } }), hostView("s")];
+    const queue = [
+      jobView("1", { seq: 1, owner: "alice", requirements: 'host.labels.tier == "gold"' }),
+      jobView("2", { seq: 2 }),
+      jobView("3", { seq: 3, owner: "bob" }),
+    ];
+    const answer = explain({ now: NOW, job: queue[2], hosts, queue });
+    expect(answer.ahead).toStrictEqual([
+      { id: "1", priority: 0, owner: "alice" },
+      { id: "2", priority: 0, owner: null },
+    ]);
+    expect(answer.running).toStrictEqual([]);
+  });
+
+  it.each<[string, boolean]>([
+    ["alone", false],
+    ["behind a job the pass gives up on", true],
+  ])("says the pass places none of the tasks of a job whose turn comes with none ready: %s", (_, other) => {
+    const target = jobView("j", { seq: 2, ...readyTasks() });
+    const queue = other ? [jobView("big", { seq: 1, cpus: 16 }), target] : [target];
+    expect(explain({ now: NOW, job: target, hosts: [free("a")], queue }).nextPass.line).toBe(
+      "the next pass does not start it: the pass places none of its tasks",
+    );
+  });
+
+  it("says nothing of another job's preemption, nor of room kept for another job", () => {
+    const low = jobView("low");
+    const other = jobView("other", { priority: 10, owner: "bob" });
+    const target = jobView("j");
+    const hosts = [full("a")];
+    const reserved = [{ job: other, taskIndex: 0, host: "a", held: { slots: 0, memoryMb: 0 } }];
+    const answer = explain({
+      now: NOW,
+      job: target,
+      hosts,
+      queue: [other, target],
+      pass: { now: NOW, jobs: [other, target], hosts, reserved, running: () => [runningView(low, "a")] },
+    });
+    expect(answer.nextPass).toStrictEqual({
+      starts: [],
+      preempts: null,
+      line: "the next pass does not start it: no host that takes work has a free slot",
+    });
+  });
+
+  it("gives each running task the estimate of its own job's task, not another's of that index", () => {
+    const long = jobView("long", readyTasks());
+    const hosts = [
+      full("slow", { facts: { speed: 5 } }),
+      full("slower"),
+      free("fast", { facts: { speed: 50 } }),
+    ];
+    const answer = explain({
+      now: NOW,
+      job: long,
+      hosts,
+      queue: [],
+      running: [{ index: 0, attempt: 1, host: "slow" }],
+      pass: {
+        now: NOW,
+        jobs: [],
+        hosts,
+        running: () => [runningView(long, "slow"), runningView(jobView("other"), "slower")],
+      },
+    });
+    expect(answer.running[0].estimates).toStrictEqual([{ host: "fast", gain: expect.closeTo(0.9, 6) }]);
+  });
+
+  it.each<[string, boolean, boolean, string]>([
+    [
+      "a task ready, a free slot",
+      true,
+      true,
+      "the next pass does not look at it: no task of it is queued ready to start",
+    ],
+    [
+      "a task ready, no free slot",
+      true,
+      false,
+      "the next pass does not start it: no host that takes work has a free slot",
+    ],
+    [
+      "no task ready, no free slot",
+      false,
+      false,
+      "the next pass does not look at it: no task of it is queued ready to start",
+    ],
+  ])("says why a job not in the pass is not started: %s", (_, ready, slot, line) => {
+    const target = jobView("j", ready ? {} : readyTasks());
+    const hosts = [slot ? free("a") : full("a")];
+    expect(explain({ now: NOW, job: target, hosts, queue: [jobView("other")] }).nextPass.line).toBe(line);
+  });
+
+  it("says the free room goes to work ahead when one host has a free slot and another none", () => {
+    const first = jobView("1", { seq: 1 });
+    const second = jobView("2", { seq: 2 });
+    const hosts = [free("a"), full("b")];
+    expect(explain({ now: NOW, job: second, hosts, queue: [first, second] }).nextPass.line).toBe(
+      "the next pass does not start it: the free room goes to work ahead of it",
+    );
+  });
+
+  it("names the first stage that rules a host out, whatever the requirements' clauses say there", () => {
+    const target = jobView("j", { requirements: 'host.arch == "arm64" && host.cpus > 100' });
+    const reasons = explainHosts(target, [hostView("gone", { state: "lost" }), hostView("x86")]);
+    expect(reasons.map((each) => each.reason)).toStrictEqual([
+      "host is lost",
+      'requirements: host.arch == "arm64" is false (host.arch = "x86_64"); host.cpus > 100 is false (host.cpus = 4)',
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 // The queue's walk in a pass: whose turn it is, band by band (QoS tier priority), owners taking
-// turns by fair share within a band (their shares growing with what they place), one owner's jobs
-// in queue order; a job held by a running limit, and those behind it held alike, passed over.
+// turns by fair share within a band (their shares growing with what they place, a gang's by every
+// rank), one owner's jobs in queue order; a job held by a running limit, and those behind it held
+// alike, passed over.
 
 import { describe, expect, it } from "vitest";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
@@ -10,8 +11,10 @@ import type { JobView } from "../../../../src/broker/scheduler/view.ts";
 import { jobView } from "../../../helpers/scheduler-views.ts";
 
 interface Walk {
-  /** `owner:id`, or `owner:id@tier`, in submit order. */
+  /** `owner:id`, or `owner:id@tier`, in submit order (`:id`: a job of no owner). */
   jobs: string[];
+  /** The ranks of each gang, by job. */
+  gangs?: Record<string, number>;
   /** How many turns in a row each job places in (absent: none, it is passed at its first turn). */
   places?: Record<string, number>;
   /** Jobs a running limit holds. */
@@ -23,6 +26,8 @@ interface Walk {
   placedCpus?: Record<string, number>;
   /** Whether the pass tells why each job is not placed (explain's dry run). */
   explaining?: boolean;
+  /** Collects each job the walk tells why of while explaining, in order. */
+  told?: string[];
 }
 
 /** The jobs in the order their turns came, and those passed over as held without a turn. */
@@ -31,7 +36,10 @@ function walk(input: Walk): { turns: string[]; passedOver: string[] } {
     .map((text, seq) => {
       const [owner, rest] = text.split(":");
       const [id, tier] = rest.split("@");
-      return jobView(id, { owner, seq, qosPriority: tier === undefined ? 0 : Number(tier) });
+      const nodes = input.gangs?.[id];
+      const gang = nodes === undefined ? undefined : { nodes, nodesPerHost: 1, restartPool: null };
+      const qosPriority = tier === undefined ? 0 : Number(tier);
+      return jobView(id, { owner: owner === "" ? undefined : owner, seq, qosPriority, gang });
     })
     .sort(compareQueueOrder);
   const held = new Set(input.held ?? []);
@@ -43,7 +51,14 @@ function walk(input: Walk): { turns: string[]; passedOver: string[] } {
       held: (job) => (held.has(job.id) ? "held" : null),
       ownerHeld: (owner) => (input.ownersHeld ?? []).includes(owner),
     },
-    input.explaining ? { unplaced: (job) => passedOver.push(job.id) } : {},
+    input.explaining
+      ? {
+          unplaced: (job) => {
+            passedOver.push(job.id);
+            input.told?.push(job.id);
+          },
+        }
+      : {},
   );
   const left = new Map(Object.entries(input.places ?? {}));
   const seen: string[] = [];
@@ -84,6 +99,16 @@ describe("QueueTurns", () => {
       ["2", "1"],
     ],
     [
+      "a gang's placement grows its owner's share by every rank",
+      { jobs: ["a:1", "b:2"], gangs: { "1": 3 }, places: { "1": 1, "2": 3 } },
+      ["1", "2", "2", "2", "1", "2"],
+    ],
+    [
+      "a job of no owner is the anonymous owner's",
+      { jobs: [":1", "b:2"], placedCpus: { "": 1 } },
+      ["2", "1"],
+    ],
+    [
       "the owner with the higher fair-share factor first",
       { jobs: ["a:1", "b:2"], owners: { a: { runningCpus: 0, recentCpuSeconds: 0, factor: 0.5 } } },
       ["2", "1"],
@@ -112,5 +137,12 @@ describe("QueueTurns", () => {
     const input = { jobs: ["a:1", "b:2", "a:3", "a:4"], held: ["1", "3", "4"], ownersHeld: ["a"] };
     expect(walk({ ...input, explaining: true })).toStrictEqual({ turns: ["1", "2"], passedOver: ["3", "4"] });
     expect(walk(input)).toStrictEqual({ turns: ["1", "2"], passedOver: [] });
+  });
+
+  it("tells nothing more of a held job, which the pass told of, only of the followers it passes over", () => {
+    const told: string[] = [];
+    const { turns } = walk({ jobs: ["a:1", "a:2", "a:3"], held: ["1", "2"], explaining: true, told });
+    expect(turns).toStrictEqual(["1", "3"]);
+    expect(told).toStrictEqual(["2"]);
   });
 });

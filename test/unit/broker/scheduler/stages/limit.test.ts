@@ -97,6 +97,12 @@ describe("limit", () => {
       of("bob", { gang: { ...gang, nodes: 2 }, parallel: 1, liveTasks: 1 }),
       null,
     ],
+    [
+      "a gang of one rank is a job of one host: its array's throttle holds it",
+      [],
+      of("bob", { gang: { ...gang, nodes: 1 }, parallel: 1, liveTasks: 1 }),
+      throttle("1 of its tasks run, the most its array allows at once (parallel: 1)"),
+    ],
   ])("%s", (_, placedBefore, job, expected) => {
     const limits = new PassLimits(POLICY, USE);
     for (const placed of placedBefore) limits.placed(placed);
