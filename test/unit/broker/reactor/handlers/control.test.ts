@@ -25,7 +25,9 @@ import {
   releaseJob,
   removeHost,
   removeJob,
+  undrainHost,
 } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { expireLeases } from "../../../../../src/broker/reactor/handlers/leases.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { issueHostCredential } from "../../../../../src/broker/reactor/handlers/tokens.ts";
 import { agentDetached } from "../../../../../src/broker/state/soft-state.ts";
@@ -263,5 +265,130 @@ describe("removing a job", () => {
     endOnH1(bench, job.id);
     bench.run((step) => removeJob(step, job.id));
     expect(bench.recorded.at(-1)).toEqual({ op: "deleteJob", jobId: job.id });
+  });
+});
+
+describe("who asked, when no one is named", () => {
+  it("is the user", () => {
+    const { bench, job } = started({ command: "work", array: { count: 2 } }, ["h1", "h2"]);
+    bench.run((step) => migrateJob(step, job.id, "h2"));
+    bench.run((step) => holdJob(step, job.id));
+    bench.run((step) => releaseJob(step, job.id));
+    bench.run((step) => cancelTasks(step, job.id, [1]));
+    bench.run((step) => cancelJob(step, job.id));
+    const by = ["migrate", "hold", "release", "cancel"].flatMap((kind) =>
+      eventsOf(bench, job.id, kind).map((data) => data.by),
+    );
+    expect(by).toEqual(["user", "user", "user", "user", "user"]);
+    agentDetached(bench.state, "h2");
+    bench.run((step) => removeHost(step, "h2"));
+    expect(job.attempt(1, 1)?.reason ?? bench.events(job.id).at(-1)?.message).toBeDefined();
+    expect(bench.events(job.id).some((event) => event.message.includes("host h2 removed by user"))).toBe(
+      true,
+    );
+  });
+});
+
+describe("tasks waiting, or of a held job", () => {
+  it("end cancelled by a cancel of the job or of them", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1")));
+    const submit = (id: string, spec: Record<string, unknown>) =>
+      bench.run((step) => submitJob(step, { id, spec: validateJobSpec(spec), owner: "alice", inputs: [] }))
+        .result;
+    const first = submit("1", { command: "work" });
+    const waiting = submit("2", { command: "work", dependsOn: ["1"] });
+    const held = submit("3", { command: "work", array: { count: 2 } });
+    bench.run((step) => holdJob(step, held.id));
+    expect(first.tasks[0].state).toBe("pending");
+    expect(waiting.tasks[0].state).toBe("waiting");
+    expect(held.record.state).toBe("held");
+    // A held job's tasks wait pending.
+    expect(held.tasks.map((task) => task.state)).toEqual(["pending", "pending"]);
+    bench.run((step) => cancelJob(step, waiting.id));
+    expect(waiting.tasks[0].state).toBe("cancelled");
+    bench.run((step) => cancelTasks(step, held.id, [1]));
+    expect(held.tasks.map((task) => task.state)).toEqual(["pending", "cancelled"]);
+    bench.run((step) => cancelJob(step, held.id));
+    expect(held.tasks.map((task) => task.state)).toEqual(["cancelled", "cancelled"]);
+    expect(held.record.state).toBe("cancelled");
+  });
+
+  it("a cancel of the last open tasks ends the job", () => {
+    const { bench, job } = started({ command: "work", array: { count: 3 } }, ["h1"]);
+    endOnH1(bench, job.id, 0);
+    endOnH1(bench, job.id, 1);
+    expect(job.tasks.map((task) => task.state)).toEqual(["succeeded", "succeeded", "pending"]);
+    bench.run((step) => cancelTasks(step, job.id, [2]));
+    expect(job.record.state).toBe("cancelled");
+  });
+
+  it("a hold of a job that waits makes it held", () => {
+    const bench = new HandlerBench();
+    const job = bench.run((step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "work" }), owner: "alice", inputs: [] }),
+    ).result;
+    bench.run((step) => holdJob(step, job.id));
+    expect(job.record.state).toBe("held");
+  });
+});
+
+describe("a migration to a host named", () => {
+  it("is not refused for want of room there now: the task waits for it", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1", [], 2)));
+    bench.run((step) => attachHost(step, hello("h2", [], 1)));
+    const job = bench.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "work", resources: { cpus: 2 } }),
+        owner: "alice",
+        inputs: [],
+      }),
+    ).result;
+    bench.schedule();
+    bench.run((step) => attemptStarted(step, "h1", { jobId: job.id, taskIndex: 0, attempt: 1 }));
+    bench.run((step) => migrateJob(step, job.id, "h2"));
+    expect(job.tasks[0].migration).toEqual({ to: "h2", from: "h1" });
+  });
+});
+
+describe("draining and undraining", () => {
+  it("leaves a lost host lost; undraining a ready host changes nothing and asks for no pass", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1")));
+    bench.run((step) => attachHost(step, hello("h2")));
+    const changes = bench.recorded.length;
+    const undrained = bench.run((step) => undrainHost(step, "h2"));
+    expect(undrained.schedule).toBe(false);
+    expect(bench.recorded.length).toBe(changes);
+    bench.run((step) => drainHost(step, "h2"));
+    expect(bench.run((step) => undrainHost(step, "h2")).schedule).toBe(true);
+    bench.now += 10_000;
+    bench.run((step) => expireLeases(step, 3));
+    expect(bench.run((step) => drainHost(step, "h1")).result.state).toBe("lost");
+    expect(thrown(() => bench.run((step) => undrainHost(step, "h9")))).toEqual({
+      type: NotFoundError.name,
+      message: "no host h9",
+    });
+    expect(thrown(() => bench.run((step) => removeHost(step, "h9")))).toEqual({
+      type: NotFoundError.name,
+      message: "no host h9",
+    });
+  });
+
+  it("removing a host ends its attempts lost, the host's failure", () => {
+    const { bench, job } = started({ command: "work" });
+    agentDetached(bench.state, "h1");
+    bench.run((step) => removeHost(step, "h1", "bob"));
+    expect(eventsOf(bench, job.id, "attempt.lost")).toEqual([expect.objectContaining({ cause: "host" })]);
+  });
+
+  it("forgetting a host without a credential removes it", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1")));
+    agentDetached(bench.state, "h1");
+    bench.run((step) => forgetHost(step, "h1"));
+    expect(bench.state.hosts.has("h1")).toBe(false);
   });
 });
