@@ -87,6 +87,8 @@ describe("a hello", () => {
       attachHost(step, hello("h1", [{ ...ref, state: "running" }, stray])),
     );
     expect(result).toEqual([{ jobId: "9", taskIndex: 2, attempt: 3, rank: 1 }]);
+    // The attempt it holds runs on: no stop is sent.
+    expect(bench.stops()).toEqual([]);
   });
 
   it("takes a starting attempt the agent says runs as running, and leaves it starting otherwise", () => {
@@ -363,5 +365,86 @@ describe("a report from a host the server does not know", () => {
     bench.run((step) => attemptStarted(step, "nohost", ref));
     bench.run((step) => startUndelivered(step, "nohost", ref));
     expect(attempt().state).toBe("starting");
+  });
+});
+
+describe("more of a hello of a host running ranks", () => {
+  /** Two ranks on h1 and h2 (or both on h1), both started. */
+  function gangOf(spec: Record<string, unknown> = {}) {
+    const bench = new HandlerBench();
+    for (const name of ["h1", "h2"]) bench.run((step) => attachHost(step, hello(name, [], 4)));
+    const job = bench.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "ring", nodes: 2, ...spec }),
+        owner: "alice",
+        inputs: [],
+      }),
+    ).result;
+    bench.schedule();
+    const ref = { jobId: job.id, taskIndex: 0, attempt: 1 };
+    const second = spec.nodesPerHost === 2 ? "h1" : "h2";
+    bench.run((step) => attemptStarted(step, "h1", { ...ref, rank: 0 }, 5000));
+    bench.run((step) => attemptStarted(step, second, { ...ref, rank: 1 }));
+    bench.effects = [];
+    return { bench, job, ref };
+  }
+
+  it("keeps a rank named that runs there, sends no stop, and kills a rank named that is not the host's", () => {
+    const { bench, job, ref } = gangOf();
+    const kill = (host: string, rank: number) =>
+      bench.run((step) => attachHost(step, hello(host, [{ ...ref, rank, state: "running" }]))).result;
+    expect(kill("h2", 1)).toEqual([]);
+    expect(kill("h1", 0)).toEqual([]);
+    expect(bench.stops()).toEqual([]);
+    expect(job.attempt(0, 1)!.state).toBe("running");
+    expect(kill("h2", 0)).toEqual([{ ...ref, rank: 0 }]);
+    expect(kill("h2", 7)).toEqual([{ ...ref, rank: 7 }]);
+  });
+
+  it("kills a rank named that has ended, though another rank of the attempt on the host runs", () => {
+    const { bench, job, ref } = gangOf({ nodesPerHost: 2 });
+    bench.run((step) => attemptEnded(step, "h1", { ...ended(job.id, 1, "failed"), rank: 1 }));
+    expect(job.attempt(0, 1)!.state).toBe("stopping");
+    const { result } = bench.run((step) =>
+      attachHost(
+        step,
+        hello("h1", [
+          { ...ref, rank: 1, state: "running" },
+          { ...ref, rank: 0, state: "running" },
+        ]),
+      ),
+    );
+    expect(result).toEqual([{ ...ref, rank: 1 }]);
+  });
+
+  it("ends a rank the agent does not hold as lost, the host's failure", () => {
+    const { bench, job } = gangOf();
+    bench.run((step) => attachHost(step, hello("h2")));
+    const failed = bench.state.jobs.get(job.id)?.attempt(0, 1);
+    expect(failed?.state).toBe("stopping");
+    bench.run((step) => attemptEnded(step, "h1", { ...ended(job.id, 1, "cancelled"), rank: 0 }));
+    expect(bench.events(job.id).find((event) => event.kind === "attempt.lost")?.data).toMatchObject({
+      cause: "host",
+    });
+  });
+});
+
+describe("a single-host job's outputs", () => {
+  it("are checked at their own paths, whatever `outputsFrom` says", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1")));
+    const job = bench.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "work", outputs: ["out.txt"], outputsFrom: "all" }),
+        owner: "alice",
+        inputs: [],
+      }),
+    ).result;
+    bench.schedule();
+    bench.run((step) => attemptStarted(step, "h1", { jobId: job.id, taskIndex: 0, attempt: 1 }));
+    bench.run((step) => attemptEnded(step, "h1", { ...ended(job.id, 1), outputs: ["out.txt"] }));
+    expect(job.attempt(0, 1)!.outcome).toBe("succeeded");
   });
 });
