@@ -33,7 +33,7 @@ import { issueHostCredential } from "../../../../../src/broker/reactor/handlers/
 import { agentDetached } from "../../../../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import { newTokenOf } from "../../../../../src/common/model/tokens.ts";
-import { ended, hello } from "../../../../helpers/agent-messages.ts";
+import { ended, facts, hello } from "../../../../helpers/agent-messages.ts";
 import { HandlerBench } from "../../../../helpers/handler-bench.ts";
 
 /** A bench with `hosts` attached (two slots each) and job "1" of `spec` submitted, placed and its attempts started. */
@@ -390,5 +390,48 @@ describe("draining and undraining", () => {
     agentDetached(bench.state, "h1");
     bench.run((step) => forgetHost(step, "h1"));
     expect(bench.state.hosts.has("h1")).toBe(false);
+  });
+});
+
+describe("a job that has ended but is still in memory (a losing replica stopping)", () => {
+  /** Job "1" of two replicas: attempt 2 on fast h2 succeeded, attempt 1 on slow h1 still stopping. */
+  function endedInMemory() {
+    const bench = new HandlerBench();
+    const host = (name: string, speed: number) => ({
+      ...hello(name, [], 1),
+      facts: facts(name, { speed, slotsFree: 1 }),
+    });
+    bench.run((step) => attachHost(step, host("h1", 0.1)));
+    const job = bench.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "work", replicas: 2 }),
+        owner: "alice",
+        inputs: [],
+      }),
+    ).result;
+    bench.schedule();
+    bench.run((step) => attemptStarted(step, "h1", { jobId: job.id, taskIndex: 0, attempt: 1 }));
+    bench.run((step) => attachHost(step, host("h2", 4)));
+    bench.schedule();
+    bench.run((step) => attemptStarted(step, "h2", { jobId: job.id, taskIndex: 0, attempt: 2 }));
+    bench.run((step) => attemptEnded(step, "h2", ended(job.id, 2)));
+    expect(job.record.state).toBe("succeeded");
+    expect(bench.state.jobs.get(job.id)).toBe(job);
+    return { bench, job };
+  }
+
+  it("is left as it is by a cancel, refused a hold naming its state, and may be removed", () => {
+    const { bench, job } = endedInMemory();
+    const changes = bench.recorded.length;
+    expect(bench.run((step) => cancelJob(step, job.id)).result).toBe(job);
+    expect(bench.recorded.length).toBe(changes);
+    expect(job.record.cancelRequested).toBe(false);
+    expect(thrown(() => bench.run((step) => holdJob(step, job.id)))).toEqual({
+      type: ConflictError.name,
+      message: "job 1 is succeeded",
+    });
+    bench.run((step) => removeJob(step, job.id));
+    expect(bench.recorded.at(-1)).toEqual({ op: "deleteJob", jobId: job.id });
   });
 });
