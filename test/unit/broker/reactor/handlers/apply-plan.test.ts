@@ -107,6 +107,16 @@ describe("a preemption", () => {
     expect(again.reserved).toEqual([]);
     expect(bench.state.reservations.get("w", 0)).toBe(kept);
 
+    // Into that room (on h2, sooner) in a step that fails: the room is kept again.
+    bench.run((step) => attachHost(step, hello("h2", [], 1)));
+    expect(() =>
+      bench.run((step) => {
+        applyPlan(step, plan({ place: [task("w", "h2")] }));
+        throw new Error("later write failed");
+      }),
+    ).toThrow("later write failed");
+    expect(bench.state.reservations.get("w", 0)).toBe(kept);
+
     const fresh = crowded();
     expect(() =>
       fresh.bench.run((step) => {
@@ -219,6 +229,9 @@ describe("a placement", () => {
     expect(placedOn({ ...ranks, resources: { cpus: 2 } }, gang, 3)).toBe(0);
     expect(placedOn({ ...ranks, resources: { memoryMb: 4000 } }, gang)).toBe(1);
     expect(placedOn({ ...ranks, resources: { memoryMb: 4001 } }, gang)).toBe(0);
+    // A rank on a host not known; GPUs the host does not have.
+    expect(placedOn({ command: "work", nodes: 2 }, { ...gang, ranks: ["h1", "h9"] })).toBe(0);
+    expect(placedOn({ command: "work", resources: { gpus: 1 } }, task("1", "h1"))).toBe(0);
   });
 
   it("of an array at its throttle is dropped", () => {
@@ -325,5 +338,28 @@ describe("a placement", () => {
       migration: { to: null, from: "h1" },
       array: true,
     });
+  });
+});
+
+describe("a second preemption for a task with room kept already", () => {
+  it("is dropped, its victim left running", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1", [], 2)));
+    const submit = (id: string) =>
+      bench.run((step) =>
+        submitJob(step, { id, spec: validateJobSpec({ command: "work" }), owner: "alice", inputs: [] }),
+      );
+    submit("v1");
+    submit("v2");
+    bench.run((step) => applyPlan(step, plan({ place: [task("v1", "h1"), task("v2", "h1")] })));
+    submit("w");
+    bench.run((step) =>
+      applyPlan(step, plan({ preempt: [{ stop: preempted("v1"), place: task("w", "h1") }] })),
+    );
+    const again = bench.run((step) =>
+      applyPlan(step, plan({ preempt: [{ stop: preempted("v2"), place: task("w", "h1") }] })),
+    ).result;
+    expect(again.stopped).toEqual([]);
+    expect(bench.state.jobs.get("v2")!.attempt(0, 1)!.state).not.toBe("stopping");
   });
 });

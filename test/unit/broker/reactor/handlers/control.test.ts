@@ -110,6 +110,17 @@ describe("a cancel", () => {
     expect(bench.stops().map(({ taskIndex, outcome }) => ({ taskIndex, outcome }))).toEqual([
       { taskIndex: 1, outcome: "cancelled" },
     ]);
+    // A cancel of running tasks alone writes no task.
+    const running = started({ command: "work", array: { count: 2 } });
+    running.bench.run((step) => cancelTasks(step, running.job.id, [1]));
+    const other = started({ command: "work" });
+    other.bench.run((step) => cancelJob(step, other.job.id));
+    for (const each of [running, other]) {
+      const empty = each.bench.recorded.filter(
+        (change) => change.op === "putTasks" && change.tasks.length === 0,
+      );
+      expect(empty).toEqual([]);
+    }
     // Only ended tasks named: nothing changes.
     const changes = bench.recorded.length;
     bench.run((step) => cancelTasks(step, job.id, [0, 2]));
@@ -262,6 +273,10 @@ describe("removing a job", () => {
       type: ConflictError.name,
       message: "job 1 is running: cancel it first",
     });
+    expect(thrown(() => bench.run((step) => removeJob(step, "9")))).toEqual({
+      type: NotFoundError.name,
+      message: "no job 9",
+    });
     endOnH1(bench, job.id);
     bench.run((step) => removeJob(step, job.id));
     expect(bench.recorded.at(-1)).toEqual({ op: "deleteJob", jobId: job.id });
@@ -305,6 +320,9 @@ describe("tasks waiting, or of a held job", () => {
     expect(held.record.state).toBe("held");
     // A held job's tasks wait pending.
     expect(held.tasks.map((task) => task.state)).toEqual(["pending", "pending"]);
+    const alsoWaiting = submit("4", { command: "work", dependsOn: ["1"] });
+    bench.run((step) => cancelTasks(step, alsoWaiting.id, [0]));
+    expect(alsoWaiting.tasks[0].state).toBe("cancelled");
     bench.run((step) => cancelJob(step, waiting.id));
     expect(waiting.tasks[0].state).toBe("cancelled");
     bench.run((step) => cancelTasks(step, held.id, [1]));
