@@ -223,6 +223,19 @@ describe("a migration", () => {
     });
     expect(job.attempt(0, 1)!.state).toBe("running");
   });
+
+  it("to no host named is refused for an attempt not started yet too, with nowhere else to go", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h1")));
+    const job = bench.run((step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "work" }), owner: "alice", inputs: [] }),
+    ).result;
+    bench.schedule();
+    expect(job.attempt(0, 1)!.state).toBe("starting");
+    expect(thrown(() => bench.run((step) => migrateJob(step, job.id, null))).message).toMatch(
+      /use hold and release to restart it on h1$/,
+    );
+  });
 });
 
 describe("hosts", () => {
