@@ -5,6 +5,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { describe, test } from "vitest";
 
 export interface LocalAccount {
   name: string;
@@ -32,6 +33,23 @@ export function accountsUnavailable(): string | null {
 /** What the run-as tests lack on this machine (accounts, and setpriv), or null. */
 export function runAsUnavailable(): string | null {
   return accountsUnavailable() ?? missingTool(["setpriv"]);
+}
+
+/**
+ * The run-as tests' gate: `body` (a describe block named `title`) where accounts can be made and
+ * setpriv runs; else, under CI, a test that fails saying what is missing, and elsewhere a skip with
+ * a message naming `what` (the tests skipped).
+ */
+export function describeRunAs(what: string, title: string, body: () => void): void {
+  const unavailable = runAsUnavailable();
+  if (unavailable && process.env.CI) {
+    test("root, useradd and setpriv are available", () => {
+      throw new Error(`the run-as tests need root, useradd and setpriv: ${unavailable}`);
+    });
+  } else if (unavailable) {
+    console.warn(`skipping ${what}: ${unavailable}`);
+    test.skip(`run-as: ${unavailable}`, () => {});
+  } else describe(title, body);
 }
 
 /** A new account named `name` (one left by an earlier run is removed first), with a home of its own under the temp folder. */

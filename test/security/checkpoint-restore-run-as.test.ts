@@ -8,8 +8,8 @@
 import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import { makeAccount, removeAccount, runAsUnavailable } from "../helpers/local-accounts.ts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeRunAs, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import {
   type AgentProcess,
   cleanup,
@@ -24,16 +24,10 @@ import {
 // An account of this file's own: the run-as tests of other files make and remove theirs.
 const OWNER = "stwmanifest1";
 
-const unavailable = runAsUnavailable();
-if (unavailable && process.env.CI) {
-  test("root, useradd and setpriv are available", () => {
-    throw new Error(`the run-as tests need root, useradd and setpriv: ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the run-as checkpoint tests: ${unavailable}`);
-  test.skip(`run-as: ${unavailable}`, () => {});
-} else {
-  describe("a --run-as-owner host restores a checkpoint only inside its folder", () => {
+describeRunAs(
+  "the run-as checkpoint tests",
+  "a --run-as-owner host restores a checkpoint only inside its folder",
+  () => {
     let server: StewardProcess & { joinToken: string };
     let agent: AgentProcess;
     const dir = tempDir("steward-manifest-run-as-");
@@ -133,5 +127,5 @@ if (unavailable && process.env.CI) {
       expect(second.reason).toContain("checkpoint");
       expect(second.reason).toContain(JSON.stringify(climbing).slice(0, 30));
     }, 90_000);
-  });
-}
+  },
+);

@@ -11,8 +11,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import { makeAccount, removeAccount, runAsUnavailable, submitAs } from "../helpers/local-accounts.ts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeRunAs, makeAccount, removeAccount, submitAs } from "../helpers/local-accounts.ts";
 import {
   type AgentProcess,
   cleanup,
@@ -94,16 +94,10 @@ function digest(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, 16);
 }
 
-const unavailable = runAsUnavailable();
-if (unavailable && process.env.CI) {
-  test("root, useradd and setpriv are available", () => {
-    throw new Error(`the run-as tests need root, useradd and setpriv: ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the job env secrecy tests: ${unavailable}`);
-  test.skip(`run-as: ${unavailable}`, () => {});
-} else {
-  describe("a job's env is on no command line and in no file another account may read", () => {
+describeRunAs(
+  "the job env secrecy tests",
+  "a job's env is on no command line and in no file another account may read",
+  () => {
     let server: StewardProcess & { joinToken: string };
     let readerUid: number;
 
@@ -196,5 +190,5 @@ if (unavailable && process.env.CI) {
       expect(result.hits[control].length).toBeGreaterThan(0);
       expect(result.hits[secret]).toEqual([]);
     });
-  });
-}
+  },
+);

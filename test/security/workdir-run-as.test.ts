@@ -8,8 +8,8 @@
 
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, test } from "vitest";
-import { makeAccount, removeAccount, runAsUnavailable, submitAs } from "../helpers/local-accounts.ts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { describeRunAs, makeAccount, removeAccount, submitAs } from "../helpers/local-accounts.ts";
 import {
   type AgentProcess,
   cleanup,
@@ -24,16 +24,10 @@ import {
 // An account of this file's own: the run-as tests of other files make and remove theirs.
 const OWNER = "stwworkdir1";
 
-const unavailable = runAsUnavailable();
-if (unavailable && process.env.CI) {
-  test("root, useradd and setpriv are available", () => {
-    throw new Error(`the run-as tests need root, useradd and setpriv: ${unavailable}`);
-  });
-} else if (unavailable) {
-  console.warn(`skipping the run-as workdir tests: ${unavailable}`);
-  test.skip(`run-as: ${unavailable}`, () => {});
-} else {
-  describe("a --run-as-owner host enters a job's workdir as the job's account", () => {
+describeRunAs(
+  "the run-as workdir tests",
+  "a --run-as-owner host enters a job's workdir as the job's account",
+  () => {
     let server: StewardProcess & { joinToken: string };
     let agent: AgentProcess;
     let uid: number;
@@ -122,5 +116,5 @@ if (unavailable && process.env.CI) {
         expect(readdirSync(folder)).toEqual([]);
       }
     });
-  });
-}
+  },
+);

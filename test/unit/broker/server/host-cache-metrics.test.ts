@@ -7,6 +7,7 @@ import { Registry } from "prom-client";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { JobMetrics } from "../../../../src/broker/server/job-metrics.ts";
 import { facts, Harness, hello } from "../../../helpers/core-harness.ts";
+import { seriesOf } from "../../../helpers/registry-series.ts";
 
 let harness: Harness;
 let registry: Registry;
@@ -24,19 +25,9 @@ afterEach(async () => {
   await harness.close();
 });
 
-/** Each sample of a series as `label=value,...` (labels sorted) to its value. */
-async function series(name: string): Promise<Record<string, number>> {
-  const metric = registry.getSingleMetric(name);
-  if (!metric) throw new Error(`no series ${name}`);
-  const found: Record<string, number> = {};
-  for (const sample of (await metric.get()).values) {
-    const key = Object.entries(sample.labels)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([label, value]) => `${label}=${value}`)
-      .join(",");
-    found[key] = sample.value;
-  }
-  return found;
+/** A series of this test's registry (registry-series.ts). */
+function series(name: string): Promise<Record<string, number>> {
+  return seriesOf(registry, name);
 }
 
 const counters = (hits: number, misses: number) => ({

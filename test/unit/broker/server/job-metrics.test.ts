@@ -8,6 +8,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { JobMetrics } from "../../../../src/broker/server/job-metrics.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
 import { ended, facts, Harness, hello, settle, submitOn } from "../../../helpers/core-harness.ts";
+import { seriesOf } from "../../../helpers/registry-series.ts";
 
 let harness: Harness;
 let registry: Registry;
@@ -25,21 +26,9 @@ afterEach(async () => {
   await harness.close();
 });
 
-/** Each sample of a series as `[name_suffix ]label=value,...` (labels sorted) to its value. */
-async function series(name: string): Promise<Record<string, number>> {
-  const metric = registry.getSingleMetric(name);
-  if (!metric) throw new Error(`no series ${name}`);
-  const found: Record<string, number> = {};
-  for (const sample of (await metric.get()).values) {
-    const key = Object.entries(sample.labels)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([label, value]) => `${label}=${value}`)
-      .join(",");
-    // A histogram's samples name their series (_bucket, _sum, _count), which prom-client's types leave out.
-    const suffix = (sample as { metricName?: string }).metricName?.slice(name.length + 1);
-    found[suffix ? `${suffix} ${key}` : key] = sample.value;
-  }
-  return found;
+/** A series of this test's registry (registry-series.ts). */
+function series(name: string): Promise<Record<string, number>> {
+  return seriesOf(registry, name);
 }
 
 async function submit(spec: Record<string, unknown>) {
