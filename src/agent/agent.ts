@@ -8,6 +8,7 @@ import os from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { newTokenOf } from "../common/model/tokens.ts";
+import { AGENT_TRANSFERS } from "../common/model/transfers.ts";
 import type { LinkSocket } from "../common/protocol/local-link.ts";
 import {
   type AgentMessage,
@@ -108,6 +109,7 @@ export class Agent {
       speed: options.speed ?? hostSpeed(),
       workDir: options.workDir,
       shared: options.shared ?? [],
+      transfers: [...AGENT_TRANSFERS],
     };
     this.context = {
       // The host credential once it has one; the join token before.

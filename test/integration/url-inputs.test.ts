@@ -4,7 +4,7 @@
 // sha256 fails the attempt as a system failure whose reason names the URL; an array of four tasks
 // reading one URL input fetches it once (the data server's count and the host's cache counters on
 // /metrics), and a URL input without a digest is revalidated (304) rather than fetched again; an
-// s3: URL is refused at submit, saying it is not supported yet.
+// s3: URL without a key is refused at submit, naming the field (s3: inputs: s3-data.test.ts).
 
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -177,13 +177,13 @@ it("fetches an array's URL input once per host: by its digest, and by its URL re
   expect(asked).toStrictEqual([200, 304, 304, 304]);
 });
 
-it("refuses an s3: URL at submit, saying it is not supported yet", async () => {
-  await expect(submit({ command: "true", inputs: [{ url: "s3://bucket/key" }] })).rejects.toMatchObject({
+it("refuses an s3: URL without a key at submit, naming the field", async () => {
+  await expect(submit({ command: "true", inputs: [{ url: "s3://bucket" }] })).rejects.toMatchObject({
     status: 400,
     body: {
       error: {
         field: "inputs[0].url",
-        message: "inputs[0].url: s3: URLs are not supported yet (http: and https: are)",
+        message: "inputs[0].url: names no key: s3://bucket/key",
       },
     },
   });

@@ -1,8 +1,8 @@
 // One download into a file: tried again a bounded number of times with a back-off, a transfer cut
 // halfway resumed with a Range request where the server answers one (206), else started over; the
 // SHA-256 computed as the bytes come, and checked against the expected one when there is one; the
-// file synced to disk before it is handed back. A URL's server (url-source.ts) and the server's
-// uploaded inputs (input-staging.ts) are both sources.
+// file synced to disk before it is handed back. A URL's server (url-source.ts), an s3: input's
+// store (s3-source.ts) and the server's uploaded inputs (staging.ts) are all sources.
 
 import { createHash, type Hash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
@@ -16,6 +16,11 @@ export interface DownloadSource {
   readonly name: string;
   /** One try: the answer to a GET with these headers (Range, If-Range, conditions). */
   open(headers: Record<string, string>, signal: AbortSignal): Promise<Response>;
+  /**
+   * A word that says why an answer of a failed status came (an S3 error code), read from it (its
+   * body is this method's to read or cancel); absent: the status alone says it.
+   */
+  refusal?(response: Response): Promise<string | null>;
 }
 
 export interface DownloadPolicy {
@@ -66,7 +71,7 @@ export interface DownloadOptions {
 }
 
 /** Statuses a later try may answer otherwise: the server's trouble, not the request's. */
-function retryable(status: number): boolean {
+export function retryable(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
 
@@ -186,9 +191,11 @@ async function oneTry(
       const length = response.headers.get("content-length");
       total = length !== null && /^\d+$/.test(length) ? Number(length) : null;
     } else {
+      const word = source.refusal ? await source.refusal(response).catch(() => null) : null;
       await response.body?.cancel().catch(() => {});
-      if (retryable(status)) throw new Error(`HTTP ${status}`);
-      throw new Refused(`HTTP ${status}`);
+      const what = word === null ? `HTTP ${status}` : `HTTP ${status} ${word}`;
+      if (retryable(status)) throw new Error(what);
+      throw new Refused(what);
     }
     if (response.body)
       for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
@@ -208,7 +215,7 @@ async function oneTry(
 }
 
 /** A failed try in words: an HTTP status, or the network's error and its cause. */
-function describe(error: unknown): string {
+export function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = (error as { cause?: unknown }).cause;
   const detail =

@@ -1,6 +1,8 @@
 // An attempt's files moved in and out: its inputs fetched into its working folder before the job
-// starts (uploaded ones from the server, URL inputs from their own servers), its outputs uploaded
-// to the server once it has succeeded. An input comes through the host's content cache
+// starts (uploaded ones from the server, URL inputs from their own servers, s3: ones from their
+// store, signed with the S3 settings the agent resolves for the attempt: s3/s3-settings.ts), its
+// outputs uploaded to the server once it has succeeded, and those with a URL pushed there
+// (url-outputs.ts). An input comes through the host's content cache
 // (cache/content-cache.ts), by the digest the server gives an uploaded one or the job file gives a
 // URL (else by the URL, revalidated), so that the tasks of an array on one host fetch their common
 // input once (with `--cache-gb 0` the cache is off: each task fetches its own copy); an uploaded
@@ -12,19 +14,33 @@ import { openAsBlob } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { relativePathProblem } from "../../common/model/relative-path.ts";
+import { isS3Url } from "../../common/model/s3-url.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
 import type { HttpClient } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
 import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
+import { s3Source } from "../cache/s3-source.ts";
 import { urlSource } from "../cache/url-source.ts";
+import { agentAwsValues } from "../s3/agent-credentials.ts";
+import { resolveS3Settings, type S3Settings } from "../s3/s3-settings.ts";
 import { openJobFile } from "./job-written-file.ts";
+import { pushOutputs } from "./url-outputs.ts";
 
 /** What staging inputs needs: the server's files, and the host's cache. */
 export interface InputStaging {
   http: HttpClient;
   cache: ContentCache;
+}
+
+/** The S3 settings of an attempt, resolved at the first need (none: no file is read). */
+function attemptS3Settings(): () => S3Settings {
+  let settings: S3Settings | undefined;
+  return () => {
+    settings ??= resolveS3Settings(agentAwsValues());
+    return settings;
+  };
 }
 
 export async function stageInputs(context: InputStaging, spec: StartMessage, runDir: string): Promise<void> {
@@ -35,13 +51,14 @@ export async function stageInputs(context: InputStaging, spec: StartMessage, run
     // Inputs are often the program itself (GridWay stages the executable): let it run.
     await chmod(target, 0o755);
   }
+  const s3 = attemptS3Settings();
   for (const input of spec.urlInputs ?? []) {
     const problem = relativePathProblem(input.as);
     if (problem !== null)
       throw new Error(`${shownUrl(input.url)}: as ${JSON.stringify(input.as)} ${problem}`);
     const target = join(runDir, input.as);
     await mkdir(dirname(target), { recursive: true });
-    await stageUrlInput(context.cache, input, target);
+    await stageUrlInput(context.cache, input, target, s3);
     await chmod(target, 0o755);
   }
 }
@@ -51,8 +68,9 @@ async function stageUrlInput(
   cache: ContentCache,
   input: { url: string; sha256?: string },
   target: string,
+  s3: () => S3Settings,
 ): Promise<void> {
-  const source = urlSource(input.url);
+  const source = isS3Url(input.url) ? s3Source(input.url, s3()) : urlSource(input.url);
   const key = cacheKeyOf(input);
   if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
   else await cache.placeByUrl(input.url, source, target);
@@ -77,7 +95,10 @@ async function stageUploadedInput(
   else await download(source, target);
 }
 
-/** Uploads the outputs; `refused`: files that are there but not the job's own (links to others' files). */
+/**
+ * Uploads the outputs, then pushes those with a URL; `uploaded`: the paths uploaded or pushed,
+ * `refused`: files that are there but not the job's own (links to others' files).
+ */
 export async function stageOutputs(
   http: HttpClient,
   spec: StartMessage,
@@ -111,5 +132,6 @@ export async function stageOutputs(
     }
     uploaded.push(path);
   }
-  return { uploaded, refused };
+  const pushed = await pushOutputs(spec.urlOutputs ?? [], runDir, owner, attemptS3Settings());
+  return { uploaded: [...uploaded, ...pushed.pushed], refused: [...refused, ...pushed.refused] };
 }

@@ -20,6 +20,8 @@ export interface StaticFacts {
   resources?: Record<string, number>;
   /** Folders shared with the other hosts (--shared), where jobs run in place; sent even when empty. */
   shared: string[];
+  /** What the agent moves itself besides the server's files (model/transfers.ts). */
+  transfers?: readonly string[];
 }
 
 function normalizeArch(arch: string): string {
@@ -58,5 +60,6 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     ...(fixed.gpusIsolated !== undefined ? { gpusIsolated: fixed.gpusIsolated } : {}),
     ...(fixed.resources ? { resources: fixed.resources } : {}),
     shared: fixed.shared,
+    ...(fixed.transfers ? { transfers: [...fixed.transfers] } : {}),
   };
 }

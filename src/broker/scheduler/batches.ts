@@ -23,20 +23,30 @@ function expressionKey(expression: CompiledExpression | null): string {
 
 /**
  * What makes two tasks alike for placement: resources, requirements, the folder they run in (a
- * workdir: only hosts sharing it take them), and what pilots' walltimes hold against them
+ * workdir: only hosts sharing it take them), what their agent must move itself (transfers: only
+ * hosts whose agent does take them), and what pilots' walltimes hold against them
  * (expected length, checkpoints); not rank, which only orders.
  */
 export function batchKey(
   job: Pick<
     JobView,
-    "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "workdir" | "expectedSeconds" | "checkpoints"
+    | "cpus"
+    | "memoryMb"
+    | "gpus"
+    | "custom"
+    | "requirements"
+    | "workdir"
+    | "transfers"
+    | "expectedSeconds"
+    | "checkpoints"
   >,
 ): string {
   const walltime = `${job.expectedSeconds ?? ""}\u0000${job.checkpoints ? 1 : 0}`;
   const countable =
     job.gpus || job.custom ? `\u0000${job.gpus ?? 0}\u0000${JSON.stringify(job.custom ?? {})}` : "";
   const inPlace = job.workdir === undefined ? "" : `\u0002${job.workdir}`;
-  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}${inPlace}`;
+  const moved = job.transfers && job.transfers.length > 0 ? `\u0003${job.transfers.join(",")}` : "";
+  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}${inPlace}${moved}`;
 }
 
 /**

@@ -47,6 +47,11 @@ export interface JobView {
   rank: CompiledExpression | null;
   /** The job file's `workdir`: it runs in place, on hosts sharing a folder that holds it (stages/feasibility.ts); absent: anywhere. */
   workdir?: string;
+  /**
+   * What the job needs its host's agent to move itself (model/transfers.ts: s3: inputs, outputs
+   * pushed to a URL): only hosts whose `transfers` fact has each take it; absent or empty: any host.
+   */
+  transfers?: readonly string[];
   /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
   slowHosts?: readonly string[];
   /** Tasks that may start at `now` with no rule of their own, in the order they should start. */
@@ -96,6 +101,7 @@ export interface RunningTaskView {
     | "custom"
     | "requirements"
     | "workdir"
+    | "transfers"
     | "rank"
     | "owner"
     | "qos"

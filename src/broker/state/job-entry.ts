@@ -16,6 +16,7 @@ import type {
 } from "../../common/model/records.ts";
 import { mayAddReplica } from "../../common/model/replicas.ts";
 import type { TaskState } from "../../common/model/states.ts";
+import { transfersNeeded } from "../../common/model/transfers.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { migrationAllows, migrationLapsesAt, migrationWaitReason } from "../scheduler/migration-rule.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
@@ -189,6 +190,12 @@ export class JobEntry implements JobView {
   get workdir(): string | undefined {
     return this.record.spec.workdir;
   }
+  /** What the job's agent must move itself (model/transfers.ts); inputs and outputs never change after submit. */
+  get transfers(): readonly string[] {
+    this.#transfers ??= transfersNeeded(this.record.spec.inputs, this.record.spec.outputs);
+    return this.#transfers;
+  }
+  #transfers: readonly string[] | undefined;
   /** A task's memory grown after running out of memory (TaskRecord.memoryMb); undefined: the job's. */
   taskMemoryMb(taskIndex: number): number | undefined {
     return this.tasks[taskIndex]?.memoryMb ?? undefined;

@@ -117,16 +117,23 @@ export function taskLaunch(
  * What is wrong with an array's parameters, or null: the parameter's index (and the key, for a bad
  * key) and why. A key that is not a PARAM_KEY_PATTERN, two keys of one mapping that give the same
  * variable, a parameter longer than MAX_PARAM_CHARS, a `${param.KEY}` in the command or env that a
- * parameter does not have (or that a string parameter is given).
+ * parameter does not have (or that a string parameter is given); an output's `to` counts as the
+ * command does.
  */
 export function paramsProblem(
   params: readonly TaskParam[],
-  uses: { command: string | readonly string[]; env: Readonly<Record<string, string>> },
+  uses: {
+    command: string | readonly string[];
+    env: Readonly<Record<string, string>>;
+    /** Outputs pushed to a URL name the parameter in their `to` too (output-spec.ts). */
+    outputs?: readonly (string | { to: string })[];
+  },
 ): { index: number; key?: string; message: string } | null {
   const named = new Set<string>();
   const texts = [
     ...(typeof uses.command === "string" ? [uses.command] : uses.command),
     ...Object.values(uses.env),
+    ...(uses.outputs ?? []).flatMap((output) => (typeof output === "string" ? [] : [output.to])),
   ];
   for (const text of texts) for (const key of placeholdersOf(text).keys) named.add(key);
   const firstNamed = named.values().next().value;

@@ -34,6 +34,11 @@ export interface HostFacts {
    */
   shared?: string[];
   /**
+   * What the agent moves itself besides the server's files (transfers.ts): a job that needs one of
+   * these runs only where it is listed. An agent of an earlier release sends none.
+   */
+  transfers?: string[];
+  /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
    * Filled in by the server when it looks at the host, not sent by the agent.
    */

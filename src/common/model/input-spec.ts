@@ -1,31 +1,40 @@
 // A job's inputs (job-spec.ts `inputs`): a path, uploaded at submit and stored by the server, or
-// a URL the agent fetches itself, `{url, sha256?, as?}`: `url` http: or https: (s3: is refused for
-// now, saying so), `sha256` the digest its content must have, `as` the file's name in the job's
-// working folder (by default the last segment of the URL's path), which must stay inside it as a
-// path input does. The rules here; the schema's place is job-spec.ts.
+// a URL the agent fetches itself, `{url, sha256?, as?}`: `url` http:, https: or s3://bucket/key
+// (s3-url.ts), `sha256` the digest its content must have, `as` the file's name in the job's
+// working folder (by default the last segment of the URL's path, or of an s3: URL's key), which
+// must stay inside it as a path input does. The rules here; the schema's place is job-spec.ts.
 
 import { z } from "zod";
 import { relativePathProblem } from "./relative-path.ts";
+import { isS3Url, parseS3Url, s3UrlProblem } from "./s3-url.ts";
 
 /** The schemes a URL input may have. */
-export const INPUT_URL_SCHEMES: readonly string[] = ["http:", "https:"];
+export const INPUT_URL_SCHEMES: readonly string[] = ["http:", "https:", "s3:"];
 
 /** The longest URL an input may have. */
 export const INPUT_URL_MAX_CHARS = 8192;
 
 /** What is wrong with an input's URL, or null. */
 export function urlProblem(url: string): string | null {
+  if (isS3Url(url)) return s3UrlProblem(url);
   const parsed = URL.parse(url);
   if (parsed === null) return "is not a URL";
-  if (parsed.protocol === "s3:") return "s3: URLs are not supported yet (http: and https: are)";
   if (!INPUT_URL_SCHEMES.includes(parsed.protocol))
-    return `must be an http: or https: URL, not ${parsed.protocol}`;
+    return `must be an http:, https: or s3: URL, not ${parsed.protocol}`;
   if (parsed.hostname === "") return "names no host";
   return null;
 }
 
-/** The last segment of the URL's path, decoded: the file's name when `as` is left out; null for none. */
+/**
+ * The last segment of the URL's path (of an s3: URL's key), decoded: the file's name when `as` is
+ * left out; null for none.
+ */
 export function defaultInputName(url: string): string | null {
+  if (isS3Url(url)) {
+    const object = parseS3Url(url);
+    const name = typeof object === "string" ? "" : (object.key.split("/").at(-1) ?? "");
+    return name === "" ? null : name;
+  }
   const parsed = URL.parse(url);
   const segment = parsed?.pathname.split("/").at(-1) ?? "";
   if (segment === "") return null;
@@ -45,8 +54,8 @@ export const urlInputSchema = z
       .max(INPUT_URL_MAX_CHARS)
       .meta({
         description:
-          "Where the agent fetches the file from, itself (not through the server): an `http:` or `https:` URL (`s3:` is not supported yet). Tried again on failure, a cut transfer resumed where the server allows, and kept in the host's content cache.",
-        examples: ["https://data.example.org/runs/grid.nc"],
+          "Where the agent fetches the file from, itself (not through the server): an `http:` or `https:` URL, or `s3://bucket/key` (an object of an S3-compatible store, signed with the agent's own AWS credentials, docs/data.md). Tried again on failure, a cut transfer resumed where the server allows, and kept in the host's content cache.",
+        examples: ["https://data.example.org/runs/grid.nc", "s3://climate/runs/grid.nc"],
       }),
     sha256: z
       .string()
@@ -62,7 +71,7 @@ export const urlInputSchema = z
       .optional()
       .meta({
         description:
-          "The file's path in the job's working folder (absent: the last segment of the URL's path). It may not leave the folder.",
+          "The file's path in the job's working folder (absent: the last segment of the URL's path, or of an s3: URL's key). It may not leave the folder.",
         examples: ["grid.nc"],
       }),
   })

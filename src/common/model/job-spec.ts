@@ -15,6 +15,7 @@ import { firstProblem } from "./first-problem.ts";
 import { inputNameClash, urlInputSchema } from "./input-spec.ts";
 import { JOB_FILE_KEY_ALIASES } from "./job-file-key-aliases.ts";
 import { JobFileError } from "./jobfile-error.ts";
+import { urlOutputSchema, urlOutputsProblem } from "./output-spec.ts";
 import { DEFAULT_QOS, QOS_NAME } from "./qos-name.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { absoluteFolderProblem } from "./shared-folders.ts";
@@ -86,13 +87,13 @@ export const jobSpecSchema = z.strictObject({
   ),
   inputs: about(
     z.array(z.union([relativePath, urlInputSchema])).default([]),
-    "Files placed in the job's working folder before it starts. A path: a file relative to the job file's folder (the current folder for `steward submit -`), uploaded at submit; it may not leave its folder. A mapping `{url, sha256, as}`: a file the agent fetches from an `http:` or `https:` URL itself. Either way each host keeps it in its content cache, so an array's tasks on one host fetch it once.",
+    "Files placed in the job's working folder before it starts. A path: a file relative to the job file's folder (the current folder for `steward submit -`), uploaded at submit; it may not leave its folder. A mapping `{url, sha256, as}`: a file the agent fetches itself from an `http:` or `https:` URL, or an `s3://bucket/key` object. Either way each host keeps it in its content cache, so an array's tasks on one host fetch it once.",
     ["ns3d", "input", { url: "https://data.example.org/runs/grid.nc", as: "grid.nc" }],
   ),
   outputs: about(
-    z.array(relativePath).default([]),
-    "Files collected from the job's working folder when it succeeds (`steward fetch`).",
-    ["residual"],
+    z.array(z.union([relativePath, urlOutputSchema])).default([]),
+    "Files taken from the job's working folder when it succeeds. A path: collected by the server (`steward fetch`). A mapping `{path, to}`: pushed by the agent itself to `to`, an `s3://bucket/key` object or an `http:`/`https:` URL (a PUT), not through the server. A file missing fails the attempt either way.",
+    ["residual", { path: "summary.csv", to: "s3://results/cfd/summary.csv" }],
   ),
   workdir: about(
     absoluteFolder.optional(),
@@ -348,6 +349,8 @@ export function validateJobSpec(input: unknown): JobSpec {
     if (spec.workdir !== undefined) checkInPlace(spec);
     const clash = inputNameClash(spec.inputs);
     if (clash) fail(clash.field, clash.message);
+    const pushed = urlOutputsProblem(spec);
+    if (pushed) fail(pushed.field, pushed.message);
     checkArray(spec);
     return spec;
   }
@@ -423,6 +426,8 @@ function checkPlaceholders(spec: JobSpec): void {
       ? [["command", spec.command]]
       : spec.command.map((part, index) => [`command[${index}]`, part]);
   for (const [name, value] of Object.entries(spec.env)) texts.push([`env.${name}`, value]);
+  for (const [index, output] of spec.outputs.entries())
+    if (typeof output !== "string") texts.push([`outputs[${index}].to`, output.to]);
   for (const [field, text] of texts) {
     const problem = placeholderProblem(text);
     if (problem) fail(field, problem);

@@ -55,6 +55,11 @@ export const hostFacts = z.object({
   resources: z.record(z.string(), z.int().min(0)).optional(),
   /** The folders the host shares with others (`--shared PATH`), absolute; empty or absent: none. */
   shared: z.array(z.string()).optional(),
+  /**
+   * What the agent moves itself besides the server's files (model/transfers.ts: `s3-inputs`,
+   * `url-outputs`); absent from agents of earlier releases, which get no job that needs any.
+   */
+  transfers: z.array(z.string().max(64)).max(64).optional(),
 });
 
 const attemptRef = {
@@ -251,7 +256,8 @@ export const startMessage = z.object({
   inputs: z.array(z.string()),
   /**
    * Inputs the agent fetches from their URLs itself (the job file's `{url, sha256, as}`), each
-   * with its name in the working folder resolved; absent: none.
+   * with its name in the working folder resolved; absent: none. An s3: one only to agents whose
+   * `transfers` fact says `s3-inputs` (model/transfers.ts).
    */
   urlInputs: z
     .array(
@@ -265,7 +271,14 @@ export const startMessage = z.object({
       }),
     )
     .optional(),
+  /** The outputs the server collects (the job file's plain paths). */
   outputs: z.array(z.string()),
+  /**
+   * Outputs the agent pushes to a URL itself once the job succeeded (the job file's `{path, to}`,
+   * an array's parameter put in); absent: none. Sent only to agents whose `transfers` fact says
+   * `url-outputs` (model/transfers.ts).
+   */
+  urlOutputs: z.array(z.object({ path: z.string(), to: z.string() })).optional(),
   cpus: z.int().min(1),
   /** The task's memory, MB: with enforcement, its limit (absent or 0: none). */
   memoryMb: z.number().min(0).optional(),

@@ -176,6 +176,19 @@ class Bodies(unittest.TestCase):
         self.assertEqual(raised.exception.field, "inputs[1]")
         self.assertEqual(_job_files._inputs_to_send(["../up.txt", 3], folder), [])
 
+    def test_inputs_by_url_are_not_uploaded(self):
+        import tempfile, os
+        folder = tempfile.mkdtemp()
+        with open(os.path.join(folder, "a.txt"), "wb") as file:
+            file.write(b"alpha")
+        inputs = ["a.txt", {"url": "s3://climate/grid.nc", "sha256": "0" * 64}, {"url": "https://h/x", "as": "y"}]
+        # Only the path is uploaded; the mappings go to the server in the job file as they are.
+        self.assertEqual(_job_files._inputs_to_send(inputs, folder), ["a.txt"])
+        self.assertEqual(
+            _job_files._workflow_inputs({"one": {"inputs": inputs, "outputs": [{"path": "o", "to": "s3://r/o"}]}}, folder),
+            [("one/a.txt", "a.txt")],
+        )
+
     def test_server_sent_events(self):
         stream = io.BytesIO(
             b": steward events\n\nevent: job\nid: 4\ndata: {\"id\": 4}\n\n: keep-alive\n\n"

@@ -17,6 +17,7 @@ import { binary } from "../../../common/api/bytes-answer.ts";
 import { errors } from "../../../common/api/errors.ts";
 import { json } from "../../../common/api/json-answer.ts";
 import { nodesOf } from "../../../common/model/job-spec.ts";
+import { storedOutputs } from "../../../common/model/output-spec.ts";
 import {
   checkpointManifest,
   INPUT_DIGEST_HEADER,
@@ -113,8 +114,8 @@ export function registerAgentFileRoutes(
       const rankOutput = /^rank-(\d+)\/(.+)$/.exec(path);
       const all = spec.outputsFrom === "all" && rankOutput !== null;
       const declared = all
-        ? Number(rankOutput[1]) < nodesOf(spec) && spec.outputs.includes(rankOutput[2])
-        : spec.outputs.includes(path);
+        ? Number(rankOutput[1]) < nodesOf(spec) && storedOutputs(spec.outputs).includes(rankOutput[2])
+        : storedOutputs(spec.outputs).includes(path);
       if (!declared) {
         request.body?.resume();
         throw new NotFoundError(`job ${id} declares no output ${path}`);

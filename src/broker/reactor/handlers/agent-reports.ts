@@ -5,6 +5,7 @@
 import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
 import { rankOn, ranksOn } from "../../../common/model/gang.ts";
 import { attemptKey, keyOf } from "../../../common/model/ids.ts";
+import { outputPaths } from "../../../common/model/output-spec.ts";
 import type { HostRecord } from "../../../common/model/records.ts";
 import type { AttemptOutcome } from "../../../common/model/states.ts";
 import type { StopReason } from "../../../common/model/stop-reasons.ts";
@@ -190,7 +191,10 @@ export function attemptEnded(step: Step, hostName: string, report: EndedEvent): 
   const rank = live.gang ? (report.rank ?? rankOn(live.gang, hostName)) : 0;
   const all = live.gang !== undefined && job.record.spec.outputsFrom === "all";
   if (outcome === "succeeded" && (rank === 0 || all)) {
-    const expected = job.record.spec.outputs.map((path) => (all ? `rank-${rank}/${path}` : path));
+    // Those pushed to a URL too: the agent names each it pushed (rank 0's alone, never with `all`).
+    const expected = outputPaths(job.record.spec.outputs).map((path) =>
+      all ? `rank-${rank}/${path}` : path,
+    );
     const missing = expected.filter((path) => !report.outputs.includes(path));
     if (missing.length) {
       outcome = "failed";

@@ -8,6 +8,7 @@ import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts"
 import { hostsOf } from "../../../common/model/ids.ts";
 import { fetchedInputs } from "../../../common/model/input-spec.ts";
 import { taskParam } from "../../../common/model/job-spec.ts";
+import { pushedOutputs, storedOutputs } from "../../../common/model/output-spec.ts";
 import type { AttemptRecord, StopIntent } from "../../../common/model/records.ts";
 import { taskAfterReplicaEnd } from "../../../common/model/replicas.ts";
 import { type AttemptOutcome, isEndedState } from "../../../common/model/states.ts";
@@ -32,6 +33,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
   const urlInputs = fetchedInputs(spec.inputs);
   // An array's parameter is put in here, so that the agent runs what it is sent (array-params.ts).
   const param = taskParam(spec, attempt.taskIndex);
+  const urlOutputs = pushedOutputs(spec.outputs, param);
   const { command, env } =
     param === undefined
       ? { command: spec.command, env: spec.env }
@@ -47,7 +49,8 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     env,
     inputs: job.record.inputs,
     ...(urlInputs.length > 0 ? { urlInputs } : {}),
-    outputs: spec.outputs,
+    outputs: storedOutputs(spec.outputs),
+    ...(urlOutputs.length > 0 ? { urlOutputs } : {}),
     cpus: spec.resources.cpus,
     ...(memoryMb > 0 ? { memoryMb } : {}),
     ...(spec.resources.maxProcesses !== undefined ? { maxProcesses: spec.resources.maxProcesses } : {}),

@@ -31,11 +31,13 @@ export function rankStartMessage(
 ): ServerMessage {
   const hosts = hostsOf(attempt);
   const nodes = hosts.map((host) => ({ host, address: step.state.hosts.get(host)?.address ?? host }));
-  const start = startMessage(job, attempt, rank);
+  const { urlOutputs: _pushedByRank0, ...start } = startMessage(job, attempt, rank);
   const all = job.record.spec.outputsFrom === "all";
   return {
     ...start,
     outputs: rank === 0 || all ? start.outputs : [],
+    // Pushed once, by rank 0 (`outputsFrom: all` with URL outputs is refused at submit).
+    ...(rank === 0 && _pushedByRank0 ? { urlOutputs: _pushedByRank0 } : {}),
     gang: { rank, nodes, coordinator, outputsUnder: all ? `rank-${rank}` : null },
   };
 }

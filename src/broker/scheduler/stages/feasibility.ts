@@ -5,12 +5,21 @@
 
 import { evaluateRequirement } from "../../../common/model/cel.ts";
 import { sharingFolder } from "../../../common/model/shared-folders.ts";
+import { missingTransfer } from "../../../common/model/transfers.ts";
 import type { HostView, JobView } from "../view.ts";
 import { walltimeInfeasibility } from "../walltime.ts";
 
 export type FeasibilityJob = Pick<
   JobView,
-  "cpus" | "memoryMb" | "gpus" | "custom" | "requirements" | "workdir" | "expectedSeconds" | "checkpoints"
+  | "cpus"
+  | "memoryMb"
+  | "gpus"
+  | "custom"
+  | "requirements"
+  | "workdir"
+  | "transfers"
+  | "expectedSeconds"
+  | "checkpoints"
 >;
 export type FeasibilityStage = (job: FeasibilityJob, host: HostView) => string | null;
 
@@ -55,6 +64,16 @@ export const sharesWorkdir: FeasibilityStage = (job, host) => {
   return `workdir ${job.workdir} is in no folder this host shares (it ${what})`;
 };
 
+/**
+ * A job with s3: inputs or outputs pushed to a URL goes only to a host whose agent moves them
+ * itself (its `transfers` fact, model/transfers.ts): an agent of an earlier release would drop the
+ * start message's fields it does not know and run the job without them.
+ */
+export const movesItsData: FeasibilityStage = (job, host) => {
+  const missing = missingTransfer(job.transfers ?? [], host.facts.transfers);
+  return missing === null ? null : `host agent does not do ${missing} (an earlier release)`;
+};
+
 export const requirementsHold: FeasibilityStage = (job, host) => {
   if (!job.requirements) return null;
   const result = evaluateRequirement(job.requirements, host.facts);
@@ -71,6 +90,7 @@ export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   enoughMemory,
   enoughCountable,
   sharesWorkdir,
+  movesItsData,
   fitsBeforeWalltime,
   requirementsHold,
 ];

@@ -52,6 +52,10 @@ describe("batchKey", () => {
     ["the same workdir", { workdir: "/data/run1" }, { workdir: "/data/run1" }, true],
     ["workdirs", { workdir: "/data/run1" }, { workdir: "/data/run2" }, false],
     ["a workdir or none", { workdir: "/data/run1" }, {}, false],
+    ["the same transfers", { transfers: ["s3-inputs"] }, { transfers: ["s3-inputs"] }, true],
+    ["transfers", { transfers: ["s3-inputs"] }, { transfers: ["s3-inputs", "url-outputs"] }, false],
+    ["transfers or none", { transfers: ["url-outputs"] }, {}, false],
+    ["no transfers is none", { transfers: [] }, {}, true],
     [
       "custom resources, with or without GPUs",
       { custom: { licence: 1 }, gpus: 1 },

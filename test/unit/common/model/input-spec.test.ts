@@ -1,6 +1,6 @@
 // A job's inputs as tables: paths and URL inputs side by side, the names URL inputs get in the
-// working folder, and each malformed URL input refused naming its field (s3: saying it is not
-// supported yet).
+// working folder (of an s3: URL, its key's last segment), and each malformed URL input refused
+// naming its field (a malformed s3: URL saying what is wrong with it: s3-url.test.ts).
 
 import { describe, expect, it } from "vitest";
 import { defaultInputName, fetchedInputs, uploadedInputs } from "../../../../src/common/model/input-spec.ts";
@@ -43,6 +43,11 @@ describe("URL inputs accepted", () => {
       { url: "https://h/", as: "data/in.txt" },
     ],
     [
+      "an s3: URL's name is its key's last segment",
+      { url: "s3://climate/runs/a%20b.nc" },
+      { url: "s3://climate/runs/a%20b.nc", as: "a b.nc" },
+    ],
+    [
       "a digest, lowered",
       { url: "https://h/x", sha256: HEX.toUpperCase() },
       { url: "https://h/x", sha256: HEX, as: "x" },
@@ -65,13 +70,19 @@ describe("URL inputs accepted", () => {
 
 describe("URL inputs refused, naming the field", () => {
   it.each([
+    ["an s3: URL without a key", [{ url: "s3://bucket/" }], "inputs[0].url", "names no key: s3://bucket/key"],
     [
-      "s3: is not supported yet",
-      [{ url: "s3://bucket/key" }],
+      "an s3: URL whose key ends in /",
+      [{ url: "s3://bucket/dir/" }],
       "inputs[0].url",
-      "s3: URLs are not supported yet (http: and https: are)",
+      "names no file at the end of its path: give as",
     ],
-    ["another scheme", [{ url: "ftp://h/x" }], "inputs[0].url", "must be an http: or https: URL, not ftp:"],
+    [
+      "another scheme",
+      [{ url: "ftp://h/x" }],
+      "inputs[0].url",
+      "must be an http:, https: or s3: URL, not ftp:",
+    ],
     ["not a URL", [{ url: "data.bin" }], "inputs[0].url", "is not a URL"],
     ["a URL left out", [{ sha256: HEX }], "inputs[0].url", "required"],
     [
@@ -140,6 +151,10 @@ describe("defaultInputName", () => {
     ["https://h", null],
     ["https://h/%E2%82%AC.txt", "€.txt"],
     ["https://h/%E2%82", "%E2%82"],
+    ["s3://bkt/k", "k"],
+    ["s3://bkt/a/b.nc", "b.nc"],
+    ["s3://bkt/a/", null],
+    ["s3://bkt", null],
   ])("%s", (url, name) => {
     expect(defaultInputName(url)).toBe(name);
   });

@@ -17,6 +17,7 @@ import {
   stopAttempt,
 } from "../../../../../src/broker/reactor/handlers/attempts.ts";
 import { holdJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { rankStartMessage } from "../../../../../src/broker/reactor/handlers/gangs.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import { newAttempt } from "../../../../../src/common/model/new-records.ts";
@@ -109,6 +110,43 @@ describe("the start an agent is sent", () => {
     );
     const message = startMessage(job, attempt);
     expect(message).toMatchObject({ taskIndex: 1, command: "work b", env: { WHAT: "b" } });
+  });
+
+  it("sends the URL inputs (s3: ones too) and the outputs to push apart from those the server keeps", () => {
+    const { job, attempt } = submitted(
+      {
+        command: "work",
+        inputs: [{ url: "s3://climate/runs/grid.nc" }, { url: "https://h/a", as: "b" }],
+        outputs: ["kept.txt", { path: "o.csv", to: "s3://results/${param.run}/o.csv" }],
+        array: { params: [{ run: "r 1" }, { run: "r/2" }] },
+      },
+      1,
+    );
+    const message = startMessage(job, attempt);
+    expect(message.urlInputs).toStrictEqual([
+      { url: "s3://climate/runs/grid.nc", as: "grid.nc" },
+      { url: "https://h/a", as: "b" },
+    ]);
+    expect(message.outputs).toStrictEqual(["kept.txt"]);
+    expect(message.urlOutputs).toStrictEqual([{ path: "o.csv", to: "s3://results/r%2F2/o.csv" }]);
+    expect(startMessage(submitted({ command: "work", outputs: ["a"] }).job, attempt)).not.toHaveProperty(
+      "urlOutputs",
+    );
+  });
+
+  it("has only rank 0 of a gang push its outputs", () => {
+    const { bench, job, attempt } = submitted(
+      { command: "work", nodes: 2, outputs: ["kept", { path: "o", to: "https://h/o" }] },
+      0,
+      ["h1", "h2"],
+    );
+    bench.run((step) => {
+      const first = rankStartMessage(step, job, attempt, 0, null);
+      const second = rankStartMessage(step, job, attempt, 1, "h1:1");
+      expect(first).toMatchObject({ outputs: ["kept"], urlOutputs: [{ path: "o", to: "https://h/o" }] });
+      expect(second).toMatchObject({ outputs: [] });
+      expect(second).not.toHaveProperty("urlOutputs");
+    });
   });
 });
 

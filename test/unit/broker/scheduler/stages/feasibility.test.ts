@@ -7,6 +7,7 @@ import {
   FEASIBILITY_STAGES,
   feasibleHosts,
   infeasibility,
+  movesItsData,
   sharesWorkdir,
 } from "../../../../../src/broker/scheduler/stages/feasibility.ts";
 import type { HostView } from "../../../../../src/broker/scheduler/view.ts";
@@ -134,6 +135,42 @@ describe("sharesWorkdir: a job run in place goes only to a host sharing a folder
 
   it("is one of the stages every pass and explain ask", () => {
     expect(FEASIBILITY_STAGES).toContain(sharesWorkdir);
+  });
+});
+
+describe("movesItsData: a job with s3: inputs or outputs to push goes only to an agent that moves them", () => {
+  it.each<[string, string[] | undefined, string[] | undefined, string | null]>([
+    ["a job that needs nothing goes anywhere", undefined, undefined, null],
+    ["a job that needs nothing, on an agent of an earlier release", [], undefined, null],
+    [
+      "an agent of an earlier release (no fact)",
+      ["s3-inputs"],
+      undefined,
+      "host agent does not do s3-inputs (an earlier release)",
+    ],
+    ["an agent that does it", ["s3-inputs"], ["s3-inputs", "url-outputs"], null],
+    ["an agent that does both", ["s3-inputs", "url-outputs"], ["url-outputs", "s3-inputs"], null],
+    [
+      "the first it lacks is named",
+      ["s3-inputs", "url-outputs"],
+      ["s3-inputs"],
+      "host agent does not do url-outputs (an earlier release)",
+    ],
+    [
+      "an agent that does none",
+      ["url-outputs"],
+      [],
+      "host agent does not do url-outputs (an earlier release)",
+    ],
+  ])("%s", (_, needed, offered, reason) => {
+    const job = jobView("j", needed === undefined ? {} : { transfers: needed });
+    const host = hostView("h", offered === undefined ? {} : { facts: { transfers: offered } });
+    expect(movesItsData(job, host)).toBe(reason);
+    expect(infeasibility(job, host)).toBe(reason);
+  });
+
+  it("is one of the stages every pass and explain ask", () => {
+    expect(FEASIBILITY_STAGES).toContain(movesItsData);
   });
 });
 

@@ -1,0 +1,52 @@
+// What a job needs its host's agent to move itself, from its inputs and outputs, and what a host
+// whose agent does some of it lacks.
+
+import { describe, expect, it } from "vitest";
+import {
+  AGENT_TRANSFERS,
+  missingTransfer,
+  S3_INPUTS,
+  transfersNeeded,
+  URL_OUTPUTS,
+} from "../../../../src/common/model/transfers.ts";
+
+describe("transfersNeeded", () => {
+  it.each<[string, (string | { url: string })[], (string | { path: string; to: string })[], string[]]>([
+    ["paths alone", ["a"], ["b"], []],
+    ["an http input needs nothing new", [{ url: "https://h/x" }], [], []],
+    ["an s3: input", ["a", { url: "s3://bkt/x" }], [], ["s3-inputs"]],
+    ["an S3: input in capitals", [{ url: "S3://bkt/x" }], [], ["s3-inputs"]],
+    ["an output pushed to https", [], ["a", { path: "b", to: "https://h/b" }], ["url-outputs"]],
+    ["an output pushed to s3", [], [{ path: "b", to: "s3://bkt/b" }], ["url-outputs"]],
+    [
+      "both, in order",
+      [{ url: "s3://bkt/x" }],
+      [{ path: "b", to: "s3://bkt/b" }],
+      ["s3-inputs", "url-outputs"],
+    ],
+  ])("%s", (_, inputs, outputs, needed) => {
+    expect(transfersNeeded(inputs, outputs)).toStrictEqual(needed);
+  });
+});
+
+describe("missingTransfer", () => {
+  it.each<[string[], string[] | undefined, string | null]>([
+    [[], undefined, null],
+    [[S3_INPUTS], undefined, S3_INPUTS],
+    [[S3_INPUTS], [], S3_INPUTS],
+    [[S3_INPUTS, URL_OUTPUTS], [S3_INPUTS], URL_OUTPUTS],
+    [[S3_INPUTS, URL_OUTPUTS], [URL_OUTPUTS, S3_INPUTS], null],
+  ])("%j on an agent doing %j", (needed, offered, missing) => {
+    expect(missingTransfer(needed, offered)).toBe(missing);
+  });
+
+  it("the agent of this release does every one", () => {
+    expect(AGENT_TRANSFERS).toStrictEqual([S3_INPUTS, URL_OUTPUTS]);
+    expect(
+      missingTransfer(
+        transfersNeeded([{ url: "s3://bkt/x" }], [{ path: "b", to: "s3://bkt/b" }]),
+        AGENT_TRANSFERS,
+      ),
+    ).toBeNull();
+  });
+});
