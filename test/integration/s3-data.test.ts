@@ -6,7 +6,9 @@
 // (a wrong one refused); a transfer cut halfway is resumed with a Range request; an output is
 // pushed to s3 and read back, another PUT to an HTTP server that fails once (tried again); wrong
 // credentials (SignatureDoesNotMatch, InvalidAccessKeyId: 403) and a missing bucket (404) fail the
-// attempt as a system failure naming the s3: URL. No secret shows in any event, log or API answer.
+// attempt as a system failure naming the s3: URL. An agent of an earlier release (a stand-in that
+// says no `transfers`) is given no such job, explain saying why. No secret shows in any event, log
+// or API answer.
 
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
@@ -14,11 +16,14 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { facts } from "../helpers/agent-messages.ts";
+import { rawHello } from "../helpers/raw-agent.ts";
 import { S3RVER_KEY, S3RVER_SECRET, type S3Server, startS3Server } from "../helpers/s3-server.ts";
 import {
   type AgentProcess,
   api,
   cleanup,
+  cli,
   type EventStreamReader,
   getJob,
   openEventStream,
@@ -271,6 +276,37 @@ it("fails the attempt naming the s3: URL for wrong credentials and a missing buc
   );
   // A refusal is not tried again.
   expect(s3.requests.filter((each) => each.path === "/no-such-bucket/data.txt")).toHaveLength(1);
+});
+
+it("places a job with s3: inputs or outputs to push on no agent of an earlier release, explain saying why", async () => {
+  // An agent of an earlier release: no `transfers` among its facts.
+  const { ws, answer } = await rawHello(server!.url, { name: "old", token: server!.joinToken });
+  expect(answer.type).toBe("welcome");
+  const beat = setInterval(() => ws.send(JSON.stringify({ type: "heartbeat", facts: facts("old") })), 500);
+  try {
+    const id = await submit("old", { command: "true", inputs: [{ url: "s3://inputs/runs/grid.txt" }] });
+    const pushing = await submit("old", { command: "true", outputs: [{ path: "o", to: "https://h/o" }] });
+    const plain = await submit("old", { command: "true", inputs: [{ url: "https://h/x" }] });
+    // The plain one is started there (and left: the stand-in runs nothing), the others never are.
+    await waitFor(
+      "the plain job placed",
+      async () => (await getJob(server!, plain)).tasks[0].attempts.length === 1,
+    );
+    for (const [job, transfer] of [
+      [id, "s3-inputs"],
+      [pushing, "url-outputs"],
+    ]) {
+      expect((await getJob(server!, job)).tasks[0].attempts).toHaveLength(0);
+      const explained = await cli(server!, ["explain", job]);
+      expect(explained.stdout).toMatch(
+        new RegExp(`\\nold +no +host agent does not do ${transfer} \\(an earlier release\\)\\n`),
+      );
+    }
+    for (const job of [id, pushing, plain]) await api(server!, "POST", `/api/v1/jobs/${job}/cancel`);
+  } finally {
+    clearInterval(beat);
+    ws.close();
+  }
 });
 
 it("shows no secret in any event, log or API answer", async () => {
