@@ -6,7 +6,7 @@
 // s3: URL, never the endpoint's credentials or the request's headers.
 
 import { parseS3Url } from "../../common/model/s3-url.ts";
-import type { S3Settings } from "../s3/s3-settings.ts";
+import { objectUrl, type S3Settings } from "../s3/s3-settings.ts";
 import { s3ErrorCode, s3Request } from "../s3/s3-signing.ts";
 import type { DownloadSource } from "./download.ts";
 
@@ -20,6 +20,12 @@ export function s3Source(
 ): DownloadSource {
   const object = parseS3Url(url);
   if (typeof object === "string") throw new Error(`${url} ${object}`);
+  // A malformed endpoint or region fails at once, not after every try.
+  try {
+    objectUrl(object, settings);
+  } catch (error) {
+    throw new Error(`${url}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   return {
     name: url,
     open: (headers, signal) => {

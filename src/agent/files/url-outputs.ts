@@ -20,7 +20,7 @@ import {
 } from "../../common/transport/http-client.ts";
 import { DOWNLOAD_POLICY, type DownloadPolicy, describe, retryable, shownUrl } from "../cache/download.ts";
 import { s3Refusal } from "../cache/s3-source.ts";
-import type { S3Settings } from "../s3/s3-settings.ts";
+import { objectUrl, type S3Settings } from "../s3/s3-settings.ts";
 import { s3Request } from "../s3/s3-signing.ts";
 import { openJobFile } from "./job-written-file.ts";
 
@@ -58,6 +58,12 @@ export function pushTarget(to: string, s3: () => S3Settings, now: () => Date = (
     const object = parseS3Url(to);
     if (typeof object === "string") throw new PushError(`${to} ${object}`);
     const settings = s3();
+    // A malformed endpoint or region fails at once, not after every try.
+    try {
+      objectUrl(object, settings);
+    } catch (error) {
+      throw new PushError(`${to}: ${error instanceof Error ? error.message : String(error)}`);
+    }
     return {
       name: to,
       async put(file, bytes, signal) {

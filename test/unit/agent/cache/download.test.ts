@@ -2,7 +2,7 @@
 // validators; a transfer cut halfway resumed with Range (206) where the server allows, started
 // over where it does not, where nothing ties the rest to the same version, or where the part is
 // gone (416); tries again after a 503, not after a 404, and gives up after its tries naming the
-// source; a wrong digest refused naming the source and both digests; a conditional request
+// source (and the word its source reads from a failed answer: an S3 error code); a wrong digest refused naming the source and both digests; a conditional request
 // answered 304.
 
 import { createHash } from "node:crypto";
@@ -135,6 +135,24 @@ describe("download", () => {
       `${server.url}/none: HTTP 404`,
     );
     expect(server.requests).toHaveLength(1);
+  });
+
+  it("names a failed answer by the word its source reads from it, tried again or not as its status says", async () => {
+    const worded = (path: string): DownloadSource => ({
+      ...source(path),
+      refusal: async (response) => {
+        await response.body?.cancel();
+        return `Word${response.status}`;
+      },
+    });
+    await expect(download(worded("/none"), target(), { policy: POLICY })).rejects.toThrow(
+      `${server.url}/none: HTTP 404 Word404`,
+    );
+    expect(server.requests).toHaveLength(1);
+    serve({ failures: 10, failStatus: 503 });
+    await expect(download(worded("/data.bin"), join(dir, "other"), { policy: POLICY })).rejects.toThrow(
+      `${server.url}/data.bin: HTTP 503 Word503 (tried 3 times)`,
+    );
   });
 
   it("refuses a file whose digest is not the one expected, naming the URL and both digests", async () => {
