@@ -47,7 +47,7 @@ export async function stageInputs(context: InputStaging, spec: StartMessage, run
   for (const path of spec.inputs) {
     const target = join(runDir, path);
     await mkdir(dirname(target), { recursive: true });
-    await stageUploadedInput(context, spec.jobId, path, target);
+    await stageUploadedInput(context, spec, path, target);
     // Inputs are often the program itself (GridWay stages the executable): let it run.
     await chmod(target, 0o755);
   }
@@ -76,23 +76,32 @@ async function stageUrlInput(
   else await cache.placeByUrl(input.url, source, target);
 }
 
-/** An input uploaded at submit: its digest first (a HEAD), then from the cache or the server. */
+/**
+ * An input uploaded at submit: by the digest the start gives it, else by the one a HEAD of it
+ * answers (a server of an earlier version sends none in the start), from the cache or the server.
+ */
 async function stageUploadedInput(
   { http, cache }: InputStaging,
-  jobId: string,
+  spec: Pick<StartMessage, "jobId" | "inputDigests">,
   path: string,
   target: string,
 ): Promise<void> {
-  const route = agentFileRoutes.input(jobId, path);
+  const route = agentFileRoutes.input(spec.jobId, path);
   const source: DownloadSource = {
     name: `input ${path}`,
     open: (headers, signal) => http.request({ path: route, headers, signal }),
   };
-  const head = await http.request({ method: "HEAD", path: route });
-  if (!head.ok) throw new Error(`HEAD input ${path}: HTTP ${head.status}`);
-  const key = cacheKeyOf({ sha256: head.headers.get(INPUT_DIGEST_HEADER) });
+  const given = spec.inputDigests && Object.hasOwn(spec.inputDigests, path) ? spec.inputDigests[path] : null;
+  const key = cacheKeyOf({ sha256: given ?? (await askedDigest(http, route, path)) });
   if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
   else await download(source, target);
+}
+
+/** An uploaded input's digest as the server answers a HEAD of it; null for one stored without. */
+async function askedDigest(http: HttpClient, route: string, path: string): Promise<string | null> {
+  const head = await http.request({ method: "HEAD", path: route });
+  if (!head.ok) throw new Error(`HEAD input ${path}: HTTP ${head.status}`);
+  return head.headers.get(INPUT_DIGEST_HEADER);
 }
 
 /**

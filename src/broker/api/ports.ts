@@ -58,10 +58,16 @@ export interface OutputFile {
  * objects. The server implements it over the blob store and its layout; the routes never see a
  * blob's key. Each store resolves once the file is whole, with its size.
  */
+/** An input as stored: its size, and the SHA-256 of its content (hex). */
+export interface StoredInput {
+  bytes: number;
+  sha256: string;
+}
+
 export interface JobFiles {
   input(jobId: string, path: string): StoredFile;
-  /** Stores an input and, once it is whole, the SHA-256 of its content beside it. */
-  storeInput(jobId: string, path: string, content: Readable): Promise<number>;
+  /** Stores an input and, once it is whole, the SHA-256 of its content beside it; answers both. */
+  storeInput(jobId: string, path: string, content: Readable): Promise<StoredInput>;
   /** The SHA-256 of an input (hex); null for one stored without (by an earlier version). */
   inputDigest(jobId: string, path: string): Promise<string | null>;
   /** An attempt's stdout or stderr (a multi-node attempt's rank's). */

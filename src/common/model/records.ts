@@ -33,6 +33,12 @@ export interface JobRecord {
   /** Input file names (relative paths) stored in the blob store under the job. */
   inputs: string[];
   /**
+   * The SHA-256 of each of `inputs` (hex, by path), computed as the server stored them: sent to the
+   * agents with each start, so that they take an input from their cache without asking for its
+   * digest. Null for a job submitted to an earlier version (its agents ask the server per input).
+   */
+  inputDigests: Record<string, string> | null;
+  /**
    * Requirements the running job wrote into $STEWARD_REQUIREMENTS_FILE (GridWay's self-migration):
    * they replace spec.requirements for its later placements. Null until it writes valid ones.
    */

@@ -255,6 +255,12 @@ export const startMessage = z.object({
   env: z.record(z.string(), z.string()),
   inputs: z.array(z.string()),
   /**
+   * The SHA-256 of uploaded `inputs` as the server stored them (hex, by path): the agent takes such
+   * an input from its cache by it without asking the server (a HEAD) first. Absent, or without an
+   * input's path (a job submitted to an earlier version): the agent asks.
+   */
+  inputDigests: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)).optional(),
+  /**
    * Inputs the agent fetches from their URLs itself (the job file's `{url, sha256, as}`), each
    * with its name in the working folder resolved; absent: none. An s3: one only to agents whose
    * `transfers` fact says `s3-inputs` (model/transfers.ts).

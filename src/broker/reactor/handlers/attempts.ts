@@ -48,6 +48,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     command,
     env,
     inputs: job.record.inputs,
+    ...(job.record.inputDigests ? { inputDigests: job.record.inputDigests } : {}),
     ...(urlInputs.length > 0 ? { urlInputs } : {}),
     outputs: storedOutputs(spec.outputs),
     ...(urlOutputs.length > 0 ? { urlOutputs } : {}),

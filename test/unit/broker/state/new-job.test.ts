@@ -63,3 +63,37 @@ describe("newJobEntry", () => {
     expect(before.nextSeq).toBe(seq);
   });
 });
+
+describe("the inputs' digests a new job keeps (sent with each start)", () => {
+  const A = "a".repeat(64);
+  const B = "b".repeat(64);
+  const digestsOf = (inputs: string[], inputDigests?: Record<string, string>) =>
+    newJobEntry(
+      state(),
+      {
+        id: "9",
+        spec: validateJobSpec({ command: "true" }),
+        owner: "alice",
+        inputs,
+        ...(inputDigests ? { inputDigests } : {}),
+        submitKey: null,
+        workflow: null,
+      },
+      NOW,
+      42,
+    ).job.record.inputDigests;
+
+  it("keeps each input's digest by its path, and no other path's", () => {
+    expect(digestsOf(["x.bin", "sub/y.bin"], { "x.bin": A, "sub/y.bin": B, "z.bin": A })).toStrictEqual({
+      "x.bin": A,
+      "sub/y.bin": B,
+    });
+  });
+
+  it("keeps none without inputs, without digests, or with an input that has none", () => {
+    expect(digestsOf([], { "x.bin": A })).toBeNull();
+    expect(digestsOf(["x.bin"])).toBeNull();
+    expect(digestsOf(["x.bin", "y.bin"], { "x.bin": A })).toBeNull();
+    expect(digestsOf(["toString"], {})).toBeNull();
+  });
+});
