@@ -1,28 +1,80 @@
 // A plain HTTP proxy on loopback in front of a server, noting each request's method and path (with
 // its query): how many requests a CLI command makes, seen from outside it. A WebSocket (an agent's
-// connection) is passed through as it is, noted as `UPGRADE /path`.
+// connection) is passed through as it is, noted as `UPGRADE /path`. Each answer is noted too (its
+// status, the Range asked for, the body's bytes passed on), and an answer may be cut after some of
+// its bytes (the connection broken halfway, as a network may).
 
 import { createServer, request } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
+import { Transform } from "node:stream";
+
+/** An answer passed on: to which request, what it asked for, what came of it. */
+export interface ProxiedAnswer {
+  /** `METHOD /path?query`. */
+  request: string;
+  range: string | null;
+  ifRange: string | null;
+  status: number;
+  /** Bytes of the body passed on. */
+  bytes: number;
+  /** Whether the proxy broke the connection before the body's end. */
+  cut: boolean;
+}
 
 export interface CountingProxy {
   /** The proxy's URL, for STEWARD_URL. */
   url: string;
   /** `METHOD /path?query` of each request passed on, in the order received. */
   requests: string[];
+  /** Each answer, in the order they began. */
+  answers: ProxiedAnswer[];
   close(): Promise<void>;
 }
 
-export async function countingProxy(target: string): Promise<CountingProxy> {
+export interface ProxyOptions {
+  /** After how many bytes of its body to break the answer to a request (`METHOD /path`); null: never. */
+  cutAfter?: (request: string) => number | null;
+}
+
+export async function countingProxy(target: string, options: ProxyOptions = {}): Promise<CountingProxy> {
   const { hostname, port } = new URL(target);
   const requests: string[] = [];
+  const answers: ProxiedAnswer[] = [];
   const server = createServer((incoming, outgoing) => {
-    requests.push(`${incoming.method} ${incoming.url}`);
+    const line = `${incoming.method} ${incoming.url}`;
+    requests.push(line);
     const forward = request(
       { hostname, port, method: incoming.method, path: incoming.url, headers: incoming.headers },
       (answer) => {
         outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
+        const noted: ProxiedAnswer = {
+          request: line,
+          range: incoming.headers.range ?? null,
+          ifRange: (incoming.headers["if-range"] as string | undefined) ?? null,
+          status: answer.statusCode ?? 502,
+          bytes: 0,
+          cut: false,
+        };
+        answers.push(noted);
+        const limit = options.cutAfter?.(line) ?? null;
+        const counting = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            if (limit !== null && noted.bytes + chunk.length >= limit) {
+              const part = chunk.subarray(0, limit - noted.bytes);
+              noted.bytes = limit;
+              noted.cut = true;
+              outgoing.write(part, () => {
+                answer.destroy();
+                outgoing.socket?.destroy();
+              });
+              done();
+              return;
+            }
+            noted.bytes += chunk.length;
+            done(null, chunk);
+          },
+        });
+        answer.pipe(counting).pipe(outgoing);
       },
     );
     forward.on("error", () => outgoing.destroy());
@@ -54,6 +106,7 @@ export async function countingProxy(target: string): Promise<CountingProxy> {
   return {
     url: `http://127.0.0.1:${own}`,
     requests,
+    answers,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -34,6 +34,7 @@ import {
 } from "../reactor/errors.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
+import { contentRange } from "./byte-range.ts";
 import { registerDashboard } from "./dashboard.ts";
 import { placedForRequest, placedRefusal } from "./job-file-source.ts";
 import { internalErrorAnswer } from "./last-resort.ts";
@@ -57,6 +58,7 @@ import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
 import { registerWorkflowRoutes } from "./routes/workflows.ts";
+import { RangeNotSatisfiableError } from "./stored-file.ts";
 import { DEFAULT_MAX_UPLOAD_MB, jobFileTooLarge } from "./upload-limit.ts";
 
 export interface ApiDeps {
@@ -209,6 +211,11 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
         );
     }
     if (error instanceof NotFoundError) return reply.code(404).send(answer("not_found", error.message));
+    if (error instanceof RangeNotSatisfiableError)
+      return reply
+        .code(416)
+        .header("content-range", contentRange(null, error.size))
+        .send(answer("range_not_satisfiable", error.message));
     if (error instanceof ConflictError) return reply.code(409).send(answer("conflict", error.message));
     if (error instanceof QuotaError)
       return reply.code(429).send({ error: { code: "quota", field: error.field, message: error.message } });

@@ -24,6 +24,7 @@ import {
   readCheckpointManifest,
 } from "../../../common/protocol/messages.ts";
 import { ConflictError, InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
+import { digestEtag } from "../byte-range.ts";
 import type { ApiPorts, JobFiles } from "../ports.ts";
 import { attemptParams, filePath, jobParams, sha256, taskParams, wholeNumber } from "../requests.ts";
 import { sendStoredFile } from "../stored-file.ts";
@@ -76,9 +77,13 @@ export function registerAgentFileRoutes(
     "/api/v1/agent/jobs/:id/inputs/*",
     {
       schema: {
-        summary: `An input file of a job, for the agent that stages it (its SHA-256 in ${INPUT_DIGEST_HEADER})`,
+        summary: `An input file of a job, for the agent that stages it (its SHA-256 in ${INPUT_DIGEST_HEADER}); a single byte Range (with If-Range: its ETag) answers that part`,
         params: jobParams.extend({ "*": filePath }),
-        response: { 200: binary("the file's bytes"), ...errors(400, 401, 404) },
+        response: {
+          200: binary("the file's bytes"),
+          206: binary("the part of the file the Range asked for (Content-Range says which)"),
+          ...errors(400, 401, 404, 416),
+        },
       },
     },
     async (request, reply) => {
@@ -88,9 +93,14 @@ export function registerAgentFileRoutes(
       if (!job.record.inputs.includes(path)) throw new NotFoundError(`job ${id} has no input ${path}`);
       const missing = `input ${path} of job ${id} is missing from the blob store`;
       // Its digest, by which the agent caches it: a HEAD asks for that alone (it opens no stream).
+      // It is the file's entity tag too, to which a resumed download ties its Range (If-Range).
       const digest = await files.inputDigest(id, path);
       if (digest !== null) reply.header(INPUT_DIGEST_HEADER, digest);
-      return sendStoredFile(reply, files.input(id, path), missing, request.method === "HEAD");
+      const ifRange = request.headers["if-range"];
+      return sendStoredFile(reply, files.input(id, path), missing, request.method === "HEAD", {
+        request: { range: request.headers.range, ifRange: Array.isArray(ifRange) ? ifRange[0] : ifRange },
+        etag: digest === null ? null : digestEtag(digest),
+      });
     },
   );
 
