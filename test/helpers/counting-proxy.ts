@@ -2,7 +2,8 @@
 // its query): how many requests a CLI command makes, seen from outside it. A WebSocket (an agent's
 // connection) is passed through as it is, noted as `UPGRADE /path`. Each answer is noted too (its
 // status, the Range asked for, the body's bytes passed on), and an answer may be cut after some of
-// its bytes (the connection broken halfway, as a network may).
+// its bytes (the connection broken halfway, as a network may) or passed on slowly (a slow link).
+// When the server behind it dies, the connections through it break as theirs did.
 
 import { createServer, request } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
@@ -34,6 +35,8 @@ export interface CountingProxy {
 export interface ProxyOptions {
   /** After how many bytes of its body to break the answer to a request (`METHOD /path`); null: never. */
   cutAfter?: (request: string) => number | null;
+  /** How many bytes a second to pass on of the answer to a request; null: as they come. */
+  bytesPerSecond?: (request: string) => number | null;
 }
 
 export async function countingProxy(target: string, options: ProxyOptions = {}): Promise<CountingProxy> {
@@ -57,6 +60,7 @@ export async function countingProxy(target: string, options: ProxyOptions = {}):
         };
         answers.push(noted);
         const limit = options.cutAfter?.(line) ?? null;
+        const rate = options.bytesPerSecond?.(line) ?? null;
         const counting = new Transform({
           transform(chunk: Buffer, _encoding, done) {
             if (limit !== null && noted.bytes + chunk.length >= limit) {
@@ -71,10 +75,15 @@ export async function countingProxy(target: string, options: ProxyOptions = {}):
               return;
             }
             noted.bytes += chunk.length;
-            done(null, chunk);
+            if (rate === null) done(null, chunk);
+            else setTimeout(() => done(null, chunk), (chunk.length / rate) * 1000);
           },
         });
         answer.pipe(counting).pipe(outgoing);
+        // The server went away before the answer's end: so does the proxy's answer.
+        answer.on("close", () => {
+          if (!answer.complete) outgoing.destroy();
+        });
       },
     );
     forward.on("error", () => outgoing.destroy());
@@ -94,11 +103,16 @@ export async function countingProxy(target: string, options: ProxyOptions = {}):
     });
     for (const end of [socket, upstream]) {
       tunnels.add(end);
-      end.on("error", () => {
+      // Either end gone (the server killed, the client away): the other goes too.
+      const both = () => {
         socket.destroy();
         upstream.destroy();
+      };
+      end.on("error", both);
+      end.on("close", () => {
+        tunnels.delete(end);
+        both();
       });
-      end.on("close", () => tunnels.delete(end));
     }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
