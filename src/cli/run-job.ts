@@ -23,6 +23,8 @@ export interface RunOptions {
   parallel?: number;
   input: string[];
   output: string[];
+  /** The job's `workdir`: it runs in place in this folder of a shared filesystem. */
+  workdir?: string;
   env: Record<string, string>;
   checkpointInterval?: number;
   retry?: number;
@@ -51,6 +53,7 @@ export function runJobFile(command: readonly string[], options: RunOptions): Rec
   else if (options.parallel !== undefined) job.array = { parallel: options.parallel };
   if (options.input.length > 0) job.inputs = [...options.input];
   if (options.output.length > 0) job.outputs = [...options.output];
+  if (options.workdir !== undefined) job.workdir = options.workdir;
   if (Object.keys(options.env).length > 0) job.env = { ...options.env };
   if (options.checkpointInterval !== undefined)
     job.checkpoint = { intervalSeconds: options.checkpointInterval };
@@ -74,6 +77,7 @@ export const FIELD_FLAGS: Readonly<Record<string, string>> = {
   "array.parallel": "--parallel",
   inputs: "--input",
   outputs: "--output",
+  workdir: "--workdir",
   env: "--env",
   checkpoint: "--checkpoint-interval",
   retry: "--retry",

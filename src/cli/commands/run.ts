@@ -3,6 +3,7 @@
 // they come, and exits with the job's exit code (run-job.ts); Ctrl-C cancels the job.
 
 import { randomUUID } from "node:crypto";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { Job, Task } from "../../common/api/jobs.ts";
 import { CliError } from "../../common/command-line/cli-error.ts";
@@ -60,6 +61,7 @@ Examples:
   steward run --array 10 -- sh -c 'echo task $STEWARD_TASK_INDEX'
   steward run --array 100 --parallel 8 -- ./case.sh
   steward run --input data.csv --output result.txt -- sh -c 'sort data.csv > result.txt'
+  steward run --workdir /data/cfd/run-12 -- ./ns3d input
   steward run --requirements 'host.arch == "x86_64"' --gpus 1 --retry 3 -- python train.py
   id=$(steward run --detach --time-limit 3600 -- ./long-job)
   steward run --stdout job.out --stderr job.err -- ./simulate`;
@@ -89,6 +91,10 @@ export function registerRun(program: Command): void {
     )
     .option("--input <file>", "a file of the current folder to upload (repeatable)", collect)
     .option("--output <path>", "a file to collect, written here at the end (repeatable)", collect)
+    .option(
+      "--workdir <path>",
+      "run in place in this folder of a shared filesystem (a relative one from the current folder; in a folder the hosts share: their agents' --shared); nothing uploaded or collected",
+    )
     .option("--env <name=value>", "a variable of the job's environment (repeatable)", envVariable)
     .option(
       "--checkpoint-interval <s>",
@@ -109,6 +115,8 @@ export function registerRun(program: Command): void {
         input: flags.input ?? [],
         output: flags.output ?? [],
         env: flags.env ?? {},
+        // A folder named from here, as sbatch --chdir takes it: the hosts share it at the same path.
+        ...(flags.workdir !== undefined ? { workdir: resolve(flags.workdir) } : {}),
       };
       if (options.parallel !== undefined && options.array === undefined)
         throw new CliError("--parallel needs --array N: it limits the tasks of an array", 2);

@@ -2,16 +2,17 @@ import os from "node:os";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { Agent } from "../../agent/agent.ts";
+import { DEFAULT_CACHE_GB } from "../../agent/cache/content-cache.ts";
 import { installLastResortGuard } from "../../broker/api/last-resort.ts";
 import { startServer } from "../../broker/server/server.ts";
 import { describe } from "../../common/command-line/commands.ts";
-import { integer } from "../../common/command-line/numbers.ts";
+import { integer, number } from "../../common/command-line/numbers.ts";
 import { brokerFlags } from "../broker-flags.ts";
 import { commandLineSecretWarnings } from "../command-line-secrets.ts";
 import { openDataDir, serverOptions } from "../data-dir.ts";
 import { fairShareOptions } from "../fair-share-flags.ts";
 import { daemonLogger, logFormatOption } from "../logger.ts";
-import { onShutdown, policyOptions } from "../options.ts";
+import { onShutdown, policyOptions, sharedFolder } from "../options.ts";
 import { privateFolder, privateUmask, workFolderRole } from "../private-folder.ts";
 import { configurable } from "../settings.ts";
 import { readQosFile } from "./server.ts";
@@ -45,6 +46,18 @@ export function registerUp(program: Command): void {
             "--no-enforce",
             "its agents do not enforce jobs' memory, CPU and process limits with cgroups (enforced by default where the host allows)",
           )
+          .option(
+            "--shared <path>",
+            "a folder its agents share (absolute; it must be there): jobs with a workdir in it run there, in place (repeatable; as steward agent --shared)",
+            sharedFolder,
+            [],
+          )
+          .option(
+            "--cache-gb <n>",
+            "capacity of each agent's content cache of inputs, GiB, in its work folder's cache/; 0 turns it off (as steward agent --cache-gb)",
+            number("--cache-gb"),
+            DEFAULT_CACHE_GB,
+          )
           .addOption(brokerFlags.accountingDays())
           .addOption(brokerFlags.metricsOpen())
           .option(
@@ -55,7 +68,7 @@ export function registerUp(program: Command): void {
       ),
     ),
     // STEWARD_TOKEN is the command line's API token: the admin token has its own name.
-    { env: { token: "STEWARD_ADMIN_TOKEN" } },
+    { env: { token: "STEWARD_ADMIN_TOKEN" }, repeatable: ["shared"] },
   ).action(async (options, command: Command) => {
     // The broker's files and its agents' are this account's alone; jobs get the umask `up` was
     // started with back (job-script.ts), as if run by hand.
@@ -83,6 +96,8 @@ export function registerUp(program: Command): void {
         workDir: work.path,
         jobUmask,
         enforce: options.enforce !== false,
+        shared: options.shared,
+        cacheGb: options.cacheGb,
         log,
       });
       await agent.start();

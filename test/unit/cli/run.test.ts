@@ -33,6 +33,11 @@ describe("the job file of steward run", () => {
       { command: ["sh", "-c", "echo hi"], array: { count: 10, parallel: 3 } },
     ],
     [
+      "a workdir: the job runs in place",
+      { ...NONE, workdir: "/data/cfd/run-12" },
+      { command: ["sh", "-c", "echo hi"], workdir: "/data/cfd/run-12" },
+    ],
+    [
       "every other option",
       {
         name: "n",
@@ -84,6 +89,7 @@ describe("the server's message on the job file, named by run's flag", () => {
     ["retry.maxAttempts: Too small", "--retry: Too small"],
     ["checkpoint.intervalSeconds: Too small", "--checkpoint-interval: Too small"],
     ["timeLimitSeconds: Too small", "--time-limit: Too small"],
+    ["workdir: must be an absolute path", "--workdir: must be an absolute path"],
     ["qos: user alice may not use QoS high", "--qos: user alice may not use QoS high"],
     ["requirements: unknown fact host.x", "--requirements: unknown fact host.x"],
     ["command: Too small", "the command: Too small"],
