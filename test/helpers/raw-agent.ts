@@ -2,6 +2,7 @@
 // say (the security and fuzz tests' hostile or stand-in hosts).
 
 import { WebSocket } from "ws";
+import type { HostFacts } from "../../src/common/model/host-facts.ts";
 import { AGENT_CONNECT_PATH, type ServerMessage } from "../../src/common/protocol/messages.ts";
 import { facts } from "./core-harness.ts";
 
@@ -14,6 +15,8 @@ export interface RawHello {
   labels?: Record<string, string>;
   /** Say that this agent reads batch frames (hello's `batches`). */
   batches?: boolean;
+  /** Facts over the usual ones (a shared folder, features). */
+  facts?: Partial<HostFacts>;
 }
 
 /** Opens an agent connection and says hello; resolves with the server's first answer and the socket. */
@@ -41,7 +44,7 @@ export async function rawHello(
       pool,
       slots: fields.slots ?? 1,
       labels,
-      facts: facts(fields.name, { pool, labels }),
+      facts: facts(fields.name, { ...fields.facts, pool, labels }),
       attempts: [],
       ...(fields.batches ? { batches: true } : {}),
     }),

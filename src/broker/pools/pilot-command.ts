@@ -36,6 +36,8 @@ export function pilotCommand(spec: PoolSpec, { steward, serverUrl, dir }: PilotC
     `--name ${quote(pilotHostName(spec.name, ""))}"$SLURM_JOB_ID"`,
     `--work ${quote(work)}"$SLURM_JOB_ID"`,
     `--idle-seconds ${spec.idleSeconds}`,
+    // The folders the batch nodes share: jobs with a workdir in them run on its pilots.
+    ...spec.shared.map((folder) => `--shared ${quote(folder)}`),
     // The walltime counts from the pilot's start: its agent knows when the batch system ends it.
     `--ends-at "$(date -u -d '+${spec.walltime} seconds' +%Y-%m-%dT%H:%M:%SZ)"`,
   ].join(" ");

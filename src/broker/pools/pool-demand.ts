@@ -6,6 +6,7 @@
 // goes to the next pool (GridWay's suspension timeout, at the level of a pool).
 
 import type { PoolSpec } from "../../common/model/pools-file.ts";
+import { AGENT_TRANSFERS } from "../../common/model/transfers.ts";
 import type { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
 import { throttleRoom } from "../scheduler/stages/throttle.ts";
@@ -38,6 +39,9 @@ export function pilotProbe(pool: PoolSpec, marginSeconds: number): HostView {
       speed: 1,
       labels: {},
       slotsFree: slots,
+      // A pilot runs this release's agent, sharing the pool's folders.
+      transfers: [...AGENT_TRANSFERS],
+      shared: [...pool.shared],
       secondsLeft: pool.walltime,
     },
     walltime: { secondsLeft: pool.walltime, marginSeconds },

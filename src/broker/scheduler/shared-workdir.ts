@@ -1,5 +1,6 @@
 // Whether any host shares the folder a job runs in (its `workdir`, docs/data.md), over every host
-// the server knows, connected or not (the folders their agents last declared). When hosts share
+// the server knows, connected or not (the folders their agents last declared), and the folders
+// pools' pilots will share (the pools file's `shared`). When hosts share
 // folders and none of them holds the workdir, a submit is refused: most likely a mistyped path, and
 // said at once rather than found out by a job that never starts. While no host shares any folder,
 // a job with a workdir waits (the hosts that will share it have not joined yet), and explain says
@@ -9,10 +10,17 @@ import type { HostFacts } from "../../common/model/host-facts.ts";
 import { sharingFolder } from "../../common/model/shared-folders.ts";
 import type { Refusal } from "./quotas.ts";
 
-/** The folders the hosts share, each once, in the order first met. */
-export function declaredFolders(hosts: Iterable<{ facts: HostFacts }>): string[] {
+/**
+ * The folders the hosts share, each once, in the order first met; then those of `pools` (the
+ * pools file's `shared`: its pilots will share them, whether any has joined yet or not).
+ */
+export function declaredFolders(
+  hosts: Iterable<{ facts: HostFacts }>,
+  pools: readonly string[] = [],
+): string[] {
   const folders = new Set<string>();
   for (const host of hosts) for (const folder of host.facts.shared ?? []) folders.add(folder);
+  for (const folder of pools) folders.add(folder);
   return [...folders];
 }
 

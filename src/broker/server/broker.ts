@@ -41,6 +41,8 @@ export interface BrokerOptions {
   qos?: QosPolicy;
   /** `--shares`, `--fair-share-half-life`. */
   fairShare?: Partial<FairShareSettings>;
+  /** The folders pools' pilots will share (`--pools FILE`, each pool's `shared`). */
+  poolFolders?: readonly string[];
   log: Logger;
   /** Called when the lead is lost: the agents' connections go, so they find the new leader. */
   onDemoted: () => void;
@@ -184,6 +186,7 @@ export class Broker {
       accountingDays: this.#options.accountingDays,
       qos: this.#options.qos,
       fairShare: this.#options.fairShare,
+      poolFolders: this.#options.poolFolders,
       // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
       onFatal: hasElections(store)
         ? () => this.demote("a commit was refused: another server leads")

@@ -50,6 +50,8 @@ export interface CoreOptions {
   qos?: QosPolicy;
   /** The shares tree and the usage half-life (`--shares`, `--fair-share-half-life`). */
   fairShare?: Partial<FairShareSettings>;
+  /** The folders pools' pilots will share (the pools file's `shared`). */
+  poolFolders?: readonly string[];
 }
 
 /** `--accounting-days`' default: a year of `steward acct` after a job is removed. */
@@ -79,13 +81,17 @@ export class Core {
   readonly #accountingDays: number;
   readonly #qos: QosPolicy;
   readonly #fairShare: Partial<FairShareSettings>;
+  readonly #poolFolders: readonly string[];
   #purgeTimer: NodeJS.Timeout | null = null;
 
   constructor(committer: GroupCommitter, options: CoreOptions) {
     this.#accountingDays = options.accountingDays ?? DEFAULT_ACCOUNTING_DAYS;
     this.#qos = options.qos ?? DEFAULT_QOS_POLICY;
     this.#fairShare = options.fairShare ?? {};
-    this.reactor = new Reactor(new ClusterState(this.#fairShare, this.#qos), committer, {
+    this.#poolFolders = options.poolFolders ?? [];
+    const state = new ClusterState(this.#fairShare, this.#qos);
+    state.poolFolders = this.#poolFolders;
+    this.reactor = new Reactor(state, committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
       now: options.now ?? Date.now,
       random: options.random ?? Math.random,
@@ -126,7 +132,9 @@ export class Core {
 
   /** Rebuilds the state from the store (GridWay's recover). Hosts get one host timeout to re-attach. */
   recover(snapshot: StoreSnapshot): void {
-    this.reactor.state = recoverState(snapshot, this.reactor.now(), this.#fairShare, this.#qos);
+    const state = recoverState(snapshot, this.reactor.now(), this.#fairShare, this.#qos);
+    state.poolFolders = this.#poolFolders;
+    this.reactor.state = state;
   }
 
   /** A meta entry as last set (recovered from the store), or undefined. */

@@ -132,6 +132,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     accountingDays: options.accountingDays,
     qos: options.qos,
     fairShare: options.fairShare,
+    poolFolders: (options.pools ?? []).flatMap((pool) => pool.shared),
     log,
     onDemoted: () => {
       gateway?.disconnectAll();

@@ -90,6 +90,11 @@ export class ClusterState {
   nextBackoffDue = Number.POSITIVE_INFINITY;
   /** Submission order of jobs, to break ties in the queue. */
   nextSeq = 1;
+  /**
+   * The folders pools' pilots will share (the pools file's `shared`): a workdir in one is not
+   * refused at submit, nor said to wait for a host sharing it, before a pilot has joined.
+   */
+  poolFolders: readonly string[] = [];
 
   /** Jobs by their owner's submit key (JobRecord.submitKey), so that a repeated submit finds its job. */
   readonly submissions = new Map<string, JobEntry>();

@@ -75,7 +75,10 @@ export function jobReasons(
       reasons.push(`task ${task.index} is migrating ${rule.to ? `to ${rule.to}` : `away from ${rule.from}`}`);
   }
   if (job.pending.size > 0 && record.spec.workdir !== undefined) {
-    const outside = workdirWaitReason(record.spec.workdir, declaredFolders(state.hosts.values()));
+    const outside = workdirWaitReason(
+      record.spec.workdir,
+      declaredFolders(state.hosts.values(), state.poolFolders),
+    );
     if (outside) reasons.push(outside);
   }
   if (job.pending.size === 0 && job.counts.running > 0) reasons.push("every task that can run is running");

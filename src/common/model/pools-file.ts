@@ -4,9 +4,11 @@
 // pools file does not start.
 
 import { z } from "zod";
+import { ASSUMED_MAX_SHARED_FOLDERS } from "./cel-cost.ts";
 import { FileFieldError } from "./file-field-error.ts";
 import { firstProblem } from "./first-problem.ts";
 import { parseJobFileText } from "./jobfile-text.ts";
+import { absoluteFolderProblem, normalFolder } from "./shared-folders.ts";
 
 /** Batch systems a pool may be backed by (one driver each under src/broker/drivers/). */
 export const POOL_DRIVERS = ["slurm"] as const;
@@ -59,6 +61,24 @@ export const poolSchema = z.strictObject({
     .string()
     .regex(/^\/[^\0]*$/, "must be an absolute path")
     .optional(),
+  /**
+   * Folders the batch nodes share with the other hosts (absolute; mounted at the same place on every
+   * node): each pilot's agent declares them (its `--shared`), so that jobs with a workdir in them
+   * run there and make the pool start pilots.
+   */
+  shared: z
+    .array(
+      z
+        .string()
+        .superRefine((path, context) => {
+          const problem = absoluteFolderProblem(path);
+          if (problem) context.addIssue({ code: "custom", message: problem });
+        })
+        .transform(normalFolder),
+    )
+    .max(ASSUMED_MAX_SHARED_FOLDERS)
+    .default([])
+    .transform((folders) => [...new Set(folders)]),
 });
 
 export type PoolSpec = z.output<typeof poolSchema>;

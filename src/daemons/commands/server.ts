@@ -149,6 +149,8 @@ export function registerServer(program: Command): void {
         "                              broker's data folder (admin token, database, files).",
         "    pilotDir: /PATH           the pilots' token file, logs and work folders (default:",
         "                              ~ACCOUNT/.steward-pilots/POOL, or DATA/pilots/POOL without account).",
+        "    shared: [/PATH, ...]      folders the batch nodes share: each pilot's agent --shared, so jobs",
+        "                              with a workdir in them run on its pilots (default none).",
         "",
         "Shares file (--shares), fair share by accounts (docs/scheduling.md):",
         "  accounts:",

@@ -118,7 +118,7 @@ export function admitSpec(
   if (quota) refuse(named(quota));
   const outside =
     checkWorkdir && spec.workdir !== undefined
-      ? workdirRefusal(spec.workdir, declaredFolders(state.hosts.values()))
+      ? workdirRefusal(spec.workdir, declaredFolders(state.hosts.values(), state.poolFolders))
       : null;
   if (outside) refuse(named(outside));
   const timeLimitSeconds = timeLimitOf(spec, tierOf(state.qos, spec.qos));

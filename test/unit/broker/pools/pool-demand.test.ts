@@ -97,6 +97,29 @@ describe("offerWork", () => {
     });
   });
 
+  it("a job with s3: inputs or URL outputs asks pilots for its work: a pilot runs this release's agent", () => {
+    const fetched = job("u", 2, { transfers: ["s3-inputs", "url-outputs"] });
+    expect(cpus(offerWork([fetched], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 2 });
+    const later = job("v", 2, { transfers: ["a-transfer-of-a-later-release"] });
+    expect(cpus(offerWork([later], [offer(hpc, 0, 8)], NOW))).toStrictEqual({ hpc: 0 });
+  });
+
+  it("a job run in place asks pilots only of a pool whose pilots share a folder holding its workdir", () => {
+    const [lustre] = parsePoolsFile(
+      "pools:\n  - {name: lustre, driver: slurm, slotsPerPilot: 2, shared: [/lustre]}\n",
+    );
+    const inPlace = job("w", 1, { workdir: "/lustre/run1" });
+    expect(cpus(offerWork([inPlace], [offer(hpc, 0, 8), offer(lustre, 0, 8)], NOW))).toStrictEqual({
+      hpc: 0,
+      lustre: 1,
+    });
+    const elsewhere = job("x", 1, { workdir: "/data/run1" });
+    expect(cpus(offerWork([elsewhere], [offer(hpc, 0, 8), offer(lustre, 0, 8)], NOW))).toStrictEqual({
+      hpc: 0,
+      lustre: 0,
+    });
+  });
+
   it("a task longer than a pilot's walltime, with no checkpoint, asks no pilot of that pool", () => {
     const long = job("l", 1, { expectedSeconds: 3000 });
     expect(cpus(offerWork([long], [offer(hpc, 0, 8), offer(cloud, 0, 8)], NOW))).toStrictEqual({

@@ -11,6 +11,7 @@ import {
   poolPilotDir,
   resolvePoolAccounts,
 } from "../../../../src/broker/pools/pilot-account.ts";
+import { pilotCommand } from "../../../../src/broker/pools/pilot-command.ts";
 import {
   pilotsToStart,
   poolRetrySeconds,
@@ -36,8 +37,24 @@ describe("the pools file", () => {
         maxQueueWaitSeconds: 300,
         sbatchArgs: [],
         allowBrokerAccount: false,
+        shared: [],
       },
     ]);
+  });
+
+  it("takes the folders its pilots share, each written once as the agent writes them", () => {
+    const [pool] = parsePoolsFile(
+      "pools:\n  - {name: hpc, driver: slurm, shared: [/data/, /scratch//x, /data, /]}\n",
+    );
+    expect(pool.shared).toStrictEqual(["/data", "/scratch/x", "/"]);
+  });
+
+  it("gives each pilot's agent the pool's shared folders as --shared, quoted", () => {
+    const [pool] = parsePoolsFile('pools:\n  - {name: hpc, driver: slurm, shared: [/data, "/my data\'s"]}\n');
+    const command = pilotCommand(pool, { steward: "/opt/steward", serverUrl: "http://b:4780", dir: "/p" });
+    expect(command).toContain(` --shared '/data' --shared '/my data'"'"'s'`);
+    const [plain] = parsePoolsFile("pools:\n  - {name: hpc, driver: slurm}\n");
+    expect(pilotCommand(plain, { steward: "s", serverUrl: "u", dir: "/p" })).not.toContain("--shared");
   });
 
   it("takes the pilots' account, allowBrokerAccount and pilotDir", () => {
@@ -94,6 +111,18 @@ describe("the pools file", () => {
       "pools:\n  - {name: a, driver: slurm, allowBrokerAccount: yes please}",
       "pools[0].allowBrokerAccount",
       "",
+    ],
+    [
+      "a relative shared folder",
+      "pools:\n  - {name: a, driver: slurm, shared: [/data, data]}",
+      "pools[0].shared[1]",
+      "must be an absolute path",
+    ],
+    [
+      "a shared folder with ..",
+      "pools:\n  - {name: a, driver: slurm, shared: [/data/../etc]}",
+      "pools[0].shared[0]",
+      "must not contain ..",
     ],
     [
       "a relative pilotDir",

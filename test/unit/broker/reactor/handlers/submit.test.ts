@@ -99,6 +99,25 @@ describe("a job with a workdir", () => {
     );
   });
 
+  it("counts the folders pools' pilots will share, before any pilot has joined", () => {
+    const b = new HandlerBench();
+    b.state.poolFolders = ["/lustre"];
+    b.run((step) => attachHost(step, sharing("nfs", ["/data"])));
+    // Admitted: a pool's pilots will share /lustre, though no host shares it yet.
+    const { result: job } = submit(b, "1", "/lustre/run1");
+    b.settle();
+    expect(b.starts()).toEqual([]);
+    // It waits for a pilot, not for a host to share the folder one day.
+    expect(explainJob(b.state, job, b.now).reasons.join("\n")).not.toContain("is in no folder a host shares");
+    // A folder neither the hosts nor the pools share is refused, the pools' folders listed too.
+    expect(() => submit(b, "2", "/dat/run1")).toThrow(
+      new InvalidRequestError(
+        "workdir",
+        "/dat/run1 is in no folder the hosts share (they share /data, /lustre): a job runs in place only in a shared folder",
+      ),
+    );
+  });
+
   it("leaves a job without a workdir as it was: any host, no folder in its start", () => {
     const b = new HandlerBench();
     b.run((step) => attachHost(step, sharing("plain")));
