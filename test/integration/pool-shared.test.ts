@@ -34,7 +34,7 @@ beforeAll(async () => {
   ({ ws: host } = await rawHello(server.url, {
     name: "nfs",
     token: server.joinToken,
-    facts: { shared: ["/data"], features: ["url-inputs", "shared-workdir"] },
+    facts: { shared: ["/data"] },
   }));
 });
 

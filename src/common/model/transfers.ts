@@ -2,18 +2,20 @@
 // names below) says which of these its release does, and a job that needs one goes only to hosts
 // whose agent says so (broker/scheduler/stages/feasibility.ts). An agent of an earlier release
 // says none: a job with s3: inputs or outputs pushed to a URL is never started there, where the
-// start message's new fields would be dropped unread. Inputs by http(s) URL came before this fact
-// and need none of it. No I/O.
+// start message's new fields would be dropped unread (an agent from before inputs by URL would
+// start the job without them). No I/O.
 
 import { isS3Url } from "./s3-url.ts";
 
+/** http: and https: inputs, fetched by the agent itself. */
+export const URL_INPUTS = "url-inputs";
 /** s3://bucket/key inputs, fetched by the agent with AWS Signature V4. */
 export const S3_INPUTS = "s3-inputs";
 /** Outputs with `to` (http:, https:, s3:), pushed by the agent once the job succeeded. */
 export const URL_OUTPUTS = "url-outputs";
 
 /** Everything the agent of this release moves itself: its `transfers` fact. */
-export const AGENT_TRANSFERS: readonly string[] = [S3_INPUTS, URL_OUTPUTS];
+export const AGENT_TRANSFERS: readonly string[] = [URL_INPUTS, S3_INPUTS, URL_OUTPUTS];
 
 /** What a job's inputs and outputs need of its host's agent, in AGENT_TRANSFERS' order; empty: nothing. */
 export function transfersNeeded(
@@ -21,7 +23,9 @@ export function transfersNeeded(
   outputs: readonly (string | { path: string; to: string })[],
 ): string[] {
   const needed: string[] = [];
-  if (inputs.some((input) => typeof input !== "string" && isS3Url(input.url))) needed.push(S3_INPUTS);
+  const byUrl = inputs.filter((input) => typeof input !== "string");
+  if (byUrl.some((input) => !isS3Url(input.url))) needed.push(URL_INPUTS);
+  if (byUrl.some((input) => isS3Url(input.url))) needed.push(S3_INPUTS);
   if (outputs.some((output) => typeof output !== "string")) needed.push(URL_OUTPUTS);
   return needed;
 }

@@ -7,13 +7,20 @@ import {
   missingTransfer,
   S3_INPUTS,
   transfersNeeded,
+  URL_INPUTS,
   URL_OUTPUTS,
 } from "../../../../src/common/model/transfers.ts";
 
 describe("transfersNeeded", () => {
   it.each<[string, (string | { url: string })[], (string | { path: string; to: string })[], string[]]>([
     ["paths alone", ["a"], ["b"], []],
-    ["an http input needs nothing new", [{ url: "https://h/x" }], [], []],
+    ["an http input", [{ url: "https://h/x" }], [], ["url-inputs"]],
+    [
+      "an http input beside an s3: input",
+      [{ url: "s3://bkt/x" }, { url: "http://h/x" }],
+      [],
+      ["url-inputs", "s3-inputs"],
+    ],
     ["an s3: input", ["a", { url: "s3://bkt/x" }], [], ["s3-inputs"]],
     ["an S3: input in capitals", [{ url: "S3://bkt/x" }], [], ["s3-inputs"]],
     ["an output pushed to https", [], ["a", { path: "b", to: "https://h/b" }], ["url-outputs"]],
@@ -41,7 +48,7 @@ describe("missingTransfer", () => {
   });
 
   it("the agent of this release does every one", () => {
-    expect(AGENT_TRANSFERS).toStrictEqual([S3_INPUTS, URL_OUTPUTS]);
+    expect(AGENT_TRANSFERS).toStrictEqual([URL_INPUTS, S3_INPUTS, URL_OUTPUTS]);
     expect(
       missingTransfer(
         transfersNeeded([{ url: "s3://bkt/x" }], [{ path: "b", to: "s3://bkt/b" }]),
