@@ -286,8 +286,10 @@ it("places a job with s3: inputs or outputs to push on no agent of an earlier re
   try {
     const id = await submit("old", { command: "true", inputs: [{ url: "s3://inputs/runs/grid.txt" }] });
     const pushing = await submit("old", { command: "true", outputs: [{ path: "o", to: "https://h/o" }] });
-    const plain = await submit("old", { command: "true", inputs: [{ url: "https://h/x" }] });
-    // The plain one is started there (and left: the stand-in runs nothing), the others never are.
+    const fetched = await submit("old", { command: "true", inputs: [{ url: "https://h/x" }] });
+    const plain = await submit("old", { command: "true" });
+    // The plain one is started there (and left: the stand-in runs nothing), the others never are:
+    // even an http(s) input, which an agent from before URL inputs would leave out.
     await waitFor(
       "the plain job placed",
       async () => (await getJob(server!, plain)).tasks[0].attempts.length === 1,
@@ -295,6 +297,7 @@ it("places a job with s3: inputs or outputs to push on no agent of an earlier re
     for (const [job, transfer] of [
       [id, "s3-inputs"],
       [pushing, "url-outputs"],
+      [fetched, "url-inputs"],
     ]) {
       expect((await getJob(server!, job)).tasks[0].attempts).toHaveLength(0);
       const explained = await cli(server!, ["explain", job]);
@@ -302,7 +305,7 @@ it("places a job with s3: inputs or outputs to push on no agent of an earlier re
         new RegExp(`\\nold +no +host agent does not do ${transfer} \\(an earlier release\\)\\n`),
       );
     }
-    for (const job of [id, pushing, plain]) await api(server!, "POST", `/api/v1/jobs/${job}/cancel`);
+    for (const job of [id, pushing, fetched, plain]) await api(server!, "POST", `/api/v1/jobs/${job}/cancel`);
   } finally {
     clearInterval(beat);
     ws.close();
