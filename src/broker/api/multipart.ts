@@ -8,7 +8,7 @@ import type { FastifyRequest } from "fastify";
 import { z } from "zod";
 import { JobFileError } from "../../common/model/jobfile-error.ts";
 import { parseJobFileText } from "../../common/model/jobfile-text.ts";
-import { InvalidRequestError, StorageFullError } from "../reactor/errors.ts";
+import { InvalidRequestError } from "../reactor/errors.ts";
 import { keepJobFileText } from "./job-file-source.ts";
 import { jobFileTooLarge, limitUpload, UploadTooLargeError, uploadTooLarge } from "./upload-limit.ts";
 
@@ -95,12 +95,11 @@ export async function storeUpload(
 }
 
 /**
- * Why an input's upload failed: too large (413), no space left for it (507: the blob store cut the
- * upload's stream as it gave up), a body cut short or malformed (400, the request's fault: the
- * file's stream failed, before or while it was read), or else the blob store's (500).
+ * Why an input's upload failed: too large (413), a body cut short or malformed (400, the request's
+ * fault: the file's stream failed, before or while it was read), or else the blob store's (500).
  */
 export function uploadError(error: unknown, file: Readable, what: string, maxUploadBytes: number): Error {
-  if (error instanceof UploadTooLargeError || error instanceof StorageFullError) return error;
+  if (error instanceof UploadTooLargeError) return error;
   const broken = file.errored;
   // The parser's own size limit (the same number) says so with a 413 of its own.
   if ((broken as { statusCode?: number } | null)?.statusCode === 413)
