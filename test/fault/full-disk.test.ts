@@ -237,4 +237,30 @@ describeSmallFilesystem("the full-disk tests", "a full disk", () => {
     // Not placed and refused meanwhile: one attempt, on a host with room.
     expect(ended.tasks[0].attempts).toHaveLength(1);
   });
+
+  it("an input that does not fit in the agent's work folder: the attempt ends lost (a system failure) naming the folder, and runs again once space is freed", async () => {
+    const server = await startBroker(ownDir("steward-full-disk-broker-"));
+    const work = join(disk.dir, "work");
+    await startAgent(server, "a1", work);
+    // Room left, more than the 1 MiB that makes the folder full, less than the input.
+    disk.fill(4 * 1024 * 1024);
+    const jobDir = ownDir("steward-job-");
+    writeFileSync(join(jobDir, "big"), Buffer.alloc(12 * 1024 * 1024, 1));
+    writeFileSync(join(jobDir, "job.yaml"), "command: wc -c < big > out\ninputs: [big]\noutputs: [out]\n");
+    const submitted = await cli(server, ["submit", join(jobDir, "job.yaml")]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const id = submitted.stdout.trim();
+    const first = await waitFor("the first attempt's end", async () => {
+      const attempt = (await getJob(server, id)).tasks[0].attempts[0];
+      return attempt?.state === "ended" ? attempt : null;
+    });
+    expect(first).toMatchObject({ outcome: "lost" });
+    expect(first.reason).toBe(`staging inputs failed: no space left in the work folder ${work} (ENOSPC)`);
+    disk.free();
+    const ended = await waitForJobEnd(server, id);
+    expect(ended.state).toBe("succeeded");
+    const fetched = ownDir("steward-fetch-");
+    expect((await cli(server, ["fetch", id, "--to", fetched])).code).toBe(0);
+    expect(readFileSync(join(fetched, "out"), "utf8").trim()).toBe(String(12 * 1024 * 1024));
+  });
 });
