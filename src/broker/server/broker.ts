@@ -234,7 +234,10 @@ async function nextTerm(store: Store, log: Logger): Promise<number> {
     return await store.beginTerm();
   } catch (error) {
     if (!(error instanceof StorageFullError)) throw error;
-    log.warn({ err: error }, "the store is full: leading read-only until space is freed (writes answer 507)");
+    log.warn(
+      { err: error },
+      "the store is full: the broker starts all the same; writes answer 507 until space is freed",
+    );
     return (await store.currentTerm()) + 1;
   }
 }
