@@ -41,6 +41,8 @@ export interface AgentOptions {
   gpus?: string;
   /** `--cache-gb`: the content cache's capacity, GiB (default DEFAULT_CACHE_GB; 0: off, each task fetches its own copy). */
   cacheGb?: number;
+  /** `--min-free-disk-mb`: the work folder is full below this (default: host/disk-space.ts's rule). */
+  minFreeDiskMb?: number;
   /** `--resource name=N`: countable resources offered to jobs. */
   resources?: Record<string, number>;
   /** `--shared PATH`: folders this host shares with the others, checked and normalised (daemons/options.ts). */

@@ -33,6 +33,8 @@ import { chooseEnforcement, isolatesGpus, removeBase, sweepCgroups } from "./cgr
 import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
 import { Outbox } from "./connection/outbox.ts";
 import { type OneServerMessage, ServerLink } from "./connection/server-link.ts";
+import { stagingFailure } from "./host/disk-space.ts";
+import { DiskWatch } from "./host/disk-watch.ts";
 import { readHostFacts, type StaticFacts } from "./host/facts.ts";
 import { declaredGpus } from "./host/gpus.ts";
 import { hostSpeed } from "./host/speed.ts";
@@ -81,6 +83,8 @@ export class Agent {
   private readonly log: Logger;
   private readonly link: ServerLink;
   private readonly logs: LogShipper;
+  /** The work folder's free space: a full one takes no new work (host/disk-watch.ts). */
+  private readonly disk: DiskWatch;
 
   constructor(options: AgentOptions) {
     this.options = options;
@@ -128,6 +132,7 @@ export class Agent {
       launcher: chooseLauncher(process.env.STEWARD_LAUNCHER),
     };
     this.launcher = new Launcher(join(options.workDir, "attempts"), this.context.launcher);
+    this.disk = new DiskWatch(options.workDir, this.context.cache, options.minFreeDiskMb, this.log);
   }
 
   async start(): Promise<void> {
@@ -304,6 +309,8 @@ export class Agent {
       return;
     }
     try {
+      // Sent before the server heard the folder is full: it goes elsewhere, as a system failure.
+      this.disk.refuseWhenFull();
       await attempt.prepare(user);
     } catch (error) {
       attempt.ended = true;
@@ -312,7 +319,7 @@ export class Agent {
         kind: "ended",
         outcome: "lost",
         exitCode: null,
-        reason: `staging inputs failed: ${error instanceof Error ? error.message : String(error)}`,
+        reason: `staging inputs failed: ${stagingFailure(error, this.options.workDir)}`,
         outputs: [],
         cause: "staging",
       });
@@ -405,7 +412,11 @@ export class Agent {
   }
 
   private async facts() {
-    return readHostFacts(this.fixed, Math.max(0, this.slots - this.attempts.busySlots()));
+    return readHostFacts(
+      this.fixed,
+      Math.max(0, this.slots - this.attempts.busySlots()),
+      await this.disk.read(),
+    );
   }
 
   private async handle(ws: LinkSocket, message: OneServerMessage): Promise<void> {

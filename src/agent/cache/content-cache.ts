@@ -280,11 +280,22 @@ export class ContentCache {
   }
 
   /**
-   * Evicts what exceeds the capacity: out of the index and off the disk in one turn (no await), so
-   * that no download of the same object can land in between.
+   * Gives back `bytes` of the disk (the work folder is nearly full: host/disk-watch.ts): evicts the
+   * least recently used objects not being copied until that much is freed or none is left; returns
+   * the bytes freed.
    */
-  #evict(): void {
-    for (const object of this.#index.evict(this.capacityBytes)) {
+  release(bytes: number): number {
+    const held = this.#index.totalBytes;
+    this.#evict(Math.max(0, held - bytes));
+    return held - this.#index.totalBytes;
+  }
+
+  /**
+   * Evicts what exceeds `capacity` (the cache's own by default): out of the index and off the disk
+   * in one turn (no await), so that no download of the same object can land in between.
+   */
+  #evict(capacity = this.capacityBytes): void {
+    for (const object of this.#index.evict(capacity)) {
       try {
         unlinkSync(this.#objectPath(object.sha256));
       } catch {}

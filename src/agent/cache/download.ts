@@ -1,8 +1,9 @@
 // One download into a file: tried again a bounded number of times with a back-off, a transfer cut
 // halfway resumed with a Range request where the server answers one (206), else started over; the
 // SHA-256 computed as the bytes come, and checked against the expected one when there is one; the
-// file synced to disk before it is handed back. A URL's server (url-source.ts), an s3: input's
-// store (s3-source.ts) and the server's uploaded inputs (staging.ts) are all sources.
+// file synced to disk before it is handed back. A write refused for want of space (this host's disk
+// full) is not tried again. A URL's server (url-source.ts), an s3: input's store (s3-source.ts) and
+// the server's uploaded inputs (staging.ts) are all sources.
 
 import { createHash, type Hash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
@@ -115,6 +116,8 @@ export async function download(
         break;
       } catch (error) {
         if (error instanceof Refused) throw new DownloadError(`${source.name}: ${error.message}`);
+        // This host's disk is full: no other try would change it; the error as it is (its code says why).
+        if (writeRefusedForSpace(error)) throw error;
         if (tried >= policy.tries)
           throw new DownloadError(`${source.name}: ${describe(error)} (tried ${tried} times)`);
         await sleep(retryDelayMs(tried, Math.random(), { ...policy, budgetMs: Number.POSITIVE_INFINITY }));
@@ -212,6 +215,12 @@ async function oneTry(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A write of the file refused for want of space (ENOSPC, or a quota used up: EDQUOT). */
+function writeRefusedForSpace(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT";
 }
 
 /** A failed try in words: an HTTP status, or the network's error and its cause. */

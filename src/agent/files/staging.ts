@@ -8,11 +8,14 @@
 // input once (with `--cache-gb 0` the cache is off: each task fetches its own copy); an uploaded
 // input the server has no digest of (stored by an earlier version) is fetched straight into the
 // folder. An output is read as the job's file (job-written-file.ts): a link the job left to
-// another's file is refused, not uploaded.
+// another's file is refused, not uploaded. An output the server cannot keep because its storage is
+// full (507) is sent again later, for up to OUTPUT_STORAGE_FULL_BUDGET_MS: the result waits on the
+// host meanwhile (the attempt holds its slot) instead of being thrown away.
 
 import { openAsBlob } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { relativePathProblem } from "../../common/model/relative-path.ts";
 import { isS3Url } from "../../common/model/s3-url.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
@@ -27,6 +30,22 @@ import { agentAwsValues } from "../s3/agent-credentials.ts";
 import { resolveS3Settings, type S3Settings } from "../s3/s3-settings.ts";
 import { openJobFile } from "./job-written-file.ts";
 import { pushOutputs } from "./url-outputs.ts";
+
+/** The answer of a server whose store or blob folder is full (nothing of the request was kept). */
+export const STORAGE_FULL_STATUS = 507;
+/** An output refused for a full storage is sent again after this long, doubling up to the cap. */
+export const OUTPUT_STORAGE_FULL_FIRST_DELAY_MS = 1000;
+export const OUTPUT_STORAGE_FULL_MAX_DELAY_MS = 30_000;
+/** ...for this long at most; then the attempt ends lost (staging) and its task runs again. */
+export const OUTPUT_STORAGE_FULL_BUDGET_MS = 3_600_000;
+
+/** How long to wait before the try after `tries` refused ones: doubling from the first delay, capped. */
+export function storageFullDelayMs(tries: number): number {
+  return Math.min(
+    OUTPUT_STORAGE_FULL_MAX_DELAY_MS,
+    OUTPUT_STORAGE_FULL_FIRST_DELAY_MS * 2 ** Math.max(0, tries - 1),
+  );
+}
 
 /** What staging inputs needs: the server's files, and the host's cache. */
 export interface InputStaging {
@@ -126,16 +145,24 @@ export async function stageOutputs(
     }
     const path = under ? `${under}/${file}` : file;
     try {
-      // The file is read anew for each try, so that a try cut halfway is sent again whole.
-      const response = await http.request({
-        method: "PUT",
-        path: agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path),
-        headers: { "content-type": "application/octet-stream" },
-        body: () => openAsBlob(source.path),
-        idempotent: true,
-      });
-      if (!response.ok)
-        throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);
+      const route = agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path);
+      const deadline = Date.now() + OUTPUT_STORAGE_FULL_BUDGET_MS;
+      for (let refused = 1; ; refused++) {
+        // The file is read anew for each try, so that a try cut halfway is sent again whole.
+        const response = await http.request({
+          method: "PUT",
+          path: route,
+          headers: { "content-type": "application/octet-stream" },
+          body: () => openAsBlob(source.path),
+          idempotent: true,
+        });
+        if (response.ok) break;
+        const text = await response.text();
+        const wait = storageFullDelayMs(refused);
+        if (response.status !== STORAGE_FULL_STATUS || Date.now() + wait > deadline)
+          throw new Error(`PUT output ${path}: HTTP ${response.status} ${text}`);
+        await sleep(wait);
+      }
     } finally {
       await source.close();
     }

@@ -1,8 +1,8 @@
 // Host facts (the `host` of requirements and rank), read from the operating system at each heartbeat.
 
-import { statfs } from "node:fs/promises";
 import os from "node:os";
 import type { HostFacts } from "../../common/model/host-facts.ts";
+import type { DiskReading } from "./disk-watch.ts";
 
 export interface StaticFacts {
   name: string;
@@ -31,16 +31,10 @@ function normalizeArch(arch: string): string {
   return arch;
 }
 
-export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Promise<HostFacts> {
+/** The facts of now: `disk` is the work folder's space as the agent's DiskWatch read it. */
+export function readHostFacts(fixed: StaticFacts, slotsFree: number, disk: DiskReading): HostFacts {
   const cpus = os.availableParallelism();
   const load1 = os.loadavg()[0];
-  let diskFreeMb = 0;
-  try {
-    const fs = await statfs(fixed.workDir);
-    diskFreeMb = Math.floor((fs.bavail * fs.bsize) / 2 ** 20);
-  } catch {
-    // The work folder may not exist yet; report no free disk rather than fail the heartbeat.
-  }
   return {
     name: fixed.name,
     pool: fixed.pool,
@@ -51,7 +45,9 @@ export async function readHostFacts(fixed: StaticFacts, slotsFree: number): Prom
     memFreeMb: Math.floor(os.freemem() / 2 ** 20),
     load1: Math.round(load1 * 100) / 100,
     cpuFree: Math.max(0, Math.min(1, 1 - load1 / cpus)),
-    diskFreeMb,
+    diskFreeMb: disk.freeMb,
+    diskFull: disk.full,
+    diskMinFreeMb: disk.minFreeMb,
     speed: fixed.speed,
     labels: fixed.labels,
     slotsFree,

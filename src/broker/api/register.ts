@@ -31,6 +31,7 @@ import {
   isNotLeading,
   NotFoundError,
   QuotaError,
+  StorageFullError,
 } from "../reactor/errors.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
@@ -194,6 +195,9 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
         error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
       });
     }
+    // The store's or the blobs' file system is full: nothing of the request was kept (the path says
+    // where space must be freed); the same request succeeds once it is.
+    if (error instanceof StorageFullError) return reply.code(507).send(answer("storage_full", error.message));
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (isNotLeading(error)) {
       return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));

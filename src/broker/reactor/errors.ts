@@ -1,7 +1,9 @@
-// Errors a request can end with; the API maps them to 404, 409, 429 and 400, and a standby's to a
-// redirect to the leader or 503.
+// Errors a request can end with; the API maps them to 404, 409, 429 and 400, a standby's to a
+// redirect to the leader or 503, and a full store's (StorageFullError) to 507.
 
 import { StaleTermError } from "../store/store.ts";
+
+export { StorageFullError } from "../store/storage-full.ts";
 
 export class NotFoundError extends Error {}
 /** A limit of the owner's use (the QoS file's quotas): answered 429 with the limit and the use named. */

@@ -2,6 +2,12 @@
 // that changes the state and says what to commit and what to do; here the changes are committed,
 // and only then are the effects performed: before the API answers, before an agent is sent a
 // start, before a report is acknowledged (guarantee 1).
+//
+// A commit that fails leaves memory as the store has it: every step handled and not committed (the
+// failed batch's, and those handled after it on top of them) is taken back, newest first, before
+// any of them hears of the failure. A store that is full (StorageFullError) is survived: the
+// requests are refused (the API answers 507), the reports not acknowledged (sent again), and the
+// broker goes on, committing again once space is freed. Any other refused commit is fatal.
 
 import { EventEmitter } from "node:events";
 import type { EventRecord } from "../../common/model/records.ts";
@@ -11,6 +17,7 @@ import type { MetaschedulingPolicy } from "../scheduler/view.ts";
 import type { ClusterState } from "../state/cluster-state.ts";
 import type { JobEntry } from "../state/job-entry.ts";
 import type { GroupCommitter } from "../store/group-commit.ts";
+import { StorageFullError } from "../store/storage-full.ts";
 import { StaleTermError } from "../store/store.ts";
 import type { AgentLinks, AttemptPlaced, CheckpointBlobDrop, CheckpointBlobs, Effect } from "./effects.ts";
 import { startUndelivered } from "./handlers/agent-reports.ts";
@@ -33,6 +40,9 @@ export interface ReactorOptions {
 /** How often leases and back-offs are checked. */
 const TICK_MS = 250;
 
+/** After a commit refused for a full store, the next scheduling pass comes this much later. */
+export const STORAGE_FULL_RETRY_MS = 1000;
+
 export class Reactor {
   /**
    * `event`: a stored job event, once committed; `job`: a job's state changed; `progress`: tasks of
@@ -52,6 +62,9 @@ export class Reactor {
   #schedulePending = false;
   /** Each job's handled steps not committed yet: a job leaves memory only once none is. */
   readonly #inFlight = new CommitsInFlight();
+  /** How to take back each step handled and not committed yet, by its number (in handling order). */
+  readonly #uncommitted = new Map<number, () => void>();
+  #stepNumber = 0;
   #stopped = false;
   #timer: NodeJS.Timeout | null = null;
   /** When the last plan asked to be looked at again (waiting for a task expected to end). */
@@ -66,6 +79,7 @@ export class Reactor {
     // A pass that is due runs before the next batch is taken: the starts it plans for the slots
     // the batch's ends freed are committed with those ends, not one commit later.
     committer.beforeBatch = () => this.#passIfDue();
+    committer.onFailed = (error) => this.#takeBackUncommitted(error);
   }
 
   setLinks(links: AgentLinks): void {
@@ -106,12 +120,22 @@ export class Reactor {
 
   async #commit(step: Handled<unknown>, jobs: ReadonlySet<string>): Promise<void> {
     if (step.changes.length > 0) {
+      const number = ++this.#stepNumber;
+      this.#uncommitted.set(number, step.rollback);
       try {
         await this.#committer.push(step.changes);
+        this.#uncommitted.delete(number);
       } catch (error) {
-        // Fatal (this core stops leading); the count is kept right all the same.
-        this.#inFlight.done(jobs);
-        this.#fatal(error);
+        // Taken back already (#takeBackUncommitted), with every step handled after it.
+        this.#uncommitted.delete(number);
+        retireJobs(this.state, this.#inFlight.done(jobs));
+        if (error instanceof StorageFullError) {
+          // The tasks a plan placed are queued again: a pass looks at them once more, later.
+          this.#recheckAt = Math.min(this.#recheckAt, this.now() + STORAGE_FULL_RETRY_MS);
+        } else {
+          // Fatal (this core stops leading).
+          this.#fatal(error);
+        }
         throw error;
       }
       for (const change of step.changes)
@@ -132,6 +156,18 @@ export class Reactor {
     retireJobs(this.state, this.#inFlight.done(jobs));
     // Most steps drop no checkpoint blob: no promise made for nothing (a step runs per report).
     if (drops.length > 0) await Promise.all(drops);
+  }
+
+  /**
+   * A batch failed: every step not committed (its own, and those handled after them, queued
+   * behind it) is taken back, newest first, and the queued ones abandoned, so that memory is as
+   * the store has it before any of them hears of the failure.
+   */
+  #takeBackUncommitted(error: unknown): void {
+    const rollbacks = [...this.#uncommitted.values()];
+    this.#uncommitted.clear();
+    for (let i = rollbacks.length - 1; i >= 0; i--) rollbacks[i]();
+    this.#committer.abandonQueued(error);
   }
 
   /** Deletes the blobs, then lets uploads of those objects in again (whether or not all went). */

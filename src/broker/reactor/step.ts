@@ -3,7 +3,8 @@
 // only through `write` (writes.ts), which records each change as it makes it and notes how to take
 // it back. The rule: a handler's writes take effect only if it returns. One that throws, before or
 // after some of its writes, has its writes taken back (`handle`), its changes and effects dropped:
-// nothing is committed and memory is as before the event, so it may check as it goes.
+// nothing is committed and memory is as before the event, so it may check as it goes. A step whose
+// commit fails is taken back the same way, after it returned (Handled.rollback, reactor.ts).
 
 import { type JobEvent, renderEvent } from "../../common/model/events.ts";
 import type { EventRecord } from "../../common/model/records.ts";
@@ -98,6 +99,11 @@ export interface Handled<T> {
   effects: Effect[];
   /** Whether a scheduling pass should follow. */
   schedule: boolean;
+  /**
+   * Takes back what the handler did to memory (its writes, newest first): for a step whose commit
+   * failed, once every step handled after it is taken back too (reactor.ts).
+   */
+  rollback: () => void;
 }
 
 /**
@@ -119,5 +125,11 @@ export function handle<T>(
     step.write.rollback();
     throw error;
   }
-  return { result, changes: step.changes, effects: step.effects, schedule: step.schedule };
+  return {
+    result,
+    changes: step.changes,
+    effects: step.effects,
+    schedule: step.schedule,
+    rollback: () => step.write.rollback(),
+  };
 }

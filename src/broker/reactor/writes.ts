@@ -13,7 +13,8 @@
 // (a gang's ranks started, room kept for a task, checkpoint objects pending, an attempt's watch) is
 // taken back the same way (Step.onRollback). A part of a handler may be made all or nothing on its
 // own (Step.allOrNothing: one report of several a host sent together), back to a mark in the log.
-// The log costs a closure a write; it is dropped with the step.
+// The log costs a closure a write; it is kept until the step's commit is done, and rolled back
+// then if the commit failed (reactor.ts: with every step handled after it, newest first).
 // Tests: test/unit/broker/reactor/handlers/state-round-trip.test.ts recovers the state from the changes and compares, after
 // every event and after each event made to throw at each of its writes in turn.
 

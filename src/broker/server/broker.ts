@@ -16,6 +16,7 @@ import type { JobEntry } from "../state/job-entry.ts";
 import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
+import { StorageFullError } from "../store/storage-full.ts";
 import { hasElections, type Store } from "../store/store.ts";
 import { apiReadModel } from "./api-reads.ts";
 import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
@@ -106,7 +107,7 @@ export class Broker {
     this.#url = url;
     const { store } = this.#options;
     if (!hasElections(store)) {
-      await this.#lead(await store.beginTerm());
+      await this.#lead(await nextTerm(store, this.#options.log));
       return;
     }
     await this.#electionRound();
@@ -222,6 +223,25 @@ export class Broker {
     this.#leader = null;
     this.#options.log.warn({ term: this.#term, why }, "no longer leader: standby");
     this.#options.onDemoted();
+  }
+}
+
+/**
+ * The term a server on SQLite leads with: the next one, recorded. On a full disk it cannot be
+ * recorded now, and the server leads all the same with the next term unrecorded: its first commit
+ * records it (a commit of a newer term does), and meanwhile it serves reads and refuses writes (507)
+ * instead of failing to start.
+ */
+async function nextTerm(store: Store, log: Logger): Promise<number> {
+  try {
+    return await store.beginTerm();
+  } catch (error) {
+    if (!(error instanceof StorageFullError)) throw error;
+    log.warn(
+      { err: error },
+      "the store is full: the broker starts all the same; writes answer 507 until space is freed",
+    );
+    return (await store.currentTerm()) + 1;
   }
 }
 

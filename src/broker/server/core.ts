@@ -192,7 +192,10 @@ export class Core {
     cache?: HeartbeatMessage["cache"],
   ): Promise<void> {
     const now = this.reactor.now();
+    const wasFull = this.state.hosts.get(name)?.facts.diskFull === true;
     heartbeatSeen(this.state, now, name, facts, progress, cache);
+    // A work folder that has room again: the work that waited for it is placed now, not at the next discovery.
+    if (wasFull && facts.diskFull !== true) this.reactor.kick();
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
     const walltime = walltimeDue({ state: this.state, now }, name, margin);
     if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();

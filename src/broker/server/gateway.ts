@@ -35,9 +35,17 @@ import type { AgentLinks } from "../reactor/effects.ts";
 import type { AgentCommands, HostCommands } from "../reactor/ports.ts";
 import { logKey } from "../store/blob-layout.ts";
 import type { BlobStore } from "../store/blobs.ts";
+import { StorageFullError } from "../store/storage-full.ts";
 import { type AgentCredentials, admitAgent } from "./agent-admission.ts";
 import { DEFAULT_MAX_LOG_MB, keptUnderLimit, truncationMarker } from "./log-limit.ts";
 import { UnwelcomedConnections, type UnwelcomedWatch } from "./unwelcomed.ts";
+
+/**
+ * Reports refused for a full store are applied again after this long: an agent sends a report
+ * again only after it reconnects, and the connection stays up meanwhile (its heartbeats keep the
+ * host alive).
+ */
+export const REPORT_RETRY_MS = 1000;
 
 /**
  * What the gateway asks of the core that leads (server/core.ts's Core answers it): the agents'
@@ -313,7 +321,7 @@ export class AgentGateway implements AgentLinks {
     const acknowledge = (seq: number) => {
       if (ws.readyState === LINK_STATES.OPEN) this.#sendTo(ws, { type: "ack", seq });
     };
-    let attempts: { seq: number; event: StartedEvent | EndedEvent }[] = [];
+    let attempts: (ReportMessage & { event: StartedEvent | EndedEvent })[] = [];
     const applyAttempts = () => {
       if (attempts.length === 0) return;
       const batch = attempts;
@@ -329,10 +337,27 @@ export class AgentGateway implements AgentLinks {
               if (error === null) acknowledge(batch[i].seq);
               else log.error({ err: error }, "report not applied");
             }),
-          (error) => log.error({ err: error }, "reports not applied"),
+          (error) => {
+            if (!(error instanceof StorageFullError)) {
+              log.error({ err: error }, "reports not applied");
+              return;
+            }
+            // Nothing of them was kept: applied again later, on this connection while it lasts.
+            log.warn(
+              { host, reports: batch.length, path: error.path },
+              "reports not applied: the store is full",
+            );
+            setTimeout(() => {
+              if (ws.readyState === LINK_STATES.OPEN)
+                void this.#applyReports(ws, host, batch).catch((again) =>
+                  log.warn({ err: again }, "reports not applied"),
+                );
+            }, REPORT_RETRY_MS).unref();
+          },
         );
     };
-    for (const { seq, event } of reports) {
+    for (const report of reports) {
+      const { seq, event } = report;
       if (event.kind === "leaving") {
         applyAttempts();
         // Drained before the ends of its attempts are applied: none is placed back on it.
@@ -348,7 +373,7 @@ export class AgentGateway implements AgentLinks {
       // The whole log is in before the end is applied (none to wait for when no log write is in
       // flight, as after most short tasks).
       if (event.kind === "ended" && this.logWrites.size > 0) await this.#logWritten(host, event);
-      attempts.push({ seq, event });
+      attempts.push({ ...report, event });
     }
     applyAttempts();
   }
@@ -406,6 +431,11 @@ export class AgentGateway implements AgentLinks {
     let attached: Awaited<ReturnType<AgentCommands["attachHost"]>>;
     try {
       attached = await ports.agents.attachHost(message, admission.issue ?? undefined);
+    } catch (error) {
+      // A full store refused the hello's commit: the agent is let go and says hello again soon;
+      // meanwhile it is alive (admitted), and its host is not taken for lost.
+      if (error instanceof StorageFullError) ports.touch(message.name);
+      throw error;
     } finally {
       this.beforeWelcome.delete(ws);
     }

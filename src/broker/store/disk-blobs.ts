@@ -1,6 +1,8 @@
 // Blobs as files under one folder. A write goes to a temporary file next to its target, is fsynced,
 // renamed over the target and the folder fsynced: a reader sees the old blob or the new one, and a
 // crash leaves at worst a temporary file, which list() does not show. Everything moves as streams.
+// A write or an append refused for a full file system (ENOSPC, EDQUOT) leaves nothing of itself (the
+// temporary file removed, the append cut back) and fails with a StorageFullError naming the folder.
 
 import { closeSync, createReadStream, type Dirent, fstatSync, openSync } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises";
@@ -9,6 +11,7 @@ import type { Readable } from "node:stream";
 import { BLOB_TEMP_PREFIX, checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
+import { storageFullOf } from "./storage-full.ts";
 
 function isMissing(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException).code;
@@ -43,7 +46,7 @@ export class DiskBlobStore implements BlobStore {
       data.destroy(); // the stream is ours once handed over: do not leave its source hanging
       throw error;
     }
-    return this.#locks.run(key, async () => {
+    const written = this.#locks.run(key, async () => {
       const folder = dirname(path);
       const created = await mkdir(folder, { recursive: true });
       const temp = join(folder, `${BLOB_TEMP_PREFIX}${process.pid}-${Math.random().toString(36).slice(2)}`);
@@ -67,12 +70,13 @@ export class DiskBlobStore implements BlobStore {
       await this.#syncFolders(folder, created);
       return { key, bytes };
     });
+    return fullAsStorageFull(written, this.root);
   }
 
   async append(key: string, offset: number, data: Buffer): Promise<number> {
     const path = this.#path(key);
     if (!Number.isSafeInteger(offset) || offset < 0) throw new Error(`bad offset ${offset} for ${key}`);
-    return this.#locks.run(key, async () => {
+    const appended = this.#locks.run(key, async () => {
       const folder = dirname(path);
       let created: string | undefined;
       let isNew = false;
@@ -102,14 +106,21 @@ export class DiskBlobStore implements BlobStore {
         }
         const rest = data.subarray(overlap);
         if (rest.byteLength === 0) return size;
-        await writeAll(handle, rest, size);
-        await handle.datasync();
+        try {
+          await writeAll(handle, rest, size);
+          await handle.datasync();
+        } catch (error) {
+          // What went in before the disk filled up is cut back: the blob is as it was.
+          await handle.truncate(size).catch(() => {});
+          throw error;
+        }
         return size + rest.byteLength;
       } finally {
         await handle.close();
         if (isNew) await this.#syncFolders(folder, created);
       }
     });
+    return fullAsStorageFull(appended, this.root);
   }
 
   read(key: string, offset = 0): Readable {
@@ -203,6 +214,15 @@ export class DiskBlobStore implements BlobStore {
       await fsyncDirectory(path);
       if (path === top || path === dirname(path)) break;
     }
+  }
+}
+
+/** `work`'s failure for a full file system as a StorageFullError naming `root`; others as they are. */
+async function fullAsStorageFull<T>(work: Promise<T>, root: string): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw storageFullOf(error, root) ?? error;
   }
 }
 

@@ -30,6 +30,11 @@ export class GroupCommitter {
    * (server.ts: metrics).
    */
   onCommitted: ((seconds: number, steps: number) => void) | null = null;
+  /**
+   * Called when a batch fails, before its pushes hear it (reactor.ts: the changes in memory not
+   * committed are taken back, and the pushes queued behind the batch abandoned, at once).
+   */
+  onFailed: ((error: unknown) => void) | null = null;
 
   constructor(store: Store, term: number) {
     this.store = store;
@@ -54,6 +59,16 @@ export class GroupCommitter {
       this.#queue.push({ changes: [], resolve, reject: () => resolve() });
       this.#schedule();
     });
+  }
+
+  /**
+   * Rejects with `error` every push not yet taken into a batch (a flush's marker resolves): the
+   * owner's way to drop what was pushed on top of a batch that failed.
+   */
+  abandonQueued(error: unknown): void {
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const pending of queued) pending.reject(error);
   }
 
   #schedule(): void {
@@ -85,6 +100,11 @@ export class GroupCommitter {
       }
       for (const pending of batch) pending.resolve();
     } catch (error) {
+      try {
+        this.onFailed?.(error);
+      } catch (thrown) {
+        throwOnLoop(thrown);
+      }
       for (const pending of batch) pending.reject(error);
     }
     const listener = this.onCommitted;

@@ -32,7 +32,13 @@ import {
   type StatementName,
   Statements,
 } from "./sqlite-statements.ts";
-import { type SqliteWriter, SqliteWriterHere, SqliteWriterThread } from "./sqlite-writer.ts";
+import {
+  type SqliteWriter,
+  SqliteWriterHere,
+  SqliteWriterThread,
+  type WriteRequest,
+} from "./sqlite-writer.ts";
+import { storageFullOf } from "./storage-full.ts";
 import type { Change, Store, StoredJob, StoredTask, StoreSnapshot } from "./store.ts";
 
 /** ":memory:", or a URI naming an in-memory database. */
@@ -146,7 +152,7 @@ export class SqliteStore implements Store {
   }
 
   async beginTerm(): Promise<number> {
-    return this.#writes().request<number>({ op: "beginTerm" });
+    return this.#write<number>({ op: "beginTerm" });
   }
 
   async currentTerm(): Promise<number> {
@@ -155,7 +161,7 @@ export class SqliteStore implements Store {
   }
 
   async commit(term: number, changes: readonly Change[]): Promise<void> {
-    const eventIds = await this.#writes().request<number[]>({
+    const eventIds = await this.#write<number[]>({
       op: "commit",
       term,
       changes: JSON.stringify(changes),
@@ -166,7 +172,7 @@ export class SqliteStore implements Store {
   }
 
   async reserveIds(term: number, sequence: string, count: number): Promise<number> {
-    return this.#writes().request<number>({ op: "reserveIds", term, sequence, count });
+    return this.#write<number>({ op: "reserveIds", term, sequence, count });
   }
 
   async accounting(query: AccountingQuery): Promise<AccountingRecord[]> {
@@ -201,6 +207,18 @@ export class SqliteStore implements Store {
     this.#writer = null;
     await writer?.close();
     db.close();
+  }
+
+  /**
+   * A write through the writer's connection; one refused for a full disk (SQLITE_FULL: its
+   * transaction rolled back, the database as before) is a StorageFullError naming the file.
+   */
+  async #write<T>(request: WriteRequest): Promise<T> {
+    try {
+      return await this.#writes().request<T>(request);
+    } catch (error) {
+      throw storageFullOf(error, this.path) ?? error;
+    }
   }
 
   #writes(): SqliteWriter {

@@ -18,7 +18,8 @@ export function registerHosts(program: Command): void {
       const rows = hosts.map((host) => [
         host.name,
         host.pool,
-        host.state + (host.connected ? "" : " (disconnected)"),
+        // A full work folder takes no new work: said beside the state (host.facts.diskFull).
+        host.state + (host.connected ? "" : " (disconnected)") + (host.facts.diskFull ? " (disk full)" : ""),
         `${host.slots - host.slotsFree}/${host.slots}`,
         host.facts.arch,
         host.facts.cpus,

@@ -27,6 +27,7 @@ const ERROR_DESCRIPTIONS = {
   409: "the request conflicts with the current state (for example an attempt that is no longer current)",
   413: "a file or the body is larger than the server allows",
   416: "the Range asked for starts past the file's end (Content-Range gives the file's size: bytes */SIZE)",
+  507: "the store's or the blob folder's file system is full: nothing of the request was kept; the message names the path where space must be freed, and the same request succeeds once it is",
   501: "not available on this server's store (a backup of a PostgreSQL store: use pg_dump)",
   429: "too much from this token: submits over its rate (the message and Retry-After say when to try again), or more event streams than it may hold at once (the message names the limit)",
 } as const;

@@ -13,6 +13,14 @@ export interface HostFacts {
   load1: number;
   cpuFree: number;
   diskFreeMb: number;
+  /**
+   * Whether the agent's work folder is full (less free than `diskMinFreeMb`, after its content
+   * cache gave back what it could): the host takes no new work (the scheduler's feasibility stage
+   * `workFolderHasRoom`). An agent of an earlier release sends none: never full.
+   */
+  diskFull?: boolean;
+  /** The free space (MiB) below which the agent's work folder is full. */
+  diskMinFreeMb?: number;
   speed: number;
   labels: Record<string, string>;
   slotsFree: number;

@@ -39,6 +39,10 @@ export const hostFacts = z.object({
   load1: z.number(),
   cpuFree: z.number(),
   diskFreeMb: z.number(),
+  /** Whether the agent's work folder is full: the host takes no new work (absent from older agents: not full). */
+  diskFull: z.boolean().optional(),
+  /** The free space (MiB) below which the agent's work folder counts as full. */
+  diskMinFreeMb: z.number().optional(),
   speed: z.number(),
   labels: z.record(z.string(), z.string()),
   slotsFree: z.number(),

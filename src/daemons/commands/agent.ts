@@ -52,6 +52,11 @@ export function registerAgent(program: Command): void {
       DEFAULT_CACHE_GB,
     )
     .option(
+      "--min-free-disk-mb <n>",
+      "the work folder counts as full below this much free space, MiB: the host takes no new work until space is freed (default: 256, or 1 % of a file system smaller than 25.6 GiB)",
+      number("--min-free-disk-mb"),
+    )
+    .option(
       "--shared <path>",
       "a folder this host shares with the others (absolute; it must be there): jobs with a workdir in it may run here, in place (repeatable)",
       sharedFolder,
@@ -151,6 +156,7 @@ export function registerAgent(program: Command): void {
       resources: options.resource,
       shared: options.shared,
       cacheGb: options.cacheGb,
+      minFreeDiskMb: options.minFreeDiskMb,
       speed: options.speed,
       log,
       idleSeconds: options.idleSeconds,

@@ -112,7 +112,7 @@ export function registerAgentFileRoutes(
         consumes: ["application/octet-stream"],
         params: attemptParams.extend({ "*": filePath }),
         body: fileBytes.nullish(),
-        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409) },
+        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409, 507) },
       },
     },
     async (request) => {
@@ -206,7 +206,7 @@ export function registerAgentFileRoutes(
         consumes: ["application/octet-stream"],
         params: attemptParams.extend({ sha: sha256 }),
         body: fileBytes.nullish(),
-        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409) },
+        response: { 200: json(bytesWrittenSchema, "stored: its size"), ...errors(400, 401, 404, 409, 507) },
       },
     },
     async (request) => {
@@ -241,7 +241,7 @@ export function registerAgentFileRoutes(
         body: checkpointManifest,
         response: {
           200: json(checkpointCommittedSchema, "committed: its generation, and the one it replaces"),
-          ...errors(400, 401, 404, 409),
+          ...errors(400, 401, 404, 409, 507),
         },
       },
     },

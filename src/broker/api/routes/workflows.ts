@@ -156,7 +156,7 @@ export function registerWorkflowRoutes(
             "a dry run: the workflow file is valid, and this is how it reads",
           ),
           201: json(workflowCreatedSchema, "accepted and durable: every job of the workflow"),
-          ...errors(400, 401, 403, 413, 429),
+          ...errors(400, 401, 403, 413, 429, 507),
         },
       },
     },

@@ -29,6 +29,16 @@ export const hostIsReady: FeasibilityStage = (_job, host) =>
 export const agentIsConnected: FeasibilityStage = (_job, host) =>
   host.connected ? null : "host agent is not connected";
 
+/**
+ * A host whose agent's work folder is full (its fact `diskFull`: less free than `diskMinFreeMb`,
+ * its content cache emptied first) takes no new work until space is freed there: an attempt could
+ * not stage its inputs. An agent of an earlier release says nothing of it: never full.
+ */
+export const workFolderHasRoom: FeasibilityStage = (_job, host) =>
+  host.facts.diskFull === true
+    ? `host's work folder is full: ${host.facts.diskFreeMb} MB free, under the ${host.facts.diskMinFreeMb ?? 0} MB its agent keeps free`
+    : null;
+
 export const enoughSlots: FeasibilityStage = (job, host) =>
   job.cpus > host.slots ? `job needs ${job.cpus} cpus, host has ${host.slots} slots` : null;
 
@@ -86,6 +96,7 @@ export const fitsBeforeWalltime: FeasibilityStage = (job, host) => walltimeInfea
 export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   hostIsReady,
   agentIsConnected,
+  workFolderHasRoom,
   enoughSlots,
   enoughMemory,
   enoughCountable,

@@ -149,6 +149,26 @@ describe("eviction", () => {
     expect(existsSync(join(dir, "cache", "objects", b))).toBe(false);
   });
 
+  it("gives back space when asked (the work folder is nearly full): the least recently used first", async () => {
+    const names = ["a", "b", "c"];
+    const [a, b, c] = names.map((name) => serve(name, name.repeat(10)));
+    const cache = await newCache();
+    for (const name of names) {
+      await cache.placeByDigest(digestOf(Buffer.from(name.repeat(10))), source(`/${name}`), target());
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(cache.release(0)).toBe(0);
+    // 15 bytes asked: two objects of 10 go, the oldest first.
+    expect(cache.release(15)).toBe(20);
+    expect(cache.objects).toStrictEqual([c]);
+    expect(existsSync(join(dir, "cache", "objects", a))).toBe(false);
+    expect(existsSync(join(dir, "cache", "objects", b))).toBe(false);
+    // More than it holds: all it has.
+    expect(cache.release(1000)).toBe(10);
+    expect(cache.counters.bytesHeld).toBe(0);
+    expect(cache.release(10)).toBe(0);
+  });
+
   it("forgets a URL whose object it evicted", async () => {
     serve("u", "u".repeat(10));
     const b = serve("b", "b".repeat(10));

@@ -2,8 +2,9 @@
 // validators; a transfer cut halfway resumed with Range (206) where the server allows, started
 // over where it does not, where nothing ties the rest to the same version, or where the part is
 // gone (416); tries again after a 503, not after a 404, and gives up after its tries naming the
-// source (and the word its source reads from a failed answer: an S3 error code); a wrong digest refused naming the source and both digests; a conditional request
-// answered 304.
+// source (and the word its source reads from a failed answer: an S3 error code); a wrong digest
+// refused naming the source and both digests; a conditional request answered 304; a write refused
+// for want of space not tried again.
 
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import {
   shownUrl,
 } from "../../../../src/agent/cache/download.ts";
 import { type FileServer, type ServedFile, startFileServer } from "../../../helpers/file-server.ts";
+import { describeSmallFilesystem, SmallFilesystem } from "../../../helpers/small-filesystem.ts";
 import { cleanup, tempDir } from "../../../helpers/steward.ts";
 
 const POLICY = { tries: 3, firstDelayMs: 10, maxDelayMs: 20, idleTimeoutMs: 5_000 };
@@ -192,5 +194,20 @@ describe("shownUrl", () => {
     ["http://h/a", "http://h/a"],
   ])("%s", (url, shown) => {
     expect(shownUrl(url)).toBe(shown);
+  });
+});
+
+describeSmallFilesystem("the download's full-disk test", "download into a full file system", () => {
+  it("is not tried again: the write's own error (ENOSPC) goes up, after one request", async () => {
+    const disk = SmallFilesystem.mount(1);
+    try {
+      serve({});
+      disk.fill();
+      const failure = download(source("/data.bin"), join(disk.dir, "data.bin"), { policy: POLICY });
+      await expect(failure).rejects.toMatchObject({ code: "ENOSPC" });
+      expect(server.requests).toHaveLength(1);
+    } finally {
+      disk.unmount();
+    }
   });
 });

@@ -221,6 +221,31 @@ describe("explain's next pass", () => {
   });
 });
 
+describe("a host whose work folder is full", () => {
+  it("takes no new work, explain says why, and gets the job as soon as a heartbeat says it has room again", async () => {
+    await core.agents.attachHost(hello("h1"));
+    const full = facts("h1", { diskFull: true, diskFreeMb: 3, diskMinFreeMb: 256 });
+    await core.heartbeat("h1", full);
+    const job = await submitOn(core, validateJobSpec({ command: "true" }), "alice", []);
+    await settle();
+    expect(starts()).toEqual([]);
+    expect((await core.read.explain(job.id)).hosts).toEqual([
+      {
+        host: "h1",
+        eligible: false,
+        reason: "host's work folder is full: 3 MB free, under the 256 MB its agent keeps free",
+      },
+    ]);
+    // Still full: nothing moves. Room again: no discovery is due, the heartbeat itself wakes the scheduler.
+    await core.heartbeat("h1", full);
+    await settle();
+    expect(starts()).toEqual([]);
+    await core.heartbeat("h1", facts("h1", { diskFull: false, diskFreeMb: 900, diskMinFreeMb: 256 }));
+    await settle();
+    expect(starts()).toMatchObject([{ host: "h1", jobId: job.id, attempt: 1 }]);
+  });
+});
+
 describe("usage accounting", () => {
   const usage = { wallSeconds: 4, cpuUserSeconds: 1.5, cpuSystemSeconds: 0.5, peakMemoryMb: 20, oomKills: 0 };
 

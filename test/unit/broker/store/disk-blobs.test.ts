@@ -10,6 +10,8 @@ import { text } from "node:stream/consumers";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { BlobNotFoundError } from "../../../../src/broker/store/blobs.ts";
 import { DiskBlobStore } from "../../../../src/broker/store/disk-blobs.ts";
+import { StorageFullError } from "../../../../src/broker/store/storage-full.ts";
+import { describeSmallFilesystem, SmallFilesystem } from "../../../helpers/small-filesystem.ts";
 
 /** Every file under a folder, relative, sorted: to see temp files and files outside the store. */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -144,5 +146,47 @@ describe("DiskBlobStore", () => {
       expect(await text(blobs.read("result"))).toBe("the old result");
       expect(await filesUnder(root)).toStrictEqual(["result"]);
     });
+  });
+});
+
+describeSmallFilesystem("the blob store's full-disk tests", "DiskBlobStore on a full file system", () => {
+  let disk: SmallFilesystem;
+  let root: string;
+  let blobs: DiskBlobStore;
+
+  beforeEach(() => {
+    disk = SmallFilesystem.mount(4);
+    root = join(disk.dir, "blobs");
+    blobs = new DiskBlobStore(root);
+  });
+
+  afterEach(() => {
+    disk.unmount();
+  });
+
+  test("a write refused for want of space names the folder, leaves no temporary file and keeps the old blob", async () => {
+    await blobs.write("jobs/1/inputs/grid", chunks("the old grid"));
+    disk.fill();
+    const refused = blobs.write("jobs/1/inputs/grid", Readable.from([Buffer.alloc(256 * 1024, 7)]));
+    await expect(refused).rejects.toBeInstanceOf(StorageFullError);
+    await expect(refused).rejects.toThrow(`no space left for ${root} (no space left on device)`);
+    expect(await text(blobs.read("jobs/1/inputs/grid"))).toBe("the old grid");
+    expect(await filesUnder(root)).toStrictEqual(["jobs/1/inputs/grid"]);
+    disk.free();
+    await blobs.write("jobs/1/inputs/grid", chunks("the new grid"));
+    expect(await text(blobs.read("jobs/1/inputs/grid"))).toBe("the new grid");
+  });
+
+  test("an append refused half-way is cut back to where it began, and goes in whole once space is freed", async () => {
+    await blobs.append("jobs/1/logs/out", 0, Buffer.from("before\n"));
+    // Room for part of the append: some of it goes in before the disk is full.
+    disk.fill(64 * 1024);
+    const data = Buffer.alloc(512 * 1024, 0x61);
+    const refused = blobs.append("jobs/1/logs/out", 7, data);
+    await expect(refused).rejects.toBeInstanceOf(StorageFullError);
+    expect(await blobs.stat("jobs/1/logs/out")).toStrictEqual({ key: "jobs/1/logs/out", bytes: 7 });
+    disk.free();
+    expect(await blobs.append("jobs/1/logs/out", 7, data)).toBe(7 + data.byteLength);
+    expect((await text(blobs.read("jobs/1/logs/out"))).slice(0, 8)).toBe("before\na");
   });
 });

@@ -251,6 +251,35 @@ describe("GroupCommitter", () => {
     expect(slow.batchSizes).toStrictEqual([2, 1]);
   });
 
+  test("onFailed hears a failed batch before its pushes do; abandonQueued fails what is queued behind it", async () => {
+    const slow = new SlowStore(store);
+    const committer = new GroupCommitter(slow, TERM);
+    const heard: string[] = [];
+    committer.onFailed = (error) => {
+      heard.push(`failed: ${String(error).includes("NOT NULL")}`);
+      // What was pushed while the batch was in flight was handled on top of it: it goes too.
+      committer.abandonQueued(error);
+    };
+    const bad = committer.push([{ op: "putJob", job: job("a") }, BAD]).catch((error) => {
+      heard.push("bad heard");
+      return error;
+    });
+    await nextTurn(); // the bad batch is now in flight
+    const queued = committer.push([{ op: "putJob", job: job("b") }]).catch((error) => {
+      heard.push("queued heard");
+      return error;
+    });
+    const flushed = committer.flush().then(() => heard.push("flush resolved"));
+    const [badError, queuedError] = await Promise.all([bad, queued, flushed]);
+    expect(heard.slice(0, 1)).toStrictEqual(["failed: true"]);
+    expect(heard.slice(1).sort()).toStrictEqual(["bad heard", "flush resolved", "queued heard"]);
+    expect(queuedError).toBe(badError);
+    expect(slow.batchSizes).toStrictEqual([2]);
+    // Nothing of either is in the store; the next push commits.
+    await committer.push([{ op: "putJob", job: job("c") }]);
+    expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["c"]);
+  });
+
   test("flush waits for everything pushed so far, failed batches included, and does not reject", async () => {
     const committer = new GroupCommitter(store, TERM);
     await committer.flush(); // nothing pending

@@ -66,7 +66,7 @@ export function registerJobSubmitRoute(
         response: {
           200: json(checkedJobFileSchema, "a dry run: the job file is valid, and this is how it reads"),
           201: json(jobSchema, "accepted and durable: the job (without tasks for an array)"),
-          ...errors(400, 401, 403, 413, 429),
+          ...errors(400, 401, 403, 413, 429, 507),
         },
       },
     },

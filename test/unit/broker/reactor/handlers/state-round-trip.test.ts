@@ -56,73 +56,15 @@ import { retryWorkflow, submitWorkflow } from "../../../../../src/broker/reactor
 import type { Step } from "../../../../../src/broker/reactor/step.ts";
 import { policyOf } from "../../../../../src/broker/scheduler/policy.ts";
 import { ClusterState } from "../../../../../src/broker/state/cluster-state.ts";
-import type { JobEntry } from "../../../../../src/broker/state/job-entry.ts";
 import { agentDetached, agentSeen, heartbeatSeen } from "../../../../../src/broker/state/soft-state.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../../../../src/common/model/qos-file.ts";
 import { newTokenOf } from "../../../../../src/common/model/tokens.ts";
 import { validateWorkflowFile } from "../../../../../src/common/model/workflow.ts";
 import { ended, facts, hello } from "../../../../helpers/agent-messages.ts";
+import { durable, liveJobsOf } from "../../../../helpers/durable-state.ts";
 import { HandlerBench } from "../../../../helpers/handler-bench.ts";
 import { InjectedFault, throwAtWrite } from "../../../../helpers/throwing-writes.ts";
-
-const sorted = (values: Iterable<number | string>) => [...values].sort();
-
-/** What the store must hold of the state: everything but soft state. */
-function durable(state: ClusterState) {
-  const jobs = [...state.jobs.values()]
-    .sort((a, b) => (a.id < b.id ? -1 : 1))
-    .map((job: JobEntry) => ({
-      record: job.record,
-      tasks: job.tasks,
-      attempts: [...job.attempts.entries()].sort(([a], [b]) => a - b),
-      counts: job.counts,
-      qosPriority: job.qosPriority,
-      pending: sorted(job.pending),
-      ready: sorted(job.ready),
-      liveTasks: job.liveTasks,
-      checkpoints: job.tasks.map((task) =>
-        [...job.checkpointsOf(task.index).parts].sort(
-          (a, b) => a.rank - b.rank || a.generation - b.generation,
-        ),
-      ),
-    }));
-  const hosts = [...state.hosts.values()]
-    .sort((a, b) => (a.record.name < b.record.name ? -1 : 1))
-    .map(
-      ({
-        // The record whole: the lease and facts of the moment are soft state, beside it.
-        record,
-        usedSlots,
-        usedMemoryMb,
-        usedGpus,
-        usedCustom,
-        active,
-      }) => ({
-        record,
-        usedSlots,
-        usedMemoryMb,
-        usedGpus: sorted(usedGpus),
-        usedCustom: [...usedCustom].filter(([, units]) => units !== 0).sort(),
-        active: sorted(active.keys()),
-      }),
-    );
-  return {
-    jobs,
-    ended: [...state.ended.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
-    hosts,
-    live: sorted(state.live.keys()),
-    liveJobs: liveJobsOf(state),
-    tokens: state.tokens.list(),
-    workflows: [...state.workflows.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
-    meta: [...state.meta].sort(),
-  };
-}
-
-/** The running jobs' index (ClusterState.liveJobs), each job with its count of live attempts. */
-function liveJobsOf(state: ClusterState): string[] {
-  return [...state.liveJobs].map(([job, count]) => `${job.id}: ${count}`).sort();
-}
 
 /** The same, counted from the live attempts themselves. */
 function liveJobsCounted(state: ClusterState): string[] {

@@ -9,6 +9,7 @@ import {
   infeasibility,
   movesItsData,
   sharesWorkdir,
+  workFolderHasRoom,
 } from "../../../../../src/broker/scheduler/stages/feasibility.ts";
 import type { HostView } from "../../../../../src/broker/scheduler/view.ts";
 import { hostView, jobView } from "../../../../helpers/scheduler-views.ts";
@@ -171,6 +172,40 @@ describe("movesItsData: a job with s3: inputs or outputs to push goes only to an
 
   it("is one of the stages every pass and explain ask", () => {
     expect(FEASIBILITY_STAGES).toContain(movesItsData);
+  });
+});
+
+describe("workFolderHasRoom: a host whose agent's work folder is full takes no new work", () => {
+  it("rules out a host whose agent says its folder is full, naming the space", () => {
+    const cases: [string, Parameters<typeof hostView>[1], string | null][] = [
+      ["a host with room", { facts: { diskFull: false, diskFreeMb: 300, diskMinFreeMb: 256 } }, null],
+      ["an agent of an earlier release (no fact)", { facts: { diskFreeMb: 0 } }, null],
+      [
+        "a full folder",
+        { facts: { diskFull: true, diskFreeMb: 12, diskMinFreeMb: 256 } },
+        "host's work folder is full: 12 MB free, under the 256 MB its agent keeps free",
+      ],
+      [
+        "a full folder, its threshold not said",
+        { facts: { diskFull: true, diskFreeMb: 0 } },
+        "host's work folder is full: 0 MB free, under the 0 MB its agent keeps free",
+      ],
+    ];
+    for (const [what, host, reason] of cases)
+      expect(workFolderHasRoom(jobView("j"), hostView("h", host)), what).toBe(reason);
+  });
+
+  it("is asked by every pass and explain, after readiness and the agent's connection, before size", () => {
+    const full = { facts: { diskFull: true, diskFreeMb: 1, diskMinFreeMb: 2 } };
+    const reason = "host's work folder is full: 1 MB free, under the 2 MB its agent keeps free";
+    expect(infeasibility(jobView("j"), hostView("h", full))).toBe(reason);
+    expect(infeasibility(jobView("j", { cpus: 8 }), hostView("h", full))).toBe(reason);
+    expect(infeasibility(jobView("j"), hostView("h", { ...full, connected: false }))).toBe(
+      "host agent is not connected",
+    );
+    expect(feasibleHosts(jobView("j"), [hostView("h", full), hostView("g")], { has: () => true })).toEqual([
+      hostView("g"),
+    ]);
   });
 });
 
