@@ -14,12 +14,23 @@ import { dirname, join } from "node:path";
 import { relativePathProblem } from "../../common/model/relative-path.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
-import type { HttpClient } from "../../common/transport/http-client.ts";
+import type { HttpClient, RetryPolicy } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
 import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
 import { urlSource } from "../cache/url-source.ts";
 import { openJobFile } from "./job-written-file.ts";
+
+/**
+ * An attempt's files moved to and from the server wait out a server that answers "not now" (503:
+ * a standby with no leader, a store that is unavailable; a redirect; no connection), however long
+ * that lasts: the host is fine, the work done is kept, and the attempt's end could not be reported
+ * meanwhile anyway (it waits in the agent's outbox). Each try keeps its own timeout; an answer that
+ * is not "not now" (409: the attempt is no longer current; 404) ends the wait at once. Without this
+ * an outage of the broker's store longer than the client's budget (30 s) would end an attempt that
+ * succeeded as `lost`, and its task would run again.
+ */
+export const SERVER_FILES_RETRY: Partial<RetryPolicy> = { budgetMs: Number.POSITIVE_INFINITY };
 
 /** What staging inputs needs: the server's files, and the host's cache. */
 export interface InputStaging {
@@ -68,9 +79,9 @@ async function stageUploadedInput(
   const route = agentFileRoutes.input(jobId, path);
   const source: DownloadSource = {
     name: `input ${path}`,
-    open: (headers, signal) => http.request({ path: route, headers, signal }),
+    open: (headers, signal) => http.request({ path: route, headers, signal, retry: SERVER_FILES_RETRY }),
   };
-  const head = await http.request({ method: "HEAD", path: route });
+  const head = await http.request({ method: "HEAD", path: route, retry: SERVER_FILES_RETRY });
   if (!head.ok) throw new Error(`HEAD input ${path}: HTTP ${head.status}`);
   const key = cacheKeyOf({ sha256: head.headers.get(INPUT_DIGEST_HEADER) });
   if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
@@ -103,6 +114,7 @@ export async function stageOutputs(
         headers: { "content-type": "application/octet-stream" },
         body: () => openAsBlob(source.path),
         idempotent: true,
+        retry: SERVER_FILES_RETRY,
       });
       if (!response.ok)
         throw new Error(`PUT output ${path}: HTTP ${response.status} ${await response.text()}`);

@@ -31,6 +31,8 @@ import {
   isNotLeading,
   NotFoundError,
   QuotaError,
+  STORE_RETRY_AFTER_SECONDS,
+  storeUnavailable,
 } from "../reactor/errors.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
@@ -72,8 +74,8 @@ export interface ApiDeps {
   maxUploadBytes?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`). */
   submitLimit?: RateLimit;
-  /** Who leads, as /healthz tells it. */
-  health: () => Omit<Health, "ok">;
+  /** Whether the server can serve, and who leads, as /healthz tells it. */
+  health: () => Health;
   /** Starts a backup (POST /api/v1/admin/backup); absent, the route answers 501. */
   backup?: StartBackup;
   /** /metrics answers without a token (`--metrics-open`); by default it takes one of any role. */
@@ -191,6 +193,16 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
       return reply.code(400).send({
         error: { code: "invalid", field: error.field, message, line: place?.line, column: place?.column },
       });
+    }
+    // The store could not be reached, or did not answer in time: not acknowledged (its change may
+    // or may not be made, as with any answer lost); the client tries again, the same request.
+    const storeDown = storeUnavailable(error);
+    if (storeDown !== null) {
+      request.log.warn({ err: error, url: request.url }, `store unavailable: ${storeDown}`);
+      return reply
+        .code(503)
+        .header("retry-after", String(STORE_RETRY_AFTER_SECONDS))
+        .send(answer("store_unavailable", `store unavailable: ${storeDown}`));
     }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (isNotLeading(error)) {

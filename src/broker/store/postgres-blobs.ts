@@ -21,6 +21,7 @@ import { escapeIdentifier, Pool, type PoolClient, type QueryConfig, TypeOverride
 import { checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
+import { blobStoreBounds } from "./pg-bounds.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { splitSchemaParameter } from "./postgres.ts";
 
@@ -115,6 +116,7 @@ export class PostgresBlobStore implements BlobStore {
       application_name: "steward-blobs",
       types: TYPES,
       max: options.maxConnections ?? BLOB_POOL_SIZE,
+      ...blobStoreBounds(),
       onConnect:
         schema === null
           ? undefined
