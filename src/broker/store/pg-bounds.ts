@@ -87,3 +87,19 @@ export function blobStoreBounds(): Pick<
     keepAliveInitialDelayMillis: STORE_KEEPALIVE_MS,
   };
 }
+
+/**
+ * Migrations': the connection bound and keepalive only (a schema change may take long, and a
+ * second broker waits on the first's lock), so a broker started while the database is stalled
+ * fails at once instead of hanging.
+ */
+export function migrationBounds(): Pick<
+  PoolConfig,
+  "connectionTimeoutMillis" | "keepAlive" | "keepAliveInitialDelayMillis"
+> {
+  return {
+    connectionTimeoutMillis: STORE_ANSWER_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: STORE_KEEPALIVE_MS,
+  };
+}

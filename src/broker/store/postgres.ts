@@ -27,7 +27,7 @@ import {
   taskStatesWithUntouched,
   withUntouchedTasks,
 } from "./new-task-ranges.ts";
-import { recordStoreBounds, STORE_LONG_ANSWER_MS } from "./pg-bounds.ts";
+import { migrationBounds, recordStoreBounds, STORE_LONG_ANSWER_MS } from "./pg-bounds.ts";
 import { readAnswer } from "./pg-commit-statement.ts";
 import { migrationDialect } from "./pg-migrations.ts";
 import { PendingPuts } from "./pg-pending-puts.ts";
@@ -108,8 +108,8 @@ export class PostgresStore implements Store, Elections {
       onConnect: schema === null ? undefined : (client) => setSearchPath(client, schema),
     };
     // Migrations (a schema change may take long, a second broker waits for the first's) run on a
-    // connection of their own, without the bounds the broker's work has (pg-bounds.ts).
-    const migrator = new Pool({ ...options, max: 1 });
+    // connection of their own, without the bound on a statement the broker's work has (pg-bounds.ts).
+    const migrator = new Pool({ ...options, ...migrationBounds(), max: 1 });
     migrator.on("error", () => {});
     try {
       await migrate(migrationDialect(migrator, schema), await readMigrations(POSTGRES_MIGRATIONS_DIR));
