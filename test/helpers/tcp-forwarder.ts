@@ -78,7 +78,7 @@ export function releaseAt(
   }
 }
 
-/** One direction of one connection: what came from `from` waits here until its mode lets it go to `to`. */
+/** One direction of one connection: what came from one side waits here until the mode lets it go to `to`. */
 class Lane {
   readonly #to: Socket;
   readonly #queue: { item: Item; due: number | null }[] = [];
