@@ -26,7 +26,8 @@ export const STORE_ANSWER_MS_PER_ROW = 0.5;
 
 /**
  * The statements of a new leader's load (every live record at once), and the deletions that may
- * reach every row of a large job (a job removed, old accounting purged), may take this long.
+ * reach every row of a large job (a job removed, old accounting purged) or many files (a job's
+ * files dropped, the sweep of dropped ones, the list of every file for a backup), may take this long.
  */
 export const STORE_LONG_ANSWER_MS = 60_000;
 
