@@ -25,9 +25,11 @@ export const STORE_ANSWER_MS = 3000;
 export const STORE_ANSWER_MS_PER_ROW = 0.5;
 
 /**
- * The statements of a new leader's load (every live record at once), and the deletions that may
- * reach every row of a large job (a job removed, old accounting purged) or many files (a job's
- * files dropped, the sweep of dropped ones, the list of every file for a backup), may take this long.
+ * The statements of a new leader's load (every live record at once), the reads and deletions that
+ * may reach every row of a large job (an ended job's tasks, attempts and events read; a job
+ * removed; accounting read or purged) or many files (a job's files dropped, the sweep of dropped
+ * ones, the list of every file for a backup), may take this long. The transaction around such a
+ * read still starts within STORE_ANSWER_MS, so a link already stalled is found out as soon.
  */
 export const STORE_LONG_ANSWER_MS = 60_000;
 

@@ -166,11 +166,13 @@ export class PostgresStore implements Store, Elections {
       return {
         job: CODEC.jobs.decode(row),
         tasks: jobTasksWithUntouched(
-          (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+          (await rows(client, "jobTasks", [id], STORE_LONG_ANSWER_MS)).map(CODEC.tasks.decode),
           await rangeOf(client, id),
         ),
-        attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
-        checkpointParts: (await rows(client, "jobCheckpointParts", [id])).map(CODEC.checkpointParts.decode),
+        attempts: (await rows(client, "jobAttempts", [id], STORE_LONG_ANSWER_MS)).map(CODEC.attempts.decode),
+        checkpointParts: (await rows(client, "jobCheckpointParts", [id], STORE_LONG_ANSWER_MS)).map(
+          CODEC.checkpointParts.decode,
+        ),
       };
     });
   }
@@ -198,7 +200,10 @@ export class PostgresStore implements Store, Elections {
 
   async loadTaskStates(jobId: string): Promise<TaskState[]> {
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) =>
-      taskStatesWithUntouched(await rows(client, "taskStates", [jobId]), await rangeOf(client, jobId)),
+      taskStatesWithUntouched(
+        await rows(client, "taskStates", [jobId], STORE_LONG_ANSWER_MS),
+        await rangeOf(client, jobId),
+      ),
     );
   }
 
@@ -323,14 +328,14 @@ export class PostgresStore implements Store, Elections {
   async accounting(wanted: AccountingQuery): Promise<AccountingRecord[]> {
     const result = await this.#connected().query(
       wanted.owner === undefined
-        ? query("accountingRows", [wanted.since, wanted.limit])
-        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner]),
+        ? query("accountingRows", [wanted.since, wanted.limit], STORE_LONG_ANSWER_MS)
+        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner], STORE_LONG_ANSWER_MS),
     );
     return result.rows.map(CODEC.accounting.decode);
   }
 
   async events(jobId: string): Promise<EventRecord[]> {
-    const result = await this.#connected().query(query("events", [jobId]));
+    const result = await this.#connected().query(query("events", [jobId], STORE_LONG_ANSWER_MS));
     return result.rows.map(CODEC.events.decode);
   }
 
