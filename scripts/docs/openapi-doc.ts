@@ -15,7 +15,7 @@ export async function openApiDoc(): Promise<string> {
       metrics: new Registry(),
       adminToken: "unused",
       joinToken: "unused",
-      health: () => ({ role: "leader", leader: null, term: 1 }),
+      health: () => ({ ok: true, role: "leader", leader: null, term: 1 }),
     });
     const response = await app.inject({ method: "GET", url: "/api/v1/openapi.json" });
     if (response.statusCode !== 200) throw new Error(`GET /api/v1/openapi.json: ${response.statusCode}`);

@@ -20,7 +20,7 @@ import { relativePathProblem } from "../../common/model/relative-path.ts";
 import { isS3Url } from "../../common/model/s3-url.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
-import type { HttpClient } from "../../common/transport/http-client.ts";
+import type { HttpClient, RetryPolicy } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
 import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
@@ -46,6 +46,17 @@ export function storageFullDelayMs(tries: number): number {
     OUTPUT_STORAGE_FULL_FIRST_DELAY_MS * 2 ** Math.max(0, tries - 1),
   );
 }
+
+/**
+ * An attempt's files moved to and from the server wait out a server that answers "not now" (503:
+ * a standby with no leader, a store that is unavailable; a redirect; no connection), however long
+ * that lasts: the host is fine, the work done is kept, and the attempt's end could not be reported
+ * meanwhile anyway (it waits in the agent's outbox). Each try keeps its own timeout; an answer that
+ * is not "not now" (409: the attempt is no longer current; 404) ends the wait at once. Without this
+ * an outage of the broker's store longer than the client's budget (30 s) would end an attempt that
+ * succeeded as `lost`, and its task would run again.
+ */
+export const SERVER_FILES_RETRY: Partial<RetryPolicy> = { budgetMs: Number.POSITIVE_INFINITY };
 
 /** What staging inputs needs: the server's files, and the host's cache. */
 export interface InputStaging {
@@ -108,7 +119,7 @@ async function stageUploadedInput(
   const route = agentFileRoutes.input(spec.jobId, path);
   const source: DownloadSource = {
     name: `input ${path}`,
-    open: (headers, signal) => http.request({ path: route, headers, signal }),
+    open: (headers, signal) => http.request({ path: route, headers, signal, retry: SERVER_FILES_RETRY }),
   };
   const given = spec.inputDigests && Object.hasOwn(spec.inputDigests, path) ? spec.inputDigests[path] : null;
   const key = cacheKeyOf({ sha256: given ?? (await askedDigest(http, route, path)) });
@@ -118,7 +129,7 @@ async function stageUploadedInput(
 
 /** An uploaded input's digest as the server answers a HEAD of it; null for one stored without. */
 async function askedDigest(http: HttpClient, route: string, path: string): Promise<string | null> {
-  const head = await http.request({ method: "HEAD", path: route });
+  const head = await http.request({ method: "HEAD", path: route, retry: SERVER_FILES_RETRY });
   if (!head.ok) throw new Error(`HEAD input ${path}: HTTP ${head.status}`);
   return head.headers.get(INPUT_DIGEST_HEADER);
 }
@@ -155,6 +166,7 @@ export async function stageOutputs(
           headers: { "content-type": "application/octet-stream" },
           body: () => openAsBlob(source.path),
           idempotent: true,
+          retry: SERVER_FILES_RETRY,
         });
         if (response.ok) break;
         const text = await response.text();

@@ -31,7 +31,9 @@ import {
   isNotLeading,
   NotFoundError,
   QuotaError,
+  STORE_RETRY_AFTER_SECONDS,
   StorageFullError,
+  storeUnavailable,
 } from "../reactor/errors.ts";
 import { accessOf, roleAllows, seesAllJobs } from "./access.ts";
 import { bearerToken, identifyAgent, identifyUser } from "./auth.ts";
@@ -75,8 +77,8 @@ export interface ApiDeps {
   maxUploadBytes?: number;
   /** Submits per user token (`--submit-rate`, `--submit-burst`). */
   submitLimit?: RateLimit;
-  /** Who leads, as /healthz tells it. */
-  health: () => Omit<Health, "ok">;
+  /** Whether the server can serve, and who leads, as /healthz tells it. */
+  health: () => Health;
   /** Starts a backup (POST /api/v1/admin/backup); absent, the route answers 501. */
   backup?: StartBackup;
   /** /metrics answers without a token (`--metrics-open`); by default it takes one of any role. */
@@ -198,6 +200,16 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
     // The store's or the blobs' file system is full: nothing of the request was kept (the path says
     // where space must be freed); the same request succeeds once it is.
     if (error instanceof StorageFullError) return reply.code(507).send(answer("storage_full", error.message));
+    // The store could not be reached, or did not answer in time: not acknowledged (its change may
+    // or may not be made, as with any answer lost); the client tries again, the same request.
+    const storeDown = storeUnavailable(error);
+    if (storeDown !== null) {
+      request.log.warn({ err: error, url: request.url }, `store unavailable: ${storeDown}`);
+      return reply
+        .code(503)
+        .header("retry-after", String(STORE_RETRY_AFTER_SECONDS))
+        .send(answer("store_unavailable", `store unavailable: ${storeDown}`));
+    }
     // The lead was lost while the request was in hand: nothing of it was committed; try the leader.
     if (isNotLeading(error)) {
       return reply.code(503).header("retry-after", "1").send(answer("standby", error.message));

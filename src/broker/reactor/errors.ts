@@ -1,9 +1,12 @@
 // Errors a request can end with; the API maps them to 404, 409, 429 and 400, a standby's to a
-// redirect to the leader or 503, and a full store's (StorageFullError) to 507.
+// redirect to the leader or 503, the store's unavailability to 503, and a full store's
+// (StorageFullError) to 507.
 
 import { StaleTermError } from "../store/store.ts";
+import { storeUnavailableReason } from "../store/store-unavailable.ts";
 
 export { StorageFullError } from "../store/storage-full.ts";
+export { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from "../store/store-unavailable.ts";
 
 export class NotFoundError extends Error {}
 /** A limit of the owner's use (the QoS file's quotas): answered 429 with the limit and the use named. */
@@ -40,4 +43,12 @@ export class NotLeaderError extends Error {
  */
 export function isNotLeading(error: unknown): boolean {
   return error instanceof NotLeaderError || error instanceof StaleTermError;
+}
+
+/**
+ * Why a request ended because the store could not be reached or did not answer in time (answered
+ * 503, naming the store), or null when it ended for anything else.
+ */
+export function storeUnavailable(error: unknown): string | null {
+  return storeUnavailableReason(error);
 }

@@ -4,6 +4,15 @@
 // next term, once it has run out. A leader that cannot renew its lease in time, or whose commit is
 // refused for an older term, stops its core at once and is standby again: the term fences whatever
 // it still tries to write.
+//
+// The store may also be unreachable for all of them (stopped, restarting, cut off, stalled). Every
+// call to it is bounded (src/broker/store/pg-bounds.ts), and a failed one is the store's
+// unavailability (store-unavailable.ts), which this server keeps (store-health.ts): a leader whose
+// commit fails that way stops leading, as after any failed commit (its state in memory is ahead of
+// the store's), and answers what waited for a commit 503; while no call answers, requests get 503
+// naming the store and /healthz is not ready. The agents keep running their attempts and keep their
+// reports; once the store answers again, an election round (a third of a lease) makes a leader,
+// which loads the state from the store and gives every host a whole host timeout to re-attach.
 
 import type { Logger } from "pino";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
@@ -17,11 +26,13 @@ import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import { GroupCommitter } from "../store/group-commit.ts";
 import { StorageFullError } from "../store/storage-full.ts";
-import { hasElections, type Store } from "../store/store.ts";
+import { hasElections, StaleTermError, type Store } from "../store/store.ts";
+import { StoreUnavailableError, storeUnavailableReason } from "../store/store-unavailable.ts";
 import { apiReadModel } from "./api-reads.ts";
 import { checkpointBlobsIn } from "./checkpoint-blobs.ts";
 import { Core } from "./core.ts";
 import { legacyCheckpoints } from "./legacy-checkpoints.ts";
+import { StoreHealth, type StoreVerdict } from "./store-health.ts";
 
 /** How long a leader's lease lasts unless renewed (`--lease-seconds`). */
 export const DEFAULT_LEASE_SECONDS = 2;
@@ -65,9 +76,37 @@ export class Broker {
   #stopped = false;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
+  readonly #store = new StoreHealth(Date.now());
 
   constructor(options: BrokerOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Whether the store answers, as this server's calls find it. With elections, a store that has
+   * not answered a call for a whole lease counts as unavailable (a round is due every third of it);
+   * on SQLite there is no such call, and only a failed commit tells (and ends the process).
+   */
+  storeVerdict(now = Date.now()): StoreVerdict {
+    const staleAfterMs = hasElections(this.#options.store)
+      ? this.#options.leaseSeconds * 1000
+      : Number.POSITIVE_INFINITY;
+    return this.#store.verdict(now, staleAfterMs);
+  }
+
+  /** Store calls that failed for the store's unavailability, since start (metrics). */
+  get storeFailures(): number {
+    return this.#store.failures;
+  }
+
+  /** Notes how a call to the store ended: answered, or failed for its unavailability (or else). */
+  #noteStore(error?: unknown): void {
+    if (error === undefined) {
+      this.#store.answered(Date.now());
+      return;
+    }
+    const reason = storeUnavailableReason(error);
+    if (reason !== null) this.#store.failed(reason, Date.now());
   }
 
   get isLeader(): boolean {
@@ -87,14 +126,43 @@ export class Broker {
     return this.#committer?.commits ?? 0;
   }
 
-  health(): { role: "leader" | "standby"; leader: string | null; term: number } {
-    return { role: this.isLeader ? "leader" : "standby", leader: this.leader, term: this.#term };
+  /**
+   * What /healthz tells: `ok` while the store answers (a standby is then ready to lead), with the
+   * reason when not.
+   */
+  health(): {
+    ok: boolean;
+    role: "leader" | "standby";
+    leader: string | null;
+    term: number;
+    reason?: string;
+  } {
+    const role = this.isLeader ? "leader" : "standby";
+    const verdict = this.storeVerdict();
+    if (!verdict.up)
+      return {
+        ok: false,
+        role,
+        leader: this.leader,
+        term: this.#term,
+        reason: `store unavailable: ${verdict.reason}`,
+      };
+    return { ok: true, role, leader: this.leader, term: this.#term };
   }
 
-  /** The core, when this server leads. */
+  /**
+   * The core, when this server leads. Otherwise NotLeaderError, or StoreUnavailableError while
+   * the store does not answer (no server can lead then).
+   */
   core(): Core {
-    if (!this.#core) throw new NotLeaderError(this.#leader);
+    if (!this.#core) throw this.#notLeading();
     return this.#core;
+  }
+
+  #notLeading(): Error {
+    const verdict = this.storeVerdict();
+    if (!verdict.up && this.#leader === null) return new StoreUnavailableError(verdict.reason);
+    return new NotLeaderError(this.#leader);
   }
 
   setLinks(links: AgentLinks): void {
@@ -149,7 +217,9 @@ export class Broker {
     if (!hasElections(store)) return;
     try {
       if (this.#core) {
-        if (await store.renewLease(this.#term, leaseSeconds)) {
+        const renewed = await store.renewLease(this.#term, leaseSeconds);
+        this.#noteStore();
+        if (renewed) {
           this.#renewedAt = Date.now();
         } else {
           this.demote("another server took the lead");
@@ -157,13 +227,21 @@ export class Broker {
         return;
       }
       const info = await store.leadership();
+      this.#noteStore();
       this.#term = Math.max(this.#term, info.term);
       this.#leader = info.leaseValid && info.leader !== this.#url ? info.leader : null;
       if (this.#leader !== null) return;
       const term = await store.tryLead(this.#url, leaseSeconds);
       if (term !== null) await this.#lead(term);
     } catch (error) {
-      log.warn({ err: error }, "leader election: the store did not answer");
+      this.#noteStore(error);
+      const reason = storeUnavailableReason(error);
+      // The leader it knew of is only as fresh as the last answer: it may be as cut off as this one.
+      if (reason !== null && !this.#core) this.#leader = null;
+      log.warn(
+        { err: error },
+        reason === null ? "leader election failed" : `leader election: store unavailable: ${reason}`,
+      );
     } finally {
       // A leader that could not renew within its lease may have lost it: it stops before anyone else starts.
       if (this.#core && hasElections(store) && Date.now() - this.#renewedAt >= leaseSeconds * 1000) {
@@ -177,7 +255,11 @@ export class Broker {
     this.#renewedAt = Date.now();
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
-    committer.onCommitted = this.#options.onCommitted ?? null;
+    const onCommitted = this.#options.onCommitted;
+    committer.onCommitted = (seconds, steps) => {
+      this.#noteStore();
+      onCommitted?.(seconds, steps);
+    };
     // A store of an earlier version kept checkpoint manifests as blobs only: recorded once, below.
     const legacy = await legacyCheckpoints(snapshot, blobs);
     const core = new Core(committer, {
@@ -188,9 +270,13 @@ export class Broker {
       qos: this.#options.qos,
       fairShare: this.#options.fairShare,
       poolFolders: this.#options.poolFolders,
-      // Only a stale term ends the lead quietly; any other refused commit is fatal as before.
+      // With elections, a refused commit ends the lead (another leads, or the store is unavailable,
+      // or the commit failed otherwise); on SQLite, any refused commit is fatal as before.
       onFatal: hasElections(store)
-        ? () => this.demote("a commit was refused: another server leads")
+        ? (error) => {
+            this.#noteStore(error);
+            this.demote(whyCommitFailed(error));
+          }
         : undefined,
     });
     core.reactor.setLinks(this.#links);
@@ -219,8 +305,10 @@ export class Broker {
     if (!core) return;
     core.stop();
     this.#core = null;
-    this.#committer = null;
     this.#leader = null;
+    // What waits for a commit is answered now (503), not when the store's bound runs out.
+    this.#committer?.close(this.#notLeading());
+    this.#committer = null;
     this.#options.log.warn({ term: this.#term, why }, "no longer leader: standby");
     this.#options.onDemoted();
   }
@@ -243,6 +331,14 @@ async function nextTerm(store: Store, log: Logger): Promise<number> {
     );
     return (await store.currentTerm()) + 1;
   }
+}
+
+/** Why a commit failed, for the log line of a leader that stops leading for it. */
+function whyCommitFailed(error: unknown): string {
+  if (error instanceof StaleTermError) return "a commit was refused: another server leads";
+  const reason = storeUnavailableReason(error);
+  if (reason !== null) return `a commit failed: store unavailable: ${reason}`;
+  return `a commit failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 /** An object whose members are read from `current()` at each use: whichever core leads now. */

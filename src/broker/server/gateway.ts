@@ -87,6 +87,8 @@ export interface GatewayOptions {
    * standby turns agents away, and they try the next server in their list.
    */
   leading?: () => string | null;
+  /** Why the store is unavailable, or null while it answers: named to the agents turned away. */
+  storeDown?: () => string | null;
 }
 
 /** The close code a standby turns an agent away with (the reason names the leader when known). */
@@ -399,7 +401,14 @@ export class AgentGateway implements AgentLinks {
     const { ports, log } = this.options;
     const leader = this.options.leading?.() ?? null;
     if (leader !== null) {
-      ws.close(STANDBY_CLOSE_CODE, leader ? `standby; the leader is ${leader}` : "standby; no leader yet");
+      const store = leader ? null : (this.options.storeDown?.() ?? null);
+      const why = leader
+        ? `standby; the leader is ${leader}`
+        : store === null
+          ? "standby; no leader yet"
+          : `standby; store unavailable: ${store}`;
+      // A close reason is at most 123 bytes.
+      ws.close(STANDBY_CLOSE_CODE, Buffer.from(why).subarray(0, 123).toString());
       return false;
     }
     const admission = admitAgent(message, {

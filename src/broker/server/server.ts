@@ -29,6 +29,7 @@ import type { MetaschedulingPolicy } from "../scheduler/view.ts";
 import type { FairShareSettings } from "../state/owner-usage.ts";
 import type { BlobStore } from "../store/blobs.ts";
 import type { Store } from "../store/store.ts";
+import { STORE_RETRY_AFTER_SECONDS, StoreUnavailableError } from "../store/store-unavailable.ts";
 import { defaultAdvertiseUrl, isWildcardAddress, machineFacts } from "./advertise-url.ts";
 import { Broker, DEFAULT_LEASE_SECONDS, leadingCore, leadingPorts } from "./broker.ts";
 import type { Core } from "./core.ts";
@@ -170,6 +171,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
   new Gauge({
+    name: "steward_store_up",
+    help: "1 while this server's store answers its calls, 0 while it is unavailable (stopped, cut off, stalled)",
+    registers: [metrics],
+    collect() {
+      this.set(broker.storeVerdict().up ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: "steward_store_unavailable_total",
+    help: "Calls of this server to its store that failed because the store could not be reached or did not answer in time",
+    registers: [metrics],
+    collect() {
+      this.reset();
+      this.inc(broker.storeFailures);
+    },
+  });
+  new Gauge({
     name: "steward_store_commits",
     help: "Group commits made since start",
     registers: [metrics],
@@ -238,6 +256,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         .code(307)
         .header("location", leader + request.url)
         .send();
+    // No leader: because the store does not answer (no server can lead until it does), or not yet.
+    const store = broker.storeVerdict();
+    if (!store.up)
+      return reply
+        .code(503)
+        .header("retry-after", String(STORE_RETRY_AFTER_SECONDS))
+        .send({
+          error: { code: "store_unavailable", message: new StoreUnavailableError(store.reason).message },
+        });
     return reply
       .code(503)
       .header("retry-after", "1")
@@ -272,6 +299,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     maxLogMb: options.maxLogMb,
     log,
     leading: () => (broker.isLeader ? null : (broker.leader ?? "")),
+    storeDown: () => {
+      const store = broker.storeVerdict();
+      return store.up ? null : store.reason;
+    },
   });
   // The agents' sockets are the links of whichever core leads.
   broker.setLinks(gateway);

@@ -19,6 +19,10 @@ export class GroupCommitter {
   commits = 0;
   #queue: Pending[] = [];
   #busy = false;
+  /** The batch whose commit is in flight. */
+  #inFlight: Pending[] = [];
+  /** Set by close: every push fails with it from then on. */
+  #closedWith: { error: unknown } | null = null;
   /**
    * Called as a batch is about to be taken (reactor.ts: a scheduling pass that is due runs then):
    * what it pushes joins this batch instead of waiting for the next commit.
@@ -46,15 +50,32 @@ export class GroupCommitter {
    * it failed. The batch is one transaction: a bad change fails every push that shares its batch.
    */
   push(changes: readonly Change[]): Promise<void> {
+    const closed = this.#closedWith;
+    if (closed) return Promise.reject(closed.error);
     return new Promise((resolve, reject) => {
       this.#queue.push({ changes, resolve, reject });
       this.#schedule();
     });
   }
 
+  /**
+   * No more commits (this server stopped leading): the pushes waiting, those of the batch in flight
+   * and every later one fail with `error` at once. The batch in flight may still be committed by
+   * the store (its answer is no longer awaited): a request answered with `error` was not
+   * acknowledged, and may or may not have been done, as with any answer that is lost.
+   */
+  close(error: unknown): void {
+    if (this.#closedWith) return;
+    this.#closedWith = { error };
+    const waiting = [...this.#inFlight, ...this.#queue];
+    this.#inFlight = [];
+    this.#queue = [];
+    for (const pending of waiting) pending.reject(error);
+  }
+
   /** Resolves when everything pushed so far has been committed or has failed (the failures go to their pushes). */
   flush(): Promise<void> {
-    if (!this.#busy && this.#queue.length === 0) return Promise.resolve();
+    if (this.#closedWith || (!this.#busy && this.#queue.length === 0)) return Promise.resolve();
     return new Promise((resolve) => {
       this.#queue.push({ changes: [], resolve, reject: () => resolve() });
       this.#schedule();
@@ -88,6 +109,7 @@ export class GroupCommitter {
     }
     const batch = this.#queue;
     this.#queue = [];
+    this.#inFlight = batch;
     // A record put by several pushes (or twice by one) is written once, at its last put.
     const changes = coalescePuts(batch.flatMap((pending) => pending.changes));
     let seconds: number | null = null;
@@ -107,6 +129,7 @@ export class GroupCommitter {
       }
       for (const pending of batch) pending.reject(error);
     }
+    this.#inFlight = [];
     const listener = this.onCommitted;
     if (seconds !== null && listener) {
       // The steps: pushes with changes (a flush's marker has none).

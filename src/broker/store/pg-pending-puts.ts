@@ -2,7 +2,7 @@
 // round (a key put twice goes to a later round), or, when every table has one round, as the whole
 // commit in one statement (pg-commit-statement.ts).
 
-import type { PoolClient, QueryArrayConfig } from "pg";
+import type { PoolClient } from "pg";
 import type {
   AttemptRecord,
   CheckpointPart,
@@ -14,6 +14,7 @@ import type {
   WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { TaskState } from "../../common/model/states.ts";
+import { type BoundedQuery, writeAnswerMs } from "./pg-bounds.ts";
 import { commitStatement, type PutRows } from "./pg-commit-statement.ts";
 import { CODEC, query, run, type StatementName } from "./pg-statements.ts";
 import {
@@ -96,7 +97,7 @@ export class PendingPuts {
    * fit one: a key put twice in a table (two rounds) or more rows in a table than one statement
    * takes; null too when there is nothing to write.
    */
-  oneStatement(term: number): QueryArrayConfig | null {
+  oneStatement(term: number): BoundedQuery | null {
     const puts: PutRows[] = [];
     const tables = [
       [JOBS, this.jobs, CODEC.jobs],
@@ -129,7 +130,8 @@ export class PendingPuts {
             states: [...this.ranges.values()].map((range) => range.state),
             counts: [...this.ranges.values()].map((range) => range.count),
           };
-    return commitStatement(term, puts, events, ranges);
+    const written = rows.reduce((sum, each) => sum + (each?.length ?? 0), 0) + this.events.length;
+    return { ...commitStatement(term, puts, events, ranges), query_timeout: writeAnswerMs(written) };
   }
 
   add(change: Put): void {
@@ -179,7 +181,9 @@ export class PendingPuts {
     this.events = [];
     for (let start = 0; start < events.length; start += ROWS_PER_STATEMENT) {
       const chunk = events.slice(start, start + ROWS_PER_STATEMENT);
-      const result = await client.query(query("addEvents", columnArrays(chunk, CODEC.events)));
+      const result = await client.query(
+        query("addEvents", columnArrays(chunk, CODEC.events), writeAnswerMs(chunk.length)),
+      );
       // Ids are given in insert order; RETURNING's order is not promised, so they are sorted.
       const ids = result.rows.map((row) => Number(row[0])).sort((a, b) => a - b);
       chunk.forEach((event, i) => {
@@ -250,7 +254,8 @@ async function write<T>(
 ): Promise<void> {
   for (const round of rounds) {
     for (let start = 0; start < round.length; start += ROWS_PER_STATEMENT) {
-      await run(client, name, columnArrays(round.slice(start, start + ROWS_PER_STATEMENT), codec));
+      const slice = round.slice(start, start + ROWS_PER_STATEMENT);
+      await run(client, name, columnArrays(slice, codec), writeAnswerMs(slice.length));
     }
   }
 }

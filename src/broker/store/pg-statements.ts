@@ -2,10 +2,11 @@
 // whole column arrays (UNNEST) per table, the loads, recovery and accounting queries shared with
 // SQLite (load-sql.ts, recovery-sql.ts, accounting-sql.ts), and the leadership and id-block statements.
 
-import { type PoolClient, type QueryArrayConfig, TypeOverrides, types } from "pg";
+import { type PoolClient, TypeOverrides, types } from "pg";
 import { accountingSql } from "./accounting-sql.ts";
 import { loadSql } from "./load-sql.ts";
 import { newTaskRangeSql } from "./new-task-ranges.ts";
+import type { BoundedQuery } from "./pg-bounds.ts";
 import { LIVE_IDS, recoverySql } from "./recovery-sql.ts";
 import {
   ATTEMPTS,
@@ -125,15 +126,32 @@ export const SQL = {
 
 export type StatementName = keyof typeof SQL;
 
-export function query(name: StatementName, values: unknown[]): QueryArrayConfig {
+/** `answerMs`: how long it may go unanswered, when not the pool's bound (pg-bounds.ts). */
+export function query(name: StatementName, values: unknown[], answerMs?: number): BoundedQuery {
   // Named: each pooled connection parses and plans a statement once.
-  return { name: `steward_${name}`, text: SQL[name], values, rowMode: "array" };
+  return {
+    name: `steward_${name}`,
+    text: SQL[name],
+    values,
+    rowMode: "array",
+    ...(answerMs === undefined ? {} : { query_timeout: answerMs }),
+  };
 }
 
-export async function run(client: PoolClient, name: StatementName, values: unknown[]): Promise<void> {
-  await client.query(query(name, values));
+export async function run(
+  client: PoolClient,
+  name: StatementName,
+  values: unknown[],
+  answerMs?: number,
+): Promise<void> {
+  await client.query(query(name, values, answerMs));
 }
 
-export async function rows(client: PoolClient, name: StatementName, values: unknown[] = []): Promise<Row[]> {
-  return (await client.query(query(name, values))).rows;
+export async function rows(
+  client: PoolClient,
+  name: StatementName,
+  values: unknown[] = [],
+  answerMs?: number,
+): Promise<Row[]> {
+  return (await client.query(query(name, values, answerMs))).rows;
 }

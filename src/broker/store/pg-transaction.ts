@@ -2,8 +2,13 @@
 // the blob store alike.
 
 import type { Pool, PoolClient } from "pg";
+import { storeUnavailableReason } from "./store-unavailable.ts";
 
-/** Runs `work` between `begin` and COMMIT on one connection; ROLLBACK and rethrow on error. */
+/**
+ * Runs `work` between `begin` and COMMIT on one connection; ROLLBACK and rethrow on error. A
+ * connection that failed for the database's unavailability (lost, or stalled past its bound) gets
+ * no ROLLBACK, which would wait as long again: it is destroyed, and the database rolls back.
+ */
 export async function inTransaction<T>(
   pool: Pool,
   begin: string,
@@ -19,11 +24,17 @@ export async function inTransaction<T>(
       await client.query("COMMIT");
       return result;
     } catch (error) {
-      await client.query("ROLLBACK").catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
+      if (storeUnavailableReason(error) !== null) broken = error as Error;
+      else
+        await client.query("ROLLBACK").catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
       throw error;
     }
+  } catch (error) {
+    // BEGIN or COMMIT itself: the connection's state is unknown.
+    if (broken === undefined && storeUnavailableReason(error) !== null) broken = error as Error;
+    throw error;
   } finally {
     client.release(broken);
   }

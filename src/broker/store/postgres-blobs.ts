@@ -21,6 +21,7 @@ import { escapeIdentifier, Pool, type PoolClient, type QueryConfig, TypeOverride
 import { checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
+import { blobStoreBounds, STORE_LONG_ANSWER_MS } from "./pg-bounds.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { splitSchemaParameter } from "./postgres.ts";
 
@@ -77,6 +78,11 @@ function query(name: StatementName, values: unknown[]): QueryConfig {
   return { name: `steward_blob_${name}`, text: SQL[name], values };
 }
 
+/** `statement` with the long bound (pg-bounds.ts: pg reads `query_timeout` on a query too). */
+function longBound(statement: QueryConfig): QueryConfig {
+  return Object.assign(statement, { query_timeout: STORE_LONG_ANSWER_MS });
+}
+
 /** The values for SQL.list and SQL.dropPrefix: the key, and the range of keys below it. */
 function folderRange(prefix: string): [string, string, string] {
   return [prefix, `${prefix}/`, `${prefix}0`];
@@ -115,6 +121,7 @@ export class PostgresBlobStore implements BlobStore {
       application_name: "steward-blobs",
       types: TYPES,
       max: options.maxConnections ?? BLOB_POOL_SIZE,
+      ...blobStoreBounds(),
       onConnect:
         schema === null
           ? undefined
@@ -186,7 +193,7 @@ export class PostgresBlobStore implements BlobStore {
     const trimmed = trimPrefix(prefix);
     let result: { rows: { key: string; bytes: number }[] };
     if (trimmed === "") {
-      result = await this.#pool.query(query("listAll", []));
+      result = await this.#pool.query(longBound(query("listAll", [])));
     } else {
       checkBlobKey(trimmed, "blob prefix");
       result = await this.#pool.query(query("list", folderRange(trimmed)));
@@ -198,14 +205,15 @@ export class PostgresBlobStore implements BlobStore {
     // An empty prefix would be the whole store: never what a caller means (checkBlobKey refuses it).
     const trimmed = trimPrefix(prefix);
     checkBlobKey(trimmed, "blob prefix");
-    await this.#pool.query(query("dropPrefix", folderRange(trimmed)));
+    await this.#pool.query(longBound(query("dropPrefix", folderRange(trimmed))));
     this.#maybeSweep();
   }
 
   /** Deletes the blobs dropped longer than the grace ago, with their chunks; returns how many. */
   async sweep(): Promise<number> {
     this.#lastSweep = Date.now();
-    const result = await this.#pool.query(SQL.sweep, [this.droppedGraceMs]);
+    // Many blobs at once, in the background: the long bound (pg-bounds.ts).
+    const result = await this.#pool.query(longBound({ text: SQL.sweep, values: [this.droppedGraceMs] }));
     return result.rowCount ?? 0;
   }
 

@@ -8,7 +8,7 @@
 // put twice in a table, is one statement and one round trip (pg-commit-statement.ts).
 
 import { join } from "node:path";
-import { escapeIdentifier, Pool, type PoolClient } from "pg";
+import { escapeIdentifier, Pool, type PoolClient, type PoolConfig } from "pg";
 import type {
   AccountingQuery,
   AccountingRecord,
@@ -27,10 +27,11 @@ import {
   taskStatesWithUntouched,
   withUntouchedTasks,
 } from "./new-task-ranges.ts";
+import { migrationBounds, recordStoreBounds, STORE_LONG_ANSWER_MS } from "./pg-bounds.ts";
 import { readAnswer } from "./pg-commit-statement.ts";
 import { migrationDialect } from "./pg-migrations.ts";
 import { PendingPuts } from "./pg-pending-puts.ts";
-import { CODEC, query, rows, run, TYPES } from "./pg-statements.ts";
+import { CODEC, query, type Row, rows, run, type StatementName, TYPES } from "./pg-statements.ts";
 import { inTransaction } from "./pg-transaction.ts";
 import { decodeHeader, decodeUsage } from "./recovery-sql.ts";
 import {
@@ -99,24 +100,30 @@ export class PostgresStore implements Store, Elections {
 
   async #open(): Promise<void> {
     const schema = this.schema;
-    const pool = new Pool({
+    const options: PoolConfig = {
       connectionString: this.#url,
       application_name: "steward",
       types: TYPES,
       // The pool awaits this before handing the connection out, and drops the connection if it fails.
       onConnect: schema === null ? undefined : (client) => setSearchPath(client, schema),
-    });
-    // A pooled connection that breaks while idle is dropped by the pool and reported here; without a
-    // listener that would end the process. The next commit opens a new one, or fails loudly.
-    pool.on("error", () => {});
+    };
+    // Migrations (a schema change may take long, a second broker waits for the first's) run on a
+    // connection of their own, without the bound on a statement the broker's work has (pg-bounds.ts).
+    const migrator = new Pool({ ...options, ...migrationBounds(), max: 1 });
+    migrator.on("error", () => {});
     try {
-      await migrate(migrationDialect(pool, schema), await readMigrations(POSTGRES_MIGRATIONS_DIR));
+      await migrate(migrationDialect(migrator, schema), await readMigrations(POSTGRES_MIGRATIONS_DIR));
     } catch (error) {
-      await pool.end();
       throw new Error(`cannot open the PostgreSQL store ${this.#where()}: ${(error as Error).message}`, {
         cause: error,
       });
+    } finally {
+      await migrator.end();
     }
+    const pool = new Pool({ ...options, ...recordStoreBounds() });
+    // A pooled connection that breaks while idle is dropped by the pool and reported here; without a
+    // listener that would end the process. The next commit opens a new one, or fails loudly.
+    pool.on("error", () => {});
     this.#pool = pool;
   }
 
@@ -130,22 +137,26 @@ export class PostgresStore implements Store, Elections {
 
   /** The records `reads` names, in one REPEATABLE READ transaction: one state even while others commit. */
   #snapshot(reads: SnapshotReads): Promise<StoreSnapshot> {
-    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => ({
-      jobs: (await rows(client, reads.jobs)).map(CODEC.jobs.decode),
-      tasks: await tasksWithUntouched(client, reads),
-      attempts: (await rows(client, reads.attempts)).map(CODEC.attempts.decode),
-      ...(reads.usage === null
-        ? {}
-        : {
-            ended: (await rows(client, reads.endedHeaders)).map(decodeHeader),
-            usage: (await rows(client, reads.usage)).map(decodeUsage),
-          }),
-      hosts: (await rows(client, "loadHosts")).map(CODEC.hosts.decode),
-      tokens: (await rows(client, "loadTokens")).map(CODEC.tokens.decode),
-      workflows: (await rows(client, "loadWorkflows")).map(CODEC.workflows.decode),
-      meta: Object.fromEntries((await rows(client, "loadMeta")).map((row) => [row[0], row[1]])),
-      checkpointParts: (await rows(client, reads.checkpointParts)).map(CODEC.checkpointParts.decode),
-    }));
+    return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) => {
+      // Every live record at once: longer than a commit's bound (pg-bounds.ts).
+      const load = (name: StatementName) => rows(client, name, [], STORE_LONG_ANSWER_MS);
+      return {
+        jobs: (await load(reads.jobs)).map(CODEC.jobs.decode),
+        tasks: await tasksWithUntouched(load, reads),
+        attempts: (await load(reads.attempts)).map(CODEC.attempts.decode),
+        ...(reads.usage === null
+          ? {}
+          : {
+              ended: (await load(reads.endedHeaders)).map(decodeHeader),
+              usage: (await load(reads.usage)).map(decodeUsage),
+            }),
+        hosts: (await load("loadHosts")).map(CODEC.hosts.decode),
+        tokens: (await load("loadTokens")).map(CODEC.tokens.decode),
+        workflows: (await load("loadWorkflows")).map(CODEC.workflows.decode),
+        meta: Object.fromEntries((await load("loadMeta")).map((row) => [row[0], row[1]])),
+        checkpointParts: (await load(reads.checkpointParts)).map(CODEC.checkpointParts.decode),
+      };
+    });
   }
 
   async loadJob(id: string): Promise<StoredJob | null> {
@@ -155,11 +166,13 @@ export class PostgresStore implements Store, Elections {
       return {
         job: CODEC.jobs.decode(row),
         tasks: jobTasksWithUntouched(
-          (await rows(client, "jobTasks", [id])).map(CODEC.tasks.decode),
+          (await rows(client, "jobTasks", [id], STORE_LONG_ANSWER_MS)).map(CODEC.tasks.decode),
           await rangeOf(client, id),
         ),
-        attempts: (await rows(client, "jobAttempts", [id])).map(CODEC.attempts.decode),
-        checkpointParts: (await rows(client, "jobCheckpointParts", [id])).map(CODEC.checkpointParts.decode),
+        attempts: (await rows(client, "jobAttempts", [id], STORE_LONG_ANSWER_MS)).map(CODEC.attempts.decode),
+        checkpointParts: (await rows(client, "jobCheckpointParts", [id], STORE_LONG_ANSWER_MS)).map(
+          CODEC.checkpointParts.decode,
+        ),
       };
     });
   }
@@ -187,7 +200,10 @@ export class PostgresStore implements Store, Elections {
 
   async loadTaskStates(jobId: string): Promise<TaskState[]> {
     return this.#transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", async (client) =>
-      taskStatesWithUntouched(await rows(client, "taskStates", [jobId]), await rangeOf(client, jobId)),
+      taskStatesWithUntouched(
+        await rows(client, "taskStates", [jobId], STORE_LONG_ANSWER_MS),
+        await rangeOf(client, jobId),
+      ),
     );
   }
 
@@ -238,12 +254,12 @@ export class PostgresStore implements Store, Elections {
         switch (change.op) {
           case "deleteJob":
             await batch.flush(client);
-            await run(client, "keepJobAccounting", [change.jobId]);
-            await run(client, "deleteJob", [change.jobId]);
+            await run(client, "keepJobAccounting", [change.jobId], STORE_LONG_ANSWER_MS);
+            await run(client, "deleteJob", [change.jobId], STORE_LONG_ANSWER_MS);
             break;
           case "purgeAccounting":
             await batch.flush(client);
-            await run(client, "purgeAccounting", [change.endedBefore]);
+            await run(client, "purgeAccounting", [change.endedBefore], STORE_LONG_ANSWER_MS);
             break;
           case "deleteHost":
             await batch.flush(client);
@@ -312,14 +328,14 @@ export class PostgresStore implements Store, Elections {
   async accounting(wanted: AccountingQuery): Promise<AccountingRecord[]> {
     const result = await this.#connected().query(
       wanted.owner === undefined
-        ? query("accountingRows", [wanted.since, wanted.limit])
-        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner]),
+        ? query("accountingRows", [wanted.since, wanted.limit], STORE_LONG_ANSWER_MS)
+        : query("ownerAccountingRows", [wanted.since, wanted.limit, wanted.owner], STORE_LONG_ANSWER_MS),
     );
     return result.rows.map(CODEC.accounting.decode);
   }
 
   async events(jobId: string): Promise<EventRecord[]> {
-    const result = await this.#connected().query(query("events", [jobId]));
+    const result = await this.#connected().query(query("events", [jobId], STORE_LONG_ANSWER_MS));
     return result.rows.map(CODEC.events.decode);
   }
 
@@ -378,13 +394,13 @@ async function rangeOf(client: PoolClient, jobId: string): Promise<NewTaskRange 
  * (the jobs' order read only when there are ranges: the rows come ordered).
  */
 async function tasksWithUntouched(
-  client: PoolClient,
+  load: (name: StatementName) => Promise<Row[]>,
   reads: Pick<SnapshotReads, "tasks" | "newTaskRanges" | "taskJobOrder">,
 ): Promise<TaskRecord[]> {
-  const tasks = (await rows(client, reads.tasks)).map(CODEC.tasks.decode);
-  const ranges = (await rows(client, reads.newTaskRanges)).map(decodeNewTaskRange);
+  const tasks = (await load(reads.tasks)).map(CODEC.tasks.decode);
+  const ranges = (await load(reads.newTaskRanges)).map(decodeNewTaskRange);
   if (ranges.length === 0) return tasks;
-  const order = (await rows(client, reads.taskJobOrder)).map((row) => row[0] as string);
+  const order = (await load(reads.taskJobOrder)).map((row) => row[0] as string);
   return withUntouchedTasks(tasks, ranges, () => order);
 }
 

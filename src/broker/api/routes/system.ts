@@ -24,8 +24,8 @@ export const MAX_STREAMS_PER_TOKEN = 8;
 export interface SystemRouteDeps {
   ports: ApiPorts;
   metrics: Registry;
-  /** Who leads, as /healthz tells it. */
-  health: () => Omit<Health, "ok">;
+  /** Whether the server can serve, and who leads, as /healthz tells it. */
+  health: () => Health;
   /** The OpenAPI document, generated from the route schemas once every route is registered. */
   openApi: () => Record<string, unknown>;
 }
@@ -40,12 +40,20 @@ export function registerSystemRoutes(app: FastifyInstance, deps: SystemRouteDeps
     "/healthz",
     {
       schema: {
-        summary: "Health (no token needed)",
+        summary:
+          "Health (no token needed): 200 while the server's store answers; 503 with ok false and the reason while it does not (no server can lead then)",
         security: [],
-        response: { 200: json(healthSchema, "up") },
+        response: {
+          200: json(healthSchema, "up: the store answers; `role` says whether this server leads"),
+          503: json(healthSchema, "not ready: the store does not answer (`reason` says why)"),
+        },
       },
     },
-    async () => ({ ok: true, ...deps.health() }),
+    async (_request, reply) => {
+      const health = deps.health();
+      if (!health.ok) reply.code(503).header("retry-after", "1");
+      return health;
+    },
   );
 
   api.get(

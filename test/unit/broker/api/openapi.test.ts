@@ -26,7 +26,7 @@ async function apiWithRoutes() {
     metrics: new Registry(),
     adminToken: "admin",
     joinToken: "join",
-    health: () => ({ role: "leader", leader: null, term: 1 }),
+    health: () => ({ ok: true, role: "leader", leader: null, term: 1 }),
   });
   await app.ready();
   return { app, routes };

@@ -71,6 +71,25 @@ class SlowStore implements Store {
   }
 }
 
+/** A store whose commits hang until released: a stalled connection to the database. */
+class StalledStore extends SlowStore {
+  #release: () => void = () => {};
+  readonly #gate = new Promise<void>((resolve) => {
+    this.#release = resolve;
+  });
+  /** Commits that went through once released. */
+  landed: Promise<void>[] = [];
+  release(): void {
+    this.#release();
+  }
+  override commit(term: number, changes: readonly Change[]) {
+    this.batchSizes.push(changes.length);
+    const landing = this.#gate.then(() => this.inner.commit(term, changes));
+    this.landed.push(landing);
+    return landing;
+  }
+}
+
 describe("GroupCommitter", () => {
   let dir: string;
   let store: SqliteStore;
@@ -318,5 +337,33 @@ describe("GroupCommitter", () => {
     );
     await Promise.all(pushes);
     expect((await store.load()).attempts).toStrictEqual([attempt("j", 0, 1, { exitCode: 99, reason: "p2" })]);
+  });
+
+  test("close answers at once what waits (the batch in flight and those behind it) and every later push", async () => {
+    const stalled = new StalledStore(store);
+    const committer = new GroupCommitter(stalled, TERM);
+    const outcome = (push: Promise<void>) =>
+      push.then(
+        () => "committed",
+        (error: Error) => error.message,
+      );
+    const inFlight = outcome(committer.push([{ op: "putJob", job: job("a") }]));
+    await nextTurn();
+    await nextTurn();
+    const behind = outcome(committer.push([{ op: "putJob", job: job("b") }]));
+    expect(stalled.batchSizes).toStrictEqual([1]);
+    committer.close(new Error("store unavailable: stalled"));
+    expect(await inFlight).toBe("store unavailable: stalled");
+    expect(await behind).toBe("store unavailable: stalled");
+    expect(await outcome(committer.push([{ op: "putJob", job: job("c") }]))).toBe(
+      "store unavailable: stalled",
+    );
+    await committer.flush();
+    // The stalled commit may still land (its answer is no longer awaited); nothing after it is tried.
+    stalled.release();
+    await Promise.all(stalled.landed);
+    await nextTurn();
+    expect(stalled.batchSizes).toStrictEqual([1]);
+    expect((await store.load()).jobs.map((j) => j.id)).toStrictEqual(["a"]);
   });
 });
