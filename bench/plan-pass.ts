@@ -55,6 +55,7 @@ function job(
     endedAt: null,
     spec: validateJobSpec({ command: "true", ...spec }),
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],

@@ -48,6 +48,7 @@ async function fillStore(path: string, progress: (message: string) => void): Pro
     endedAt: state === "succeeded" ? at + 60_000 : null,
     spec: { ...spec, array: { count } },
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],

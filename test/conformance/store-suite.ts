@@ -62,6 +62,7 @@ export function job(id: string, overrides: Partial<JobRecord> = {}): JobRecord {
     endedAt: null,
     spec: MINIMAL_SPEC,
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],
@@ -329,6 +330,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
             endedAt: 1_700_000_999_999,
             spec: FULL_SPEC,
             inputs: ["ns3d", "input", "grid/mesh.dat"],
+            inputDigests: { ns3d: "a".repeat(64), input: "b".repeat(64), "grid/mesh.dat": "c".repeat(64) },
             dynamicRequirements: 'host.labels.zone == "b" && host.memFreeMb >= 2048.0',
             slowHosts: ["h-1", "hôst ✓"],
             submitKey: "3f2b-key_1",
@@ -1105,6 +1107,7 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
           endedAt: 5,
           spec: FULL_SPEC,
           inputs: ["a"],
+          inputDigests: { a: "d".repeat(64) },
           dynamicRequirements: "true",
           slowHosts: ["h"],
         });

@@ -46,6 +46,12 @@ export interface StoredFile {
   read(offset?: number): Readable;
 }
 
+/** An input as stored: its size, and the SHA-256 of its content (hex). */
+export interface StoredInput {
+  bytes: number;
+  sha256: string;
+}
+
 /** An output file of an attempt: its path among the job's outputs, and its size. */
 export interface OutputFile {
   path: string;
@@ -60,8 +66,8 @@ export interface OutputFile {
  */
 export interface JobFiles {
   input(jobId: string, path: string): StoredFile;
-  /** Stores an input and, once it is whole, the SHA-256 of its content beside it. */
-  storeInput(jobId: string, path: string, content: Readable): Promise<number>;
+  /** Stores an input and, once it is whole, the SHA-256 of its content beside it; answers both. */
+  storeInput(jobId: string, path: string, content: Readable): Promise<StoredInput>;
   /** The SHA-256 of an input (hex); null for one stored without (by an earlier version). */
   inputDigest(jobId: string, path: string): Promise<string | null>;
   /** An attempt's stdout or stderr (a multi-node attempt's rank's). */

@@ -62,6 +62,8 @@ export interface Submission {
 export interface ReceivedJob {
   spec: JobSpec;
   inputs: string[];
+  /** The SHA-256 of each of `inputs` as stored (hex, by path); absent: none known. */
+  inputDigests?: Readonly<Record<string, string>>;
   id?: string;
 }
 
@@ -128,6 +130,8 @@ export interface ReceivedWorkflow {
   file: WorkflowFile;
   ids: WorkflowIds;
   inputs: ReadonlyMap<string, string[]>;
+  /** The SHA-256 of each job's inputs as stored (hex, by path), by name; absent: none known. */
+  inputDigests?: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 /**

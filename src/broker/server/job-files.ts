@@ -38,8 +38,9 @@ export function jobFilesIn(blobs: BlobStore): JobFiles {
         inputKey(jobId, path),
         pipeline(content, hashing, () => {}),
       );
-      await store(inputDigestKey(jobId, path), Readable.from([hash.digest("hex")]));
-      return bytes;
+      const sha256 = hash.digest("hex");
+      await store(inputDigestKey(jobId, path), Readable.from([sha256]));
+      return { bytes, sha256 };
     },
     async inputDigest(jobId, path) {
       try {

@@ -21,6 +21,8 @@ export interface NewJob {
   owner: string;
   /** Input files already in the blob store. */
   inputs: string[];
+  /** The SHA-256 of each of `inputs` as stored (hex, by path); absent: none known. */
+  inputDigests?: Readonly<Record<string, string>>;
   /** The client's Idempotency-Key, or null. */
   submitKey: string | null;
   /** The workflow the job is made in, and its name there (null: a job submitted alone). */
@@ -35,7 +37,7 @@ export interface NewJob {
  */
 export function newJobEntry(
   state: ClusterState,
-  { id, spec, owner, inputs, submitKey, workflow, dependencyTasks }: NewJob,
+  { id, spec, owner, inputs, inputDigests, submitKey, workflow, dependencyTasks }: NewJob,
   now: number,
   seq: number,
 ): { job: JobEntry; verdicts: WaitingVerdicts | null } {
@@ -65,6 +67,7 @@ export function newJobEntry(
     endedAt: isEndedState(initial) ? now : null,
     spec,
     inputs,
+    inputDigests: knownDigests(inputs, inputDigests),
     dynamicRequirements: null,
     submitKey,
     slowHosts: [],
@@ -79,4 +82,23 @@ export function newJobEntry(
 function defaultName(spec: JobSpec): string {
   const command = Array.isArray(spec.command) ? spec.command[0] : spec.command.split(/\s+/)[0];
   return (command ?? "job").split("/").pop() || "job";
+}
+
+/**
+ * The digests of the job's inputs as the record keeps them: each of `inputs` by path, or null
+ * unless every one of them has a digest (none uploaded, or an input stored without one, keeps none:
+ * its agents ask the server).
+ */
+function knownDigests(
+  inputs: readonly string[],
+  digests: Readonly<Record<string, string>> | undefined,
+): Record<string, string> | null {
+  if (inputs.length === 0 || digests === undefined) return null;
+  const kept: Record<string, string> = {};
+  for (const path of inputs) {
+    const digest = Object.hasOwn(digests, path) ? digests[path] : undefined;
+    if (digest === undefined) return null;
+    kept[path] = digest;
+  }
+  return kept;
 }

@@ -76,6 +76,7 @@ export const JOBS: Table<JobRecord> = {
     column("ended_at", "endedAt", "bigint", true),
     column("spec", "spec", "json"),
     column("inputs", "inputs", "json"),
+    column("input_digests", "inputDigests", "json", true),
     column("submit_key", "submitKey", "text", true),
     column("dynamic_requirements", "dynamicRequirements", "text", true),
     column("slow_hosts", "slowHosts", "json"),

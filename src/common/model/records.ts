@@ -33,6 +33,12 @@ export interface JobRecord {
   /** Input file names (relative paths) stored in the blob store under the job. */
   inputs: string[];
   /**
+   * The SHA-256 of each of `inputs` (hex, by path), computed as the server stored them: the
+   * scheduler prefers hosts whose content cache holds them (scheduler/data-affinity.ts). Null for a
+   * job submitted to an earlier version (its uploaded inputs then count for no host).
+   */
+  inputDigests: Record<string, string> | null;
+  /**
    * Requirements the running job wrote into $STEWARD_REQUIREMENTS_FILE (GridWay's self-migration):
    * they replace spec.requirements for its later placements. Null until it writes valid ones.
    */

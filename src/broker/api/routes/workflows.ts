@@ -348,7 +348,8 @@ async function submitMultipart(
       async (assign) => {
         received = true;
         let file: WorkflowFile | null = null;
-        const stored = new Map<string, Set<string>>();
+        // Each job's inputs stored, by name, with the SHA-256 their store computed.
+        const stored = new Map<string, Map<string, string>>();
         for await (const part of multipartParts(request)) {
           if (part.type === "field") {
             if (part.fieldname !== "workflow") continue;
@@ -374,13 +375,15 @@ async function submitMultipart(
           }
           touched.add(id);
           const limits = { maxUploadBytes, what: `input ${path}`, shown: `input ${part.fieldname}` };
-          await storeUpload(part.file, limits, (content) => files.storeInput(id, path, content));
-          const paths = stored.get(name) ?? new Set<string>();
+          const paths = stored.get(name) ?? new Map<string, string>();
           stored.set(name, paths);
-          paths.add(path);
+          await storeUpload(part.file, limits, async (content) => {
+            paths.set(path, (await files.storeInput(id, path, content)).sha256);
+          });
         }
         if (!file || !ids) throw new InvalidRequestError("workflow", "the workflow field is missing");
         const inputs = new Map<string, string[]>();
+        const inputDigests = new Map<string, Record<string, string>>();
         const jobs: WorkflowFile["jobs"] = [];
         for (const job of file.jobs) {
           const missing = job.spec.inputs.findIndex(
@@ -391,12 +394,15 @@ async function submitMultipart(
               `jobs.${job.name}.inputs[${missing}]`,
               `${job.spec.inputs[missing]}: file was not uploaded`,
             );
-          inputs.set(job.name, uploadedInputs(job.spec.inputs));
+          const paths = uploadedInputs(job.spec.inputs);
+          inputs.set(job.name, paths);
+          const digests = stored.get(job.name);
+          inputDigests.set(job.name, Object.fromEntries(paths.map((path) => [path, digests!.get(path)!])));
           // An array's parameters file is read now, as at a job's submit.
           const id = ids.jobs.get(job.name)!;
           jobs.push({ ...job, spec: await withParamsFile(job.spec, files, id, `jobs.${job.name}.`) });
         }
-        return { file: { ...file, jobs }, ids, inputs };
+        return { file: { ...file, jobs }, ids, inputs, inputDigests };
       },
       allowedQos,
     );

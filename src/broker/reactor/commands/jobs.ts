@@ -77,7 +77,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock): JobComman
     let job: JobEntry;
     try {
       const received = await receive(newId);
-      const { spec, inputs } = received;
+      const { spec, inputs, inputDigests } = received;
       const made = received.id ?? (await newId());
       id = made;
       const dependencyTasks = await sameTaskStates(spec);
@@ -88,6 +88,7 @@ export function jobCommands(context: CommandContext, jobIds: IdBlock): JobComman
           spec,
           owner,
           inputs,
+          ...(inputDigests ? { inputDigests } : {}),
           submitKey,
           dependencyOwner,
           dependencyTasks,

@@ -54,9 +54,18 @@ export function workflowCommands(
         return { id, jobs: new Map(file.jobs.map((job, index) => [job.name, String(first + index)])) };
       };
       try {
-        const { file, ids, inputs } = await receive(assign);
+        const { file, ids, inputs, inputDigests } = await receive(assign);
         const made = await reactor.run((step) =>
-          submitWorkflow(step, { id: ids.id, file, owner, ids: ids.jobs, inputs, submitKey, allowedQos }),
+          submitWorkflow(step, {
+            id: ids.id,
+            file,
+            owner,
+            ids: ids.jobs,
+            inputs,
+            ...(inputDigests ? { inputDigests } : {}),
+            submitKey,
+            allowedQos,
+          }),
         );
         return made.workflow;
       } finally {

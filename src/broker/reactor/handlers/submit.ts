@@ -26,6 +26,8 @@ export interface SubmitRequest {
   owner: string;
   /** Input files already in the blob store. */
   inputs: string[];
+  /** The SHA-256 of each of `inputs` as stored (hex, by path); absent: none known. */
+  inputDigests?: Readonly<Record<string, string>>;
   /** The client's Idempotency-Key, if it sent one. */
   submitKey?: string | null;
   /**
@@ -136,6 +138,7 @@ export function submitJob(
     spec: asked,
     owner,
     inputs,
+    inputDigests,
     submitKey = null,
     dependencyOwner = null,
     dependencyTasks,
@@ -152,7 +155,7 @@ export function submitJob(
   checkedDependencies(state, spec, dependencyOwner);
   const { job, verdicts } = newJobEntry(
     state,
-    { id, spec, owner, inputs, submitKey, workflow, dependencyTasks },
+    { id, spec, owner, inputs, inputDigests, submitKey, workflow, dependencyTasks },
     now,
     state.nextSeq,
   );

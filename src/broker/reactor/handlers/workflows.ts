@@ -24,6 +24,8 @@ export interface WorkflowSubmitRequest {
   ids: ReadonlyMap<string, string>;
   /** Each job's input files already in the blob store, by name (absent: none). */
   inputs?: ReadonlyMap<string, string[]>;
+  /** The SHA-256 of each job's inputs as stored (hex, by path), by name (absent: none known). */
+  inputDigests?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   /** The client's Idempotency-Key, if it sent one. */
   submitKey?: string | null;
   /** The QoS tiers the submitter may use (a token's `--qos`); absent or null: any (an admin). */
@@ -73,6 +75,7 @@ export function submitWorkflow(step: Step, request: WorkflowSubmitRequest): Work
       spec: admitted.get(job.name)!,
       owner,
       inputs: request.inputs?.get(job.name) ?? [],
+      ...(request.inputDigests?.has(job.name) ? { inputDigests: request.inputDigests.get(job.name) } : {}),
       // The workflow's own jobs only: the owner's.
       dependencyOwner: owner,
       admitted: true,

@@ -50,6 +50,7 @@ function job(id: string, priority: number, seq: number): JobEntry {
     endedAt: null,
     spec: validateJobSpec({ command: "true" }),
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],

@@ -171,6 +171,7 @@ describe("JobEntry keeps its live tasks counted", () => {
     endedAt: null,
     spec,
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],

@@ -28,7 +28,10 @@ const content = (value: string) => Readable.from([Buffer.from(value)]);
 const keys = async () => (await blobs.list("jobs")).map((blob) => blob.key);
 
 it("stores inputs, outputs and checkpoint objects where the layout puts them, answering their sizes", async () => {
-  expect(await files.storeInput("7", "data/in.txt", content("input"))).toBe(5);
+  expect(await files.storeInput("7", "data/in.txt", content("input"))).toStrictEqual({
+    bytes: 5,
+    sha256: createHash("sha256").update("input").digest("hex"),
+  });
   expect(await files.storeOutput("7", 2, 3, "out.txt", content("output!"))).toBe(7);
   expect(await files.storeCheckpointObject("7", 2, "a".repeat(64), content("object"))).toBe(6);
   expect(await keys()).toStrictEqual([

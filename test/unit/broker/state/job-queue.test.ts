@@ -18,6 +18,7 @@ function entry(id: string, priority: number, createdAt: number, tasks = 1, owner
     endedAt: null,
     spec: validateJobSpec({ command: "true" }),
     inputs: [],
+    inputDigests: null,
     dynamicRequirements: null,
     submitKey: null,
     slowHosts: [],

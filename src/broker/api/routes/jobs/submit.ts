@@ -155,7 +155,8 @@ async function submitMultipart(
       async (newId) => {
         received = true;
         let spec: JobSpec | null = null;
-        const stored = new Set<string>();
+        // Each input stored, with the SHA-256 its store computed (kept with the job: data affinity).
+        const stored = new Map<string, string>();
         for await (const part of multipartParts(request)) {
           if (part.type === "field") {
             if (part.fieldname !== "job") continue;
@@ -179,10 +180,9 @@ async function submitMultipart(
           }
           const into = id;
           const what = `input ${path}`;
-          await storeUpload(part.file, { maxUploadBytes, what, shown: what }, (content) =>
-            files.storeInput(into, path, content),
-          );
-          stored.add(path);
+          await storeUpload(part.file, { maxUploadBytes, what, shown: what }, async (content) => {
+            stored.set(path, (await files.storeInput(into, path, content)).sha256);
+          });
         }
         if (!spec || !id) throw new InvalidRequestError("job", "the job field is missing");
         const missing = spec.inputs.findIndex((input) => !isUrlInput(input) && !stored.has(input));
@@ -192,7 +192,13 @@ async function submitMultipart(
             `${spec.inputs[missing]}: file was not uploaded`,
           );
         }
-        return { spec: await withParamsFile(spec, files, id), inputs: uploadedInputs(spec.inputs), id };
+        const inputs = uploadedInputs(spec.inputs);
+        return {
+          spec: await withParamsFile(spec, files, id),
+          inputs,
+          inputDigests: Object.fromEntries(inputs.map((path) => [path, stored.get(path)!])),
+          id,
+        };
       },
     );
     if (!received) await readPastParts(request);
