@@ -171,8 +171,8 @@ export class Core {
   }
 
   /**
-   * A heartbeat renews the lease and brings facts, progress and the host's cache counters (soft
-   * state: state/soft-state.ts); the jobs'
+   * A heartbeat renews the lease and brings facts, progress, the host's cache counters and what
+   * its cache holds (soft state: state/soft-state.ts); the jobs'
    * progress and requirements files may then decide a stop: performance contracts, self-migration.
    * Resolves once any such decision is committed.
    */
@@ -182,9 +182,10 @@ export class Core {
     progress: HeartbeatMessage["progress"] = [],
     requirements: HeartbeatMessage["requirements"] = [],
     cache?: HeartbeatMessage["cache"],
+    held?: HeartbeatMessage["cacheHeld"],
   ): Promise<void> {
     const now = this.reactor.now();
-    heartbeatSeen(this.state, now, name, facts, progress, cache);
+    heartbeatSeen(this.state, now, name, facts, progress, cache, held);
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;
     const walltime = walltimeDue({ state: this.state, now }, name, margin);
     if (progress.length === 0 && requirements.length === 0 && !walltime) return Promise.resolve();
