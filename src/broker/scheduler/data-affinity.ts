@@ -52,7 +52,7 @@ export function inputBytesByHost(
   digests: readonly string[] | undefined,
   cached: CachedObjects | undefined,
 ): Map<string, number> | null {
-  if (!digests || digests.length === 0 || !cached || cached.size === 0) return null;
+  if (!digests || !cached) return null;
   let held: Map<string, number> | null = null;
   for (const digest of digests) {
     const holders = cached.get(digest);

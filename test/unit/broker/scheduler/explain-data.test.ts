@@ -51,6 +51,25 @@ describe("explainDataAffinity", () => {
     });
   });
 
+  it("orders hosts holding as much by name, whatever order the holders come in", () => {
+    for (const order of [
+      ["c", "a", "d", "b"],
+      ["d", "c", "b", "a"],
+      ["a", "b", "c", "d"],
+      ["b", "d", "a", "c"],
+    ]) {
+      const holders = new Map(order.map((host) => [host, 8]));
+      const said = explainDataAffinity({ inputDigests: [A] }, new Map([[A, holders]]));
+      expect(said?.hosts.map((each) => each.host)).toStrictEqual(["a", "b", "c", "d"]);
+    }
+  });
+
+  it("names up to five hosts in its line without counting more", () => {
+    const holders = new Map(Array.from({ length: 5 }, (_, i) => [`h${i}`, 10 - i]));
+    const said = explainDataAffinity({ inputDigests: [A] }, new Map([[A, holders]]));
+    expect(said?.line).toMatch(/: h0 10 bytes, h1 9 bytes, h2 8 bytes, h3 7 bytes, h4 6 bytes$/);
+  });
+
   it("names five hosts in its line and counts the others", () => {
     const holders = new Map(Array.from({ length: 7 }, (_, i) => [`h${i}`, 10 - i]));
     const said = explainDataAffinity({ inputDigests: [A] }, new Map([[A, holders]]));
