@@ -12,6 +12,7 @@ import { AGENT_TRANSFERS } from "../common/model/transfers.ts";
 import type { LinkSocket } from "../common/protocol/local-link.ts";
 import {
   type AgentMessage,
+  CACHE_HELD_MAX,
   PROTOCOL_VERSION,
   type ReportEvent,
   type StartMessage,
@@ -29,6 +30,7 @@ import { SPARE_FOLDERS_MAX, SpareFolders } from "./attempt/spare-folders.ts";
 import { StartReports } from "./attempt/start-reports.ts";
 import { workingFolderRefusal } from "./attempt/working-folder.ts";
 import { ContentCache, DEFAULT_CACHE_GB, GIB } from "./cache/content-cache.ts";
+import { HeldReport } from "./cache/held-summary.ts";
 import { chooseEnforcement, isolatesGpus, removeBase, sweepCgroups } from "./cgroups/enforcement.ts";
 import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
 import { Outbox } from "./connection/outbox.ts";
@@ -67,6 +69,8 @@ export class Agent {
   /** Attempts this agent holds: running, or ended with the end not yet acknowledged. */
   private readonly attempts = new HeldAttempts();
   private readonly outbox = new Outbox();
+  /** What the cache's summary each connection last carried (cache/held-summary.ts). */
+  private readonly heldReport = new HeldReport();
   private readonly launcher: Launcher;
   private readonly missingSince = new Map<string, number>();
   private readonly startReports = new StartReports((event) => this.report(event));
@@ -101,7 +105,7 @@ export class Agent {
       {
         hello: () => this.hello(),
         message: (ws, message) => this.handle(ws, message),
-        heartbeat: () => this.heartbeat(),
+        heartbeat: (ws) => this.heartbeat(ws),
         incompatible: (message) => void this.leaveIncompatible(message),
       },
     );
@@ -471,7 +475,7 @@ export class Agent {
     }
   }
 
-  private async heartbeat(): Promise<AgentMessage> {
+  private async heartbeat(ws: LinkSocket): Promise<AgentMessage> {
     const progress = [];
     const requirements = [];
     for (const attempt of this.attempts.values()) {
@@ -483,7 +487,10 @@ export class Agent {
       if (text !== null) requirements.push({ ...attemptRef(attempt.spec), text });
     }
     const cache = this.context.cache.counters;
-    return { type: "heartbeat", facts: await this.facts(), progress, requirements, cache };
+    // What the cache holds, when this connection has not carried it yet (held-summary.ts).
+    const cacheHeld = this.heldReport.next(ws, this.context.cache.held(CACHE_HELD_MAX));
+    const facts = await this.facts();
+    return { type: "heartbeat", facts, progress, requirements, cache, ...(cacheHeld ? { cacheHeld } : {}) };
   }
 
   private report(event: ReportEvent): void {

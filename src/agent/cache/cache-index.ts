@@ -81,6 +81,8 @@ export class CacheIndex {
   /** How many placements use each object now. */
   readonly #pins = new Map<string, number>();
   #total = 0;
+  /** Counts the changes to what is held and when each was last used: a summary made at one count holds until the next. */
+  #version = 0;
 
   constructor(objects: readonly CachedObject[] = []) {
     for (const object of objects) this.add(object);
@@ -92,6 +94,16 @@ export class CacheIndex {
 
   get size(): number {
     return this.#objects.size;
+  }
+
+  /** Changes with every object added, removed or used (held-summary.ts makes a summary once per change). */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The objects held, in no order. */
+  values(): IterableIterator<Readonly<CachedObject>> {
+    return this.#objects.values();
   }
 
   /** The digests held, sorted. */
@@ -112,6 +124,7 @@ export class CacheIndex {
     this.remove(object.sha256);
     this.#objects.set(object.sha256, { ...object });
     this.#total += object.bytes;
+    this.#version++;
   }
 
   remove(sha256: string): void {
@@ -119,12 +132,15 @@ export class CacheIndex {
     if (!known) return;
     this.#objects.delete(sha256);
     this.#total -= known.bytes;
+    this.#version++;
   }
 
   /** The object was used at `nowMs`: the last to be evicted. */
   touch(sha256: string, nowMs: number): void {
     const known = this.#objects.get(sha256);
-    if (known) known.lastUsedMs = Math.max(known.lastUsedMs, nowMs);
+    if (!known) return;
+    known.lastUsedMs = Math.max(known.lastUsedMs, nowMs);
+    this.#version++;
   }
 
   pin(sha256: string): void {

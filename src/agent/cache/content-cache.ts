@@ -32,6 +32,7 @@ import {
 } from "node:fs";
 import { constants, copyFile, mkdir, rename, unlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import type { HeldObject } from "../../common/model/host-facts.ts";
 import { CacheIndex, indexFromListing, type ListedFile } from "./cache-index.ts";
 import {
   conditionalHeaders,
@@ -42,6 +43,7 @@ import {
   type Validators,
 } from "./cache-key.ts";
 import { DOWNLOAD_POLICY, type DownloadPolicy, type DownloadSource, download } from "./download.ts";
+import { heldSummary } from "./held-summary.ts";
 
 /** What the cache did since the agent started (the agent's heartbeats carry them to the server's /metrics). */
 export interface CacheCounters {
@@ -73,6 +75,8 @@ export class ContentCache {
   readonly #locks = new Map<string, Promise<void>>();
   readonly #policy: DownloadPolicy;
   readonly #counters = { hits: 0, misses: 0, bytesFetched: 0, bytesSaved: 0 };
+  /** The last summary held() made, and at which version of the index. */
+  #held: { version: number; max: number; summary: HeldObject[] } | null = null;
 
   constructor(dir: string, capacityBytes: number, policy: DownloadPolicy = DOWNLOAD_POLICY) {
     this.dir = dir;
@@ -92,6 +96,17 @@ export class ContentCache {
   /** The objects held, by digest (for tests and the agent's log). */
   get objects(): string[] {
     return this.#index.digests();
+  }
+
+  /**
+   * What the cache holds for the server's data affinity (held-summary.ts): the `max` objects used
+   * most recently, the most recent first. Made again only once the index has changed.
+   */
+  held(max: number): HeldObject[] {
+    const version = this.#index.version;
+    if (this.#held?.version !== version || this.#held.max !== max)
+      this.#held = { version, max, summary: heldSummary(this.#index.values(), max) };
+    return this.#held.summary;
   }
 
   get #objectsDir(): string {

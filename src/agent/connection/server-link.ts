@@ -41,8 +41,8 @@ export interface ServerLinkHandlers {
   hello(): Promise<AgentMessage>;
   /** A message from the server (the agent calls `welcomed` on a welcome). */
   message(ws: LinkSocket, message: OneServerMessage): Promise<void>;
-  /** The heartbeat to send now. */
-  heartbeat(): Promise<AgentMessage>;
+  /** The heartbeat to send now on `ws`. */
+  heartbeat(ws: LinkSocket): Promise<AgentMessage>;
   /** The server speaks another protocol version: `message` names both. */
   incompatible(message: string): void;
 }
@@ -208,6 +208,6 @@ export class ServerLink {
     }
     this.#awaitingPongs++;
     ws.ping();
-    this.send(ws, await this.#handlers.heartbeat());
+    this.send(ws, await this.#handlers.heartbeat(ws));
   }
 }

@@ -46,6 +46,12 @@ export interface StoredFile {
   read(offset?: number): Readable;
 }
 
+/** An input as stored: its size, and the SHA-256 of its content (hex). */
+export interface StoredInput {
+  bytes: number;
+  sha256: string;
+}
+
 /** An output file of an attempt: its path among the job's outputs, and its size. */
 export interface OutputFile {
   path: string;

@@ -55,6 +55,7 @@ export function explainEnded(job: JobEntry, events: readonly EventRecord[]): Job
     ahead: [],
     running: [],
     nextPass: { starts: [], preempts: null, line: "nothing more is scheduled for it" },
+    data: null,
   };
 }
 
@@ -149,6 +150,8 @@ function explainEntry(
     owners,
     running,
     pass,
+    // What the hosts' caches hold, also when no pass would run now (data affinity).
+    cached: state.cacheHolders.byDigest,
   });
   const visible = (other: string | undefined) => viewer === null || other === undefined || other === viewer;
   const reasons = jobReasons(state, job, now, (dependency) => visible(state.jobOwner(dependency)));

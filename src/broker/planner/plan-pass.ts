@@ -69,6 +69,8 @@ export function passInput(
     ...(runningUse ? { runningUse } : {}),
     replicable,
     ...(reserved.length > 0 ? { reserved } : {}),
+    // What the hosts' caches hold, for the data affinity of jobs with input digests.
+    ...(state.cacheHolders.hosts > 0 ? { cached: state.cacheHolders.byDigest } : {}),
     running: preempting || rescheduling ? () => runningViews(state) : undefined,
     policy: {
       ...policy,

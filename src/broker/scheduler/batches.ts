@@ -4,6 +4,7 @@
 // from being walked task by task on every pass.
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
+import { dataAffinityKey } from "./data-affinity.ts";
 import type { JobView } from "./view.ts";
 
 /** Expressions without their text (built by hand) are alike only to themselves. */
@@ -50,12 +51,18 @@ export function batchKey(
 }
 
 /**
- * What makes two jobs of one batch (`batch`: its batchKey) score hosts alike: the rank expression.
- * Null for a job with hosts it broke its contract on (scored for itself alone).
+ * What makes two jobs of one batch (`batch`: its batchKey) score hosts alike: the rank expression,
+ * and the job's input digests when some host holds any of them (`held`: data-affinity.ts). Null
+ * for a job with hosts it broke its contract on (scored for itself alone).
  */
-export function scoreKey(job: Pick<JobView, "rank" | "slowHosts">, batch: string): string | null {
+export function scoreKey(
+  job: Pick<JobView, "rank" | "slowHosts" | "inputDigests">,
+  batch: string,
+  held: boolean = false,
+): string | null {
   if (job.slowHosts && job.slowHosts.length > 0) return null;
-  return `${batch}\u0001${expressionKey(job.rank)}`;
+  const data = held && job.inputDigests ? `\u0003${dataAffinityKey(job.inputDigests)}` : "";
+  return `${batch}\u0001${expressionKey(job.rank)}${data}`;
 }
 
 /** The batch keys that found no room in this pass. */

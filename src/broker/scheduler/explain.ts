@@ -3,8 +3,9 @@
 // its own, so it cannot say a job starts when the scheduler would not start it, or the other way
 // round. Around it: host by host (HyperQueue's explain), through the same stages the scheduler
 // uses; the requirements clause by clause (HTCondor's `condor_q -better-analyze`); how many hosts
-// match and how many have room; whom the job waits behind in the queue; and, for its running
-// tasks, what rescheduling and preemption say. Pure: a snapshot and `now` in.
+// match and how many have room; whom the job waits behind in the queue; which hosts' caches hold
+// its inputs (data affinity: explain-data.ts); and, for its running tasks, what rescheduling and
+// preemption say. Pure: a snapshot and `now` in.
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
 import {
@@ -16,6 +17,7 @@ import {
 } from "../../common/model/cel-clauses.ts";
 import type { HostFacts } from "../../common/model/host-facts.ts";
 import { batchKey } from "./batches.ts";
+import { type DataAffinityExplanation, explainDataAffinity } from "./explain-data.ts";
 import {
   explainRunningTask,
   type LiveTaskAssessment,
@@ -34,7 +36,7 @@ import {
   requirementsHold,
 } from "./stages/feasibility.ts";
 import { capacityShortfall } from "./stages/fit.ts";
-import type { HostView, JobView, SchedulerState } from "./view.ts";
+import type { CachedObjects, HostView, JobView, SchedulerState } from "./view.ts";
 
 export interface HostExplanation {
   host: string;
@@ -71,6 +73,8 @@ export interface ExplainInput {
    * Absent: a pass over `queue` and `hosts` alone.
    */
   pass?: SchedulerState;
+  /** What the hosts' caches hold (data affinity), when no pass would run to carry it; absent: the pass's. */
+  cached?: CachedObjects;
 }
 
 /** What the next scheduling pass does for the job: the scheduler's own decision, run dry. */
@@ -91,6 +95,8 @@ export interface Explanation {
   ahead: { id: string; priority: number; owner: string | null }[];
   running: RunningTaskExplanation[];
   nextPass: NextPass;
+  /** Which hosts' caches hold the job's inputs (explain-data.ts); null when none of them is known by digest. */
+  data: DataAffinityExplanation | null;
 }
 
 /**
@@ -139,6 +145,7 @@ export function explain(input: ExplainInput): Explanation {
       return explainRunningTask({ ...task, estimates, estimatedAt: task.estimatedAt ?? now }, now);
     }),
     nextPass,
+    data: explainDataAffinity(job, input.cached ?? pass.cached),
   };
 }
 

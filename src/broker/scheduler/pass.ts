@@ -1,10 +1,11 @@
 // One scheduling pass's working state, which its stages share (schedule.ts): the room left on each
 // host that takes work, which the pass takes as it places; the free slots left in all; the plan so
 // far and the jobs it places; the limits, counting what it places (stages/limit.ts); and for each
-// job the hosts it may use, feasible (stages/feasibility.ts) then scored (stages/rank.ts), worked
-// out once for jobs alike (batches.ts).
+// job the hosts it may use, feasible (stages/feasibility.ts) then scored (stages/rank.ts, with the
+// bytes of its inputs each host holds: data-affinity.ts), worked out once for jobs alike (batches.ts).
 
 import { batchKey, ExhaustedBatches, scoreKey } from "./batches.ts";
+import { inputBytesByHost } from "./data-affinity.ts";
 import type { Placement, Plan } from "./plan.ts";
 import { policyOf } from "./policy.ts";
 import { type FeasibilityJob, feasibleHosts } from "./stages/feasibility.ts";
@@ -79,18 +80,21 @@ export class Pass {
    * batch and rank (100,000 single-task jobs of one kind are scored once a pass, not once each).
    */
   scoredFor(job: JobView, key: string): Scored {
-    const shared = scoreKey(job, key);
-    if (shared === null) return this.#score(job, key);
+    // Data affinity: the hosts holding the job's inputs (only for a job with digests some host holds).
+    const held =
+      job.inputDigests === undefined ? null : inputBytesByHost(job.inputDigests, this.state.cached);
+    const shared = scoreKey(job, key, held !== null);
+    if (shared === null) return this.#score(job, key, held);
     let scored = this.#scoredByKey.get(shared);
     if (!scored) {
-      scored = this.#score(job, key);
+      scored = this.#score(job, key, held);
       this.#scoredByKey.set(shared, scored);
     }
     return scored;
   }
 
-  #score(job: JobView, key: string): Scored {
-    const scored = scoreHosts(job, this.feasibleFor(job, key));
+  #score(job: JobView, key: string, held: ReadonlyMap<string, number> | null): Scored {
+    const scored = scoreHosts(job, this.feasibleFor(job, key), held);
     return { scored, rooms: scored.map((each) => this.capacity.get(each.host.name)!) };
   }
 

@@ -54,6 +54,12 @@ export interface JobView {
   transfers?: readonly string[];
   /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
   slowHosts?: readonly string[];
+  /**
+   * The SHA-256 digests known of the job's inputs (uploaded ones', URL ones' `sha256`), each once:
+   * hosts whose cache holds more of their bytes rank first among equals (data-affinity.ts); absent
+   * or empty: none known.
+   */
+  inputDigests?: readonly string[];
   /** Tasks that may start at `now` with no rule of their own, in the order they should start. */
   readyTasks(now: number): Iterable<number>;
   /** Tasks that may start at `now` but only on some hosts; absent means none. */
@@ -171,7 +177,15 @@ export interface SchedulerState {
   replicable?: readonly RunningTask[];
   /** Room preemptions keep for tasks that have not started yet (plan.ts); absent means none. */
   reserved?: readonly ReservedRoom[];
+  /** What the hosts' content caches hold (data-affinity.ts); absent: nothing known. */
+  cached?: CachedObjects;
 }
+
+/**
+ * By SHA-256 digest, the hosts whose content cache holds the object, with its size in bytes there
+ * (state/cache-holders.ts keeps it from the agents' heartbeats); a digest no host holds is absent.
+ */
+export type CachedObjects = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
 /**
  * Room a preemption keeps on a host for one task (state/room-reservations.ts). The host's

@@ -179,8 +179,8 @@ export class Core {
   }
 
   /**
-   * A heartbeat renews the lease and brings facts, progress and the host's cache counters (soft
-   * state: state/soft-state.ts); the jobs'
+   * A heartbeat renews the lease and brings facts, progress, the host's cache counters and what
+   * its cache holds (soft state: state/soft-state.ts); the jobs'
    * progress and requirements files may then decide a stop: performance contracts, self-migration.
    * Resolves once any such decision is committed.
    */
@@ -190,10 +190,11 @@ export class Core {
     progress: HeartbeatMessage["progress"] = [],
     requirements: HeartbeatMessage["requirements"] = [],
     cache?: HeartbeatMessage["cache"],
+    held?: HeartbeatMessage["cacheHeld"],
   ): Promise<void> {
     const now = this.reactor.now();
     const wasFull = this.state.hosts.get(name)?.facts.diskFull === true;
-    heartbeatSeen(this.state, now, name, facts, progress, cache);
+    heartbeatSeen(this.state, now, name, facts, progress, cache, held);
     // A work folder that has room again: the work that waited for it is placed now, not at the next discovery.
     if (wasFull && facts.diskFull !== true) this.reactor.kick();
     const margin = policyOf(this.reactor.options.policy).walltimeMarginSeconds;

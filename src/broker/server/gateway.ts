@@ -67,6 +67,7 @@ export interface GatewayPorts {
     progress?: HeartbeatMessage["progress"],
     requirements?: HeartbeatMessage["requirements"],
     cache?: HeartbeatMessage["cache"],
+    held?: HeartbeatMessage["cacheHeld"],
   ): Promise<void>;
   /** Any message from the agent renews its lease. */
   touch(name: string): void;
@@ -233,7 +234,14 @@ export class AgentGateway implements AgentLinks {
       switch (message.type) {
         case "heartbeat":
           ports
-            .heartbeat(host, message.facts, message.progress, message.requirements, message.cache)
+            .heartbeat(
+              host,
+              message.facts,
+              message.progress,
+              message.requirements,
+              message.cache,
+              message.cacheHeld,
+            )
             .catch((error) => log.error({ err: error }, "heartbeat not applied"));
           return;
         case "log":

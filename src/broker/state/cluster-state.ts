@@ -20,6 +20,7 @@ import { userTierKey } from "../scheduler/qos.ts";
 import type { Held, HostView, ReservedRoom, RunningUse } from "../scheduler/view.ts";
 import { WALLTIME_MARGIN_SECONDS, walltimeAt } from "../scheduler/walltime.ts";
 import { AttemptWatches } from "./attempt-watches.ts";
+import { CacheHolders } from "./cache-holders.ts";
 import { EndedJobs } from "./ended-jobs.ts";
 import {
   freeCustom,
@@ -80,6 +81,8 @@ export class ClusterState {
   readonly movedAt = new Map<string, number>();
   /** Room preemptions keep for the tasks they were made for, until those start (room-reservations.ts). */
   readonly reservations = new RoomReservations();
+  /** Which hosts' caches hold which objects, as their heartbeats said (soft state: cache-holders.ts). */
+  readonly cacheHolders = new CacheHolders();
   /** Checkpoint transfer rate observed (bytes per second), or null before any. */
   transferBytesPerSecond: number | null = null;
   /** Progress samples and requirements texts of running attempts (contracts, self-migration). */

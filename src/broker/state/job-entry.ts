@@ -17,6 +17,7 @@ import type {
 import { mayAddReplica } from "../../common/model/replicas.ts";
 import type { TaskState } from "../../common/model/states.ts";
 import { transfersNeeded } from "../../common/model/transfers.ts";
+import { knownInputDigests } from "../scheduler/data-affinity.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { migrationAllows, migrationLapsesAt, migrationWaitReason } from "../scheduler/migration-rule.ts";
 import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
@@ -80,6 +81,8 @@ export class JobEntry implements JobView {
   readonly #liveByTask = new Map<number, number>();
   /** A multi-node job's next attempt after a lost rank: back to the healthy hosts, the lost avoided. */
   gangRestart: { previous: (string | null)[]; avoid: string[] } | null = null;
+  /** The digests known of its inputs, once asked for (undefined: none); null: not worked out yet. */
+  #inputDigests: readonly string[] | undefined | null = null;
 
   constructor(record: JobRecord, seq: number, tasks: TaskRecord[]) {
     this.record = record;
@@ -203,6 +206,15 @@ export class JobEntry implements JobView {
   get slowHosts(): readonly string[] {
     return this.record.slowHosts;
   }
+  /** The digests known of its inputs (scheduler/data-affinity.ts), made when first asked for; undefined: none. */
+  get inputDigests(): readonly string[] | undefined {
+    if (this.#inputDigests === null) {
+      const { inputs } = this.record.spec;
+      const digests = inputs.length === 0 ? [] : knownInputDigests(inputs, this.record.inputDigests);
+      this.#inputDigests = digests.length > 0 ? digests : undefined;
+    }
+    return this.#inputDigests;
+  }
 
   /** Requirements the running job wrote (already checked): they replace the job's own from now on. */
   setDynamicRequirements(source: string): void {
@@ -217,6 +229,7 @@ export class JobEntry implements JobView {
    */
   replaceSpec(spec: JobRecord["spec"], dynamicRequirements: string | null): void {
     this.record.spec = spec;
+    this.#inputDigests = null;
     this.record.priority = spec.priority;
     this.record.dynamicRequirements = dynamicRequirements;
     const requirements = dynamicRequirements ?? spec.requirements;

@@ -18,10 +18,14 @@
 //   estimates and contracts read; the agents report them with every heartbeat.
 // - A host's content cache counters (HostEntry.cache): what its agent's cache did since the agent
 //   started, for /metrics; every heartbeat brings them anew.
+// - What each host's content cache holds (ClusterState.cacheHolders), for the scheduler's data
+//   affinity: the first heartbeat of each connection brings it, later ones when it changes; it is
+//   forgotten when the agent detaches (and never held by a server that just started or took over),
+//   so until an agent's next heartbeat its host counts as holding nothing.
 // - The observed checkpoint transfer rate: an estimate the rescheduler prices moves with, learnt
 //   again from the next uploads (the policy's default until then).
 
-import type { HostCacheCounters, HostFacts } from "../../common/model/host-facts.ts";
+import type { HeldObject, HostCacheCounters, HostFacts } from "../../common/model/host-facts.ts";
 import { observedTransferRate } from "../scheduler/transfer-rate.ts";
 import type { ClusterState } from "./cluster-state.ts";
 import { reportedAttempts } from "./host-entry.ts";
@@ -40,7 +44,10 @@ export function agentSeen(state: ClusterState, now: number, name: string): void 
   if (host) host.lastSeen = now;
 }
 
-/** Heartbeats renew the lease and bring facts, progress and (from agents that have one) the cache's counters. */
+/**
+ * Heartbeats renew the lease and bring facts, progress and (from agents that have one) the cache's
+ * counters, and what the cache holds when that changed (`held`: absent when it did not).
+ */
 export function heartbeatSeen(
   state: ClusterState,
   now: number,
@@ -48,12 +55,14 @@ export function heartbeatSeen(
   facts: HostFacts,
   progress: readonly ProgressReport[],
   cache?: HostCacheCounters,
+  held?: readonly HeldObject[],
 ): void {
   const host = state.hosts.get(name);
   if (!host) return;
   host.lastSeen = now;
   host.facts = facts;
   if (cache) host.cache = cache;
+  if (held) state.cacheHolders.set(name, held);
   for (const { report, live: active } of reportedAttempts(host, progress)) {
     const sample = { fraction: report.fraction, at: now };
     active.job.setProgress(report.taskIndex, sample);
@@ -67,6 +76,8 @@ export function heartbeatSeen(
 export function agentDetached(state: ClusterState, name: string): void {
   const host = state.hosts.get(name);
   if (host) host.connected = false;
+  // Its next connection's first heartbeat says again what its cache holds.
+  state.cacheHolders.forget(name);
 }
 
 /** A checkpoint object of `bytes` took `ms` to arrive: the rescheduler prices moves with the observed rate. */

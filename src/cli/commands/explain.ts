@@ -85,6 +85,8 @@ export function renderExplanation(
       ),
     );
   }
+  // Absent from a server of an earlier version.
+  if (answer.data) lines.push(answer.data.line);
   if (answer.pools.length > 0) {
     lines.push("pools:", ...answer.pools.map((pool) => `  ${pool.line}`));
   }

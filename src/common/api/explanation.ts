@@ -59,6 +59,21 @@ export const explanationSchema = z
         }),
       )
       .meta({ description: "the job's running tasks, with what rescheduling and preemption last said" }),
+    data: z
+      .object({
+        inputs: z
+          .int()
+          .meta({ description: "the job's inputs known by digest (each distinct content once)" }),
+        hosts: z.array(z.object({ host: z.string(), bytes: z.int() })).meta({
+          description: "the hosts whose content cache holds some of them, and how many bytes: the most first",
+        }),
+        line: z.string().meta({ description: "the sentence steward explain prints" }),
+      })
+      .nullable()
+      .meta({
+        description:
+          "data affinity: among hosts with room, after the job's rank, those whose cache holds more bytes of its inputs go first; null when none of its inputs is known by digest (an uploaded input of a job of an earlier version, a URL input without sha256)",
+      }),
     pools: z
       .array(
         z.object({

@@ -65,3 +65,12 @@ export interface HostCacheCounters {
   bytesSaved: number;
   bytesHeld: number;
 }
+
+/**
+ * An object a host's content cache holds, by the SHA-256 of its content (hex), with its size: its
+ * heartbeats name the ones it used last (`cacheHeld`), for the scheduler's data affinity.
+ */
+export interface HeldObject {
+  sha256: string;
+  bytes: number;
+}

@@ -63,7 +63,7 @@ export const urlInputSchema = z
       .optional()
       .meta({
         description:
-          "The SHA-256 of the file's content (hex): a file that differs fails the attempt (a system failure naming the URL); the host's cache then knows the file by it, without asking the server again.",
+          "The SHA-256 of the file's content (hex): a file that differs fails the attempt (a system failure naming the URL); the host's cache then knows the file by it, without asking the server again, and the scheduler prefers hosts whose cache holds it (data affinity).",
         examples: ["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
       }),
     as: z

@@ -35,7 +35,9 @@ export interface JobRecord {
   /**
    * The SHA-256 of each of `inputs` (hex, by path), computed as the server stored them: sent to the
    * agents with each start, so that they take an input from their cache without asking for its
-   * digest. Null for a job submitted to an earlier version (its agents ask the server per input).
+   * digest, and the scheduler prefers hosts whose content cache holds them (scheduler/data-affinity.ts).
+   * Null for a job submitted to an earlier version (its agents ask the server per input, and its
+   * uploaded inputs count for no host).
    */
   inputDigests: Record<string, string> | null;
   /**

@@ -113,6 +113,15 @@ export const helloMessage = z.object({
   batches: z.boolean().optional(),
 });
 
+/**
+ * The most objects a heartbeat's `cacheHeld` names: its cache's most recently used (about 25 KB of
+ * JSON at most, and sent only when it changed: agent/cache/held-summary.ts).
+ */
+export const CACHE_HELD_MAX = 256;
+
+/** An object a host's content cache holds: its SHA-256 (hex) and size. */
+export const heldObject = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), bytes: z.int().min(0) });
+
 export const heartbeatMessage = z.object({
   type: z.literal("heartbeat"),
   facts: hostFacts,
@@ -133,6 +142,13 @@ export const heartbeatMessage = z.object({
       bytesHeld: z.int().min(0),
     })
     .optional(),
+  /**
+   * What the host's content cache holds (its most recently used objects first, at most
+   * CACHE_HELD_MAX), for the scheduler's data affinity: sent with the first heartbeat of a
+   * connection and then whenever it changes; absent: the same as this connection last said (or an
+   * older agent, which says nothing of it).
+   */
+  cacheHeld: z.array(heldObject).max(CACHE_HELD_MAX).optional(),
 });
 
 export const startedEvent = z.object({

@@ -91,6 +91,24 @@ describe("scoreKey", () => {
       scoreKey({ rank: speed }, batchKey({ ...base, cpus: 2 })),
     );
   });
+
+  it("tells jobs apart by their input digests only when some host holds them (data affinity)", () => {
+    const a = "a".repeat(64);
+    const b = "b".repeat(64);
+    const plain = scoreKey({ rank: null }, batch);
+    // Held nowhere (or not said): scored with the jobs that have no inputs.
+    expect(scoreKey({ rank: null, inputDigests: [a] }, batch)).toBe(plain);
+    expect(scoreKey({ rank: null, inputDigests: [a] }, batch, false)).toBe(plain);
+    expect(scoreKey({ rank: null }, batch, true)).toBe(plain);
+    // Held: alike only with the same digests.
+    const held = scoreKey({ rank: null, inputDigests: [a] }, batch, true);
+    expect(held).not.toBe(plain);
+    expect(held).toBe(`${plain}\u0003${a}`);
+    expect(scoreKey({ rank: null, inputDigests: [a] }, batch, true)).toBe(held);
+    expect(scoreKey({ rank: null, inputDigests: [b] }, batch, true)).not.toBe(held);
+    expect(scoreKey({ rank: null, inputDigests: [a, b] }, batch, true)).toBe(`${plain}\u0003${a},${b}`);
+    expect(scoreKey({ rank: null, inputDigests: [a], slowHosts: ["h1"] }, batch, true)).toBeNull();
+  });
 });
 
 describe("ExhaustedBatches", () => {

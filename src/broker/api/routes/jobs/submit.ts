@@ -155,7 +155,7 @@ async function submitMultipart(
       async (newId) => {
         received = true;
         let spec: JobSpec | null = null;
-        // Each input stored, with the SHA-256 its store computed (sent with each start).
+        // Each input stored, with the SHA-256 its store computed (sent with each start, and the scheduler's data affinity).
         const stored = new Map<string, string>();
         for await (const part of multipartParts(request)) {
           if (part.type === "field") {

@@ -1,6 +1,7 @@
 // The rank stage: a job's feasible hosts scored (its rank expression, hosts it broke its contract
-// on marked slow), and the order that score makes with the room each host has left: slow hosts
-// last, then the higher rank, then the most free slots (spread), then the name.
+// on marked slow, the bytes of its inputs each holds), and the order that score makes with the room
+// each host has left: slow hosts last, then the higher rank, then the more input bytes held (data
+// affinity), then the most free slots (spread), then the name.
 
 import { describe, expect, it } from "vitest";
 import {
@@ -84,16 +85,28 @@ describe("scoreHosts", () => {
 });
 
 describe("compareScored", () => {
-  const scored = (name: string, rank: number, slow = false): ScoredHost => ({
+  const scored = (name: string, rank: number, slow = false, held = 0): ScoredHost => ({
     host: hostView(name),
     rank,
     slow,
+    held,
   });
   it.each<[string, ScoredHost, number, ScoredHost, number, "a" | "b" | "same"]>([
     ["a slow host last, whatever its rank", scored("a", 9, true), 4, scored("b", 0), 0, "b"],
     ["both slow: the higher rank", scored("a", 1, true), 0, scored("b", 2, true), 4, "b"],
     ["the higher rank, whatever the room", scored("a", 3), 1, scored("b", 2), 4, "a"],
     ["a rank above the lowest one", scored("a", Number.NEGATIVE_INFINITY), 4, scored("b", -5), 0, "b"],
+    [
+      "equal ranks: the more of the job's input bytes held",
+      scored("a", 1, false, 10),
+      1,
+      scored("b", 1, false, 9),
+      4,
+      "a",
+    ],
+    ["the higher rank before the bytes held", scored("a", 1, false, 900), 4, scored("b", 2), 0, "b"],
+    ["a slow host last, whatever it holds", scored("a", 1, true, 900), 4, scored("b", 1), 0, "b"],
+    ["equal bytes held: the most free slots", scored("a", 1, false, 5), 1, scored("b", 1, false, 5), 3, "b"],
     ["equal ranks: the most free slots", scored("a", 1), 1, scored("b", 1), 3, "b"],
     ["equal ranks and room: the name", scored("a", 1), 2, scored("b", 1), 2, "a"],
     ["the same host: alike", scored("a", 1), 2, scored("a", 1), 2, "same"],
