@@ -6,6 +6,7 @@
 
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
+import { AGENT_TRANSFERS } from "../../../../src/common/model/transfers.ts";
 import { CACHE_HELD_MAX, heartbeatMessage } from "../../../../src/common/protocol/messages.ts";
 import { facts, Harness, hello, settle } from "../../../helpers/core-harness.ts";
 
@@ -49,8 +50,11 @@ function startedOn(id: string): string[] {
 it("starts a job on the host whose cache holds its input, by URL digest or uploaded digest", async () => {
   const { core } = harness;
   for (const name of ["h1", "h2", "h3"]) await core.agents.attachHost(hello(name, [], 4));
-  await core.heartbeat("h2", facts("h2"), [], [], undefined, [{ sha256: A, bytes: 1000 }]);
-  await core.heartbeat("h3", facts("h3"), [], [], undefined, [{ sha256: B, bytes: 500 }]);
+  // Agents of this release: they fetch URL inputs (the transfers fact).
+  const current = (name: string) => ({ ...facts(name), transfers: [...AGENT_TRANSFERS] });
+  await core.heartbeat("h1", current("h1"), [], [], undefined, []);
+  await core.heartbeat("h2", current("h2"), [], [], undefined, [{ sha256: A, bytes: 1000 }]);
+  await core.heartbeat("h3", current("h3"), [], [], undefined, [{ sha256: B, bytes: 500 }]);
   const byUrl = await submit({ command: "x", inputs: [{ url: "https://data.example.org/a", sha256: A }] });
   await settle();
   expect(startedOn(byUrl)).toStrictEqual(["h2"]);
