@@ -290,6 +290,10 @@ describe("retryJob: what it checks, resets and tells", () => {
     endTask(bench, "1", 0, "failed");
     const running = bench.run((step) => retryJob(step, { id: "1", by: "alice" }));
     expect(running.changes.filter((change) => change.op === "putJob")).toEqual([]);
+    // Its task, of a job that waits for nothing, is written once: pending.
+    expect(running.changes.filter((change) => change.op === "putTasks")).toEqual([
+      { op: "putTasks", tasks: [expect.objectContaining({ index: 0, state: "pending" })] },
+    ]);
     bench.schedule();
     endTask(bench, "1", 0, "failed");
     bench.run((step) => cancelJob(step, "1"));

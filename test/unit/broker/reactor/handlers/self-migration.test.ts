@@ -256,6 +256,14 @@ describe("self-migration", () => {
     expect(data("requirements.migrate")).toEqual([true, true]);
   });
 
+  it("a text of 4096 characters exactly is taken", () => {
+    const job = runningInZoneA();
+    const text = `host.name != "${"x".repeat(4096 - 'host.name != ""'.length)}"`;
+    expect(text).toHaveLength(4096);
+    write("za", job, 1, text);
+    expect(job.record.dynamicRequirements).toBe(text);
+  });
+
   it("a refused text longer than the limit is named by its first 4096 characters", () => {
     const job = runningInZoneA();
     write("za", job, 1, `host.name == "${"x".repeat(5000)}"`);

@@ -98,6 +98,8 @@ describe("a workflow's jobs as one request", () => {
     const touched = bench.run((step) => cancelWorkflow(step, "flow-1")).result;
     expect(names(touched)).toEqual(["b", "c", "d"]);
     expect(["2", "3", "4"].map((id) => stateOf(bench, id))).toEqual(["cancelled", "cancelled", "cancelled"]);
+    // No one named: the user.
+    expect(bench.events("2").find((event) => event.kind === "cancel")?.data).toEqual({ by: "user" });
   });
 
   it("a removal is refused while a job has not ended, naming it, and removes nothing; then removes those left", () => {
@@ -161,6 +163,20 @@ describe("a workflow's jobs as one request", () => {
     bench.run((step) => attemptStarted(step, "h1", { jobId: "1", taskIndex: 0, attempt: 2 }));
     bench.run((step) => attemptEnded(step, "h1", ended("1", 2)));
     expect(names(bench.run((step) => holdWorkflow(step, "flow-1")).result)).toEqual(["b", "c", "d"]);
+    expect(
+      bench
+        .events("3")
+        .filter((event) => event.kind === "hold")
+        .at(-1)?.data,
+    ).toEqual({ by: "user" });
+    expect(names(bench.run((step) => releaseWorkflow(step, "flow-1")).result)).toEqual(["b", "c", "d"]);
+    expect(
+      bench
+        .events("3")
+        .filter((event) => event.kind === "release")
+        .at(-1)?.data,
+    ).toEqual({ by: "user" });
+    bench.run((step) => holdWorkflow(step, "flow-1"));
     bench.run((step) => removeJob(step, "1"));
     expect(names(bench.run((step) => holdWorkflow(step, "flow-1")).result)).toEqual([]);
   });

@@ -132,6 +132,7 @@ describe("a workflow's submit", () => {
       }),
     );
     expect(again.result.workflow.id).toBe("flow-1");
+    expect(again.result.jobs).toEqual([]);
     expect(again.changes).toEqual([]);
     // Another owner's same key is theirs.
     const bob = bench.run((step) =>
@@ -572,3 +573,40 @@ groups:
 });
 
 const states3 = (bench: HandlerBench) => ["1", "2", "3"].map((id) => bench.state.header(id)?.state);
+
+describe("a workflow's submit and retry, more", () => {
+  it("a submit without a key is never taken for one made with the key 'null'", () => {
+    const bench = new HandlerBench();
+    const file = validateWorkflowFile({ jobs: { x: { command: "x" } } });
+    bench.run((step) =>
+      submitWorkflow(step, {
+        id: "flow-1",
+        file,
+        owner: "alice",
+        ids: new Map([["x", "1"]]),
+        submitKey: "null",
+      }),
+    );
+    const second = bench.run((step) =>
+      submitWorkflow(step, { id: "flow-2", file, owner: "alice", ids: new Map([["x", "2"]]) }),
+    );
+    expect(second.result.workflow.id).toBe("flow-2");
+  });
+
+  it("a retry in the step its job failed in, the job still in memory, needs no stored copy", () => {
+    const bench = diamond();
+    startReady(bench);
+    const retried = bench.run((step) => {
+      attemptEnded(step, "h1", ended("1", 1, "failed"));
+      return retryWorkflow(step, { id: "flow-1", by: "alice" });
+    }).result;
+    // a failed, and b, c and d, which waited for it, were cancelled: all in memory still.
+    expect(retried.retried.map(({ name, tasks }) => [name, tasks])).toEqual([
+      ["a", [0]],
+      ["b", [0]],
+      ["c", [0]],
+      ["d", [0]],
+    ]);
+    expect(bench.state.jobs.get("1")?.record.state).toBe("pending");
+  });
+});
