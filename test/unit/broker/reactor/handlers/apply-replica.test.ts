@@ -7,7 +7,7 @@
 
 import { describe, expect, it } from "vitest";
 import { attachHost, attemptStarted } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
-import { applyPlan } from "../../../../../src/broker/reactor/handlers/apply-plan.ts";
+import { applyPlan, applyStops } from "../../../../../src/broker/reactor/handlers/apply-plan.ts";
 import { drainHost, migrateJob } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { agentDetached } from "../../../../../src/broker/state/soft-state.ts";
@@ -151,6 +151,18 @@ describe("a replica placement", () => {
       expect([name, replica(bench, jobId, host, taskIndex)]).toEqual([name, []]);
       expect([name, job.liveAttempts(0).length, bench.starts()]).toEqual([name, live, []]);
     }
+  });
+
+  it("of a job of three replicas is dropped while one of two live is being stopped, or to a host of either", () => {
+    const { bench } = replicable({ replicas: 3 });
+    replica(bench, "1", "h3");
+    expect(replica(bench, "1", "h1")).toEqual([]);
+    bench.run((step) =>
+      applyStops(step, [
+        { jobId: "1", taskIndex: 0, attempt: 2, intent: { outcome: "preempted", reason: { kind: "held" } } },
+      ]),
+    );
+    expect(replica(bench, "1", "h2")).toEqual([]);
   });
 
   it("takes a host whose free slots are just the job's cpus", () => {
