@@ -33,12 +33,16 @@ function stopsOf(job: JobEntry, intent: StopIntent, skip?: (host: string) => boo
   return stops;
 }
 
+/**
+ * A task no attempt of which runs now: pending, or waiting for its dependencies. (A task is never
+ * `held`: a hold is its job's flag, JobRecord.held, and a held job's tasks stay pending.)
+ */
+const hasNotStarted = (task: TaskRecord): boolean => task.state === "pending" || task.state === "waiting";
+
 export function cancelJob(step: Step, id: string, by = "user"): JobEntry {
   const job = findJob(step, id);
   if (job.isEnded()) return job;
-  const dirty = job.tasks.filter(
-    (task) => task.state === "pending" || task.state === "waiting" || task.state === "held",
-  );
+  const dirty = job.tasks.filter(hasNotStarted);
   if (dirty.length) step.write.updateTasks(job, dirty, { state: "cancelled" });
   step.write.updateJob(job, { cancelRequested: true });
   step.event(job, { kind: "cancel", data: { by } });
@@ -72,9 +76,7 @@ export function cancelTasks(step: Step, id: string, indexes: readonly number[], 
   const named = namedTasks(job, indexes);
   const open = named.filter((task) => !isEndedState(task.state));
   if (open.length === 0) return job;
-  const notStarted = open.filter(
-    (task) => task.state === "pending" || task.state === "waiting" || task.state === "held",
-  );
+  const notStarted = open.filter(hasNotStarted);
   if (notStarted.length) step.write.updateTasks(job, notStarted, { state: "cancelled" });
   step.event(job, { kind: "cancel", data: { by, tasks: formatTaskList(open.map((task) => task.index)) } });
   const chosen = new Set(open.map((task) => task.index));

@@ -90,19 +90,19 @@ export function updateJob(step: Step, { id, update, by, allowedQos = null }: Upd
   // Requirements the job wrote for itself give way to those its owner gives now.
   const dynamic = changed.has("requirements") ? null : record.dynamicRequirements;
   step.write.replaceJobSpec(job, spec, dynamic);
-  // Tasks whose memory grew after running out of it take the memory given now.
+  // Tasks not started whose memory grew after running out of it take the memory given now (a
+  // task is never `held`: a hold is its job's flag).
   if (changed.has("resources.memoryMb")) {
     const grown = job.tasks.filter(
-      (task) =>
-        task.memoryMb !== null &&
-        (task.state === "pending" || task.state === "held" || task.state === "waiting"),
+      (task) => task.memoryMb !== null && (task.state === "pending" || task.state === "waiting"),
     );
     if (grown.length > 0) step.write.updateTasks(job, grown, { memoryMb: null });
   }
   // Room a preemption kept was sized and chosen for the job as it was: the next pass chooses again.
   step.state.reservations.forgetJob(job.id);
   step.event(job, { kind: "updated", data: { by, changes } });
-  if (job.pending.size > 0) step.state.queue.add(job);
+  // Its place in the queue moved with the job file (replaceJobSpec); a job with pending tasks is
+  // always queued (state/job-queue.ts lets go only of jobs without pending work).
   step.schedule = true;
   return job;
 }

@@ -8,6 +8,7 @@ import {
   walltimeAt,
   walltimeStops,
 } from "../../scheduler/walltime.ts";
+import type { HostEntry } from "../../state/host-entry.ts";
 import type { Step } from "../step.ts";
 import { applyStops } from "./apply-plan.ts";
 
@@ -29,7 +30,7 @@ export function leaveBeforeWalltime(step: Step, hostName: string, marginSeconds:
   const host = step.state.hosts.get(hostName);
   if (!host || host.record.endsAt === null) return;
   const walltime = walltimeAt(host.record.endsAt, step.now, marginSeconds);
-  const stops = walltimeStops(walltime, attemptsOn(step, hostName));
+  const stops = walltimeStops(walltime, attemptsOn(host));
   const secondsLeft = Math.round(walltime?.secondsLeft ?? 0);
   for (const stop of stops) {
     const job = step.state.jobs.get(stop.jobId);
@@ -49,9 +50,7 @@ export function leaveBeforeWalltime(step: Step, hostName: string, marginSeconds:
   applyStops(step, stops);
 }
 
-function attemptsOn(step: Pick<Step, "state">, hostName: string): AttemptOnHost[] {
-  const host = step.state.hosts.get(hostName);
-  if (!host) return [];
+function attemptsOn(host: HostEntry): AttemptOnHost[] {
   return [...host.active.values()].map(({ job, attempt }) => ({
     jobId: job.id,
     taskIndex: attempt.taskIndex,

@@ -171,9 +171,8 @@ export function retryWorkflow(step: Step, request: WorkflowRetryRequest): Workfl
     const record = job?.record ?? stored?.job;
     if (!states || !record)
       throw new ConflictError(`job ${member.job} (${member.name}) could not be read: try again`);
+    // At least one: a job ends failed or cancelled only with a task so (model/job-state.ts).
     const adds = retrySelection(states, {}).retry.length;
-    if (adds === 0)
-      throw new ConflictError(`job ${member.job} (${member.name}) has no failed or cancelled task`);
     const { qos } = record.spec;
     admitSpec(step.state, record.spec, record.owner, request.allowedQos ?? null, {
       adds,

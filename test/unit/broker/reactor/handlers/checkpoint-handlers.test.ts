@@ -10,7 +10,7 @@ import {
   checkpointObjectStored,
   commitCheckpoint,
 } from "../../../../../src/broker/reactor/handlers/checkpoints.ts";
-import { Step } from "../../../../../src/broker/reactor/step.ts";
+import { handle, Step } from "../../../../../src/broker/reactor/step.ts";
 import { newestCompleteGeneration, retention } from "../../../../../src/broker/state/checkpoint-retention.ts";
 import type { ClusterState } from "../../../../../src/broker/state/cluster-state.ts";
 import { recoverState } from "../../../../../src/broker/state/recover.ts";
@@ -62,6 +62,21 @@ function stored(state: ClusterState, letter: string, ranks = [0], bytes = 4): St
   const each = step(state);
   checkpointObjectStored(each, { jobId: "j", taskIndex: 0, ranks, sha256: sha(letter), bytes });
   return each;
+}
+
+/** Runs `handler` in a step that throws after it: what it did is to be taken back. */
+function thrownAfter(state: ClusterState, handler: (step: Step) => void): void {
+  expect(() =>
+    handle(
+      state,
+      NOW,
+      (each) => {
+        handler(each);
+        throw new Error("after");
+      },
+      () => 0.5,
+    ),
+  ).toThrow("after");
 }
 
 function commit(state: ClusterState, manifest: CheckpointManifest, attemptNumber = 1) {
@@ -172,6 +187,102 @@ describe("a single-host task's checkpoints", () => {
     expect(commit(state, { files: [file("state", "a")] }).result.generation).toBe(3);
   });
 
+  it("an upload of an object being dropped is refused, naming it, and is not taken as stored", () => {
+    const state = running();
+    stored(state, "a");
+    commit(state, { files: [file("state", "a")] });
+    stored(state, "b");
+    commit(state, { files: [file("state", "b")] });
+    const checkpoints = state.jobs.get("j")!.checkpointsOf(0);
+    expect([...checkpoints.dropping]).toStrictEqual([sha("a")]);
+    expect(() => stored(state, "a")).toThrow(
+      `checkpoint object ${sha("a")} was being dropped: upload it again`,
+    );
+    expect(checkpoints.pending.has(sha("a"))).toBe(false);
+    expect(checkpoints.storedObjects().has(sha("a"))).toBe(false);
+  });
+
+  it("an upload for a job or task not known is let go, nothing noted", () => {
+    const state = running();
+    for (const [jobId, taskIndex] of [
+      ["k", 0],
+      ["j", 1],
+    ] as const) {
+      const each = step(state);
+      checkpointObjectStored(each, { jobId, taskIndex, ranks: [0], sha256: sha("a"), bytes: 4 });
+      expect(each.changes).toStrictEqual([]);
+    }
+    expect(state.jobs.get("j")!.checkpointsOf(0).pending.size).toBe(0);
+  });
+
+  it("a commit releases the objects it names from those pending, and drops at once those uploaded and never named", () => {
+    const state = running();
+    stored(state, "a");
+    stored(state, "x");
+    const { effects } = commit(state, { files: [file("state", "a")] });
+    const checkpoints = state.jobs.get("j")!.checkpointsOf(0);
+    expect([...checkpoints.pending.keys()]).toStrictEqual([]);
+    // No part is dropped, but "x" is: an effect of objects alone.
+    expect(effects).toStrictEqual([
+      {
+        kind: "dropCheckpointBlobs",
+        drop: { jobId: "j", taskIndex: 0, objects: [sha("x")], manifests: [] },
+      },
+    ]);
+  });
+
+  it("a part dropped whose objects the new one names still has its manifest dropped, no object with it", () => {
+    const state = running();
+    stored(state, "a");
+    commit(state, { files: [file("state", "a")] });
+    const { result, effects } = commit(state, { files: [file("state", "a")] });
+    expect(result.generation).toBe(2);
+    expect(effects).toStrictEqual([
+      {
+        kind: "dropCheckpointBlobs",
+        drop: { jobId: "j", taskIndex: 0, objects: [], manifests: [{ rank: null, generation: 1 }] },
+      },
+    ]);
+  });
+
+  it("an upload taken back (its step threw) leaves nothing pending", () => {
+    const state = running();
+    thrownAfter(state, (each) =>
+      checkpointObjectStored(each, { jobId: "j", taskIndex: 0, ranks: [0], sha256: sha("a"), bytes: 4 }),
+    );
+    expect(state.jobs.get("j")!.checkpointsOf(0).pending.size).toBe(0);
+  });
+
+  it("a commit taken back puts back what was pending and what was being dropped", () => {
+    const state = running();
+    stored(state, "a");
+    commit(state, { files: [file("state", "a")] });
+    stored(state, "b");
+    commit(state, { files: [file("state", "b")] });
+    stored(state, "c");
+    const checkpoints = state.jobs.get("j")!.checkpointsOf(0);
+    expect([...checkpoints.dropping]).toStrictEqual([sha("a")]);
+    // The commit of "c" would release it and drop generation 2's "b".
+    thrownAfter(state, (each) =>
+      commitCheckpoint(each, {
+        jobId: "j",
+        taskIndex: 0,
+        attempt: 1,
+        manifest: { files: [file("state", "c")] },
+      }),
+    );
+    expect([...checkpoints.dropping]).toStrictEqual([sha("a")]);
+    expect([...checkpoints.pending.keys()]).toStrictEqual([sha("c")]);
+    expect(state.jobs.get("j")!.tasks[0].checkpoint?.generation).toBe(2);
+  });
+
+  it("the blobs of a job no longer known dropped: nothing to note", () => {
+    const state = running();
+    const each = step(state);
+    checkpointBlobsDropped(each, { jobId: "k", taskIndex: 0, objects: [sha("a")], manifests: [] });
+    expect(each.changes).toStrictEqual([]);
+  });
+
   it("a rank on a single-host job's manifest is refused past rank 0", () => {
     const state = running();
     expect(() => commit(state, { files: [], gang: { rank: 1, generation: 1 } })).toThrow(InvalidRequestError);
@@ -238,6 +349,31 @@ describe("a multi-node job's checkpoints", () => {
       files: [file("s", "c")],
       gang: { rank: 0, generation: 2 },
     });
+  });
+
+  it("an object uploaded again for another rank is pending for both; taken back, for the first only", () => {
+    const state = running(2);
+    stored(state, "z", [0]);
+    const pending = () => state.jobs.get("j")!.checkpointsOf(0).pending.get(sha("z"));
+    thrownAfter(state, (each) =>
+      checkpointObjectStored(each, { jobId: "j", taskIndex: 0, ranks: [1], sha256: sha("z"), bytes: 4 }),
+    );
+    expect(pending()).toStrictEqual({ bytes: 4, ranks: new Set([0]) });
+    stored(state, "z", [1]);
+    expect(pending()).toStrictEqual({ bytes: 4, ranks: new Set([0, 1]) });
+  });
+
+  it("a rank committing its generation again replaces its part of it", () => {
+    const state = running(2);
+    stored(state, "a", [0]);
+    commit(state, { files: [file("s", "a")], gang: { rank: 0, generation: 1 } });
+    stored(state, "b", [0]);
+    const again = commit(state, { files: [file("s", "b")], gang: { rank: 0, generation: 1 } });
+    expect(again.result).toStrictEqual({ generation: 1, bytes: 4, previous: null });
+    const parts = state.jobs.get("j")!.checkpointsOf(0).parts;
+    expect(
+      parts.map((part) => ({ rank: part.rank, generation: part.generation, files: part.files })),
+    ).toStrictEqual([{ rank: 0, generation: 1, files: [file("s", "b")] }]);
   });
 
   it("an object one host uploaded for two ranks stays until both have committed", () => {

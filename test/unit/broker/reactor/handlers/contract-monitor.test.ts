@@ -9,8 +9,10 @@ import {
   attemptEnded,
   attemptStarted,
 } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
-import { drainHost } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { watchContracts } from "../../../../../src/broker/reactor/handlers/contracts.ts";
+import { drainHost, holdJob } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
+import { handle } from "../../../../../src/broker/reactor/step.ts";
 import type { JobEntry } from "../../../../../src/broker/state/job-entry.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import type { HeartbeatMessage } from "../../../../../src/common/protocol/messages.ts";
@@ -214,5 +216,71 @@ describe("contract monitor", () => {
     const other = host === "h1" ? "h2" : "h1";
     beat(other, job, 1, 0, 0, 20);
     expect(bench.stops()).toEqual([]);
+  });
+
+  it("an attempt being stopped is not judged: no event, its host not ranked last", () => {
+    const { job, host } = submitRunning();
+    bench.run((step) => holdJob(step, job.id));
+    bench.effects = [];
+    beat(host, job, 1, 0, 0.001, 20);
+    expect(events(job).filter((event) => event.kind.startsWith("contract."))).toEqual([]);
+    expect(job.record.slowHosts).toEqual([]);
+  });
+
+  it("progress whose step was taken back leaves no sample", () => {
+    const { job, host } = submitRunning();
+    bench.now += 1000;
+    expect(() =>
+      handle(
+        bench.state,
+        bench.now,
+        (step) => {
+          watchContracts(step, host, [{ jobId: job.id, taskIndex: 0, attempt: 1, fraction: 0.01 }]);
+          throw new Error("after");
+        },
+        () => 0.5,
+      ),
+    ).toThrow("after");
+    expect(bench.state.watches.size).toBe(0);
+  });
+
+  it("an array's task that stays says so", () => {
+    bench.run((step) => drainHost(step, "h2"));
+    const { job, host } = submitRunning({ array: { count: 1 } });
+    const array = submit({ command: "sleep 100", contract: CONTRACT, array: { count: 2 } });
+    for (const start of bench.starts().filter((each) => each.jobId === array.id))
+      bench.run((step) => attemptStarted(step, start.host, start));
+    for (let i = 0; i < 20; i++) {
+      bench.now += 1000;
+      heartbeat(host, [
+        { jobId: job.id, taskIndex: 0, attempt: 1, fraction: 0.001 * i },
+        { jobId: array.id, taskIndex: 0, attempt: 1, fraction: 0.001 * i },
+      ]);
+    }
+    const stays = (each: JobEntry) =>
+      events(each)
+        .filter((event) => event.kind === "contract.stays")
+        .map((event) => event.data.array);
+    expect(stays(job)).toEqual([false]);
+    expect(stays(array)).toEqual([true]);
+  });
+
+  it("a host slow again for the job is ranked last once, not twice", () => {
+    const { job, host } = submitRunning({ retry: { maxAttempts: 5, backoffSeconds: 0 } });
+    beat(host, job, 1, 0, 0.001, 7);
+    reportEnded(host, ended(job.id, 1, "migrated"));
+    const second = bench.starts().find((each) => each.attempt === 2)!;
+    started(second.host, job, 2);
+    beat(second.host, job, 2, 0, 0.001, 7);
+    reportEnded(second.host, ended(job.id, 2, "migrated"));
+    expect([...job.record.slowHosts].sort()).toEqual(["h1", "h2"]);
+    const third = bench.starts().find((each) => each.attempt === 3)!;
+    started(third.host, job, 3);
+    // Another host could run it now: the third attempt, slow on a host slow before, moves.
+    bench.run((step) => attachHost(step, hello("h3")));
+    bench.effects = [];
+    beat(third.host, job, 3, 0, 0.001, 7);
+    expect(bench.stops()).toEqual([expect.objectContaining({ host: third.host, attempt: 3 })]);
+    expect([...job.record.slowHosts].sort()).toEqual(["h1", "h2"]);
   });
 });

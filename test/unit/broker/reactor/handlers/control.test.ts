@@ -236,6 +236,34 @@ describe("a migration", () => {
       /use hold and release to restart it on h1$/,
     );
   });
+
+  it("to no host named asks only the hosts it moves away from, not one where an attempt is stopping", () => {
+    // Task 0 runs on h2 (one slot); task 1 started on h1 (two slots) and is being stopped by a
+    // cancel. Moving away from h2, h1 has room: the migration goes. Away from h1 there would be
+    // nowhere (h2 is full), but nothing is moved away from h1.
+    const bench = new HandlerBench();
+    bench.run((step) => attachHost(step, hello("h2", [], 1)));
+    const job = bench.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "work", array: { count: 2 } }),
+        owner: "alice",
+        inputs: [],
+      }),
+    ).result;
+    bench.schedule();
+    bench.run((step) => attachHost(step, hello("h1", [], 2)));
+    bench.schedule();
+    for (const start of bench.starts()) bench.run((step) => attemptStarted(step, start.host, start));
+    expect([job.attempt(0, 1)!.host, job.attempt(1, 1)!.host]).toEqual(["h2", "h1"]);
+    bench.run((step) => cancelTasks(step, job.id, [1]));
+    expect(job.attempt(1, 1)!.state).toBe("stopping");
+    bench.effects = [];
+    bench.run((step) => migrateJob(step, job.id, null));
+    expect(bench.stops().map(({ host, taskIndex, outcome }) => ({ host, taskIndex, outcome }))).toEqual([
+      { host: "h2", taskIndex: 0, outcome: "migrated" },
+    ]);
+  });
 });
 
 describe("hosts", () => {

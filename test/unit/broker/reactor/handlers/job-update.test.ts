@@ -10,9 +10,12 @@ import {
   attemptEnded,
   attemptStarted,
 } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
+import { applyPlan } from "../../../../../src/broker/reactor/handlers/apply-plan.ts";
 import { holdJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { retryJob } from "../../../../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { updateJob } from "../../../../../src/broker/reactor/handlers/update.ts";
+import { ClusterState } from "../../../../../src/broker/state/cluster-state.ts";
 import { updateOf } from "../../../../../src/cli/commands/update.ts";
 import { renderEvent } from "../../../../../src/common/model/events.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
@@ -25,6 +28,7 @@ import {
   updateRefusal,
 } from "../../../../../src/common/model/job-update.ts";
 import { JobFileError } from "../../../../../src/common/model/jobfile-error.ts";
+import { parseQosFile } from "../../../../../src/common/model/qos-file.ts";
 import type { UpdateField } from "../../../../../src/common/model/update-fields.ts";
 import { ended, facts, hello } from "../../../../helpers/agent-messages.ts";
 import { Harness, submitOn } from "../../../../helpers/core-harness.ts";
@@ -365,6 +369,172 @@ describe("updateJob", () => {
     expect(job.tasks[0].memoryMb).toBeNull();
     expect(job.memoryMb).toBe(1000);
     expect(renderEvent({ kind: "updated", data: { by: "bob", changes: [] } })).toBe("updated by bob: ");
+  });
+});
+
+describe("updateJob: what it checks, keeps and resets", () => {
+  /** Places task `taskIndex` of job `jobId` on h1 by hand, starts it, and ends it as `outcome` says. */
+  function runOnce(
+    b: HandlerBench,
+    jobId: string,
+    taskIndex: number,
+    outcome: "succeeded" | "failed" | "oom",
+  ): void {
+    b.run((step) =>
+      applyPlan(step, { place: [{ kind: "task", jobId, taskIndex, host: "h1" }], stop: [], preempt: [] }),
+    );
+    const attempt = b.state.jobs.get(jobId)!.tasks[taskIndex].attempts;
+    b.run((step) => attemptStarted(step, "h1", { jobId, taskIndex, attempt }));
+    const end =
+      outcome === "oom"
+        ? ended(jobId, attempt, "failed", { cause: "oom", reason: "out of memory", taskIndex })
+        : ended(jobId, attempt, outcome, { taskIndex });
+    b.run((step) => attemptEnded(step, "h1", end));
+  }
+
+  it("refuses new cpus for a job whose tasks have run and stopped, naming why", () => {
+    const held = bench(["h1"]);
+    submit(held, "2", { command: "run", retry: { maxAttempts: 2, backoffSeconds: 0 } });
+    runOnce(held, "2", 0, "failed");
+    expect(held.state.jobs.get("2")?.tasks[0]).toMatchObject({ state: "pending", attempts: 1 });
+    expect(() => update(held, "2", { resources: { cpus: 2 } })).toThrow(
+      "job 2 has tasks that have run: resources.cpus cannot change (their cpu time is counted at the job's cpus); submit it again instead",
+    );
+    // Its memory may change.
+    update(held, "2", { resources: { memoryMb: 64 } });
+    expect(held.state.jobs.get("2")?.memoryMb).toBe(64);
+  });
+
+  it("checks the tier against who asks only when the update names one", () => {
+    const policy = parseQosFile("tiers:\n  normal: {}\n  high:\n    priority: 10\n");
+    const b = new HandlerBench(new ClusterState({}, policy));
+    b.run((step) =>
+      submitJob(step, {
+        id: "1",
+        spec: validateJobSpec({ command: "run", qos: "high" }),
+        owner: "alice",
+        inputs: [],
+      }),
+    );
+    b.run((step) =>
+      submitJob(step, { id: "2", spec: validateJobSpec({ command: "run" }), owner: "alice", inputs: [] }),
+    );
+    const asAlice = (id: string, change: JobUpdate) =>
+      b.run((step) => updateJob(step, { id, update: change, by: "alice", allowedQos: ["normal"] }));
+    // A job an admin put in "high" takes a new priority from alice, whose token allows "normal" only.
+    asAlice("1", { priority: 3 });
+    expect(b.state.jobs.get("1")?.priority).toBe(3);
+    expect(() => asAlice("2", { qos: "high" })).toThrow(
+      "qos: user alice may not use QoS high; their token allows normal",
+    );
+    expect(b.state.jobs.get("2")?.qos).toBe("normal");
+  });
+
+  it("drops the requirements the job wrote when new ones are given, and keeps them otherwise", () => {
+    const b = bench(["h1"]);
+    submit(b, "1", {
+      command: "run",
+      requirements: "host.cpus > 0",
+      retry: { maxAttempts: 2, backoffSeconds: 0 },
+    });
+    b.run((step) =>
+      applyPlan(step, {
+        place: [{ kind: "task", jobId: "1", taskIndex: 0, host: "h1" }],
+        stop: [],
+        preempt: [],
+      }),
+    );
+    b.run((step) => attemptStarted(step, "h1", { jobId: "1", taskIndex: 0, attempt: 1 }));
+    b.heartbeat("h1", facts("h1"), [], [{ jobId: "1", taskIndex: 0, attempt: 1, text: 'host.name == "h1"' }]);
+    const job = b.state.jobs.get("1")!;
+    expect(job.record.dynamicRequirements).toBe('host.name == "h1"');
+    b.run((step) => attemptEnded(step, "h1", ended("1", 1, "failed")));
+    update(b, "1", { priority: 2 });
+    expect(job.record.dynamicRequirements).toBe('host.name == "h1"');
+    update(b, "1", { requirements: 'host.name != "h9"' });
+    expect(job.record.dynamicRequirements).toBeNull();
+    expect(job.requirements?.source).toBe('host.name != "h9"');
+  });
+
+  it("gives the memory asked to tasks not started whose memory grew, pending or waiting, and to no other", () => {
+    const b = bench(["h1"], 2);
+    const memory = {
+      resources: { memoryMb: 100 },
+      retry: { maxAttempts: 2, backoffSeconds: 0, memoryGrowth: 2 },
+    };
+    submit(b, "A", { command: "first", array: { count: 3 } });
+    submit(b, "B", {
+      command: "then",
+      array: { count: 3 },
+      dependsOn: [{ job: "A", when: "ended", tasks: "same" }],
+      ...memory,
+    });
+    runOnce(b, "A", 0, "failed");
+    // B's task 0 runs out of memory twice (it fails, its memory grown once), and is retried with A's task 0.
+    runOnce(b, "B", 0, "oom");
+    runOnce(b, "B", 0, "oom");
+    runOnce(b, "A", 1, "succeeded");
+    // B's task 1 runs out of memory once (pending again, grown); then it runs again and succeeds.
+    runOnce(b, "B", 1, "oom");
+    runOnce(b, "B", 1, "succeeded");
+    b.run((step) => retryJob(step, { id: "A", by: "alice", tasks: [0] }));
+    b.run((step) => retryJob(step, { id: "B", by: "alice", tasks: [0] }));
+    // And task 2 runs out of memory once: pending, its memory grown.
+    runOnce(b, "A", 2, "succeeded");
+    runOnce(b, "B", 2, "oom");
+    const job = b.state.jobs.get("B")!;
+    expect(job.tasks.map((task) => [task.state, task.memoryMb])).toEqual([
+      ["waiting", 200],
+      ["succeeded", 200],
+      ["pending", 200],
+    ]);
+    // A new priority leaves the memory as it grew; a new memory with no task grown writes no task.
+    const priority = update(b, "B", { priority: 2 });
+    expect(priority.changes.map((change) => change.op)).toEqual(["putJob", "addEvent"]);
+    expect(job.tasks.map((task) => task.memoryMb)).toEqual([200, 200, 200]);
+    const handled = update(b, "B", { resources: { memoryMb: 1000 } });
+    expect(job.tasks.map((task) => task.memoryMb)).toEqual([null, 200, null]);
+    expect(
+      handled.changes.flatMap((change) =>
+        change.op === "putTasks" ? change.tasks.map((task) => task.index) : [],
+      ),
+    ).toEqual([0, 2]);
+    const again = update(b, "B", { resources: { memoryMb: 2000 } });
+    expect(again.changes.map((change) => change.op)).toEqual(["putJob", "addEvent"]);
+  });
+
+  it("forgets the room a preemption kept for the job: the next pass chooses again", () => {
+    const b = bench(["h1"]);
+    submit(b, "v", { command: "victim" });
+    b.run((step) =>
+      applyPlan(step, {
+        place: [{ kind: "task", jobId: "v", taskIndex: 0, host: "h1" }],
+        stop: [],
+        preempt: [],
+      }),
+    );
+    b.run((step) => attemptStarted(step, "h1", { jobId: "v", taskIndex: 0, attempt: 1 }));
+    submit(b, "w", { command: "waits" });
+    b.run((step) =>
+      applyPlan(step, {
+        place: [],
+        stop: [],
+        preempt: [
+          {
+            stop: {
+              jobId: "v",
+              taskIndex: 0,
+              attempt: 1,
+              intent: { outcome: "preempted", reason: { kind: "held" } },
+            },
+            place: { kind: "task", jobId: "w", taskIndex: 0, host: "h1" },
+          },
+        ],
+      }),
+    );
+    expect(b.state.reservations.get("w", 0)).toBeDefined();
+    update(b, "w", { priority: 1 });
+    expect(b.state.reservations.get("w", 0)).toBeUndefined();
   });
 });
 

@@ -8,17 +8,20 @@ import {
   ConflictError,
   InvalidRequestError,
   NotFoundError,
+  QuotaError,
 } from "../../../../../src/broker/reactor/errors.ts";
 import { attachHost, attemptEnded } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
 import {
   checkpointObjectStored,
   commitCheckpoint,
 } from "../../../../../src/broker/reactor/handlers/checkpoints.ts";
-import { cancelTasks } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { cancelJob, cancelTasks, removeJob } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { retryJob } from "../../../../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
+import { ClusterState } from "../../../../../src/broker/state/cluster-state.ts";
 import type { StoredJob } from "../../../../../src/broker/store/store.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
+import { parseQosFile } from "../../../../../src/common/model/qos-file.ts";
 import { ended, hello } from "../../../../helpers/agent-messages.ts";
 import { HandlerBench } from "../../../../helpers/handler-bench.ts";
 
@@ -187,6 +190,116 @@ describe("retryJob", () => {
     bench.run((step) => retryJob(step, { id: "1", by: "alice" }));
     expect(bench.state.jobs.get("1")?.tasks.map((task) => task.state)).toEqual(["pending", "running"]);
     expect(bench.state.jobs.get("1")?.record.state).toBe("running");
+  });
+});
+
+describe("retryJob: what it checks, resets and tells", () => {
+  it("takes a stored copy only of the job named, and only while its header is kept", () => {
+    const bench = failedArray();
+    submit(bench, "3", { command: "y" });
+    bench.schedule();
+    endTask(bench, "3", 0, "failed");
+    expect(bench.state.header("3")?.state).toBe("failed");
+    // Job 3 has left memory; a copy of job 1 is not it.
+    expect(() =>
+      bench.run((step) => retryJob(step, { id: "3", by: "a", stored: storedOf(bench, "1") })),
+    ).toThrow(new NotFoundError("no job 3"));
+    expect(bench.state.jobs.has("1")).toBe(false);
+    const stored = storedOf(bench, "1");
+    bench.run((step) => removeJob(step, "1"));
+    expect(() => bench.run((step) => retryJob(step, { id: "1", by: "a", stored }))).toThrow(
+      new NotFoundError("no job 1"),
+    );
+    expect(bench.state.jobs.has("1")).toBe(false);
+  });
+
+  it("is admitted as a submit, the tasks it retries counted as queued; a workflow's, admitted already, is not checked again", () => {
+    const policy = parseQosFile("tiers:\n  normal:\n    maxQueuedTasks: 3\n");
+    const bench = new HandlerBench(new ClusterState({}, policy));
+    bench.run((step) => attachHost(step, hello("h1", [], 4)));
+    submit(bench, "1", { command: "x", array: { count: 3 } });
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    endTask(bench, "1", 1, "failed");
+    endTask(bench, "1", 2, "succeeded");
+    submit(bench, "2", { command: "y", array: { count: 2 } });
+    const stored = storedOf(bench, "1");
+    expect(() => bench.run((step) => retryJob(step, { id: "1", by: "alice", stored }))).toThrow(QuotaError);
+    expect(bench.state.jobs.has("1")).toBe(false);
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", stored, tasks: [0] }));
+    expect(bench.state.jobs.get("1")?.tasks.map((task) => task.state)).toEqual([
+      "pending",
+      "failed",
+      "succeeded",
+    ]);
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", tasks: [1], admitted: true }));
+    expect(bench.state.jobs.get("1")?.tasks[1].state).toBe("pending");
+  });
+
+  it("gives each task retried a fresh budget: no failures, losses or system failures, no back-off, result or migration", () => {
+    const bench = failedArray();
+    const stored = storedOf(bench, "1");
+    Object.assign(stored.tasks[1], {
+      losses: 2,
+      systemFailures: 1,
+      notBefore: 5,
+      resultAttempt: 2,
+      migration: { to: null, from: "h1" },
+    });
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", tasks: [1], stored }));
+    expect(bench.state.jobs.get("1")?.tasks[1]).toMatchObject({
+      state: "pending",
+      failures: 0,
+      losses: 0,
+      systemFailures: 0,
+      notBefore: null,
+      resultAttempt: null,
+      migration: null,
+    });
+  });
+
+  it("tells who asked, which tasks, how many, whether an array, and the workflow when it is one's; a pass follows", () => {
+    const bench = failedArray();
+    const handled = bench.run((step) =>
+      retryJob(step, { id: "1", by: "bob", stored: storedOf(bench, "1"), workflow: "flow-7" }),
+    );
+    expect(handled.schedule).toBe(true);
+    const retried = () =>
+      bench
+        .events()
+        .filter((event) => event.kind === "retried")
+        .map((event) => event.data);
+    expect(retried()).toEqual([{ by: "bob", tasks: "1, 3", count: 2, array: true, workflow: "flow-7" }]);
+    const single = benchWith(1);
+    submit(single, "5", { command: "x", array: { count: 1 } });
+    single.schedule();
+    endTask(single, "5", 0, "failed");
+    single.run((step) => retryJob(step, { id: "5", by: "bob", stored: storedOf(single, "5") }));
+    expect(
+      single
+        .events("5")
+        .filter((event) => event.kind === "retried")
+        .map((event) => event.data),
+    ).toStrictEqual([{ by: "bob", tasks: "0", count: 1, array: false }]);
+  });
+
+  it("a job being cancelled is no longer, once a task of it is retried; a running job's record is not written", () => {
+    const bench = benchWith(4);
+    submit(bench, "1", { command: "x", array: { count: 2 } });
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    const running = bench.run((step) => retryJob(step, { id: "1", by: "alice" }));
+    expect(running.changes.filter((change) => change.op === "putJob")).toEqual([]);
+    // Its task, of a job that waits for nothing, is written once: pending.
+    expect(running.changes.filter((change) => change.op === "putTasks")).toEqual([
+      { op: "putTasks", tasks: [expect.objectContaining({ index: 0, state: "pending" })] },
+    ]);
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    bench.run((step) => cancelJob(step, "1"));
+    expect(bench.state.jobs.get("1")?.record).toMatchObject({ state: "running", cancelRequested: true });
+    bench.run((step) => retryJob(step, { id: "1", by: "alice" }));
+    expect(bench.state.jobs.get("1")?.record.cancelRequested).toBe(false);
   });
 });
 

@@ -9,7 +9,10 @@ import {
   attemptEnded,
   attemptStarted,
 } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
+import { cancelJob, cancelTasks, holdJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { followRequirementsFiles } from "../../../../../src/broker/reactor/handlers/requirements-file.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
+import { handle } from "../../../../../src/broker/reactor/step.ts";
 import type { JobEntry } from "../../../../../src/broker/state/job-entry.ts";
 import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import type { HelloMessage } from "../../../../../src/common/protocol/messages.ts";
@@ -216,5 +219,109 @@ describe("self-migration", () => {
         .map((stop) => `${stop.taskIndex}:${stop.outcome}`)
         .sort(),
     ).toEqual(["0:migrated", "1:migrated"]);
+  });
+
+  it("names the requirements replaced: none for a job that had none", () => {
+    const job = requests.submit(validateJobSpec({ command: "sleep 100" }));
+    const host = bench.starts()[0].host;
+    requests.attemptStarted(host, job.id, 0, 1);
+    write(host, job, 1, `host.name == "${host}"`);
+    expect(bench.events(job.id).find((event) => event.kind === "requirements.changed")).toMatchObject({
+      message: `attempt 1 wrote new requirements: host.name == "${host}" (they replace none)`,
+      data: { previous: null, array: false },
+    });
+  });
+
+  it("says a single job's move is not an array's", () => {
+    const job = runningInZoneA();
+    write("za", job, 1, 'host.labels.zone == "b"');
+    expect(bench.events(job.id).find((event) => event.kind === "requirements.migrate")?.data.array).toBe(
+      false,
+    );
+  });
+
+  it("says whether the job is an array", () => {
+    requests.attachHost({ ...zoneHost("za", "a"), slots: 2 });
+    const array = requests.submit(
+      validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', array: { count: 2 } }),
+    );
+    for (const index of [0, 1]) requests.attemptStarted("za", array.id, index, 1);
+    write("za", array, 1, 'host.labels.zone == "b"', 1);
+    const data = (kind: string) =>
+      bench
+        .events(array.id)
+        .filter((event) => event.kind === kind)
+        .map((event) => event.data.array);
+    expect(data("requirements.changed")).toEqual([true]);
+    expect(data("requirements.migrate")).toEqual([true, true]);
+  });
+
+  it("a text of 4096 characters exactly is taken", () => {
+    const job = runningInZoneA();
+    const text = `host.name != "${"x".repeat(4096 - 'host.name != ""'.length)}"`;
+    expect(text).toHaveLength(4096);
+    write("za", job, 1, text);
+    expect(job.record.dynamicRequirements).toBe(text);
+  });
+
+  it("a refused text longer than the limit is named by its first 4096 characters", () => {
+    const job = runningInZoneA();
+    write("za", job, 1, `host.name == "${"x".repeat(5000)}"`);
+    const refused = bench.events(job.id).find((event) => event.kind === "requirements.refused");
+    expect(String(refused?.data.requirements)).toHaveLength(4096);
+  });
+
+  it("what an attempt stopping writes is not acted on: held, or cancelled", () => {
+    for (const stop of [holdJob, cancelJob]) {
+      bench = new HandlerBench();
+      requests.attachHost(zoneHost("za", "a"));
+      requests.attachHost(zoneHost("zb", "b"));
+      const job = runningInZoneA();
+      bench.run((step) => stop(step, job.id));
+      expect(job.attempt(0, 1)!.state).toBe("stopping");
+      write("za", job, 1, 'host.labels.zone == "b"');
+      expect(job.record.dynamicRequirements).toBeNull();
+      expect(kinds(job)).not.toContain("requirements.changed");
+    }
+  });
+
+  it("moves only the attempts starting or running: one being stopped is left to its stop", () => {
+    requests.attachHost({ ...zoneHost("za", "a"), slots: 3 });
+    const job = requests.submit(
+      validateJobSpec({ command: "sleep 100", requirements: 'host.labels.zone == "a"', array: { count: 3 } }),
+    );
+    // Task 0 runs, task 1 is still starting, task 2 is being stopped by a cancel of it.
+    for (const index of [0, 2]) requests.attemptStarted("za", job.id, index, 1);
+    bench.run((step) => cancelTasks(step, job.id, [2]));
+    bench.effects = [];
+    write("za", job, 1, 'host.labels.zone == "b"');
+    const moved = bench
+      .events(job.id)
+      .filter((event) => event.kind === "requirements.migrate")
+      .map((event) => event.data.task);
+    expect(moved).toEqual([0, 1]);
+    expect(bench.stops().map((stop) => stop.taskIndex)).toEqual([0, 1]);
+  });
+
+  it("a text whose step was taken back is acted on when it comes again, refused or not", () => {
+    const job = runningInZoneA();
+    const report = (text: string) => [{ jobId: job.id, taskIndex: 0, attempt: 1, text }];
+    for (const text of ['host.labels.zone == "b"', "host.gpus > 0.0"])
+      expect(() =>
+        handle(
+          bench.state,
+          bench.now,
+          (step) => {
+            followRequirementsFiles(step, "za", report(text));
+            throw new Error("after");
+          },
+          () => 0.5,
+        ),
+      ).toThrow("after");
+    expect(job.record.dynamicRequirements).toBeNull();
+    write("za", job, 1, "host.gpus > 0.0");
+    expect(kinds(job)).toContain("requirements.refused");
+    write("za", job, 1, 'host.labels.zone == "b"');
+    expect(job.record.dynamicRequirements).toBe('host.labels.zone == "b"');
   });
 });

@@ -10,6 +10,9 @@ import {
   attemptEnded,
   attemptStarted,
 } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
+import { cancelJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
+import { createToken } from "../../../../../src/broker/reactor/handlers/tokens.ts";
 import {
   retryWorkflow,
   submitWorkflow,
@@ -18,7 +21,9 @@ import {
 import { ClusterState } from "../../../../../src/broker/state/cluster-state.ts";
 import { stillWaitingAt } from "../../../../../src/broker/state/dependency-verdicts.ts";
 import type { StoredJob } from "../../../../../src/broker/store/store.ts";
+import { validateJobSpec } from "../../../../../src/common/model/job-spec.ts";
 import { parseQosFile } from "../../../../../src/common/model/qos-file.ts";
+import { newTokenOf } from "../../../../../src/common/model/tokens.ts";
 import { validateWorkflowFile } from "../../../../../src/common/model/workflow.ts";
 import { ended, hello } from "../../../../helpers/agent-messages.ts";
 import { HandlerBench } from "../../../../helpers/handler-bench.ts";
@@ -127,6 +132,7 @@ describe("a workflow's submit", () => {
       }),
     );
     expect(again.result.workflow.id).toBe("flow-1");
+    expect(again.result.jobs).toEqual([]);
     expect(again.changes).toEqual([]);
     // Another owner's same key is theirs.
     const bob = bench.run((step) =>
@@ -359,5 +365,248 @@ tiers:
       refusal(bench, { a: { command: "a", array: 2 }, b: { command: "b", qos: "high" } }, null),
     ).toBeNull();
     expect(bench.state.jobs.size).toBe(2);
+  });
+});
+
+describe("a workflow's record and jobs", () => {
+  it("records its name, owner, time, key and each job's dependencies by name; gives each job its inputs", () => {
+    const bench = new HandlerBench();
+    const file = validateWorkflowFile({
+      name: "pair",
+      jobs: {
+        a: { command: "a", array: 2 },
+        b: { command: "b", array: 2, dependsOn: [{ job: "a", when: "ended", tasks: "same" }] },
+      },
+    });
+    const ids = new Map([
+      ["a", "1"],
+      ["b", "2"],
+    ]);
+    const made = bench.run((step) =>
+      submitWorkflow(step, {
+        id: "flow-1",
+        file,
+        owner: "alice",
+        ids,
+        submitKey: "k1",
+        inputs: new Map([["b", ["blob-1"]]]),
+      }),
+    ).result;
+    expect(made.workflow).toEqual({
+      id: "flow-1",
+      name: "pair",
+      owner: "alice",
+      createdAt: bench.now,
+      submitKey: "k1",
+      jobs: [
+        { name: "a", job: "1", dependsOn: [] },
+        { name: "b", job: "2", dependsOn: [{ name: "a", when: "ended", sameTasks: true }] },
+      ],
+    });
+    expect(made.jobs.map((job) => job.record.inputs)).toEqual([[], ["blob-1"]]);
+  });
+
+  it("refuses a workflow id taken, naming it; a file naming a job without an id is the caller's error", () => {
+    const bench = diamond();
+    const file = validateWorkflowFile({ jobs: { x: { command: "x" }, y: { command: "y" } } });
+    expect(() =>
+      bench.run((step) => submitWorkflow(step, { id: "flow-1", file, owner: "alice", ids: new Map() })),
+    ).toThrow(new ConflictError("workflow flow-1 exists already"));
+    expect(() =>
+      bench.run((step) =>
+        submitWorkflow(step, { id: "flow-2", file, owner: "alice", ids: new Map([["x", "9"]]) }),
+      ),
+    ).toThrow("submitWorkflow: no id for job y");
+    expect(bench.state.workflows.has("flow-2")).toBe(false);
+  });
+});
+
+describe("a workflow's jobs counted together", () => {
+  const POLICY = parseQosFile(`
+tiers:
+  normal:
+    maxQueuedTasks: 5
+  high:
+    priority: 10
+groups:
+  physics:
+    maxQueuedTasks: 8
+`);
+  const ids = new Map([
+    ["a", "1"],
+    ["b", "2"],
+    ["c", "3"],
+  ]);
+  /** A bench under POLICY where alice is of the group physics. */
+  function physics(): HandlerBench {
+    const bench = new HandlerBench(new ClusterState({}, POLICY));
+    bench.run((step) =>
+      createToken(step, {
+        token: newTokenOf("api"),
+        subject: "alice",
+        role: "user",
+        pool: null,
+        createdBy: "admin",
+        expiresAt: null,
+        group: "physics",
+      }),
+    );
+    return bench;
+  }
+  const submitted = (bench: HandlerBench, jobs: Record<string, unknown>) =>
+    bench.run((step) =>
+      submitWorkflow(step, { id: "flow-1", file: validateWorkflowFile({ jobs }), owner: "alice", ids }),
+    );
+
+  it("by tier against a tier's limit: another tier's jobs do not count", () => {
+    const bench = physics();
+    submitted(bench, {
+      a: { command: "a", array: 2 },
+      b: { command: "b", array: 3, qos: "high" },
+      c: { command: "c", array: 3 },
+    });
+    expect(bench.state.jobs.size).toBe(3);
+  });
+
+  it("all tiers together against the group's limit", () => {
+    const bench = physics();
+    expect(() =>
+      submitted(bench, {
+        a: { command: "a", array: 2 },
+        b: { command: "b", array: 4, qos: "high" },
+        c: { command: "c", array: 3, qos: "high" },
+      }),
+    ).toThrow(QuotaError);
+    expect(bench.state.jobs.size).toBe(0);
+  });
+
+  it("a retry likewise: the tasks the jobs before it retry count as queued, by tier and in all", () => {
+    const bench = physics();
+    bench.run((step) => attachHost(step, hello("h1", [], 8)));
+    // Three jobs that do not wait for each other, all failing: then each retried.
+    submitted(bench, {
+      a: { command: "a", array: 2 },
+      b: { command: "b", array: 3, qos: "high" },
+      c: { command: "c", array: 3 },
+    });
+    bench.schedule();
+    for (const start of bench.starts())
+      bench.run((step) =>
+        attemptEnded(
+          step,
+          start.host,
+          ended(start.jobId, start.attempt, "failed", { taskIndex: start.taskIndex }),
+        ),
+      );
+    bench.schedule();
+    for (const start of bench.starts().slice(6))
+      bench.run((step) =>
+        attemptEnded(
+          step,
+          start.host,
+          ended(start.jobId, start.attempt, "failed", { taskIndex: start.taskIndex }),
+        ),
+      );
+    expect(states3(bench)).toEqual(["failed", "failed", "failed"]);
+    const stored = storedJobs(bench, ["1", "2", "3"]);
+    // One more task queued, of another tier: the group's limit is passed.
+    bench.run((step) =>
+      submitJob(step, {
+        id: "9",
+        spec: validateJobSpec({ command: "x", qos: "high" }),
+        owner: "alice",
+        inputs: [],
+      }),
+    );
+    expect(() => bench.run((step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }))).toThrow(
+      QuotaError,
+    );
+    bench.run((step) => cancelJob(step, "9"));
+    bench.run((step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }));
+    expect(states3(bench)).toEqual(["pending", "pending", "pending"]);
+  });
+
+  it("a retry counts the tasks the jobs before it retry in their tier against the tier's limit", () => {
+    const bench = physics();
+    bench.run((step) => attachHost(step, hello("h1", [], 8)));
+    submitted(bench, {
+      a: { command: "a", array: 2 },
+      b: { command: "b", array: 3, qos: "high" },
+      c: { command: "c", array: 3 },
+    });
+    bench.schedule();
+    // a and c fail, b succeeds.
+    for (const start of bench.starts())
+      bench.run((step) =>
+        attemptEnded(
+          step,
+          start.host,
+          ended(start.jobId, start.attempt, start.jobId === "2" ? "succeeded" : "failed", {
+            taskIndex: start.taskIndex,
+          }),
+        ),
+      );
+    expect(states3(bench)).toEqual(["failed", "succeeded", "failed"]);
+    bench.run((step) =>
+      submitJob(step, { id: "9", spec: validateJobSpec({ command: "x" }), owner: "alice", inputs: [] }),
+    );
+    // 1 queued, a's 2 and c's 3: 6 in the tier normal, over its 5.
+    const stored = storedJobs(bench, ["1", "3"]);
+    expect(() => bench.run((step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored }))).toThrow(
+      QuotaError,
+    );
+  });
+
+  it("a retry is refused a tier the one who asks may not use, naming the job", () => {
+    const bench = physics();
+    bench.run((step) => attachHost(step, hello("h1", [], 8)));
+    submitted(bench, { a: { command: "a", qos: "high" } });
+    bench.schedule();
+    bench.run((step) => attemptEnded(step, "h1", ended("1", 1, "failed")));
+    const stored = storedJobs(bench, ["1"]);
+    expect(() =>
+      bench.run((step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored, allowedQos: ["normal"] })),
+    ).toThrow("jobs.a.qos: user alice may not use QoS high; their token allows normal");
+    bench.run((step) => retryWorkflow(step, { id: "flow-1", by: "alice", stored, allowedQos: ["high"] }));
+    expect(bench.state.jobs.get("1")?.record.state).toBe("pending");
+  });
+});
+
+const states3 = (bench: HandlerBench) => ["1", "2", "3"].map((id) => bench.state.header(id)?.state);
+
+describe("a workflow's submit and retry, more", () => {
+  it("a submit without a key is never taken for one made with the key 'null'", () => {
+    const bench = new HandlerBench();
+    const file = validateWorkflowFile({ jobs: { x: { command: "x" } } });
+    bench.run((step) =>
+      submitWorkflow(step, {
+        id: "flow-1",
+        file,
+        owner: "alice",
+        ids: new Map([["x", "1"]]),
+        submitKey: "null",
+      }),
+    );
+    const second = bench.run((step) =>
+      submitWorkflow(step, { id: "flow-2", file, owner: "alice", ids: new Map([["x", "2"]]) }),
+    );
+    expect(second.result.workflow.id).toBe("flow-2");
+  });
+
+  it("a retry in the step its job failed in, the job still in memory, needs no stored copy", () => {
+    const bench = diamond();
+    startReady(bench);
+    const retried = bench.run((step) => {
+      attemptEnded(step, "h1", ended("1", 1, "failed"));
+      return retryWorkflow(step, { id: "flow-1", by: "alice" });
+    }).result;
+    // a failed, and b, c and d, which waited for it, were cancelled: all in memory still.
+    expect(retried.retried.map(({ name, tasks }) => [name, tasks])).toEqual([
+      ["a", [0]],
+      ["b", [0]],
+      ["c", [0]],
+      ["d", [0]],
+    ]);
+    expect(bench.state.jobs.get("1")?.record.state).toBe("pending");
   });
 });
