@@ -6,7 +6,11 @@
 import type { DownloadSource } from "./download.ts";
 import { shownUrl } from "./download.ts";
 
-export function urlSource(url: string): DownloadSource {
+/**
+ * The URL without its credentials, and the Basic authorization they stand for (none for a URL
+ * without): what a request to it sends, as fetch takes no credentials in the URL.
+ */
+export function withoutCredentials(url: string): { target: string; headers: Record<string, string> } {
   const parsed = new URL(url);
   const headers: Record<string, string> = {};
   if (parsed.username !== "" || parsed.password !== "") {
@@ -16,7 +20,11 @@ export function urlSource(url: string): DownloadSource {
     parsed.username = "";
     parsed.password = "";
   }
-  const target = parsed.toString();
+  return { target: parsed.toString(), headers };
+}
+
+export function urlSource(url: string): DownloadSource {
+  const { target, headers } = withoutCredentials(url);
   return {
     name: shownUrl(url),
     open: (extra, signal) => fetch(target, { headers: { ...headers, ...extra }, signal, redirect: "follow" }),

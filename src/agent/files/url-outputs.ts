@@ -20,6 +20,7 @@ import {
 } from "../../common/transport/http-client.ts";
 import { DOWNLOAD_POLICY, type DownloadPolicy, describe, retryable, shownUrl } from "../cache/download.ts";
 import { s3Refusal } from "../cache/s3-source.ts";
+import { withoutCredentials } from "../cache/url-source.ts";
 import { objectUrl, type S3Settings } from "../s3/s3-settings.ts";
 import { s3Request } from "../s3/s3-signing.ts";
 import { openJobFile } from "./job-written-file.ts";
@@ -89,16 +90,8 @@ export function pushTarget(to: string, s3: () => S3Settings, now: () => Date = (
       refusal: s3Refusal,
     };
   }
-  const parsed = new URL(to);
-  const headers: Record<string, string> = { "content-type": "application/octet-stream" };
-  if (parsed.username !== "" || parsed.password !== "") {
-    const user = decodeURIComponent(parsed.username);
-    const password = decodeURIComponent(parsed.password);
-    headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
-    parsed.username = "";
-    parsed.password = "";
-  }
-  const target = parsed.toString();
+  const { target, headers: credentials } = withoutCredentials(to);
+  const headers = { ...credentials, "content-type": "application/octet-stream" };
   return {
     name: shownUrl(to),
     put: async (file, _bytes, signal) =>

@@ -5,6 +5,7 @@
 
 import type { CompiledExpression } from "../../common/model/cel.ts";
 import { dataAffinityKey } from "./data-affinity.ts";
+import type { FeasibilityJob } from "./stages/feasibility.ts";
 import type { JobView } from "./view.ts";
 
 /** Expressions without their text (built by hand) are alike only to themselves. */
@@ -28,20 +29,7 @@ function expressionKey(expression: CompiledExpression | null): string {
  * hosts whose agent does take them), and what pilots' walltimes hold against them
  * (expected length, checkpoints); not rank, which only orders.
  */
-export function batchKey(
-  job: Pick<
-    JobView,
-    | "cpus"
-    | "memoryMb"
-    | "gpus"
-    | "custom"
-    | "requirements"
-    | "workdir"
-    | "transfers"
-    | "expectedSeconds"
-    | "checkpoints"
-  >,
-): string {
+export function batchKey(job: FeasibilityJob): string {
   const walltime = `${job.expectedSeconds ?? ""}\u0000${job.checkpoints ? 1 : 0}`;
   const countable =
     job.gpus || job.custom ? `\u0000${job.gpus ?? 0}\u0000${JSON.stringify(job.custom ?? {})}` : "";
