@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidRequestError } from "../../../../../src/broker/reactor/errors.ts";
 import { attachHost, attemptEnded } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
-import { holdJob, releaseJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { cancelTasks, holdJob, releaseJob } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { retryJob } from "../../../../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { jobReasons } from "../../../../../src/broker/state/job-reasons.ts";
@@ -291,6 +291,19 @@ describe("what a dependency's end writes and tells", () => {
     const held = bench.run((step) => holdJob(step, "1"));
     expect(held.effects).toEqual([{ kind: "jobChanged", job }]);
     expect(held.schedule).toBe(false);
+  });
+
+  it("a task let go by a cancel of the task it waits for asks for a pass", () => {
+    const bench = new HandlerBench();
+    submit(bench, "1", { command: "a", array: { count: 2 } });
+    submit(bench, "2", {
+      command: "b",
+      array: { count: 2 },
+      dependsOn: [{ job: "1", when: "ended", tasks: "same" }],
+    });
+    const handled = bench.run((step) => cancelTasks(step, "1", [0]));
+    expect(tasksOf(bench, "2")).toEqual(["pending", "waiting"]);
+    expect(handled.schedule).toBe(true);
   });
 
   it("a dependency retried and ending again while its dependant runs changes nothing for it", () => {
