@@ -306,6 +306,24 @@ describe("what a dependency's end writes and tells", () => {
     expect(handled.schedule).toBe(true);
   });
 
+  it("a task retried to wait while other tasks of its job run goes once its dependency ends", () => {
+    const bench = benchWith();
+    submit(bench, "1", { command: "a", array: { count: 2 } });
+    submit(bench, "2", { command: "b", array: { count: 2 }, dependsOn: [{ job: "1", when: "ended" }] });
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    endTask(bench, "1", 1, "succeeded");
+    bench.schedule();
+    endTask(bench, "2", 0, "failed");
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", stored: storedOf(bench, "1") }));
+    bench.run((step) => retryJob(step, { id: "2", by: "alice", tasks: [0] }));
+    // Job 2 runs (its task 1), its task 0 waiting for job 1 again.
+    expect([stateOf(bench, "2"), tasksOf(bench, "2")]).toEqual(["running", ["waiting", "running"]]);
+    bench.schedule();
+    endTask(bench, "1", 0, "succeeded");
+    expect(tasksOf(bench, "2")).toEqual(["pending", "running"]);
+  });
+
   it("a dependency retried and ending again while its dependant runs changes nothing for it", () => {
     const bench = benchWith();
     submit(bench, "1", { command: "a", array: { count: 2 } });
