@@ -38,12 +38,10 @@ function releaseDependents(step: Step, ended: JobEntry): void {
   const dependents = step.state.dependents.get(ended.id);
   for (const job of dependents ? [...dependents] : []) {
     if (job === ended || job.isEnded()) continue;
-    // Waiting tasks are in a waiting job, a held one, or one waiting on another's tasks one by one.
-    const mayWait =
-      job.record.state === "waiting" ||
-      job.record.held ||
-      step.state.sameTaskDependents.get(ended.id)?.has(job);
-    if (!mayWait) continue;
+    // Only a job with a task waiting may go on: counts.pending counts waiting tasks with the pending
+    // ones (model/job-state.ts), `pending` the pending ones alone. A running job may have some: a
+    // task retried while others of its job run waits again for the job's dependencies.
+    if (job.counts.pending === job.pending.size) continue;
     if (settleWaiting(step, job, ended)) refreshJobState(step, job);
   }
   step.schedule = true;

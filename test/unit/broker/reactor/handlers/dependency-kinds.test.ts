@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidRequestError } from "../../../../../src/broker/reactor/errors.ts";
 import { attachHost, attemptEnded } from "../../../../../src/broker/reactor/handlers/agent-reports.ts";
-import { holdJob, releaseJob } from "../../../../../src/broker/reactor/handlers/control.ts";
+import { cancelTasks, holdJob, releaseJob } from "../../../../../src/broker/reactor/handlers/control.ts";
 import { retryJob } from "../../../../../src/broker/reactor/handlers/retry.ts";
 import { submitJob } from "../../../../../src/broker/reactor/handlers/submit.ts";
 import { jobReasons } from "../../../../../src/broker/state/job-reasons.ts";
@@ -263,5 +263,80 @@ describe("a retry and dependencies", () => {
     expect(
       messages(bench, "2").filter((message) => message.startsWith("cancelled: dependency 1")),
     ).toHaveLength(2);
+  });
+});
+
+describe("what a dependency's end writes and tells", () => {
+  it("a dependency that fails cancels what waits for it, telling no release and writing no empty change", () => {
+    const bench = benchWith();
+    submit(bench, "1", { command: "a" });
+    submit(bench, "2", { command: "b", dependsOn: ["1"] });
+    bench.schedule();
+    const attempt = bench.state.jobs.get("1")!.latestAttempt(0)!;
+    const handled = bench.run((step) =>
+      attemptEnded(step, attempt.host, ended("1", attempt.number, "failed")),
+    );
+    expect(stateOf(bench, "2")).toBe("cancelled");
+    expect(bench.events("2").filter((event) => event.kind === "dependencies")).toEqual([]);
+    expect(handled.changes.filter((change) => change.op === "putTasks" && change.tasks.length === 0)).toEqual(
+      [],
+    );
+  });
+
+  it("a job's new state is told to those watching it; a hold, which ends nothing, asks for no pass", () => {
+    const bench = benchWith();
+    const job = bench.run((step) =>
+      submitJob(step, { id: "1", spec: validateJobSpec({ command: "a" }), owner: "alice", inputs: [] }),
+    ).result;
+    const held = bench.run((step) => holdJob(step, "1"));
+    expect(held.effects).toEqual([{ kind: "jobChanged", job }]);
+    expect(held.schedule).toBe(false);
+  });
+
+  it("a task let go by a cancel of the task it waits for asks for a pass", () => {
+    const bench = new HandlerBench();
+    submit(bench, "1", { command: "a", array: { count: 2 } });
+    submit(bench, "2", {
+      command: "b",
+      array: { count: 2 },
+      dependsOn: [{ job: "1", when: "ended", tasks: "same" }],
+    });
+    const handled = bench.run((step) => cancelTasks(step, "1", [0]));
+    expect(tasksOf(bench, "2")).toEqual(["pending", "waiting"]);
+    expect(handled.schedule).toBe(true);
+  });
+
+  it("a task retried to wait while other tasks of its job run goes once its dependency ends", () => {
+    const bench = benchWith();
+    submit(bench, "1", { command: "a", array: { count: 2 } });
+    submit(bench, "2", { command: "b", array: { count: 2 }, dependsOn: [{ job: "1", when: "ended" }] });
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    endTask(bench, "1", 1, "succeeded");
+    bench.schedule();
+    endTask(bench, "2", 0, "failed");
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", stored: storedOf(bench, "1") }));
+    bench.run((step) => retryJob(step, { id: "2", by: "alice", tasks: [0] }));
+    // Job 2 runs (its task 1), its task 0 waiting for job 1 again.
+    expect([stateOf(bench, "2"), tasksOf(bench, "2")]).toEqual(["running", ["waiting", "running"]]);
+    bench.schedule();
+    endTask(bench, "1", 0, "succeeded");
+    expect(tasksOf(bench, "2")).toEqual(["pending", "running"]);
+  });
+
+  it("a dependency retried and ending again while its dependant runs changes nothing for it", () => {
+    const bench = benchWith();
+    submit(bench, "1", { command: "a", array: { count: 2 } });
+    submit(bench, "2", { command: "b", dependsOn: [{ job: "1", when: "ended" }] });
+    bench.schedule();
+    endTask(bench, "1", 0, "failed");
+    endTask(bench, "1", 1, "succeeded");
+    bench.schedule();
+    expect(tasksOf(bench, "2")).toEqual(["running"]);
+    bench.run((step) => retryJob(step, { id: "1", by: "alice", stored: storedOf(bench, "1") }));
+    bench.schedule();
+    endTask(bench, "1", 0, "succeeded");
+    expect(stateOf(bench, "1")).toBe("succeeded");
+    expect(tasksOf(bench, "2")).toEqual(["running"]);
   });
 });
