@@ -19,6 +19,7 @@ import {
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
+import { submitUploading } from "../helpers/submit-uploading.ts";
 
 const INPUT = randomBytes(1024 * 1024);
 const DIGEST = createHash("sha256").update(INPUT).digest("hex");
@@ -45,17 +46,8 @@ afterAll(async () => {
 });
 
 /** Submits a job with `data.bin` uploaded; its id. */
-async function submitWithInput(job: Record<string, unknown>): Promise<string> {
-  const form = new FormData();
-  form.append("job", JSON.stringify({ ...job, inputs: ["data.bin"] }));
-  form.append("data.bin", new Blob([INPUT]), "data.bin");
-  const response = await fetch(`${server!.url}/api/v1/jobs`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${server!.token}` },
-    body: form,
-  });
-  expect(response.status).toBe(201);
-  return ((await response.json()) as { id: string }).id;
+function submitWithInput(job: Record<string, unknown>): Promise<string> {
+  return submitUploading(server!, job, { "data.bin": INPUT });
 }
 
 /** The host the job's task 0 runs on, once it runs. */
