@@ -42,6 +42,25 @@ export function containerArgv(command: string | readonly string[], entrypoint?: 
 }
 
 /**
+ * What the image's /bin/sh runs as the container's process 1, the job's argv after it: the kernel
+ * gives process 1 of a pid namespace only the signals it handles, so a job run as process 1
+ * without a handler would miss a stop's SIGTERM and run its whole grace period. This shell passes
+ * SIGTERM, SIGINT and SIGHUP on to the job and exits with the job's code.
+ */
+export const SIGNAL_FORWARDER = [
+  `trap 'kill -TERM "$child" 2>/dev/null' TERM`,
+  `trap 'kill -INT "$child" 2>/dev/null' INT`,
+  `trap 'kill -HUP "$child" 2>/dev/null' HUP`,
+  `"$@" & child=$!`,
+  `while :; do wait "$child"; code=$?; kill -0 "$child" 2>/dev/null || exit "$code"; done`,
+].join("\n");
+
+/** `argv` under the signal forwarder, run by the image's /bin/sh. */
+export function underSignalForwarder(argv: readonly string[]): string[] {
+  return ["/bin/sh", "-c", SIGNAL_FORWARDER, "steward-init", ...argv];
+}
+
+/**
  * The environment inside: the image's own (its PATH, ...), then the job's (its file's `env`, the
  * STEWARD_* variables) over it; none of the agent's own, which jobs outside inherit.
  */

@@ -13,7 +13,13 @@ import { promisify } from "node:util";
 import type { ContainerSpec } from "../../common/model/container-spec.ts";
 import { parseImageName } from "../../common/model/image-name.ts";
 import { writeNewFile } from "../files/new-file.ts";
-import { type Bind, bundleConfig, containerArgv, containerEnvironment } from "./bundle-config.ts";
+import {
+  type Bind,
+  bundleConfig,
+  containerArgv,
+  containerEnvironment,
+  underSignalForwarder,
+} from "./bundle-config.ts";
 import type { ImageCache } from "./image-cache.ts";
 import type { ContainerRuntime } from "./runtime.ts";
 
@@ -89,7 +95,10 @@ export async function prepareContainer(host: ContainerHost, attempt: ContainerAt
     ...attempt.container.mounts,
   ];
   const config = bundleConfig({
-    argv: containerArgv(attempt.command, attempt.container.entrypoint),
+    // An image without a shell runs the job as its process 1 itself (docs/containers.md).
+    argv: lstatSync(join(rootfs, "bin", "sh"), { throwIfNoEntry: false })
+      ? underSignalForwarder(containerArgv(attempt.command, attempt.container.entrypoint))
+      : containerArgv(attempt.command, attempt.container.entrypoint),
     env: containerEnvironment(image.env, attempt.env),
     cwd: attempt.cwd,
     rootfs,
