@@ -20,10 +20,11 @@ export type LayerPath =
 /** A member's name as a path relative to the image's root ("" the root), or null when it leaves it. */
 export function rootRelative(name: string): string | null {
   if (name.includes("\0")) return null;
-  const normal = posix.normalize(`/${name}`);
-  if (normal.split("/").includes("..")) return null;
-  // posix.normalize of "/x/.." is "/": a `..` that stays inside is resolved, never kept.
-  return normal === "/" ? "" : normal.replace(/^\/+/, "").replace(/\/+$/, "");
+  const relative = name.replace(/^\/+/, "");
+  if (relative === "" || relative === "." || relative === "./") return "";
+  const normal = posix.normalize(relative).replace(/\/+$/, "");
+  if (normal === ".." || normal.startsWith("../")) return null;
+  return normal === "." ? "" : normal;
 }
 
 /** What a layer member named `name` means. */
