@@ -85,7 +85,7 @@ export const containerSchema = z.strictObject({
     .default("host")
     .meta({
       description:
-        "`host` (absent): the host's network, as outside (the job reaches the server, its peers and data as a job outside would); `none`: a network namespace of its own with no interface up.",
+        "`host` (absent): the host's network, as outside (the job reaches the server, its peers and data as a job outside would); `none`: a network namespace of its own with only a loopback interface.",
       examples: ["none"],
     }),
 });
