@@ -4,7 +4,8 @@
 // that comes back and a checkpoint file; is killed by its memory limit with the out-of-memory
 // reason as outside; leaves nothing running after a cancel; an array's tasks unpack the image
 // once. A host whose agent has no runtime (--container-runtime /nonexistent) leaves such a job
-// waiting, and explain says why. Needs root, runc, busybox-static and cgroups: skipped without
+// waiting, and explain says why. On an agent with --run-as, the container's process runs as that
+// account. Needs root, runc, busybox-static and cgroups: skipped without
 // them, saying why, and failing under CI.
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { findContainerRuntime } from "../../src/agent/containers/runtime.ts";
 import { enforcementUnavailable, skipUnlessEnforced } from "../helpers/agent-cgroups.ts";
+import { describeRunAs, makeAccount, removeAccount } from "../helpers/local-accounts.ts";
 import {
   buildTestImage,
   IMAGE_OS_RELEASE,
@@ -80,8 +82,8 @@ afterAll(async () => {
   cleanup(shared, server?.data ?? "", bare?.data ?? "", agent?.work ?? "", noRuntime?.work ?? "");
 });
 
-async function logOf(s: StewardProcess, id: string): Promise<string> {
-  const response = await fetch(`${s.url}/api/v1/jobs/${id}/logs?task=0&attempt=1`, {
+async function logOf(s: StewardProcess, id: string, stream = "stdout"): Promise<string> {
+  const response = await fetch(`${s.url}/api/v1/jobs/${id}/logs?task=0&attempt=1&stream=${stream}`, {
     headers: { authorization: `Bearer ${s.token}` },
   });
   return response.text();
@@ -127,7 +129,7 @@ it.for([
     expect(ended.state, log).toBe("succeeded");
     expect(log).toContain(IMAGE_OS_RELEASE.split("\n")[0]);
     expect(log).toContain("no-host-file");
-  expect(log).toContain("checkpoint-written");
+    expect(log).toContain("checkpoint-written");
     expect(log).toMatch(/\/attempts\/[^/]+\/run\n/);
     // Its own pid namespace: the job's shell has a small pid there, under the signal forwarder (1).
     expect(await outputOf(s, id, "result")).toMatch(
@@ -206,3 +208,52 @@ function sleepers(seconds: string): number[] {
   }
   return found;
 }
+
+describeRunAs("the run-as container test", "on an agent that runs jobs as another account (--run-as)", () => {
+  const ACCOUNT = "stwboxuser";
+  let runAsServer: (StewardProcess & { joinToken: string }) | undefined;
+  let runAsAgent: AgentProcess | undefined;
+  let uid = -1;
+
+  beforeAll(async () => {
+    if (unavailable) return;
+    uid = makeAccount(ACCOUNT);
+    runAsServer = await startServerProcess();
+    runAsAgent = await startAgentProcess({
+      name: "boxed-as",
+      servers: [runAsServer.url],
+      joinToken: runAsServer.joinToken,
+      args: ["--shared", shared, "--run-as", ACCOUNT],
+    });
+    await waitFor(
+      "the agent connected",
+      async () => (await api(runAsServer!, "GET", "/api/v1/hosts")).length === 1,
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await runAsAgent?.stop();
+    await runAsServer?.stop();
+    cleanup(runAsServer?.data ?? "", runAsAgent?.work ?? "");
+    if (uid >= 0) removeAccount(ACCOUNT);
+  });
+
+  it("runs the container's process as that account, its files that account's", async (context) => {
+    skipUnlessEnforced(context, unavailable, "containers cannot run here");
+    const s = runAsServer!;
+    const { id } = await api(s, "POST", "/api/v1/jobs", {
+      command: 'id -u; id -g; echo made > made; ls -ln made; echo "home=$HOME"',
+      outputs: ["made"],
+      container: { image: `oci-archive:${image.archive}` },
+    });
+    const ended = await waitForJobEnd(s, id, 60_000);
+    const log = await logOf(s, id);
+    expect(ended.state, `${ended.tasks[0].attempts[0].reason}: ${await logOf(s, id, "stderr")}`).toBe("succeeded");
+    const [ownUid, , listing] = log.split("\n");
+    expect(ownUid).toBe(String(uid));
+    // The file the job made in its working folder is the account's (ls -n: numeric owner).
+    expect(listing.split(/\s+/)[2]).toBe(String(uid));
+    expect(log).toContain("home=/nonexistent");
+    expect(await outputOf(s, id, "made")).toBe("made\n");
+  });
+});

@@ -7,7 +7,7 @@
 // then `runc delete --force` and the overlay unmounted: nothing of the container outlives its attempt.
 
 import { execFile } from "node:child_process";
-import { lstatSync, mkdirSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { ContainerSpec } from "../../common/model/container-spec.ts";
@@ -68,6 +68,9 @@ export async function prepareContainer(host: ContainerHost, attempt: ContainerAt
   const rootfs = join(bundle, "rootfs");
   for (const folder of [bundle, join(bundle, "upper"), join(bundle, "work"), rootfs])
     mkdirSync(folder, { mode: 0o700 });
+  // The container's root takes the upper folder's owner and mode: every account's to pass, as an
+  // image's root is (the bundle folder around it stays root's).
+  chmodSync(join(bundle, "upper"), 0o755);
   // An overlay's options are separated by commas, and its lower folders by colons.
   for (const path of [image.rootfs, bundle])
     if (/[,:]/.test(path))

@@ -7,6 +7,7 @@
 
 import { createHash, type Hash, randomBytes } from "node:crypto";
 import {
+  chmodSync,
   closeSync,
   createReadStream,
   existsSync,
@@ -124,7 +125,9 @@ export class ImageCache {
       const manifest = parseManifest(manifestText);
       const env = imageEnvironment(readChecked(blob(manifest.config), manifest.config, "config"));
       const rootfs = join(staging, "rootfs");
-      mkdirSync(rootfs, { mode: 0o755 });
+      mkdirSync(rootfs);
+      // The image's root is every account's to pass, whatever the agent's umask (077).
+      chmodSync(rootfs, 0o755);
       for (const layer of manifest.layers) await applyChecked(rootfs, blob(layer.digest), layer.digest);
       writeFileSync(join(staging, RECORD), JSON.stringify({ digest, env }));
       const folder = join(this.dir, digestHex(digest));

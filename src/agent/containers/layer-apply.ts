@@ -59,7 +59,7 @@ export async function applyLayer(root: string, tar: AsyncIterable<Uint8Array>): 
       if (entry.type === "directory") {
         if (!existing?.isDirectory()) {
           if (existing) rmSync(target, { recursive: true, force: true });
-          mkdirSync(target, { mode: 0o755 });
+          makeFolder(target);
         }
         lchownSync(target, entry.uid, entry.gid);
         folderModes.push([target, entry]);
@@ -109,6 +109,12 @@ export async function applyLayer(root: string, tar: AsyncIterable<Uint8Array>): 
   }
 }
 
+/** A folder of the image: 0755 whatever the agent's umask (077), until a layer says otherwise. */
+function makeFolder(path: string): void {
+  mkdirSync(path);
+  chmodSync(path, 0o755);
+}
+
 /**
  * Makes the folders of `folder` (relative to root) that are missing, and refuses one that is a
  * symbolic link or not a folder: a member is never written through a link.
@@ -121,7 +127,7 @@ function ensureFolders(root: string, folder: string, make = true): void {
     const found = lstatSync(path, { throwIfNoEntry: false });
     if (!found) {
       if (!make) throw new Error(`${folder} is not in the image`);
-      mkdirSync(path, { mode: 0o755 });
+      makeFolder(path);
     } else if (found.isSymbolicLink())
       throw new Error(
         `a layer writes under ${path.slice(root.length + 1)}, a symbolic link (not supported: it could leave the image)`,
