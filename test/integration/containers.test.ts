@@ -248,7 +248,9 @@ describeRunAs("the run-as container test", "on an agent that runs jobs as anothe
     });
     const ended = await waitForJobEnd(s, id, 60_000);
     const log = await logOf(s, id);
-    expect(ended.state, `${ended.tasks[0].attempts[0].reason}: ${await logOf(s, id, "stderr")}`).toBe("succeeded");
+    expect(ended.state, `${ended.tasks[0].attempts[0].reason}: ${await logOf(s, id, "stderr")}`).toBe(
+      "succeeded",
+    );
     const [ownUid, , listing] = log.split("\n");
     expect(ownUid).toBe(String(uid));
     // The file the job made in its working folder is the account's (ls -n: numeric owner).
