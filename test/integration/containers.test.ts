@@ -1,6 +1,6 @@
 // Containers with the real runtime (docs/containers.md): a job with `container` runs inside a
 // busybox image made here (an oci-archive file and an OCI layout folder, in a folder the host
-// shares), sees the image's files and not the host's, its STEWARD_* variables, writes an output
+// shares, or uploaded as one of its inputs), sees the image's files and not the host's, its STEWARD_* variables, writes an output
 // that comes back and a checkpoint file; is killed by its memory limit with the out-of-memory
 // reason as outside; leaves nothing running after a cancel; an array's tasks unpack the image
 // once. A host whose agent has no runtime (--container-runtime /nonexistent) leaves such a job
@@ -32,6 +32,7 @@ import {
   waitFor,
   waitForJobEnd,
 } from "../helpers/steward.ts";
+import { submitUploading } from "../helpers/submit-uploading.ts";
 
 function unavailableHere(): string | null {
   const runtime = findContainerRuntime(undefined);
@@ -137,6 +138,19 @@ it.for([
     );
   },
 );
+
+it("a job whose image is one of its inputs (uploaded at submit) runs in it", async (context) => {
+  skipUnlessEnforced(context, unavailable, "containers cannot run here");
+  const s = server!;
+  const id = await submitUploading(
+    s,
+    { command: "cat /etc/os-release", container: { image: "oci-archive:image.tar" } },
+    { "image.tar": readFileSync(image.archive) },
+  );
+  const ended = await waitForJobEnd(s, id, 60_000);
+  expect(ended.state).toBe("succeeded");
+  expect(await logOf(s, id)).toBe(IMAGE_OS_RELEASE);
+});
 
 it("a job over its memory limit in a container ends failed, out of memory", async (context) => {
   skipUnlessEnforced(context, unavailable, "containers cannot run here");
