@@ -1,12 +1,13 @@
 // Containers with the real runtime (docs/containers.md): a job with `container` runs inside a
-// busybox image made here (an oci-archive file and an OCI layout folder, in a folder the host
-// shares, or uploaded as one of its inputs), sees the image's files and not the host's, its STEWARD_* variables, writes an output
-// that comes back and a checkpoint file; is killed by its memory limit with the out-of-memory
-// reason as outside; leaves nothing running after a cancel; an array's tasks unpack the image
-// once. A host whose agent has no runtime (--container-runtime /nonexistent) leaves such a job
-// waiting, and explain says why. On an agent with --run-as, the container's process runs as that
-// account. Needs root, runc, busybox-static and cgroups: skipped without
-// them, saying why, and failing under CI.
+// busybox image made here (an oci-archive file and an OCI layout folder in a folder the host
+// shares, or an archive uploaded as one of its inputs), sees the image's files and not the host's,
+// its STEWARD_* variables, writes an output that comes back and a checkpoint file; is killed by
+// its memory limit with the out-of-memory reason as outside; leaves nothing running after a
+// cancel, which takes less than its grace period; an array's tasks unpack the image once. A host
+// whose agent has no runtime (--container-runtime /nonexistent) leaves such a job waiting, and
+// explain says why. On an agent with --run-as, the container's process runs as that account.
+// Needs root, runc, busybox-static and cgroups: skipped without them, saying why, and failing
+// under CI.
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
