@@ -38,6 +38,8 @@ interface WayFigures {
   attempts: number;
   /** Attempts that ended `lost` (a start or a host the link lost). */
   lostAttempts: number;
+  /** Why they were lost: reason -> attempts. */
+  lostReasons: Record<string, number>;
   /** Hosts seen `lost` while the array ran. */
   hostsLost: string[];
   /** Resets made (the `resets` way). */
@@ -79,6 +81,12 @@ async function runWay(cluster: Cluster, forwarders: TcpForwarder[], way: Way): P
     const makespanMs = since(start);
     const detail = await api.jobDetail(id);
     const attempts = detail.tasks.flatMap((task) => task.attempts);
+    const lostReasons: Record<string, number> = {};
+    for (const attempt of attempts)
+      if (attempt.outcome === "lost") {
+        const reason = attempt.reason ?? "none given";
+        lostReasons[reason] = (lostReasons[reason] ?? 0) + 1;
+      }
     const once = detail.tasks.every(
       (task) => task.attempts.filter((attempt) => attempt.outcome === "succeeded").length === 1,
     );
@@ -89,6 +97,7 @@ async function runWay(cluster: Cluster, forwarders: TcpForwarder[], way: Way): P
       tasksPerSecond: round(TASKS / (makespanMs / 1000), 1),
       attempts: attempts.length,
       lostAttempts: attempts.filter((attempt) => attempt.outcome === "lost").length,
+      lostReasons,
       hostsLost: [...hostsLost],
       resets,
     };
