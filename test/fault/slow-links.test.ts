@@ -268,8 +268,9 @@ it("slow and lossy links: no host lost within the bound, one result per task; pa
   console.log(
     `${victim.name} lost ${lostAfterMs} ms after its link was black-holed (host timeout ${HOST_TIMEOUT_SECONDS} s)`,
   );
-  // Not before the bound: the heartbeats before the cut counted; and within a host timeout and a poll.
-  expect(lostAfterMs).toBeGreaterThanOrEqual(BOUND_MS);
+  // Not before the bound: the heartbeats before the cut counted (less a second for a heartbeat
+  // that left late on a loaded machine); and within a host timeout, a tick and a poll.
+  expect(lostAfterMs).toBeGreaterThanOrEqual(BOUND_MS - 1000);
   expect(lostAfterMs).toBeLessThan(HOST_TIMEOUT_SECONDS * 1000 + 2000);
   await waitFor("its tasks running elsewhere", async () => {
     const job = await getJob(running, beyond.id);
