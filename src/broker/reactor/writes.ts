@@ -27,6 +27,7 @@ import type {
   HostRecord,
   JobRecord,
   MigrationIntent,
+  SecretRecord,
   StopIntent,
   TaskRecord,
   TokenRecord,
@@ -375,6 +376,26 @@ export class StateWrites {
     // Put again: what the registry derives from its tokens (users' groups) is made anew.
     this.#state.tokens.put(record);
     this.#changes.push({ op: "putToken", token: record });
+  }
+
+  // ---- secrets
+
+  /** A user's secret, new or replacing theirs of that name. */
+  putSecret(record: SecretRecord): void {
+    const before = this.#state.secrets.get(record.owner, record.name);
+    this.#state.secrets.put(record);
+    this.#undo.push(() => {
+      if (before) this.#state.secrets.put(before);
+      else this.#state.secrets.delete(record.owner, record.name);
+    });
+    this.#changes.push({ op: "putSecret", secret: record });
+  }
+
+  deleteSecret(owner: string, name: string): void {
+    const before = this.#state.secrets.get(owner, name);
+    this.#state.secrets.delete(owner, name);
+    if (before) this.#undo.push(() => this.#state.secrets.put(before));
+    this.#changes.push({ op: "deleteSecret", owner, name });
   }
 
   // ---- the broker's own records

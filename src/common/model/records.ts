@@ -304,6 +304,9 @@ export interface SecretRecord {
   updatedAt: number;
 }
 
+/** A secret as lists show it: never its value. */
+export type SecretListing = Pick<SecretRecord, "name" | "createdAt" | "updatedAt">;
+
 /** The API's roles: `admin` everything, `user` submits and controls their own jobs, `reader` reads all and changes nothing. */
 export type Role = "admin" | "user" | "reader";
 
