@@ -12,6 +12,7 @@ import type {
   EventRecord,
   HostRecord,
   JobHead,
+  SecretListing,
   TaskRecord,
   TokenKind,
   TokenRecord,
@@ -198,7 +199,7 @@ export interface SecretCommands {
   /** Sets the owner's secret, new or in place of theirs of that name. */
   set(owner: string, name: string, value: SecretValue): Promise<SecretSet>;
   /** Removes the owner's secret; NotFoundError when they have none of that name. */
-  remove(owner: string, name: string): Promise<void>;
+  remove(owner: string, name: string): Promise<SecretListing>;
 }
 
 /** What the agents' checkpoint uploads record (reactor/commands/checkpoints.ts). */

@@ -4,8 +4,8 @@
 
 import { HIDDEN_FIELDS, type SecretValue } from "./secret-value.ts";
 
-/** What stands where a secret field was. */
-export const REDACTED = "[secret]";
+/** What stands where a secret field was (as the daemons' settings show theirs: daemons/redact-secrets.ts). */
+export const REDACTED = "<redacted>";
 
 /** `text` with every occurrence of a hidden field of `values` replaced by REDACTED. */
 export function redactSecretValues(text: string, values: readonly SecretValue[]): string {

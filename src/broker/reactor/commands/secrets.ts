@@ -1,5 +1,6 @@
 // Users' secrets set and removed, one command each, durable when they resolve.
 
+import type { SecretListing } from "../../../common/model/records.ts";
 import type { SecretValue } from "../../../common/model/secret-value.ts";
 import { removeSecret, type SecretSet, setSecret } from "../handlers/secrets.ts";
 import type { SecretCommands } from "../ports.ts";
@@ -11,7 +12,7 @@ export function secretCommands({ reactor }: CommandContext): SecretCommands {
       return reactor.run((step) => setSecret(step, owner, name, value));
     },
 
-    remove(owner: string, name: string): Promise<void> {
+    remove(owner: string, name: string): Promise<SecretListing> {
       return reactor.run((step) => removeSecret(step, owner, name));
     },
   };

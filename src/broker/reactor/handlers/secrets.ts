@@ -31,8 +31,10 @@ export function setSecret(step: Step, owner: string, name: string, value: Secret
   return { secret: secretListing(record), created: before === undefined };
 }
 
-/** Removes `owner`'s secret `name`; NotFoundError when they have none of that name. */
-export function removeSecret(step: Step, owner: string, name: string): void {
-  if (!step.state.secrets.get(owner, name)) throw new NotFoundError(`you have no secret ${name}`);
+/** Removes `owner`'s secret `name` and answers what lists showed of it; NotFoundError when they have none of that name. */
+export function removeSecret(step: Step, owner: string, name: string): SecretListing {
+  const record = step.state.secrets.get(owner, name);
+  if (!record) throw new NotFoundError(`no secret ${name}`);
   step.write.deleteSecret(owner, name);
+  return secretListing(record);
 }
