@@ -168,8 +168,7 @@ export class Attempt {
     if (gang && gang.rank === 0 && gang.coordinator === null)
       gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
     this.cgroup = this.context.enforcement?.newAttempt(basename(this.dir)) ?? null;
-    // A job's secrets stay in memory, never in the folder (s3/attempt-s3-settings.ts).
-    const { secrets: _inMemoryOnly, ...kept } = this.spec;
+    const { secrets: _inMemoryOnlyNeverInTheFolder, ...kept } = this.spec;
     const record: StartRecord = this.cgroup ? { ...kept, cgroup: this.cgroup.name } : kept;
     const startJson = JSON.stringify(record);
     // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),

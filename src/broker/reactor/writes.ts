@@ -380,22 +380,12 @@ export class StateWrites {
 
   // ---- secrets
 
-  /** A user's secret, new or replacing theirs of that name. */
-  putSecret(record: SecretRecord): void {
-    const before = this.#state.secrets.get(record.owner, record.name);
-    this.#state.secrets.put(record);
-    this.#undo.push(() => {
-      if (before) this.#state.secrets.put(before);
-      else this.#state.secrets.delete(record.owner, record.name);
-    });
-    this.#changes.push({ op: "putSecret", secret: record });
-  }
-
-  deleteSecret(owner: string, name: string): void {
+  /** A user's secret set (new, or in place of theirs of that name), or removed (null). */
+  setSecret(owner: string, name: string, record: SecretRecord | null): void {
     const before = this.#state.secrets.get(owner, name);
-    this.#state.secrets.delete(owner, name);
-    if (before) this.#undo.push(() => this.#state.secrets.put(before));
-    this.#changes.push({ op: "deleteSecret", owner, name });
+    this.#state.secrets.set(owner, name, record);
+    this.#undo.push(() => this.#state.secrets.set(owner, name, before ?? null));
+    this.#changes.push(record ? { op: "putSecret", secret: record } : { op: "deleteSecret", owner, name });
   }
 
   // ---- the broker's own records

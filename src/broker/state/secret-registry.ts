@@ -21,6 +21,12 @@ export class SecretRegistry {
     if (own?.size === 0) this.#byOwner.delete(owner);
   }
 
+  /** Puts `record` as the owner's secret `name`, or (null) deletes theirs of that name. */
+  set(owner: string, name: string, record: SecretRecord | null): void {
+    if (record) this.put(record);
+    else this.delete(owner, name);
+  }
+
   get(owner: string, name: string): SecretRecord | undefined {
     return this.#byOwner.get(owner)?.get(name);
   }

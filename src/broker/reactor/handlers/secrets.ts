@@ -27,7 +27,7 @@ export function setSecret(step: Step, owner: string, name: string, value: Secret
     createdAt: before?.createdAt ?? step.now,
     updatedAt: step.now,
   };
-  step.write.putSecret(record);
+  step.write.setSecret(owner, name, record);
   return { secret: secretListing(record), created: before === undefined };
 }
 
@@ -35,6 +35,6 @@ export function setSecret(step: Step, owner: string, name: string, value: Secret
 export function removeSecret(step: Step, owner: string, name: string): SecretListing {
   const record = step.state.secrets.get(owner, name);
   if (!record) throw new NotFoundError(`no secret ${name}`);
-  step.write.deleteSecret(owner, name);
+  step.write.setSecret(owner, name, null);
   return secretListing(record);
 }

@@ -60,6 +60,25 @@ describe("a secret set and removed", () => {
     expect(bench.recorded.at(-1)).toStrictEqual({ op: "deleteSecret", owner: "alice", name: "read" });
   });
 
+  it("is taken back, set or removed, by a step that fails after", () => {
+    const bench = new HandlerBench();
+    bench.run((step) => setSecret(step, "alice", "read", KEYS));
+    const failing = (change: Parameters<typeof bench.run>[0]) => () =>
+      bench.run((step) => {
+        change(step);
+        throw new Error("the step fails");
+      });
+    expect(failing((step) => setSecret(step, "alice", "read", { ...KEYS, region: "x" }))).toThrow(
+      "the step fails",
+    );
+    expect(failing((step) => setSecret(step, "alice", "new", KEYS))).toThrow("the step fails");
+    expect(failing((step) => removeSecret(step, "alice", "read"))).toThrow("the step fails");
+    expect(bench.state.secrets.of("alice").map(({ name, value }) => ({ name, value }))).toStrictEqual([
+      { name: "read", value: KEYS },
+    ]);
+    expect(bench.recorded).toHaveLength(1);
+  });
+
   it("never shows up in a listing with its value", () => {
     const bench = new HandlerBench();
     bench.run((step) => setSecret(step, "alice", "b", KEYS));
