@@ -67,7 +67,7 @@ export interface AttemptContext {
   launcher: LauncherKind;
 }
 
-/** An attempt's start.json: the server's start message, and the name of the cgroup it was given. */
+/** An attempt's start.json: the server's start message without its secrets, and the name of the cgroup it was given. */
 interface StartRecord extends StartMessage {
   cgroup?: string;
 }
@@ -168,7 +168,8 @@ export class Attempt {
     if (gang && gang.rank === 0 && gang.coordinator === null)
       gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
     this.cgroup = this.context.enforcement?.newAttempt(basename(this.dir)) ?? null;
-    const record: StartRecord = this.cgroup ? { ...this.spec, cgroup: this.cgroup.name } : this.spec;
+    const { secrets: _inMemoryOnlyNeverInTheFolder, ...kept } = this.spec;
+    const record: StartRecord = this.cgroup ? { ...kept, cgroup: this.cgroup.name } : kept;
     const startJson = JSON.stringify(record);
     // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),
     // its start.json already written; the job's parts are new either way.

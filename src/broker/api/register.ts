@@ -57,6 +57,7 @@ import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerManyJobRoutes } from "./routes/many-jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
+import { registerSecretRoutes } from "./routes/secrets.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
@@ -271,6 +272,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerManyJobRoutes(app, ports);
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
+  registerSecretRoutes(app, ports);
   registerAgentFileRoutes(app, ports, files, maxUploadBytes);
   registerAdminRoutes(app, deps.backup);
   registerAccountingRoutes(app, ports.read);

@@ -375,6 +375,7 @@ export function leadingPorts(
     workflows: leading(() => broker.core().workflows),
     hosts: leading(() => broker.core().hosts),
     tokens: leading(() => broker.core().tokens),
+    secrets: leading(() => broker.core().secrets),
     checkpoints: leading(() => broker.core().checkpoints),
     read: apiReadModel(() => broker.core().read, store, explainPools),
   };
