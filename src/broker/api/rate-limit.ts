@@ -32,8 +32,8 @@ export class SubmitRateLimiter {
   take(key: string, now: number): number {
     const { ratePerSecond, burst } = this.limit;
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
-    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond);
-    bucket.at = now;
+    bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * ratePerSecond);
+    bucket.at = Math.max(bucket.at, now);
     this.#buckets.set(key, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;

@@ -20,6 +20,7 @@
 // redirect stops the request with a RedirectRefusedError naming the target.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { monotonicMs } from "../time/clocks.ts";
 import { CERTIFICATE_ERROR_CODES } from "./trust.ts";
 
 /** The back-off after the first failed round; it doubles per round up to the cap. */
@@ -256,7 +257,7 @@ export class HttpClient {
     if (token) headers.authorization = `Bearer ${token}`;
     if (request.json !== undefined) headers["content-type"] = "application/json";
     const { signal } = request;
-    const started = Date.now();
+    const started = monotonicMs();
     const count = typeof this.bases === "function" ? 1 : this.bases.length;
     let index = this.preferred;
     let tries = 0;
@@ -333,9 +334,9 @@ export class HttpClient {
         retryAfter = 0;
       }
       const outOfTries = policy.maxTries !== undefined && tries >= policy.maxTries;
-      if (outOfTries || Date.now() + delay - started > policy.budgetMs) {
+      if (outOfTries || monotonicMs() + delay - started > policy.budgetMs) {
         if ("response" in result) return result.response;
-        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        const seconds = ((monotonicMs() - started) / 1000).toFixed(1);
         throw new HttpError(
           method,
           shown,
