@@ -11,13 +11,13 @@ export function monotonicMs(): number {
 }
 
 /**
- * The time of the broker's and the agent's records: milliseconds since the epoch, from the wall
- * clock at the process's start on, advanced by the monotonic clock. It reads as a date (stored,
- * shown) and never goes back, and the difference of two readings is a duration that a step of the
- * wall clock does not change; a step shows in it only once the process starts again.
+ * The time of the broker's records: whole milliseconds since the epoch, as Date.now(), from the
+ * wall clock at the process's start on, advanced by the monotonic clock. It reads as a date
+ * (stored, shown) and never goes back, and the difference of two readings is a duration that a
+ * step of the wall clock does not change; a step shows in it only once the process starts again.
  */
 export function steadyNow(): number {
-  return performance.timeOrigin + performance.now();
+  return Math.floor(performance.timeOrigin + performance.now());
 }
 
 /** Both clocks read at one moment: the wall clock's date and the monotonic clock's reading (ms). */
