@@ -1,5 +1,6 @@
 // Submits per user token: a token bucket per key (the token's id), refilled at `ratePerSecond`
-// up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in.
+// up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in
+// (the monotonic one); a clock that goes back anyway refills nothing and takes nothing.
 
 import type { ErrorAnswer } from "../../common/api/errors.ts";
 
@@ -33,7 +34,7 @@ export class SubmitRateLimiter {
     const { ratePerSecond, burst } = this.limit;
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * ratePerSecond);
-    bucket.at = Math.max(bucket.at, now);
+    bucket.at = now;
     this.#buckets.set(key, bucket);
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
