@@ -13,11 +13,8 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isS3Url, parseS3Url } from "../../common/model/s3-url.ts";
-import {
-  REQUEST_TIMEOUT_MS,
-  retryDelayMs,
-  UPLOAD_MIN_BYTES_PER_SECOND,
-} from "../../common/transport/http-client.ts";
+import { REQUEST_TIMEOUT_MS, retryDelayMs } from "../../common/transport/http-client.ts";
+import { UPLOAD_MIN_BYTES_PER_SECOND } from "../../common/transport/upload-allowance.ts";
 import { DOWNLOAD_POLICY, type DownloadPolicy, describe, retryable, shownUrl } from "../cache/download.ts";
 import { s3Refusal } from "../cache/s3-source.ts";
 import { withoutCredentials } from "../cache/url-source.ts";

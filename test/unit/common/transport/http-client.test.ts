@@ -18,6 +18,7 @@ import {
   retryAfterMs,
   retryDelayMs,
 } from "../../../../src/common/transport/http-client.ts";
+import { startForwarder } from "../../../helpers/tcp-forwarder.ts";
 
 interface Seen {
   method: string;
@@ -29,6 +30,7 @@ interface Seen {
 type Handler = (request: IncomingMessage, response: ServerResponse, body: string, count: number) => void;
 
 const servers: Server[] = [];
+const closing: (() => Promise<void>)[] = [];
 
 /** A server whose handler sees each request with its whole body and its number (1, 2, ...). */
 async function serve(handler: Handler, port = 0): Promise<{ url: string; seen: Seen[]; server: Server }> {
@@ -68,6 +70,7 @@ function ok(response: ServerResponse, body = "ok"): void {
 }
 
 afterEach(async () => {
+  for (const close of closing.splice(0)) await close();
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
     await new Promise((done) => server.close(done));
@@ -271,6 +274,24 @@ describe("HttpClient", () => {
       `POST ${url}/slow: no answer within 200 ms (not tried again: the server may have acted on it)`,
     );
   });
+
+  it("an upload over a link slower than a body is allowed goes through: a try that timed out sending it gives the next more time", async () => {
+    const { url, seen } = await serve((_request, response) => ok(response));
+    const target = new URL(url);
+    const forwarder = await startForwarder({ target: { host: target.hostname, port: Number(target.port) } });
+    closing.push(() => forwarder.close());
+    // 64 KiB at 64 KiB/s takes a second; the first try allows 500 ms to answer and 62.5 ms for it.
+    forwarder.setMode({ kind: "throttle", bytesPerSecond: 64 * 1024 });
+    const client = new HttpClient({
+      baseUrl: `http://${forwarder.host}:${forwarder.port}`,
+      answerTimeoutMs: 500,
+      retry: { budgetMs: 15_000 },
+    });
+    const body = new Uint8Array(64 * 1024).fill(120);
+    const response = await client.request({ method: "PUT", path: "/out", body: () => new Blob([body]) });
+    expect(response.status).toBe(200);
+    expect(seen.some((each) => each.body.length === body.length)).toBe(true);
+  }, 30_000);
 
   it("leaves the answer's body to the caller: the timeout ends at the headers, the signal does not", async () => {
     const { url } = await serve((_request, response) => {
