@@ -35,6 +35,7 @@ import {
 } from "./attempt-outcome.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
+import { JobStart } from "./job-run-time.ts";
 import { type JobPaths, jobEnvironmentFile, jobExec, jobScript } from "./job-script.ts";
 import { measureAndEnd } from "./measure-usage.ts";
 import { TIMES_FILE } from "./shell-times.ts";
@@ -88,10 +89,10 @@ export class Attempt {
   /** When the supervisor wrote the pid file: stands in for a start time the agent could not record. */
   private pidWrittenMs: number | null = null;
   /**
-   * When the job started (ms), for its wall time and its time limit: when the launcher was asked to
-   * start it (markLaunched), or for an adopted attempt when its pid was recorded.
+   * When the job started, for its wall time and its time limit: when the launcher was asked to
+   * start it (markLaunched), or for an adopted attempt when its pid was recorded (job-run-time.ts).
    */
-  startedAt: number | null = null;
+  readonly start = new JobStart();
   exitCode: number | null = null;
   /** Taken over from an earlier run of the agent, rather than started by this one. */
   adopted = false;
@@ -289,7 +290,7 @@ export class Attempt {
     const written = (await stat(path).catch(() => null))?.mtimeMs;
     if (written === undefined) return;
     this.pidWrittenMs = written;
-    this.startedAt ??= written;
+    this.start.adopted(written);
   }
 
   /** Whether the job still runs: its pid is held by the process that started as the job. */
@@ -315,7 +316,7 @@ export class Attempt {
    * that, a `sleep 0.5` could measure 0.499 s.
    */
   markLaunched(): void {
-    this.startedAt = Date.now();
+    this.start.launched();
   }
 
   /**
@@ -371,11 +372,11 @@ export class Attempt {
   /** Time limit: measured from the job's start, also across an agent restart. */
   armTimeLimit(): void {
     const limit = this.spec.timeLimitSeconds;
-    if (!limit || this.limitTimer || this.startedAt === null) return;
-    const left = Math.max(0, this.startedAt + limit * 1000 - Date.now());
-    this.limitTimer = setTimeout(() => {
+    const ran = this.start.ranMs();
+    if (!limit || this.limitTimer || ran === null) return;
+    const stop = () =>
       void this.stop("timed_out", `time limit of ${limit} s reached`, this.spec.graceSeconds);
-    }, left);
+    this.limitTimer = setTimeout(stop, Math.max(0, limit * 1000 - ran));
     this.limitTimer.unref();
   }
 
@@ -409,7 +410,7 @@ export class Attempt {
     // Whatever the job left running in its group goes with it, and with a cgroup, whatever it
     // left anywhere else (a process in a session of its own).
     this.signal("SIGKILL");
-    const usage = await measureAndEnd(this.cgroup, this.startedAt, this.exitCode, this.dir);
+    const usage = await measureAndEnd(this.cgroup, this.start.ranMs(), this.exitCode, this.dir);
     const result = await this.outcome(exitCode, reasonIfUnknown, usage.oomKills);
     return { ...result, usage };
   }

@@ -22,6 +22,7 @@ import { isS3Url } from "../../common/model/s3-url.ts";
 import { redactSecretValues } from "../../common/model/secret-redaction.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
+import { monotonicMs } from "../../common/time/clocks.ts";
 import type { HttpClient, RetryPolicy } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
@@ -187,7 +188,7 @@ async function stageEachOutput(
     const path = under ? `${under}/${file}` : file;
     try {
       const route = agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path);
-      const deadline = Date.now() + OUTPUT_STORAGE_FULL_BUDGET_MS;
+      const deadline = monotonicMs() + OUTPUT_STORAGE_FULL_BUDGET_MS;
       for (let refused = 1; ; refused++) {
         // The file is read anew for each try, so that a try cut halfway is sent again whole.
         const response = await http.request({
@@ -201,7 +202,7 @@ async function stageEachOutput(
         if (response.ok) break;
         const text = await response.text();
         const wait = storageFullDelayMs(refused);
-        if (response.status !== STORAGE_FULL_STATUS || Date.now() + wait > deadline)
+        if (response.status !== STORAGE_FULL_STATUS || monotonicMs() + wait > deadline)
           throw new Error(`PUT output ${path}: HTTP ${response.status} ${text}`);
         await sleep(wait);
       }

@@ -24,6 +24,7 @@ import {
   RELEASE_HEADER,
   stewardRelease,
 } from "../../common/protocol/versions.ts";
+import { monotonicMs, steadyNow } from "../../common/time/clocks.ts";
 import type { PoolStatus } from "../pools/pool-manager.ts";
 import {
   ConflictError,
@@ -150,7 +151,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
         principal: (text: string, now: number) => ports.read.principalOf(text, now),
         match: (text: string, kind: TokenKind, now: number) => ports.read.matchToken(text, kind, now),
       },
-      now: Date.now(),
+      now: steadyNow(),
     };
     if (access === "agent" || (access === null && path.startsWith("/api/v1/agent/"))) {
       const agent = identifyAgent(token, credentials);
@@ -262,7 +263,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   const submitLimiter = new SubmitRateLimiter(
     deps.submitLimit ?? { ratePerSecond: DEFAULT_SUBMIT_RATE, burst: DEFAULT_SUBMIT_BURST },
   );
-  const sweep = setInterval(() => submitLimiter.sweep(Date.now()), 60_000);
+  const sweep = setInterval(() => submitLimiter.sweep(monotonicMs()), 60_000);
   sweep.unref();
   app.addHook("onClose", async () => clearInterval(sweep));
   const maxUploadBytes = deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024;

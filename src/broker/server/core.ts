@@ -6,6 +6,7 @@
 import type { HostFacts } from "../../common/model/host-facts.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
 import type { HeartbeatMessage } from "../../common/protocol/messages.ts";
+import { steadyNow } from "../../common/time/clocks.ts";
 import { agentCommands } from "../reactor/commands/agents.ts";
 import { checkpointCommands } from "../reactor/commands/checkpoints.ts";
 import type { CommandContext } from "../reactor/commands/context.ts";
@@ -97,7 +98,7 @@ export class Core {
     state.poolFolders = this.#poolFolders;
     this.reactor = new Reactor(state, committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
-      now: options.now ?? Date.now,
+      now: options.now ?? steadyNow,
       random: options.random ?? Math.random,
       onFatal: options.onFatal,
       policy: options.policy,

@@ -20,6 +20,7 @@
 // redirect stops the request with a RedirectRefusedError naming the target.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { monotonicMs } from "../time/clocks.ts";
 import { CERTIFICATE_ERROR_CODES } from "./trust.ts";
 import { uploadAllowanceMs } from "./upload-allowance.ts";
 
@@ -259,7 +260,7 @@ export class HttpClient {
     if (token) headers.authorization = `Bearer ${token}`;
     if (request.json !== undefined) headers["content-type"] = "application/json";
     const { signal } = request;
-    const started = Date.now();
+    const started = monotonicMs();
     const count = typeof this.bases === "function" ? 1 : this.bases.length;
     let index = this.preferred;
     let tries = 0;
@@ -339,9 +340,9 @@ export class HttpClient {
         retryAfter = 0;
       }
       const outOfTries = policy.maxTries !== undefined && tries >= policy.maxTries;
-      if (outOfTries || Date.now() + delay - started > policy.budgetMs) {
+      if (outOfTries || monotonicMs() + delay - started > policy.budgetMs) {
         if ("response" in result) return result.response;
-        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        const seconds = ((monotonicMs() - started) / 1000).toFixed(1);
         throw new HttpError(
           method,
           shown,

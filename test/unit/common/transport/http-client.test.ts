@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   DEFAULT_RETRY,
   HttpClient,
@@ -156,6 +156,34 @@ describe("HttpClient", () => {
     expect(post.status).toBe(503);
     expect(seen).toHaveLength(tries + 1);
   });
+
+  it.each([
+    { step: "forward", by: 3_600_000 },
+    { step: "back", by: -3_600_000 },
+  ])(
+    "measures its budget by the monotonic clock: the wall clock stepped an hour $step changes nothing",
+    async ({ by }) => {
+      // Only Date is faked: the server steps it at the first request, between the client's tries.
+      vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+      try {
+        const { url, seen } = await serve((_request, response, _body, count) => {
+          if (count === 1) vi.setSystemTime(Date.now() + by);
+          response.writeHead(503);
+          response.end("busy");
+        });
+        const client = new HttpClient({ baseUrl: url, retry: { budgetMs: 1000 } });
+        const started = performance.now();
+        const answer = await client.request({ path: "/x" });
+        expect(answer.status).toBe(503);
+        // Tried again within the budget (not given up at once), and not past it (not for an hour).
+        expect(seen.length).toBeGreaterThan(1);
+        expect(performance.now() - started).toBeGreaterThanOrEqual(500);
+        expect(performance.now() - started).toBeLessThan(3000);
+      } finally {
+        vi.useRealTimers();
+      }
+    },
+  );
 
   it("tries a GET again when its connection is reset before the answer", async () => {
     const { url, seen } = await serve((request, response, _body, count) => {
