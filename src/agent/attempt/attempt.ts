@@ -88,10 +88,7 @@ export class Attempt {
   private pidStartTime: string | null = null;
   /** When the supervisor wrote the pid file: stands in for a start time the agent could not record. */
   private pidWrittenMs: number | null = null;
-  /**
-   * When the job started, for its wall time and its time limit: when the launcher was asked to
-   * start it (markLaunched), or for an adopted attempt when its pid was recorded (job-run-time.ts).
-   */
+  /** When the job started, for its wall time and time limit (job-run-time.ts): launched, or adopted. */
   readonly start = new JobStart();
   exitCode: number | null = null;
   /** Taken over from an earlier run of the agent, rather than started by this one. */
