@@ -33,6 +33,7 @@ import { recoveryBenchmark } from "./recovery.ts";
 import { replayLcgBenchmark } from "./replay-lcg.ts";
 import { replayLcgFastBenchmark, replayLcgRealBenchmark } from "./replay-lcg-real.ts";
 import { sideBySideBenchmark } from "./side-by-side.ts";
+import { slowLinksBenchmark } from "./slow-links.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { snakemakeOverheadBenchmark } from "./snakemake-overhead.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
@@ -52,6 +53,7 @@ const BENCHMARKS: Benchmark[] = [
   workflowBenchmark,
   enforcementBenchmark,
   crashRestartBenchmark,
+  slowLinksBenchmark,
   gangBenchmark,
   migrate100MbBenchmark,
   checkpointOverheadBenchmark,

@@ -33,6 +33,11 @@ export interface ClusterOptions {
   serverArgs?: string[];
   /** More `steward agent` flags (e.g. --speed). */
   agentArgs?: string[];
+  /**
+   * The URL the agent `name` is given as its `--server` (default: the server's own): a benchmark
+   * that puts something between them (a forwarder that slows the link) answers its address.
+   */
+  agentServer?: (serverUrl: string, name: string) => Promise<string>;
   cpuProf?: boolean;
   keep?: boolean;
 }
@@ -216,7 +221,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const args = [
         "agent",
         "--server",
-        url,
+        options.agentServer ? await options.agentServer(url, name) : url,
         "--token",
         joinToken,
         "--name",

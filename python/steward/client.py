@@ -307,6 +307,23 @@ class Client(Submitting):
         for an admin's token, which may use any tier of the server's QoS file."""
         return self.whoami()["qos"]
 
+    # ---- secrets
+
+    def set_secret(self, name: str, value: dict) -> dict:
+        """Sets one of your secrets (PUT /api/v1/secrets/NAME): S3 credentials your jobs name by
+        `credentials` on an s3: input or output; `value` holds accessKeyId and secretAccessKey,
+        and may hold sessionToken, region and endpoint. Answers {name, createdAt, updatedAt},
+        never the value."""
+        return self._json("PUT", f"/api/v1/secrets/{quote(name, safe='')}", payload=value)
+
+    def secrets(self) -> List[dict]:
+        """Your secrets by name with when each was set (GET /api/v1/secrets), never their values."""
+        return self._json("GET", "/api/v1/secrets")
+
+    def remove_secret(self, name: str) -> dict:
+        """Removes one of your secrets (DELETE /api/v1/secrets/NAME); NotFound when there is none."""
+        return self._json("DELETE", f"/api/v1/secrets/{quote(name, safe='')}")
+
     def hosts(self) -> List[dict]:
         """The hosts with their state, slots and facts."""
         return self._json("GET", "/api/v1/hosts")

@@ -18,6 +18,7 @@ import {
   type StartMessage,
 } from "../common/protocol/messages.ts";
 import { stewardRelease } from "../common/protocol/versions.ts";
+import { monotonicMs } from "../common/time/clocks.ts";
 import { HttpClient } from "../common/transport/http-client.ts";
 import { accountFor, type JobUser, type RunAs, RunAsError, runAsNotice } from "./accounts/run-as.ts";
 import { type AgentOptions, defaultAddress } from "./agent-options.ts";
@@ -167,8 +168,7 @@ export class Agent {
       this.options.workDir,
       gpus.length > 0,
     );
-    if (chosen.notice.warn) this.log.warn(chosen.notice.message);
-    else this.log.info(chosen.notice.message);
+    this.log[chosen.notice.warn ? "warn" : "info"](chosen.notice.message);
     this.context.enforcement = chosen.enforcement;
     this.fixed.enforces = chosen.enforcement !== null;
     if (this.options.gpus !== undefined)
@@ -203,14 +203,14 @@ export class Agent {
     this.timers.push(setInterval(() => void this.pollExits(), EXIT_POLL_MS));
     const { idleSeconds, onIdle } = this.options;
     if (idleSeconds !== undefined && onIdle) {
-      let idleSince = Date.now();
+      let idleSince = monotonicMs();
       this.timers.push(
         setInterval(() => {
           if (this.attempts.size > 0) {
-            idleSince = Date.now();
+            idleSince = monotonicMs();
             return;
           }
-          if (Date.now() - idleSince < idleSeconds * 1000) return;
+          if (monotonicMs() - idleSince < idleSeconds * 1000) return;
           // The socket closes first: the server stops placing work here before the process goes.
           void this.stop().then(onIdle);
         }, 1000),
@@ -233,8 +233,8 @@ export class Agent {
     for (const attempt of [...this.attempts.values()]) {
       if (!attempt.ended) await attempt.stop("migrated", reason, attempt.spec.graceSeconds);
     }
-    const deadline = Date.now() + timeoutMs;
-    while ((this.attempts.size > 0 || this.outbox.size > 0) && Date.now() < deadline) {
+    const deadline = monotonicMs() + timeoutMs;
+    while ((this.attempts.size > 0 || this.outbox.size > 0) && monotonicMs() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await this.stop(true);
@@ -359,7 +359,7 @@ export class Agent {
 
   /** Catches exits the launcher could not tell us of: attempts re-adopted after an agent restart. */
   private async pollExits(): Promise<void> {
-    const now = Date.now();
+    const now = monotonicMs();
     for (const attempt of this.attempts.values()) {
       if (attempt.ended) continue;
       const code = await attempt.readExitFile();

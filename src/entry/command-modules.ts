@@ -29,6 +29,7 @@ const MODULES = {
   explain: () => import("../cli/commands/explain.ts").then((m) => m.registerExplain),
   pools: () => import("../cli/commands/pools.ts").then((m) => m.registerPools),
   tokens: () => import("../cli/commands/tokens.ts").then((m) => m.registerTokens),
+  secret: () => import("../cli/commands/secret.ts").then((m) => m.registerSecret),
   admin: () => import("../cli/commands/admin.ts").then((m) => m.registerAdmin),
   completion: () =>
     import("./completion.ts").then(

@@ -19,6 +19,7 @@ import type {
   TokenRecord,
 } from "../../src/common/model/records.ts";
 import { ATTEMPT_OUTCOMES, JOB_STATES } from "../../src/common/model/states.ts";
+import { describeSecretConformance } from "./secret-suite.ts";
 
 export interface StoreUnderTest {
   /** A store on fresh, empty data, not opened yet: the suite opens it. */
@@ -209,6 +210,7 @@ const EMPTY: StoreSnapshot = {
   meta: {},
   checkpointParts: [],
   workflows: [],
+  secrets: [],
 };
 
 /** Values a schema must refuse (NOT NULL, CHECK): each makes its whole batch fail. */
@@ -299,6 +301,12 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
       store = await openStore(await subject.reopen());
       return store;
     }
+
+    describeSecretConformance(
+      () => store,
+      () => (subject.reopen === undefined ? null : reopen()),
+      TERM,
+    );
 
     test("kind names the implementation", () => {
       expect(["sqlite", "postgres"]).toContain(store.kind);

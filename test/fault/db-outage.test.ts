@@ -254,6 +254,28 @@ if (unreachable && process.env.CI) {
       );
       expect(await metric(serving, "steward_store_up")).toBe(1);
       expect(await metric(serving, "steward_store_unavailable_total")).toBeGreaterThan(0);
+
+      // Then a slow link: 200 ms each way (and up to 50 ms more). Every submit is still
+      // acknowledged within the client's timeout, later than on the mended link; the leader keeps
+      // its lease throughout (a renewal is one round trip), and every acknowledged job is there.
+      forwarder.setMode({ kind: "delay", ms: 200, jitterMs: 50 });
+      const slow: Answer[] = [];
+      for (let i = 0; i < 5; i++) {
+        const answers = await submit(brokers, { command: "true", name: `slow-${i}` }, `slow-${i}`);
+        const accepted = answers.find((answer) => answer.status === 201);
+        expect(accepted, JSON.stringify(answers)).toBeDefined();
+        slow.push(accepted as Answer);
+        expect(await leader(brokers)).toBe(serving);
+      }
+      forwarder.setMode(PASS);
+      // A commit is at least one round trip of 400 ms on this link.
+      for (const answer of slow) expect(answer.ms, JSON.stringify(answer)).toBeGreaterThanOrEqual(400);
+      for (const answer of slow) expect(answer.ms, JSON.stringify(answer)).toBeLessThan(CLIENT_TIMEOUT_MS);
+      console.log(
+        `submits over a 200 ms link acknowledged in ${slow.map((answer) => answer.ms).join(", ")} ms`,
+      );
+      for (const answer of slow)
+        expect((await api(serving, "GET", `/api/v1/jobs/${answer.body?.id}`)).name).toMatch(/^slow-/);
     }, 90_000);
 
     it("stalled for 15 s (open, no byte passing): every submit is refused within the store's bound, never hangs; /healthz is not ready; then a leader serves", async () => {

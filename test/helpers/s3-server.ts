@@ -33,6 +33,25 @@ const S3rver = createRequire(import.meta.url)("@20minutes/s3rver") as new (
   options: S3rverOptions,
 ) => S3rverInstance;
 
+/** s3rver's one account, which takes more key pairs (each signs as the account). */
+const S3RVER_ACCOUNT = (
+  createRequire(import.meta.url)("@20minutes/s3rver/lib/models/account.js") as {
+    DUMMY_ACCOUNT: { createKeyPair(key: string, secret: string): void; revokeAccessKey(key: string): void };
+  }
+).DUMMY_ACCOUNT;
+
+/**
+ * Lets `key` with `secret` in, beside S3RVER's pair, in every s3rver of this process (until
+ * `removeS3Key`): a pair of values a test can look for where they must never show.
+ */
+export function addS3Key(key: string, secret: string): void {
+  S3RVER_ACCOUNT.createKeyPair(key, secret);
+}
+
+export function removeS3Key(key: string): void {
+  S3RVER_ACCOUNT.revokeAccessKey(key);
+}
+
 export interface S3RequestSeen {
   method: string;
   /** The path, `/bucket/key`. */

@@ -8,7 +8,9 @@
 //   either way (a link that freezes: dropped packets, a hung middlebox). What was held is delivered
 //   in order once the mode changes back, as TCP would retransmit it, unless the connection was reset
 //   meanwhile;
-// - `delay`: each chunk is held `ms` (plus up to `jitterMs`, random) and delivered in order;
+// - `delay`: each chunk is held `ms` (plus up to `jitterMs`, random) from when it came, and delivered
+//   in order (a chunk is never held past the one before it by more than its own delay: a link's
+//   delay, not a queue that lets one chunk through per delay);
 // - `throttle`: at most `bytesPerSecond` go each way on each connection.
 //
 // The mode applies to every connection, old and new, at once; `setMode` switches it.
@@ -81,7 +83,8 @@ export function releaseAt(
 /** One direction of one connection: what came from one side waits here until the mode lets it go to `to`. */
 class Lane {
   readonly #to: Socket;
-  readonly #queue: { item: Item; due: number | null }[] = [];
+  /** Items in order, each with when it came and, once timed, when it may leave. */
+  readonly #queue: { item: Item; at: number; due: number | null }[] = [];
   readonly #mode: () => ForwarderMode;
   readonly #random: () => number;
   #timer: NodeJS.Timeout | null = null;
@@ -96,7 +99,7 @@ class Lane {
   }
 
   add(item: Item): void {
-    this.#queue.push({ item, due: null });
+    this.#queue.push({ item, at: Date.now(), due: null });
     this.drain();
   }
 
@@ -115,10 +118,13 @@ class Lane {
         const { chunk } = head.item;
         if (chunk.length > slice) {
           head.item = { chunk: chunk.subarray(0, slice) };
-          this.#queue.splice(1, 0, { item: { chunk: chunk.subarray(slice) }, due: null });
+          this.#queue.splice(1, 0, { item: { chunk: chunk.subarray(slice) }, at: head.at, due: null });
         }
       }
-      head.due ??= releaseAt(mode, Date.now(), this.#lastAt, this.#lastBytes, this.#random());
+      // A delay runs from the chunk's arrival (the chunks ahead of it were in flight meanwhile);
+      // a throttle's time from now, after the bytes ahead of it.
+      const from = mode.kind === "delay" ? head.at : Date.now();
+      head.due ??= releaseAt(mode, from, this.#lastAt, this.#lastBytes, this.#random());
       const wait = head.due - Date.now();
       if (wait > 0) {
         this.#timer = setTimeout(() => this.drain(), wait);

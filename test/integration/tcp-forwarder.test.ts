@@ -154,6 +154,21 @@ describe("tcp forwarder", () => {
     expect(Date.now() - start).toBeGreaterThanOrEqual(300);
   });
 
+  it("delay: chunks in flight together are each held the delay from their arrival, not one after another", async () => {
+    const forwarder = await forwarderToEcho();
+    const client = await connect(forwarder);
+    forwarder.setMode({ kind: "delay", ms: 300 });
+    const start = Date.now();
+    for (const part of ["a", "b", "c", "d"]) {
+      client.socket.write(part);
+      await sleep(50);
+    }
+    await until(() => client.received() === "abcd", 5000);
+    // The last is written at 150 ms and comes back 600 ms later; a delay counted from when the
+    // chunk before it left would hold each chunk 300 ms after the last: 1,200 ms each way.
+    expect(Date.now() - start).toBeLessThan(1100);
+  });
+
   it("throttle: a way carries no more than its rate", async () => {
     const forwarder = await forwarderToEcho();
     const client = await connect(forwarder);

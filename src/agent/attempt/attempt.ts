@@ -38,6 +38,7 @@ import {
 import { containerStart } from "./container-launch.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
+import { JobStart } from "./job-run-time.ts";
 import { type JobPaths, jobEnvironmentFile, jobExec, jobScript } from "./job-script.ts";
 import { measureAndEnd } from "./measure-usage.ts";
 import { TIMES_FILE } from "./shell-times.ts";
@@ -72,7 +73,7 @@ export interface AttemptContext {
   containers?: ContainerHost | null;
 }
 
-/** An attempt's start.json: the server's start message, and the name of the cgroup it was given. */
+/** An attempt's start.json: the server's start message without its secrets, and the name of the cgroup it was given. */
 interface StartRecord extends StartMessage {
   cgroup?: string;
 }
@@ -92,11 +93,8 @@ export class Attempt {
   private pidStartTime: string | null = null;
   /** When the supervisor wrote the pid file: stands in for a start time the agent could not record. */
   private pidWrittenMs: number | null = null;
-  /**
-   * When the job started (ms), for its wall time and its time limit: when the launcher was asked to
-   * start it (markLaunched), or for an adopted attempt when its pid was recorded.
-   */
-  startedAt: number | null = null;
+  /** When the job started, for its wall time and time limit (job-run-time.ts): launched, or adopted. */
+  readonly start = new JobStart();
   exitCode: number | null = null;
   /** Taken over from an earlier run of the agent, rather than started by this one. */
   adopted = false;
@@ -173,7 +171,8 @@ export class Attempt {
     if (gang && gang.rank === 0 && gang.coordinator === null)
       gang.coordinator = `${gang.nodes[0].address}:${await freePort()}`;
     this.cgroup = this.context.enforcement?.newAttempt(basename(this.dir)) ?? null;
-    const record: StartRecord = this.cgroup ? { ...this.spec, cgroup: this.cgroup.name } : this.spec;
+    const { secrets: _inMemoryOnlyNeverInTheFolder, ...kept } = this.spec;
+    const record: StartRecord = this.cgroup ? { ...kept, cgroup: this.cgroup.name } : kept;
     const startJson = JSON.stringify(record);
     // A job of the agent's own account gets a kept folder when there is one (spare-folders.ts),
     // its start.json already written; the job's parts are new either way.
@@ -298,7 +297,7 @@ export class Attempt {
     const written = (await stat(path).catch(() => null))?.mtimeMs;
     if (written === undefined) return;
     this.pidWrittenMs = written;
-    this.startedAt ??= written;
+    this.start.adopted(written);
   }
 
   /** Whether the job still runs: its pid is held by the process that started as the job. */
@@ -324,7 +323,7 @@ export class Attempt {
    * that, a `sleep 0.5` could measure 0.499 s.
    */
   markLaunched(): void {
-    this.startedAt = Date.now();
+    this.start.launched();
   }
 
   /**
@@ -380,11 +379,11 @@ export class Attempt {
   /** Time limit: measured from the job's start, also across an agent restart. */
   armTimeLimit(): void {
     const limit = this.spec.timeLimitSeconds;
-    if (!limit || this.limitTimer || this.startedAt === null) return;
-    const left = Math.max(0, this.startedAt + limit * 1000 - Date.now());
-    this.limitTimer = setTimeout(() => {
+    const ran = this.start.ranMs();
+    if (!limit || this.limitTimer || ran === null) return;
+    const stop = () =>
       void this.stop("timed_out", `time limit of ${limit} s reached`, this.spec.graceSeconds);
-    }, left);
+    this.limitTimer = setTimeout(stop, Math.max(0, limit * 1000 - ran));
     this.limitTimer.unref();
   }
 
@@ -421,7 +420,7 @@ export class Attempt {
     // A container's processes, in a pid namespace of their own, are killed by its runtime.
     if (this.spec.container && this.context.containers)
       await killContainer(this.context.containers, this.dir);
-    const usage = await measureAndEnd(this.cgroup, this.startedAt, this.exitCode, this.dir);
+    const usage = await measureAndEnd(this.cgroup, this.start.ranMs(), this.exitCode, this.dir);
     const result = await this.outcome(exitCode, reasonIfUnknown, usage.oomKills);
     return { ...result, usage };
   }

@@ -22,16 +22,16 @@ function shellTimes(dir: string): CpuTime | null {
 
 /**
  * What an ended attempt used: its cgroup's counters, or without one the shell's (none when the
- * supervisor vanished: `exitCode` null), its cgroup emptied. `startedAt`: when its job started
- * (ms since the epoch), null when it never did; `dir`: the attempt's folder.
+ * supervisor vanished: `exitCode` null), its cgroup emptied. `ranMs`: how long its job ran
+ * (job-run-time.ts), null when it never started; `dir`: the attempt's folder.
  */
 export async function measureAndEnd(
   cgroup: AttemptCgroup | null,
-  startedAt: number | null,
+  ranMs: number | null,
   exitCode: number | null,
   dir: string,
 ): Promise<AttemptUsage> {
-  const wallSeconds = startedAt === null ? 0 : Math.max(0, (Date.now() - startedAt) / 1000);
+  const wallSeconds = ranMs === null ? 0 : ranMs / 1000;
   if (!cgroup) {
     // The supervisor's `times`, written before the exit code: none when the supervisor vanished.
     const cpu = exitCode === null ? null : shellTimes(dir);

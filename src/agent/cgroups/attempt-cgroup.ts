@@ -7,6 +7,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { monotonicMs } from "../../common/time/clocks.ts";
 import { shellQuote } from "../attempt/job-script.ts";
 import { type CgroupBase, cgroupDirFor, cgroupDirs } from "./cgroup-base.ts";
 import { cgroupFiles } from "./cgroup-files.ts";
@@ -232,12 +233,12 @@ export class AttemptCgroup {
    * is killed in a later round.
    */
   async killAll(timeoutMs = CGROUP_EMPTY_TIMEOUT_MS): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = monotonicMs() + timeoutMs;
     const kill = this.base.version === 2 ? `${this.dirs[0]}/cgroup.kill` : null;
     for (let round = 0; ; round++) {
       const left = this.processes();
       if (left.length === 0) return true;
-      if (Date.now() > deadline) return false;
+      if (monotonicMs() > deadline) return false;
       if (kill && existsSync(kill)) {
         if (round === 0) writeQuietly(kill, "1");
       } else if (round % 10 === 0) {

@@ -1,6 +1,7 @@
 // An attempt's files moved in and out: its inputs fetched into its working folder before the job
 // starts (uploaded ones from the server, URL inputs from their own servers, s3: ones from their
-// store, signed with the S3 settings the agent resolves for the attempt: s3/s3-settings.ts), its
+// store, signed with the S3 settings the agent resolves for the attempt, a job's secret's when it
+// names one: s3/attempt-s3-settings.ts), its
 // outputs uploaded to the server once it has succeeded, and those with a URL pushed there
 // (url-outputs.ts). An input comes through the host's content cache
 // (cache/content-cache.ts), by the digest the server gives an uploaded one or the job file gives a
@@ -18,8 +19,10 @@ import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { relativePathProblem } from "../../common/model/relative-path.ts";
 import { isS3Url } from "../../common/model/s3-url.ts";
+import { redactSecretValues } from "../../common/model/secret-redaction.ts";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { agentFileRoutes, INPUT_DIGEST_HEADER } from "../../common/protocol/messages.ts";
+import { monotonicMs } from "../../common/time/clocks.ts";
 import type { HttpClient, RetryPolicy } from "../../common/transport/http-client.ts";
 import { cacheKeyOf } from "../cache/cache-key.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
@@ -27,7 +30,8 @@ import { type DownloadSource, download, shownUrl } from "../cache/download.ts";
 import { s3Source } from "../cache/s3-source.ts";
 import { urlSource } from "../cache/url-source.ts";
 import { agentAwsValues } from "../s3/agent-credentials.ts";
-import { resolveS3Settings, type S3Settings } from "../s3/s3-settings.ts";
+import { attemptS3Settings } from "../s3/attempt-s3-settings.ts";
+import type { S3Settings } from "../s3/s3-settings.ts";
 import { openJobFile } from "./job-written-file.ts";
 import { pushOutputs } from "./url-outputs.ts";
 
@@ -64,16 +68,25 @@ export interface InputStaging {
   cache: ContentCache;
 }
 
-/** The S3 settings of an attempt, resolved at the first need (none: no file is read). */
-function attemptS3Settings(): () => S3Settings {
-  let settings: S3Settings | undefined;
-  return () => {
-    settings ??= resolveS3Settings(agentAwsValues());
-    return settings;
-  };
+/**
+ * Runs `work`, its error's message (what the attempt's end reports) with the start's secrets put out
+ * of sight (model/secret-redaction.ts); the error itself is kept, with its code.
+ */
+async function redactingSecrets<T>(spec: Pick<StartMessage, "secrets">, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (spec.secrets !== undefined && error instanceof Error)
+      error.message = redactSecretValues(error.message, Object.values(spec.secrets));
+    throw error;
+  }
 }
 
-export async function stageInputs(context: InputStaging, spec: StartMessage, runDir: string): Promise<void> {
+export function stageInputs(context: InputStaging, spec: StartMessage, runDir: string): Promise<void> {
+  return redactingSecrets(spec, () => stageEachInput(context, spec, runDir));
+}
+
+async function stageEachInput(context: InputStaging, spec: StartMessage, runDir: string): Promise<void> {
   for (const path of spec.inputs) {
     const target = join(runDir, path);
     await mkdir(dirname(target), { recursive: true });
@@ -81,14 +94,14 @@ export async function stageInputs(context: InputStaging, spec: StartMessage, run
     // Inputs are often the program itself (GridWay stages the executable): let it run.
     await chmod(target, 0o755);
   }
-  const s3 = attemptS3Settings();
+  const s3 = attemptS3Settings(spec.secrets, agentAwsValues);
   for (const input of spec.urlInputs ?? []) {
     const problem = relativePathProblem(input.as);
     if (problem !== null)
       throw new Error(`${shownUrl(input.url)}: as ${JSON.stringify(input.as)} ${problem}`);
     const target = join(runDir, input.as);
     await mkdir(dirname(target), { recursive: true });
-    await stageUrlInput(context.cache, input, target, s3);
+    await stageUrlInput(context.cache, input, target, () => s3(input.credentials));
     await chmod(target, 0o755);
   }
 }
@@ -100,10 +113,19 @@ async function stageUrlInput(
   target: string,
   s3: () => S3Settings,
 ): Promise<void> {
-  const source = isS3Url(input.url) ? s3Source(input.url, s3()) : urlSource(input.url);
+  const source = isS3Url(input.url) ? s3Source(input.url, settingsFor(input.url, s3)) : urlSource(input.url);
   const key = cacheKeyOf(input);
   if (key?.kind === "digest") await cache.placeByDigest(key.sha256, source, target);
   else await cache.placeByUrl(input.url, source, target);
+}
+
+/** The S3 settings of an input's fetch; an error names its URL. */
+function settingsFor(url: string, s3: () => S3Settings): S3Settings {
+  try {
+    return s3();
+  } catch (error) {
+    throw new Error(`${shownUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /**
@@ -138,7 +160,16 @@ async function askedDigest(http: HttpClient, route: string, path: string): Promi
  * Uploads the outputs, then pushes those with a URL; `uploaded`: the paths uploaded or pushed,
  * `refused`: files that are there but not the job's own (links to others' files).
  */
-export async function stageOutputs(
+export function stageOutputs(
+  http: HttpClient,
+  spec: StartMessage,
+  runDir: string,
+  owner: number | null,
+): Promise<{ uploaded: string[]; refused: string[] }> {
+  return redactingSecrets(spec, () => stageEachOutput(http, spec, runDir, owner));
+}
+
+async function stageEachOutput(
   http: HttpClient,
   spec: StartMessage,
   runDir: string,
@@ -157,7 +188,7 @@ export async function stageOutputs(
     const path = under ? `${under}/${file}` : file;
     try {
       const route = agentFileRoutes.output(spec.jobId, spec.taskIndex, spec.attempt, path);
-      const deadline = Date.now() + OUTPUT_STORAGE_FULL_BUDGET_MS;
+      const deadline = monotonicMs() + OUTPUT_STORAGE_FULL_BUDGET_MS;
       for (let refused = 1; ; refused++) {
         // The file is read anew for each try, so that a try cut halfway is sent again whole.
         const response = await http.request({
@@ -171,7 +202,7 @@ export async function stageOutputs(
         if (response.ok) break;
         const text = await response.text();
         const wait = storageFullDelayMs(refused);
-        if (response.status !== STORAGE_FULL_STATUS || Date.now() + wait > deadline)
+        if (response.status !== STORAGE_FULL_STATUS || monotonicMs() + wait > deadline)
           throw new Error(`PUT output ${path}: HTTP ${response.status} ${text}`);
         await sleep(wait);
       }
@@ -180,6 +211,7 @@ export async function stageOutputs(
     }
     uploaded.push(path);
   }
-  const pushed = await pushOutputs(spec.urlOutputs ?? [], runDir, owner, attemptS3Settings());
+  const s3 = attemptS3Settings(spec.secrets, agentAwsValues);
+  const pushed = await pushOutputs(spec.urlOutputs ?? [], runDir, owner, s3);
   return { uploaded: [...uploaded, ...pushed.pushed], refused: [...refused, ...pushed.refused] };
 }

@@ -13,11 +13,8 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isS3Url, parseS3Url } from "../../common/model/s3-url.ts";
-import {
-  REQUEST_TIMEOUT_MS,
-  retryDelayMs,
-  UPLOAD_MIN_BYTES_PER_SECOND,
-} from "../../common/transport/http-client.ts";
+import { REQUEST_TIMEOUT_MS, retryDelayMs } from "../../common/transport/http-client.ts";
+import { UPLOAD_MIN_BYTES_PER_SECOND } from "../../common/transport/upload-allowance.ts";
 import { DOWNLOAD_POLICY, type DownloadPolicy, describe, retryable, shownUrl } from "../cache/download.ts";
 import { s3Refusal } from "../cache/s3-source.ts";
 import { withoutCredentials } from "../cache/url-source.ts";
@@ -58,9 +55,10 @@ export function pushTarget(to: string, s3: () => S3Settings, now: () => Date = (
   if (isS3Url(to)) {
     const object = parseS3Url(to);
     if (typeof object === "string") throw new PushError(`${to} ${object}`);
-    const settings = s3();
-    // A malformed endpoint or region fails at once, not after every try.
+    let settings: S3Settings;
+    // A malformed endpoint or region fails at once, not after every try; so does a secret not held.
     try {
+      settings = s3();
       objectUrl(object, settings);
     } catch (error) {
       throw new PushError(`${to}: ${error instanceof Error ? error.message : String(error)}`);
@@ -133,10 +131,10 @@ export async function push(
  * job's own. Throws a PushError (naming the URL) for the first push that fails for good.
  */
 export async function pushOutputs(
-  outputs: readonly { path: string; to: string }[],
+  outputs: readonly { path: string; to: string; credentials?: string }[],
   runDir: string,
   owner: number | null,
-  s3: () => S3Settings,
+  s3: (credentials?: string) => S3Settings,
   policy: DownloadPolicy = DOWNLOAD_POLICY,
 ): Promise<{ pushed: string[]; refused: string[] }> {
   const pushed: string[] = [];
@@ -148,7 +146,11 @@ export async function pushOutputs(
       continue;
     }
     try {
-      await push(pushTarget(output.to, s3), file.path, policy);
+      await push(
+        pushTarget(output.to, () => s3(output.credentials)),
+        file.path,
+        policy,
+      );
     } finally {
       await file.close();
     }

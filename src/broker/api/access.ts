@@ -67,6 +67,10 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   // A user sees their own attempts only (the route narrows to them); admins and readers all.
   "GET /api/v1/accounting": "read",
   "GET /api/v1/shares": "read",
+  // A user's own secrets (an admin's, or another user's through x-steward-user); a reader has none.
+  "PUT /api/v1/secrets/:name": "submit",
+  "GET /api/v1/secrets": "submit",
+  "DELETE /api/v1/secrets/:name": "submit",
   "POST /api/v1/tokens": "admin",
   "GET /api/v1/tokens": "admin",
   "DELETE /api/v1/tokens/:id": "admin",

@@ -6,6 +6,7 @@
 // file) is not counted: only the client's silence is.
 
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { monotonicMs } from "../../common/time/clocks.ts";
 
 /** `--body-timeout-seconds`: the longest a request body may pause between two reads (nginx's client_body_timeout is also 60 s). */
 export const DEFAULT_BODY_TIMEOUT_SECONDS = 60;
@@ -65,10 +66,10 @@ export function watchBodyTimeouts(
     if (!hasBody(request) || request.complete) return;
     const socket = request.socket;
     let lastBytes = socket.bytesRead;
-    let lastProgressAt = Date.now();
+    let lastProgressAt = monotonicMs();
     const timer = setInterval(() => {
       if (request.complete || request.destroyed) return stop();
-      const now = Date.now();
+      const now = monotonicMs();
       const buffered = request.readableLength;
       if (socket.bytesRead !== lastBytes || buffered > 0) {
         lastBytes = socket.bytesRead;

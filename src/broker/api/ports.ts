@@ -17,6 +17,7 @@ import type {
   Principal,
   Refusal,
   RestartManifest,
+  SecretListing,
   TokenKind,
   TokenRecord,
   WorkflowRecord,
@@ -28,6 +29,7 @@ import type {
   HostCommands,
   JobCommands,
   JobRead,
+  SecretCommands,
   TaskRead,
   TokenCommands,
   WorkflowCommands,
@@ -115,6 +117,8 @@ export interface ReadModel {
   token(id: string): TokenRecord | undefined;
   /** The tokens this server gave out, of one kind or of every kind, oldest first. */
   listTokens(kind?: TokenKind): TokenRecord[];
+  /** A user's secrets by name, without their values. */
+  secretsOf(owner: string): SecretListing[];
   /** Who presents an API token `text` at `now`: its user and role, a refusal (revoked, expired), or null. */
   principalOf(text: string, now: number): Principal | Refusal | null;
   /** The stored token of `kind` that `text` is at `now`, a refusal, or null. */
@@ -172,6 +176,7 @@ export interface ApiPorts {
   workflows: WorkflowCommands;
   hosts: HostCommands;
   tokens: TokenCommands;
+  secrets: SecretCommands;
   checkpoints: CheckpointUploads;
   read: ReadModel;
 }

@@ -1,5 +1,6 @@
 // Submits per user token: a token bucket per key (the token's id), refilled at `ratePerSecond`
-// up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in.
+// up to `burst`. Admin tokens are not limited (the caller decides). Pure: the clock is passed in
+// (the monotonic one); a clock that goes back anyway refills nothing and takes nothing.
 
 import type { ErrorAnswer } from "../../common/api/errors.ts";
 
@@ -32,7 +33,7 @@ export class SubmitRateLimiter {
   take(key: string, now: number): number {
     const { ratePerSecond, burst } = this.limit;
     const bucket = this.#buckets.get(key) ?? { tokens: burst, at: now };
-    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond);
+    bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, now - bucket.at) / 1000) * ratePerSecond);
     bucket.at = now;
     this.#buckets.set(key, bucket);
     if (bucket.tokens >= 1) {

@@ -24,6 +24,7 @@ import {
   RELEASE_HEADER,
   stewardRelease,
 } from "../../common/protocol/versions.ts";
+import { monotonicMs, steadyNow } from "../../common/time/clocks.ts";
 import type { PoolStatus } from "../pools/pool-manager.ts";
 import {
   ConflictError,
@@ -57,6 +58,7 @@ import { registerHostRoutes } from "./routes/hosts.ts";
 import { registerJobRoutes } from "./routes/jobs.ts";
 import { registerManyJobRoutes } from "./routes/many-jobs.ts";
 import { registerPoolRoutes } from "./routes/pools.ts";
+import { registerSecretRoutes } from "./routes/secrets.ts";
 import { registerShareRoutes } from "./routes/shares.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
 import { registerTokenRoutes } from "./routes/tokens.ts";
@@ -149,7 +151,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
         principal: (text: string, now: number) => ports.read.principalOf(text, now),
         match: (text: string, kind: TokenKind, now: number) => ports.read.matchToken(text, kind, now),
       },
-      now: Date.now(),
+      now: steadyNow(),
     };
     if (access === "agent" || (access === null && path.startsWith("/api/v1/agent/"))) {
       const agent = identifyAgent(token, credentials);
@@ -261,7 +263,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   const submitLimiter = new SubmitRateLimiter(
     deps.submitLimit ?? { ratePerSecond: DEFAULT_SUBMIT_RATE, burst: DEFAULT_SUBMIT_BURST },
   );
-  const sweep = setInterval(() => submitLimiter.sweep(Date.now()), 60_000);
+  const sweep = setInterval(() => submitLimiter.sweep(monotonicMs()), 60_000);
   sweep.unref();
   app.addHook("onClose", async () => clearInterval(sweep));
   const maxUploadBytes = deps.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_MB * 1024 * 1024;
@@ -271,6 +273,7 @@ export async function registerApi(app: FastifyInstance, deps: ApiDeps): Promise<
   registerManyJobRoutes(app, ports);
   registerPoolRoutes(app, deps.pools ?? (() => []));
   registerTokenRoutes(app, ports);
+  registerSecretRoutes(app, ports);
   registerAgentFileRoutes(app, ports, files, maxUploadBytes);
   registerAdminRoutes(app, deps.backup);
   registerAccountingRoutes(app, ports.read);

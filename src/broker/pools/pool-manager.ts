@@ -12,6 +12,7 @@
 
 import type { Logger } from "pino";
 import type { PoolSpec } from "../../common/model/pools-file.ts";
+import { steadyNow } from "../../common/time/clocks.ts";
 import { DriverError, type PilotStatus } from "../drivers/driver.ts";
 import { RunningQuotas } from "../scheduler/qos.ts";
 import { infeasibility } from "../scheduler/stages/feasibility.ts";
@@ -114,7 +115,7 @@ export class PoolManager {
     if (this.#timer) clearInterval(this.#timer);
   }
 
-  status(now = Date.now()): PoolStatus[] {
+  status(now = steadyNow()): PoolStatus[] {
     return this.#pools.map((pool) => {
       const why = poolUnavailable(pool, now);
       return {
@@ -128,7 +129,7 @@ export class PoolManager {
   }
 
   /** Which pools could run the job and what each is doing about it (`steward explain`). */
-  explain(job: JobEntry, now = Date.now()): PoolNote[] {
+  explain(job: JobEntry, now = steadyNow()): PoolNote[] {
     return this.#pools.map((pool) => {
       const { name } = pool.spec;
       const unavailable = poolUnavailable(pool, now);
@@ -160,7 +161,7 @@ export class PoolManager {
     if (this.#busy) return;
     this.#busy = true;
     try {
-      const now = Date.now();
+      const now = steadyNow();
       const state = this.#options.cluster.state();
       const ledger = this.#options.cluster.ledger();
       if (!state || !ledger) return;
@@ -386,7 +387,7 @@ export class PoolManager {
   #failedSubmission(pool: PoolRuntime, error: unknown): void {
     pool.failures++;
     pool.reason = error instanceof DriverError ? error.message : String(error);
-    pool.nextSubmitAt = Date.now() + poolRetrySeconds(pool.failures) * 1000;
+    pool.nextSubmitAt = steadyNow() + poolRetrySeconds(pool.failures) * 1000;
     this.#options.log.warn(
       { pool: pool.spec.name, failures: pool.failures, reason: pool.reason },
       "pilot not submitted",
@@ -416,7 +417,7 @@ export class PoolManager {
       if (state.hosts.has(pilotHostName(pool.spec.name, pilot.id))) continue;
       pool.failures++;
       pool.reason = `pilot ${pilot.id} ended before its agent joined (${pilot.batchState.toLowerCase()}${pilot.reason ? `: ${pilot.reason}` : ""})`;
-      pool.nextSubmitAt = Date.now() + poolRetrySeconds(pool.failures) * 1000;
+      pool.nextSubmitAt = steadyNow() + poolRetrySeconds(pool.failures) * 1000;
       this.#options.log.warn(
         { pool: pool.spec.name, pilot: pilot.id, failures: pool.failures },
         "pilot failed to start",

@@ -12,11 +12,13 @@ import type {
   EventRecord,
   HostRecord,
   JobHead,
+  SecretListing,
   TaskRecord,
   TokenKind,
   TokenRecord,
   WorkflowRecord,
 } from "../../common/model/records.ts";
+import type { SecretValue } from "../../common/model/secret-value.ts";
 import type { RetryRequest, RetrySelection } from "../../common/model/task-retry.ts";
 import type { WorkflowFile } from "../../common/model/workflow.ts";
 import type { EndedEvent, HelloMessage, StartedEvent } from "../../common/protocol/messages.ts";
@@ -27,6 +29,7 @@ import type {
   CheckpointCommitted,
   CheckpointObjectStored,
 } from "./handlers/checkpoints.ts";
+import type { SecretSet } from "./handlers/secrets.ts";
 import type { TokenRequest } from "./handlers/tokens.ts";
 import type { WorkflowJobsTouched } from "./handlers/workflow-control.ts";
 
@@ -189,6 +192,14 @@ export interface TokenCommands {
   create(request: TokenRequest): Promise<TokenRecord>;
   /** Revokes a token of one of `kinds` (a join token with its hosts' credentials; their agents are disconnected). */
   revoke(id: string, kinds: readonly TokenKind[]): Promise<TokenRecord>;
+}
+
+/** A user's secrets set and removed (reactor/commands/secrets.ts); `owner` is the user asking. */
+export interface SecretCommands {
+  /** Sets the owner's secret, new or in place of theirs of that name. */
+  set(owner: string, name: string, value: SecretValue): Promise<SecretSet>;
+  /** Removes the owner's secret; NotFoundError when they have none of that name. */
+  remove(owner: string, name: string): Promise<SecretListing>;
 }
 
 /** What the agents' checkpoint uploads record (reactor/commands/checkpoints.ts). */

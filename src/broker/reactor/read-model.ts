@@ -9,6 +9,7 @@ import type {
   JobHead,
   JobHeader,
   RestartManifest,
+  SecretListing,
   WorkflowRecord,
 } from "../../common/model/records.ts";
 import type { JobState, TaskState } from "../../common/model/states.ts";
@@ -23,6 +24,7 @@ import { restartManifest } from "../state/restart-manifest.ts";
 import type { TokenRegistry } from "../state/token-registry.ts";
 import type { Store, StoredJob } from "../store/store.ts";
 import { NotFoundError } from "./errors.ts";
+import { secretListing } from "./handlers/secrets.ts";
 import { admitSpec, checkedDependencies } from "./handlers/submit.ts";
 import type { TaskRead } from "./ports.ts";
 import type { Reactor } from "./reactor.ts";
@@ -166,6 +168,11 @@ export class ReadModel {
   /** Every workflow, whatever became of its jobs. */
   listWorkflows(): WorkflowRecord[] {
     return [...this.#state.workflows.values()];
+  }
+
+  /** A user's secrets by name, without their values. */
+  secretsOf(owner: string): SecretListing[] {
+    return this.#state.secrets.of(owner).map(secretListing);
   }
 
   /** The tokens this server gave out (API tokens, join tokens, host credentials). */

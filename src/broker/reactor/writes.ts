@@ -27,6 +27,7 @@ import type {
   HostRecord,
   JobRecord,
   MigrationIntent,
+  SecretRecord,
   StopIntent,
   TaskRecord,
   TokenRecord,
@@ -375,6 +376,16 @@ export class StateWrites {
     // Put again: what the registry derives from its tokens (users' groups) is made anew.
     this.#state.tokens.put(record);
     this.#changes.push({ op: "putToken", token: record });
+  }
+
+  // ---- secrets
+
+  /** A user's secret set (new, or in place of theirs of that name), or removed (null). */
+  setSecret(owner: string, name: string, record: SecretRecord | null): void {
+    const before = this.#state.secrets.get(owner, name);
+    this.#state.secrets.set(owner, name, record);
+    this.#undo.push(() => this.#state.secrets.set(owner, name, before ?? null));
+    this.#changes.push(record ? { op: "putSecret", secret: record } : { op: "deleteSecret", owner, name });
   }
 
   // ---- the broker's own records

@@ -26,6 +26,7 @@ export function apiReadModel(
     },
     token: (id) => read().tokens.get(id),
     listTokens: (kind) => read().tokens.list(kind),
+    secretsOf: (owner) => read().secretsOf(owner),
     principalOf: (text, now) => read().tokens.principal(text, now),
     matchToken: (text, kind, now) => read().tokens.match(text, kind, now),
     job: (id) => read().job(id),

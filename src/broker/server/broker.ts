@@ -16,6 +16,7 @@
 
 import type { Logger } from "pino";
 import type { QosPolicy } from "../../common/model/qos-file.ts";
+import { monotonicMs, steadyNow } from "../../common/time/clocks.ts";
 import type { ApiPorts } from "../api/ports.ts";
 import type { PoolNote } from "../pools/pool-manager.ts";
 import type { AgentLinks } from "../reactor/effects.ts";
@@ -76,7 +77,7 @@ export class Broker {
   #stopped = false;
   #loop: Promise<void> | null = null;
   #wake: (() => void) | null = null;
-  readonly #store = new StoreHealth(Date.now());
+  readonly #store = new StoreHealth(steadyNow());
 
   constructor(options: BrokerOptions) {
     this.#options = options;
@@ -87,7 +88,7 @@ export class Broker {
    * not answered a call for a whole lease counts as unavailable (a round is due every third of it);
    * on SQLite there is no such call, and only a failed commit tells (and ends the process).
    */
-  storeVerdict(now = Date.now()): StoreVerdict {
+  storeVerdict(now = steadyNow()): StoreVerdict {
     const staleAfterMs = hasElections(this.#options.store)
       ? this.#options.leaseSeconds * 1000
       : Number.POSITIVE_INFINITY;
@@ -102,11 +103,11 @@ export class Broker {
   /** Notes how a call to the store ended: answered, or failed for its unavailability (or else). */
   #noteStore(error?: unknown): void {
     if (error === undefined) {
-      this.#store.answered(Date.now());
+      this.#store.answered(steadyNow());
       return;
     }
     const reason = storeUnavailableReason(error);
-    if (reason !== null) this.#store.failed(reason, Date.now());
+    if (reason !== null) this.#store.failed(reason, steadyNow());
   }
 
   get isLeader(): boolean {
@@ -220,7 +221,7 @@ export class Broker {
         const renewed = await store.renewLease(this.#term, leaseSeconds);
         this.#noteStore();
         if (renewed) {
-          this.#renewedAt = Date.now();
+          this.#renewedAt = monotonicMs();
         } else {
           this.demote("another server took the lead");
         }
@@ -244,7 +245,7 @@ export class Broker {
       );
     } finally {
       // A leader that could not renew within its lease may have lost it: it stops before anyone else starts.
-      if (this.#core && hasElections(store) && Date.now() - this.#renewedAt >= leaseSeconds * 1000) {
+      if (this.#core && hasElections(store) && monotonicMs() - this.#renewedAt >= leaseSeconds * 1000) {
         this.demote("the lease could not be renewed in time");
       }
     }
@@ -252,7 +253,7 @@ export class Broker {
 
   async #lead(term: number): Promise<void> {
     const { store, blobs, heartbeatSeconds, hostTimeoutSeconds, policy, log } = this.#options;
-    this.#renewedAt = Date.now();
+    this.#renewedAt = monotonicMs();
     const snapshot = await store.loadLive();
     const committer = new GroupCommitter(store, term);
     const onCommitted = this.#options.onCommitted;
@@ -375,6 +376,7 @@ export function leadingPorts(
     workflows: leading(() => broker.core().workflows),
     hosts: leading(() => broker.core().hosts),
     tokens: leading(() => broker.core().tokens),
+    secrets: leading(() => broker.core().secrets),
     checkpoints: leading(() => broker.core().checkpoints),
     read: apiReadModel(() => broker.core().read, store, explainPools),
   };

@@ -6,11 +6,13 @@
 import type { HostFacts } from "../../common/model/host-facts.ts";
 import { DEFAULT_QOS_POLICY, type QosPolicy } from "../../common/model/qos-file.ts";
 import type { HeartbeatMessage } from "../../common/protocol/messages.ts";
+import { steadyNow } from "../../common/time/clocks.ts";
 import { agentCommands } from "../reactor/commands/agents.ts";
 import { checkpointCommands } from "../reactor/commands/checkpoints.ts";
 import type { CommandContext } from "../reactor/commands/context.ts";
 import { hostCommands } from "../reactor/commands/hosts.ts";
 import { jobCommands } from "../reactor/commands/jobs.ts";
+import { secretCommands } from "../reactor/commands/secrets.ts";
 import { tokenCommands } from "../reactor/commands/tokens.ts";
 import { workflowCommands } from "../reactor/commands/workflows.ts";
 import { purgeAccounting, setMeta } from "../reactor/handlers/broker-records.ts";
@@ -23,6 +25,7 @@ import type {
   CheckpointCommands,
   HostCommands,
   JobCommands,
+  SecretCommands,
   TokenCommands,
   WorkflowCommands,
 } from "../reactor/ports.ts";
@@ -74,6 +77,8 @@ export class Core {
   readonly hosts: HostCommands;
   /** Tokens created and revoked. */
   readonly tokens: TokenCommands;
+  /** Users' secrets set and removed. */
+  readonly secrets: SecretCommands;
   /** Checkpoint objects stored and manifests committed by the agents' uploads. */
   readonly checkpoints: CheckpointCommands & { noteTransfer(bytes: number, ms: number): void };
   /** The agents' hellos and reports of attempts started and ended. */
@@ -93,7 +98,7 @@ export class Core {
     state.poolFolders = this.#poolFolders;
     this.reactor = new Reactor(state, committer, {
       hostTimeoutSeconds: options.hostTimeoutSeconds,
-      now: options.now ?? Date.now,
+      now: options.now ?? steadyNow,
       random: options.random ?? Math.random,
       onFatal: options.onFatal,
       policy: options.policy,
@@ -119,6 +124,7 @@ export class Core {
     this.workflows = workflowCommands(context, workflowIds, jobIds);
     this.hosts = hostCommands(context);
     this.tokens = tokenCommands(context);
+    this.secrets = secretCommands(context);
     this.checkpoints = {
       ...checkpointCommands(context),
       noteTransfer: (bytes: number, ms: number) => this.noteCheckpointTransfer(bytes, ms),

@@ -31,6 +31,7 @@ import {
 } from "../../common/protocol/messages.ts";
 import { TurnFrames } from "../../common/protocol/turn-frames.ts";
 import { agentRefusal, stewardRelease } from "../../common/protocol/versions.ts";
+import { steadyNow } from "../../common/time/clocks.ts";
 import type { AgentLinks } from "../reactor/effects.ts";
 import type { AgentCommands, HostCommands } from "../reactor/ports.ts";
 import { logKey } from "../store/blob-layout.ts";
@@ -423,7 +424,7 @@ export class AgentGateway implements AgentLinks {
       adminToken: "",
       joinToken: this.options.joinToken,
       tokens: ports.read.tokens,
-      now: Date.now(),
+      now: steadyNow(),
     });
     if (!admission.admitted) {
       log.warn({ host: message.name, reason: admission.reason }, "agent refused");

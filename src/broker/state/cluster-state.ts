@@ -34,6 +34,7 @@ import type { JobEntry } from "./job-entry.ts";
 import { JobQueue } from "./job-queue.ts";
 import { type FairShareSettings, OwnerUsage } from "./owner-usage.ts";
 import { type HeldRoom, heldFor, type RoomReservation, RoomReservations } from "./room-reservations.ts";
+import { SecretRegistry } from "./secret-registry.ts";
 import { TokenRegistry } from "./token-registry.ts";
 
 export class ClusterState {
@@ -57,6 +58,8 @@ export class ClusterState {
   readonly owners: OwnerUsage;
   /** API tokens, join tokens and host credentials the server gave out. */
   readonly tokens = new TokenRegistry();
+  /** Users' secrets: the S3 credentials their jobs name. */
+  readonly secrets = new SecretRegistry();
   /** Every workflow by id (small, and kept whatever became of its jobs). */
   readonly workflows = new Map<string, WorkflowRecord>();
   /** The store's meta entries: small records of the broker's own (the pilots a pool submitted). */

@@ -33,6 +33,7 @@ export function recoverState(
   }
   for (const [key, value] of Object.entries(snapshot.meta)) state.meta.set(key, value);
   for (const token of snapshot.tokens) state.tokens.put(token);
+  for (const secret of snapshot.secrets ?? []) state.secrets.put(secret);
   for (const workflow of snapshot.workflows ?? []) state.addWorkflow(workflow);
   for (const host of snapshot.hosts) {
     const entry = newHostEntry(host, false);

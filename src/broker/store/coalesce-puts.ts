@@ -22,6 +22,8 @@ function putRecord(change: Change): object | null {
       return change.host;
     case "putToken":
       return change.token;
+    case "putSecret":
+      return change.secret;
     case "putWorkflow":
       return change.workflow;
     case "putCheckpointPart":

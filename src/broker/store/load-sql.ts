@@ -10,6 +10,7 @@ import {
   HOSTS,
   JOBS,
   META,
+  SECRETS,
   selectColumns,
   TASKS,
   type Table,
@@ -31,6 +32,7 @@ export function loadSql(param: (n: number) => string) {
     loadAttempts: selectAll(ATTEMPTS),
     loadHosts: selectAll(HOSTS),
     loadTokens: selectAll(TOKENS),
+    loadSecrets: selectAll(SECRETS),
     loadWorkflows: selectAll(WORKFLOWS),
     loadMeta: selectAll(META),
     loadCheckpointParts: selectAll(CHECKPOINT_PARTS),
@@ -67,5 +69,5 @@ export const LOAD_LIVE = {
   usage: "usage",
 } as const;
 
-/** Which statements a snapshot reads (hosts, tokens, workflows and meta are read whole in both). */
+/** Which statements a snapshot reads (hosts, tokens, secrets, workflows and meta are read whole in both). */
 export type SnapshotReads = typeof LOAD_ALL | typeof LOAD_LIVE;

@@ -9,6 +9,7 @@ import type {
   EventRecord,
   HostRecord,
   JobRecord,
+  SecretRecord,
   TaskRecord,
   TokenRecord,
   WorkflowRecord,
@@ -27,6 +28,7 @@ import {
   type MetaEntry,
   type RowCodec,
   type RowValue,
+  SECRETS,
   TASKS,
   TOKENS,
   WORKFLOWS,
@@ -38,7 +40,15 @@ export const ROWS_PER_STATEMENT = 10_000;
 
 export type Put = Exclude<
   Change,
-  { op: "deleteJob" | "deleteHost" | "deleteCheckpointPart" | "purgeAccounting" | "putNewTasks" }
+  {
+    op:
+      | "deleteJob"
+      | "deleteHost"
+      | "deleteSecret"
+      | "deleteCheckpointPart"
+      | "purgeAccounting"
+      | "putNewTasks";
+  }
 >;
 
 /**
@@ -55,6 +65,7 @@ export class PendingPuts {
   attempts = new Rounds<AttemptRecord>((a) => `${a.jobId}\0${a.taskIndex}\0${a.number}`);
   hosts = new Rounds<HostRecord>((host) => host.name);
   tokens = new Rounds<TokenRecord>((token) => token.id);
+  secrets = new Rounds<SecretRecord>((secret) => `${secret.owner}\0${secret.name}`);
   workflows = new Rounds<WorkflowRecord>((workflow) => workflow.id);
   meta = new Rounds<MetaEntry>((entry) => entry.key);
   checkpointParts = new Rounds<CheckpointPart>(
@@ -76,6 +87,7 @@ export class PendingPuts {
       if (
         change.op === "deleteJob" ||
         change.op === "deleteHost" ||
+        change.op === "deleteSecret" ||
         change.op === "deleteCheckpointPart" ||
         change.op === "purgeAccounting"
       )
@@ -105,6 +117,7 @@ export class PendingPuts {
       [ATTEMPTS, this.attempts, CODEC.attempts],
       [HOSTS, this.hosts, CODEC.hosts],
       [TOKENS, this.tokens, CODEC.tokens],
+      [SECRETS, this.secrets, CODEC.secrets],
       [WORKFLOWS, this.workflows, CODEC.workflows],
       [META, this.meta, CODEC.meta],
       [CHECKPOINT_PARTS, this.checkpointParts, CODEC.checkpointParts],
@@ -157,6 +170,9 @@ export class PendingPuts {
       case "putToken":
         this.tokens.add(change.token);
         return;
+      case "putSecret":
+        this.secrets.add(change.secret);
+        return;
       case "putWorkflow":
         this.workflows.add(change.workflow);
         return;
@@ -192,6 +208,7 @@ export class PendingPuts {
     }
     await write(client, "putHosts", this.hosts.take(), CODEC.hosts);
     await write(client, "putTokens", this.tokens.take(), CODEC.tokens);
+    await write(client, "putSecrets", this.secrets.take(), CODEC.secrets);
     await write(client, "putWorkflows", this.workflows.take(), CODEC.workflows);
     await write(client, "setMeta", this.meta.take(), CODEC.meta);
     await write(client, "putCheckpointParts", this.checkpointParts.take(), CODEC.checkpointParts);

@@ -18,6 +18,7 @@
 
 import { Readable } from "node:stream";
 import { escapeIdentifier, Pool, type PoolClient, type QueryConfig, TypeOverrides, types } from "pg";
+import { monotonicMs } from "../../common/time/clocks.ts";
 import { checkBlobKey, compareKeys, trimPrefix } from "./blob-key-rules.ts";
 import { type BlobInfo, BlobNotFoundError, type BlobStore } from "./blobs.ts";
 import { KeyedLock } from "./keyed-lock.ts";
@@ -211,7 +212,7 @@ export class PostgresBlobStore implements BlobStore {
 
   /** Deletes the blobs dropped longer than the grace ago, with their chunks; returns how many. */
   async sweep(): Promise<number> {
-    this.#lastSweep = Date.now();
+    this.#lastSweep = monotonicMs();
     // Many blobs at once, in the background: the long bound (pg-bounds.ts).
     const result = await this.#pool.query(longBound({ text: SQL.sweep, values: [this.droppedGraceMs] }));
     return result.rowCount ?? 0;
@@ -255,7 +256,7 @@ export class PostgresBlobStore implements BlobStore {
 
   /** Starts a sweep in the background when the last one is SWEEP_EVERY_MS old; its errors wait for the next. */
   #maybeSweep(): void {
-    if (this.#closed || this.#sweeping || Date.now() - this.#lastSweep < SWEEP_EVERY_MS) return;
+    if (this.#closed || this.#sweeping || monotonicMs() - this.#lastSweep < SWEEP_EVERY_MS) return;
     this.#sweeping = this.sweep()
       .catch(() => {})
       .finally(() => {

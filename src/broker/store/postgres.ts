@@ -152,6 +152,7 @@ export class PostgresStore implements Store, Elections {
             }),
         hosts: (await load("loadHosts")).map(CODEC.hosts.decode),
         tokens: (await load("loadTokens")).map(CODEC.tokens.decode),
+        secrets: (await load("loadSecrets")).map(CODEC.secrets.decode),
         workflows: (await load("loadWorkflows")).map(CODEC.workflows.decode),
         meta: Object.fromEntries((await load("loadMeta")).map((row) => [row[0], row[1]])),
         checkpointParts: (await load(reads.checkpointParts)).map(CODEC.checkpointParts.decode),
@@ -264,6 +265,10 @@ export class PostgresStore implements Store, Elections {
           case "deleteHost":
             await batch.flush(client);
             await run(client, "deleteHost", [change.name]);
+            break;
+          case "deleteSecret":
+            await batch.flush(client);
+            await run(client, "deleteSecret", [change.owner, change.name]);
             break;
           case "putNewTasks":
             // In order: the puts before it first, those after it (a task placed at once) after.

@@ -10,6 +10,7 @@ import type {
   EventRecord,
   HostRecord,
   JobRecord,
+  SecretRecord,
   StopIntent,
   TaskRecord,
   TokenRecord,
@@ -205,6 +206,21 @@ export const TOKENS: Table<TokenRecord> = {
   loadOrder: "created_at, id",
 };
 
+/** Users' secrets (model/records.ts SecretRecord), by owner and name: read whole at start. */
+export const SECRETS: Table<SecretRecord> = {
+  name: "secrets",
+  key: ["owner", "name"],
+  columns: [
+    column("owner", "owner", "text"),
+    column("name", "name", "text"),
+    column("value", "value", "json"),
+    column("created_at", "createdAt", "bigint"),
+    column("updated_at", "updatedAt", "bigint"),
+  ],
+  generated: [],
+  loadOrder: "owner, name",
+};
+
 export const META: Table<MetaEntry> = {
   name: "meta",
   key: ["key"],
@@ -266,6 +282,7 @@ export const TABLES: readonly TableShape[] = [
   CHECKPOINT_PARTS,
   ACCOUNTING,
   WORKFLOWS,
+  SECRETS,
 ];
 
 // ---- codecs
@@ -374,5 +391,6 @@ export function rowCodecs(dialect: Dialect) {
     checkpointParts: rowCodec(CHECKPOINT_PARTS, dialect),
     accounting: rowCodec(ACCOUNTING, dialect),
     workflows: rowCodec(WORKFLOWS, dialect),
+    secrets: rowCodec(SECRETS, dialect),
   };
 }

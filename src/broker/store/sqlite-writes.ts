@@ -131,6 +131,12 @@ export class SqliteWrites {
         return;
       case "putToken":
         statements.run("putToken", ...(CODEC.tokens.encode(change.token) as SqlValue[]));
+        break;
+      case "putSecret":
+        statements.run("putSecret", ...(CODEC.secrets.encode(change.secret) as SqlValue[]));
+        break;
+      case "deleteSecret":
+        statements.run("deleteSecret", change.owner, change.name);
         return;
       case "putWorkflow":
         statements.run("putWorkflow", ...(CODEC.workflows.encode(change.workflow) as SqlValue[]));

@@ -272,6 +272,7 @@ export class SqliteStore implements Store {
             }),
         hosts: this.#decoded("loadHosts", CODEC.hosts),
         tokens: this.#decoded("loadTokens", CODEC.tokens),
+        secrets: this.#decoded("loadSecrets", CODEC.secrets),
         workflows: this.#decoded("loadWorkflows", CODEC.workflows),
         meta: Object.fromEntries(this.#rows("loadMeta").map((row) => [row[0] as string, row[1] as string])),
         checkpointParts: this.#decoded(reads.checkpointParts, CODEC.checkpointParts),

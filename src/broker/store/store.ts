@@ -15,6 +15,7 @@ import type {
   HostRecord,
   JobHeader,
   JobRecord,
+  SecretRecord,
   TaskRecord,
   TokenRecord,
   UsageSample,
@@ -38,6 +39,9 @@ export type Change =
   | { op: "deleteHost"; name: string }
   /** Tokens are never deleted: a revoked one is kept with its revokedAt. */
   | { op: "putToken"; token: TokenRecord }
+  /** A user's secret, new or with a new value (keyed by owner and name). */
+  | { op: "putSecret"; secret: SecretRecord }
+  | { op: "deleteSecret"; owner: string; name: string }
   /** A new workflow (never changed after: its jobs' states are their own). */
   | { op: "putWorkflow"; workflow: WorkflowRecord }
   /** A committed checkpoint manifest (a rank's part of a multi-node task's generation). */
@@ -63,6 +67,8 @@ export interface StoreSnapshot {
   attempts: AttemptRecord[];
   hosts: HostRecord[];
   tokens: TokenRecord[];
+  /** Every user's secrets (from load and loadLive alike), by owner then name; absent: none. */
+  secrets?: SecretRecord[];
   meta: Record<string, string>;
   /** Committed checkpoint parts kept (of the live jobs only, from loadLive), by job, task, rank, generation. */
   checkpointParts: CheckpointPart[];
@@ -108,7 +114,7 @@ export interface Store {
   load(): Promise<StoreSnapshot>;
   /**
    * What a server starts from: the live jobs whole, the ended ones as headers, the ended attempts
-   * as usage sums, and every host, token and meta entry; one consistent read.
+   * as usage sums, and every host, token, secret and meta entry; one consistent read.
    */
   loadLive(): Promise<StoreSnapshot>;
   /** One job with its tasks and attempts, or null when there is no such job. */

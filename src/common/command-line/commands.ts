@@ -26,6 +26,7 @@ export type CommandModule =
   | "explain"
   | "pools"
   | "tokens"
+  | "secret"
   | "admin";
 
 export interface CommandEntry {
@@ -180,6 +181,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: "whoami",
     module: "tokens",
     description: "the user and role of the token this command uses (STEWARD_TOKEN)",
+  },
+  {
+    name: "secret",
+    module: "secret",
+    description:
+      "your secrets: S3 credentials your jobs name by `credentials` on an s3: input or output (set NAME reads the value from standard input or --from-env; list; rm NAME); never shown again",
   },
   {
     name: "admin",

@@ -5,6 +5,7 @@
 // must stay inside it as a path input does. The rules here; the schema's place is job-spec.ts.
 
 import { z } from "zod";
+import { credentialsField } from "./job-credentials.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { isS3Url, parseS3Url, s3UrlProblem } from "./s3-url.ts";
 
@@ -54,7 +55,7 @@ export const urlInputSchema = z
       .max(INPUT_URL_MAX_CHARS)
       .meta({
         description:
-          "Where the agent fetches the file from, itself (not through the server): an `http:` or `https:` URL, or `s3://bucket/key` (an object of an S3-compatible store, signed with the agent's own AWS credentials, docs/data.md). Tried again on failure, a cut transfer resumed where the server allows, and kept in the host's content cache.",
+          "Where the agent fetches the file from, itself (not through the server): an `http:` or `https:` URL, or `s3://bucket/key` (an object of an S3-compatible store, signed with the agent's own AWS credentials or the secret `credentials` names, docs/data.md). Tried again on failure, a cut transfer resumed where the server allows, and kept in the host's content cache.",
         examples: ["https://data.example.org/runs/grid.nc", "s3://climate/runs/grid.nc"],
       }),
     sha256: z
@@ -74,6 +75,9 @@ export const urlInputSchema = z
           "The file's path in the job's working folder (absent: the last segment of the URL's path, or of an s3: URL's key). It may not leave the folder.",
         examples: ["grid.nc"],
       }),
+    credentials: credentialsField(
+      "The name of the submitter's secret (`steward secret set NAME`) whose S3 credentials the agent signs this s3: input's fetch with, in place of its own; only for an s3: URL. The job shows the name only.",
+    ),
   })
   .superRefine((input, context) => {
     const problem = urlProblem(input.url);
@@ -81,6 +85,12 @@ export const urlInputSchema = z
       context.addIssue({ code: "custom", path: ["url"], message: problem });
       return;
     }
+    if (input.credentials !== undefined && !isS3Url(input.url))
+      context.addIssue({
+        code: "custom",
+        path: ["credentials"],
+        message: "only an s3: URL takes credentials",
+      });
     if (input.as !== undefined) {
       const wrong = relativePathProblem(input.as);
       if (wrong !== null)
@@ -107,6 +117,8 @@ export interface FetchedInput {
   url: string;
   sha256?: string;
   as: string;
+  /** The secret whose credentials sign it (absent: the agent's own). */
+  credentials?: string;
 }
 
 export function isUrlInput(input: JobInput): input is UrlInput {
@@ -130,6 +142,7 @@ export function fetchedInputs(inputs: readonly JobInput[]): FetchedInput[] {
     url: input.url,
     ...(input.sha256 === undefined ? {} : { sha256: input.sha256.toLowerCase() }),
     as: inputName(input),
+    ...(input.credentials === undefined ? {} : { credentials: input.credentials }),
   }));
 }
 

@@ -7,6 +7,7 @@
 
 import { z } from "zod";
 import { substituteParam, type TaskParam } from "./array-params.ts";
+import { credentialsField } from "./job-credentials.ts";
 import { relativePathProblem } from "./relative-path.ts";
 import { isS3Url, s3UrlProblem } from "./s3-url.ts";
 
@@ -54,6 +55,9 @@ export const urlOutputSchema = z
         // biome-ignore lint/suspicious/noTemplateCurlyInString: the job file's placeholder, as users write it
         examples: ["s3://results/cfd/summary.csv", "s3://results/sweep/${param}.csv"],
       }),
+    credentials: credentialsField(
+      "The name of the submitter's secret (`steward secret set NAME`) whose S3 credentials the agent signs this s3: push with, in place of its own; only for an s3: `to`. The job shows the name only.",
+    ),
   })
   .superRefine((output, context) => {
     const wrong = relativePathProblem(output.path);
@@ -65,6 +69,12 @@ export const urlOutputSchema = z
       });
     const problem = outputUrlProblem(output.to);
     if (problem !== null) context.addIssue({ code: "custom", path: ["to"], message: problem });
+    else if (output.credentials !== undefined && !isS3Url(output.to))
+      context.addIssue({
+        code: "custom",
+        path: ["credentials"],
+        message: "only an s3: URL takes credentials",
+      });
   });
 
 export type UrlOutput = z.output<typeof urlOutputSchema>;
@@ -104,6 +114,7 @@ export function pushedOutputs(outputs: readonly JobOutput[], param: TaskParam | 
   return outputs.filter(isUrlOutput).map((output) => ({
     path: output.path,
     to: param === undefined ? output.to : substituteParam(output.to, urlEncodedParam(param)),
+    ...(output.credentials === undefined ? {} : { credentials: output.credentials }),
   }));
 }
 

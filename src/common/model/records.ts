@@ -5,6 +5,7 @@ import type { AttemptUsage } from "./attempt-usage.ts";
 import type { HostFacts } from "./host-facts.ts";
 import type { JobSpec } from "./job-spec.ts";
 import type { TaskCounts } from "./job-state.ts";
+import type { SecretValue } from "./secret-value.ts";
 import type {
   AccountingOutcome,
   AttemptOutcome,
@@ -287,6 +288,24 @@ export type HostListing = HostRecord & { slotsFree: number; connected: boolean; 
 
 /** What a token lets its holder do: API tokens carry a role; join tokens bring agents; host credentials are a joined host's. */
 export type TokenKind = "api" | "join" | "host";
+
+/**
+ * A user's secret (`steward secret set`): S3 credentials a job names by `credentials: NAME` on an
+ * input or output. Kept as given, since the agent signs with it; sent only in the start message
+ * of an attempt that names it, never shown by any route or written in events or logs.
+ */
+export interface SecretRecord {
+  /** The user who set it: only their jobs may name it. */
+  owner: string;
+  /** model/secret-name.ts. */
+  name: string;
+  value: SecretValue;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A secret as lists show it: never its value. */
+export type SecretListing = Pick<SecretRecord, "name" | "createdAt" | "updatedAt">;
 
 /** The API's roles: `admin` everything, `user` submits and controls their own jobs, `reader` reads all and changes nothing. */
 export type Role = "admin" | "user" | "reader";

@@ -14,19 +14,27 @@ export const S3_INPUTS = "s3-inputs";
 /** Outputs with `to` (http:, https:, s3:), pushed by the agent once the job succeeded. */
 export const URL_OUTPUTS = "url-outputs";
 
+/**
+ * s3: transfers signed with the credentials of a secret the job names (`credentials`), sent in the
+ * start message: an agent without it would drop them unread and sign with its own.
+ */
+export const S3_CREDENTIALS = "s3-credentials";
+
 /** Everything the agent of this release moves itself: its `transfers` fact. */
-export const AGENT_TRANSFERS: readonly string[] = [URL_INPUTS, S3_INPUTS, URL_OUTPUTS];
+export const AGENT_TRANSFERS: readonly string[] = [URL_INPUTS, S3_INPUTS, URL_OUTPUTS, S3_CREDENTIALS];
 
 /** What a job's inputs and outputs need of its host's agent, in AGENT_TRANSFERS' order; empty: nothing. */
 export function transfersNeeded(
-  inputs: readonly (string | { url: string })[],
-  outputs: readonly (string | { path: string; to: string })[],
+  inputs: readonly (string | { url: string; credentials?: string })[],
+  outputs: readonly (string | { path: string; to: string; credentials?: string })[],
 ): string[] {
   const needed: string[] = [];
   const byUrl = inputs.filter((input) => typeof input !== "string");
   if (byUrl.some((input) => !isS3Url(input.url))) needed.push(URL_INPUTS);
   if (byUrl.some((input) => isS3Url(input.url))) needed.push(S3_INPUTS);
-  if (outputs.some((output) => typeof output !== "string")) needed.push(URL_OUTPUTS);
+  const pushed = outputs.filter((output) => typeof output !== "string");
+  if (pushed.length > 0) needed.push(URL_OUTPUTS);
+  if ([...byUrl, ...pushed].some((entry) => entry.credentials !== undefined)) needed.push(S3_CREDENTIALS);
   return needed;
 }
 

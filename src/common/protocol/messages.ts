@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { checkpointPathIssues } from "../model/checkpoint-paths.ts";
+import { secretValueSchema } from "../model/secret-value.ts";
 import type { Speaker } from "./versions.ts";
 
 export const PROTOCOL_VERSION = 1;
@@ -303,6 +304,8 @@ export const startMessage = z.object({
           .regex(/^[0-9a-f]{64}$/)
           .optional(),
         as: z.string(),
+        /** The secret of `secrets` that signs an s3: input (absent: the agent's own credentials). */
+        credentials: z.string().optional(),
       }),
     )
     .optional(),
@@ -313,7 +316,16 @@ export const startMessage = z.object({
    * an array's parameter put in); absent: none. Sent only to agents whose `transfers` fact says
    * `url-outputs` (model/transfers.ts).
    */
-  urlOutputs: z.array(z.object({ path: z.string(), to: z.string() })).optional(),
+  urlOutputs: z
+    .array(z.object({ path: z.string(), to: z.string(), credentials: z.string().optional() }))
+    .optional(),
+  /**
+   * The values of the job owner's secrets that `urlInputs` and `urlOutputs` name by `credentials`,
+   * by name (one removed since the submit is absent: its transfers fail naming it). Only in this
+   * message: the agent keeps them in memory for the attempt, never in its folder (start.json), and
+   * sends them to no one. Sent only to agents whose `transfers` fact says `s3-credentials`.
+   */
+  secrets: z.record(z.string(), secretValueSchema).optional(),
   cpus: z.int().min(1),
   /** The task's memory, MB: with enforcement, its limit (absent or 0: none). */
   memoryMb: z.number().min(0).optional(),

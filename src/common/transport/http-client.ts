@@ -20,7 +20,9 @@
 // redirect stops the request with a RedirectRefusedError naming the target.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { monotonicMs } from "../time/clocks.ts";
 import { CERTIFICATE_ERROR_CODES } from "./trust.ts";
+import { uploadAllowanceMs } from "./upload-allowance.ts";
 
 /** The back-off after the first failed round; it doubles per round up to the cap. */
 export const RETRY_FIRST_DELAY_MS = 100;
@@ -29,8 +31,6 @@ export const RETRY_MAX_DELAY_MS = 2_000;
 export const RETRY_BUDGET_MS = 30_000;
 /** How long one try may wait for the answer's headers (the body is the caller's to read). */
 export const REQUEST_TIMEOUT_MS = 30_000;
-/** A body of known size adds its size at this rate to the timeout, so large uploads are not cut. */
-export const UPLOAD_MIN_BYTES_PER_SECOND = 1024 * 1024;
 /** Answers that say "not now": tried again, for idempotent requests. */
 export const RETRY_STATUSES: readonly number[] = [503];
 /** A standby answers with these, naming the leader in Location. */
@@ -69,7 +69,11 @@ export interface HttpRequest {
   body?: ReplayableBody | StreamBody | BodyFactory;
   /** Whether the server may receive it twice; by default, true for GET, HEAD, PUT, DELETE, OPTIONS. */
   idempotent?: boolean;
-  /** For each try, until the answer's headers; null for none. Default: REQUEST_TIMEOUT_MS plus the body's size at UPLOAD_MIN_BYTES_PER_SECOND. */
+  /**
+   * For each try, until the answer's headers; null for none. Default: REQUEST_TIMEOUT_MS plus the
+   * body's time to go at UPLOAD_MIN_BYTES_PER_SECOND, more after a try that timed out sending it
+   * (upload-allowance.ts).
+   */
   timeoutMs?: number | null;
   /** Aborts the request, its back-off waits, and the answer's body. */
   signal?: AbortSignal;
@@ -256,7 +260,7 @@ export class HttpClient {
     if (token) headers.authorization = `Bearer ${token}`;
     if (request.json !== undefined) headers["content-type"] = "application/json";
     const { signal } = request;
-    const started = Date.now();
+    const started = monotonicMs();
     const count = typeof this.bases === "function" ? 1 : this.bases.length;
     let index = this.preferred;
     let tries = 0;
@@ -266,6 +270,8 @@ export class HttpClient {
     /** A standby's redirect to the leader, followed with the same token and body. */
     let redirectTo: string | null = null;
     let redirects = 0;
+    /** Tries that timed out while sending a body: each gives the next more time to send it. */
+    let slowTries = 0;
     if (count === 0) throw new HttpError(method, request.path, "failed", "no server URL", 0, "");
     for (;;) {
       signal?.throwIfAborted();
@@ -280,7 +286,7 @@ export class HttpClient {
         method,
         headers,
         body,
-        timeoutFor(request, body, this.answerTimeoutMs),
+        timeoutFor(request, body, this.answerTimeoutMs, slowTries),
         signal,
       );
       if ("response" in result) {
@@ -316,6 +322,7 @@ export class HttpClient {
         }
         retryAfter = Math.max(retryAfter, retryAfterMs(response.headers.get("retry-after")) ?? 0);
       } else {
+        if (result.failure === "timeout" && body !== undefined && sizeOf(body) > 0) slowTries++;
         discard(body);
         const refusal = whyNotAgain(result.failure, idempotent, replayable(request));
         if (refusal !== null) {
@@ -333,9 +340,9 @@ export class HttpClient {
         retryAfter = 0;
       }
       const outOfTries = policy.maxTries !== undefined && tries >= policy.maxTries;
-      if (outOfTries || Date.now() + delay - started > policy.budgetMs) {
+      if (outOfTries || monotonicMs() + delay - started > policy.budgetMs) {
         if ("response" in result) return result.response;
-        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        const seconds = ((monotonicMs() - started) / 1000).toFixed(1);
         throw new HttpError(
           method,
           shown,
@@ -463,9 +470,10 @@ function timeoutFor(
   request: HttpRequest,
   body: ReplayableBody | StreamBody | undefined,
   answerMs: number,
+  slowTries: number,
 ): number | null {
   if (request.timeoutMs !== undefined) return request.timeoutMs;
-  return answerMs + Math.ceil(((body === undefined ? 0 : sizeOf(body)) / UPLOAD_MIN_BYTES_PER_SECOND) * 1000);
+  return answerMs + uploadAllowanceMs(body === undefined ? 0 : sizeOf(body), slowTries);
 }
 
 /** Bytes in a body, as far as they can be known without reading it. */

@@ -249,6 +249,19 @@ async def main():
     assert (await flow.async_wait(timeout=60))["state"] == "succeeded"
 
 
+# Secrets, as `steward secret set|list|rm`: set (new, then replaced), listed without values, removed.
+USER = steward.Client(URL, os.environ["USER_TOKEN"])
+set_first = USER.set_secret("py-read", {"accessKeyId": "AKIAPY", "secretAccessKey": "py-secret-value"})
+assert set(set_first) == {"name", "createdAt", "updatedAt"} and set_first["name"] == "py-read", set_first
+USER.set_secret("py-read", {"accessKeyId": "AKIAPY", "secretAccessKey": "py-secret-value", "region": "eu-west-1"})
+listed = USER.secrets()
+assert [each["name"] for each in listed] == ["py-read"] and "py-secret-value" not in json.dumps(listed), listed
+assert ADMIN.secrets() == [], "the admin's secrets are the admin's own"
+expect_error(steward.Invalid, lambda: USER.set_secret("py-read", {"accessKeyId": "AKIAPY"}), "secretAccessKey")
+assert USER.remove_secret("py-read")["name"] == "py-read"
+expect_error(steward.NotFound, lambda: USER.remove_secret("py-read"), "no secret py-read")
+check("set_secret, secrets, remove_secret")
+
 started = time.monotonic()
 asyncio.run(main())
 check(f"async_wait (gather, JobFailed, cancel, WaitTimeout, workflow), async_events (progress) in {time.monotonic() - started:.1f} s")

@@ -23,6 +23,7 @@ import { emptyCounts } from "../../../common/model/job-state.ts";
 import type { WorkflowRecord } from "../../../common/model/records.ts";
 import { isEndedState } from "../../../common/model/states.ts";
 import { validateWorkflowFile, type WorkflowFile, workflowState } from "../../../common/model/workflow.ts";
+import { monotonicMs } from "../../../common/time/clocks.ts";
 import { InvalidRequestError, NotFoundError } from "../../reactor/errors.ts";
 import type { WorkflowJobsTouched } from "../../reactor/handlers/workflow-control.ts";
 import type { WorkflowIds } from "../../reactor/ports.ts";
@@ -164,7 +165,8 @@ export function registerWorkflowRoutes(
       // A dry run makes nothing (no job, no blob, no rate): workflow-dry-run.ts.
       if (request.query.dryRun) return dryRunWorkflow(request, ports, request.query.explain);
       const principal = request.principal ?? START_ADMIN;
-      const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
+      const refusal =
+        principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, monotonicMs());
       if (refusal) return reply.code(429).header("retry-after", refusal.retryAfter).send(refusal.answer);
       const owner = ownerOf(request);
       // A submit repeated with its key answers the workflow the first one made.

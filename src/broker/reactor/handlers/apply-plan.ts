@@ -20,6 +20,7 @@ import { applyReplica } from "./apply-replica.ts";
 import { startMessage, stopAttempt } from "./attempts.ts";
 import { rankStartMessage } from "./gangs.ts";
 import { refreshJobState } from "./job-state.ts";
+import { withStartSecrets } from "./start-secrets.ts";
 
 export interface AppliedPlan {
   started: AttemptRecord[];
@@ -192,7 +193,9 @@ function applyPlacement(
   }
   // A gang starts with rank 0, whose agent finds the coordinator's port (handlers/gangs.ts).
   const message =
-    ranks.length > 1 ? rankStartMessage(step, job, attempt, 0, null) : startMessage(job, attempt);
+    ranks.length > 1
+      ? rankStartMessage(step, job, attempt, 0, null)
+      : withStartSecrets(startMessage(job, attempt), job, step.state.secrets);
   step.effect({ kind: "send", host: ranks[0], message });
   step.effect({
     kind: "placed",

@@ -13,6 +13,7 @@ import { freeCustom, freeGpus } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { startMessage } from "./attempts.ts";
+import { withStartSecrets } from "./start-secrets.ts";
 
 export function applyReplica(
   step: Step,
@@ -43,6 +44,7 @@ export function applyReplica(
     kind: "replica.placed",
     data: { task: task.index, attempt: attempt.number, host: attempt.host, replica, replicas: job.replicas },
   });
-  step.effect({ kind: "send", host: placement.host, message: startMessage(job, attempt) });
+  const message = withStartSecrets(startMessage(job, attempt), job, step.state.secrets);
+  step.effect({ kind: "send", host: placement.host, message });
   return { job, attempt };
 }

@@ -20,6 +20,7 @@ import type { LiveAttempt } from "../../state/host-entry.ts";
 import type { JobEntry } from "../../state/job-entry.ts";
 import type { Step } from "../step.ts";
 import { type AttemptEnd, endAttempt, startMessage, stopAttempt } from "./attempts.ts";
+import { withStartSecrets } from "./start-secrets.ts";
 
 /** The start of one rank: rank 0's without a coordinator (its agent picks the port). */
 export function rankStartMessage(
@@ -31,7 +32,11 @@ export function rankStartMessage(
 ): ServerMessage {
   const hosts = hostsOf(attempt);
   const nodes = hosts.map((host) => ({ host, address: step.state.hosts.get(host)?.address ?? host }));
-  const { urlOutputs: _pushedByRank0, ...start } = startMessage(job, attempt, rank);
+  const { urlOutputs: _pushedByRank0, ...start } = withStartSecrets(
+    startMessage(job, attempt, rank),
+    job,
+    step.state.secrets,
+  );
   const all = job.record.spec.outputsFrom === "all";
   return {
     ...start,

@@ -1,6 +1,7 @@
 // A new job: its tasks start pending (or waiting on their dependencies).
 
 import { type Dependency, dependenciesOf, sameTasksProblem } from "../../../common/model/dependencies.ts";
+import { missingCredentials } from "../../../common/model/job-credentials.ts";
 import { type JobSpec, taskCount } from "../../../common/model/job-spec.ts";
 import { tierOf } from "../../../common/model/qos-file.ts";
 import type { WorkflowRef } from "../../../common/model/records.ts";
@@ -79,6 +80,11 @@ export interface Admission {
   checkTier?: boolean;
   /** Check the workdir against the folders the hosts share (false: an update, which cannot change it). */
   checkWorkdir?: boolean;
+  /**
+   * Check that every `credentials` names a secret of the owner's (false: an update, which cannot
+   * change them: a secret removed since does not stop a change of priority).
+   */
+  checkCredentials?: boolean;
   /** A job whose own tasks are left out of the owner's standing (one being updated). */
   leaving?: JobEntry | null;
   /** Tasks not yet in the state counted as queued too: by tier, and in all (a workflow's earlier jobs). */
@@ -91,8 +97,8 @@ export interface Admission {
 
 /**
  * The job file as the QoS policy admits it for `owner` now: refused (400, 429: refuse) when its
- * tier is unknown or not allowed or a limit says no, or when hosts share folders and none holds its
- * workdir (scheduler/shared-workdir.ts); a tier with a wall limit gives it to a job that names none.
+ * tier is unknown or not allowed or a limit says no, when a `credentials` names no secret of the
+ * owner's, or when hosts share folders and none holds its workdir (scheduler/shared-workdir.ts); a tier with a wall limit gives it to a job that names none.
  * Reads the state only (a dry run, an update, a workflow and a retry ask it too: every path that
  * makes work queued goes through it).
  */
@@ -101,9 +107,21 @@ export function admitSpec(
   spec: JobSpec,
   owner: string,
   allowedQos: readonly string[] | null,
-  { checkTier = true, checkWorkdir = true, leaving = null, queuedBefore, field = "", adds }: Admission = {},
+  {
+    checkTier = true,
+    checkWorkdir = true,
+    checkCredentials = true,
+    leaving = null,
+    queuedBefore,
+    field = "",
+    adds,
+  }: Admission = {},
 ): JobSpec {
   const named = (refusal: Refusal): Refusal => ({ ...refusal, field: `${field}${refusal.field}` });
+  const missing = checkCredentials
+    ? missingCredentials(spec, (name) => state.secrets.get(owner, name) !== undefined)
+    : null;
+  if (missing) throw new InvalidRequestError(`${field}${missing.field}`, missing.message);
   const access = checkTier ? qosAccessRefusal(spec, { user: owner, allowedQos }, state.qos) : null;
   if (access) refuse(named(access));
   const standing = ownerStanding(state, owner, spec.qos, allowedQos, leaving);

@@ -67,6 +67,7 @@ export function admitUpdatedSpec(
   return admitSpec(state, updatedSpec(job.record.spec, update), job.owner, allowedQos, {
     checkTier: update.qos !== undefined,
     checkWorkdir: false,
+    checkCredentials: false,
     leaving: job,
   });
 }

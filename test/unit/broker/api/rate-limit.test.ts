@@ -9,6 +9,9 @@ describe("SubmitRateLimiter", () => {
     { rate: 2, burst: 3, at: [0, 0, 0, 250], waits: [0, 0, 0, 0.25] },
     { rate: 10, burst: 1, at: [0, 50, 100, 100], waits: [0, 0.05, 0, 0.1] },
     { rate: 1, burst: 2, at: [0, 0, 10_000, 10_000, 10_000], waits: [0, 0, 0, 0, 1] },
+    // A clock set back an hour takes nothing from the bucket, and it fills again from there.
+    { rate: 2, burst: 3, at: [3_600_000, 0, 0, 0], waits: [0, 0, 0, 0.5] },
+    { rate: 2, burst: 1, at: [3_600_000, 0, 500], waits: [0, 0.5, 0] },
   ])("rate $rate burst $burst at $at -> $waits", ({ rate, burst, at, waits }) => {
     const limiter = new SubmitRateLimiter({ ratePerSecond: rate, burst });
     expect(at.map((now) => Number(limiter.take("t", now).toFixed(6)))).toEqual(waits);

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   AGENT_TRANSFERS,
   missingTransfer,
+  S3_CREDENTIALS,
   S3_INPUTS,
   transfersNeeded,
   URL_INPUTS,
@@ -12,7 +13,14 @@ import {
 } from "../../../../src/common/model/transfers.ts";
 
 describe("transfersNeeded", () => {
-  it.each<[string, (string | { url: string })[], (string | { path: string; to: string })[], string[]]>([
+  it.each<
+    [
+      string,
+      (string | { url: string; credentials?: string })[],
+      (string | { path: string; to: string; credentials?: string })[],
+      string[],
+    ]
+  >([
     ["paths alone", ["a"], ["b"], []],
     ["an http input", [{ url: "https://h/x" }], [], ["url-inputs"]],
     [
@@ -31,6 +39,18 @@ describe("transfersNeeded", () => {
       [{ path: "b", to: "s3://bkt/b" }],
       ["s3-inputs", "url-outputs"],
     ],
+    [
+      "an s3: input with credentials",
+      [{ url: "s3://bkt/x", credentials: "k" }],
+      [],
+      ["s3-inputs", "s3-credentials"],
+    ],
+    [
+      "an s3: output with credentials",
+      [{ url: "s3://bkt/x" }],
+      [{ path: "b", to: "s3://bkt/b", credentials: "k" }],
+      ["s3-inputs", "url-outputs", "s3-credentials"],
+    ],
   ])("%s", (_, inputs, outputs, needed) => {
     expect(transfersNeeded(inputs, outputs)).toStrictEqual(needed);
   });
@@ -48,10 +68,10 @@ describe("missingTransfer", () => {
   });
 
   it("the agent of this release does every one", () => {
-    expect(AGENT_TRANSFERS).toStrictEqual([URL_INPUTS, S3_INPUTS, URL_OUTPUTS]);
+    expect(AGENT_TRANSFERS).toStrictEqual([URL_INPUTS, S3_INPUTS, URL_OUTPUTS, S3_CREDENTIALS]);
     expect(
       missingTransfer(
-        transfersNeeded([{ url: "s3://bkt/x" }], [{ path: "b", to: "s3://bkt/b" }]),
+        transfersNeeded([{ url: "s3://bkt/x", credentials: "k" }], [{ path: "b", to: "s3://bkt/b" }]),
         AGENT_TRANSFERS,
       ),
     ).toBeNull();

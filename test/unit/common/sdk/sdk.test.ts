@@ -22,9 +22,14 @@ function runJob(code: string, env: Record<string, string>, onSpawn?: (pid: numbe
   return new Promise<{ code: number | null; stdout: string }>((resolve) => {
     const child = spawn(process.execPath, [script], { env: { ...process.env, ...env } });
     let stdout = "";
+    let ready = false;
     child.stdout.on("data", (chunk) => {
       stdout += chunk;
-      if (onSpawn && stdout.includes("ready")) onSpawn(child.pid!);
+      // Once: a later chunk (the job's "stopping") must not send a second signal to a process gone.
+      if (onSpawn && !ready && stdout.includes("ready")) {
+        ready = true;
+        onSpawn(child.pid!);
+      }
     });
     child.on("exit", (code) => resolve({ code, stdout }));
   });

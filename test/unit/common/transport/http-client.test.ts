@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   DEFAULT_RETRY,
   HttpClient,
@@ -18,6 +18,7 @@ import {
   retryAfterMs,
   retryDelayMs,
 } from "../../../../src/common/transport/http-client.ts";
+import { startForwarder } from "../../../helpers/tcp-forwarder.ts";
 
 interface Seen {
   method: string;
@@ -29,6 +30,7 @@ interface Seen {
 type Handler = (request: IncomingMessage, response: ServerResponse, body: string, count: number) => void;
 
 const servers: Server[] = [];
+const closing: (() => Promise<void>)[] = [];
 
 /** A server whose handler sees each request with its whole body and its number (1, 2, ...). */
 async function serve(handler: Handler, port = 0): Promise<{ url: string; seen: Seen[]; server: Server }> {
@@ -68,6 +70,7 @@ function ok(response: ServerResponse, body = "ok"): void {
 }
 
 afterEach(async () => {
+  for (const close of closing.splice(0)) await close();
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
     await new Promise((done) => server.close(done));
@@ -153,6 +156,34 @@ describe("HttpClient", () => {
     expect(post.status).toBe(503);
     expect(seen).toHaveLength(tries + 1);
   });
+
+  it.each([
+    { step: "forward", by: 3_600_000 },
+    { step: "back", by: -3_600_000 },
+  ])(
+    "measures its budget by the monotonic clock: the wall clock stepped an hour $step changes nothing",
+    async ({ by }) => {
+      // Only Date is faked: the server steps it at the first request, between the client's tries.
+      vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+      try {
+        const { url, seen } = await serve((_request, response, _body, count) => {
+          if (count === 1) vi.setSystemTime(Date.now() + by);
+          response.writeHead(503);
+          response.end("busy");
+        });
+        const client = new HttpClient({ baseUrl: url, retry: { budgetMs: 1000 } });
+        const started = performance.now();
+        const answer = await client.request({ path: "/x" });
+        expect(answer.status).toBe(503);
+        // Tried again within the budget (not given up at once), and not past it (not for an hour).
+        expect(seen.length).toBeGreaterThan(1);
+        expect(performance.now() - started).toBeGreaterThanOrEqual(500);
+        expect(performance.now() - started).toBeLessThan(3000);
+      } finally {
+        vi.useRealTimers();
+      }
+    },
+  );
 
   it("tries a GET again when its connection is reset before the answer", async () => {
     const { url, seen } = await serve((request, response, _body, count) => {
@@ -243,6 +274,24 @@ describe("HttpClient", () => {
       `POST ${url}/slow: no answer within 200 ms (not tried again: the server may have acted on it)`,
     );
   });
+
+  it("an upload over a link slower than a body is allowed goes through: a try that timed out sending it gives the next more time", async () => {
+    const { url, seen } = await serve((_request, response) => ok(response));
+    const target = new URL(url);
+    const forwarder = await startForwarder({ target: { host: target.hostname, port: Number(target.port) } });
+    closing.push(() => forwarder.close());
+    // 64 KiB at 64 KiB/s takes a second; the first try allows 500 ms to answer and 62.5 ms for it.
+    forwarder.setMode({ kind: "throttle", bytesPerSecond: 64 * 1024 });
+    const client = new HttpClient({
+      baseUrl: `http://${forwarder.host}:${forwarder.port}`,
+      answerTimeoutMs: 500,
+      retry: { budgetMs: 15_000 },
+    });
+    const body = new Uint8Array(64 * 1024).fill(120);
+    const response = await client.request({ method: "PUT", path: "/out", body: () => new Blob([body]) });
+    expect(response.status).toBe(200);
+    expect(seen.some((each) => each.body.length === body.length)).toBe(true);
+  }, 30_000);
 
   it("leaves the answer's body to the caller: the timeout ends at the headers, the signal does not", async () => {
     const { url } = await serve((_request, response) => {

@@ -11,6 +11,7 @@ import { json } from "../../../../common/api/json-answer.ts";
 import { isUrlInput, uploadedInputs } from "../../../../common/model/input-spec.ts";
 import { type JobSpec, validateJobSpec } from "../../../../common/model/job-spec.ts";
 import { isWorkflowFile } from "../../../../common/model/workflow.ts";
+import { monotonicMs } from "../../../../common/time/clocks.ts";
 import { InvalidRequestError } from "../../../reactor/errors.ts";
 import type { SubmittedJob } from "../../../reactor/ports.ts";
 import { seesAllJobs } from "../../access.ts";
@@ -91,7 +92,8 @@ export function registerJobSubmitRoute(
         return { spec, explanation: ports.read.explainDraft(spec, owner, dependencyOwner, viewer) };
       }
       const principal = request.principal ?? START_ADMIN;
-      const refusal = principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, Date.now());
+      const refusal =
+        principal.role === "admin" ? null : submitRefusal(submitLimiter, principal, monotonicMs());
       if (refusal) return reply.code(429).header("retry-after", refusal.retryAfter).send(refusal.answer);
       const submitter = submitterOf(request);
       // A submit repeated with its key answers the job the first one made.

@@ -106,6 +106,14 @@ describe("submit under a QoS policy", () => {
     expect([...b.state.jobs.keys()]).toStrictEqual(["1", "2", "4"]);
   });
 
+  it("counts in a group's limit only the tasks of its own users", () => {
+    const b = bench();
+    // dave has no group: his 9 tasks are not physics's, whose limit is 8.
+    submit(b, "1", { qos: "high", array: { count: 9 } }, "dave", null);
+    submit(b, "2", {}, "alice");
+    expect([...b.state.jobs.keys()]).toStrictEqual(["1", "2"]);
+  });
+
   it("gives a job without a time limit its tier's, and refuses one above it", () => {
     const b = bench();
     submit(b, "1", {});
@@ -133,6 +141,24 @@ describe("update under a QoS policy", () => {
     ).toThrow("a task of this job needs 8 CPUs and QoS normal allows a user 4 running: it could never start");
     expect(b.state.jobs.get("1")?.record.spec.timeLimitSeconds).toBe(600);
     expect(b.state.jobs.get("1")?.cpus).toBe(1);
+  });
+
+  it("counts a job moved into a tier with the tier's others: its own tasks were in another", () => {
+    const b = bench();
+    submit(b, "1", { array: { count: 5 } });
+    submit(b, "2", { qos: "high", requirements: 'host.name == "nowhere"' }, "alice", null);
+    // normal holds alice's 5 already, its limit: job 2's task, in high until now, would be a sixth.
+    expect(() =>
+      b.run((step) =>
+        updateJob(step, { id: "2", update: { qos: "normal" }, by: "alice", allowedQos: ["normal"] }),
+      ),
+    ).toThrow(
+      new QuotaError(
+        "qos",
+        "user alice has 5 tasks queued (not ended) in QoS normal and the limit is 5; this job adds 1",
+      ),
+    );
+    expect(b.state.jobs.get("2")?.qos).toBe("high");
   });
 });
 

@@ -164,6 +164,18 @@ describe("movesItsData: a job with s3: inputs or outputs to push goes only to an
       [],
       "host agent does not do url-outputs (an earlier release)",
     ],
+    [
+      "a job naming a secret, on an agent that signs s3: transfers with its own credentials only",
+      ["s3-inputs", "s3-credentials"],
+      ["url-inputs", "s3-inputs", "url-outputs"],
+      "host agent does not do s3-credentials (an earlier release)",
+    ],
+    [
+      "a job naming a secret, on an agent that takes it",
+      ["s3-inputs", "s3-credentials"],
+      ["url-inputs", "s3-inputs", "url-outputs", "s3-credentials"],
+      null,
+    ],
   ])("%s", (_, needed, offered, reason) => {
     const job = jobView("j", needed === undefined ? {} : { transfers: needed });
     const host = hostView("h", offered === undefined ? {} : { facts: { transfers: offered } });
