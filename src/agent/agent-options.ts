@@ -47,6 +47,8 @@ export interface AgentOptions {
   resources?: Record<string, number>;
   /** `--shared PATH`: folders this host shares with the others, checked and normalised (daemons/options.ts). */
   shared?: string[];
+  /** `--container-runtime PATH`: the OCI runtime containers run with (absent: runc on PATH; docs/containers.md). */
+  containerRuntime?: string;
   /**
    * A link to a server in this process (`steward up`'s own agents), used instead of a WebSocket to
    * `servers` (which still serve the files: inputs, outputs, checkpoints).

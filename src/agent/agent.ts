@@ -36,6 +36,7 @@ import { chooseEnforcement, isolatesGpus, removeBase, sweepCgroups } from "./cgr
 import { readHostCredential, writeHostCredential } from "./connection/host-credential.ts";
 import { Outbox } from "./connection/outbox.ts";
 import { type OneServerMessage, ServerLink } from "./connection/server-link.ts";
+import { openContainerHost } from "./containers/container-host.ts";
 import { stagingFailure } from "./host/disk-space.ts";
 import { DiskWatch } from "./host/disk-watch.ts";
 import { readHostFacts, type StaticFacts } from "./host/facts.ts";
@@ -167,8 +168,7 @@ export class Agent {
       this.options.workDir,
       gpus.length > 0,
     );
-    if (chosen.notice.warn) this.log.warn(chosen.notice.message);
-    else this.log.info(chosen.notice.message);
+    this.log[chosen.notice.warn ? "warn" : "info"](chosen.notice.message);
     this.context.enforcement = chosen.enforcement;
     this.fixed.enforces = chosen.enforcement !== null;
     if (this.options.gpus !== undefined)
@@ -182,9 +182,9 @@ export class Agent {
           `gpus: attempts are not kept from the GPUs not given to them (${chosen.enforcement ? "cgroup v2 has no devices controller" : "no cgroups"}): a job can open any of this host's GPUs; CUDA_VISIBLE_DEVICES names its own. steward hosts shows it`,
         );
     }
-    const resources = this.options.resources ?? {};
-    if (Object.keys(resources).length > 0) this.fixed.resources = resources;
+    if (Object.keys(this.options.resources ?? {}).length > 0) this.fixed.resources = this.options.resources;
     if (this.fixed.shared.length > 0) this.log.info(`shared folders: ${this.fixed.shared.join(", ")}`);
+    this.context.containers = openContainerHost(this.options.containerRuntime, this.fixed, this.log);
     this.launcher.start();
     if (this.launcher.kind === "sh" && (process.env.STEWARD_LAUNCHER ?? "") === "")
       this.log.warn(

@@ -9,7 +9,7 @@
 // account owns only its parts of the folder (attempt-folder.ts), read through job-written-file.ts.
 
 import { closeSync, constants, lstatSync, mkdirSync, openSync, writeSync } from "node:fs";
-import { readFile, rename, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { StartMessage } from "../../common/protocol/messages.ts";
 import { REQUIREMENTS_MAX_CHARS } from "../../common/protocol/messages.ts";
@@ -18,11 +18,13 @@ import type { JobUser } from "../accounts/run-as.ts";
 import type { ContentCache } from "../cache/content-cache.ts";
 import type { AttemptCgroup } from "../cgroups/attempt-cgroup.ts";
 import type { Enforcement } from "../cgroups/enforcement.ts";
+import { type ContainerHost, killContainer, removeContainer } from "../containers/container-run.ts";
 import { CheckpointSync } from "../files/checkpoint.ts";
 import { readJobFile } from "../files/job-written-file.ts";
 import { writeNewFile } from "../files/new-file.ts";
 import { stageInputs, stageOutputs } from "../files/staging.ts";
 import type { LaunchedJob, LauncherKind, LaunchRequest } from "../launcher/launcher.ts";
+import { readJson, readWhole, writeAtomic } from "./attempt-files.ts";
 import { handOver, jobOwner, removeAttemptFolder } from "./attempt-folder.ts";
 import { attemptDirName, attemptKeyOf } from "./attempt-identity.ts";
 import {
@@ -33,6 +35,7 @@ import {
   type StopOutcome,
   type StopRequest,
 } from "./attempt-outcome.ts";
+import { containerStart } from "./container-launch.ts";
 import { freePort, nodesFile } from "./gang-rank.ts";
 import { bootTimeMs, isSameJob, parsePidFile, readProcStat, signalGroup } from "./job-process.ts";
 import { JobStart } from "./job-run-time.ts";
@@ -66,6 +69,8 @@ export interface AttemptContext {
   gpus?: readonly string[];
   /** Which launcher starts the jobs (launcher.ts): launcher.c and launcher.pl need no job.sh for the agent's own account's jobs. */
   launcher: LauncherKind;
+  /** The container runtime and image cache (containers/container-run.ts); null or absent: none here. */
+  containers?: ContainerHost | null;
 }
 
 /** An attempt's start.json: the server's start message without its secrets, and the name of the cgroup it was given. */
@@ -175,7 +180,8 @@ export class Attempt {
     if (!reused) mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     // Another account's job writes its notes in a folder of its own; one of the agent's account in
     // the attempt's (one folder fewer to make and remove for each short task).
-    if (user) this.#notes = join(this.dir, "notes");
+    // A container's job reaches its notes folder through a mount of its own (container-launch.ts).
+    if (user || this.spec.container) this.#notes = join(this.dir, "notes");
     // A kept folder may have them already, empty (spare-folders.ts).
     for (const dir of [this.runDir, this.checkpointDir, this.#notes])
       if (dir && !(reused && lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()))
@@ -218,13 +224,17 @@ export class Attempt {
       // spare-folders.ts).
       writeInPlace(join(this.dir, TIMES_FILE), BLANK_RECORD);
     }
+    // A container's job: the launcher runs its runtime as root, which runs the job as its account.
+    const launched = await containerStart(this.context.containers, this.spec, this.dir, paths, user);
+    const runAs = this.spec.container ? null : user;
+    const launchPaths = runAs === user ? paths : { ...paths, user: null };
     // launcher.c and launcher.pl start a job of the agent's own account from what they are told; a
     // job of another account, or any job under the shell launcher, runs job.sh.
     const exec =
-      this.context.launcher !== "sh" && !user
-        ? jobExec(this.spec, paths, this.cgroup?.procsFiles() ?? [])
+      this.context.launcher !== "sh" && !runAs
+        ? jobExec(launched, launchPaths, this.cgroup?.procsFiles() ?? [])
         : null;
-    if (exec === null) writeInPlace(join(this.dir, "job.sh"), jobScript(this.spec, paths));
+    if (exec === null) writeInPlace(join(this.dir, "job.sh"), jobScript(launched, launchPaths));
     this.launchRequest = { dir: this.dir, times: this.cgroup === null, exec };
     if (user) {
       await handOver(this.dir, user.account);
@@ -407,6 +417,9 @@ export class Attempt {
     // Whatever the job left running in its group goes with it, and with a cgroup, whatever it
     // left anywhere else (a process in a session of its own).
     this.signal("SIGKILL");
+    // A container's processes, in a pid namespace of their own, are killed by its runtime.
+    if (this.spec.container && this.context.containers)
+      await killContainer(this.context.containers, this.dir);
     const usage = await measureAndEnd(this.cgroup, this.start.ranMs(), this.exitCode, this.dir);
     const result = await this.outcome(exitCode, reasonIfUnknown, usage.oomKills);
     return { ...result, usage };
@@ -434,9 +447,12 @@ export class Attempt {
 
   async cleanup(): Promise<void> {
     this.clearTimers();
+    // Its container goes first: its cgroup is under the attempt's, its root mounted in the folder.
+    if (this.spec.container && this.context.containers)
+      await removeContainer(this.context.containers, this.dir);
     // Emptied when the end was measured (killed here too when the attempt never ended).
     await this.cgroup?.remove();
-    if (this.owner !== null) await removeAttemptFolder(this.dir);
+    if (this.owner !== null || this.spec.container) await removeAttemptFolder(this.dir);
     // Its cgroup seen empty at the end: nothing of the job holds a part of the folder.
     else this.context.spares.retire(this.dir, this.cgroup?.emptied ?? false);
   }
@@ -472,27 +488,5 @@ export class Attempt {
     } catch {
       // Gone meanwhile: its exit is on its way.
     }
-  }
-}
-
-async function writeAtomic(path: string, content: string): Promise<void> {
-  writeNewFile(`${path}.tmp`, content);
-  await rename(`${path}.tmp`, path);
-}
-
-/**
- * A file the supervisor wrote in one short write: whole once it ends in a newline, else not there
- * yet; blank in a kept folder (spare-folders.ts) until it is written.
- */
-async function readWhole(path: string): Promise<string | null> {
-  const text = await readFile(path, "utf8").catch(() => null);
-  return text?.endsWith("\n") && text.trim() !== "" ? text : null;
-}
-
-async function readJson<T>(path: string): Promise<T | null> {
-  try {
-    return JSON.parse(await readFile(path, "utf8")) as T;
-  } catch {
-    return null;
   }
 }

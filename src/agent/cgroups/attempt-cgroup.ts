@@ -4,7 +4,7 @@
 // process left in it is killed and it is removed. In cgroup v1 it is one directory in each
 // hierarchy the agent uses; in v2, one directory.
 
-import { existsSync, lstatSync, mkdirSync, rmdirSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { monotonicMs } from "../../common/time/clocks.ts";
@@ -49,6 +49,25 @@ function swapAccountedIn(memory: string): boolean {
     swapAccounting.set(hierarchy, accounted);
   }
   return accounted;
+}
+
+/** The cgroups right under a cgroup directory (none when it cannot be read). */
+function subfolders(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `${dir}/${entry.name}`);
+  } catch {
+    return [];
+  }
+}
+
+function readQuietly(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
 }
 
 export class AttemptCgroup {
@@ -126,14 +145,26 @@ export class AttemptCgroup {
       .join("");
   }
 
-  /** How many processes the kernel killed for the memory limit. */
+  /**
+   * How many processes the kernel killed for the memory limit, in the cgroup and the cgroups under
+   * it (a container's, which its runtime makes there: containers/bundle-config.ts). v2's
+   * memory.events counts those of the cgroups under it already; v1's oom_control does not.
+   */
   oomKills(): number {
     const memory = this.dirFor("memory");
     if (memory === null) return 0;
-    const text = cgroupFiles.read(
-      `${memory}/${this.base.version === 2 ? "memory.events" : "memory.oom_control"}`,
-    );
-    return text === null ? 0 : oomKillCount(text);
+    if (this.base.version === 2) {
+      const text = cgroupFiles.read(`${memory}/memory.events`);
+      return text === null ? 0 : oomKillCount(text);
+    }
+    const own = cgroupFiles.read(`${memory}/memory.oom_control`);
+    let kills = own === null ? 0 : oomKillCount(own);
+    // Read once, not kept open: a container's cgroup goes with the container.
+    for (const dir of subfolders(memory)) {
+      const text = readQuietly(`${dir}/memory.oom_control`);
+      kills += text === null ? 0 : oomKillCount(text);
+    }
+    return kills;
   }
 
   usage(): CgroupUsage {

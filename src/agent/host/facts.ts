@@ -22,6 +22,9 @@ export interface StaticFacts {
   shared: string[];
   /** What the agent moves itself besides the server's files (model/transfers.ts). */
   transfers?: readonly string[];
+  /** The container runtime the agent found (containers/runtime.ts), or why it found none. */
+  containers?: { runtime: string; path: string; version: string };
+  containersUnavailable?: string;
 }
 
 function normalizeArch(arch: string): string {
@@ -57,5 +60,7 @@ export function readHostFacts(fixed: StaticFacts, slotsFree: number, disk: DiskR
     ...(fixed.resources ? { resources: fixed.resources } : {}),
     shared: fixed.shared,
     ...(fixed.transfers ? { transfers: [...fixed.transfers] } : {}),
+    ...(fixed.containers ? { containers: fixed.containers } : {}),
+    ...(fixed.containersUnavailable ? { containersUnavailable: fixed.containersUnavailable } : {}),
   };
 }

@@ -26,7 +26,8 @@ function expressionKey(expression: CompiledExpression | null): string {
 /**
  * What makes two tasks alike for placement: resources, requirements, the folder they run in (a
  * workdir: only hosts sharing it take them), what their agent must move itself (transfers: only
- * hosts whose agent does take them), and what pilots' walltimes hold against them
+ * hosts whose agent does take them), whether they run in a container and the host paths it names,
+ * and what pilots' walltimes hold against them
  * (expected length, checkpoints); not rank, which only orders.
  */
 export function batchKey(job: FeasibilityJob): string {
@@ -35,7 +36,8 @@ export function batchKey(job: FeasibilityJob): string {
     job.gpus || job.custom ? `\u0000${job.gpus ?? 0}\u0000${JSON.stringify(job.custom ?? {})}` : "";
   const inPlace = job.workdir === undefined ? "" : `\u0002${job.workdir}`;
   const moved = job.transfers && job.transfers.length > 0 ? `\u0003${job.transfers.join(",")}` : "";
-  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}${inPlace}${moved}`;
+  const contained = job.container ? `\u0004${job.container.hostPaths.join("\u0000")}` : "";
+  return `${job.cpus}\u0000${job.memoryMb}\u0000${expressionKey(job.requirements)}\u0000${walltime}${countable}${inPlace}${moved}${contained}`;
 }
 
 /**

@@ -52,6 +52,8 @@ export interface JobView {
    * pushed to a URL): only hosts whose `transfers` fact has each take it; absent or empty: any host.
    */
   transfers?: readonly string[];
+  /** The container image it runs in (stages/feasibility.ts: only hosts with a container runtime); absent: none. */
+  container?: ContainerNeeds;
   /** Hosts where the job broke its performance contract: ranked after all others (contracts.ts). */
   slowHosts?: readonly string[];
   /**
@@ -87,6 +89,12 @@ export interface JobView {
   mayReplicate?(taskIndex: number, live: number): boolean;
 }
 
+/** What a job in a container needs of a host: a container runtime, and these host paths in its shared folders. */
+export interface ContainerNeeds {
+  image: string;
+  hostPaths: readonly string[];
+}
+
 /** A running task of a job with replicas: where its live attempts run (stages/replicas.ts). */
 export interface RunningTask {
   job: JobView;
@@ -108,6 +116,7 @@ export interface RunningTaskView {
     | "requirements"
     | "workdir"
     | "transfers"
+    | "container"
     | "rank"
     | "owner"
     | "qos"

@@ -2,6 +2,7 @@
 // The store holds the same records; this copy is rebuilt from it at start (state/recover.ts).
 
 import { type CompiledExpression, compileExpression } from "../../common/model/cel.ts";
+import { containerHostPaths } from "../../common/model/container-spec.ts";
 import { type Dependency, dependenciesOf } from "../../common/model/dependencies.ts";
 import { isLive } from "../../common/model/ids.ts";
 import { arrayParallel, nodesOf } from "../../common/model/job-spec.ts";
@@ -20,7 +21,7 @@ import { transfersNeeded } from "../../common/model/transfers.ts";
 import { knownInputDigests } from "../scheduler/data-affinity.ts";
 import type { ProgressSample } from "../scheduler/estimate.ts";
 import { migrationAllows, migrationLapsesAt, migrationWaitReason } from "../scheduler/migration-rule.ts";
-import type { ConstrainedTask, JobView } from "../scheduler/view.ts";
+import type { ConstrainedTask, ContainerNeeds, JobView } from "../scheduler/view.ts";
 import type { StoredJob } from "../store/store.ts";
 import { TaskCheckpoints } from "./task-checkpoints.ts";
 
@@ -199,6 +200,14 @@ export class JobEntry implements JobView {
     return this.#transfers;
   }
   #transfers: readonly string[] | undefined;
+  /** The image it runs in and the host paths that must be shared for it (model/container-spec.ts); undefined: none. */
+  get container(): ContainerNeeds | undefined {
+    const container = this.record.spec.container;
+    if (!container) return undefined;
+    this.#container ??= { image: container.image, hostPaths: containerHostPaths(container) };
+    return this.#container;
+  }
+  #container: ContainerNeeds | undefined;
   /** A task's memory grown after running out of memory (TaskRecord.memoryMb); undefined: the job's. */
   taskMemoryMb(taskIndex: number): number | undefined {
     return this.tasks[taskIndex]?.memoryMb ?? undefined;

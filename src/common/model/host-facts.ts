@@ -47,6 +47,14 @@ export interface HostFacts {
    */
   transfers?: string[];
   /**
+   * The OCI runtime the host's agent runs containers with (docs/containers.md): a job with a
+   * `container` goes only where there is one. Absent: none (containersUnavailable says why), or an
+   * agent of an earlier release.
+   */
+  containers?: { runtime: string; path: string; version: string };
+  /** Why the host's agent runs no container: the runtime it looked for and what failed. */
+  containersUnavailable?: string;
+  /**
    * Seconds until the host's walltime ends (a pilot's `--ends-at`); Infinity on hosts without one.
    * Filled in by the server when it looks at the host, not sent by the agent.
    */

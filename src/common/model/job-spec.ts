@@ -10,8 +10,10 @@ import {
   type TaskParam,
 } from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
+import { containerSchema } from "./container-spec.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { firstProblem } from "./first-problem.ts";
+import { parseImageName } from "./image-name.ts";
 import { inputNameClash, urlInputSchema } from "./input-spec.ts";
 import { JOB_FILE_KEY_ALIASES } from "./job-file-key-aliases.ts";
 import { JobFileError } from "./jobfile-error.ts";
@@ -99,6 +101,11 @@ export const jobSpecSchema = z.strictObject({
     absoluteFolder.optional(),
     "Runs the job in place (docs/data.md): its working folder is this absolute path, in a folder hosts share (an agent's `--shared`), and only hosts sharing a folder that holds it run the job. The job reads and writes its files there: nothing is uploaded at submit or collected after, so `inputs`, `outputs` and `array.paramsFile` do not go with it, nor `replicas` (they would write in the one folder at once). Refused at submit when hosts share folders and none holds it; waits while no host shares any. On an agent that runs jobs as their accounts, the job's account enters it (never root): one that may not fails the attempt naming the folder. Absent: a new folder of the attempt's, the inputs put in it.",
     "/data/cfd/run-12",
+  ),
+  container: about(
+    containerSchema.optional(),
+    "Runs the command inside a container image with an OCI runtime (`runc`) on the host (docs/containers.md): only hosts whose agent found one (the host fact `containers`) take the job. Its working folder, `$STEWARD_CHECKPOINT_DIR`, the `STEWARD_*` variables and its limits are as outside.",
+    { image: "oci-archive:tools.tar", network: "none" },
   ),
   env: about(
     z
@@ -347,6 +354,7 @@ export function validateJobSpec(input: unknown): JobSpec {
       if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
     }
     if (spec.workdir !== undefined) checkInPlace(spec);
+    if (spec.container) checkImage(spec);
     const clash = inputNameClash(spec.inputs);
     if (clash) fail(clash.field, clash.message);
     const pushed = urlOutputsProblem(spec);
@@ -416,6 +424,25 @@ function checkInPlace(spec: JobSpec): void {
     fail(
       "replicas",
       "replicas of a job with workdir would write in its one folder at once: drop one or the other",
+    );
+}
+
+/**
+ * A container's image given by a relative path is one of the job's inputs (it comes with the job
+ * into its working folder): an `oci-archive:` file; an `oci:` layout is a folder, on the host.
+ */
+function checkImage(spec: JobSpec): void {
+  const parsed = parseImageName(spec.container?.image ?? "");
+  if (!("image" in parsed) || parsed.image.path.startsWith("/")) return;
+  if (parsed.image.transport === "oci")
+    fail(
+      "container.image",
+      "an oci: layout is a folder of the host: give its absolute path, in a folder the host shares",
+    );
+  if (!spec.inputs.includes(parsed.image.path))
+    fail(
+      "container.image",
+      `${parsed.image.path} is not one of the job's inputs: list it in inputs, or give an absolute path in a folder the host shares`,
     );
 }
 

@@ -65,6 +65,15 @@ export const hostFacts = z.object({
    * `url-outputs`); absent from agents of earlier releases, which get no job that needs any.
    */
   transfers: z.array(z.string().max(64)).max(64).optional(),
+  /**
+   * The OCI runtime the agent runs containers with (`--container-runtime`, docs/containers.md);
+   * absent: none, jobs with a `container` do not go there (containersUnavailable says why).
+   */
+  containers: z
+    .object({ runtime: z.string().max(64), path: z.string().max(4096), version: z.string().max(200) })
+    .optional(),
+  /** Why the agent runs no container (the runtime it looked for, and what failed); absent with a runtime. */
+  containersUnavailable: z.string().max(1000).optional(),
 });
 
 const attemptRef = {
@@ -332,6 +341,18 @@ export const startMessage = z.object({
    * attempt's run/; absent: run/. No inputs or outputs go with it.
    */
   workdir: z.string().optional(),
+  /**
+   * The job file's `container`, its mounts' defaults filled in (model/container-spec.ts): the
+   * command runs in that image. Sent only to agents with a container runtime (their `containers` fact).
+   */
+  container: z
+    .object({
+      image: z.string(),
+      mounts: z.array(z.object({ source: z.string(), target: z.string(), readOnly: z.boolean() })),
+      entrypoint: z.array(z.string()).optional(),
+      network: z.enum(["host", "none"]),
+    })
+    .optional(),
   graceSeconds: z.number().min(0),
   /** How often the agent uploads the checkpoint folder's changes. */
   checkpointIntervalSeconds: z.number().positive(),

@@ -62,6 +62,10 @@ export function registerAgent(program: Command): void {
       sharedFolder,
       [],
     )
+    .option(
+      "--container-runtime <path>",
+      "the OCI runtime jobs with a container run with (runc; default: runc on PATH). Without one, such jobs do not come here (docs/containers.md)",
+    )
     .option("--speed <x>", "speed score instead of the measured one", number("--speed"))
     .addOption(logFormatOption())
     .option("--ca <file>", "trust this PEM certificate authority for the server's TLS (or STEWARD_CA)")
@@ -155,6 +159,7 @@ export function registerAgent(program: Command): void {
       gpus: options.gpus,
       resources: options.resource,
       shared: options.shared,
+      containerRuntime: options.containerRuntime,
       cacheGb: options.cacheGb,
       minFreeDiskMb: options.minFreeDiskMb,
       speed: options.speed,

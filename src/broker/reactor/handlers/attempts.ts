@@ -3,6 +3,7 @@
 
 import { taskLaunch } from "../../../common/model/array-params.ts";
 import type { AttemptUsage } from "../../../common/model/attempt-usage.ts";
+import { containerForAgent } from "../../../common/model/container-spec.ts";
 import type { EndCause } from "../../../common/model/end-cause.ts";
 import { attemptEndEvent, type TaskNext } from "../../../common/model/events.ts";
 import { hostsOf } from "../../../common/model/ids.ts";
@@ -59,6 +60,7 @@ export function startMessage(job: JobEntry, attempt: AttemptRecord, rank = 0): S
     ...(custom && Object.keys(custom).length > 0 ? { resources: custom } : {}),
     timeLimitSeconds: spec.timeLimitSeconds ?? null,
     ...(spec.workdir !== undefined ? { workdir: spec.workdir } : {}),
+    ...(spec.container ? { container: containerForAgent(spec.container) } : {}),
     graceSeconds: spec.checkpoint.graceSeconds,
     checkpointIntervalSeconds: spec.checkpoint.intervalSeconds,
   };

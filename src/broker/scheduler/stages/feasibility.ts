@@ -18,6 +18,7 @@ export type FeasibilityJob = Pick<
   | "requirements"
   | "workdir"
   | "transfers"
+  | "container"
   | "expectedSeconds"
   | "checkpoints"
 >;
@@ -84,6 +85,24 @@ export const movesItsData: FeasibilityStage = (job, host) => {
   return missing === null ? null : `host agent does not do ${missing} (an earlier release)`;
 };
 
+/**
+ * A job in a container goes only to a host whose agent found a container runtime (its fact
+ * `containers`; `containersUnavailable` says why it found none), and that shares the folders of
+ * the host paths the container names (an absolute image, mounts' sources), as a `workdir`.
+ */
+export const runsItsContainer: FeasibilityStage = (job, host) => {
+  if (!job.container) return null;
+  if (!host.facts.containers) {
+    const why = host.facts.containersUnavailable ?? "an agent of an earlier release";
+    return `job runs in a container (${job.container.image}), host has no container runtime: ${why}`;
+  }
+  const shared = host.facts.shared ?? [];
+  const outside = job.container.hostPaths.find((path) => sharingFolder(path, shared) === undefined);
+  if (outside === undefined) return null;
+  const what = shared.length === 0 ? "shares no folder" : `shares only ${shared.join(", ")}`;
+  return `container path ${outside} is in no folder this host shares (it ${what})`;
+};
+
 export const requirementsHold: FeasibilityStage = (job, host) => {
   if (!job.requirements) return null;
   const result = evaluateRequirement(job.requirements, host.facts);
@@ -102,6 +121,7 @@ export const FEASIBILITY_STAGES: readonly FeasibilityStage[] = [
   enoughCountable,
   sharesWorkdir,
   movesItsData,
+  runsItsContainer,
   fitsBeforeWalltime,
   requirementsHold,
 ];

@@ -8,6 +8,7 @@ import {
   feasibleHosts,
   infeasibility,
   movesItsData,
+  runsItsContainer,
   sharesWorkdir,
   workFolderHasRoom,
 } from "../../../../../src/broker/scheduler/stages/feasibility.ts";
@@ -245,5 +246,49 @@ describe("feasibleHosts (the stage of a pass)", () => {
   ])("%s", (_, job, open, expected) => {
     const feasible = feasibleHosts(jobView("j", job), hosts, new Set(open));
     expect(feasible.map((host) => host.name)).toStrictEqual(expected);
+  });
+});
+
+describe("runsItsContainer: a job in a container goes only to a host with a runtime that shares its host paths", () => {
+  const runc = { runtime: "runc", path: "/usr/sbin/runc", version: "1.1.5" };
+  it.each<[string, string[] | undefined, Record<string, unknown>, string | null]>([
+    ["a job without a container goes anywhere", undefined, {}, null],
+    ["a host with runc, the image an input", [], { containers: runc }, null],
+    [
+      "a host whose agent found no runtime says why",
+      [],
+      { containersUnavailable: "/nonexistent does not run: spawnSync /nonexistent ENOENT" },
+      "job runs in a container (oci-archive:i.tar), host has no container runtime: /nonexistent does not run: spawnSync /nonexistent ENOENT",
+    ],
+    [
+      "an agent of an earlier release",
+      [],
+      {},
+      "job runs in a container (oci-archive:i.tar), host has no container runtime: an agent of an earlier release",
+    ],
+    [
+      "its host paths in shared folders",
+      ["/data/i.tar", "/ref"],
+      { containers: runc, shared: ["/data", "/ref"] },
+      null,
+    ],
+    [
+      "a host path in no shared folder",
+      ["/data/i.tar", "/ref"],
+      { containers: runc, shared: ["/data"] },
+      "container path /ref is in no folder this host shares (it shares only /data)",
+    ],
+  ])("%s", (_, hostPaths, facts, reason) => {
+    const job = jobView(
+      "j",
+      hostPaths === undefined ? {} : { container: { image: "oci-archive:i.tar", hostPaths } },
+    );
+    const host = hostView("h", { facts });
+    expect(runsItsContainer(job, host)).toBe(reason);
+    expect(infeasibility(job, host)).toBe(reason);
+  });
+
+  it("is one of the stages every pass and explain ask", () => {
+    expect(FEASIBILITY_STAGES).toContain(runsItsContainer);
   });
 });
