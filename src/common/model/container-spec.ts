@@ -113,3 +113,18 @@ export function containerForAgent(container: z.output<typeof containerSchema>): 
     network: container.network,
   };
 }
+
+/**
+ * What is wrong with where a job's image comes from, or null. One given by a relative path is one
+ * of the job's `inputs` (it comes with the job into its working folder): an `oci-archive:` file; an
+ * `oci:` layout is a folder, on the host. A name that does not parse is the schema's to refuse.
+ */
+export function containerImageProblem(image: string, inputs: readonly unknown[]): string | null {
+  const parsed = parseImageName(image);
+  if (!("image" in parsed) || parsed.image.path.startsWith("/")) return null;
+  if (parsed.image.transport === "oci")
+    return "an oci: layout is a folder of the host: give its absolute path, in a folder the host shares";
+  if (!inputs.includes(parsed.image.path))
+    return `${parsed.image.path} is not one of the job's inputs: list it in inputs, or give an absolute path in a folder the host shares`;
+  return null;
+}

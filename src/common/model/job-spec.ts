@@ -10,10 +10,9 @@ import {
   type TaskParam,
 } from "./array-params.ts";
 import { expressionProblem } from "./cel.ts";
-import { containerSchema } from "./container-spec.ts";
+import { containerImageProblem, containerSchema } from "./container-spec.ts";
 import { DEPENDENCY_CONDITIONS } from "./dependencies.ts";
 import { firstProblem } from "./first-problem.ts";
-import { parseImageName } from "./image-name.ts";
 import { inputNameClash, urlInputSchema } from "./input-spec.ts";
 import { JOB_FILE_KEY_ALIASES } from "./job-file-key-aliases.ts";
 import { JobFileError } from "./jobfile-error.ts";
@@ -354,7 +353,8 @@ export function validateJobSpec(input: unknown): JobSpec {
       if (spec.replicas > 1) fail("nodes", "a multi-node job may not be combined with replicas");
     }
     if (spec.workdir !== undefined) checkInPlace(spec);
-    if (spec.container) checkImage(spec);
+    const image = spec.container ? containerImageProblem(spec.container.image, spec.inputs) : null;
+    if (image) fail("container.image", image);
     const clash = inputNameClash(spec.inputs);
     if (clash) fail(clash.field, clash.message);
     const pushed = urlOutputsProblem(spec);
@@ -424,25 +424,6 @@ function checkInPlace(spec: JobSpec): void {
     fail(
       "replicas",
       "replicas of a job with workdir would write in its one folder at once: drop one or the other",
-    );
-}
-
-/**
- * A container's image given by a relative path is one of the job's inputs (it comes with the job
- * into its working folder): an `oci-archive:` file; an `oci:` layout is a folder, on the host.
- */
-function checkImage(spec: JobSpec): void {
-  const parsed = parseImageName(spec.container?.image ?? "");
-  if (!("image" in parsed) || parsed.image.path.startsWith("/")) return;
-  if (parsed.image.transport === "oci")
-    fail(
-      "container.image",
-      "an oci: layout is a folder of the host: give its absolute path, in a folder the host shares",
-    );
-  if (!spec.inputs.includes(parsed.image.path))
-    fail(
-      "container.image",
-      `${parsed.image.path} is not one of the job's inputs: list it in inputs, or give an absolute path in a folder the host shares`,
     );
 }
 
