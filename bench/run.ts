@@ -24,6 +24,7 @@ import { endToEndBenchmark } from "./end-to-end.ts";
 import { enforcementBenchmark } from "./enforcement.ts";
 import { futuresRoundTripBenchmark } from "./futures-round-trip.ts";
 import { gangBenchmark } from "./gang.ts";
+import { lcgFaultsBenchmark } from "./lcg-faults.ts";
 import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { millionTasksBenchmark } from "./million-tasks.ts";
@@ -59,6 +60,7 @@ const BENCHMARKS: Benchmark[] = [
   replayLcgBenchmark,
   replayLcgRealBenchmark,
   replayLcgFastBenchmark,
+  lcgFaultsBenchmark,
   manyHostsBenchmark,
   millionTasksBenchmark,
   recoveryBenchmark,
