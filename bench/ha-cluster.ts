@@ -27,6 +27,9 @@ import {
 const STEWARD = join(REPOSITORY, "bin", "steward");
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;
+/** A broker started again that exits at once (its store unreachable) is started again this often, this many times. */
+const RESTART_WAIT_MS = 2_000;
+const RESTART_TRIES = 15;
 
 export interface HaClusterOptions {
   label: string;
@@ -222,10 +225,21 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
         },
         async restart() {
           if (!exited(brokerChildren[i].process)) throw new Error(`${name} is still running`);
-          brokerChildren[i] = spawnLogged(name, brokerCommand(i));
-          await waitForHealth(url, `${options.label} ${name} (again)`, () =>
-            exited(brokerChildren[i].process) ? "exited" : null,
-          );
+          // As a service manager would (systemd's Restart=on-failure): a broker that cannot reach
+          // its store at start exits, and is started again a little later.
+          for (let tries = 1; ; tries++) {
+            if (stopping) return;
+            brokerChildren[i] = spawnLogged(name, brokerCommand(i));
+            try {
+              await waitForHealth(url, `${options.label} ${name} (again)`, () =>
+                exited(brokerChildren[i].process) ? "exited" : null,
+              );
+              return;
+            } catch (error) {
+              if (tries >= RESTART_TRIES) throw error;
+              await sleep(RESTART_WAIT_MS);
+            }
+          }
         },
       });
     }

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PASS, RESET } from "../test/helpers/tcp-forwarder.ts";
 import { DELAY_LINK, numberSetting } from "./bench-settings.ts";
-import { type BenchContext, type Benchmark, REPOSITORY, round } from "./benchmark.ts";
+import { type BenchContext, type Benchmark, progress as note, REPOSITORY, round } from "./benchmark.ts";
 import { type HaCluster, startHaCluster } from "./ha-cluster.ts";
 import {
   type BenchDatabase,
@@ -131,7 +131,16 @@ export async function killLeader(cluster: HaCluster): Promise<string> {
     if ((await cluster.leader()) !== null) tookOver = performance.now() - killedAt;
     else await sleep(50);
   }
-  setTimeout(() => void leader.restart().catch(() => {}), LEADER_BACK_AFTER_MS).unref();
+  setTimeout(() => {
+    const back = performance.now();
+    leader.restart().then(
+      () =>
+        note(
+          `  broker${leader.index + 1} started again, up in ${round((performance.now() - back) / 1000, 1)} s`,
+        ),
+      (error: Error) => note(`  broker${leader.index + 1} not started again: ${error.message}`),
+    );
+  }, LEADER_BACK_AFTER_MS).unref();
   return `broker${leader.index + 1} killed; another led after ${tookOver === null ? "more than 10 s" : `${round(tookOver / 1000, 2)} s`}`;
 }
 

@@ -36,6 +36,7 @@ import { replayLcgFastBenchmark, replayLcgRealBenchmark } from "./replay-lcg-rea
 import { sideBySideBenchmark } from "./side-by-side.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { snakemakeOverheadBenchmark } from "./snakemake-overhead.ts";
+import { soakBenchmark } from "./soak.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
 import { toilOverheadBenchmark } from "./toil-overhead.ts";
@@ -61,6 +62,7 @@ const BENCHMARKS: Benchmark[] = [
   replayLcgRealBenchmark,
   replayLcgFastBenchmark,
   lcgFaultsBenchmark,
+  soakBenchmark,
   manyHostsBenchmark,
   millionTasksBenchmark,
   recoveryBenchmark,
