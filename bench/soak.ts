@@ -238,7 +238,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         if (kind === "links reset") await resetLinks(running, PASS);
         else if (kind === "slow links") {
           for (const link of running.links) link.setMode(DELAY_LINK);
-          await sleep(Math.min(20_000, (options.faultSeconds * 1000) / 2));
+          const until = performance.now() + Math.min(20_000, (options.faultSeconds * 1000) / 2);
+          while (!done && performance.now() < until) await sleep(250);
           for (const link of running.links) link.setMode(PASS);
         } else await database.restart(options.slice.dbDownSeconds * 1000);
       }

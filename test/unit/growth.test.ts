@@ -59,6 +59,7 @@ describe("lastOverFirstThird", () => {
     { name: "flat: 1", values: [4, 4, 4, 4, 4, 4], ratio: 1 },
     { name: "doubled: 2", values: [2, 2, 3, 3, 4, 4], ratio: 2 },
     { name: "one spike in the middle does not count", values: [2, 2, 90, 90, 2, 2], ratio: 1 },
+    { name: "the means of the thirds, not their largest", values: [1, 3, 0, 0, 4, 4], ratio: 2 },
     { name: "under three samples: null", values: [1, 2], ratio: null },
     { name: "a first third of zero: null", values: [0, 1, 2], ratio: null },
   ])("$name", ({ values, ratio }) => {
