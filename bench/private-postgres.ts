@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { freePort } from "./steward-process.ts";
+import { freePort, track } from "./steward-process.ts";
 
 const BIN_DIRS = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"];
 const ACCOUNT = "postgres";
@@ -77,6 +77,17 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres | { unavai
   }
   const url = `postgres://${ACCOUNT}@127.0.0.1:${port}/postgres`;
   let stopped = false;
+  // Stopped with the benchmark's processes after a failure or a signal too.
+  const untrack = track({ stop: async () => stop(), stopSync: () => stop() });
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    untrack();
+    try {
+      asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    } catch {}
+    rmSync(root, { recursive: true, force: true });
+  };
   return {
     url,
     port,
@@ -92,13 +103,6 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres | { unavai
            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'm')`,
         [schema],
       ),
-    stop() {
-      if (stopped) return;
-      stopped = true;
-      try {
-        asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
-      } catch {}
-      rmSync(root, { recursive: true, force: true });
-    },
+    stop,
   };
 }
