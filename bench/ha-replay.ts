@@ -273,3 +273,12 @@ export async function sliceOutcome(
     };
   });
 }
+
+/** Sleeps until `at` (performance.now()), or less once `stop()` says so (looked at every 250 ms). */
+export async function sleepUntil(at: number, stop: () => boolean): Promise<void> {
+  for (;;) {
+    const left = at - performance.now();
+    if (left <= 0 || stop()) return;
+    await sleep(Math.min(250, left));
+  }
+}

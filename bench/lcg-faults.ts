@@ -30,6 +30,7 @@ import {
   type BenchDatabase,
   openBenchDatabase,
   type SliceOutcome,
+  sleepUntil,
   sliceOutcome,
   submitSlice,
   waitAllEnded,
@@ -106,8 +107,7 @@ async function faultAt(
   log: FaultRecord[],
   progress: (message: string) => void,
 ): Promise<void> {
-  const wait = startedAt + atMs - performance.now();
-  if (wait > 0) await sleep(wait);
+  await sleepUntil(startedAt + atMs, done);
   if (done()) return;
   const began = performance.now();
   const detail = await fault();

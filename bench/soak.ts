@@ -26,6 +26,7 @@ import type { HaCluster } from "./ha-cluster.ts";
 import {
   type BenchDatabase,
   openBenchDatabase,
+  sleepUntil,
   sliceOutcome,
   submitSlice,
   waitAllEnded,
@@ -216,8 +217,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     let done = false;
     const sampling = (async () => {
       for (let n = 0; !done; n++) {
-        const wait = startedAt + n * options.sampleSeconds * 1000 - performance.now();
-        if (wait > 0) await sleep(wait);
+        await sleepUntil(startedAt + n * options.sampleSeconds * 1000, () => done);
         if (done) return;
         const row = await sample(running, database, schema, lagDir, round(elapsed(), 1));
         rows.push(row);
@@ -230,8 +230,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const faulting = (async () => {
       const kinds = ["links reset", "slow links", "database restart"] as const;
       for (let n = 1; ; n++) {
-        const wait = startedAt + n * options.faultSeconds * 1000 - performance.now();
-        if (wait > 0) await sleep(wait);
+        await sleepUntil(startedAt + n * options.faultSeconds * 1000, () => done);
         if (done) return;
         const kind = kinds[(n - 1) % kinds.length];
         faults.push(`${round(elapsed(), 1)} s: ${kind}`);
