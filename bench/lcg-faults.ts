@@ -76,7 +76,11 @@ export function traceSlice(settings: LcgFaultSettings): ReplayJob[] {
   return sliceOfTrace(readTrace(TRACE, settings.skip + settings.jobs), settings);
 }
 
-export function startBenchCluster(label: string, storeUrl: string, agentEnv?: Record<string, string>) {
+export function startBenchCluster(
+  label: string,
+  storeUrl: string,
+  more: { agentEnv?: Record<string, string>; keep?: boolean } = {},
+) {
   return startHaCluster({
     label,
     storeUrl,
@@ -87,7 +91,7 @@ export function startBenchCluster(label: string, storeUrl: string, agentEnv?: Re
     leaseSeconds: 2,
     heartbeatSeconds: 1,
     hostTimeoutSeconds: 10,
-    ...(agentEnv ? { agentEnv } : {}),
+    ...more,
   });
 }
 
@@ -171,8 +175,9 @@ async function runScenario(
   { options, progress }: BenchContext,
 ): Promise<ScenarioResult> {
   const schema = `steward_lcg_${scenario.replaceAll("-", "_")}_${Date.now().toString(36)}`;
-  const cluster = await startBenchCluster(`lcg-${scenario}`, database.storeUrl(schema));
-  void options;
+  const cluster = await startBenchCluster(`lcg-${scenario}`, database.storeUrl(schema), {
+    keep: options.keep,
+  });
   try {
     const runsFile = join(cluster.root, "runs.log");
     if (scenario === "slow-links") for (const link of cluster.links) link.setMode(DELAY_LINK);

@@ -204,9 +204,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   let cluster: HaCluster | null = null;
   try {
     cluster = await startBenchCluster("soak", database.storeUrl(schema), {
-      NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${probe}`].filter(Boolean).join(" "),
-      STEWARD_LAG_PROBE_DIR: lagDir,
-      STEWARD_LAG_PROBE_WINDOW_MS: String(Math.round(options.sampleSeconds * 1000)),
+      agentEnv: {
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${probe}`].filter(Boolean).join(" "),
+        STEWARD_LAG_PROBE_DIR: lagDir,
+        STEWARD_LAG_PROBE_WINDOW_MS: String(Math.round(options.sampleSeconds * 1000)),
+      },
     });
     const running = cluster;
     const runsFile = join(running.root, "runs.log");
