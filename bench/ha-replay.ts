@@ -48,9 +48,15 @@ async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T
 const SCHEMA_BYTES = `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'm')`;
 
-/** A private cluster (real restarts) where one can be made, else the shared server behind a forwarder. */
+/**
+ * A private cluster (real restarts) where one can be made, else (or with
+ * STEWARD_BENCH_DB_RESTART=forwarder) the shared server behind a forwarder.
+ */
 export async function openBenchDatabase(progress: (message: string) => void): Promise<BenchDatabase> {
-  const own = await startPrivatePostgres();
+  const own =
+    process.env.STEWARD_BENCH_DB_RESTART === "forwarder"
+      ? { unavailable: "STEWARD_BENCH_DB_RESTART=forwarder" }
+      : await startPrivatePostgres();
   if (!("unavailable" in own)) {
     return {
       kind: `a private PostgreSQL cluster on 127.0.0.1:${own.port}, restarted with pg_ctl stop -m immediate, down, pg_ctl start`,
