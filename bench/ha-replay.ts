@@ -33,10 +33,15 @@ function withSchema(url: string, schema: string): string {
   return parsed.toString();
 }
 
-async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on a connection of its own. A connection the server cuts (a restart) fails the work
+ * with an error, never the benchmark's process with an unhandled 'error' event.
+ */
+export async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const parsed = new URL(url);
   parsed.searchParams.delete("schema");
   const client = new pg.Client({ connectionString: parsed.toString(), connectionTimeoutMillis: 5000 });
+  client.on("error", () => {});
   await client.connect();
   try {
     return await work(client);

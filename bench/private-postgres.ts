@@ -47,6 +47,8 @@ function asPostgres(command: string, args: string[]): string {
 /** Reads one number from the cluster on a connection of its own. */
 async function queryNumber(url: string, sql: string, values: unknown[]): Promise<number> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  // A connection cut by a restart fails the query, not the process (an unhandled 'error' event).
+  client.on("error", () => {});
   await client.connect();
   try {
     const result = await client.query(sql, values);

@@ -25,6 +25,7 @@ import { growthPerHour, lastOverFirstThird, type Sample } from "./growth.ts";
 import type { HaCluster } from "./ha-cluster.ts";
 import {
   type BenchDatabase,
+  onDatabase,
   openBenchDatabase,
   sleepUntil,
   sliceOutcome,
@@ -163,20 +164,29 @@ export function seriesOf(rows: readonly SoakRow[]): Map<string, Sample[]> {
   return series;
 }
 
-/** Removes the jobs of a round through the leader (they have all ended). */
-async function removeRound(cluster: HaCluster, database: BenchDatabase, schema: string, prefix: string) {
-  const client = new pg.Client({ connectionString: database.directUrl(schema).replace(/\?.*$/, "") });
-  await client.connect();
-  let ids: string[];
-  try {
-    const result = await client.query(
-      `SELECT id FROM ${pg.escapeIdentifier(schema)}.jobs WHERE name LIKE $1`,
-      [`${prefix}-%`],
-    );
-    ids = result.rows.map((row: { id: string }) => row.id);
-  } finally {
-    await client.end();
+/** `work` again every 500 ms while it fails, for a minute at most (a database restart under way). */
+async function whileRestarting<T>(work: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (tries >= 120) throw error;
+      await sleep(500);
+    }
   }
+}
+
+/** Removes the jobs of a round through the leader (they have all ended); the store may be restarting meanwhile. */
+async function removeRound(cluster: HaCluster, database: BenchDatabase, schema: string, prefix: string) {
+  const ids = await whileRestarting(() =>
+    onDatabase(database.directUrl(schema), async (client) => {
+      const result = await client.query(
+        `SELECT id FROM ${pg.escapeIdentifier(schema)}.jobs WHERE name LIKE $1`,
+        [`${prefix}-%`],
+      );
+      return result.rows.map((row: { id: string }) => row.id);
+    }),
+  );
   for (const id of ids) {
     for (let tries = 0; tries < 40; tries++) {
       const leader = await cluster.leader();
@@ -258,7 +268,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         startedAt: performance.now(),
       });
       await waitAllEnded(database.directUrl(schema), schema, prefix, 30 * 60_000);
-      const outcome = await sliceOutcome(database.directUrl(schema), schema, prefix, runsFile);
+      const outcome = await whileRestarting(() =>
+        sliceOutcome(database.directUrl(schema), schema, prefix, runsFile),
+      );
       totals.submitted += jobs.length;
       totals.succeeded += outcome.states.succeeded ?? 0;
       totals.succeededExactlyOnce += outcome.succeededExactlyOnce;
