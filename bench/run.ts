@@ -24,6 +24,7 @@ import { endToEndBenchmark } from "./end-to-end.ts";
 import { enforcementBenchmark } from "./enforcement.ts";
 import { futuresRoundTripBenchmark } from "./futures-round-trip.ts";
 import { gangBenchmark } from "./gang.ts";
+import { lcgFaultsBenchmark } from "./lcg-faults.ts";
 import { manyHostsBenchmark } from "./many-hosts.ts";
 import { migrate100MbBenchmark } from "./migrate-100mb.ts";
 import { millionTasksBenchmark } from "./million-tasks.ts";
@@ -36,6 +37,7 @@ import { sideBySideBenchmark } from "./side-by-side.ts";
 import { slowLinksBenchmark } from "./slow-links.ts";
 import { slurmPoolBenchmark } from "./slurm-pool.ts";
 import { snakemakeOverheadBenchmark } from "./snakemake-overhead.ts";
+import { soakBenchmark } from "./soak.ts";
 import { killAllStewardsSync, PROFILE_DIR, stopAllStewards } from "./steward-process.ts";
 import { submitBenchmark } from "./submit.ts";
 import { toilOverheadBenchmark } from "./toil-overhead.ts";
@@ -61,6 +63,8 @@ const BENCHMARKS: Benchmark[] = [
   replayLcgBenchmark,
   replayLcgRealBenchmark,
   replayLcgFastBenchmark,
+  lcgFaultsBenchmark,
+  soakBenchmark,
   manyHostsBenchmark,
   millionTasksBenchmark,
   recoveryBenchmark,

@@ -166,7 +166,8 @@ export function openTestNetwork(context: TestContext): TestNetwork {
   throw new Error(message);
 }
 
-function makeTestNetwork(): TestNetwork {
+/** Makes a test network (throws where namespaces cannot be made: see namespacesUnavailable). */
+export function makeTestNetwork(): TestNetwork {
   // Interface names have at most 15 characters: "stw" + a short id + a role.
   const id = `${process.pid % 100000}${String.fromCharCode(97 + (made++ % 26))}`;
   const switchName = `stw-${id}-switch`;
