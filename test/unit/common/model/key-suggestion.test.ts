@@ -75,6 +75,8 @@ describe("editDistance", () => {
     ["abcd", "bacd", 1],
     ["abcd", "badc", 2],
     ["ca", "abc", 3],
+    ["ab", "ca", 2],
+    ["abc", "cba", 2],
     ["aab", "aba", 1],
     ["aba", "aab", 1],
     ["kitten", "sitting", 3],

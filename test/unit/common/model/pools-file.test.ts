@@ -12,6 +12,7 @@ function refusal(text: string): { field: string; message: string } | null {
     return null;
   } catch (error) {
     if (!(error instanceof PoolsFileError)) throw error;
+    expect(error.name).toBe("PoolsFileError");
     return { field: error.field, message: error.message };
   }
 }

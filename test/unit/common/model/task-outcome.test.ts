@@ -69,6 +69,7 @@ describe("retryDelayMs", () => {
     [5, 1, 0.75, 5_500],
     [5, 2, 0.25, 9_000],
     [100, 10, 0, 480_000],
+    [-5, 1, MID, 0],
   ])("backoff %d s after %d failures, random %d -> %d ms", (backoff, failures, random, ms) => {
     expect(retryDelayMs(backoff, failures, random)).toBe(ms);
   });
