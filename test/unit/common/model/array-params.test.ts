@@ -12,6 +12,7 @@ import {
   paramsProblem,
   paramVariable,
   placeholderProblem,
+  placeholdersOf,
   substituteParam,
   type TaskParam,
   taskLaunch,
@@ -294,5 +295,66 @@ describe("a task's start carries its own parameter, also after a restart", () =>
     b.run((step) => submitJob(step, { id: "1", spec, owner: "alice", inputs: [] }));
     b.settle();
     expect(b.starts()[0]).toMatchObject({ command: "echo ${param}", env: { A: "${param}" } });
+  });
+});
+
+describe("placeholdersOf", () => {
+  it.each<[string, { whole: boolean; keys: string[] }]>([
+    ["no placeholder", { whole: false, keys: [] }],
+    ["${param.a} and ${param.b:q}", { whole: false, keys: ["a", "b"] }],
+    ["${param}", { whole: true, keys: [] }],
+    ["${param:q} ${param.a}", { whole: true, keys: ["a"] }],
+    ["$${param} $${param.a}", { whole: false, keys: [] }],
+  ])("%s", (text, found) => {
+    expect(placeholdersOf(text)).toEqual(found);
+  });
+});
+
+describe("substituteParam's refusals", () => {
+  it.each<[string, TaskParam, string]>([
+    ["${param:x}", "v", "${param:x}: no modifier :x"],
+    ["${param.a:Q}", { a: 1 }, "${param.a:Q}: no modifier :Q"],
+    ["${param.length}", "abc", "${param.length}: the task's parameter has no key length"],
+    ["${param.0}", "abc", "${param.0}: the task's parameter has no key 0"],
+  ])("%s of %j", (text, param, message) => {
+    expect(() => substituteParam(text, param)).toThrow(new Error(message));
+  });
+});
+
+describe("paramsProblem at the length's limit", () => {
+  it.each<[string, number, boolean]>([
+    ["a parameter of the longest length", 32_768, true],
+    ["one character longer", 32_769, false],
+  ])("%s", (_, length, taken) => {
+    const problem = paramsProblem(["x".repeat(length)], { command: "x", env: {} });
+    expect(problem).toEqual(taken ? null : { index: 0, message: "longer than 32768 characters" });
+  });
+
+  it("reads a key named in an output's `to` only", () => {
+    const uses = { command: "x", env: {}, outputs: ["${param.a}", { to: "s3://b/${param.b}" }] };
+    expect(paramsProblem([{ b: 1 }], uses)).toBeNull();
+    expect(paramsProblem([{ a: 1 }], uses)).toEqual({
+      index: 0,
+      message: "has no key b, which the command or env names (${param.b})",
+    });
+  });
+});
+
+describe("paramsFileLines' refusals", () => {
+  it.each<[string, string]>([
+    ["", "p.txt is empty: it needs one line per task"],
+    ["a\n\nb\n", "p.txt: line 2 is empty (each line is one task's parameter)"],
+  ])("%j names array.paramsFile", (text, problem) => {
+    let refusal: unknown;
+    try {
+      paramsFileLines(text, "p.txt");
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(JobFileError);
+    expect([(refusal as JobFileError).field, (refusal as JobFileError).problem]).toEqual([
+      "array.paramsFile",
+      problem,
+    ]);
   });
 });

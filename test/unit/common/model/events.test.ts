@@ -14,7 +14,10 @@ import {
   type EventKind,
   type JobEvent,
   renderEvent,
+  renderTaskNext,
+  type TaskNext,
 } from "../../../../src/common/model/events.ts";
+import type { AttemptOutcome } from "../../../../src/common/model/states.ts";
 import { cleanup, ROOT, tempDir } from "../../../helpers/steward.ts";
 
 const contract = {
@@ -44,6 +47,7 @@ const CASES: [JobEvent, string][] = [
   [{ kind: "cancel", data: { by: "alice" } }, "cancel requested by alice"],
   [{ kind: "cancel", data: { by: "alice", tasks: "3, 7-9" } }, "cancel of tasks 3, 7-9 requested by alice"],
   [{ kind: "cancel", data: { by: "alice", tasks: "4" } }, "cancel of task 4 requested by alice"],
+  [{ kind: "cancel", data: { by: "alice", tasks: "12" } }, "cancel of task 12 requested by alice"],
   [
     { kind: "retried", data: { by: "alice", tasks: "3, 7-9", count: 4, array: true } },
     "retried by alice: tasks 3, 7-9",
@@ -69,6 +73,7 @@ const CASES: [JobEvent, string][] = [
     "task 3 cancelled: the same task of dependency 12 ended succeeded (it waited for it to fail)",
   ],
   [{ kind: "hold", data: { by: "alice" } }, "held by alice"],
+  [{ kind: "hold", data: { by: "alice", reason: "disk full" } }, "held by alice: disk full"],
   [{ kind: "release", data: { by: "alice" } }, "released by alice"],
   [{ kind: "migrate", data: { to: "h2", by: "alice" } }, "migration to h2 requested by alice"],
   [{ kind: "migrate", data: { to: null, by: "alice" } }, "migration to another host requested by alice"],
@@ -431,6 +436,53 @@ describe("event messages", () => {
     expect(EVENT_DATA["attempt.failed"].safeParse(lost).success).toBe(false);
     expect(EVENT_DATA["attempt.lost"].safeParse({ ...lost, next: { is: "retry" } }).success).toBe(false);
     expect(EVENT_DATA["attempt.lost"].safeParse({ ...lost, array: undefined }).success).toBe(false);
+  });
+});
+
+describe("what an attempt's end did to its task, in words", () => {
+  it.each<[TaskNext, AttemptOutcome, string | null, string]>([
+    [
+      { is: "retry", failures: 1, maxAttempts: 3, delayMs: 2500, memoryMb: 512 },
+      "failed",
+      null,
+      "failed; retry 2 of 3 in 2.5 s with 512 MB",
+    ],
+    [
+      { is: "retry", failures: 1, maxAttempts: 3, delayMs: 2500 },
+      "timed_out",
+      null,
+      "timed out; retry 2 of 3 in 2.5 s",
+    ],
+    [{ is: "systemFailed", systemFailures: 5 }, "lost", null, "system failure 5 times"],
+    [{ is: "systemFailed", systemFailures: 5 }, "lost", "staging", "system failure 5 times: staging"],
+    [{ is: "systemRetry", delayMs: 1000 }, "lost", null, "system failure; restarting in 1.0 s"],
+    [{ is: "systemRetry", delayMs: 1000 }, "lost", "staging", "system failure: staging; restarting in 1.0 s"],
+    [
+      { is: "replicasRunning", others: 1, failures: 1, maxAttempts: 2 },
+      "timed_out",
+      null,
+      "timed out (1 of 2 attempts used); 1 other replica still running",
+    ],
+    [
+      { is: "replicasRunning", others: 2, failures: 1, maxAttempts: 2 },
+      "failed",
+      "exit code 1",
+      "failed (1 of 2 attempts used); 2 other replicas still running",
+    ],
+    [
+      { is: "replicasRunning", others: 2, failures: 0, maxAttempts: 2 },
+      "lost",
+      null,
+      "lost; 2 other replicas still running",
+    ],
+    [
+      { is: "replicasRunning", others: 1, failures: 0, maxAttempts: 2 },
+      "lost",
+      "host silent",
+      "lost (host silent); 1 other replica still running",
+    ],
+  ])("%j after %s (%s)", (next, outcome, reason, words) => {
+    expect(renderTaskNext(next, { outcome, reason })).toBe(words);
   });
 });
 

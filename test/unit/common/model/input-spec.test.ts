@@ -3,7 +3,14 @@
 // naming its field (a malformed s3: URL saying what is wrong with it: s3-url.test.ts).
 
 import { describe, expect, it } from "vitest";
-import { defaultInputName, fetchedInputs, uploadedInputs } from "../../../../src/common/model/input-spec.ts";
+import {
+  defaultInputName,
+  fetchedInputs,
+  inputName,
+  inputNameClash,
+  type JobInput,
+  uploadedInputs,
+} from "../../../../src/common/model/input-spec.ts";
 import { validateJobSpec } from "../../../../src/common/model/job-spec.ts";
 import { JobFileError } from "../../../../src/common/model/jobfile-error.ts";
 
@@ -155,7 +162,38 @@ describe("defaultInputName", () => {
     ["s3://bkt/a/b.nc", "b.nc"],
     ["s3://bkt/a/", null],
     ["s3://bkt", null],
+    ["s3://bkt/runs/a%2Fb.nc", "b.nc"],
+    ["not a URL", null],
   ])("%s", (url, name) => {
     expect(defaultInputName(url)).toBe(name);
+  });
+});
+
+describe("inputName", () => {
+  it.each<[string, JobInput, string]>([
+    ["a path", "data/x.csv", "data/x.csv"],
+    ["a URL's `as`", { url: "https://h/a/b", as: "c" }, "c"],
+    ["a URL's last segment", { url: "https://h/a/b" }, "b"],
+    ["a URL that names none", { url: "https://h/" }, ""],
+  ])("%s", (_, input, name) => {
+    expect(inputName(input)).toBe(name);
+  });
+});
+
+describe("inputNameClash", () => {
+  it.each<[string, JobInput[], { field: string; message: string } | null]>([
+    ["none", ["a", { url: "https://h/b" }], null],
+    [
+      "a URL input after two paths of its name: the first named",
+      ["x", "x", { url: "https://h/x" }],
+      { field: "inputs[2].url", message: '"x" is also the name of inputs[0] in the working folder' },
+    ],
+    [
+      "a path after a URL input's `as`",
+      [{ url: "https://h/y", as: "x" }, "x"],
+      { field: "inputs[1]", message: '"x" is also the name of inputs[0] in the working folder' },
+    ],
+  ])("%s", (_, inputs, clash) => {
+    expect(inputNameClash(inputs)).toEqual(clash);
   });
 });

@@ -2,12 +2,18 @@ import { describe, expect, it } from "vitest";
 import { renderTaskNext } from "../../../../src/common/model/events.ts";
 import type { AttemptOutcome } from "../../../../src/common/model/states.ts";
 import {
+  grownMemoryMb,
   MAX_RETRY_BACKOFF_SECONDS,
+  type MemoryGrowth,
   POISON_LOSS_LIMIT,
   RETRY_JITTER,
   retryDelayMs,
+  SYSTEM_FAILURE_BACKOFF_SECONDS,
+  SYSTEM_FAILURE_LIMIT,
   type TaskAfterAttempt,
+  type TaskAfterSystemFailure,
   taskAfterAttempt,
+  taskAfterSystemFailure,
 } from "../../../../src/common/model/task-outcome.ts";
 
 const NOW = 1_700_000_000_000;
@@ -63,6 +69,7 @@ describe("retryDelayMs", () => {
     [5, 1, 0.75, 5_500],
     [5, 2, 0.25, 9_000],
     [100, 10, 0, 480_000],
+    [-5, 1, MID, 0],
   ])("backoff %d s after %d failures, random %d -> %d ms", (backoff, failures, random, ms) => {
     expect(retryDelayMs(backoff, failures, random)).toBe(ms);
   });
@@ -289,4 +296,88 @@ describe("taskAfterAttempt", () => {
       expect(noted(fresh(), end(1, outcome), retry3, NOW, MID).resultAttempt).toBeNull();
     },
   );
+});
+
+describe("taskAfterSystemFailure", () => {
+  it("keeps its limit and the shortest back-off", () => {
+    expect([SYSTEM_FAILURE_LIMIT, SYSTEM_FAILURE_BACKOFF_SECONDS]).toEqual([5, 1]);
+  });
+
+  it.each<[string, number, number, TaskAfterSystemFailure]>([
+    [
+      "the first goes round again after the job's back-off",
+      0,
+      5,
+      {
+        failures: 2,
+        losses: 1,
+        resultAttempt: null,
+        systemFailures: 1,
+        state: "pending",
+        notBefore: NOW + 5_000,
+        next: { is: "systemRetry", delayMs: 5_000 },
+      },
+    ],
+    [
+      "a back-off shorter than a second waits one, doubled per system failure",
+      1,
+      0,
+      {
+        failures: 2,
+        losses: 1,
+        resultAttempt: null,
+        systemFailures: 2,
+        state: "pending",
+        notBefore: NOW + 2_000,
+        next: { is: "systemRetry", delayMs: 2_000 },
+      },
+    ],
+    [
+      "the fourth waits 8 back-offs",
+      3,
+      5,
+      {
+        failures: 2,
+        losses: 1,
+        resultAttempt: null,
+        systemFailures: 4,
+        state: "pending",
+        notBefore: NOW + 40_000,
+        next: { is: "systemRetry", delayMs: 40_000 },
+      },
+    ],
+    [
+      "the fifth fails the task",
+      4,
+      5,
+      {
+        failures: 2,
+        losses: 1,
+        resultAttempt: null,
+        systemFailures: 5,
+        state: "failed",
+        notBefore: null,
+        next: { is: "systemFailed", systemFailures: 5 },
+      },
+    ],
+  ])("%s", (_, systemFailures, backoffSeconds, after) => {
+    const task = { failures: 2, losses: 1, resultAttempt: null, systemFailures };
+    expect(taskAfterSystemFailure(task, { maxAttempts: 3, backoffSeconds }, NOW, MID)).toEqual(after);
+  });
+});
+
+describe("grownMemoryMb", () => {
+  it.each<[string, number, MemoryGrowth, number | null]>([
+    ["no growth asked", 100, {}, null],
+    ["grown by its factor", 100, { memoryGrowth: 1.5 }, 150],
+    ["up to a whole MB", 100, { memoryGrowth: 1.001 }, 101],
+    ["a factor of 1: no growth", 100, { memoryGrowth: 1 }, null],
+    ["up to the cap", 100, { memoryGrowth: 2, maxMemoryMb: 150 }, 150],
+    ["under the cap", 100, { memoryGrowth: 1.2, maxMemoryMb: 150 }, 120],
+    ["at the cap already", 150, { memoryGrowth: 2, maxMemoryMb: 150 }, null],
+    ["over the cap already", 200, { memoryGrowth: 2, maxMemoryMb: 150 }, null],
+    ["no memory to grow", 0, { memoryGrowth: 2 }, null],
+  ])("%s", (_, currentMb, retry, grown) => {
+    expect(grownMemoryMb(currentMb, retry)).toBe(grown);
+  });
 });
