@@ -725,6 +725,22 @@ describe("the rescheduling stage of a pass: what it weighs for each task", () =>
   ])("%s", (_, hosts, tasks, policy, expected) => {
     expect(weighed(hosts, tasks, policy)).toStrictEqual(expected);
   });
+
+  it("no room left on any host, replicas having taken the idle slot: no task weighed, as in a pass with none", () => {
+    const replicated: JobView = { ...job("r", 0), replicas: 2, mayReplicate: (_task, live) => live < 2 };
+    const said: string[] = [];
+    schedule(
+      {
+        now: NOW,
+        jobs: [],
+        hosts: [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+        replicable: [{ job: replicated, taskIndex: 0, hosts: ["slow"] }],
+        running: () => [running("a", "slow", progress(0.1, 100))],
+      },
+      { rescheduling: (task) => said.push(task.job.id) },
+    );
+    expect(said).toStrictEqual([]);
+  });
 });
 
 describe("the rescheduling stage of a pass: which tasks move where", () => {
