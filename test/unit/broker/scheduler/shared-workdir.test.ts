@@ -45,6 +45,12 @@ describe("workdirRefusal (at submit)", () => {
       "/data2/run1 is in no folder the hosts share (they share /data): a job runs in place only in a shared folder",
     ],
     [
+      "five shared folders: all named",
+      "/x",
+      ["/a", "/b", "/c", "/d", "/e"],
+      "/x is in no folder the hosts share (they share /a, /b, /c, /d, /e): a job runs in place only in a shared folder",
+    ],
+    [
       "many shared folders: the first five, and how many more",
       "/x",
       ["/a", "/b", "/c", "/d", "/e", "/f", "/g"],
