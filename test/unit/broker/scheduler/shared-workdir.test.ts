@@ -20,6 +20,12 @@ describe("declaredFolders", () => {
     expect(declaredFolders(hosts)).toEqual(["/data", "/scratch", "/home"]);
   });
 
+  it("adds the folders the pools file shares, before any of its pilots has joined, once each", () => {
+    const hosts = [hostView("a", { facts: { shared: ["/data"] } })];
+    expect(declaredFolders(hosts, ["/scratch", "/data"])).toEqual(["/data", "/scratch"]);
+    expect(declaredFolders([], ["/scratch"])).toEqual(["/scratch"]);
+  });
+
   it("is empty when no host shares a folder", () => {
     expect(declaredFolders([hostView("a"), hostView("b", { facts: { shared: [] } })])).toEqual([]);
     expect(declaredFolders([])).toEqual([]);
