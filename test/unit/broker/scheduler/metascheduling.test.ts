@@ -861,6 +861,7 @@ describe("observedTransferRate", () => {
     ["the first upload sets it", null, 10_000_000, 1000, 10_000_000],
     ["the next moves it 30 % of the way", 10_000_000, 20_000_000, 1000, 13_000_000],
     ["a small object is not counted", 10_000_000, 1000, 1, 10_000_000],
+    ["an upload of exactly the least size counted", null, 1_048_576, 1000, 1_048_576],
     ["a small object before any: still none", null, 1000, 1, null],
     ["no time measured: not counted", null, 10_000_000, 0, null],
   ])("%s", (_, previous, bytes, ms, expected) => {
