@@ -31,6 +31,7 @@ describe("feasibility rules, in turn", () => {
       { facts: { memoryMb: 8192 } },
       "job needs 9000 MB, host has 8192 MB",
     ],
+    ["exactly the memory it has", { memoryMb: 8192 }, { facts: { memoryMb: 8192 } }, null],
     ["a gpu it does not declare", { gpus: 1 }, {}, "job needs 1 gpu, host has 0"],
     ["gpus it declares", { gpus: 2 }, { facts: { gpus: ["0", "1"] } }, null],
     [
