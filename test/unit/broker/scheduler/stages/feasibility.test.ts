@@ -279,6 +279,18 @@ describe("runsItsContainer: a job in a container goes only to a host with a runt
       { containers: runc, shared: ["/data"] },
       "container path /ref is in no folder this host shares (it shares only /data)",
     ],
+    [
+      "a host path on a host that shares no folder",
+      ["/ref"],
+      { containers: runc },
+      "container path /ref is in no folder this host shares (it shares no folder)",
+    ],
+    [
+      "a host path in neither of two shared folders",
+      ["/ref"],
+      { containers: runc, shared: ["/data", "/scratch"] },
+      "container path /ref is in no folder this host shares (it shares only /data, /scratch)",
+    ],
   ])("%s", (_, hostPaths, facts, reason) => {
     const job = jobView(
       "j",
