@@ -31,6 +31,7 @@ describe("feasibility rules, in turn", () => {
       { facts: { memoryMb: 8192 } },
       "job needs 9000 MB, host has 8192 MB",
     ],
+    ["exactly the memory it has", { memoryMb: 8192 }, { facts: { memoryMb: 8192 } }, null],
     ["a gpu it does not declare", { gpus: 1 }, {}, "job needs 1 gpu, host has 0"],
     ["gpus it declares", { gpus: 2 }, { facts: { gpus: ["0", "1"] } }, null],
     [
@@ -277,6 +278,18 @@ describe("runsItsContainer: a job in a container goes only to a host with a runt
       ["/data/i.tar", "/ref"],
       { containers: runc, shared: ["/data"] },
       "container path /ref is in no folder this host shares (it shares only /data)",
+    ],
+    [
+      "a host path on a host that shares no folder",
+      ["/ref"],
+      { containers: runc },
+      "container path /ref is in no folder this host shares (it shares no folder)",
+    ],
+    [
+      "a host path in neither of two shared folders",
+      ["/ref"],
+      { containers: runc, shared: ["/data", "/scratch"] },
+      "container path /ref is in no folder this host shares (it shares only /data, /scratch)",
     ],
   ])("%s", (_, hostPaths, facts, reason) => {
     const job = jobView(

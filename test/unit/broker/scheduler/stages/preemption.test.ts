@@ -1,14 +1,20 @@
 // The preemption stage of a pass (preempt), after its placements: which blocked jobs it looks at,
 // in queue order, what it decides for the first that may stop a task (one stop a pass), and what
 // it tells of the others. The decision for one job (decidePreemption, notPreemptible) has its
-// tables in test/unit/broker/scheduler/metascheduling.test.ts.
+// tables in test/unit/broker/scheduler/metascheduling.test.ts; their edges, and makesRoom, are here.
 
 import { describe, expect, it } from "vitest";
 import { taskKey } from "../../../../../src/broker/scheduler/plan.ts";
 import { DEFAULT_POLICY } from "../../../../../src/broker/scheduler/policy.ts";
 import { feasibleHosts } from "../../../../../src/broker/scheduler/stages/feasibility.ts";
-import { capacityOf } from "../../../../../src/broker/scheduler/stages/fit.ts";
-import { PREEMPTION_JOBS_PER_PASS, preempt } from "../../../../../src/broker/scheduler/stages/preemption.ts";
+import { type Capacity, capacityOf } from "../../../../../src/broker/scheduler/stages/fit.ts";
+import {
+  decidePreemption,
+  makesRoom,
+  notPreemptible,
+  PREEMPTION_JOBS_PER_PASS,
+  preempt,
+} from "../../../../../src/broker/scheduler/stages/preemption.ts";
 import type {
   HostView,
   JobView,
@@ -252,5 +258,85 @@ describe("preempt", () => {
     });
     expect(renderStopReason(only.stop.intent.reason)).toBe("preempted for job high (priority 10)");
     expect(only.place).toStrictEqual({ kind: "task", jobId: "high", taskIndex: 0, host: "h2" });
+  });
+});
+
+describe("makesRoom: the stopped task's cpus, memory, GPUs and units added to what its host has free", () => {
+  it.each<
+    [string, Parameters<typeof jobView>[1], Parameters<typeof jobView>[1], Capacity | undefined, boolean]
+  >([
+    ["a host with no room known: none", {}, {}, undefined, false],
+    ["its memory", { memoryMb: 1024 }, { memoryMb: 1024 }, { slotsFree: 0, memoryFreeMb: 0 }, true],
+    [
+      "more memory than it frees",
+      { memoryMb: 1025 },
+      { memoryMb: 1024 },
+      { slotsFree: 0, memoryFreeMb: 0 },
+      false,
+    ],
+    [
+      "its GPUs, with one free",
+      { gpus: 2 },
+      { gpus: 1 },
+      { slotsFree: 0, memoryFreeMb: 0, gpusFree: 1 },
+      true,
+    ],
+    [
+      "more GPUs than it frees",
+      { gpus: 3 },
+      { gpus: 1 },
+      { slotsFree: 0, memoryFreeMb: 0, gpusFree: 1 },
+      false,
+    ],
+    [
+      "its units, with one free",
+      { custom: { licence: 2 } },
+      { custom: { licence: 1 } },
+      { slotsFree: 0, memoryFreeMb: 0, customFree: { licence: 1 } },
+      true,
+    ],
+    [
+      "its units, with none free",
+      { custom: { licence: 1 } },
+      { custom: { licence: 1 } },
+      { slotsFree: 0, memoryFreeMb: 0, customFree: { licence: 0 } },
+      true,
+    ],
+    [
+      "more units than it frees",
+      { custom: { licence: 3 } },
+      { custom: { licence: 1 } },
+      { slotsFree: 0, memoryFreeMb: 0, customFree: { licence: 1 } },
+      false,
+    ],
+  ])("%s", (_, need, holds, free, fits) => {
+    const task = runningView(jobView("low", holds), "h1");
+    expect(makesRoom(jobView("high", need), task, free)).toBe(fits);
+  });
+});
+
+describe("the edges of a preemption decision", () => {
+  it("a task at exactly the least progress may be preempted", () => {
+    const task = runningView(jobView("low"), "h1", { progress: progressOf(0.2, 100) });
+    expect(notPreemptible(task, { preemptMinProgress: 0.2 })).toBeNull();
+  });
+
+  it.each<[string, Parameters<typeof progressOf>, string]>([
+    // 0.5 done in 256 s: 256 s left, exactly the wait.
+    ["a task ending at exactly the wait: the job waits for it", [0.5, 256], "wait"],
+    ["a task ending just after the wait: it is preempted", [0.5, 257], "preempt"],
+    // Half done at its start: progress made, but no rate to tell the time left from.
+    ["a task whose time left cannot be told: neither waited for nor preempted", [0.5, 0], "none"],
+  ])("%s", (_, progress, kind) => {
+    const host = hostView("h1", { slots: 1, slotsFree: 0 });
+    const decision = decidePreemption(
+      jobView("high", { priority: 10 }),
+      [host],
+      new Map([["h1", capacityOf(host)]]),
+      [runningView(jobView("low"), "h1", { progress: progressOf(...progress) })],
+      NOW,
+      { preemptWaitSeconds: 256, preemptMinProgress: 0.2 },
+    );
+    expect(decision.kind).toBe(kind);
   });
 });
