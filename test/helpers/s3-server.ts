@@ -13,6 +13,25 @@ import aws4 from "aws4";
 import { tempDir } from "./steward.ts";
 
 /** s3rver's one account. */
+/** The AWS settings an agent reads (s3-settings.ts): those of the test's own environment must not reach it. */
+const AWS_VARIABLES = [
+  "AWS_ACCESS_KEY_ID",
+  "AWS_SECRET_ACCESS_KEY",
+  "AWS_SESSION_TOKEN",
+  "AWS_REGION",
+  "AWS_DEFAULT_REGION",
+  "AWS_ENDPOINT_URL",
+  "AWS_ENDPOINT_URL_S3",
+  "AWS_PROFILE",
+  "AWS_SHARED_CREDENTIALS_FILE",
+  "AWS_CONFIG_FILE",
+];
+
+/** `env` arguments that start a process without any of the AWS settings of the test's environment. */
+export function withoutAwsSettings(): string[] {
+  return AWS_VARIABLES.flatMap((name) => ["-u", name]);
+}
+
 export const S3RVER_KEY = "S3RVER";
 export const S3RVER_SECRET = "S3RVER";
 

@@ -18,7 +18,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { facts } from "../helpers/agent-messages.ts";
 import { rawHello } from "../helpers/raw-agent.ts";
-import { S3RVER_KEY, S3RVER_SECRET, type S3Server, startS3Server } from "../helpers/s3-server.ts";
+import {
+  S3RVER_KEY,
+  S3RVER_SECRET,
+  type S3Server,
+  startS3Server,
+  withoutAwsSettings,
+} from "../helpers/s3-server.ts";
 import {
   type AgentProcess,
   api,
@@ -38,20 +44,6 @@ import {
 /** A secret that must never show: the wrong one the profile is given for a while. */
 const WRONG_SECRET = "wrong-secret-7c1e9a";
 const UNKNOWN_KEY = "AKIAUNKNOWN00000000";
-
-/** Variables of the test's own environment that would reach the agents otherwise. */
-const AWS_VARIABLES = [
-  "AWS_ACCESS_KEY_ID",
-  "AWS_SECRET_ACCESS_KEY",
-  "AWS_SESSION_TOKEN",
-  "AWS_REGION",
-  "AWS_DEFAULT_REGION",
-  "AWS_ENDPOINT_URL",
-  "AWS_ENDPOINT_URL_S3",
-  "AWS_PROFILE",
-  "AWS_SHARED_CREDENTIALS_FILE",
-  "AWS_CONFIG_FILE",
-];
 
 let s3: S3Server;
 let server: (StewardProcess & { joinToken: string }) | undefined;
@@ -74,7 +66,7 @@ function writeProfile(key: string, secret: string): void {
 function environment(home: string, variables: Record<string, string>): string[] {
   return [
     "env",
-    ...AWS_VARIABLES.flatMap((name) => ["-u", name]),
+    ...withoutAwsSettings(),
     `HOME=${home}`,
     ...Object.entries(variables).map(([name, value]) => `${name}=${value}`),
   ];

@@ -10,7 +10,13 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { addS3Key, removeS3Key, type S3Server, startS3Server } from "../helpers/s3-server.ts";
+import {
+  addS3Key,
+  removeS3Key,
+  type S3Server,
+  startS3Server,
+  withoutAwsSettings,
+} from "../helpers/s3-server.ts";
 import {
   type AgentProcess,
   api,
@@ -31,20 +37,6 @@ const JOB_KEY = "AKIAJOBSECRETKEY7Q2X";
 const JOB_SECRET = "job-secret-5f0c2e9d71b8a4";
 const WRONG_SECRET = "wrong-job-secret-83d1c6";
 
-/** Variables of the test's own environment that would reach the agent otherwise. */
-const AWS_VARIABLES = [
-  "AWS_ACCESS_KEY_ID",
-  "AWS_SECRET_ACCESS_KEY",
-  "AWS_SESSION_TOKEN",
-  "AWS_REGION",
-  "AWS_DEFAULT_REGION",
-  "AWS_ENDPOINT_URL",
-  "AWS_ENDPOINT_URL_S3",
-  "AWS_PROFILE",
-  "AWS_SHARED_CREDENTIALS_FILE",
-  "AWS_CONFIG_FILE",
-];
-
 let s3: S3Server;
 let server: (StewardProcess & { joinToken: string }) | undefined;
 let agent: AgentProcess | undefined;
@@ -64,7 +56,7 @@ beforeAll(async () => {
     servers: [server.url],
     joinToken: server.joinToken,
     // No AWS variable, and a home without ~/.aws: the agent has no credentials and no endpoint.
-    prefix: ["env", ...AWS_VARIABLES.flatMap((name) => ["-u", name]), `HOME=${home}`],
+    prefix: ["env", ...withoutAwsSettings(), `HOME=${home}`],
   });
   await waitFor("the agent connected", async () => (await api(server!, "GET", "/api/v1/hosts")).length === 1);
 });

@@ -151,6 +151,20 @@ describe("judgeContract", () => {
       { rate: 0, belowSince: T0 + 900 * S, breach: false },
     ],
     [
+      // Exactly the contract's rate keeps it: 0.5 over 60 s.
+      "exactly the contract's rate: kept",
+      { contract: { minProgressPerMinute: 0.5, graceSeconds: 60 }, samples: samples([0, 0.5], 60) },
+      T0 + 60 * S,
+      { rate: 0.5, belowSince: null, breach: false },
+    ],
+    [
+      // Below for long before, and the attempt exactly a grace old: its grace is over.
+      "an attempt exactly a grace old, below for longer: broken",
+      { startedAt: T0 + 1000 * S, samples: samples([0.5, 0.5, 0.5], 10, 1040), belowSince: T0 + 900 * S },
+      T0 + 1060 * S,
+      { rate: 0, belowSince: T0 + 900 * S, breach: true },
+    ],
+    [
       "a grace of 0: broken at the first rate below",
       { contract: { minProgressPerMinute: 0.05, graceSeconds: 0 }, samples: samples([0.2, 0.2]) },
       T0 + 10 * S,

@@ -725,6 +725,22 @@ describe("the rescheduling stage of a pass: what it weighs for each task", () =>
   ])("%s", (_, hosts, tasks, policy, expected) => {
     expect(weighed(hosts, tasks, policy)).toStrictEqual(expected);
   });
+
+  it("no room left on any host, replicas having taken the idle slot: no task weighed, as in a pass with none", () => {
+    const replicated: JobView = { ...job("r", 0), replicas: 2, mayReplicate: (_task, live) => live < 2 };
+    const said: string[] = [];
+    schedule(
+      {
+        now: NOW,
+        jobs: [],
+        hosts: [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+        replicable: [{ job: replicated, taskIndex: 0, hosts: ["slow"] }],
+        running: () => [running("a", "slow", progress(0.1, 100))],
+      },
+      { rescheduling: (task) => said.push(task.job.id) },
+    );
+    expect(said).toStrictEqual([]);
+  });
 });
 
 describe("the rescheduling stage of a pass: which tasks move where", () => {
@@ -859,6 +875,7 @@ describe("observedTransferRate", () => {
     ["the first upload sets it", null, 10_000_000, 1000, 10_000_000],
     ["the next moves it 30 % of the way", 10_000_000, 20_000_000, 1000, 13_000_000],
     ["a small object is not counted", 10_000_000, 1000, 1, 10_000_000],
+    ["an upload of exactly the least size counted", null, 1_048_576, 1000, 1_048_576],
     ["a small object before any: still none", null, 1000, 1, null],
     ["no time measured: not counted", null, 10_000_000, 0, null],
   ])("%s", (_, previous, bytes, ms, expected) => {

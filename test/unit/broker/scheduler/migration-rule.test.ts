@@ -109,6 +109,11 @@ describe("migrationTargets and migrationRefusal", () => {
       "no other host matches and has room (h2: host is draining; h3: host agent is not connected)",
     ],
     [
+      "three others: all named",
+      ["h1", "h2", "h3", "h4"].map((name) => hostView(name, 0)),
+      "no other host matches and has room (h2: busy: needs 1 free slots, 0 free; h3: busy: needs 1 free slots, 0 free; h4: busy: needs 1 free slots, 0 free)",
+    ],
+    [
       "many others: the first three named",
       ["h1", "h2", "h3", "h4", "h5"].map((name) => hostView(name, 0)),
       "no other host matches and has room (h2: busy: needs 1 free slots, 0 free; h3: busy: needs 1 free slots, 0 free; h4: busy: needs 1 free slots, 0 free; 1 more)",

@@ -4,7 +4,9 @@
 
 import { describe, expect, it } from "vitest";
 import type { OwnerShare } from "../../../../src/broker/scheduler/fair-share.ts";
-import { comesBefore, describeAhead } from "../../../../src/broker/scheduler/queue-position.ts";
+import { comesBefore, describeAhead, hasWorkNow } from "../../../../src/broker/scheduler/queue-position.ts";
+import type { ConstrainedTask } from "../../../../src/broker/scheduler/view.ts";
+import { jobView, NOW, readyTasks } from "../../../helpers/scheduler-views.ts";
 
 describe("comesBefore", () => {
   it.each([
@@ -18,6 +20,46 @@ describe("comesBefore", () => {
   ] as const)("%o before %o: %s", (a, b, expected) => {
     const shares = new Map<string, OwnerShare>([["heavy", { runningCpus: 4, recentCpuSeconds: 0 }]]);
     expect(comesBefore({ createdAt: 0, ...a }, { createdAt: 0, ...b }, shares)).toBe(expected);
+  });
+});
+
+describe("comesBefore, owners' shares", () => {
+  // Jobs without an owner have their share under the empty name.
+  it.each([
+    ["the owner-less heavy, another owner's job first", { seq: 1 }, { seq: 2, owner: "y" }, false],
+    ["the owner-less heavy, behind another owner's job", { seq: 2, owner: "y" }, { seq: 1 }, true],
+  ] as const)("%s", (_, a, b, expected) => {
+    const shares = new Map<string, OwnerShare>([["", { runningCpus: 4, recentCpuSeconds: 0 }]]);
+    expect(
+      comesBefore({ priority: 0, createdAt: 0, ...a }, { priority: 0, createdAt: 0, ...b }, shares),
+    ).toBe(expected);
+  });
+
+  it("no job comes before itself", () => {
+    const job = { priority: 0, createdAt: 0, seq: 1, owner: "x" };
+    expect(comesBefore(job, job, new Map())).toBe(false);
+  });
+});
+
+describe("hasWorkNow", () => {
+  const constrained = (...indexes: number[]) => ({
+    constrainedTasks: (): ConstrainedTask[] => indexes.map((index) => ({ index, allows: () => true })),
+  });
+  it.each([
+    ["a ready task", () => jobView("1"), true],
+    ["no task ready, none constrained", () => jobView("1", readyTasks()), false],
+    [
+      "no task ready, an empty list of constrained ones",
+      () => jobView("1", { ...readyTasks(), ...constrained() }),
+      false,
+    ],
+    [
+      "no task ready, one constrained to some hosts",
+      () => jobView("1", { ...readyTasks(), ...constrained(0) }),
+      true,
+    ],
+  ] as const)("%s", (_, job, expected) => {
+    expect(hasWorkNow(job(), NOW)).toBe(expected);
   });
 });
 

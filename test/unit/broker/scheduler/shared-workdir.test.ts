@@ -20,6 +20,12 @@ describe("declaredFolders", () => {
     expect(declaredFolders(hosts)).toEqual(["/data", "/scratch", "/home"]);
   });
 
+  it("adds the folders the pools file shares, before any of its pilots has joined, once each", () => {
+    const hosts = [hostView("a", { facts: { shared: ["/data"] } })];
+    expect(declaredFolders(hosts, ["/scratch", "/data"])).toEqual(["/data", "/scratch"]);
+    expect(declaredFolders([], ["/scratch"])).toEqual(["/scratch"]);
+  });
+
   it("is empty when no host shares a folder", () => {
     expect(declaredFolders([hostView("a"), hostView("b", { facts: { shared: [] } })])).toEqual([]);
     expect(declaredFolders([])).toEqual([]);
@@ -43,6 +49,12 @@ describe("workdirRefusal (at submit)", () => {
       "/data2/run1",
       ["/data"],
       "/data2/run1 is in no folder the hosts share (they share /data): a job runs in place only in a shared folder",
+    ],
+    [
+      "five shared folders: all named",
+      "/x",
+      ["/a", "/b", "/c", "/d", "/e"],
+      "/x is in no folder the hosts share (they share /a, /b, /c, /d, /e): a job runs in place only in a shared folder",
     ],
     [
       "many shared folders: the first five, and how many more",
