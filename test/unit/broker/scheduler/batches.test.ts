@@ -56,6 +56,19 @@ describe("batchKey", () => {
     ["transfers", { transfers: ["s3-inputs"] }, { transfers: ["s3-inputs", "url-outputs"] }, false],
     ["transfers or none", { transfers: ["url-outputs"] }, {}, false],
     ["no transfers is none", { transfers: [] }, {}, true],
+    ["a container or none", { container: { image: "alpine:3", hostPaths: [] } }, {}, false],
+    [
+      "containers naming the same host paths",
+      { container: { image: "alpine:3", hostPaths: ["/data/in", "/data/out"] } },
+      { container: { image: "alpine:3", hostPaths: ["/data/in", "/data/out"] } },
+      true,
+    ],
+    [
+      "host paths that read alike joined without a separator",
+      { container: { image: "alpine:3", hostPaths: ["/data/a", "/b"] } },
+      { container: { image: "alpine:3", hostPaths: ["/data/a/b"] } },
+      false,
+    ],
     [
       "custom resources, with or without GPUs",
       { custom: { licence: 1 }, gpus: 1 },

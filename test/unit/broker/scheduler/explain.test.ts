@@ -544,6 +544,16 @@ describe("explain: what tells one answer from another", () => {
     expect(explain({ now: NOW, job: target, hosts, queue: [jobView("other")] }).nextPass.line).toBe(line);
   });
 
+  it.each<[string, HostRow]>([
+    ["a draining host's", { name: "a", state: "draining" }],
+    ["a disconnected host's", { name: "a", connected: false }],
+  ])("a free slot that is %s takes no work: a job not in the pass waits for one", (_, row) => {
+    const target = jobView("j");
+    expect(
+      explain({ now: NOW, job: target, hosts: [host(row)], queue: [jobView("other")] }).nextPass.line,
+    ).toBe("the next pass does not start it: no host that takes work has a free slot");
+  });
+
   it("says the free room goes to work ahead when one host has a free slot and another none", () => {
     const first = jobView("1", { seq: 1 });
     const second = jobView("2", { seq: 2 });

@@ -842,6 +842,20 @@ describe("the rescheduling stage of a pass: which tasks move where", () => {
     ).toStrictEqual(expected);
   });
 
+  it.each<[string, boolean, string[]]>([
+    ["a policy that reschedules moves the task", true, ["a->fast"]],
+    ["a policy that does not reschedule moves none", false, []],
+  ])("%s", (_, reschedule, expected) => {
+    const stops = schedule({
+      now: NOW,
+      jobs: [],
+      hosts: [host("slow", 1, 0, 5), host("fast", 1, 1, 50)],
+      running: () => [running("a", "slow", progress(0.1, 100))],
+      policy: { reschedule },
+    }).stop;
+    expect(stops.map((each) => `${each.jobId}->${each.migrateTo?.to}`)).toStrictEqual(expected);
+  });
+
   it("idle slots that replicas took leave no room for a move", () => {
     const replicated: JobView = { ...job("r", 0), replicas: 2, mayReplicate: (_task, live) => live < 2 };
     const plan = schedule({

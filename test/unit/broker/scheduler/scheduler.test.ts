@@ -547,6 +547,25 @@ describe("schedule", () => {
     expect(new Set(short(placements).map((s) => s.split("@")[0])).size).toBe(placements.length);
   });
 
+  it.each<[string, HostRow[], string[]]>([
+    ["the room a preemption kept goes to its task", [{ name: "a", slots: 1, slotsFree: 0 }], ["kept/0@a"]],
+    [
+      "before the queue's turns, which take the slots still free",
+      [
+        { name: "a", slots: 1, slotsFree: 0 },
+        { name: "b", slots: 1, slotsFree: 1 },
+      ],
+      ["kept/0@a", "first/0@b"],
+    ],
+  ])("%s", (_, hosts, expected) => {
+    const kept = job({ id: "kept" });
+    const reserved = [{ job: kept, taskIndex: 0, host: "a", held: { slots: 1, memoryMb: 0 } }];
+    const queue = [job({ id: "first", priority: 5 })];
+    expect(short(schedule({ now: NOW, jobs: queue, hosts: hosts.map(host), reserved }).place)).toEqual(
+      expected,
+    );
+  });
+
   it("fills every free slot when there is enough 1-cpu work", () => {
     const placements = plan(
       [{ id: "j", tasks: Array.from({ length: 20 }, (_, i) => i) }],
